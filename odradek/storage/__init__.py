@@ -1,0 +1,30 @@
+"""The storage engine: Kafka's on-disk log format, segments, indexes, recovery and checkpoints.
+
+Knows nothing of the network; depends only on ``odradek.protocol.batch`` and ``.errors``.
+"""
+
+from .file_records import FileRecords, FileSlice
+from .leader_epoch_cache import LeaderEpochFileCache
+from .log import Log, LogAppendInfo, LogReadResult, UnexpectedAppendOffsetError
+from .log_config import LogConfig
+from .log_manager import LogManager
+from .offset_index import OffsetIndex
+from .producer_state import ProducerStateManager
+from .segment import LogSegment
+from .time_index import TimeIndex
+
+__all__ = [
+    "FileRecords",
+    "FileSlice",
+    "LeaderEpochFileCache",
+    "Log",
+    "LogAppendInfo",
+    "LogConfig",
+    "LogManager",
+    "LogReadResult",
+    "LogSegment",
+    "OffsetIndex",
+    "ProducerStateManager",
+    "TimeIndex",
+    "UnexpectedAppendOffsetError",
+]

@@ -1,0 +1,78 @@
+"""The API registry: one module per API family registers its handler and version range.
+
+ApiVersions is built from this registry, so the broker advertises exactly what it
+implements. A handler is ``handler(broker, request) -> result`` where result is
+
+- a kio response entity, encoded by the dispatcher at the request's version;
+- a ``RawResponse`` whose body parts were packed by hand (hot paths: Produce, Fetch);
+- ``None`` for no response at all (Produce with acks=0);
+- or a coroutine that produces one of the above (delayed operations).
+
+Raising ``KafkaError`` from a handler answers nothing and closes the connection, as
+Kafka does for requests it cannot make sense of; per-item failures belong in the
+response's error codes instead.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+
+class ApiSpec(NamedTuple):
+    api_key: int
+    name: str
+    min_version: int
+    max_version: int
+    handler: Callable
+
+
+@dataclass(slots=True)
+class Request:
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+    body: Any
+    peer: str = ""
+    listener: str = "PLAINTEXT"
+    principal: str = "User:ANONYMOUS"
+    received_ns: int = 0
+    extra: dict = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class RawResponse:
+    """A response body packed by the handler, as buffers written in order."""
+
+    parts: list
+
+
+REGISTRY: dict[int, ApiSpec] = {}
+
+
+def api(api_key: int, min_version: int, max_version: int, name: str | None = None):
+    """Register ``fn`` as the handler of ``api_key`` for versions min..max inclusive."""
+
+    def register(fn: Callable) -> Callable:
+        from odradek.protocol.messages import api_name, known_versions
+
+        known = known_versions(api_key)
+        if min_version not in known or max_version not in known:
+            raise ValueError(f"{api_name(api_key)} v{min_version}-{max_version}: kio knows only {known}")
+        if api_key in REGISTRY:
+            raise ValueError(f"{api_name(api_key)} registered twice")
+        REGISTRY[api_key] = ApiSpec(api_key, name or api_name(api_key), min_version, max_version, fn)
+        return fn
+
+    return register
+
+
+def load_all() -> dict[int, ApiSpec]:
+    """Import every handler module in this package (each registers itself)."""
+    for module in pkgutil.iter_modules(__path__):
+        importlib.import_module(f"{__name__}.{module.name}")
+    return REGISTRY

@@ -1,0 +1,3 @@
+from odradek.cli.main import main
+
+main()

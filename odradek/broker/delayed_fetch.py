@@ -1,0 +1,31 @@
+"""A fetch parked until enough bytes arrive or its wait expires (Kafka's DelayedFetch)."""
+
+from __future__ import annotations
+
+from odradek.broker.purgatory import DelayedOperation
+
+
+class DelayedFetch(DelayedOperation):
+    def __init__(self, broker, plan, max_bytes: int, isolation_level: int, min_bytes: int, max_wait_ms: int):
+        super().__init__(max_wait_ms)
+        self.broker = broker
+        self.plan = plan
+        self.max_bytes = max_bytes
+        self.isolation_level = isolation_level
+        self.min_bytes = min_bytes
+
+    def try_complete(self) -> bool:
+        from odradek.broker.handlers.fetch import read_partitions
+
+        _, total, had_error = read_partitions(
+            self.broker, self.plan, self.max_bytes, self.isolation_level, sizes_only=True
+        )
+        if total >= self.min_bytes or had_error:
+            return self.force_complete()
+        return False
+
+    def on_complete(self) -> None:
+        pass
+
+    def on_expiration(self) -> None:
+        pass

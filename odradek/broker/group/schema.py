@@ -1,0 +1,317 @@
+"""Keys and values of the records in ``__consumer_offsets``, byte-compatible with Kafka.
+
+Every record key starts with an int16 that names its type (Kafka calls it the key
+version); every non-null value starts with an int16 schema version::
+
+    key type 0, 1   OffsetCommitKey      group string, topic string, partition int32
+    key type 2      GroupMetadataKey     group string
+    key type 3+     records of the KIP-848 consumer protocol (not used here, skipped)
+
+    OffsetCommitValue
+      v0  offset int64, metadata string, commitTimestamp int64
+      v1  v0 + expireTimestamp int64           (commits that carried a retention time)
+      v2  same as v0
+      v3  offset int64, leaderEpoch int32, metadata string, commitTimestamp int64
+      v4  v3, flexible (compact strings, tagged fields)
+
+    GroupMetadataValue
+      protocolType string, generation int32, protocol string?, leader string?,
+      currentStateTimestamp int64 (v2+), members [MemberMetadata]
+      MemberMetadata: memberId string, groupInstanceId string? (v3+), clientId string,
+        clientHost string, rebalanceTimeout int32 (v1+), sessionTimeout int32,
+        subscription bytes, assignment bytes
+      v4 is v3, flexible
+
+A null value is a tombstone: the offset or the group is gone. We write key type 1 and 2,
+OffsetCommitValue v3 (v1 when the commit has an expire timestamp) and GroupMetadataValue
+v3, as Kafka 3.x does, and read every version above. Schemas come from Kafka's
+``OffsetCommitKey.json``, ``OffsetCommitValue.json``, ``GroupMetadataKey.json`` and
+``GroupMetadataValue.json``; the code is ours. Pure functions over bytes.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import NamedTuple
+
+from odradek.protocol import errors
+from odradek.protocol.varint import decode_unsigned_varint, encode_unsigned_varint
+
+OFFSET_COMMIT_KEY_TYPES = (0, 1)
+GROUP_METADATA_KEY_TYPE = 2
+
+_I16 = struct.Struct(">h")
+_I32 = struct.Struct(">i")
+_I64 = struct.Struct(">q")
+
+
+class OffsetCommitKey(NamedTuple):
+    group: str
+    topic: str
+    partition: int
+
+
+class GroupMetadataKey(NamedTuple):
+    group: str
+
+
+class OffsetCommitValue(NamedTuple):
+    offset: int
+    metadata: str = ""
+    commit_timestamp: int = -1
+    leader_epoch: int = -1
+    expire_timestamp: int = -1  # only in v1 records; -1 means "use offsets.retention.minutes"
+
+
+class MemberRecord(NamedTuple):
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    rebalance_timeout: int
+    session_timeout: int
+    subscription: bytes
+    assignment: bytes
+
+
+class GroupMetadataValue(NamedTuple):
+    protocol_type: str
+    generation: int
+    protocol: str | None
+    leader: str | None
+    current_state_timestamp: int
+    members: tuple[MemberRecord, ...]
+
+
+# -- a tiny reader and writer for Kafka's message encoding ------------------------------
+
+
+class _Writer:
+    __slots__ = ("parts", "flexible")
+
+    def __init__(self, version: int, flexible: bool):
+        self.parts = [_I16.pack(version)]
+        self.flexible = flexible
+
+    def int16(self, n: int) -> None:
+        self.parts.append(_I16.pack(n))
+
+    def int32(self, n: int) -> None:
+        self.parts.append(_I32.pack(n))
+
+    def int64(self, n: int) -> None:
+        self.parts.append(_I64.pack(n))
+
+    def string(self, s: str | None) -> None:
+        if s is None:
+            self.parts.append(b"\x00" if self.flexible else _I16.pack(-1))
+            return
+        data = s.encode()
+        self.parts.append(encode_unsigned_varint(len(data) + 1) if self.flexible else _I16.pack(len(data)))
+        self.parts.append(data)
+
+    def bytes_(self, b: bytes) -> None:
+        self.parts.append(encode_unsigned_varint(len(b) + 1) if self.flexible else _I32.pack(len(b)))
+        self.parts.append(bytes(b))
+
+    def array(self, n: int) -> None:
+        self.parts.append(encode_unsigned_varint(n + 1) if self.flexible else _I32.pack(n))
+
+    def tags(self) -> None:
+        if self.flexible:
+            self.parts.append(b"\x00")
+
+    def getvalue(self) -> bytes:
+        return b"".join(self.parts)
+
+
+class _Reader:
+    __slots__ = ("buf", "pos", "flexible")
+
+    def __init__(self, buf: bytes, pos: int = 0, flexible: bool = False):
+        self.buf = buf
+        self.pos = pos
+        self.flexible = flexible
+
+    def _take(self, n: int) -> bytes:
+        end = self.pos + n
+        if n < 0 or end > len(self.buf):
+            raise errors.CorruptMessageError("group coordinator record is truncated")
+        out = self.buf[self.pos : end]
+        self.pos = end
+        return out
+
+    def int16(self) -> int:
+        return _I16.unpack(self._take(2))[0]
+
+    def int32(self) -> int:
+        return _I32.unpack(self._take(4))[0]
+
+    def int64(self) -> int:
+        return _I64.unpack(self._take(8))[0]
+
+    def _uvarint(self) -> int:
+        try:
+            value, self.pos = decode_unsigned_varint(self.buf, self.pos)
+        except ValueError as exc:
+            raise errors.CorruptMessageError(f"bad varint in group coordinator record: {exc}") from exc
+        return value
+
+    def string(self) -> str | None:
+        n = self._uvarint() - 1 if self.flexible else self.int16()
+        if n < 0:
+            return None
+        return self._take(n).decode()
+
+    def bytes_(self) -> bytes:
+        n = self._uvarint() - 1 if self.flexible else self.int32()
+        return b"" if n < 0 else bytes(self._take(n))
+
+    def array(self) -> int:
+        n = self._uvarint() - 1 if self.flexible else self.int32()
+        return max(n, 0)
+
+    def skip_tags(self) -> None:
+        if not self.flexible:
+            return
+        for _ in range(self._uvarint()):
+            self._uvarint()
+            self._take(self._uvarint())
+
+
+def _value_reader(value: bytes, valid: range, what: str, flexible_from: int) -> tuple[_Reader, int]:
+    if value is None or len(value) < 2:
+        raise errors.CorruptMessageError(f"{what} is too short")
+    version = _I16.unpack_from(value, 0)[0]
+    if version not in valid:
+        raise errors.CorruptMessageError(f"unknown {what} version {version}")
+    return _Reader(value, 2, version >= flexible_from), version
+
+
+# -- keys -------------------------------------------------------------------------------
+
+
+def encode_offset_commit_key(group: str, topic: str, partition: int) -> bytes:
+    w = _Writer(1, False)
+    w.string(group)
+    w.string(topic)
+    w.int32(partition)
+    return w.getvalue()
+
+
+def encode_group_metadata_key(group: str) -> bytes:
+    w = _Writer(GROUP_METADATA_KEY_TYPE, False)
+    w.string(group)
+    return w.getvalue()
+
+
+def decode_key(key: bytes | None) -> OffsetCommitKey | GroupMetadataKey | None:
+    """The key of a ``__consumer_offsets`` record; None for record types we do not use."""
+    if key is None or len(key) < 2:
+        raise errors.CorruptMessageError("group coordinator record without a key")
+    kind = _I16.unpack_from(key, 0)[0]
+    r = _Reader(key, 2)
+    if kind in OFFSET_COMMIT_KEY_TYPES:
+        return OffsetCommitKey(r.string() or "", r.string() or "", r.int32())
+    if kind == GROUP_METADATA_KEY_TYPE:
+        return GroupMetadataKey(r.string() or "")
+    return None
+
+
+# -- offset commit values ---------------------------------------------------------------
+
+
+def encode_offset_commit_value(value: OffsetCommitValue, version: int | None = None) -> bytes:
+    if version is None:
+        version = 1 if value.expire_timestamp >= 0 else 3
+    w = _Writer(version, version >= 4)
+    w.int64(value.offset)
+    if version >= 3:
+        w.int32(value.leader_epoch)
+    w.string(value.metadata or "")
+    w.int64(value.commit_timestamp)
+    if version == 1:
+        w.int64(value.expire_timestamp)
+    w.tags()
+    return w.getvalue()
+
+
+def decode_offset_commit_value(value: bytes) -> OffsetCommitValue:
+    r, version = _value_reader(value, range(0, 5), "OffsetCommitValue", 4)
+    offset = r.int64()
+    leader_epoch = r.int32() if version >= 3 else -1
+    metadata = r.string() or ""
+    commit_ts = r.int64()
+    expire_ts = r.int64() if version == 1 else -1
+    r.skip_tags()
+    return OffsetCommitValue(offset, metadata, commit_ts, leader_epoch, expire_ts)
+
+
+# -- group metadata values --------------------------------------------------------------
+
+
+def encode_group_metadata_value(value: GroupMetadataValue, version: int = 3) -> bytes:
+    w = _Writer(version, version >= 4)
+    w.string(value.protocol_type)
+    w.int32(value.generation)
+    w.string(value.protocol)
+    w.string(value.leader)
+    if version >= 2:
+        w.int64(value.current_state_timestamp)
+    w.array(len(value.members))
+    for m in value.members:
+        w.string(m.member_id)
+        if version >= 3:
+            w.string(m.group_instance_id)
+        w.string(m.client_id)
+        w.string(m.client_host)
+        if version >= 1:
+            w.int32(m.rebalance_timeout)
+        w.int32(m.session_timeout)
+        w.bytes_(m.subscription)
+        w.bytes_(m.assignment)
+        w.tags()
+    w.tags()
+    return w.getvalue()
+
+
+def decode_group_metadata_value(value: bytes) -> GroupMetadataValue:
+    r, version = _value_reader(value, range(0, 5), "GroupMetadataValue", 4)
+    protocol_type = r.string() or ""
+    generation = r.int32()
+    protocol = r.string()
+    leader = r.string()
+    state_ts = r.int64() if version >= 2 else -1
+    members = []
+    for _ in range(r.array()):
+        member_id = r.string() or ""
+        instance_id = r.string() if version >= 3 else None
+        client_id = r.string() or ""
+        client_host = r.string() or ""
+        session = rebalance = 0
+        if version >= 1:
+            rebalance = r.int32()
+        session = r.int32()
+        if version == 0:
+            rebalance = session
+        subscription = r.bytes_()
+        assignment = r.bytes_()
+        r.skip_tags()
+        members.append(
+            MemberRecord(member_id, instance_id, client_id, client_host, rebalance, session, subscription, assignment)
+        )
+    r.skip_tags()
+    return GroupMetadataValue(protocol_type, generation, protocol, leader, state_ts, tuple(members))
+
+
+# -- the consumer protocol, as far as the coordinator needs it --------------------------
+
+
+def subscribed_topics(subscription: bytes) -> list[str]:
+    """The topics of a ``ConsumerProtocolSubscription`` (any version: v0 is the prefix of all).
+
+    Raises CorruptMessageError when the bytes do not follow the consumer protocol.
+    """
+    r = _Reader(subscription)
+    r.int16()  # version
+    return [r.string() or "" for _ in range(r.array())]

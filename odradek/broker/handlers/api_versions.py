@@ -1,0 +1,31 @@
+"""ApiVersions (key 18), v0-v3.
+
+Answers with the registry's version ranges, so nothing is advertised that is not
+implemented. A request at a version we do not know gets the v0 layout with
+UNSUPPORTED_VERSION and the list, so the client can pick a version and retry (KIP-511).
+"""
+
+from odradek.broker.handlers import REGISTRY, api
+from odradek.protocol import messages
+from odradek.protocol.errors import ErrorCode
+
+
+def _api_keys():
+    return [
+        {"api_key": s.api_key, "min_version": s.min_version, "max_version": s.max_version}
+        for s in sorted(REGISTRY.values())
+    ]
+
+
+@api(18, 0, 3)
+def handle_api_versions(broker, request):
+    return messages.build_response(
+        18, request.api_version, {"error_code": 0, "api_keys": _api_keys(), "throttle_time": 0}
+    )
+
+
+def unsupported_version_response(correlation_id: int) -> bytes:
+    body = messages.build_response(
+        18, 0, {"error_code": ErrorCode.unsupported_version, "api_keys": _api_keys(), "throttle_time": 0}
+    )
+    return messages.encode_response(18, 0, correlation_id, body)

@@ -1,0 +1,33 @@
+"""DeleteRecords (key 21), v0-v2.
+
+Moves each partition's log start offset up to the given offset (-1 means the high
+watermark); records below it are no longer readable and whole segments below it are
+removed by retention. An offset above the high watermark is OFFSET_OUT_OF_RANGE.
+"""
+
+from odradek.broker.handlers import api
+from odradek.protocol import errors, messages
+
+
+@api(21, 0, 2)
+def handle_delete_records(broker, request):
+    topics = []
+    for t in request.body.topics:
+        partitions = []
+        for p in t.partitions:
+            entry = {"partition_index": p.partition_index, "low_watermark": -1, "error_code": 0}
+            try:
+                partition = broker.replica_manager.get_partition(t.name, p.partition_index)
+                partition.check_leader()
+                offset = partition.high_watermark if p.offset == -1 else p.offset
+                if offset < 0 or offset > partition.high_watermark:
+                    raise errors.OffsetOutOfRangeError(
+                        f"offset {offset} is outside [0, {partition.high_watermark}] of {partition}"
+                    )
+                partition.log.maybe_increment_log_start_offset(offset)
+                entry["low_watermark"] = partition.log_start_offset
+            except errors.KafkaError as exc:
+                entry["error_code"] = exc.code
+            partitions.append(entry)
+        topics.append({"name": t.name, "partitions": partitions})
+    return messages.build_response(21, request.api_version, {"throttle_time": 0, "topics": topics})

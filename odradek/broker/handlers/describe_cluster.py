@@ -1,0 +1,23 @@
+"""DescribeCluster (key 60), v0-v1: cluster id, controller and brokers (KIP-700)."""
+
+from odradek.broker.handlers import api
+from odradek.protocol import messages
+
+
+@api(60, 0, 1)
+def handle_describe_cluster(broker, request):
+    image = broker.image
+    return messages.build_response(
+        60,
+        request.api_version,
+        {
+            "throttle_time": 0,
+            "error_code": 0,
+            "cluster_id": image.cluster_id,
+            "controller_id": image.controller_id,
+            "brokers": [
+                {"broker_id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack}
+                for b in image.brokers.values()
+            ],
+        },
+    )

@@ -1,0 +1,64 @@
+"""DescribeConfigs (key 32), v1-v4.
+
+Topic resources (type 2) list every topic-level config with its value and source
+(dynamic topic override, static broker config, or default) and, when asked, synonyms
+(v1+) and documentation (v3+). Broker resources (type 4) list the broker's configs;
+the name must be this broker's id, or empty for cluster-wide defaults. Unknown topics
+get UNKNOWN_TOPIC_OR_PARTITION; other resource types INVALID_REQUEST.
+"""
+
+from odradek.broker.handlers import api
+from odradek.protocol import errors, messages
+
+TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
+
+
+def _entry(c, synonyms: bool, documentation: bool) -> dict:
+    return {
+        "name": c.name,
+        "value": c.value,
+        "read_only": c.read_only,
+        "config_source": c.source,
+        "is_sensitive": c.is_sensitive,
+        "synonyms": [{"name": s.name, "value": s.value, "source": s.source} for s in c.synonyms]
+        if synonyms
+        else [],
+        "config_type": c.type,
+        "documentation": c.documentation if documentation else None,
+    }
+
+
+@api(32, 1, 4)
+def handle_describe_configs(broker, request):
+    body = request.body
+    synonyms = body.include_synonyms
+    documentation = getattr(body, "include_documentation", False)
+    results = []
+    for r in body.resources:
+        entry = {
+            "error_code": 0,
+            "error_message": None,
+            "resource_type": r.resource_type,
+            "resource_name": r.resource_name,
+            "configs": [],
+        }
+        try:
+            if r.resource_type == TOPIC:
+                topic = broker.image.topics.get(r.resource_name)
+                if topic is None:
+                    raise errors.UnknownTopicOrPartitionError(f"topic '{r.resource_name}' does not exist")
+                configs = broker.topic_config_entries(topic.configs)
+            elif r.resource_type == BROKER:
+                if r.resource_name not in ("", str(broker.node_id)):
+                    raise errors.InvalidRequestError(f"this is broker {broker.node_id}, not {r.resource_name}")
+                configs = broker.broker_config_entries()
+            else:
+                raise errors.InvalidRequestError(f"resource type {r.resource_type} is not supported")
+            keys = set(r.configuration_keys) if r.configuration_keys else None
+            entry["configs"] = [
+                _entry(c, synonyms, documentation) for c in configs if keys is None or c.name in keys
+            ]
+        except errors.KafkaError as exc:
+            entry.update(error_code=exc.code, error_message=exc.message)
+        results.append(entry)
+    return messages.build_response(32, request.api_version, {"throttle_time": 0, "results": results})

@@ -1,0 +1,88 @@
+"""Fetch (key 1), v4-v12, for consumers.
+
+Reads each partition from the fetch offset, bounded by the high watermark (or the last
+stable offset for read_committed), ``partition_max_bytes`` and the response's
+``max_bytes``; the first partition with data may exceed the limits by one batch so
+that a consumer can always make progress (KIP-74). With fewer than ``min_bytes``
+available and ``max_wait_ms`` > 0, the request parks in the fetch purgatory until an
+append brings enough bytes or the wait expires; ``max_wait_ms`` = 0 answers at once.
+Fetch sessions (KIP-227) are not kept: every answer carries session id 0, which tells
+the client to send full requests. Follower fetches (replica_id >= 0) belong to
+replication. The response is packed by hand around the record bytes.
+"""
+
+from odradek.broker.delayed_fetch import DelayedFetch
+from odradek.broker.handlers import RawResponse, api
+from odradek.protocol import errors
+from odradek.protocol.errors import ErrorCode
+from odradek.protocol.hot_responses import fetch_response
+
+
+def _plan(broker, body):
+    """The partitions of the request as (topic, index, fetch offset, max bytes, epoch)."""
+    return [
+        (t.topic, p.partition, p.fetch_offset, p.partition_max_bytes, p.current_leader_epoch)
+        for t in body.topics
+        for p in t.partitions
+    ]
+
+
+def read_partitions(broker, plan, max_bytes: int, isolation_level: int, *, sizes_only: bool = False):
+    """Read the plan; returns (per-topic results in request order, total bytes, any error)."""
+    replicas = broker.replica_manager
+    results: dict[str, list] = {}
+    total = 0
+    had_error = False
+    for topic, index, offset, partition_max, epoch in plan:
+        out = results.setdefault(topic, [])
+        try:
+            partition = replicas.get_partition(topic, index)
+            partition.check_leader(epoch)
+            budget = min(partition_max, max_bytes - total)
+            read = partition.read(
+                offset, max(budget, 0), isolation_level=isolation_level, min_one_message=total == 0
+            )
+            records = None
+            size = 0
+            if read.records is not None:
+                size = read.records.size
+                if not sizes_only and size:
+                    records = read.records.read()
+            total += size
+            out.append(
+                (
+                    index,
+                    0,
+                    partition.high_watermark,
+                    partition.last_stable_offset,
+                    partition.log_start_offset,
+                    [] if isolation_level == 1 else None,
+                    records if records is not None else b"",
+                )
+            )
+        except errors.KafkaError as exc:
+            had_error = True
+            out.append((index, exc.code, -1, -1, -1, None, b""))
+    return list(results.items()), total, had_error
+
+
+@api(1, 4, 12)
+async def handle_fetch(broker, request):
+    body = request.body
+    if body.replica_id >= 0:
+        return RawResponse(fetch_response(request.api_version, [], error_code=ErrorCode.unknown_server_error))
+    if request.api_version >= 7 and body.session_id != 0:
+        return RawResponse(
+            fetch_response(request.api_version, [], error_code=ErrorCode.fetch_session_id_not_found)
+        )
+    plan = _plan(broker, body)
+    isolation = body.isolation_level
+    max_bytes = body.max_bytes
+    topics, total, had_error = read_partitions(broker, plan, max_bytes, isolation)
+    max_wait_ms = int(body.max_wait.total_seconds() * 1000)
+    if total < body.min_bytes and max_wait_ms > 0 and not had_error and plan:
+        op = DelayedFetch(broker, plan, max_bytes, isolation, body.min_bytes, max_wait_ms)
+        if not broker.fetch_purgatory.try_complete_else_watch(op, [(t, i) for t, i, *_ in plan]):
+            await op
+        topics, total, had_error = read_partitions(broker, plan, max_bytes, isolation)
+    return RawResponse(fetch_response(request.api_version, topics))

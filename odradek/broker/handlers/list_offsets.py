@@ -1,0 +1,48 @@
+"""ListOffsets (key 2), v1-v7.
+
+Timestamp -2 gives the log start offset, -1 the high watermark (the last stable offset
+for read_committed, v2+), -3 the offset and timestamp of the record with the largest
+timestamp (v7, KIP-734); any other timestamp gives the first offset whose timestamp is
+at least that, or -1 when there is none. The leader epoch (v4+) is the partition's.
+"""
+
+from odradek.broker.handlers import api
+from odradek.protocol import errors, messages
+
+EARLIEST, LATEST, MAX_TIMESTAMP = -2, -1, -3
+
+
+def _lookup(partition, timestamp: int, isolation_level: int) -> tuple[int, int]:
+    if timestamp == EARLIEST:
+        return -1, partition.log_start_offset
+    if timestamp == LATEST:
+        return -1, partition.last_stable_offset if isolation_level == 1 else partition.high_watermark
+    if timestamp == MAX_TIMESTAMP:
+        found = partition.log.max_timestamp_and_offset()
+        return found if found is not None else (-1, -1)
+    found = partition.log.fetch_offset_by_timestamp(timestamp)
+    if found is None or found[1] >= partition.high_watermark:
+        return -1, -1
+    ts, offset = found[1], found[0]
+    return ts, offset
+
+
+@api(2, 1, 7)
+def handle_list_offsets(broker, request):
+    body = request.body
+    isolation = getattr(body, "isolation_level", 0)
+    topics = []
+    for topic in body.topics:
+        partitions = []
+        for p in topic.partitions:
+            entry = {"partition_index": p.partition_index, "error_code": 0}
+            try:
+                partition = broker.replica_manager.get_partition(topic.name, p.partition_index)
+                partition.check_leader(getattr(p, "current_leader_epoch", -1))
+                ts, offset = _lookup(partition, p.timestamp, isolation)
+                entry.update(timestamp=ts, offset=offset, leader_epoch=partition.leader_epoch)
+            except errors.KafkaError as exc:
+                entry["error_code"] = exc.code
+            partitions.append(entry)
+        topics.append({"name": topic.name, "partitions": partitions})
+    return messages.build_response(2, request.api_version, {"throttle_time": 0, "topics": topics})

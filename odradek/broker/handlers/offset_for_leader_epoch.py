@@ -1,0 +1,31 @@
+"""OffsetForLeaderEpoch (key 23), v2-v4.
+
+For each partition, the end offset of the requested leader epoch: the start offset of
+the first larger epoch in the leader-epoch cache, or the log end offset when the epoch
+is the current one; an epoch below the oldest known answers UNDEFINED (-1, -1). Used by
+clients to detect log truncation and by followers after a leader change.
+"""
+
+from odradek.broker.handlers import api
+from odradek.protocol import errors, messages
+
+
+@api(23, 2, 4)
+def handle_offset_for_leader_epoch(broker, request):
+    topics = []
+    for t in request.body.topics:
+        partitions = []
+        for p in t.partitions:
+            entry = {"partition": p.partition, "error_code": 0, "leader_epoch": -1, "end_offset": -1}
+            try:
+                partition = broker.replica_manager.get_partition(t.topic, p.partition)
+                partition.check_leader(p.current_leader_epoch)
+                epoch, end_offset = partition.log.leader_epoch_cache.end_offset_for(
+                    p.leader_epoch, partition.log_end_offset
+                )
+                entry.update(leader_epoch=epoch, end_offset=end_offset)
+            except errors.KafkaError as exc:
+                entry["error_code"] = exc.code
+            partitions.append(entry)
+        topics.append({"topic": t.topic, "partitions": partitions})
+    return messages.build_response(23, request.api_version, {"throttle_time": 0, "topics": topics})

@@ -1,0 +1,101 @@
+"""One partition replica on this broker: its log, its role, its high watermark.
+
+The leader appends, tracks the in-sync replicas and advances the high watermark to the
+smallest log end offset among them; on a single node the ISR is this broker alone, so
+the high watermark follows the log end offset at once. Followers (cluster mode) append
+what they fetch from the leader with ``append_as_follower``. Called only from the event
+loop.
+"""
+
+from __future__ import annotations
+
+import time
+
+from odradek.cluster.metadata import PartitionState
+from odradek.protocol import errors
+
+
+class Partition:
+    def __init__(self, topic: str, index: int, log, state: PartitionState, node_id: int, log_config):
+        self.topic = topic
+        self.index = index
+        self.log = log
+        self.node_id = node_id
+        self.log_config = log_config
+        self.state = state
+        self.follower_leos: dict[int, int] = {}
+
+    # -- role ----------------------------------------------------------------------------
+
+    @property
+    def leader_epoch(self) -> int:
+        return self.state.leader_epoch
+
+    @property
+    def is_leader(self) -> bool:
+        return self.state.leader == self.node_id
+
+    def become_leader(self, state: PartitionState) -> None:
+        self.state = state
+        self.log.leader_epoch_cache.assign(state.leader_epoch, self.log.log_end_offset)
+        self._maybe_advance_high_watermark()
+
+    # -- offsets -------------------------------------------------------------------------
+
+    @property
+    def high_watermark(self) -> int:
+        return self.log.high_watermark
+
+    @property
+    def log_end_offset(self) -> int:
+        return self.log.log_end_offset
+
+    @property
+    def log_start_offset(self) -> int:
+        return self.log.log_start_offset
+
+    @property
+    def last_stable_offset(self) -> int:
+        return self.log.high_watermark
+
+    def _maybe_advance_high_watermark(self) -> bool:
+        leos = [self.log.log_end_offset]
+        leos += [self.follower_leos.get(r, 0) for r in self.state.isr if r != self.node_id]
+        new_hw = min(leos)
+        if new_hw > self.log.high_watermark:
+            self.log.high_watermark = new_hw
+            return True
+        return False
+
+    # -- data ----------------------------------------------------------------------------
+
+    def check_leader(self, current_leader_epoch: int = -1) -> None:
+        if not self.is_leader:
+            raise errors.NotLeaderOrFollowerError(f"broker {self.node_id} is not the leader of {self}")
+        if current_leader_epoch >= 0:
+            if current_leader_epoch < self.leader_epoch:
+                raise errors.FencedLeaderEpochError(f"epoch {current_leader_epoch} < {self.leader_epoch}")
+            if current_leader_epoch > self.leader_epoch:
+                raise errors.UnknownLeaderEpochError(f"epoch {current_leader_epoch} > {self.leader_epoch}")
+
+    def append_as_leader(self, records: bytes, required_acks: int, now_ms: int | None = None):
+        self.check_leader()
+        cfg = self.log_config
+        if required_acks == -1 and len(self.state.isr) < cfg.min_insync_replicas:
+            raise errors.NotEnoughReplicasError(
+                f"{self}: {len(self.state.isr)} in-sync replicas, min.insync.replicas={cfg.min_insync_replicas}"
+            )
+        info = self.log.append_as_leader(
+            records,
+            self.leader_epoch,
+            now_ms=int(time.time() * 1000) if now_ms is None else now_ms,
+        )
+        self._maybe_advance_high_watermark()
+        return info
+
+    def read(self, fetch_offset: int, max_bytes: int, *, isolation_level: int = 0, min_one_message: bool = True):
+        upper = self.last_stable_offset if isolation_level == 1 else self.high_watermark
+        return self.log.read(fetch_offset, max_bytes, max_offset=upper, min_one_message=min_one_message)
+
+    def __str__(self) -> str:
+        return f"{self.topic}-{self.index}"

@@ -1,0 +1,140 @@
+"""Where cluster metadata is kept: the MetadataStore interface and its local-file version.
+
+A single node is its own controller: ``LocalMetadataStore`` keeps the image in
+``odradek-metadata.json`` in the first log dir (written to a temporary file, fsynced,
+renamed), so topics, partition counts, topic configs and leader epochs survive restarts.
+A ZooKeeper-backed store implements the same methods for a cluster.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import uuid
+from abc import ABC, abstractmethod
+from pathlib import Path
+
+from odradek.cluster.metadata import BrokerInfo, MetadataImage, PartitionState, TopicInfo
+from odradek.protocol import errors
+
+MAX_TOPIC_NAME = 249
+_LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
+METADATA_FILE = "odradek-metadata.json"
+
+
+def validate_topic_name(name: str) -> None:
+    """Kafka's rules for topic names; raises InvalidTopicExceptionError naming the problem."""
+    if not name:
+        raise errors.InvalidTopicExceptionError("topic name is empty")
+    if name in (".", ".."):
+        raise errors.InvalidTopicExceptionError(f"topic name cannot be '{name}'")
+    if len(name) > MAX_TOPIC_NAME:
+        raise errors.InvalidTopicExceptionError(f"topic name is longer than {MAX_TOPIC_NAME} characters")
+    if not _LEGAL_TOPIC.match(name):
+        raise errors.InvalidTopicExceptionError(
+            f"topic name '{name}' has characters other than ASCII letters, digits, '.', '_' and '-'"
+        )
+
+
+class MetadataStore(ABC):
+    image: MetadataImage
+
+    @abstractmethod
+    def create_topic(
+        self, name: str, partitions: int, replicas: dict[int, list[int]], configs: dict[str, str], internal: bool
+    ) -> TopicInfo: ...
+
+    @abstractmethod
+    def delete_topic(self, name: str) -> TopicInfo: ...
+
+    @abstractmethod
+    def add_partitions(self, name: str, assignments: dict[int, list[int]]) -> TopicInfo: ...
+
+    @abstractmethod
+    def set_topic_configs(self, name: str, configs: dict[str, str]) -> None: ...
+
+    @abstractmethod
+    def set_broker_configs(self, configs: dict[str, str]) -> None: ...
+
+    @abstractmethod
+    def update_partition(self, topic: str, partition: int, state: PartitionState) -> None: ...
+
+    @abstractmethod
+    def reserve_producer_id_block(self, size: int) -> int:
+        """Reserve ``size`` producer ids; return the first."""
+
+
+class LocalMetadataStore(MetadataStore):
+    """Metadata of a single-node cluster, in one JSON file beside the logs."""
+
+    def __init__(self, data_dir: Path, cluster_id: str, node: BrokerInfo):
+        self.path = Path(data_dir) / METADATA_FILE
+        self.image = MetadataImage(cluster_id=cluster_id, controller_id=node.node_id, brokers={node.node_id: node})
+        self.broker_configs: dict[str, str] = {}
+        self.next_producer_id = 0
+        if self.path.exists():
+            data = json.loads(self.path.read_text())
+            self.image.topics = {name: TopicInfo.from_json(name, t) for name, t in data.get("topics", {}).items()}
+            self.broker_configs = dict(data.get("broker_configs", {}))
+            self.next_producer_id = data.get("next_producer_id", 0)
+
+    def _save(self) -> None:
+        data = {
+            "version": 1,
+            "topics": {name: t.to_json() for name, t in self.image.topics.items()},
+            "broker_configs": self.broker_configs,
+            "next_producer_id": self.next_producer_id,
+        }
+        tmp = self.path.with_suffix(".tmp")
+        with open(tmp, "w") as f:
+            json.dump(data, f, indent=1, sort_keys=True)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self.path)
+
+    def create_topic(self, name, partitions, replicas, configs, internal=False) -> TopicInfo:
+        if name in self.image.topics:
+            raise errors.TopicAlreadyExistsError(f"topic '{name}' already exists")
+        topic = TopicInfo(
+            name,
+            uuid.uuid4(),
+            {p: PartitionState(r[0], 0, list(r), list(r)) for p, r in replicas.items()},
+            dict(configs),
+            internal,
+        )
+        self.image.topics[name] = topic
+        self._save()
+        return topic
+
+    def delete_topic(self, name) -> TopicInfo:
+        topic = self.image.topics.pop(name, None)
+        if topic is None:
+            raise errors.UnknownTopicOrPartitionError(f"topic '{name}' does not exist")
+        self._save()
+        return topic
+
+    def add_partitions(self, name, assignments) -> TopicInfo:
+        topic = self.image.topics[name]
+        for p, r in assignments.items():
+            topic.partitions[p] = PartitionState(r[0], 0, list(r), list(r))
+        self._save()
+        return topic
+
+    def set_topic_configs(self, name, configs) -> None:
+        self.image.topics[name].configs = dict(configs)
+        self._save()
+
+    def set_broker_configs(self, configs) -> None:
+        self.broker_configs = dict(configs)
+        self._save()
+
+    def update_partition(self, topic, partition, state) -> None:
+        self.image.topics[topic].partitions[partition] = state
+        self._save()
+
+    def reserve_producer_id_block(self, size) -> int:
+        start = self.next_producer_id
+        self.next_producer_id = start + size
+        self._save()
+        return start

@@ -1,0 +1,123 @@
+"""Produce and Fetch response bodies, packed by hand.
+
+kio's writer costs tens of microseconds per response, which is most of the broker's CPU
+for small requests; these two responses are packed directly instead. Each function takes
+plain tuples and returns a list of buffers, so record data (the bytes of a Fetch) is
+passed through without being copied. Layouts follow Kafka's ProduceResponse.json and
+FetchResponse.json; the tests compare the output with kio's writer field by field.
+"""
+
+from __future__ import annotations
+
+import struct
+
+_I16 = struct.Struct(">h")
+_I32 = struct.Struct(">i")
+_I64 = struct.Struct(">q")
+
+PRODUCE_FLEXIBLE_FROM = 9
+FETCH_FLEXIBLE_FROM = 12
+
+
+def _uvarint(value: int) -> bytes:
+    out = bytearray()
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def _array_len(n: int, flexible: bool) -> bytes:
+    return _uvarint(n + 1) if flexible else _I32.pack(n)
+
+
+def _string(s: str, flexible: bool) -> bytes:
+    raw = s.encode()
+    return (_uvarint(len(raw) + 1) if flexible else _I16.pack(len(raw))) + raw
+
+
+_NULL_STRING = {False: _I16.pack(-1), True: b"\x00"}
+_NO_TAGS = b"\x00"
+
+
+# (index, error_code, base_offset, log_append_time, log_start_offset, error_message)
+PartitionProduceResult = tuple
+
+
+def produce_response(version: int, topics: list[tuple[str, list[PartitionProduceResult]]]) -> list[bytes]:
+    """ProduceResponse v3+ body: ``topics`` is [(name, [(index, error, base_offset,
+    log_append_time, log_start_offset, error_message), ...]), ...]."""
+    flexible = version >= PRODUCE_FLEXIBLE_FROM
+    out = [_array_len(len(topics), flexible)]
+    append = out.append
+    for name, partitions in topics:
+        append(_string(name, flexible))
+        append(_array_len(len(partitions), flexible))
+        for index, error, base_offset, append_time, start_offset, message in partitions:
+            append(struct.pack(">ihqq", index, error, base_offset, append_time))
+            if version >= 5:
+                append(_I64.pack(start_offset))
+            if version >= 8:
+                append(_array_len(0, flexible))  # record_errors
+                append(_NULL_STRING[flexible] if message is None else _string(message, flexible))
+            if flexible:
+                append(_NO_TAGS)
+        if flexible:
+            append(_NO_TAGS)
+    append(_I32.pack(0))  # throttle_time_ms
+    if flexible:
+        append(_NO_TAGS)
+    return out
+
+
+# (partition, error_code, high_watermark, last_stable_offset, log_start_offset,
+#  aborted_transactions: list[(producer_id, first_offset)] | None, records: buffer | None)
+PartitionFetchResult = tuple
+
+
+def fetch_response(
+    version: int,
+    topics: list[tuple[str, list[PartitionFetchResult]]],
+    *,
+    error_code: int = 0,
+    session_id: int = 0,
+) -> list:
+    """FetchResponse v4..v12 body; record buffers are included as given (not copied)."""
+    flexible = version >= FETCH_FLEXIBLE_FROM
+    out = [_I32.pack(0)]  # throttle_time_ms
+    append = out.append
+    if version >= 7:
+        append(struct.pack(">hi", error_code, session_id))
+    append(_array_len(len(topics), flexible))
+    for name, partitions in topics:
+        append(_string(name, flexible))
+        append(_array_len(len(partitions), flexible))
+        for partition, error, hw, lso, start_offset, aborted, records in partitions:
+            append(struct.pack(">ihqq", partition, error, hw, lso))
+            if version >= 5:
+                append(_I64.pack(start_offset))
+            if aborted is None:
+                append(b"\x00" if flexible else _I32.pack(-1))
+            else:
+                append(_array_len(len(aborted), flexible))
+                for producer_id, first_offset in aborted:
+                    append(struct.pack(">qq", producer_id, first_offset))
+                    if flexible:
+                        append(_NO_TAGS)
+            if version >= 11:
+                append(_I32.pack(-1))  # preferred_read_replica
+            if records is None:
+                append(b"\x00" if flexible else _I32.pack(-1))
+            else:
+                size = len(records)
+                append(_uvarint(size + 1) if flexible else _I32.pack(size))
+                if size:
+                    append(records)
+            if flexible:
+                append(_NO_TAGS)
+        if flexible:
+            append(_NO_TAGS)
+    if flexible:
+        append(_NO_TAGS)
+    return out

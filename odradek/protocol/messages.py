@@ -1,0 +1,270 @@
+"""Request and response messages: headers by hand, bodies through kio.
+
+Kafka's header rules: a request uses header v2 when its API version is flexible, else v1;
+a response uses header v1 when flexible, else v0 — except ApiVersions, whose response
+always uses header v0 so that a client can read it before it knows what we support.
+kio records those choices in each message class's ``__header_schema__``.
+
+Everything here is pure: bytes in, dataclasses out.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import io
+import struct
+from functools import lru_cache
+from typing import NamedTuple
+
+from kio.index import load_payload_module
+from kio.schema.errors import ErrorCode
+from kio.schema.index import api_key_map, schema_name_map
+from kio.serial import entity_reader, entity_writer
+from kio.static.constants import EntityType
+
+API_VERSIONS_KEY = 18
+
+_HEAD = struct.Struct(">hhih")  # api key, api version, correlation id, client id length
+_SIZE = struct.Struct(">i")
+_CORRELATION = struct.Struct(">i")
+_SIZE_AND_CORRELATION = struct.Struct(">ii")
+
+
+class RequestHeader(NamedTuple):
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+
+
+class MalformedRequest(ValueError):
+    """The bytes do not form a request we can parse; the connection should be closed."""
+
+
+def api_name(api_key: int) -> str:
+    return api_key_map.get(api_key, f"unknown({api_key})")
+
+
+def known_versions(api_key: int) -> range:
+    """The versions kio has schemas for (an empty range for an unknown key)."""
+    name = api_key_map.get(api_key)
+    if name is None:
+        return range(0)
+    versions = sorted(schema_name_map[name])
+    return range(versions[0], versions[-1] + 1)
+
+
+@lru_cache(maxsize=None)
+def request_class(api_key: int, api_version: int) -> type:
+    return load_payload_module(api_key, api_version, EntityType.request).__dict__[_class_name(api_key, "Request")]
+
+
+@lru_cache(maxsize=None)
+def response_class(api_key: int, api_version: int) -> type:
+    return load_payload_module(api_key, api_version, EntityType.response).__dict__[_class_name(api_key, "Response")]
+
+
+def _class_name(api_key: int, suffix: str) -> str:
+    return "".join(part.capitalize() for part in api_key_map[api_key].split("_")) + suffix
+
+
+@lru_cache(maxsize=None)
+def is_flexible(api_key: int, api_version: int) -> bool:
+    return bool(request_class(api_key, api_version).__flexible__)
+
+
+@lru_cache(maxsize=None)
+def _reader(cls: type):
+    return entity_reader(cls)
+
+
+@lru_cache(maxsize=None)
+def _writer(cls: type):
+    return entity_writer(cls)
+
+
+def _skip_tagged_fields(buf, pos: int) -> int:
+    count, pos = _read_uvarint(buf, pos)
+    for _ in range(count):
+        _, pos = _read_uvarint(buf, pos)
+        size, pos = _read_uvarint(buf, pos)
+        pos += size
+    if pos > len(buf):
+        raise MalformedRequest("tagged fields run past the end of the request")
+    return pos
+
+
+def _read_uvarint(buf, pos: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        if pos >= len(buf):
+            raise MalformedRequest("truncated varint")
+        byte = buf[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return value, pos
+        shift += 7
+        if shift > 28:
+            raise MalformedRequest("varint too long")
+
+
+def parse_request_header(payload) -> tuple[RequestHeader, int]:
+    """Parse the header of a request frame (without its size prefix).
+
+    Returns the header and the position where the body starts. The header version is
+    derived from the API key and version; for keys or versions we have no schema for, the
+    v1 layout is assumed (that is all a broker needs to answer with an error).
+    """
+    if len(payload) < _HEAD.size:
+        raise MalformedRequest(f"request of {len(payload)} bytes is shorter than a request header")
+    api_key, api_version, correlation_id, client_len = _HEAD.unpack_from(payload, 0)
+    pos = _HEAD.size
+    client_id = None
+    if client_len >= 0:
+        end = pos + client_len
+        if end > len(payload):
+            raise MalformedRequest("client id runs past the end of the request")
+        client_id = bytes(payload[pos:end]).decode("utf-8", "replace")
+        pos = end
+    header = RequestHeader(api_key, api_version, correlation_id, client_id)
+    if api_version in known_versions(api_key) and is_flexible(api_key, api_version):
+        pos = _skip_tagged_fields(payload, pos)
+    return header, pos
+
+
+def decode_request_body(header: RequestHeader, payload, pos: int):
+    """Decode the body with kio; raise MalformedRequest on any parse failure."""
+    cls = request_class(header.api_key, header.api_version)
+    view = memoryview(payload).toreadonly()
+    try:
+        entity, _ = _reader(cls)(view, pos)
+    except Exception as exc:  # kio raises a variety of errors on bad input
+        raise MalformedRequest(f"cannot decode {cls.__name__} v{header.api_version}: {exc}") from exc
+    return entity
+
+
+def encode_body(entity) -> bytes:
+    out = io.BytesIO()
+    _writer(type(entity))(out, entity)
+    return out.getvalue()
+
+
+def response_header(api_key: int, api_version: int, correlation_id: int) -> bytes:
+    """The response header bytes (v0: correlation id; v1 adds an empty tagged-field set)."""
+    if api_key != API_VERSIONS_KEY and is_flexible(api_key, api_version):
+        return _CORRELATION.pack(correlation_id) + b"\x00"
+    return _CORRELATION.pack(correlation_id)
+
+
+def frame(*parts: bytes) -> bytes:
+    """Join parts into one size-prefixed frame."""
+    body = b"".join(parts)
+    return _SIZE.pack(len(body)) + body
+
+
+def size_prefix(size: int) -> bytes:
+    return _SIZE.pack(size)
+
+
+def encode_response(api_key: int, api_version: int, correlation_id: int, entity) -> bytes:
+    return frame(response_header(api_key, api_version, correlation_id), encode_body(entity))
+
+
+def encode_request(api_key: int, api_version: int, correlation_id: int, client_id: str | None, entity) -> bytes:
+    """A whole size-prefixed request frame (used by the client and by tests)."""
+    cid = b"" if client_id is None else client_id.encode()
+    head = _HEAD.pack(api_key, api_version, correlation_id, -1 if client_id is None else len(cid)) + cid
+    if is_flexible(api_key, api_version):
+        head += b"\x00"
+    return frame(head, encode_body(entity))
+
+
+def decode_response(api_key: int, api_version: int, payload) -> tuple[int, object]:
+    """Decode a response frame (without its size prefix) into (correlation id, entity)."""
+    (correlation_id,) = _CORRELATION.unpack_from(payload, 0)
+    pos = 4
+    if api_key != API_VERSIONS_KEY and is_flexible(api_key, api_version):
+        pos = _skip_tagged_fields(payload, pos)
+    cls = response_class(api_key, api_version)
+    entity, _ = _reader(cls)(memoryview(payload).toreadonly(), pos)
+    return correlation_id, entity
+
+
+def peek_correlation_id(payload) -> int:
+    return _CORRELATION.unpack_from(payload, 0)[0]
+
+
+# -- building version-specific messages from plain data --------------------------------
+#
+# kio has one set of classes per API version. Handlers of control APIs describe their
+# response once, as dicts and lists; ``build`` turns that into the classes of the version
+# asked for, dropping fields the version lacks and filling its defaults.
+
+
+def build(cls: type, data: dict):
+    """Instantiate kio class ``cls`` from a dict, recursively; unknown keys are dropped."""
+    kwargs = {}
+    for name, convert in _converters(cls):
+        if name in data:
+            kwargs[name] = convert(data[name])
+    return cls(**kwargs)
+
+
+def build_response(api_key: int, api_version: int, data: dict):
+    return build(response_class(api_key, api_version), data)
+
+
+def build_request(api_key: int, api_version: int, data: dict):
+    return build(request_class(api_key, api_version), data)
+
+
+@lru_cache(maxsize=None)
+def _converters(cls: type) -> tuple:
+    import typing
+
+    hints = typing.get_type_hints(cls)
+    return tuple((f.name, _converter_for(hints[f.name])) for f in dataclasses.fields(cls))
+
+
+def _identity(value):
+    return value
+
+
+def _converter_for(hint):
+    import types
+    import typing
+
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        inner = [a for a in typing.get_args(hint) if a is not type(None)]
+        convert = _converter_for(inner[0])
+        return lambda v: None if v is None else convert(v)
+    if origin is tuple:
+        convert = _converter_for(typing.get_args(hint)[0])
+        return lambda v: tuple(convert(x) for x in v)
+    if dataclasses.is_dataclass(hint):
+        return lambda v: v if isinstance(v, hint) else build(hint, v)
+    if hint is ErrorCode:
+        return lambda v: v if isinstance(v, ErrorCode) else ErrorCode(int(v))
+    if isinstance(hint, type) and issubclass(hint, datetime.timedelta):
+        return lambda v: v if isinstance(v, datetime.timedelta) else datetime.timedelta(milliseconds=v)
+    if isinstance(hint, type) and issubclass(hint, datetime.datetime):
+        return lambda v: (
+            v if isinstance(v, datetime.datetime) else datetime.datetime.fromtimestamp(v / 1000, datetime.UTC)
+        )
+    return _identity
+
+
+def to_plain(entity):
+    """The reverse of ``build``: a kio entity as dicts, lists and plain values."""
+    if dataclasses.is_dataclass(entity):
+        return {f.name: to_plain(getattr(entity, f.name)) for f in dataclasses.fields(entity)}
+    if isinstance(entity, tuple):
+        return [to_plain(x) for x in entity]
+    if isinstance(entity, ErrorCode):
+        return int(entity)
+    if isinstance(entity, datetime.timedelta):
+        return int(entity.total_seconds() * 1000)
+    return entity

@@ -1,0 +1,170 @@
+"""Shared machinery of Kafka's memory-mapped index files (``.index`` and ``.timeindex``).
+
+An index file is an array of fixed-size big-endian entries. While its segment is active the
+file is preallocated to ``segment.index.bytes`` (rounded down to whole entries) and memory
+mapped; on roll and on close it is trimmed to the entries actually written, as Kafka does.
+Entries are sorted, so lookups are binary searches over the mapping.
+
+After an unclean shutdown the preallocated tail is zeros; opening an index trims trailing
+all-zero entries (an index entry is never all zeros in practice: the first entry is only
+added after ``index.interval.bytes`` of data, so its position is > 0). Indexes are caches:
+``sanity_check`` spots the obvious damage and the segment rebuilds the index from the log.
+
+Thread rules: one owner (the log's owner) mutates; lookups from the owner's thread only.
+``flush`` (msync) may run in a worker thread concurrently with lookups.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+
+
+class CorruptIndexError(Exception):
+    """The index failed its sanity check; rebuild it from the log."""
+
+
+class AbstractIndex:
+    ENTRY_SIZE = 0
+    __slots__ = (
+        "path",
+        "base_offset",
+        "max_index_size",
+        "_fd",
+        "_mm",
+        "_entries",
+        "_max_entries",
+        "_length",
+        "_opened_length",
+    )
+
+    def __init__(
+        self, path: str, base_offset: int, max_index_size: int = 10 * 1024 * 1024, writable: bool = True
+    ):
+        self.path = path
+        self.base_offset = base_offset
+        self.max_index_size = max_index_size
+        self._mm: mmap.mmap | None = None
+        self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        length = os.fstat(self._fd).st_size
+        self._opened_length = length
+        entries = length // self.ENTRY_SIZE
+        self._length = length
+        self._map(length)
+        if entries and self._entry_is_zero(entries - 1):
+            entries = self._count_nonzero_prefix(entries)
+        self._entries = entries
+        if writable:
+            self.resize(max_index_size)
+        else:
+            self._max_entries = self._length // self.ENTRY_SIZE
+
+    # ---- mapping --------------------------------------------------------------------
+
+    def _map(self, length: int) -> None:
+        if self._mm is not None:
+            self._mm.close()
+            self._mm = None
+        if length > 0:
+            self._mm = mmap.mmap(self._fd, length)
+        self._length = length
+
+    def _entry_is_zero(self, n: int) -> bool:
+        e = self.ENTRY_SIZE
+        return self._mm[n * e : (n + 1) * e] == bytes(e)
+
+    def _count_nonzero_prefix(self, entries: int) -> int:
+        lo, hi = 0, entries  # first zero entry is in [lo, hi]
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if self._entry_is_zero(mid):
+                hi = mid
+            else:
+                lo = mid + 1
+        return lo
+
+    def resize(self, new_size: int) -> bool:
+        """Set the file to ``new_size`` rounded down to whole entries (never below the used part)."""
+        e = self.ENTRY_SIZE
+        rounded = max(new_size // e * e, self._entries * e)
+        self._max_entries = rounded // e
+        if rounded == self._length:
+            return False
+        if self._mm is not None:
+            self._mm.close()
+            self._mm = None
+        os.ftruncate(self._fd, rounded)
+        self._map(rounded)
+        return True
+
+    def trim_to_valid_size(self) -> None:
+        self.resize(self._entries * self.ENTRY_SIZE)
+
+    # ---- state ------------------------------------------------------------------------
+
+    @property
+    def entries(self) -> int:
+        return self._entries
+
+    @property
+    def max_entries(self) -> int:
+        return self._max_entries
+
+    @property
+    def size_in_bytes(self) -> int:
+        return self._entries * self.ENTRY_SIZE
+
+    def is_full(self) -> bool:
+        return self._entries >= self._max_entries
+
+    def _truncate_to_entries(self, n: int) -> None:
+        e = self.ENTRY_SIZE
+        if n < self._entries and self._mm is not None:
+            self._mm[n * e : self._entries * e] = bytes((self._entries - n) * e)
+        self._entries = n
+
+    def reset(self) -> None:
+        """Drop every entry (the file keeps its size)."""
+        self._truncate_to_entries(0)
+
+    def flush(self) -> None:
+        mm = self._mm
+        if mm is not None:
+            try:
+                mm.flush()
+            except (ValueError, OSError):
+                pass  # closed concurrently
+
+    def close(self) -> None:
+        """Trim to the valid entries, unmap and close the file."""
+        if self._fd < 0:
+            return
+        try:
+            self.trim_to_valid_size()
+        finally:
+            if self._mm is not None:
+                self._mm.close()
+                self._mm = None
+            os.close(self._fd)
+            self._fd = -1
+
+    def close_handler(self) -> None:
+        """Unmap and close without touching the file (for a deleted or renamed index)."""
+        if self._fd < 0:
+            return
+        if self._mm is not None:
+            self._mm.close()
+            self._mm = None
+        os.close(self._fd)
+        self._fd = -1
+
+    def rename(self, new_path: str) -> None:
+        os.replace(self.path, new_path)
+        self.path = new_path
+
+    def delete(self) -> None:
+        self.close_handler()
+        try:
+            os.unlink(self.path)
+        except FileNotFoundError:
+            pass

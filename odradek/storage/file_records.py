@@ -1,0 +1,235 @@
+"""FileRecords: a segment's ``.log`` file; FileSlice: a byte range of one, ready for sendfile.
+
+File format: record batches back to back, exactly as they travel in Produce/Fetch (v2
+``RecordBatch``, see ``odradek.protocol.batch``; legacy v0/v1 message sets are read but never
+written). There is no file header and no padding: the file size is the end of the log.
+
+Writes use ``os.write``/``os.writev`` on a raw ``O_APPEND`` descriptor, so an append that
+returned is in the kernel's page cache and survives ``kill -9`` of the process; ``flush``
+is ``fdatasync`` for surviving a machine crash. A failed or short write is undone by
+truncating back to the previous size, so the file never keeps a torn batch from a live
+process. Reads use ``os.pread`` and never move a file position.
+
+A FileSlice holds a reference to its FileRecords, so the descriptor stays open for the
+slice's life even after the segment is rolled or renamed to ``.deleted``; deleted files are
+closed only after ``file.delete.delay.ms`` (the log's job), like Kafka's async delete.
+
+Thread rules: one owner appends/truncates (the log's owner); ``pread``/``FileSlice.read``/
+sendfile and ``flush`` are safe from any thread concurrently with appends.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+
+from ..protocol import batch as B
+from ..protocol import errors
+
+_IOV_MAX = 1024
+_OFFSET_AND_LENGTH = struct.Struct(">qi")
+_fdatasync = getattr(os, "fdatasync", os.fsync)
+
+
+class FileRecords:
+    __slots__ = ("path", "fd", "_size", "closed")
+
+    def __init__(self, path: str):
+        self.path = path
+        self.fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        self._size = os.fstat(self.fd).st_size
+        self.closed = False
+
+    @property
+    def size(self) -> int:
+        return self._size
+
+    # ---- writing ---------------------------------------------------------------------
+
+    def append(self, data) -> int:
+        """Append one bytes-like; returns the position it was written at."""
+        pos = self._size
+        try:
+            n = os.write(self.fd, data)
+            if n != len(data):
+                view = memoryview(data)
+                while n < len(view):
+                    n += os.write(self.fd, view[n:])
+        except OSError as e:
+            self._undo(pos)
+            raise errors.KafkaStorageErrorError(f"Write to {self.path} failed: {e}") from e
+        self._size = pos + n
+        return pos
+
+    def appendv(self, parts: list, total: int) -> int:
+        """Append the concatenation of ``parts`` (``total`` bytes) with writev; returns the position."""
+        pos = self._size
+        fd = self.fd
+        try:
+            if len(parts) <= _IOV_MAX:
+                n = os.writev(fd, parts)
+                if n != total:
+                    self._finish_short_write(parts, n)
+            else:
+                for i in range(0, len(parts), _IOV_MAX):
+                    chunk = parts[i : i + _IOV_MAX]
+                    want = sum(len(p) for p in chunk)
+                    n = os.writev(fd, chunk)
+                    if n != want:
+                        self._finish_short_write(chunk, n)
+        except OSError as e:
+            self._undo(pos)
+            raise errors.KafkaStorageErrorError(f"Write to {self.path} failed: {e}") from e
+        self._size = pos + total
+        return pos
+
+    def _finish_short_write(self, parts: list, written: int) -> None:
+        for part in parts:
+            length = len(part)
+            if written >= length:
+                written -= length
+                continue
+            view = memoryview(part)[written:]
+            written = 0
+            while view:
+                n = os.write(self.fd, view)
+                view = view[n:]
+
+    def _undo(self, pos: int) -> None:
+        try:
+            os.ftruncate(self.fd, pos)
+        except OSError:
+            pass
+
+    def truncate_to(self, size: int) -> int:
+        """Cut the file to ``size`` bytes; returns the bytes removed."""
+        if size > self._size or size < 0:
+            raise ValueError(f"Cannot truncate {self.path} of size {self._size} to {size}")
+        removed = self._size - size
+        if removed:
+            os.ftruncate(self.fd, size)
+            self._size = size
+        return removed
+
+    def flush(self) -> None:
+        if not self.closed:
+            _fdatasync(self.fd)
+
+    # ---- reading ---------------------------------------------------------------------
+
+    def pread(self, position: int, size: int) -> bytes:
+        """Up to ``size`` bytes at ``position`` (short only at the end of the file)."""
+        data = os.pread(self.fd, size, position)
+        if len(data) < size and len(data) and position + len(data) < self._size:
+            parts = [data]
+            got = len(data)
+            while got < size:
+                more = os.pread(self.fd, size - got, position + got)
+                if not more:
+                    break
+                parts.append(more)
+                got += len(more)
+            data = b"".join(parts)
+        return data
+
+    def slice(self, position: int, size: int, first_offset: int = -1) -> FileSlice:
+        return FileSlice(self, position, size, first_offset)
+
+    def batches(self, start: int = 0, end: int | None = None, chunk_size: int = 65536, full: bool = False):
+        """Yield ``(position, buf, buf_pos, size)`` for each batch in ``[start, end)``.
+
+        ``buf[buf_pos:buf_pos + 61]`` holds the batch's header (or all of the batch when
+        ``full``). Stops at the first batch that is incomplete or whose length field is
+        nonsense; the caller compares the last position reached with ``end`` to spot a torn
+        or corrupt tail.
+        """
+        if end is None:
+            end = self._size
+        pos = start
+        buf = b""
+        buf_start = buf_end = start
+        unpack = _OFFSET_AND_LENGTH.unpack_from
+        header_size = B.HEADER_SIZE
+        chunk = max(chunk_size, header_size)
+        while pos + B.LOG_OVERHEAD <= end:
+            if pos + min(header_size, end - pos) > buf_end:
+                buf = self.pread(pos, min(chunk, end - pos))
+                buf_start = pos
+                buf_end = pos + len(buf)
+                if buf_end < pos + B.LOG_OVERHEAD:
+                    return
+            rel = pos - buf_start
+            size = unpack(buf, rel)[1] + B.LOG_OVERHEAD
+            if size < B.LOG_OVERHEAD + 5 or pos + size > end:
+                return
+            if full and pos + size > buf_end:
+                buf = self.pread(pos, max(size, min(chunk, end - pos)))
+                buf_start = pos
+                buf_end = pos + len(buf)
+                rel = 0
+                if buf_end < pos + size:
+                    return
+            yield pos, buf, rel, size
+            pos += size
+
+    # ---- lifecycle -------------------------------------------------------------------
+
+    def rename(self, new_path: str) -> None:
+        os.replace(self.path, new_path)
+        self.path = new_path
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            os.close(self.fd)
+
+    def delete(self) -> None:
+        self.close()
+        try:
+            os.unlink(self.path)
+        except FileNotFoundError:
+            pass
+
+
+class FileSlice:
+    """``size`` bytes of a log file from ``position``; ``first_offset`` is the first batch's base offset.
+
+    Send it with ``os.sendfile(sock, slice.fd, slice.position, slice.size)`` (or
+    ``send_to``) or copy it with ``read()``. The slice keeps its FileRecords alive.
+    """
+
+    __slots__ = ("file", "position", "size", "first_offset")
+
+    def __init__(self, file: FileRecords, position: int, size: int, first_offset: int = -1):
+        self.file = file
+        self.position = position
+        self.size = size
+        self.first_offset = first_offset
+
+    @property
+    def fd(self) -> int:
+        if self.file.closed:
+            raise errors.KafkaStorageErrorError(f"Log file {self.file.path} was closed")
+        return self.file.fd
+
+    @property
+    def path(self) -> str:
+        return self.file.path
+
+    def __len__(self) -> int:
+        return self.size
+
+    def read(self) -> bytes:
+        data = self.file.pread(self.position, self.size) if self.size else b""
+        if len(data) != self.size:
+            raise errors.KafkaStorageErrorError(
+                f"Short read from {self.file.path}: {len(data)} of {self.size} bytes at {self.position}"
+            )
+        return data
+
+    def send_to(self, out_fd: int, offset: int = 0) -> int:
+        """sendfile the bytes from ``offset`` within the slice; returns the count sent."""
+        return os.sendfile(out_fd, self.fd, self.position + offset, self.size - offset)
+
+    def __repr__(self) -> str:
+        return f"FileSlice({self.file.path!r}, position={self.position}, size={self.size}, first={self.first_offset})"

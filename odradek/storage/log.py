@@ -1,0 +1,996 @@
+"""Log: one partition's log (Kafka's UnifiedLog + LocalLog + LogLoader) in ``<topic>-<partition>/``.
+
+Directory contents (all Kafka's names and formats)::
+
+    00000000000000000000.log / .index / .timeindex     segments (segment.LogSegment)
+    00000000000000000000.snapshot                      producer state (producer_state)
+    leader-epoch-checkpoint                            leader epochs (leader_epoch_cache)
+    *.deleted                                          segments awaiting file.delete.delay.ms
+
+Offsets: ``log_start_offset`` <= ``high_watermark`` <= ``log_end_offset`` (LEO, the next offset
+to assign); ``recovery_point`` is the offset below which everything is fsynced. The broker
+owns the high watermark (``Log`` only clamps it and keeps it <= LEO).
+
+Append (leader): every v2 batch of the request buffer is validated as bytes (size, magic,
+CRC-32C, record count vs offset delta, max.message.bytes, timestamps, producer id/epoch/
+sequence), then offsets are assigned by rewriting the batch's first 16 bytes, and the whole
+append goes out in one ``os.writev`` of [new prefix, untouched rest of batch, ...]: no payload
+copy on the CreateTime path. LogAppendTime and recompression rewrite a copy of the batch.
+
+Loading: clean shutdown → segments are trusted (indexes opened lazily, only the active
+segment's tail is scanned). Unclean → every segment from the one holding the recovery point
+is re-validated (torn/corrupt tails truncated, indexes rebuilt). Producer state comes from
+the newest snapshot plus a replay of batch headers after it.
+
+Thread rules: one owner (the broker's event loop) calls everything, except ``flush`` /
+``flush_if_due``, which may run in a worker thread concurrently with appends and reads.
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+import shutil
+import struct
+import threading
+import time
+from typing import NamedTuple
+
+import crc32c
+
+from ..protocol import batch as B
+from ..protocol import errors
+from .checkpoint import fsync_dir
+from .file_records import FileSlice
+from .leader_epoch_cache import LeaderEpochFileCache
+from .log_config import LONG_MAX, LogConfig
+from .producer_state import DEFAULT_PRODUCER_ID_EXPIRATION_MS, ProducerStateManager
+from .segment import (
+    CLEANED_SUFFIX,
+    DELETED_SUFFIX,
+    INDEX_SUFFIX,
+    LOG_SUFFIX,
+    SWAP_SUFFIX,
+    TIME_INDEX_SUFFIX,
+    TXN_INDEX_SUFFIX,
+    LogSegment,
+)
+
+_PREFIX = struct.Struct(">qii")  # baseOffset, batchLength, partitionLeaderEpoch
+_pack_prefix = _PREFIX.pack
+_crc = crc32c.crc32c
+_ATTR = B.ATTRIBUTES_OFFSET
+_CONTROL = B.CONTROL_BIT
+_NO_TS = B.NO_TIMESTAMP
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class UnexpectedAppendOffsetError(Exception):
+    """A follower append starts below the log end offset."""
+
+
+class LogAppendInfo:
+    """What an append did: offsets assigned (or, for a duplicate, the original ones)."""
+
+    __slots__ = (
+        "first_offset",
+        "last_offset",
+        "log_append_time",
+        "log_start_offset",
+        "record_count",
+        "duplicate",
+        "max_timestamp",
+        "offset_of_max_timestamp",
+        "valid_bytes",
+        "num_batches",
+    )
+
+    def __init__(
+        self,
+        first_offset: int,
+        last_offset: int,
+        log_append_time: int = -1,
+        log_start_offset: int = 0,
+        record_count: int = 0,
+        duplicate: bool = False,
+        max_timestamp: int = -1,
+        offset_of_max_timestamp: int = -1,
+        valid_bytes: int = 0,
+        num_batches: int = 0,
+    ):
+        self.first_offset = first_offset
+        self.last_offset = last_offset
+        self.log_append_time = log_append_time
+        self.log_start_offset = log_start_offset
+        self.record_count = record_count
+        self.duplicate = duplicate
+        self.max_timestamp = max_timestamp
+        self.offset_of_max_timestamp = offset_of_max_timestamp
+        self.valid_bytes = valid_bytes
+        self.num_batches = num_batches
+
+    def __repr__(self) -> str:
+        return (
+            f"LogAppendInfo(first={self.first_offset}, last={self.last_offset}, records={self.record_count}, "
+            f"log_append_time={self.log_append_time}, duplicate={self.duplicate})"
+        )
+
+
+class LogReadResult(NamedTuple):
+    records: FileSlice | None
+    log_start_offset: int
+    log_end_offset: int
+    high_watermark: int
+
+
+def parse_topic_partition(dir_name: str) -> tuple[str, int]:
+    """``my-topic-3`` → (``my-topic``, 3). Raises ValueError for anything else."""
+    topic, sep, partition = dir_name.rpartition("-")
+    if not sep or not topic or not partition.isdigit():
+        raise ValueError(f"Not a partition directory name: {dir_name!r}")
+    return topic, int(partition)
+
+
+class Log:
+    def __init__(
+        self,
+        dir: str,
+        config: LogConfig | None = None,
+        *,
+        log_start_offset: int = 0,
+        recovery_point: int = 0,
+        high_watermark: int | None = None,
+        had_clean_shutdown: bool = True,
+        now_ms: int | None = None,
+        producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
+    ):
+        self.dir = os.path.abspath(dir)
+        name = os.path.basename(self.dir)
+        try:
+            self.topic, self.partition = parse_topic_partition(name)
+        except ValueError:
+            self.topic, self.partition = name, -1
+        self._lock = threading.Lock()
+        self._segments: list[LogSegment] = []
+        self._bases: list[int] = []
+        self._pending_deletes: list[LogSegment] = []
+        self._max_pos_cache: tuple[int, int, int] | None = None
+        self._dir_dirty = False
+        self._roll_flush_offset = -1
+        self._unflushed_messages = 0
+        self._closed = False
+        self.update_config(config or LogConfig())
+        now = _now_ms() if now_ms is None else now_ms
+        self._last_flush_ms = now
+        os.makedirs(self.dir, exist_ok=True)
+        self.leader_epoch_cache = LeaderEpochFileCache(self.dir)
+        self.producer_state = ProducerStateManager(self.dir, producer_id_expiration_ms)
+        self._load(log_start_offset, recovery_point, had_clean_shutdown, now)
+        hw = self._log_start if high_watermark is None else high_watermark
+        self._hw = min(max(hw, self._log_start), self._leo)
+
+    # ---- configuration -------------------------------------------------------------------
+
+    def update_config(self, config: LogConfig) -> None:
+        self.config = config
+        self._segment_bytes = config.segment_bytes
+        self._segment_ms = config.segment_ms
+        self._max_message_bytes = config.max_message_bytes
+        self._timestamp_type = config.timestamp_type
+        self._codec = config.compression_codec
+        self._ts_before = config.timestamp_before_max_ms
+        self._ts_after = config.timestamp_after_max_ms
+        self._flush_messages = config.flush_messages
+        self._flush_ms = config.flush_ms
+
+    def _jitter(self) -> int:
+        cfg = self.config
+        if cfg.segment_jitter_ms <= 0:
+            return 0
+        return int.from_bytes(os.urandom(4), "big") % min(cfg.segment_jitter_ms, cfg.segment_ms)
+
+    def _new_segment(self, base_offset: int, now_ms: int, active: bool = True) -> LogSegment:
+        cfg = self.config
+        return LogSegment(
+            self.dir,
+            base_offset,
+            index_interval_bytes=cfg.index_interval_bytes,
+            max_index_size=cfg.segment_index_bytes,
+            roll_jitter_ms=self._jitter(),
+            now_ms=now_ms,
+            active=active,
+        )
+
+    # ---- loading ------------------------------------------------------------------------
+
+    def _load(self, log_start_offset: int, recovery_point: int, clean: bool, now: int) -> None:
+        bases = []
+        for name in os.listdir(self.dir):
+            path = os.path.join(self.dir, name)
+            if name.endswith((DELETED_SUFFIX, CLEANED_SUFFIX, SWAP_SUFFIX, ".tmp")):
+                _unlink(path)
+                continue
+            stem, dot, ext = name.partition(".")
+            if not stem.isdigit() or len(stem) != 20:
+                continue
+            ext = "." + ext
+            if ext == LOG_SUFFIX:
+                bases.append(int(stem))
+            elif ext in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
+                if not os.path.exists(os.path.join(self.dir, stem + LOG_SUFFIX)):
+                    _unlink(path)  # orphan index
+        bases.sort()
+        segments = []
+        for base in bases:
+            segments.append(self._new_segment(base, now, active=False))
+        self._segments = segments
+        self._bases = bases
+        recover_from = len(segments)
+        if not clean and segments:
+            recover_from = max(bisect.bisect_right(bases, recovery_point) - 1, 0)
+            self.leader_epoch_cache.truncate_from_end(segments[recover_from].base_offset)
+        i = 0
+        while i < len(segments):
+            seg = segments[i]
+            if i >= recover_from or not seg.indexes_exist():
+                truncated = seg.recover(self._on_recovered_batch)
+                if i < len(segments) - 1:
+                    if truncated:
+                        # Everything after a corrupt point is suspect: drop the later segments.
+                        for later in segments[i + 1 :]:
+                            later.delete_files()
+                        del segments[i + 1 :]
+                        del bases[i + 1 :]
+                    else:
+                        seg.on_become_inactive()
+            i += 1
+        if not self._segments:
+            seg = self._new_segment(log_start_offset, now)
+            self._segments = [seg]
+            self._bases = [log_start_offset]
+            self._dir_dirty = True
+        active = self._segments[-1]
+        active.resize_indexes(self.config.segment_index_bytes)
+        self._leo = self._compute_leo()
+        self._log_start = max(log_start_offset, self._bases[0])
+        if self._log_start > self._leo:
+            self._log_start = self._leo
+        self._recovery_point = self._leo if clean else min(recovery_point, self._leo)
+        cache = self.leader_epoch_cache
+        cache.truncate_from_end(self._leo)
+        cache.truncate_from_start(self._log_start)
+        self.producer_state.remove_stray_snapshots(self._bases)
+        self._rebuild_producer_state(now)
+
+    def _compute_leo(self) -> int:
+        return self._segments[-1].read_next_offset()
+
+    def _on_recovered_batch(self, header) -> None:
+        epoch = header.partition_leader_epoch
+        if epoch >= 0:
+            latest = self.leader_epoch_cache.latest_epoch
+            if latest is None or epoch > latest:
+                self.leader_epoch_cache.assign(epoch, header.base_offset)
+
+    def _rebuild_producer_state(self, now: int) -> None:
+        psm = self.producer_state
+        leo = self._leo
+        psm.truncate_and_reload(self._log_start, leo, now)
+        start = psm.map_end_offset
+        if leo > start:
+            i = max(bisect.bisect_right(self._bases, start) - 1, 0)
+            for seg in self._segments[i:]:
+                position = 0
+                if seg.base_offset < start:
+                    found = seg.translate_offset(start)
+                    if found is None:
+                        continue
+                    position = found[1]
+                for _pos, header in seg.batch_headers(position):
+                    if header is not None and header.base_offset + header.last_offset_delta >= start:
+                        psm.replay(header)
+        psm.update_map_end_offset(leo)
+
+    # ---- properties -----------------------------------------------------------------------
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._log_start
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._leo
+
+    @property
+    def recovery_point(self) -> int:
+        return self._recovery_point
+
+    @property
+    def high_watermark(self) -> int:
+        return self._hw
+
+    @high_watermark.setter
+    def high_watermark(self, offset: int) -> None:
+        self._hw = min(max(offset, self._log_start), self._leo)
+
+    @property
+    def segments(self) -> list[LogSegment]:
+        return list(self._segments)
+
+    @property
+    def active_segment(self) -> LogSegment:
+        return self._segments[-1]
+
+    @property
+    def size(self) -> int:
+        return sum(seg.size for seg in self._segments)
+
+    @property
+    def latest_epoch(self) -> int | None:
+        return self.leader_epoch_cache.latest_epoch
+
+    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
+        return self.leader_epoch_cache.end_offset_for(epoch, self._leo)
+
+    def leader_epoch_for_offset(self, offset: int) -> int | None:
+        return self.leader_epoch_cache.epoch_for_offset(offset)
+
+    # ---- append -----------------------------------------------------------------------
+
+    def append_as_leader(
+        self,
+        buf,
+        leader_epoch: int,
+        *,
+        now_ms: int | None = None,
+        timestamp_type: int | None = None,
+        max_message_bytes: int | None = None,
+        compression_type: str | None = None,
+        validate_sequences: bool = True,
+    ) -> LogAppendInfo:
+        """Validate, assign offsets to and write every v2 batch of ``buf`` (a Produce request's
+        records for this partition). Raises a KafkaError subclass; nothing is written then.
+        """
+        if now_ms is None:
+            now_ms = _now_ms()
+        if timestamp_type is None:
+            timestamp_type = self._timestamp_type
+        if max_message_bytes is None:
+            max_message_bytes = self._max_message_bytes
+        codec = self._codec if compression_type is None else _codec_of(compression_type)
+        log_append_time = timestamp_type == B.LOG_APPEND_TIME
+        min_ts = now_ms - self._ts_before if self._ts_before < now_ms else -(1 << 63)
+        max_ts_allowed = now_ms + self._ts_after if self._ts_after < LONG_MAX - now_ms else LONG_MAX
+        check_ts = not log_append_time and (self._ts_before != LONG_MAX or self._ts_after != LONG_MAX)
+
+        mv = memoryview(buf)
+        total_len = len(mv)
+        psm = self.producer_state
+        producers = psm.producers
+        pending = None
+        idempotent = []
+        parts = []
+        infos = []
+        next_offset = self._leo
+        first_offset = next_offset
+        records = 0
+        end = 0
+        max_ts = _NO_TS
+        offset_of_max = -1
+        for pos, h in B.iter_headers(buf):
+            if h is None:
+                raise errors.UnsupportedForMessageFormatError(
+                    f"Magic {buf[pos + B.MAGIC_OFFSET]} batches are not accepted; send v2 record batches"
+                )
+            size = h.batch_length + 12
+            end = pos + size
+            if size > max_message_bytes:
+                raise errors.MessageTooLargeError(
+                    f"Batch of {size} bytes exceeds max.message.bytes {max_message_bytes}"
+                )
+            if _crc(mv[pos + _ATTR : end]) != h.crc:
+                raise errors.CorruptMessageError(f"Batch at position {pos} failed its CRC-32C check")
+            count = h.record_count
+            delta = h.last_offset_delta
+            if count <= 0 or delta != count - 1:
+                raise errors.InvalidRecordError(
+                    f"Batch record count {count} does not match its last offset delta {delta}"
+                )
+            attributes = h.attributes
+            if attributes & _CONTROL:
+                raise errors.InvalidRecordError("Clients are not allowed to write control records")
+            batch_max_ts = h.max_timestamp
+            if check_ts:
+                for ts in (h.base_timestamp, batch_max_ts):
+                    if ts != _NO_TS and not min_ts <= ts <= max_ts_allowed:
+                        raise errors.InvalidTimestampError(
+                            f"Timestamp {ts} of batch at position {pos} is out of the allowed range "
+                            f"[{min_ts}, {max_ts_allowed}]"
+                        )
+            pid = h.producer_id
+            if pid >= 0:
+                if h.base_sequence < 0:
+                    raise errors.InvalidRecordError(
+                        f"Invalid sequence number {h.base_sequence} for producer {pid}"
+                    )
+                if validate_sequences:
+                    if pending is None:
+                        pending = {}
+                    duplicate = psm.check(pid, h.producer_epoch, h.base_sequence, h.last_sequence, pending)
+                    if duplicate is not None:
+                        return LogAppendInfo(
+                            duplicate.first_offset,
+                            duplicate.last_offset,
+                            duplicate.timestamp if log_append_time else -1,
+                            self._log_start,
+                            duplicate.offset_delta + 1,
+                            True,
+                            duplicate.timestamp,
+                            duplicate.last_offset,
+                        )
+                elif pid in producers and h.producer_epoch < producers[pid].epoch:
+                    raise errors.InvalidProducerEpochError(
+                        f"Stale epoch {h.producer_epoch} for producer {pid}"
+                    )
+                idempotent.append((h, next_offset))
+            base = next_offset
+            last = base + delta
+            batch_codec = attributes & 7
+            if (codec is not None and codec != batch_codec) or log_append_time:
+                data = bytearray(mv[pos:end])
+                if codec is not None and codec != batch_codec:
+                    data = bytearray(_recompress(data, codec, self.config))
+                    size = len(data)
+                if log_append_time:
+                    B.set_log_append_time(data, 0, now_ms)
+                    batch_max_ts = now_ms
+                _PREFIX.pack_into(data, 0, base, size - 12, leader_epoch)
+                parts.append(data)
+            else:
+                parts.append(_pack_prefix(base, h.batch_length, leader_epoch))
+                parts.append(mv[pos + 16 : end])
+            infos.append((size, last, batch_max_ts))
+            if batch_max_ts > max_ts:
+                max_ts = batch_max_ts
+                offset_of_max = last
+            records += count
+            next_offset = last + 1
+        if end != total_len or not infos:
+            raise errors.CorruptMessageError(
+                f"Records for {self.topic}-{self.partition} are truncated or malformed at byte {end} of {total_len}"
+            )
+        total = 0
+        for info in infos:
+            total += info[0]
+        last_offset = next_offset - 1
+        self._write(parts, total, infos, first_offset, last_offset, max_ts, now_ms)
+        for h, base in idempotent:
+            delta = h.last_offset_delta
+            psm.update(
+                h.producer_id,
+                h.producer_epoch,
+                h.last_sequence,
+                base + delta,
+                delta,
+                now_ms if log_append_time else h.max_timestamp,
+                base,
+                h.is_transactional,
+            )
+        if leader_epoch >= 0 and leader_epoch != self.leader_epoch_cache.latest_epoch:
+            self.leader_epoch_cache.assign(leader_epoch, first_offset)
+        self._after_append(records, next_offset)
+        return LogAppendInfo(
+            first_offset,
+            last_offset,
+            now_ms if log_append_time else -1,
+            self._log_start,
+            records,
+            False,
+            max_ts,
+            offset_of_max,
+            total,
+            len(infos),
+        )
+
+    def append_as_follower(self, buf, *, now_ms: int | None = None) -> LogAppendInfo | None:
+        """Append batches that already carry offsets (replication). A partial trailing batch is
+        ignored; returns None when ``buf`` holds no complete batch.
+        """
+        if now_ms is None:
+            now_ms = _now_ms()
+        mv = memoryview(buf)
+        infos = []
+        headers = []
+        end = 0
+        records = 0
+        max_ts = _NO_TS
+        offset_of_max = -1
+        expected = self._leo
+        for pos, h in B.iter_headers(buf):
+            if h is None:
+                base_offset, size = B.read_offset_and_size(buf, pos)
+                last = base_offset
+                batch_max_ts = _NO_TS
+                count = 1
+            else:
+                size = h.batch_length + 12
+                if _crc(mv[pos + _ATTR : pos + size]) != h.crc:
+                    raise errors.CorruptMessageError(
+                        f"Replicated batch at position {pos} failed its CRC check"
+                    )
+                base_offset = h.base_offset
+                last = base_offset + h.last_offset_delta
+                batch_max_ts = h.max_timestamp
+                count = h.record_count
+                headers.append(h)
+            if base_offset < expected:
+                raise UnexpectedAppendOffsetError(
+                    f"Replicated batch at offset {base_offset} is below the expected next offset {expected}"
+                )
+            expected = last + 1
+            end = pos + size
+            infos.append((size, last, batch_max_ts))
+            if batch_max_ts > max_ts:
+                max_ts = batch_max_ts
+                offset_of_max = last
+            records += count
+        if not infos:
+            return None
+        first_offset = B.read_offset_and_size(buf, 0)[0]
+        last_offset = expected - 1
+        self._write(mv[:end], end, infos, first_offset, last_offset, max_ts, now_ms)
+        psm = self.producer_state
+        cache = self.leader_epoch_cache
+        for h in headers:
+            psm.replay(h)
+            epoch = h.partition_leader_epoch
+            if epoch >= 0 and epoch != cache.latest_epoch:
+                cache.assign(epoch, h.base_offset)
+        self._after_append(records, expected)
+        return LogAppendInfo(
+            first_offset,
+            last_offset,
+            -1,
+            self._log_start,
+            records,
+            False,
+            max_ts,
+            offset_of_max,
+            end,
+            len(infos),
+        )
+
+    def _write(self, parts, total, infos, first_offset, last_offset, max_ts, now_ms) -> None:
+        if total > self._segment_bytes:
+            raise errors.RecordListTooLargeError(
+                f"Append of {total} bytes exceeds segment.bytes {self._segment_bytes}"
+            )
+        seg = self._segments[-1]
+        if seg.should_roll(total, max_ts, last_offset, now_ms, self._segment_bytes, self._segment_ms):
+            seg = self.roll(now_ms, first_offset)
+        seg.append(parts, total, infos)
+
+    def _after_append(self, records: int, next_offset: int) -> None:
+        self._leo = next_offset
+        self.producer_state.map_end_offset = next_offset
+        self._unflushed_messages += records
+        if self._unflushed_messages >= self._flush_messages:
+            self.flush()
+
+    # ---- roll ----------------------------------------------------------------------------
+
+    def roll(self, now_ms: int | None = None, expected_next_offset: int | None = None) -> LogSegment:
+        """Close the active segment for appends and start a new one at the log end offset."""
+        if now_ms is None:
+            now_ms = _now_ms()
+        new_offset = self._leo if expected_next_offset is None else max(expected_next_offset, self._leo)
+        active = self._segments[-1]
+        if active.base_offset == new_offset and active.size == 0:
+            return active
+        if new_offset <= active.base_offset:
+            raise errors.KafkaStorageErrorError(
+                f"Cannot roll {self.dir} to offset {new_offset}: active segment starts at {active.base_offset}"
+            )
+        active.on_become_inactive()
+        psm = self.producer_state
+        psm.update_map_end_offset(new_offset)
+        psm.take_snapshot()
+        seg = self._new_segment(new_offset, now_ms)
+        with self._lock:
+            self._segments = self._segments + [seg]
+            self._bases = self._bases + [new_offset]
+            self._dir_dirty = True
+            self._roll_flush_offset = max(self._roll_flush_offset, new_offset)
+        return seg
+
+    # ---- read ------------------------------------------------------------------------------
+
+    def read(
+        self,
+        fetch_offset: int,
+        max_bytes: int,
+        *,
+        max_offset: int | None = None,
+        min_one_message: bool = True,
+    ) -> LogReadResult:
+        """Batches from the one holding ``fetch_offset``, up to ``max_bytes`` (the whole first
+        batch when ``min_one_message``), never holding an offset >= ``max_offset`` (exclusive
+        bound, e.g. the high watermark; default the LEO).
+        """
+        leo = self._leo
+        start = self._log_start
+        if fetch_offset < start or fetch_offset > leo:
+            raise errors.OffsetOutOfRangeError(
+                f"Offset {fetch_offset} is out of range [{start}, {leo}] for {self.topic}-{self.partition}"
+            )
+        if max_offset is None or max_offset > leo:
+            max_offset = leo
+        if fetch_offset >= max_offset:
+            return LogReadResult(None, start, leo, self._hw)
+        segments = self._segments
+        bases = self._bases
+        if max_offset == leo:
+            max_index, max_position = len(segments) - 1, segments[-1].size
+        else:
+            max_index, max_position = self._position_of(max_offset, segments, bases)
+        i = bisect.bisect_right(bases, fetch_offset) - 1
+        while i <= max_index:
+            seg = segments[i]
+            slice_ = seg.read(
+                fetch_offset, max_bytes, max_position if i == max_index else None, min_one_message
+            )
+            if slice_ is not None:
+                if slice_.size <= 0:
+                    break
+                return LogReadResult(slice_, start, leo, self._hw)
+            i += 1
+        return LogReadResult(None, start, leo, self._hw)
+
+    def _position_of(self, offset: int, segments, bases) -> tuple[int, int]:
+        """(segment index, byte position) where the batch holding ``offset`` starts."""
+        cache = self._max_pos_cache
+        if cache is not None and cache[0] == offset and cache[1] < len(segments):
+            return cache[1], cache[2]
+        i = bisect.bisect_right(bases, offset) - 1
+        seg = segments[i]
+        found = seg.translate_offset(offset)
+        position = seg.size if found is None else found[1]
+        self._max_pos_cache = (offset, i, position)
+        return i, position
+
+    # ---- timestamps ------------------------------------------------------------------------
+
+    def fetch_offset_by_timestamp(self, timestamp: int) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record whose timestamp >= ``timestamp``; None if none.
+
+        ListOffsets' special values: -2 → (log start, -1), -1 → (LEO, -1), -3 → the max
+        timestamp record (see ``max_timestamp_and_offset``). The broker caps "latest" at its
+        high watermark / last stable offset.
+        """
+        if timestamp == -2:
+            return self._log_start, -1
+        if timestamp == -1:
+            return self._leo, -1
+        if timestamp == -3:
+            return self.max_timestamp_and_offset()
+        start = self._log_start
+        for seg in self._segments:
+            if seg.max_timestamp_so_far >= timestamp and seg.size:
+                found = seg.find_offset_by_timestamp(timestamp, start)
+                if found is not None:
+                    return found
+        return None
+
+    def max_timestamp_and_offset(self) -> tuple[int, int] | None:
+        """(offset, timestamp) of the record with the largest timestamp (ListOffsets -3)."""
+        best = None
+        best_ts = -1
+        for seg in self._segments:
+            if seg.size and seg.max_timestamp_so_far > best_ts:
+                best, best_ts = seg, seg.max_timestamp_so_far
+        if best is None:
+            return None
+        return best.find_max_timestamp_record()
+
+    # ---- truncation and deletion --------------------------------------------------------------
+
+    def truncate_to(self, offset: int, now_ms: int | None = None) -> bool:
+        """Remove every batch holding offsets >= ``offset`` (follower truncation). Returns whether
+        anything was removed.
+        """
+        if offset < 0:
+            raise ValueError(f"Cannot truncate to a negative offset {offset}")
+        if offset >= self._leo:
+            return False
+        if now_ms is None:
+            now_ms = _now_ms()
+        if offset < self._bases[0]:
+            self.truncate_fully_and_start_at(offset, now_ms)
+            return True
+        i = bisect.bisect_right(self._bases, offset) - 1
+        doomed = self._segments[i + 1 :]
+        with self._lock:
+            self._segments = self._segments[: i + 1]
+            self._bases = self._bases[: i + 1]
+            self._max_pos_cache = None
+        for seg in doomed:
+            self._schedule_delete(seg, now_ms)
+        seg = self._segments[-1]
+        seg.truncate_to(offset, now_ms)
+        seg.resize_indexes(self.config.segment_index_bytes)
+        self._leo = seg.read_next_offset() if seg.size else seg.base_offset
+        self._log_start = min(self._log_start, self._leo)
+        with self._lock:
+            self._recovery_point = min(self._recovery_point, self._leo)
+        self._hw = min(self._hw, self._leo)
+        self.leader_epoch_cache.truncate_from_end(self._leo)
+        self._rebuild_producer_state(now_ms)
+        return True
+
+    def truncate_fully_and_start_at(self, offset: int, now_ms: int | None = None) -> None:
+        """Delete every segment and restart the log, empty, at ``offset``."""
+        if now_ms is None:
+            now_ms = _now_ms()
+        doomed = self._segments
+        seg = None
+        with self._lock:
+            self._segments = []
+            self._bases = []
+            self._max_pos_cache = None
+        for old in doomed:
+            self._schedule_delete(old, now_ms)
+        seg = self._new_segment(offset, now_ms)
+        with self._lock:
+            self._segments = [seg]
+            self._bases = [offset]
+            self._dir_dirty = True
+            self._leo = offset
+            self._log_start = offset
+            self._recovery_point = offset
+            self._hw = offset
+        self.leader_epoch_cache.clear()
+        self.producer_state.truncate_fully_and_start_at(offset)
+
+    def maybe_increment_log_start_offset(self, offset: int, now_ms: int | None = None) -> bool:
+        """Advance the log start offset (DeleteRecords). Fails above the high watermark."""
+        if offset > self._hw:
+            raise errors.OffsetOutOfRangeError(
+                f"Cannot increment the log start offset to {offset} of {self.topic}-{self.partition}: "
+                f"it is above the high watermark {self._hw}"
+            )
+        if offset <= self._log_start:
+            return False
+        self._log_start = offset
+        self.leader_epoch_cache.truncate_from_start(offset)
+        if self.producer_state.map_end_offset < offset:
+            self.producer_state.map_end_offset = offset
+        self._delete_segments(lambda seg, nxt: nxt is not None and nxt.base_offset <= offset, now_ms)
+        return True
+
+    def enforce_retention(self, now_ms: int | None = None) -> int:
+        """Delete segments past ``retention.ms`` / ``retention.bytes`` (cleanup.policy=delete) and
+        those wholly below the log start offset. Returns how many segments were deleted.
+        """
+        if now_ms is None:
+            now_ms = _now_ms()
+        start = self._log_start
+        deleted = self._delete_segments(lambda seg, nxt: nxt is not None and nxt.base_offset <= start, now_ms)
+        cfg = self.config
+        if not cfg.delete:
+            return deleted
+        if cfg.retention_ms >= 0:
+            limit = cfg.retention_ms
+            deleted += self._delete_segments(lambda seg, nxt: now_ms - seg.largest_timestamp > limit, now_ms)
+        if cfg.retention_bytes >= 0:
+            excess = self.size - cfg.retention_bytes
+
+            def over(seg, nxt):
+                nonlocal excess
+                if excess - seg.size >= 0:
+                    excess -= seg.size
+                    return True
+                return False
+
+            deleted += self._delete_segments(over, now_ms)
+        return deleted
+
+    def _delete_segments(self, predicate, now_ms: int | None) -> int:
+        """Delete the longest prefix of segments matching ``predicate(seg, next_seg)`` that lies
+        wholly below the high watermark; rolls first if that is every segment.
+        """
+        if now_ms is None:
+            now_ms = _now_ms()
+        segments = self._segments
+        doomed = []
+        hw = self._hw
+        for i, seg in enumerate(segments):
+            nxt = segments[i + 1] if i + 1 < len(segments) else None
+            upper = nxt.base_offset if nxt is not None else self._leo
+            if nxt is None and seg.size == 0:
+                break
+            if hw < upper or not predicate(seg, nxt):
+                break
+            doomed.append(seg)
+        if not doomed:
+            return 0
+        if len(doomed) == len(segments):
+            self.roll(now_ms)
+        n = len(doomed)
+        with self._lock:
+            self._segments = self._segments[n:]
+            self._bases = self._bases[n:]
+            self._max_pos_cache = None
+        for seg in doomed:
+            self._schedule_delete(seg, now_ms)
+        new_start = self._bases[0]
+        if new_start > self._log_start:
+            self._log_start = new_start
+            self.leader_epoch_cache.truncate_from_start(new_start)
+        self.producer_state.delete_snapshots_before(self._bases[0])
+        return n
+
+    def _schedule_delete(self, seg: LogSegment, now_ms: int) -> None:
+        try:
+            seg.rename_to_deleted(now_ms)
+        except FileNotFoundError:
+            pass
+        self._pending_deletes.append(seg)
+
+    def delete_expired_files(self, now_ms: int | None = None) -> int:
+        """Close and unlink segments renamed ``.deleted`` more than file.delete.delay.ms ago."""
+        if not self._pending_deletes:
+            return 0
+        if now_ms is None:
+            now_ms = _now_ms()
+        delay = self.config.file_delete_delay_ms
+        keep = []
+        n = 0
+        for seg in self._pending_deletes:
+            if now_ms - seg.deleted_at_ms >= delay:
+                seg.delete_files()
+                n += 1
+            else:
+                keep.append(seg)
+        self._pending_deletes = keep
+        return n
+
+    # ---- flush ------------------------------------------------------------------------------
+
+    def flush(self, up_to_offset: int | None = None) -> None:
+        """fsync everything below ``up_to_offset`` (default: the LEO) and advance the recovery point.
+
+        Safe to call from a worker thread while the owner appends.
+        """
+        leo = self._leo
+        target = leo if up_to_offset is None else min(up_to_offset, leo)
+        with self._lock:
+            rp = self._recovery_point
+            segments = self._segments
+            bases = self._bases
+            dir_dirty = self._dir_dirty
+            self._dir_dirty = False
+        if target <= rp and not dir_dirty:
+            return
+        first = max(bisect.bisect_right(bases, rp) - 1, 0)
+        for seg in segments[first:]:
+            if seg.base_offset >= target and seg.base_offset > rp:
+                break
+            try:
+                seg.flush()
+            except (OSError, ValueError):
+                if not seg.log.closed:
+                    raise
+        self.producer_state.fsync_snapshots()
+        if dir_dirty:
+            fsync_dir(self.dir)
+        with self._lock:
+            if target > self._recovery_point:
+                self._recovery_point = min(target, self._leo)
+            if target >= leo:
+                self._unflushed_messages = 0
+            self._last_flush_ms = _now_ms()
+
+    def flush_if_due(self, now_ms: int | None = None) -> bool:
+        """Flush what a roll left behind, and everything if ``flush.ms`` has passed. For the
+        broker's periodic task (in a worker thread). Returns whether it flushed.
+        """
+        if now_ms is None:
+            now_ms = _now_ms()
+        flushed = False
+        roll_offset = self._roll_flush_offset
+        if roll_offset > self._recovery_point:
+            self.flush(roll_offset)
+            flushed = True
+        if (
+            self._flush_ms != LONG_MAX
+            and self._leo > self._recovery_point
+            and now_ms - self._last_flush_ms >= self._flush_ms
+        ):
+            self.flush()
+            flushed = True
+        return flushed
+
+    @property
+    def unflushed_messages(self) -> int:
+        return self._unflushed_messages
+
+    # ---- lifecycle -----------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Write a producer snapshot at the LEO and close every file (indexes trimmed)."""
+        if self._closed:
+            return
+        self._closed = True
+        psm = self.producer_state
+        psm.update_map_end_offset(self._leo)
+        psm.take_snapshot(sync=True)
+        for seg in self._segments:
+            seg.close()
+        for seg in self._pending_deletes:
+            seg.delete_files()
+        self._pending_deletes = []
+
+    def delete(self) -> None:
+        """Close every file and remove the whole directory."""
+        self._closed = True
+        for seg in self._segments + self._pending_deletes:
+            try:
+                seg.delete_files()
+            except OSError:
+                pass
+        self._segments = []
+        self._pending_deletes = []
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def rename_dir(self, new_dir: str) -> None:
+        """Move the partition directory (e.g. to ``*-delete``); files stay open."""
+        os.replace(self.dir, new_dir)
+        old = self.dir
+        self.dir = new_dir
+        for seg in self._segments + self._pending_deletes:
+            seg.dir = new_dir
+            seg.log.path = seg.log.path.replace(old, new_dir, 1)
+            for index in (seg._oi, seg._ti):
+                if index is not None:
+                    index.path = index.path.replace(old, new_dir, 1)
+        self.producer_state.dir = new_dir
+        self.leader_epoch_cache.path = os.path.join(new_dir, os.path.basename(self.leader_epoch_cache.path))
+        self.leader_epoch_cache._file.path = self.leader_epoch_cache.path
+
+    def __repr__(self) -> str:
+        return (
+            f"Log({self.dir!r}, start={self._log_start}, leo={self._leo}, hw={self._hw}, "
+            f"segments={len(self._segments)})"
+        )
+
+
+def _codec_of(compression_type: str) -> int | None:
+    from .log_config import COMPRESSION_CODECS
+
+    return COMPRESSION_CODECS.get(compression_type)
+
+
+def _recompress(batch_bytes: bytearray, codec: int, config: LogConfig) -> bytes:
+    from ..protocol import records  # lazy: only topics that force a codec need it
+
+    # Only a level the topic changed from Kafka's default is passed on; else the codec's default.
+    level, default = {
+        1: (config.compression_gzip_level, -1),
+        3: (config.compression_lz4_level, 9),
+        4: (config.compression_zstd_level, 3),
+    }.get(codec, (None, None))
+    if level == default:
+        level = None
+    return records.recompress_batch(batch_bytes, codec, compression_level=level)
+
+
+def _unlink(path: str) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    except IsADirectoryError:
+        shutil.rmtree(path, ignore_errors=True)

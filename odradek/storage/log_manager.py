@@ -1,0 +1,291 @@
+"""LogManager: every partition log in the broker's log dirs, their loading and checkpoints.
+
+Each log dir (``log.dirs``) holds, as in Kafka::
+
+    meta.properties                        version, node.id, cluster.id (checkpoint.py)
+    .kafka_cleanshutdown                   present only between a clean shutdown and the next load
+    recovery-point-offset-checkpoint       topic partition offset (everything below is fsynced)
+    log-start-offset-checkpoint
+    replication-offset-checkpoint          high watermarks
+    cleaner-offset-checkpoint              (the cleaner's; left alone here)
+    <topic>-<partition>/                   one Log each
+    <topic>-<partition>.<uuid>-delete/     a deleted log awaiting removal
+
+Startup: with the clean-shutdown marker the logs are trusted and opened quickly; without it
+each log re-validates its segments from its checkpointed recovery point (torn tails cut,
+indexes rebuilt). The marker is removed once everything is loaded, so a crash from then on
+is seen as unclean next time. ``shutdown`` flushes, closes, checkpoints, then writes it.
+
+Thread rules: the broker's event loop owns the manager (create/delete/get, ``cleanup``,
+``shutdown``). ``flush_due`` and ``checkpoint_all`` may run in a worker thread.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import time
+import uuid
+from collections.abc import Callable, Iterable
+
+from .checkpoint import (
+    LOG_START_OFFSET_CHECKPOINT,
+    RECOVERY_POINT_CHECKPOINT,
+    REPLICATION_OFFSET_CHECKPOINT,
+    CheckpointError,
+    fsync_dir,
+    read_meta_properties,
+    read_offset_checkpoint,
+    write_meta_properties,
+    write_offset_checkpoint,
+)
+from .log import Log, parse_topic_partition
+from .log_config import LogConfig
+from .producer_state import DEFAULT_PRODUCER_ID_EXPIRATION_MS
+
+CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
+DELETE_DIR_SUFFIX = "-delete"
+FUTURE_DIR_SUFFIX = "-future"
+STRAY_DIR_SUFFIX = "-stray"
+
+_log = logging.getLogger(__name__)
+
+TopicPartition = tuple[str, int]
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class LogManager:
+    def __init__(
+        self,
+        log_dirs: str | Iterable[str],
+        default_config: LogConfig | None = None,
+        *,
+        config_for: Callable[[str], LogConfig] | None = None,
+        now_ms: int | None = None,
+        producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
+    ):
+        if isinstance(log_dirs, str):
+            log_dirs = [d for d in log_dirs.split(",") if d]
+        self.log_dirs = [os.path.abspath(d) for d in log_dirs]
+        if not self.log_dirs:
+            raise ValueError("At least one log dir is required")
+        self.default_config = default_config or LogConfig()
+        self._config_for = config_for
+        self._producer_id_expiration_ms = producer_id_expiration_ms
+        self._logs: dict[TopicPartition, Log] = {}
+        self._dir_of: dict[TopicPartition, str] = {}
+        self._pending_dir_deletes: list[tuple[int, Log]] = []
+        self.had_clean_shutdown: dict[str, bool] = {}
+        self._closed = False
+        for d in self.log_dirs:
+            os.makedirs(d, exist_ok=True)
+        self._load_logs(_now_ms() if now_ms is None else now_ms)
+
+    # ---- loading -----------------------------------------------------------------------
+
+    def config_for(self, topic: str) -> LogConfig:
+        if self._config_for is not None:
+            cfg = self._config_for(topic)
+            if cfg is not None:
+                return cfg
+        return self.default_config
+
+    def _read_checkpoint(self, log_dir: str, name: str) -> dict[TopicPartition, int]:
+        try:
+            return read_offset_checkpoint(os.path.join(log_dir, name))
+        except (CheckpointError, OSError) as e:
+            _log.warning("Ignoring unreadable checkpoint %s in %s: %s", name, log_dir, e)
+            return {}
+
+    def _load_logs(self, now_ms: int) -> None:
+        for log_dir in self.log_dirs:
+            marker = os.path.join(log_dir, CLEAN_SHUTDOWN_FILE)
+            clean = os.path.exists(marker)
+            self.had_clean_shutdown[log_dir] = clean
+            recovery_points = self._read_checkpoint(log_dir, RECOVERY_POINT_CHECKPOINT)
+            start_offsets = self._read_checkpoint(log_dir, LOG_START_OFFSET_CHECKPOINT)
+            high_watermarks = self._read_checkpoint(log_dir, REPLICATION_OFFSET_CHECKPOINT)
+            for entry in os.scandir(log_dir):
+                name = entry.name
+                if not entry.is_dir(follow_symlinks=False):
+                    continue
+                if name.endswith(DELETE_DIR_SUFFIX):
+                    shutil.rmtree(entry.path, ignore_errors=True)
+                    continue
+                if name.endswith((FUTURE_DIR_SUFFIX, STRAY_DIR_SUFFIX)):
+                    continue
+                try:
+                    tp = parse_topic_partition(name)
+                except ValueError:
+                    continue
+                if tp in self._logs:
+                    raise RuntimeError(f"Duplicate log directories for {tp[0]}-{tp[1]}: {self._dir_of[tp]} and {log_dir}")
+                log = Log(
+                    entry.path,
+                    self.config_for(tp[0]),
+                    log_start_offset=start_offsets.get(tp, 0),
+                    recovery_point=recovery_points.get(tp, 0),
+                    high_watermark=high_watermarks.get(tp),
+                    had_clean_shutdown=clean,
+                    now_ms=now_ms,
+                    producer_id_expiration_ms=self._producer_id_expiration_ms,
+                )
+                self._logs[tp] = log
+                self._dir_of[tp] = log_dir
+            if clean:
+                os.unlink(marker)
+                fsync_dir(log_dir)
+
+    # ---- access ------------------------------------------------------------------------
+
+    def get_log(self, topic: str, partition: int) -> Log | None:
+        return self._logs.get((topic, partition))
+
+    def logs(self) -> list[Log]:
+        return list(self._logs.values())
+
+    def partitions(self) -> list[TopicPartition]:
+        return list(self._logs)
+
+    def __len__(self) -> int:
+        return len(self._logs)
+
+    def __contains__(self, tp: TopicPartition) -> bool:
+        return tp in self._logs
+
+    def _pick_log_dir(self) -> str:
+        counts = {d: 0 for d in self.log_dirs}
+        for d in self._dir_of.values():
+            counts[d] += 1
+        return min(self.log_dirs, key=lambda d: counts[d])
+
+    def get_or_create_log(self, topic: str, partition: int, config: LogConfig | None = None) -> Log:
+        tp = (topic, partition)
+        log = self._logs.get(tp)
+        if log is not None:
+            if config is not None and config != log.config:
+                log.update_config(config)
+            return log
+        if not topic or "/" in topic or topic in (".", "..") or partition < 0:
+            raise ValueError(f"Invalid topic partition {topic!r} {partition}")
+        log_dir = self._pick_log_dir()
+        path = os.path.join(log_dir, f"{topic}-{partition}")
+        log = Log(
+            path,
+            config or self.config_for(topic),
+            producer_id_expiration_ms=self._producer_id_expiration_ms,
+        )
+        fsync_dir(log_dir)
+        self._logs[tp] = log
+        self._dir_of[tp] = log_dir
+        return log
+
+    def delete_log(self, topic: str, partition: int, *, now_ms: int | None = None) -> bool:
+        """Rename the log's dir to ``<topic>-<partition>.<uuid>-delete``; remove it after
+        ``file.delete.delay.ms`` (``cleanup``) so in-flight reads finish. Returns whether it existed.
+        """
+        tp = (topic, partition)
+        log = self._logs.pop(tp, None)
+        if log is None:
+            return False
+        log_dir = self._dir_of.pop(tp)
+        now = _now_ms() if now_ms is None else now_ms
+        target = os.path.join(log_dir, f"{topic}-{partition}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}")
+        log.rename_dir(target)
+        fsync_dir(log_dir)
+        delay = log.config.file_delete_delay_ms
+        if delay <= 0:
+            log.delete()
+        else:
+            self._pending_dir_deletes.append((now + delay, log))
+        return True
+
+    # ---- periodic work -----------------------------------------------------------------
+
+    def flush_due(self, now_ms: int | None = None) -> int:
+        """Flush logs whose ``flush.ms`` passed or that rolled since their last flush (worker-safe)."""
+        now = _now_ms() if now_ms is None else now_ms
+        n = 0
+        for log in list(self._logs.values()):
+            try:
+                if log.flush_if_due(now):
+                    n += 1
+            except OSError as e:
+                _log.error("Flush of %s failed: %s", log.dir, e)
+        return n
+
+    def cleanup(self, now_ms: int | None = None) -> int:
+        """Retention, then removal of files and dirs whose delete delay passed (owner thread)."""
+        now = _now_ms() if now_ms is None else now_ms
+        n = 0
+        for log in list(self._logs.values()):
+            n += log.enforce_retention(now)
+            log.delete_expired_files(now)
+        keep = []
+        for deadline, log in self._pending_dir_deletes:
+            if now >= deadline:
+                log.delete()
+            else:
+                keep.append((deadline, log))
+        self._pending_dir_deletes = keep
+        return n
+
+    def checkpoint_all(self, high_watermarks: dict[TopicPartition, int] | None = None) -> None:
+        """Write the recovery-point, log-start-offset and replication-offset checkpoints of every
+        log dir. ``high_watermarks`` overrides the logs' own values (worker-safe).
+        """
+        by_dir: dict[str, list[tuple[TopicPartition, Log]]] = {d: [] for d in self.log_dirs}
+        for tp, log in list(self._logs.items()):
+            by_dir[self._dir_of[tp]].append((tp, log))
+        for log_dir, items in by_dir.items():
+            write_offset_checkpoint(
+                os.path.join(log_dir, RECOVERY_POINT_CHECKPOINT), {tp: log.recovery_point for tp, log in items}
+            )
+            write_offset_checkpoint(
+                os.path.join(log_dir, LOG_START_OFFSET_CHECKPOINT), {tp: log.log_start_offset for tp, log in items}
+            )
+            hws = {}
+            for tp, log in items:
+                hw = high_watermarks.get(tp) if high_watermarks else None
+                hws[tp] = log.high_watermark if hw is None else hw
+            write_offset_checkpoint(os.path.join(log_dir, REPLICATION_OFFSET_CHECKPOINT), hws)
+
+    def ensure_meta_properties(self, node_id: int, cluster_id: str) -> None:
+        """Check each log dir's ``meta.properties`` matches (or write it if missing)."""
+        for log_dir in self.log_dirs:
+            props = read_meta_properties(log_dir)
+            if props is None:
+                write_meta_properties(log_dir, node_id, cluster_id)
+                continue
+            if props.get("node.id") not in (None, str(node_id)):
+                raise RuntimeError(f"{log_dir}/meta.properties has node.id {props.get('node.id')}, not {node_id}")
+            if props.get("cluster.id") not in (None, cluster_id):
+                raise RuntimeError(
+                    f"{log_dir}/meta.properties has cluster.id {props.get('cluster.id')}, not {cluster_id}"
+                )
+
+    # ---- shutdown ----------------------------------------------------------------------
+
+    def shutdown(self, high_watermarks: dict[TopicPartition, int] | None = None) -> None:
+        """Flush and close every log, write the checkpoints and the clean-shutdown markers."""
+        if self._closed:
+            return
+        self._closed = True
+        for log in self._logs.values():
+            log.flush()
+            log.close()
+        for _deadline, log in self._pending_dir_deletes:
+            log.delete()
+        self._pending_dir_deletes = []
+        self.checkpoint_all(high_watermarks)
+        for log_dir in self.log_dirs:
+            fd = os.open(os.path.join(log_dir, CLEAN_SHUTDOWN_FILE), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            fsync_dir(log_dir)

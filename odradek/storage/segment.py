@@ -1,0 +1,531 @@
+"""LogSegment: one ``<base offset>.log`` with its ``.index`` and ``.timeindex``.
+
+Files, named by the segment's base offset as 20 zero-padded digits (Kafka's names)::
+
+    00000000000000001234.log         record batches (see file_records.FileRecords)
+    00000000000000001234.index       sparse offset index (see offset_index.OffsetIndex)
+    00000000000000001234.timeindex   sparse time index (see time_index.TimeIndex)
+    00000000000000001234.txnindex    aborted transactions (reserved: not written yet)
+
+Every offset in the segment is >= the base offset and within Int32.MAX of it (indexes store
+relative offsets). An index entry is added every ``index.interval.bytes`` of appended data:
+(last offset of the batch, position of the batch). A segment becomes inactive when the log
+rolls: its indexes are trimmed and it is never appended to again (except after a truncation
+makes it the active one again). Deleting renames the files to ``*.deleted``; the log closes
+and unlinks them after ``file.delete.delay.ms`` so in-flight FileSlices stay valid.
+
+Indexes are opened lazily: loading a log with many segments only stats the ``.log`` files.
+An index that fails its sanity check on first use is rebuilt from the ``.log``.
+
+Thread rules: owned by its Log; called from the log owner's thread, except ``flush`` and
+reads of FileSlices, which may run in a worker thread.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import zlib
+
+import crc32c
+
+from ..protocol import batch as B
+from ._index import CorruptIndexError
+from ._timestamps import record_timestamps
+from .file_records import FileRecords, FileSlice
+from .offset_index import OffsetIndex
+from .time_index import TimeIndex
+
+INT32_MAX = (1 << 31) - 1
+LOG_SUFFIX = ".log"
+INDEX_SUFFIX = ".index"
+TIME_INDEX_SUFFIX = ".timeindex"
+TXN_INDEX_SUFFIX = ".txnindex"
+DELETED_SUFFIX = ".deleted"
+CLEANED_SUFFIX = ".cleaned"
+SWAP_SUFFIX = ".swap"
+
+_Q = struct.Struct(">q")
+_I = struct.Struct(">i")
+_uq = _Q.unpack_from
+_ui = _I.unpack_from
+_UINT32 = struct.Struct(">I")
+_MAX_TS = struct.Struct(">q")
+_SCAN_CHUNK = 16384
+_RECOVER_CHUNK = 1 << 20
+
+
+def filename_prefix(offset: int) -> str:
+    return f"{offset:020d}"
+
+
+def segment_paths(dir: str, base_offset: int, suffix: str = "") -> tuple[str, str, str]:
+    prefix = os.path.join(dir, filename_prefix(base_offset))
+    return prefix + LOG_SUFFIX + suffix, prefix + INDEX_SUFFIX + suffix, prefix + TIME_INDEX_SUFFIX + suffix
+
+
+def batch_last_offset(buf, rel: int) -> int:
+    """Last offset of the batch at ``buf[rel:]`` (v2: base + lastOffsetDelta; legacy: the offset field)."""
+    base = _uq(buf, rel)[0]
+    if buf[rel + B.MAGIC_OFFSET] == 2:
+        return base + _ui(buf, rel + 23)[0]
+    return base
+
+
+def batch_max_timestamp(buf, rel: int) -> int:
+    magic = buf[rel + B.MAGIC_OFFSET]
+    if magic == 2:
+        return _uq(buf, rel + B.MAX_TIMESTAMP_OFFSET)[0]
+    if magic == 1:
+        return _uq(buf, rel + 18)[0]
+    return -1
+
+
+def validate_batch(buf, rel: int, size: int, base_offset: int) -> str | None:
+    """Why the batch at ``buf[rel:rel+size]`` is not a valid stored batch, or None if it is."""
+    magic = buf[rel + B.MAGIC_OFFSET]
+    offset = _uq(buf, rel)[0]
+    if offset < base_offset:
+        return f"offset {offset} below the segment base offset {base_offset}"
+    if magic == 2:
+        if size < B.HEADER_SIZE:
+            return f"batch size {size} smaller than a v2 header"
+        stored = _UINT32.unpack_from(buf, rel + B.CRC_OFFSET)[0]
+        if crc32c.crc32c(memoryview(buf)[rel + B.ATTRIBUTES_OFFSET : rel + size]) != stored:
+            return "CRC mismatch"
+        delta = _ui(buf, rel + 23)[0]
+        if delta < 0 or offset + delta - base_offset > INT32_MAX:
+            return f"last offset delta {delta} out of range"
+        return None
+    if magic in (0, 1):
+        if size < 26:
+            return f"legacy message size {size} too small"
+        stored = _UINT32.unpack_from(buf, rel + 12)[0]
+        if zlib.crc32(memoryview(buf)[rel + 16 : rel + size]) != stored:
+            return "CRC mismatch"
+        if offset - base_offset > INT32_MAX:
+            return "offset out of range"
+        return None
+    return f"unknown magic {magic}"
+
+
+class LogSegment:
+    __slots__ = (
+        "dir",
+        "base_offset",
+        "log",
+        "index_interval_bytes",
+        "max_index_size",
+        "roll_jitter_ms",
+        "created_ms",
+        "_oi",
+        "_ti",
+        "_writable_indexes",
+        "_bytes_since_last_index_entry",
+        "_max_ts",
+        "_offset_of_max_ts",
+        "_rolling_based_ts",
+        "deleted_at_ms",
+    )
+
+    def __init__(
+        self,
+        dir: str,
+        base_offset: int,
+        *,
+        index_interval_bytes: int = 4096,
+        max_index_size: int = 10 * 1024 * 1024,
+        roll_jitter_ms: int = 0,
+        now_ms: int = 0,
+        active: bool = True,
+        suffix: str = "",
+    ):
+        self.dir = dir
+        self.base_offset = base_offset
+        self.index_interval_bytes = index_interval_bytes
+        self.max_index_size = max_index_size
+        self.roll_jitter_ms = roll_jitter_ms
+        self.created_ms = now_ms
+        log_path, _, _ = segment_paths(dir, base_offset, suffix)
+        self.log = FileRecords(log_path)
+        self._oi: OffsetIndex | None = None
+        self._ti: TimeIndex | None = None
+        self._writable_indexes = active
+        self._bytes_since_last_index_entry = 0
+        self._max_ts: int | None = None  # None: not loaded yet (from the time index)
+        self._offset_of_max_ts = base_offset
+        self._rolling_based_ts: int | None = None
+        self.deleted_at_ms = -1
+        if active:
+            # The active segment's indexes are always open: appends touch them.
+            self.offset_index  # noqa: B018
+            self.time_index  # noqa: B018
+
+    # ---- files ------------------------------------------------------------------------
+
+    @property
+    def index_path(self) -> str:
+        return self._index_file(INDEX_SUFFIX)
+
+    @property
+    def time_index_path(self) -> str:
+        return self._index_file(TIME_INDEX_SUFFIX)
+
+    def _index_file(self, suffix: str) -> str:
+        log_path = self.log.path
+        i = log_path.rindex(LOG_SUFFIX)
+        return log_path[:i] + suffix + log_path[i + len(LOG_SUFFIX) :]
+
+    @property
+    def offset_index(self) -> OffsetIndex:
+        oi = self._oi
+        if oi is None:
+            oi = self._load_index(OffsetIndex, INDEX_SUFFIX)
+        return oi
+
+    @property
+    def time_index(self) -> TimeIndex:
+        ti = self._ti
+        if ti is None:
+            ti = self._load_index(TimeIndex, TIME_INDEX_SUFFIX)
+        return ti
+
+    def _load_index(self, cls, suffix):
+        path = self._index_file(suffix)
+        index = cls(path, self.base_offset, self.max_index_size, writable=self._writable_indexes)
+        try:
+            index.sanity_check()
+        except CorruptIndexError:
+            index.close_handler()
+            os.unlink(path)
+            index = cls(path, self.base_offset, self.max_index_size, writable=self._writable_indexes)
+            if cls is OffsetIndex:
+                self._oi = index
+            else:
+                self._ti = index
+            self.rebuild_indexes()
+            return index
+        if cls is OffsetIndex:
+            self._oi = index
+        else:
+            self._ti = index
+        return index
+
+    def indexes_exist(self) -> bool:
+        return os.path.exists(self._index_file(INDEX_SUFFIX)) and os.path.exists(
+            self._index_file(TIME_INDEX_SUFFIX)
+        )
+
+    @property
+    def size(self) -> int:
+        return self.log.size
+
+    def resize_indexes(self, size: int) -> None:
+        """Make the indexes writable up to ``size`` bytes (a segment becoming active again)."""
+        self._writable_indexes = True
+        self.offset_index.resize(size)
+        self.time_index.resize(size)
+
+    # ---- timestamps -------------------------------------------------------------------
+
+    def _load_max_timestamp(self) -> None:
+        ts, offset = self.time_index.last_entry()
+        self._max_ts = ts
+        self._offset_of_max_ts = offset
+
+    @property
+    def max_timestamp_so_far(self) -> int:
+        if self._max_ts is None:
+            self._load_max_timestamp()
+        return self._max_ts
+
+    @property
+    def offset_of_max_timestamp_so_far(self) -> int:
+        if self._max_ts is None:
+            self._load_max_timestamp()
+        return self._offset_of_max_ts
+
+    @property
+    def largest_timestamp(self) -> int:
+        """Max timestamp in the segment, or the file's mtime if it has none (for retention.ms)."""
+        ts = self.max_timestamp_so_far
+        if ts >= 0:
+            return ts
+        return int(os.stat(self.log.path).st_mtime * 1000)
+
+    def _first_batch_timestamp(self) -> int | None:
+        if self._rolling_based_ts is None and self.log.size >= B.HEADER_SIZE:
+            head = self.log.pread(0, B.HEADER_SIZE)
+            if len(head) >= B.HEADER_SIZE:
+                self._rolling_based_ts = batch_max_timestamp(head, 0)
+        return self._rolling_based_ts
+
+    def time_waited_for_roll(self, now_ms: int, message_timestamp: int) -> int:
+        """How old the segment is for ``segment.ms``: by the first batch's timestamp if it has one."""
+        first = self._first_batch_timestamp()
+        if first is not None and first >= 0:
+            return message_timestamp - first
+        return now_ms - self.created_ms
+
+    def should_roll(
+        self,
+        append_size: int,
+        max_timestamp: int,
+        max_offset: int,
+        now_ms: int,
+        segment_bytes: int,
+        segment_ms: int,
+    ) -> bool:
+        """Kafka's roll rule: size, age (``segment.ms`` minus jitter), a full index, or offset overflow."""
+        size = self.log.size
+        if size > segment_bytes - append_size:
+            return True
+        if size > 0 and self.time_waited_for_roll(now_ms, max_timestamp) > segment_ms - self.roll_jitter_ms:
+            return True
+        if self.offset_index.is_full() or self.time_index.is_full():
+            return True
+        return not 0 <= max_offset - self.base_offset <= INT32_MAX
+
+    def can_convert_to_relative_offset(self, offset: int) -> bool:
+        return 0 <= offset - self.base_offset <= INT32_MAX
+
+    # ---- appending --------------------------------------------------------------------
+
+    def append(self, parts, total: int, batches) -> int:
+        """Write ``parts`` (a bytes-like or a list for writev) holding the batches described by
+        ``batches``: a sequence of (size, last_offset, max_timestamp). Returns the position.
+        """
+        last_offset = batches[-1][1]
+        if not 0 <= last_offset - self.base_offset <= INT32_MAX:
+            raise ValueError(
+                f"Offset {last_offset} cannot be stored relative to base offset {self.base_offset}"
+            )
+        log = self.log
+        if isinstance(parts, list):
+            position = log.appendv(parts, total)
+        else:
+            position = log.append(parts)
+        max_ts = self._max_ts
+        if max_ts is None:
+            self._load_max_timestamp()
+            max_ts = self._max_ts
+        interval = self.index_interval_bytes
+        since = self._bytes_since_last_index_entry
+        pos = position
+        for size, batch_last, batch_max_ts in batches:
+            if batch_max_ts > max_ts:
+                max_ts = self._max_ts = batch_max_ts
+                self._offset_of_max_ts = batch_last
+            if since > interval:
+                self._oi.append(batch_last, pos)
+                self._ti.maybe_append(max_ts, self._offset_of_max_ts)
+                since = 0
+            pos += size
+            since += size
+        self._bytes_since_last_index_entry = since
+        if position == 0:
+            self._rolling_based_ts = max(b[2] for b in batches)
+        return position
+
+    # ---- reading ------------------------------------------------------------------------
+
+    def translate_offset(self, offset: int, starting_position: int = 0) -> tuple[int, int, int] | None:
+        """(base offset, position, size) of the first batch whose last offset >= ``offset``."""
+        _, position = self.offset_index.lookup(offset)
+        if position < starting_position:
+            position = starting_position
+        for pos, buf, rel, size in self.log.batches(position, chunk_size=_SCAN_CHUNK):
+            if batch_last_offset(buf, rel) >= offset:
+                return _uq(buf, rel)[0], pos, size
+        return None
+
+    def read(
+        self, start_offset: int, max_size: int, max_position: int | None = None, min_one_message: bool = False
+    ) -> FileSlice | None:
+        """Batches from the one holding ``start_offset``, at most ``max_size`` bytes (but the
+        whole first batch when ``min_one_message``), never past ``max_position``. None if the
+        segment has no batch at or after ``start_offset``.
+        """
+        found = self.translate_offset(start_offset)
+        if found is None:
+            return None
+        first, position, batch_size = found
+        if max_position is None:
+            max_position = self.log.size
+        wanted = max(max_size, batch_size) if min_one_message else max_size
+        size = min(max_position - position, wanted)
+        return FileSlice(self.log, position, max(size, 0), first)
+
+    def read_next_offset(self) -> int:
+        """Offset after the last batch (the base offset when empty); scans from the last index entry."""
+        _, position = self.offset_index.last_entry()
+        next_offset = self.base_offset
+        for _pos, buf, rel, _size in self.log.batches(position, chunk_size=_RECOVER_CHUNK):
+            next_offset = batch_last_offset(buf, rel) + 1
+        if position and next_offset == self.base_offset:
+            # Index entry past the end of the file: the index is stale; scan from the start.
+            for _pos, buf, rel, _size in self.log.batches(0, chunk_size=_RECOVER_CHUNK):
+                next_offset = batch_last_offset(buf, rel) + 1
+        return next_offset
+
+    def batch_headers(self, start_position: int = 0, end: int | None = None):
+        """Yield ``(position, BatchHeader or None for legacy)`` of each batch from ``start_position``."""
+        for pos, buf, rel, size in self.log.batches(start_position, end, chunk_size=_RECOVER_CHUNK):
+            if buf[rel + B.MAGIC_OFFSET] == 2 and size >= B.HEADER_SIZE:
+                yield pos, B.read_header(buf, rel)
+            else:
+                yield pos, None
+
+    def find_offset_by_timestamp(self, timestamp: int, starting_offset: int = 0) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record at or after ``starting_offset`` whose
+        timestamp >= ``timestamp``, or None if this segment has none.
+        """
+        _, ts_offset = self.time_index.lookup(timestamp)
+        _, position = self.offset_index.lookup(max(ts_offset, starting_offset))
+        for _pos, buf, rel, _size in self.log.batches(position, chunk_size=_RECOVER_CHUNK, full=True):
+            if buf[rel + B.MAGIC_OFFSET] != 2:
+                continue
+            h = B.read_header(buf, rel)
+            if h.max_timestamp < timestamp or h.last_offset < starting_offset:
+                continue
+            for offset, ts in record_timestamps(buf, rel):
+                if ts >= timestamp and offset >= starting_offset:
+                    return offset, ts
+        return None
+
+    def find_max_timestamp_record(self) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record holding this segment's largest timestamp."""
+        target = self.max_timestamp_so_far
+        if target < 0:
+            return None
+        found = self.find_offset_by_timestamp(target, 0)
+        return found
+
+    # ---- recovery -------------------------------------------------------------------------
+
+    def recover(self, on_batch=None, validate: bool = True) -> int:
+        """Re-read the whole ``.log``: validate every batch (size, magic, CRC), cut the file at
+        the first invalid or torn one, and rebuild both indexes. ``on_batch(header)`` is called
+        for each valid v2 batch (leader epochs, producer state). Returns the bytes truncated.
+        """
+        oi = self.offset_index
+        ti = self.time_index
+        if not self._writable_indexes:
+            self.resize_indexes(self.max_index_size)
+        oi.reset()
+        ti.reset()
+        max_ts = -1
+        offset_of_max = self.base_offset
+        interval = self.index_interval_bytes
+        since = 0
+        valid = 0
+        base = self.base_offset
+        log = self.log
+        for pos, buf, rel, size in log.batches(0, chunk_size=_RECOVER_CHUNK, full=validate):
+            if validate and validate_batch(buf, rel, size, base) is not None:
+                break
+            last = batch_last_offset(buf, rel)
+            batch_ts = batch_max_timestamp(buf, rel)
+            if batch_ts > max_ts:
+                max_ts = batch_ts
+                offset_of_max = last
+            if since > interval:
+                if not oi.is_full():
+                    oi.append(last, pos)
+                if not ti.is_full():
+                    ti.maybe_append(max_ts, offset_of_max)
+                since = 0
+            since += size
+            if on_batch is not None and buf[rel + B.MAGIC_OFFSET] == 2:
+                on_batch(B.read_header(buf, rel))
+            valid = pos + size
+        truncated = log.size - valid
+        if truncated:
+            log.truncate_to(valid)
+        ti.maybe_append(max_ts, offset_of_max, skip_full_check=True)
+        self._max_ts = max_ts
+        self._offset_of_max_ts = offset_of_max
+        self._bytes_since_last_index_entry = since
+        self._rolling_based_ts = None
+        return truncated
+
+    def rebuild_indexes(self) -> None:
+        """Rebuild the indexes from the ``.log`` without validating or truncating data."""
+        was_writable = self._writable_indexes
+        self.recover(validate=False)
+        if not was_writable:
+            self._writable_indexes = False
+            self._oi.trim_to_valid_size()
+            self._ti.trim_to_valid_size()
+
+    def truncate_to(self, offset: int, now_ms: int = 0) -> int:
+        """Remove every batch whose last offset >= ``offset`` (whole batches); returns bytes removed."""
+        found = self.translate_offset(offset)
+        self.offset_index.truncate_to(offset)
+        self.time_index.truncate_to(offset)
+        if found is None:
+            return 0
+        removed = self.log.truncate_to(found[1])
+        self._bytes_since_last_index_entry = 0
+        if self.log.size == 0:
+            self.created_ms = now_ms
+            self._rolling_based_ts = None
+        self._load_max_timestamp()
+        return removed
+
+    # ---- lifecycle ----------------------------------------------------------------------
+
+    def on_become_inactive(self) -> None:
+        """After a roll: record the final max timestamp and trim the indexes."""
+        ti = self.time_index
+        ti.maybe_append(self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far, skip_full_check=True)
+        self._oi.trim_to_valid_size()
+        ti.trim_to_valid_size()
+        self._writable_indexes = False
+
+    def flush(self) -> None:
+        self.log.flush()
+        if self._oi is not None:
+            self._oi.flush()
+        if self._ti is not None:
+            self._ti.flush()
+
+    def close(self) -> None:
+        if self._ti is not None and self._max_ts is not None and not self.log.closed:
+            self._ti.maybe_append(self._max_ts, self._offset_of_max_ts, skip_full_check=True)
+        if self._oi is not None:
+            self._oi.close()
+        if self._ti is not None:
+            self._ti.close()
+        self.log.close()
+
+    def rename_to_deleted(self, now_ms: int) -> None:
+        """Kafka's async delete, step one: rename every file to ``*.deleted``; keep them open."""
+        for index in (self._oi, self._ti):
+            if index is not None:
+                index.close()
+        self._oi = self._ti = None
+        for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
+            path = self._index_file(suffix)
+            try:
+                os.replace(path, path + DELETED_SUFFIX)
+            except FileNotFoundError:
+                pass
+        self.log.rename(self.log.path + DELETED_SUFFIX)
+        self.deleted_at_ms = now_ms
+
+    def delete_files(self) -> None:
+        """Close and unlink every file of the segment (whatever its suffix)."""
+        for index in (self._oi, self._ti):
+            if index is not None:
+                index.close_handler()
+        self._oi = self._ti = None
+        self.log.delete()
+        for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
+            try:
+                os.unlink(self._index_file(suffix))
+            except FileNotFoundError:
+                pass
+
+    def __repr__(self) -> str:
+        return f"LogSegment(base={self.base_offset}, size={self.log.size}, path={self.log.path!r})"

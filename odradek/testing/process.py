@@ -1,0 +1,126 @@
+"""A broker in a child process, for tests and tools: start, stop, kill -9, restart.
+
+``BrokerProcess`` runs ``python -m odradek server`` on a free loopback port with its own
+data directory and waits until the port accepts connections. ``kill()`` sends SIGKILL
+(a crash); ``stop()`` sends SIGTERM (a clean shutdown). Only the process it started is
+ever signalled.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for_port(host: str, port: int, timeout: float, proc: subprocess.Popen | None = None) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"broker exited with code {proc.returncode} before listening on {host}:{port}")
+        try:
+            with socket.create_connection((host, port), timeout=0.2):
+                return
+        except OSError:
+            time.sleep(0.01)
+    raise TimeoutError(f"nothing listening on {host}:{port} after {timeout}s")
+
+
+class BrokerProcess:
+    def __init__(
+        self,
+        data_dir: str | os.PathLike | None = None,
+        *,
+        port: int | None = None,
+        overrides: dict[str, object] | None = None,
+        log_path: str | os.PathLike | None = None,
+        node_id: int = 0,
+    ):
+        self._tmp = None
+        if data_dir is None:
+            self._tmp = tempfile.TemporaryDirectory(prefix="odradek-")
+            data_dir = self._tmp.name
+        self.data_dir = Path(data_dir)
+        self.port = port or free_port()
+        self.host = "127.0.0.1"
+        self.node_id = node_id
+        self.overrides = {str(k): str(v) for k, v in (overrides or {}).items()}
+        self.log_path = Path(log_path) if log_path else self.data_dir.parent / f"broker-{self.port}.log"
+        self.proc: subprocess.Popen | None = None
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    def command(self) -> list[str]:
+        settings = {
+            "listeners": f"PLAINTEXT://{self.host}:{self.port}",
+            "log.dirs": str(self.data_dir),
+            "node.id": str(self.node_id),
+            **self.overrides,
+        }
+        cmd = [sys.executable, "-m", "odradek", "server"]
+        for key, value in settings.items():
+            cmd += ["--override", f"{key}={value}"]
+        return cmd
+
+    def start(self, timeout: float = 30.0) -> BrokerProcess:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        log_file = open(self.log_path, "ab")
+        self.proc = subprocess.Popen(self.command(), stdout=log_file, stderr=subprocess.STDOUT)
+        log_file.close()
+        try:
+            wait_for_port(self.host, self.port, timeout, self.proc)
+        except Exception:
+            self.kill()
+            raise
+        return self
+
+    def stop(self, timeout: float = 30.0) -> int:
+        """SIGTERM and wait: a clean shutdown. Returns the exit code."""
+        if self.proc is None or self.proc.poll() is not None:
+            return self.proc.returncode if self.proc else 0
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            return self.proc.wait()
+
+    def kill(self) -> None:
+        """SIGKILL: the broker dies mid-flight, as in a crash."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+    def restart(self, *, clean: bool = True) -> BrokerProcess:
+        self.stop() if clean else self.kill()
+        return self.start()
+
+    def log_text(self) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")
+        except FileNotFoundError:
+            return ""
+
+    def close(self) -> None:
+        self.stop()
+        if self._tmp is not None:
+            self._tmp.cleanup()
+
+    def __enter__(self) -> BrokerProcess:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.close()

@@ -1,0 +1,38 @@
+"""Shared fixtures: a real broker process on 127.0.0.1, and unique topic names."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from odradek.testing.process import BrokerProcess
+
+
+@pytest.fixture(scope="session")
+def broker(tmp_path_factory):
+    """One broker for the whole session (tests use unique topic names)."""
+    proc = BrokerProcess(tmp_path_factory.mktemp("broker") / "data")
+    proc.start()
+    yield proc
+    proc.stop()
+
+
+@pytest.fixture
+def own_broker(tmp_path):
+    """A broker of this test's own, for restarts, crashes and special configs."""
+    procs = []
+
+    def make(**overrides) -> BrokerProcess:
+        proc = BrokerProcess(tmp_path / f"data{len(procs)}", overrides=overrides)
+        procs.append(proc)
+        return proc.start()
+
+    yield make
+    for proc in procs:
+        proc.kill()
+
+
+@pytest.fixture
+def topic_name(request):
+    return f"t-{request.node.name[:40].replace('[', '-').replace(']', '')}-{uuid.uuid4().hex[:8]}"

@@ -1,0 +1,50 @@
+"""The hand-packed Produce and Fetch responses must decode with kio exactly as intended."""
+
+import pytest
+
+from odradek.protocol import hot_responses, messages
+
+
+def _decode(api_key, version, parts):
+    body = b"".join(bytes(p) for p in parts)
+    cls = messages.response_class(api_key, version)
+    entity, size = messages._reader(cls)(memoryview(body).toreadonly(), 0)
+    assert size == len(body), "trailing bytes after the response"
+    return entity
+
+
+@pytest.mark.parametrize("version", range(3, 12))
+def test_produce_response_decodes_with_kio(version):
+    parts = hot_responses.produce_response(
+        version,
+        [("orders", [(0, 0, 42, -1, 7, None), (3, 10, -1, -1, -1, "too large")]), ("x", [])],
+    )
+    resp = _decode(0, version, parts)
+    orders = resp.responses[0]
+    assert orders.name == "orders"
+    ok, bad = orders.partition_responses
+    assert (ok.index, ok.error_code, ok.base_offset) == (0, 0, 42)
+    assert (bad.index, bad.error_code) == (3, 10)
+    if version >= 5:
+        assert ok.log_start_offset == 7
+    if version >= 8:
+        assert bad.error_message == "too large"
+    assert resp.responses[1].name == "x"
+
+
+@pytest.mark.parametrize("version", range(4, 13))
+def test_fetch_response_decodes_with_kio(version):
+    records = b"\x01\x02\x03" * 10
+    parts = hot_responses.fetch_response(
+        version,
+        [("t", [(0, 0, 100, 90, 5, [(1, 2)], memoryview(records)), (1, 1, -1, -1, -1, None, None)])],
+        session_id=0,
+    )
+    resp = _decode(1, version, parts)
+    p0, p1 = resp.responses[0].partitions
+    assert (p0.partition_index, p0.high_watermark, p0.last_stable_offset) == (0, 100, 90)
+    assert bytes(p0.records) == records
+    assert [(a.producer_id, a.first_offset) for a in p0.aborted_transactions] == [(1, 2)]
+    assert p1.error_code == 1 and p1.records is None
+    if version >= 5:
+        assert p0.log_start_offset == 5
