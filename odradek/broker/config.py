@@ -66,6 +66,7 @@ __all__ = [
     "Endpoint",
     "broker_config_entries",
     "effective_topic_config",
+    "load_properties",
     "parse_properties",
     "topic_config_entries",
     "validate_topic_configs",

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import socket
 import time
 from collections import deque
@@ -53,6 +54,7 @@ class Connection(asyncio.BufferedProtocol):
         self._tasks: set[asyncio.Task] = set()
         self._write_paused = False
         self._read_paused = False
+        self._socket_fd: int | None = None
 
     # -- asyncio callbacks -------------------------------------------------------------
 
@@ -71,6 +73,8 @@ class Connection(asyncio.BufferedProtocol):
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             except OSError:
                 pass
+            if self.server.zero_copy:
+                self._socket_fd = sock.fileno()
 
     def connection_lost(self, exc):
         self.closed = True
@@ -211,8 +215,47 @@ class Connection(asyncio.BufferedProtocol):
             self.transport.write(data)
         elif len(data) == 1:
             self.transport.write(data[0])
+        elif any(hasattr(p, "send_to") for p in data):
+            self._write_with_files(data)
         else:
             self.transport.writelines(data)
+
+    def _write_with_files(self, parts):
+        """Write parts that include file slices: zero-copy with sendfile when the socket is
+        idle, else (or for whatever the socket did not take) through the transport."""
+        transport = self.transport
+        fd = self._socket_fd
+        if fd is None or transport.get_write_buffer_size():
+            transport.writelines([p.read() if hasattr(p, "send_to") else p for p in parts])
+            return
+        pending: list = []
+        for i, part in enumerate(parts):
+            if not hasattr(part, "send_to"):
+                pending.append(part)
+                continue
+            if pending:
+                left = _send_direct(fd, pending)
+                if left:
+                    transport.writelines(left + [p.read() if hasattr(p, "send_to") else p for p in parts[i:]])
+                    return
+                pending = []
+            sent = 0
+            try:
+                while sent < part.size:
+                    n = part.send_to(fd, sent)
+                    if n == 0:
+                        break
+                    sent += n
+            except BlockingIOError:
+                pass
+            if sent < part.size:
+                rest = part.read()[sent:]
+                transport.writelines([rest] + [p.read() if hasattr(p, "send_to") else p for p in parts[i + 1 :]])
+                return
+        if pending:
+            left = _send_direct(fd, pending)
+            if left:
+                transport.writelines(left)
 
     def _update_reading(self):
         if self.closed or self.transport is None:
@@ -234,11 +277,34 @@ class Connection(asyncio.BufferedProtocol):
             self.transport.close()
 
 
+def _send_direct(fd: int, parts: list) -> list:
+    """writev ``parts`` to a non-blocking socket; return what it did not take."""
+    try:
+        n = os.writev(fd, parts)
+    except BlockingIOError:
+        return parts
+    for i, part in enumerate(parts):
+        if n < len(part):
+            return [memoryview(part)[n:]] + parts[i + 1 :]
+        n -= len(part)
+    return []
+
+
 class NetworkServer:
     """Listeners, the set of live connections, and the idle-connection sweeper."""
 
-    def __init__(self, broker, *, max_request_size: int, max_connections: int, idle_timeout_s: float, registry):
+    def __init__(
+        self,
+        broker,
+        *,
+        max_request_size: int,
+        max_connections: int,
+        idle_timeout_s: float,
+        registry,
+        zero_copy: bool = True,
+    ):
         self.broker = broker
+        self.zero_copy = zero_copy
         self.max_request_size = max_request_size
         self.max_connections = max_connections
         self.idle_timeout_s = idle_timeout_s

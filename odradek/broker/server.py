@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import logging
+import os
 import signal
 import time
 import uuid
@@ -53,6 +54,7 @@ class Broker:
         self.rack = config.get("broker.rack")
         self.default_partitions = config.get("num.partitions")
         self.default_replication_factor = config.get("default.replication.factor")
+        self.zero_copy = os.environ.get("ODRADEK_ZERO_COPY", "1") != "0"
         self.started = asyncio.Event()
         self._tasks: list[asyncio.Task] = []
         self._stopped = False
@@ -73,6 +75,7 @@ class Broker:
             max_connections=self.config.get("max.connections"),
             idle_timeout_s=self.config.get("connections.max.idle.ms") / 1000,
             registry=registry,
+            zero_copy=self.zero_copy,
         )
         await self.network.bind(self.config.listeners)
         advertised = self._advertised()

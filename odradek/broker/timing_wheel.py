@@ -163,13 +163,6 @@ class TimerTaskList:
         for entry in entries:
             fn(entry)  # type: ignore[arg-type]
 
-    def __iter__(self):
-        node = self._root.next
-        while node is not self._root:
-            nxt = node.next
-            yield node.task  # type: ignore[attr-defined]
-            node = nxt
-
     def __len__(self) -> int:
         return self.count
 

@@ -68,6 +68,7 @@ class NetClient:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._listeners = []  # callables(cluster) run after each refresh
         self._connection_listeners = []  # callables(node_id) run after each new connection
+        self._extra_nodes: dict[int, tuple[str, int]] = {}  # e.g. the group coordinator's connection
         self._bootstrap_index = 0
 
     # -- lifecycle -----------------------------------------------------------------------
@@ -113,7 +114,19 @@ class NetClient:
 
     # -- connections ---------------------------------------------------------------------
 
+    def register_node(self, conn_id: int, host: str, port: int) -> None:
+        """Give an extra connection id its own address (a second connection to a broker)."""
+        if self._extra_nodes.get(conn_id) != (host, port):
+            self._extra_nodes[conn_id] = (host, port)
+            conn = self._conns.pop(conn_id, None)
+            if conn is not None:
+                conn.on_close = None
+                conn.close()
+
     def _address(self, node_id: int) -> tuple[str, int]:
+        extra = self._extra_nodes.get(node_id)
+        if extra is not None:
+            return extra
         if node_id < 0:
             return self._bootstrap[(-node_id - 1) % len(self._bootstrap)]
         b = self.cluster.brokers.get(node_id)
@@ -176,7 +189,7 @@ class NetClient:
     def _on_conn_close(self, conn: Connection, exc: BaseException) -> None:
         if self._conns.get(conn.node_id) is conn:
             del self._conns[conn.node_id]
-        if not self._closed and conn.node_id >= 0:
+        if not self._closed and 0 <= conn.node_id and conn.node_id not in self._extra_nodes:
             log.info("connection to broker %s closed: %s", conn.node_id, exc)
             self.request_update()
 
@@ -221,7 +234,7 @@ class NetClient:
         if best is not None:
             return best
         for node_id, conn in self._conns.items():
-            if not conn.closed:
+            if not conn.closed and node_id not in self._extra_nodes:
                 return node_id
         n = len(self._bootstrap)
         for i in range(n):

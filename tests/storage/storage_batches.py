@@ -60,13 +60,19 @@ def hbatch(
     record_count: int | None = None,
     last_offset_delta: int | None = None,
     magic: int = 2,
+    codec: int = 0,
+    xerial: bool = False,
 ) -> bytes:
-    """A hand-built uncompressed v2 batch, one record per timestamp."""
+    """A hand-built v2 batch, one record per timestamp; ``codec`` compresses it with cramjam
+    (snappy raw, or xerial-framed as the Java client writes it)."""
     base_ts = timestamps[0]
     records = bytearray()
     for i, ts in enumerate(timestamps):
         body = b"\x00" + _varint(ts - base_ts) + _varint(i) + _varint(-1) + _varint(3) + b"abc" + _varint(0)
         records += _varint(len(body)) + body
+    if codec:
+        records = _compress(codec, bytes(records), xerial)
+        attributes |= codec
     count = len(timestamps) if record_count is None else record_count
     delta = len(timestamps) - 1 if last_offset_delta is None else last_offset_delta
     after_crc = (
@@ -75,6 +81,21 @@ def hbatch(
     crc = crc32c.crc32c(after_crc)
     length = 4 + 1 + 4 + len(after_crc)
     return struct.pack(">qiibI", base_offset, length, leader_epoch, magic, crc) + after_crc
+
+
+def _compress(codec: int, data: bytes, xerial: bool) -> bytes:
+    import cramjam
+
+    if codec == 1:
+        return bytes(cramjam.gzip.compress(data))
+    if codec == 2:
+        raw = bytes(cramjam.snappy.compress_raw(data))
+        if xerial:
+            return b"\x82SNAPPY\x00" + struct.pack(">ii", 1, 1) + struct.pack(">i", len(raw)) + raw
+        return raw
+    if codec == 3:
+        return bytes(cramjam.lz4.compress(data))
+    return bytes(cramjam.zstd.compress(data))
 
 
 def parse(data: bytes) -> list[DefaultRecordBatch]:

@@ -28,7 +28,12 @@ def _plan(broker, body):
 
 
 def read_partitions(broker, plan, max_bytes: int, isolation_level: int, *, sizes_only: bool = False):
-    """Read the plan; returns (per-topic results in request order, total bytes, any error)."""
+    """Read the plan; returns (per-topic results in request order, total bytes, any error).
+
+    Record data is returned as file slices when the broker sends with zero copy, else as
+    bytes read from the page cache.
+    """
+    zero_copy = broker.zero_copy
     replicas = broker.replica_manager
     results: dict[str, list] = {}
     total = 0
@@ -47,7 +52,7 @@ def read_partitions(broker, plan, max_bytes: int, isolation_level: int, *, sizes
             if read.records is not None:
                 size = read.records.size
                 if not sizes_only and size:
-                    records = read.records.read()
+                    records = read.records if zero_copy else read.records.read()
             total += size
             out.append(
                 (

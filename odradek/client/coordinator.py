@@ -1,0 +1,866 @@
+"""Consumer group membership and offset commits (the client side of the group coordinator).
+
+Theory of operation. ``ConsumerCoordinator`` owns one task; ``Heartbeat`` owns another.
+
+* The coordinator task finds the group's coordinator (FindCoordinator), and whenever a
+  rebalance is needed runs JoinGroup → (leader: run the agreed assignor over everyone's
+  subscription) → SyncGroup, then applies the assignment and calls the rebalance
+  listener. Between rebalances it auto-commits every ``auto_commit_interval_ms``.
+* The heartbeat task sends Heartbeat every ``heartbeat_interval_ms`` while the member is
+  stable. Its answers trigger rejoins (REBALANCE_IN_PROGRESS), or reset the membership
+  (ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID: the partitions are *lost*). When ``poll`` has
+  not been called for ``max_poll_interval_ms`` the member leaves the group.
+* Eager protocol (range, roundrobin, sticky): revoke everything before joining.
+  Cooperative protocol (cooperative-sticky, when every configured assignor supports it):
+  keep the partitions that stay, revoke only those that move, and rejoin at once when
+  something was revoked so the next rebalance can hand it over (KIP-429).
+* Static membership (``group_instance_id``, KIP-345): the id goes into every request;
+  closing does not send LeaveGroup, so a restart within the session timeout keeps the
+  assignment without a rebalance.
+
+Coordinator requests use their own connection (id ``2**31-1-node``, as Kafka's client
+does), so heartbeats never queue behind long-polling fetches.
+
+Commits: ``commit`` (sync) retries retriable errors until its timeout. ``commit_async``
+numbers every commit per partition; a failed async commit is retried only for the
+partitions whose newest commit it still is, so a late retry never overwrites a newer
+commit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import io
+import itertools
+import logging
+import time
+
+from kio.serial import entity_reader, entity_writer
+
+from odradek.protocol.errors import ErrorCode, KafkaError, error_for
+
+from . import wire
+from .assignors import Subscription
+from .errors import ClientClosedError, CommitFailedError, KafkaConnectionError, KafkaTimeoutError
+from .netclient import Backoff, NetClient
+from .structs import OffsetAndMetadata, TopicPartition
+from .subscription import SubscriptionState
+
+log = logging.getLogger("odradek.client.consumer")
+
+UNJOINED, REBALANCING, STABLE = "unjoined", "rebalancing", "stable"
+
+E = ErrorCode
+_COORDINATOR_ERRORS = {int(E.not_coordinator), int(E.coordinator_not_available)}
+_RESET_MEMBER = {int(E.unknown_member_id)}
+_RESET_GENERATION = {int(E.illegal_generation)}
+_FATAL_JOIN = {
+    int(E.fenced_instance_id),
+    int(E.inconsistent_group_protocol),
+    int(E.invalid_session_timeout),
+    int(E.group_max_size_reached),
+    int(E.group_authorization_failed),
+    int(E.invalid_group_id),
+    int(E.unsupported_version),
+}
+
+
+# -- the consumer protocol (JoinGroup metadata, SyncGroup assignment) -----------------------
+
+
+def _protocol_class(kind: str, version: int):
+    import importlib
+
+    v = min(max(version, 0), 3)
+    mod = importlib.import_module(f"kio.schema.consumer_protocol_{kind}.v{v}.data")
+    return mod, v
+
+
+def encode_subscription(topics, user_data, owned, version: int = 1) -> bytes:
+    mod, v = _protocol_class("subscription", version)
+    by_topic: dict[str, list[int]] = {}
+    for tp in owned:
+        by_topic.setdefault(tp.topic, []).append(tp.partition)
+    values = {"topics": tuple(sorted(topics)), "user_data": user_data}
+    if v >= 1:
+        values["owned_partitions"] = tuple(
+            mod.TopicPartition(topic=t, partitions=tuple(sorted(ps))) for t, ps in sorted(by_topic.items())
+        )
+    entity = mod.ConsumerProtocolSubscription(**values)
+    out = io.BytesIO()
+    out.write(v.to_bytes(2, "big"))
+    entity_writer(type(entity))(out, entity)
+    return out.getvalue()
+
+
+def decode_subscription(data: bytes, instance_id=None) -> Subscription:
+    version = int.from_bytes(data[:2], "big", signed=True)
+    mod, _ = _protocol_class("subscription", version)
+    entity, _ = entity_reader(mod.ConsumerProtocolSubscription)(data, 2)
+    owned = [
+        TopicPartition(t.topic, int(p)) for t in getattr(entity, "owned_partitions", ()) for p in t.partitions
+    ]
+    return Subscription(
+        list(entity.topics),
+        entity.user_data,
+        owned,
+        int(getattr(entity, "generation_id", -1)),
+        instance_id,
+        getattr(entity, "rack_id", None),
+    )
+
+
+def encode_assignment(partitions, user_data=None) -> bytes:
+    mod, v = _protocol_class("assignment", 0)
+    by_topic: dict[str, list[int]] = {}
+    for tp in partitions:
+        by_topic.setdefault(tp.topic, []).append(tp.partition)
+    entity = mod.ConsumerProtocolAssignment(
+        assigned_partitions=tuple(
+            mod.TopicPartition(topic=t, partitions=tuple(sorted(ps))) for t, ps in sorted(by_topic.items())
+        ),
+        user_data=user_data,
+    )
+    out = io.BytesIO()
+    out.write(v.to_bytes(2, "big"))
+    entity_writer(type(entity))(out, entity)
+    return out.getvalue()
+
+
+def decode_assignment(data: bytes) -> tuple[set[TopicPartition], bytes | None]:
+    if not data:
+        return set(), None
+    version = int.from_bytes(data[:2], "big", signed=True)
+    mod, _ = _protocol_class("assignment", version)
+    entity, _ = entity_reader(mod.ConsumerProtocolAssignment)(data, 2)
+    return {TopicPartition(t.topic, int(p)) for t in entity.assigned_partitions for p in t.partitions}, entity.user_data
+
+
+# -- the coordinator --------------------------------------------------------------------------
+
+
+class ConsumerCoordinator:
+    def __init__(self, client: NetClient, subs: SubscriptionState, config: dict, assignors, run_callback, interceptors):
+        self.client = client
+        self.subs = subs
+        self.group_id = config["group_id"]
+        self.instance_id = config["group_instance_id"]
+        self.session_timeout_ms = config["session_timeout_ms"]
+        self.rebalance_timeout_ms = config["max_poll_interval_ms"]
+        self.heartbeat_interval = config["heartbeat_interval_ms"] / 1000
+        self.max_poll_interval = config["max_poll_interval_ms"] / 1000
+        self.auto_commit = config["enable_auto_commit"] and self.group_id is not None
+        self.auto_commit_interval = config["auto_commit_interval_ms"] / 1000
+        self.retry_backoff = config["retry_backoff_ms"] / 1000
+        self.request_timeout = config["request_timeout_ms"] / 1000
+        self.exclude_internal = config["exclude_internal_topics"]
+        self.assignors = assignors
+        self.protocol_kind = (
+            "cooperative" if all(getattr(a, "rebalance_protocol", "eager") == "cooperative" for a in assignors) else "eager"
+        )
+        self._run_callback = run_callback
+        self.interceptors = interceptors
+        self.state = UNJOINED
+        self.generation = -1
+        self.member_id = ""
+        self.protocol_name: str | None = None
+        self.leader_id: str | None = None
+        self.coordinator_id: int | None = None  # connection id of the coordinator
+        self._need_rejoin = False
+        self._lost = False
+        self._fatal: BaseException | None = None
+        self._listener_error: BaseException | None = None
+        self._wake: asyncio.Event | None = None
+        self._task: asyncio.Task | None = None
+        self._heartbeat = Heartbeat(self)
+        self._last_poll = time.monotonic()
+        self._next_auto_commit = time.monotonic() + self.auto_commit_interval
+        self._last_committed: dict[TopicPartition, int] = {}
+        self._commit_seq = itertools.count(1)
+        self._latest_commit: dict[TopicPartition, int] = {}
+        self._pending_commits: set[asyncio.Task] = set()
+        self._assigned_snapshot: dict[str, int] = {}  # leader: partition counts it assigned with
+        self._group_topics: set[str] = set()
+        self._prev_assignment: set[TopicPartition] = set()
+        self._closing = False
+        self.commit_fault = None  # test hook: f(offsets, attempt) -> exception or None
+        self.rebalances = 0
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def start(self) -> None:
+        if self._task is not None:
+            return
+        self._wake = asyncio.Event()
+        self.client.add_metadata_listener(self._on_metadata)
+        self._task = asyncio.get_running_loop().create_task(self._run(), name=f"{self.client.client_id}-coordinator")
+        self._heartbeat.start()
+
+    def wakeup(self) -> None:
+        if self._wake is not None:
+            self._wake.set()
+
+    def note_poll(self) -> None:
+        self._last_poll = time.monotonic()
+        if self.state == UNJOINED and self.subs.group_managed and not self._need_rejoin:
+            self._need_rejoin = True
+            self.wakeup()
+
+    def subscription_changed(self) -> None:
+        if self.subs.group_managed:
+            self._need_rejoin = True
+            self.client.set_topics(self.subs.topics)
+            if self.subs.mode == self.subs.AUTO_PATTERN:
+                self.client.want_all_topics(True)
+            self.client.request_update()
+        self.wakeup()
+
+    def raise_pending(self) -> None:
+        if self._fatal is not None:
+            raise self._fatal
+        if self._listener_error is not None:
+            err, self._listener_error = self._listener_error, None
+            raise err
+
+    async def close(self, timeout: float) -> None:
+        if self._task is None:
+            return
+        self._closing = True
+        try:
+            async with asyncio.timeout(timeout):
+                if self.subs.group_managed and self.state == STABLE:
+                    await self._commit_before_revoke()
+                    assigned = self.subs.assigned()
+                    if assigned:
+                        await self._call_listener("on_partitions_revoked", assigned)
+                if self.instance_id is None:
+                    await self.leave_group("the consumer is closing")
+                if self._pending_commits:
+                    await asyncio.gather(*self._pending_commits, return_exceptions=True)
+        except TimeoutError:
+            log.warning("consumer group close did not finish within %.1fs", timeout)
+        except Exception as exc:
+            log.warning("error while leaving group %s: %s", self.group_id, exc)
+        finally:
+            await self._heartbeat.close()
+            for t in [self._task, *self._pending_commits]:
+                t.cancel()
+            for t in [self._task, *self._pending_commits]:
+                try:
+                    await t
+                except BaseException:  # noqa: S110 - cancelled on purpose
+                    pass
+
+    # -- the task --------------------------------------------------------------------------
+
+    async def _run(self) -> None:
+        backoff = Backoff(int(self.retry_backoff * 1000), 1000)
+        while True:
+            try:
+                if self.subs.group_managed and self._fatal is None:
+                    await self.ensure_coordinator()
+                    if self._lost:
+                        await self._handle_lost()
+                    if self._need_rejoin or self.state == UNJOINED:
+                        await self._join_and_sync()
+                        backoff.reset()
+                        continue
+                await self._maybe_auto_commit()
+                await self._wait(self._next_wait())
+                backoff.reset()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.info("group %s: %s", self.group_id, exc)
+                if isinstance(exc, KafkaConnectionError) or getattr(exc, "code", None) in _COORDINATOR_ERRORS:
+                    self.coordinator_dead()
+                await asyncio.sleep(backoff.next())
+
+    def _next_wait(self) -> float:
+        if not self.auto_commit:
+            return 1.0
+        return max(0.0, min(1.0, self._next_auto_commit - time.monotonic()))
+
+    async def _wait(self, timeout: float) -> None:
+        if self._wake.is_set():
+            self._wake.clear()
+            return
+        try:
+            async with asyncio.timeout(timeout):
+                await self._wake.wait()
+        except TimeoutError:
+            pass
+        self._wake.clear()
+
+    def _on_metadata(self, cluster) -> None:
+        if not self.subs.group_managed:
+            return
+        if self.subs.mode == self.subs.AUTO_PATTERN:
+            internal = {t for t, info in cluster.topics.items() if info.is_internal}
+            if self.subs.match_pattern(cluster.topics, self.exclude_internal, internal):
+                log.info("group %s: pattern now matches %s; rejoining", self.group_id, sorted(self.subs.topics))
+                self._need_rejoin = True
+                self.wakeup()
+        if self.state == STABLE and self.leader_id == self.member_id and self._assigned_snapshot:
+            for topic, count in self._assigned_snapshot.items():
+                now = cluster.partition_count(topic) or 0
+                if now and now != count:
+                    log.info("group %s: %s now has %d partitions; rebalancing", self.group_id, topic, now)
+                    self._need_rejoin = True
+                    self.wakeup()
+                    break
+
+    # -- coordinator discovery -------------------------------------------------------------
+
+    def coordinator_dead(self) -> None:
+        if self.coordinator_id is not None:
+            log.info("group %s: coordinator %s is unavailable; looking it up again", self.group_id, self.coordinator_id)
+            self.coordinator_id = None
+
+    async def ensure_coordinator(self) -> int:
+        backoff = Backoff(int(self.retry_backoff * 1000), 1000)
+        while self.coordinator_id is None:
+            self.client.check_open()
+            try:
+                conn = await self.client.any_connection()
+
+                def values(v):
+                    if v >= 4:
+                        return {"key_type": 0, "coordinator_keys": [self.group_id]}
+                    return {"key": self.group_id, "key_type": 0}
+
+                resp = await conn.send(wire.FIND_COORDINATOR, values)
+                if hasattr(resp, "coordinators"):
+                    c = resp.coordinators[0]
+                    code, node, host, port = int(c.error_code), int(c.node_id), c.host, int(c.port)
+                else:
+                    code, node, host, port = int(resp.error_code), int(resp.node_id), resp.host, int(resp.port)
+                if code:
+                    err = error_for(code)(f"FindCoordinator for group {self.group_id!r}")
+                    if not err.retriable and code not in _COORDINATOR_ERRORS:
+                        raise err
+                    raise KafkaConnectionError(str(err))
+                conn_id = 0x7FFFFFFF - node
+                self.client.register_node(conn_id, host, port)
+                self.coordinator_id = conn_id
+            except (KafkaConnectionError, KafkaTimeoutError) as exc:
+                if self._closing:
+                    raise
+                log.debug("group %s: coordinator lookup failed: %s", self.group_id, exc)
+                await asyncio.sleep(backoff.next())
+        return self.coordinator_id
+
+    async def _call(self, api_key, values, timeout=None):
+        node = await self.ensure_coordinator()
+        try:
+            return await self.client.call(node, api_key, values, timeout=timeout)
+        except KafkaConnectionError:
+            self.coordinator_dead()
+            raise
+
+    # -- rebalance -------------------------------------------------------------------------
+
+    async def _call_listener(self, method: str, partitions) -> None:
+        listener = self.subs.listener
+        if listener is None:
+            return
+        fn = getattr(listener, method, None)
+        if fn is None and method == "on_partitions_lost":
+            fn = getattr(listener, "on_partitions_revoked", None)
+        if fn is None:
+            return
+        try:
+            await self._run_callback(fn, set(partitions))
+        except Exception as exc:
+            log.exception("rebalance listener %s failed", method)
+            self._listener_error = exc
+
+    async def _commit_before_revoke(self) -> None:
+        if not self.auto_commit:
+            return
+        offsets = self._consumed_offsets()
+        if not offsets:
+            return
+        try:
+            await self.commit(offsets, timeout=self.request_timeout)
+        except Exception as exc:
+            log.warning("group %s: committing before rebalance failed: %s", self.group_id, exc)
+
+    async def _handle_lost(self) -> None:
+        self._lost = False
+        assigned = self.subs.assigned()
+        if assigned:
+            await self._call_listener("on_partitions_lost", assigned)
+            self.subs.set_assignment(set())
+
+    def reset_generation(self, member: bool, lost: bool) -> None:
+        self.generation = -1
+        if member:
+            self.member_id = ""
+        self.state = UNJOINED
+        self._need_rejoin = True
+        if lost and self.subs.assigned():
+            self._lost = True
+        self.wakeup()
+
+    def request_rejoin(self) -> None:
+        self._need_rejoin = True
+        self.wakeup()
+
+    def _subscribed_topics(self) -> set[str]:
+        return set(self.subs.topics)
+
+    async def _join_and_sync(self) -> None:
+        topics = self._subscribed_topics()
+        if self.subs.mode == self.subs.AUTO_PATTERN and not topics:
+            # Nothing matches yet: join anyway so the group knows us.
+            pass
+        self._need_rejoin = False
+        assigned_before = self.subs.assigned()
+        if self.state == STABLE or assigned_before:
+            await self._commit_before_revoke()
+            if self.protocol_kind == "eager" and assigned_before:
+                await self._call_listener("on_partitions_revoked", assigned_before)
+                self.subs.set_assignment(set())
+        owned = self.subs.assigned() if self.protocol_kind == "cooperative" else set()
+        self.state = REBALANCING
+        protocols = [
+            {
+                "name": a.name,
+                "metadata": encode_subscription(topics, a.user_data(self._prev_assignment, self.generation), owned),
+            }
+            for a in self.assignors
+        ]
+        join = await self._send_join(protocols)
+        if join is None:
+            return
+        self.rebalances += 1
+        generation = int(join.generation_id)
+        member_id = join.member_id
+        protocol = join.protocol_name
+        leader = join.leader
+        assignments = []
+        if leader == member_id and not getattr(join, "skip_assignment", False):
+            assignments = await self._assign(protocol, join.members)
+        resp = await self._call(
+            wire.SYNC_GROUP,
+            {
+                "group_id": self.group_id,
+                "generation_id": generation,
+                "member_id": member_id,
+                "group_instance_id": self.instance_id,
+                "protocol_type": "consumer",
+                "protocol_name": protocol,
+                "assignments": assignments,
+            },
+            timeout=self.rebalance_timeout_ms / 1000 + 5,
+        )
+        code = int(resp.error_code)
+        if code:
+            self._handle_group_error(code, "SyncGroup")
+            return
+        new_assignment, _ = decode_assignment(resp.assignment)
+        self.generation = generation
+        self.member_id = member_id
+        self.protocol_name = protocol
+        self.leader_id = leader
+        assignor = next((a for a in self.assignors if a.name == protocol), None)
+        if assignor is not None:
+            assignor.on_assignment(new_assignment, generation)
+        self._prev_assignment = set(new_assignment)
+        self.state = STABLE
+        self._heartbeat.reset()
+        log.info(
+            "group %s: generation %d, member %s%s, assigned %s",
+            self.group_id,
+            generation,
+            member_id,
+            " (leader)" if leader == member_id else "",
+            sorted(new_assignment),
+        )
+        current = self.subs.assigned()
+        if self.protocol_kind == "cooperative":
+            revoked = current - new_assignment
+            added = new_assignment - current
+            if revoked:
+                await self._commit_before_revoke()
+                await self._call_listener("on_partitions_revoked", revoked)
+                self.subs.remove_partitions(revoked)
+                self._need_rejoin = True
+            self.subs.add_partitions(added)
+            await self._call_listener("on_partitions_assigned", added)
+        else:
+            self.subs.set_assignment(new_assignment)
+            await self._call_listener("on_partitions_assigned", new_assignment)
+        self._next_auto_commit = time.monotonic() + self.auto_commit_interval
+
+    async def _send_join(self, protocols):
+        while True:
+            resp = await self._call(
+                wire.JOIN_GROUP,
+                {
+                    "group_id": self.group_id,
+                    "session_timeout": self.session_timeout_ms,
+                    "rebalance_timeout": self.rebalance_timeout_ms,
+                    "member_id": self.member_id,
+                    "group_instance_id": self.instance_id,
+                    "protocol_type": "consumer",
+                    "protocols": protocols,
+                    "reason": None,
+                },
+                timeout=self.rebalance_timeout_ms / 1000 + 5,
+            )
+            code = int(resp.error_code)
+            if code == int(E.member_id_required):
+                self.member_id = resp.member_id
+                continue
+            if code:
+                self._handle_group_error(code, "JoinGroup")
+                if code in (int(E.rebalance_in_progress), int(E.coordinator_load_in_progress)):
+                    await asyncio.sleep(self.retry_backoff)
+                return None
+            return resp
+
+    def _handle_group_error(self, code: int, what: str) -> None:
+        err = error_for(code)(f"{what} for group {self.group_id!r}")
+        if code in _COORDINATOR_ERRORS:
+            self.coordinator_dead()
+            self._need_rejoin = True
+        elif code in _RESET_MEMBER:
+            self.reset_generation(member=True, lost=True)
+        elif code in _RESET_GENERATION:
+            self.reset_generation(member=False, lost=True)
+        elif code == int(E.rebalance_in_progress):
+            self._need_rejoin = True
+        elif code in _FATAL_JOIN:
+            log.error("group %s: %s", self.group_id, err)
+            self._fatal = err
+        else:
+            self._need_rejoin = True
+            log.warning("group %s: %s", self.group_id, err)
+        if self.state == REBALANCING:
+            self.state = UNJOINED
+
+    async def _assign(self, protocol: str, members) -> list[dict]:
+        assignor = next((a for a in self.assignors if a.name == protocol), None)
+        if assignor is None:
+            raise KafkaError(f"group chose assignor {protocol!r}, which this consumer does not have")
+        subscriptions = {}
+        for m in members:
+            subscriptions[m.member_id] = decode_subscription(m.metadata, getattr(m, "group_instance_id", None))
+        all_topics = set().union(*(set(s.topics) for s in subscriptions.values())) if subscriptions else set()
+        self._group_topics = all_topics
+        if self.client.add_topics(all_topics) or any(self.client.cluster.partition_count(t) is None for t in all_topics):
+            try:
+                await self.client.refresh(self.request_timeout)
+            except KafkaTimeoutError:
+                log.warning("group %s: metadata refresh before assignment timed out", self.group_id)
+        cluster = self.client.cluster
+        counts = {t: cluster.partition_count(t) for t in all_topics}
+        counts = {t: n for t, n in counts.items() if n}
+        self._assigned_snapshot = dict(counts)
+        result = assignor.assign(counts, subscriptions)
+        log.info("group %s: leader assigned with %s: %s", self.group_id, protocol, {m: sorted(v) for m, v in result.items()})
+        return [{"member_id": m, "assignment": encode_assignment(result.get(m, []))} for m in subscriptions]
+
+    async def leave_group(self, reason: str) -> None:
+        if self.coordinator_id is None or not self.member_id:
+            self.state = UNJOINED
+            return
+        log.info("group %s: member %s leaving: %s", self.group_id, self.member_id, reason)
+        try:
+            await self.client.call(
+                self.coordinator_id,
+                wire.LEAVE_GROUP,
+                {
+                    "group_id": self.group_id,
+                    "member_id": self.member_id,
+                    "members": [{"member_id": self.member_id, "group_instance_id": self.instance_id, "reason": reason}],
+                },
+            )
+        except Exception as exc:
+            log.info("group %s: LeaveGroup failed: %s", self.group_id, exc)
+        self.generation = -1
+        self.member_id = ""
+        self.state = UNJOINED
+
+    # -- offsets ---------------------------------------------------------------------------
+
+    def _consumed_offsets(self) -> dict[TopicPartition, OffsetAndMetadata]:
+        return {tp: OffsetAndMetadata(pos) for tp, pos in self.subs.positions().items()}
+
+    async def _maybe_auto_commit(self) -> None:
+        if not self.auto_commit or time.monotonic() < self._next_auto_commit:
+            return
+        self._next_auto_commit = time.monotonic() + self.auto_commit_interval
+        if self.subs.group_managed and self.state != STABLE:
+            return
+        offsets = {tp: om for tp, om in self._consumed_offsets().items() if self._last_committed.get(tp) != om.offset}
+        if offsets:
+            self.commit_async(offsets)
+
+    def _commit_values(self, offsets):
+        managed = self.subs.group_managed and self.state == STABLE
+        by_topic: dict[str, list] = {}
+        for tp, om in offsets.items():
+            by_topic.setdefault(tp.topic, []).append(
+                {
+                    "partition_index": tp.partition,
+                    "committed_offset": om.offset,
+                    "committed_leader_epoch": om.leader_epoch,
+                    "committed_metadata": om.metadata or "",
+                    "commit_timestamp": -1,
+                }
+            )
+        return {
+            "group_id": self.group_id,
+            "generation_id_or_member_epoch": self.generation if managed else -1,
+            "member_id": self.member_id if managed else "",
+            "group_instance_id": self.instance_id if managed else None,
+            "retention_time": -1,
+            "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()],
+        }
+
+    async def _send_commit(self, offsets, attempt: int) -> None:
+        if self.commit_fault is not None:
+            exc = self.commit_fault(offsets, attempt)
+            if exc is not None:
+                raise exc
+        resp = await self._call(wire.OFFSET_COMMIT, self._commit_values(offsets))
+        first = None
+        for t in resp.topics:
+            for p in t.partitions:
+                code = int(p.error_code)
+                if code and first is None:
+                    first = (code, t.name, int(p.partition_index))
+        if first is not None:
+            code, topic, part = first
+            if code in _COORDINATOR_ERRORS:
+                self.coordinator_dead()
+            if code in (int(E.unknown_member_id), int(E.illegal_generation), int(E.fenced_instance_id)):
+                self.reset_generation(member=code == int(E.unknown_member_id), lost=False)
+                raise CommitFailedError(
+                    f"commit failed for group {self.group_id!r}: the group rebalanced and the partitions "
+                    f"may belong to another member ({error_for(code).code.name})"
+                )
+            if code == int(E.rebalance_in_progress):
+                self.request_rejoin()
+            raise error_for(code)(f"OffsetCommit for {topic}-{part} in group {self.group_id!r}")
+        for tp, om in offsets.items():
+            self._last_committed[tp] = om.offset
+        for ic in self.interceptors:
+            fn = getattr(ic, "on_commit", None)
+            if fn is not None:
+                try:
+                    fn(dict(offsets))
+                except Exception:
+                    log.exception("consumer interceptor on_commit failed")
+
+    def _check_group(self) -> None:
+        if self.group_id is None:
+            from .errors import IllegalStateError
+
+            raise IllegalStateError("committing offsets needs a group_id")
+
+    async def commit(self, offsets, timeout: float) -> None:
+        """Commit and wait, retrying retriable errors until ``timeout``."""
+        self._check_group()
+        seq = next(self._commit_seq)
+        for tp in offsets:
+            self._latest_commit[tp] = seq
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                async with asyncio.timeout(max(deadline - loop.time(), 0.001)):
+                    await self._send_commit(offsets, attempt)
+                return
+            except TimeoutError:
+                raise KafkaTimeoutError(f"commit for group {self.group_id!r} timed out after {timeout}s") from None
+            except (KafkaError, KafkaConnectionError) as exc:
+                if not getattr(exc, "retriable", False) or loop.time() + self.retry_backoff >= deadline:
+                    raise
+                log.debug("commit retry after %s", exc)
+                await asyncio.sleep(self.retry_backoff)
+
+    def commit_async(self, offsets, callback=None) -> asyncio.Task:
+        self._check_group()
+        seq = next(self._commit_seq)
+        for tp in offsets:
+            self._latest_commit[tp] = seq
+        task = asyncio.get_running_loop().create_task(self._commit_async(dict(offsets), seq, callback))
+        self._pending_commits.add(task)
+        task.add_done_callback(self._pending_commits.discard)
+        return task
+
+    async def _commit_async(self, offsets, seq: int, callback) -> None:
+        original = dict(offsets)
+        attempt = 0
+        error = None
+        deadline = time.monotonic() + max(self.request_timeout, 5.0)
+        while offsets:
+            attempt += 1
+            try:
+                await self._send_commit(offsets, attempt)
+                error = None
+                break
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                error = exc
+                if not getattr(exc, "retriable", False) or time.monotonic() + self.retry_backoff > deadline:
+                    break
+                # Ordering protection: retry only what no newer commit has superseded.
+                offsets = {tp: om for tp, om in offsets.items() if self._latest_commit.get(tp) == seq}
+                if not offsets:
+                    log.debug("async commit %d superseded by a newer commit; not retrying", seq)
+                    break
+                await asyncio.sleep(self.retry_backoff)
+        if error is not None:
+            log.info("async commit for group %s failed: %s", self.group_id, error)
+        if callback is not None:
+            try:
+                result = callback(original, error)
+                if inspect.isawaitable(result):
+                    await result
+            except Exception:
+                log.exception("commit callback failed")
+
+    async def fetch_committed(self, partitions, timeout: float) -> dict[TopicPartition, OffsetAndMetadata | None]:
+        self._check_group()
+        partitions = list(partitions)
+        by_topic: dict[str, list[int]] = {}
+        for tp in partitions:
+            by_topic.setdefault(tp.topic, []).append(tp.partition)
+        topics = [{"name": t, "partition_indexes": ps} for t, ps in by_topic.items()]
+        values = {
+            "group_id": self.group_id,
+            "topics": topics,
+            "groups": [{"group_id": self.group_id, "member_id": None, "member_epoch": -1, "topics": topics}],
+            "require_stable": True,
+        }
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while True:
+            try:
+                async with asyncio.timeout(max(deadline - loop.time(), 0.001)):
+                    resp = await self._call(wire.OFFSET_FETCH, values)
+                out = {}
+                if hasattr(resp, "groups") and resp.groups:
+                    g = resp.groups[0]
+                    code, rtopics = int(g.error_code), g.topics
+                else:
+                    code, rtopics = int(getattr(resp, "error_code", 0)), resp.topics
+                if code:
+                    if code in _COORDINATOR_ERRORS:
+                        self.coordinator_dead()
+                    raise error_for(code)(f"OffsetFetch for group {self.group_id!r}")
+                for t in rtopics:
+                    for p in t.partitions:
+                        pcode = int(p.error_code)
+                        if pcode:
+                            raise error_for(pcode)(f"OffsetFetch for {t.name}-{p.partition_index}")
+                        off = int(p.committed_offset)
+                        tp = TopicPartition(t.name, int(p.partition_index))
+                        out[tp] = (
+                            OffsetAndMetadata(off, p.metadata or "", int(getattr(p, "committed_leader_epoch", -1)))
+                            if off >= 0
+                            else None
+                        )
+                return {tp: out.get(tp) for tp in partitions}
+            except TimeoutError:
+                raise KafkaTimeoutError(f"fetching committed offsets timed out after {timeout}s") from None
+            except (KafkaError, KafkaConnectionError) as exc:
+                if not getattr(exc, "retriable", False) or loop.time() + self.retry_backoff >= deadline:
+                    raise
+                await asyncio.sleep(self.retry_backoff)
+
+
+class Heartbeat:
+    """Keeps the member alive between rebalances (one task)."""
+
+    def __init__(self, coordinator: ConsumerCoordinator):
+        self.c = coordinator
+        self._task: asyncio.Task | None = None
+        self._last_ok = time.monotonic()
+        self._wake: asyncio.Event | None = None
+
+    def start(self) -> None:
+        self._wake = asyncio.Event()
+        self._task = asyncio.get_running_loop().create_task(self._run(), name=f"{self.c.client.client_id}-heartbeat")
+
+    def reset(self) -> None:
+        self._last_ok = time.monotonic()
+        if self._wake is not None:
+            self._wake.set()
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            try:
+                await self._task
+            except BaseException:  # noqa: S110 - cancelled on purpose
+                pass
+            self._task = None
+
+    async def _run(self) -> None:
+        c = self.c
+        while True:
+            try:
+                async with asyncio.timeout(c.heartbeat_interval):
+                    await self._wake.wait()
+            except TimeoutError:
+                pass
+            self._wake.clear()
+            if c.state != STABLE or c.coordinator_id is None or c._closing:
+                continue
+            now = time.monotonic()
+            if now - c._last_poll > c.max_poll_interval:
+                log.warning(
+                    "group %s: poll() not called for %.0f ms (max_poll_interval_ms=%d); leaving the group",
+                    c.group_id,
+                    (now - c._last_poll) * 1000,
+                    c.max_poll_interval * 1000,
+                )
+                await c.leave_group("consumer poll timeout has expired")
+                c._lost = bool(c.subs.assigned())
+                continue
+            try:
+                resp = await c.client.call(
+                    c.coordinator_id,
+                    wire.HEARTBEAT,
+                    {
+                        "group_id": c.group_id,
+                        "generation_id": c.generation,
+                        "member_id": c.member_id,
+                        "group_instance_id": c.instance_id,
+                    },
+                    timeout=min(c.request_timeout, c.session_timeout_ms / 1000),
+                )
+            except asyncio.CancelledError:
+                raise
+            except (KafkaConnectionError, KafkaTimeoutError, ClientClosedError) as exc:
+                log.info("group %s: heartbeat failed: %s", c.group_id, exc)
+                c.coordinator_dead()
+                c.wakeup()
+                continue
+            except Exception:
+                log.exception("group %s: heartbeat failed", c.group_id)
+                continue
+            code = int(resp.error_code)
+            if not code:
+                self._last_ok = time.monotonic()
+                continue
+            if c.state != STABLE:
+                continue
+            if code == int(E.rebalance_in_progress):
+                log.info("group %s: rebalance in progress; rejoining", c.group_id)
+                c.request_rejoin()
+            elif code in _COORDINATOR_ERRORS:
+                c.coordinator_dead()
+                c.wakeup()
+            else:
+                c._handle_group_error(code, "Heartbeat")

@@ -1,0 +1,826 @@
+"""Broker configuration: server.properties parsing, Kafka's keys and precedence, listeners,
+topic-level configs and the DescribeConfigs entries."""
+
+from __future__ import annotations
+
+import logging
+import socket
+
+import pytest
+
+from odradek.broker.config import (
+    BROKER_CONFIGS,
+    TOPIC_CONFIGS,
+    BrokerConfig,
+    ConfigError,
+    ConfigSource,
+    ConfigType,
+    Endpoint,
+    broker_config_entries,
+    effective_topic_config,
+    parse_properties,
+    topic_config_entries,
+    validate_topic_configs,
+)
+from odradek.protocol.errors import ErrorCode, InvalidConfigError
+
+
+def error_for(props) -> ConfigError:
+    with pytest.raises(ConfigError) as info:
+        BrokerConfig(props)
+    return info.value
+
+
+# -- .properties format ---------------------------------------------------------------------
+
+
+def test_properties_separators_and_comments():
+    text = (
+        "# a comment\n"
+        "   ! another comment\n"
+        "\n"
+        "a=1\n"
+        "b: 2\n"
+        "c 3\n"
+        "  d   =   4  \n"
+        "e\t:\tfive\n"
+        "f==6\n"
+        "g:=7\n"
+        "h\n"
+        "i=\n"
+        "j = x # not a comment\n"
+    )
+    props = parse_properties(text)
+    assert props == {
+        "a": "1",
+        "b": "2",
+        "c": "3",
+        "d": "4  ",
+        "e": "five",
+        "f": "=6",
+        "g": "=7",
+        "h": "",
+        "i": "",
+        "j": "x # not a comment",
+    }
+
+
+def test_properties_continuations():
+    text = (
+        "listeners=PLAINTEXT://:9092,\\\n"
+        "          SSL://:9093\n"
+        "even=ends with two\\\\\n"
+        "next=1\n"
+        "# comment ending in backslash \\\n"
+        "after.comment=yes\n"
+        "value.with.hash=a\\\n"
+        "   #b\n"
+    )
+    props = parse_properties(text)
+    assert props["listeners"] == "PLAINTEXT://:9092,SSL://:9093"
+    assert props["even"] == "ends with two\\"
+    assert props["next"] == "1"
+    assert props["after.comment"] == "yes"
+    assert props["value.with.hash"] == "a#b"
+
+
+def test_properties_escapes_and_line_endings():
+    text = "my\\=key\\ x=v\\u0041\\tz\\q\r\nwin=1\r\nold=2\rlast=3\nlast=4"
+    props = parse_properties(text)
+    assert props == {"my=key x": "vA\tzq", "win": "1", "old": "2", "last": "4"}
+
+
+def test_properties_malformed_unicode_escape():
+    with pytest.raises(ConfigError, match=r"server.properties:2: malformed \\uxxxx"):
+        parse_properties("a=1\nb=\\u12x4\n", "server.properties")
+
+
+def test_properties_file_continuation_at_eof():
+    assert parse_properties("a=1\\") == {"a": "1"}
+
+
+# -- loading --------------------------------------------------------------------------------
+
+KAFKA_ZK_SAMPLE = """\
+############################# Server Basics #############################
+broker.id=0
+############################# Socket Server Settings #############################
+#listeners=PLAINTEXT://:9092
+num.network.threads=3
+num.io.threads=8
+socket.send.buffer.bytes=102400
+socket.receive.buffer.bytes=102400
+socket.request.max.bytes=104857600
+log.dirs=/tmp/kafka-logs
+num.partitions=1
+num.recovery.threads.per.data.dir=1
+offsets.topic.replication.factor=1
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+#log.flush.interval.messages=10000
+#log.flush.interval.ms=1000
+log.retention.hours=168
+#log.retention.bytes=1073741824
+log.segment.bytes=1073741824
+log.retention.check.interval.ms=300000
+zookeeper.connect=localhost:2181
+zookeeper.connection.timeout.ms=18000
+group.initial.rebalance.delay.ms=0
+"""
+
+KAFKA_KRAFT_SAMPLE = """\
+process.roles=broker,controller
+node.id=1
+controller.quorum.bootstrap.servers=localhost:9093
+listeners=PLAINTEXT://:9092,CONTROLLER://:9093
+inter.broker.listener.name=PLAINTEXT
+advertised.listeners=PLAINTEXT://localhost:9092,CONTROLLER://localhost:9093
+controller.listener.names=CONTROLLER
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL
+num.network.threads=3
+num.io.threads=8
+socket.send.buffer.bytes=102400
+socket.receive.buffer.bytes=102400
+socket.request.max.bytes=104857600
+log.dirs=/tmp/kraft-combined-logs
+num.partitions=1
+num.recovery.threads.per.data.dir=1
+offsets.topic.replication.factor=1
+share.coordinator.state.topic.replication.factor=1
+share.coordinator.state.topic.min.isr=1
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+log.retention.hours=168
+log.segment.bytes=1073741824
+log.retention.check.interval.ms=300000
+"""
+
+
+def test_kafka_zookeeper_sample_loads(tmp_path):
+    path = tmp_path / "server.properties"
+    path.write_text(KAFKA_ZK_SAMPLE)
+    cfg = BrokerConfig.load(path)
+    assert cfg.node_id == 0
+    assert cfg.cluster_mode
+    assert cfg.log_dirs == ["/tmp/kafka-logs"]
+    assert cfg.get("offsets.topic.replication.factor") == 1
+    assert cfg.get("group.initial.rebalance.delay.ms") == 0
+    assert cfg.listeners == [Endpoint("PLAINTEXT", "127.0.0.1", 9092, "PLAINTEXT")]
+
+
+def test_kafka_kraft_sample_loads_with_a_warning(caplog):
+    with caplog.at_level(logging.WARNING):
+        cfg = BrokerConfig.from_properties(KAFKA_KRAFT_SAMPLE)
+    assert "process.roles" in caplog.text and "controller.quorum.bootstrap.servers" in caplog.text
+    assert cfg.node_id == 1
+    assert not cfg.cluster_mode
+    assert cfg.listeners == [Endpoint("PLAINTEXT", "", 9092, "PLAINTEXT")]
+    assert cfg.advertised_listeners == [Endpoint("PLAINTEXT", "localhost", 9092, "PLAINTEXT")]
+    assert cfg.inter_broker_listener_name == "PLAINTEXT"
+
+
+def test_kraft_controller_listener_without_map_defaults_to_plaintext():
+    cfg = BrokerConfig(
+        {
+            "listeners": "PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093",
+            "controller.listener.names": "CONTROLLER",
+            "process.roles": "broker,controller",
+        }
+    )
+    assert [e.name for e in cfg.listeners] == ["PLAINTEXT"]
+
+
+def test_overrides_beat_the_file(tmp_path):
+    path = tmp_path / "server.properties"
+    path.write_text("num.partitions=3\nlog.dirs=/a\n")
+    cfg = BrokerConfig.load(path, {"num.partitions": "7"})
+    assert cfg.get("num.partitions") == 7
+    assert cfg.log_dirs == ["/a"]
+    assert cfg.source("num.partitions") == ConfigSource.STATIC_BROKER_CONFIG
+    assert cfg.source("num.io.threads") == ConfigSource.DEFAULT_CONFIG
+
+
+def test_file_in_utf8_and_latin1(tmp_path):
+    p1 = tmp_path / "u.properties"
+    p1.write_bytes("broker.rack=zürich\n".encode())
+    p2 = tmp_path / "l.properties"
+    p2.write_bytes("broker.rack=zürich\n".encode("latin-1"))
+    assert BrokerConfig.load(p1).get("broker.rack") == "zürich"
+    assert BrokerConfig.load(p2).get("broker.rack") == "zürich"
+
+
+def test_python_values_are_accepted():
+    cfg = BrokerConfig(
+        {"log.segment.bytes": 1024, "auto.create.topics.enable": False, "log.dirs": ["/x", "/y"]}
+    )
+    assert cfg.get("log.segment.bytes") == 1024
+    assert cfg.get("auto.create.topics.enable") is False
+    assert cfg.log_dirs == ["/x", "/y"]
+    assert cfg["num.partitions"] == 1
+
+
+def test_with_overrides_keeps_the_rest():
+    cfg = BrokerConfig({"num.partitions": "3", "broker.rack": "r1"})
+    new = cfg.with_overrides({"num.partitions": "5"})
+    assert new.get("num.partitions") == 5 and new.get("broker.rack") == "r1"
+    assert cfg.get("num.partitions") == 3
+
+
+def test_defaults():
+    cfg = BrokerConfig()
+    expect = {
+        "num.partitions": 1,
+        "default.replication.factor": 1,
+        "auto.create.topics.enable": True,
+        "delete.topic.enable": True,
+        "log.segment.bytes": 1 << 30,
+        "log.roll.hours": 168,
+        "log.index.interval.bytes": 4096,
+        "log.index.size.max.bytes": 10 << 20,
+        "log.flush.interval.messages": (1 << 63) - 1,
+        "log.flush.interval.ms": None,
+        "log.flush.offset.checkpoint.interval.ms": 60000,
+        "log.retention.bytes": -1,
+        "log.retention.check.interval.ms": 300000,
+        "log.cleanup.policy": ["delete"],
+        "log.cleaner.enable": True,
+        "log.cleaner.threads": 1,
+        "log.cleaner.min.cleanable.ratio": 0.5,
+        "log.cleaner.delete.retention.ms": 86400000,
+        "log.segment.delete.delay.ms": 60000,
+        "message.max.bytes": 1048588,
+        "socket.request.max.bytes": 104857600,
+        "compression.type": "producer",
+        "log.message.timestamp.type": "CreateTime",
+        "min.insync.replicas": 1,
+        "unclean.leader.election.enable": False,
+        "connections.max.idle.ms": 600000,
+        "max.connections": (1 << 31) - 1,
+        "replica.lag.time.max.ms": 30000,
+        "offsets.topic.num.partitions": 50,
+        "offsets.topic.replication.factor": 3,
+        "offsets.retention.minutes": 10080,
+        "offsets.retention.check.interval.ms": 600000,
+        "offset.metadata.max.bytes": 4096,
+        "group.initial.rebalance.delay.ms": 3000,
+        "group.min.session.timeout.ms": 6000,
+        "group.max.session.timeout.ms": 1800000,
+        "group.max.size": (1 << 31) - 1,
+        "transaction.state.log.num.partitions": 50,
+        "transaction.max.timeout.ms": 900000,
+        "zookeeper.connect": None,
+    }
+    assert {k: cfg.get(k) for k in expect} == expect
+    assert cfg.node_id == 0
+    assert cfg.log_dirs == ["./odradek-data"]
+    assert cfg.log_retention_ms == 168 * 3_600_000
+    assert cfg.log_roll_ms == 168 * 3_600_000
+    assert cfg.log_roll_jitter_ms == 0
+    assert cfg.log_flush_interval_ms == (1 << 63) - 1
+    assert cfg.offsets_retention_ms == 10080 * 60_000
+
+
+def test_get_returns_copies_of_lists():
+    cfg = BrokerConfig()
+    cfg.get("log.cleanup.policy").append("compact")
+    assert cfg.get("log.cleanup.policy") == ["delete"]
+    with pytest.raises(KeyError):
+        cfg.get("no.such.key")
+
+
+# -- precedence -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "props, expected",
+    [
+        ({}, 168 * 3_600_000),
+        ({"log.retention.hours": "1"}, 3_600_000),
+        ({"log.retention.hours": "1", "log.retention.minutes": "5"}, 300_000),
+        ({"log.retention.hours": "1", "log.retention.minutes": "5", "log.retention.ms": "42"}, 42),
+        ({"log.retention.ms": "-1"}, -1),
+        ({"log.retention.hours": "-1"}, -1),
+        ({"log.retention.minutes": "-7"}, -1),
+        ({"log.retention.ms": ""}, 168 * 3_600_000),
+    ],
+)
+def test_retention_precedence(props, expected):
+    assert BrokerConfig(props).log_retention_ms == expected
+
+
+def test_retention_zero_is_refused():
+    err = error_for({"log.retention.minutes": "0"})
+    assert err.key == "log.retention.minutes"
+    assert "log.retention.minutes" in str(err)
+
+
+def test_roll_and_flush_precedence():
+    cfg = BrokerConfig(
+        {"log.roll.hours": "2", "log.roll.jitter.hours": "1", "log.flush.scheduler.interval.ms": "500"}
+    )
+    assert cfg.log_roll_ms == 7_200_000
+    assert cfg.log_roll_jitter_ms == 3_600_000
+    assert cfg.log_flush_interval_ms == 500
+    cfg = cfg.with_overrides(
+        {"log.roll.ms": "1000", "log.roll.jitter.ms": "10", "log.flush.interval.ms": "20"}
+    )
+    assert (cfg.log_roll_ms, cfg.log_roll_jitter_ms, cfg.log_flush_interval_ms) == (1000, 10, 20)
+
+
+def test_log_dirs_win_over_log_dir():
+    assert BrokerConfig({"log.dir": "/one"}).log_dirs == ["/one"]
+    assert BrokerConfig({"log.dir": "/one", "log.dirs": "/a, /b"}).log_dirs == ["/a", "/b"]
+    err = error_for({"log.dirs": "/a,/a"})
+    assert err.key == "log.dirs"
+
+
+@pytest.mark.parametrize(
+    "props, node_id",
+    [
+        ({}, 0),
+        ({"node.id": "3"}, 3),
+        ({"broker.id": "4"}, 4),
+        ({"broker.id": "5", "node.id": "5"}, 5),
+        ({"zookeeper.connect": "zk:2181"}, -1),
+        ({"zookeeper.connect": "zk:2181", "broker.id": "2"}, 2),
+    ],
+)
+def test_node_id(props, node_id):
+    assert BrokerConfig(props).node_id == node_id
+
+
+def test_node_id_conflicts():
+    assert error_for({"node.id": "1", "broker.id": "2"}).key == "node.id"
+    err = error_for({"zookeeper.connect": "zk:2181", "broker.id": "1001"})
+    assert err.key == "broker.id" and "reserved.broker.max.id" in str(err)
+    assert BrokerConfig(
+        {"zookeeper.connect": "zk", "broker.id": "1001", "broker.id.generation.enable": "false"}
+    )
+    assert error_for({"node.id": "-2"}).key == "node.id"
+
+
+def test_internal_topic_replication_factor_is_capped(caplog):
+    cfg = BrokerConfig()
+    with caplog.at_level(logging.WARNING):
+        assert cfg.internal_topic_replication_factor("offsets.topic.replication.factor", 1) == 1
+    assert "offsets.topic.replication.factor is 3" in caplog.text
+    assert cfg.internal_topic_replication_factor("transaction.state.log.replication.factor", 5) == 3
+
+
+# -- errors ---------------------------------------------------------------------------------
+
+
+def test_invalid_integer_message_names_the_key():
+    err = error_for({"log.segment.bytes": "abc"})
+    assert str(err) == "log.segment.bytes: expected an integer >= 14, got 'abc'"
+    assert err.key == "log.segment.bytes"
+    assert isinstance(err, InvalidConfigError) and err.code == ErrorCode.invalid_config
+    assert (
+        str(error_for({"log.segment.bytes": "10"}))
+        == "log.segment.bytes: expected an integer >= 14, got '10'"
+    )
+
+
+@pytest.mark.parametrize(
+    "key, value, expected",
+    [
+        ("num.partitions", "0", "num.partitions: expected an integer >= 1, got '0'"),
+        ("num.partitions", "1_000", "num.partitions: expected an integer >= 1, got '1_000'"),
+        ("num.partitions", "3.0", "num.partitions: expected an integer >= 1, got '3.0'"),
+        (
+            "num.partitions",
+            "99999999999",
+            "num.partitions: expected an integer between -2147483648 and 2147483647, got '99999999999'",
+        ),
+        (
+            "offsets.topic.replication.factor",
+            "40000",
+            "offsets.topic.replication.factor: expected an integer between -32768 and 32767, got '40000'",
+        ),
+        ("auto.create.topics.enable", "yes", "auto.create.topics.enable: expected true or false, got 'yes'"),
+        (
+            "compression.type",
+            "brotli",
+            "compression.type: expected one of uncompressed, zstd, lz4, snappy, gzip, producer, got 'brotli'",
+        ),
+        (
+            "log.cleanup.policy",
+            "delete,archive",
+            "log.cleanup.policy: expected a comma-separated list of compact, delete, got 'delete,archive'",
+        ),
+        (
+            "log.cleaner.min.cleanable.ratio",
+            "1.5",
+            "log.cleaner.min.cleanable.ratio: expected a number between 0 and 1, got '1.5'",
+        ),
+        (
+            "compression.gzip.level",
+            "0",
+            "compression.gzip.level: expected an integer between 1 and 9, or -1, got '0'",
+        ),
+        ("log.segment.bytes", "", "log.segment.bytes: expected an integer >= 14, got ''"),
+    ],
+)
+def test_invalid_values(key, value, expected):
+    assert str(error_for({key: value})) == expected
+
+
+def test_values_are_trimmed_and_case_insensitive_where_kafka_is():
+    cfg = BrokerConfig(
+        {
+            "num.partitions": " 4 ",
+            "delete.topic.enable": "FALSE",
+            "log.message.timestamp.type": "logappendtime",
+        }
+    )
+    assert cfg.get("num.partitions") == 4
+    assert cfg.get("delete.topic.enable") is False
+    assert cfg.get("log.message.timestamp.type") == "LogAppendTime"
+
+
+def test_unknown_key_is_named_with_a_suggestion():
+    err = error_for({"log.retention.hour": "5"})
+    assert str(err) == "log.retention.hour: unknown broker config; did you mean 'log.retention.hours'?"
+    assert err.key == "log.retention.hour"
+    assert str(error_for({"frobnicate": "1"})) == "frobnicate: unknown broker config"
+
+
+def test_keys_that_belong_elsewhere():
+    assert "meta.properties" in str(error_for({"cluster.id": "abc"}))
+    assert "'log.retention.ms'" in str(error_for({"retention.ms": "1"}))
+
+
+def test_all_problems_are_reported_at_once():
+    err = error_for({"num.partitions": "x", "bogus": "1", "log.segment.bytes": "1"})
+    assert [k for k, _ in err.problems] == ["num.partitions", "bogus", "log.segment.bytes"]
+    assert str(err).startswith("3 invalid broker settings:")
+    assert err.key == "num.partitions"
+
+
+def test_replication_timing_checks():
+    assert error_for({"replica.fetch.wait.max.ms": "40000"}).key == "replica.fetch.wait.max.ms"
+
+
+def test_prefixed_keys():
+    cfg = BrokerConfig(
+        {
+            "listeners": "PLAINTEXT://127.0.0.1:9092,INTERNAL://127.0.0.1:9093",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,INTERNAL:SSL",
+            "listener.name.internal.ssl.keystore.location": "/ks.jks",
+            "listener.name.internal.ssl.keystore.password": "secret",
+            "sasl.login.refresh.window.factor": "0.8",
+        }
+    )
+    assert cfg.get("listener.name.internal.ssl.keystore.location") == "/ks.jks"
+    assert "secret" not in repr(cfg)
+    err = error_for({"listener.name.external.ssl.keystore.location": "/ks.jks"})
+    assert err.key == "listener.name.external.ssl.keystore.location"
+    assert "no listener named EXTERNAL" in str(err)
+
+
+# -- listeners ------------------------------------------------------------------------------
+
+
+def test_listener_parsing():
+    cfg = BrokerConfig(
+        {
+            "listeners": "PLAINTEXT://127.0.0.1:0, client://[::1]:9094 ,REPLICATION://:9095",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CLIENT:SASL_SSL,REPLICATION:SSL",
+            "advertised.listeners": "PLAINTEXT://127.0.0.1:0,CLIENT://[::1]:9094,REPLICATION://broker1:9095",
+            "inter.broker.listener.name": "replication",
+        }
+    )
+    assert cfg.listeners == [
+        Endpoint("PLAINTEXT", "127.0.0.1", 0, "PLAINTEXT"),
+        Endpoint("CLIENT", "::1", 9094, "SASL_SSL"),
+        Endpoint("REPLICATION", "", 9095, "SSL"),
+    ]
+    assert str(cfg.listeners[1]) == "CLIENT://[::1]:9094"
+    assert cfg.inter_broker_listener_name == "REPLICATION"
+    assert cfg.advertised_endpoints({"PLAINTEXT": 40123})[0] == Endpoint(
+        "PLAINTEXT", "127.0.0.1", 40123, "PLAINTEXT"
+    )
+
+
+def test_advertised_defaults_to_listeners_and_fills_an_empty_host():
+    cfg = BrokerConfig({"listeners": "PLAINTEXT://:9092"})
+    assert cfg.listeners[0].host == ""
+    assert cfg.advertised_listeners == [Endpoint("PLAINTEXT", socket.gethostname(), 9092, "PLAINTEXT")]
+
+
+@pytest.mark.parametrize(
+    "props, key, fragment",
+    [
+        ({"listeners": "PLAINTEXT://0.0.0.0:9092"}, "advertised.listeners", "set advertised.listeners"),
+        (
+            {"listeners": "PLAINTEXT://0.0.0.0:9092", "advertised.listeners": "PLAINTEXT://0.0.0.0:9092"},
+            "advertised.listeners",
+            "non-routable address 0.0.0.0",
+        ),
+        ({"listeners": "PLAINTEXT://[::]:9092"}, "advertised.listeners", "non-routable address ::"),
+        ({"listeners": "INTERNAL://h:9092"}, "listeners", "listener.security.protocol.map"),
+        ({"listeners": "PLAINTEXT://h:99999"}, "listeners", "between 0 and 65535"),
+        ({"listeners": "PLAINTEXT//h:9092"}, "listeners", "NAME://host:port"),
+        ({"listeners": "PLAINTEXT://h"}, "listeners", "NAME://host:port"),
+        ({"listeners": "PLAINTEXT://a:9092,plaintext://b:9093"}, "listeners", "more than once"),
+        (
+            {"listeners": "PLAINTEXT://a:9092,SSL://b:9092"},
+            "listeners",
+            "port 9092 is used by PLAINTEXT, SSL",
+        ),
+        ({"listeners": ""}, "listeners", "non-empty"),
+        ({"advertised.listeners": "SSL://h:9093"}, "advertised.listeners", "not in listeners"),
+        (
+            {"listener.security.protocol.map": "PLAINTEXT:TLS"},
+            "listener.security.protocol.map",
+            "PLAINTEXT:TLS",
+        ),
+        ({"inter.broker.listener.name": "OTHER"}, "inter.broker.listener.name", "OTHER"),
+        (
+            {"inter.broker.listener.name": "PLAINTEXT", "security.inter.broker.protocol": "PLAINTEXT"},
+            "inter.broker.listener.name",
+            "not both",
+        ),
+        ({"security.inter.broker.protocol": "SSL"}, "security.inter.broker.protocol", "SSL"),
+    ],
+)
+def test_listener_errors(props, key, fragment):
+    err = error_for(props)
+    assert err.key == key
+    assert str(err).startswith(key + ":")
+    assert fragment in str(err)
+
+
+def test_ipv4_and_ipv6_may_share_a_port_and_port_zero_repeats():
+    cfg = BrokerConfig(
+        {
+            "listeners": "PLAINTEXT://127.0.0.1:9092,SSL://[::1]:9092",
+            "advertised.listeners": "PLAINTEXT://127.0.0.1:9092,SSL://[::1]:9092",
+        }
+    )
+    assert len(cfg.listeners) == 2
+    cfg = BrokerConfig({"listeners": "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0"})
+    assert [e.port for e in cfg.listeners] == [0, 0]
+
+
+def test_listener_without_protocol_name_falls_back_for_inter_broker():
+    cfg = BrokerConfig(
+        {"listeners": "CLIENT://127.0.0.1:9092", "listener.security.protocol.map": "CLIENT:PLAINTEXT"}
+    )
+    assert cfg.inter_broker_listener_name == "CLIENT"
+
+
+# -- topic configs --------------------------------------------------------------------------
+
+
+def test_topic_config_table_matches_the_log_config():
+    from odradek.storage.log_config import LogConfig
+
+    assert set(TOPIC_CONFIGS) == set(LogConfig.keys())
+
+
+def test_validate_topic_configs_normalises():
+    out = validate_topic_configs(
+        {
+            "cleanup.policy": " compact , delete ",
+            "message.timestamp.type": "logappendtime",
+            "compression.type": "none",
+            "retention.ms": " -1 ",
+            "min.cleanable.dirty.ratio": "0.25",
+            "preallocate": "TRUE",
+            "leader.replication.throttled.replicas": "0:1, 1 : 2",
+            "follower.replication.throttled.replicas": "*",
+        }
+    )
+    assert out == {
+        "cleanup.policy": "compact,delete",
+        "message.timestamp.type": "LogAppendTime",
+        "compression.type": "uncompressed",
+        "retention.ms": "-1",
+        "min.cleanable.dirty.ratio": "0.25",
+        "preallocate": "true",
+        "leader.replication.throttled.replicas": "0:1,1:2",
+        "follower.replication.throttled.replicas": "*",
+    }
+
+
+@pytest.mark.parametrize(
+    "configs, message",
+    [
+        ({"segment.bytes": "1"}, "segment.bytes: expected an integer >= 14, got '1'"),
+        ({"retention.ms": "-2"}, "retention.ms: expected an integer >= -1, got '-2'"),
+        (
+            {"cleanup.policy": "forever"},
+            "cleanup.policy: expected a comma-separated list of compact, delete, got 'forever'",
+        ),
+        (
+            {"cleanup.policy": ""},
+            "cleanup.policy: expected a comma-separated list of compact, delete, got ''",
+        ),
+        ({"min.insync.replicas": "0"}, "min.insync.replicas: expected an integer >= 1, got '0'"),
+        ({"max.message.bytes": "big"}, "max.message.bytes: expected an integer >= 0, got 'big'"),
+        (
+            {"min.cleanable.dirty.ratio": "2"},
+            "min.cleanable.dirty.ratio: expected a number between 0 and 1, got '2'",
+        ),
+        (
+            {"compression.lz4.level": "18"},
+            "compression.lz4.level: expected an integer between 1 and 17, got '18'",
+        ),
+        (
+            {"compression.type": "lzma"},
+            "compression.type: expected one of uncompressed, zstd, lz4, snappy, gzip, producer, got 'lzma'",
+        ),
+        (
+            {"message.timestamp.type": "Now"},
+            "message.timestamp.type: expected one of CreateTime, LogAppendTime, got 'Now'",
+        ),
+        (
+            {"unclean.leader.election.enable": "1"},
+            "unclean.leader.election.enable: expected true or false, got '1'",
+        ),
+        (
+            {"leader.replication.throttled.replicas": "a:b"},
+            "leader.replication.throttled.replicas: expected '*' or a comma-separated list of partition:broker pairs, got 'a:b'",
+        ),
+        ({"retention.hours": "1"}, "retention.hours: unknown topic config; did you mean 'retention.ms'?"),
+        ({"log.retention.hours": "1"}, "log.retention.hours: unknown topic config; that is a broker config"),
+        ({"segment.ms": None}, "segment.ms: a value is required"),
+        (
+            {"remote.storage.enable": "true"},
+            "remote.storage.enable: tiered storage is not supported by Odradek",
+        ),
+        (
+            {"min.compaction.lag.ms": "10", "max.compaction.lag.ms": "5"},
+            "min.compaction.lag.ms: min.compaction.lag.ms (10) must not exceed max.compaction.lag.ms (5)",
+        ),
+    ],
+)
+def test_validate_topic_configs_errors(configs, message):
+    with pytest.raises(ConfigError) as info:
+        validate_topic_configs(configs)
+    assert str(info.value) == message
+    assert info.value.code == ErrorCode.invalid_config
+    assert info.value.key == next(iter(configs))
+
+
+def test_compaction_lag_check_sees_the_broker_default():
+    cfg = BrokerConfig({"log.cleaner.max.compaction.lag.ms": "100"})
+    with pytest.raises(ConfigError, match="must not exceed"):
+        validate_topic_configs({"min.compaction.lag.ms": "200"}, cfg)
+    validate_topic_configs({"min.compaction.lag.ms": "200"})
+
+
+def test_effective_topic_config_takes_broker_defaults_and_overrides():
+    from odradek.storage.log_config import LogConfig
+
+    cfg = BrokerConfig(
+        {
+            "log.retention.hours": "1",
+            "log.roll.ms": "60000",
+            "log.cleanup.policy": "compact",
+            "message.max.bytes": "2000000",
+            "log.segment.bytes": "1048576",
+            "log.flush.scheduler.interval.ms": "1000",
+            "log.message.timestamp.type": "LogAppendTime",
+            "min.insync.replicas": "2",
+        }
+    )
+    eff = effective_topic_config({}, cfg)
+    assert set(eff) == set(TOPIC_CONFIGS)
+    assert eff["retention.ms"] == "3600000"
+    assert eff["segment.ms"] == "60000"
+    assert eff["cleanup.policy"] == "compact"
+    assert eff["max.message.bytes"] == "2000000"
+    assert eff["segment.bytes"] == "1048576"
+    assert eff["flush.ms"] == "1000"
+    assert eff["message.timestamp.type"] == "LogAppendTime"
+    assert eff["min.insync.replicas"] == "2"
+    lc = LogConfig.from_dict(eff)
+    assert lc.retention_ms == 3_600_000 and lc.compact and lc.max_message_bytes == 2_000_000
+
+    eff = effective_topic_config({"retention.ms": "5000", "cleanup.policy": "delete,compact"}, cfg)
+    assert eff["retention.ms"] == "5000" and eff["cleanup.policy"] == "delete,compact"
+    assert LogConfig.from_dict(eff).retention_ms == 5000
+
+    assert effective_topic_config({}, BrokerConfig({"log.retention.hours": "-1"}))["retention.ms"] == "-1"
+    defaults = LogConfig.from_dict(effective_topic_config({}, BrokerConfig()))
+    assert defaults == LogConfig()
+
+
+def test_effective_topic_config_rejects_bad_overrides():
+    with pytest.raises(ConfigError):
+        effective_topic_config({"segment.bytes": "x"}, BrokerConfig())
+
+
+# -- DescribeConfigs entries ----------------------------------------------------------------
+
+
+def test_config_source_and_type_numbering():
+    assert [
+        ConfigSource.DYNAMIC_TOPIC_CONFIG,
+        ConfigSource.DYNAMIC_BROKER_CONFIG,
+        ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG,
+        ConfigSource.STATIC_BROKER_CONFIG,
+        ConfigSource.DEFAULT_CONFIG,
+        ConfigSource.DYNAMIC_BROKER_LOGGER_CONFIG,
+    ] == [1, 2, 3, 4, 5, 6]
+    assert [ConfigType.BOOLEAN, ConfigType.STRING, ConfigType.INT, ConfigType.LONG, ConfigType.PASSWORD] == [
+        1,
+        2,
+        3,
+        5,
+        9,
+    ]
+
+
+def test_topic_config_entries():
+    cfg = BrokerConfig({"log.retention.minutes": "30", "log.cleanup.policy": "compact"})
+    entries = {e.name: e for e in topic_config_entries({"segment.bytes": "1048576"}, cfg)}
+    assert list(entries) == sorted(TOPIC_CONFIGS)
+
+    seg = entries["segment.bytes"]
+    assert (seg.value, seg.source, seg.type, seg.read_only, seg.is_sensitive) == (
+        "1048576",
+        ConfigSource.DYNAMIC_TOPIC_CONFIG,
+        ConfigType.INT,
+        False,
+        False,
+    )
+    assert [(s.name, s.value, s.source) for s in seg.synonyms] == [
+        ("segment.bytes", "1048576", ConfigSource.DYNAMIC_TOPIC_CONFIG),
+        ("log.segment.bytes", "1073741824", ConfigSource.DEFAULT_CONFIG),
+    ]
+
+    ret = entries["retention.ms"]
+    assert (ret.value, ret.source, ret.type) == (
+        "1800000",
+        ConfigSource.STATIC_BROKER_CONFIG,
+        ConfigType.LONG,
+    )
+    assert [(s.name, s.value, s.source) for s in ret.synonyms] == [
+        ("log.retention.minutes", "30", ConfigSource.STATIC_BROKER_CONFIG),
+        ("log.retention.hours", "168", ConfigSource.DEFAULT_CONFIG),
+    ]
+
+    cleanup = entries["cleanup.policy"]
+    assert (cleanup.value, cleanup.source, cleanup.type) == (
+        "compact",
+        ConfigSource.STATIC_BROKER_CONFIG,
+        ConfigType.LIST,
+    )
+
+    ratio = entries["min.cleanable.dirty.ratio"]
+    assert (ratio.value, ratio.source, ratio.type) == ("0.5", ConfigSource.DEFAULT_CONFIG, ConfigType.DOUBLE)
+
+    remote = entries["remote.storage.enable"]
+    assert (remote.value, remote.source, remote.synonyms) == ("false", ConfigSource.DEFAULT_CONFIG, [])
+    assert all(e.documentation for e in entries.values())
+
+
+def test_topic_config_entries_without_a_broker_config_use_kafka_defaults():
+    entries = {e.name: e for e in topic_config_entries({}, None)}
+    assert entries["retention.ms"].value == "604800000"
+    assert entries["retention.ms"].source == ConfigSource.DEFAULT_CONFIG
+    assert entries["max.message.bytes"].value == "1048588"
+
+
+def test_broker_config_entries():
+    cfg = BrokerConfig(
+        {
+            "ssl.keystore.password": "hunter2",
+            "log.retention.hours": "24",
+            "listener.name.plaintext.sasl.jaas.config": "x required;",
+            "listener.name.plaintext.foo": "bar",
+        }
+    )
+    entries = {e.name: e for e in broker_config_entries(cfg)}
+    assert set(BROKER_CONFIGS) <= set(entries)
+
+    pw = entries["ssl.keystore.password"]
+    assert (pw.value, pw.is_sensitive, pw.type, pw.source) == (
+        None,
+        True,
+        ConfigType.PASSWORD,
+        ConfigSource.STATIC_BROKER_CONFIG,
+    )
+    assert [(s.name, s.value) for s in pw.synonyms] == [("ssl.keystore.password", None)]
+
+    hours = entries["log.retention.hours"]
+    assert (hours.value, hours.source, hours.read_only) == ("24", ConfigSource.STATIC_BROKER_CONFIG, True)
+    assert [(s.name, s.value, s.source) for s in hours.synonyms] == [
+        ("log.retention.hours", "24", ConfigSource.STATIC_BROKER_CONFIG)
+    ]
+    ms = entries["log.retention.ms"]
+    assert (ms.value, ms.source) == (None, ConfigSource.DEFAULT_CONFIG)
+
+    parts = entries["num.partitions"]
+    assert (parts.value, parts.source, parts.type) == ("1", ConfigSource.DEFAULT_CONFIG, ConfigType.INT)
+    assert entries["log.cleaner.io.max.bytes.per.second"].value == "1.7976931348623157E308"
+    assert entries["listeners"].value == "PLAINTEXT://127.0.0.1:9092"
+    assert "Accepted for compatibility" in entries["num.io.threads"].documentation
+
+    jaas = entries["listener.name.plaintext.sasl.jaas.config"]
+    assert jaas.value is None and jaas.is_sensitive
+    assert entries["listener.name.plaintext.foo"].value == "bar"
+    assert "hunter2" not in repr(entries)
