@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import uuid
 
 import pytest
@@ -35,4 +36,6 @@ def own_broker(tmp_path):
 
 @pytest.fixture
 def topic_name(request):
-    return f"t-{request.node.name[:40].replace('[', '-').replace(']', '')}-{uuid.uuid4().hex[:8]}"
+    """A unique, legal Kafka topic name (only [a-zA-Z0-9._-]) derived from the test's name."""
+    stem = re.sub(r"[^a-zA-Z0-9._-]", "-", request.node.name[:40])
+    return f"t-{stem}-{uuid.uuid4().hex[:8]}"

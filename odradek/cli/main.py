@@ -54,6 +54,9 @@ def server(properties, overrides, log_level):
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
+    # kio's types register optional hypothesis strategies when hypothesis is importable;
+    # a broker process has no use for them and they double its start-up time.
+    sys.modules.setdefault("hypothesis", None)
     from odradek.broker.config import BrokerConfig, ConfigError
     from odradek.broker.server import run
 

@@ -19,6 +19,8 @@ from __future__ import annotations
 import mmap
 import os
 
+_MADV_RANDOM = getattr(mmap, "MADV_RANDOM", None)
+
 
 class CorruptIndexError(Exception):
     """The index failed its sanity check; rebuild it from the log."""
@@ -67,6 +69,10 @@ class AbstractIndex:
             self._mm = None
         if length > 0:
             self._mm = mmap.mmap(self._fd, length)
+            if _MADV_RANDOM is not None:
+                # Lookups are binary searches: readahead around each probe only costs time
+                # (a probe into the preallocated hole is ~40x slower without this).
+                self._mm.madvise(_MADV_RANDOM)
         self._length = length
 
     def _entry_is_zero(self, n: int) -> bool:

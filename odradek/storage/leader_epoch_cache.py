@@ -18,6 +18,7 @@ Thread rules: owned by its Log; called from the log owner's thread.
 from __future__ import annotations
 
 import bisect
+import contextlib
 import os
 
 from .checkpoint import CheckpointError, CheckpointFile
@@ -47,6 +48,8 @@ class LeaderEpochFileCache:
             entries = []  # a cache: rebuilt from the log's batches on recovery
         self._epochs: list[int] = []
         self._offsets: list[int] = []
+        self._deferred = False
+        self._dirty = False
         for epoch, offset in entries:
             self._assign(epoch, offset)
 
@@ -141,4 +144,21 @@ class LeaderEpochFileCache:
         self.flush()
 
     def flush(self) -> None:
+        if self._deferred:
+            self._dirty = True
+            return
         self._file.write(self.entries())
+        self._dirty = False
+
+    @contextlib.contextmanager
+    def deferred_flush(self):
+        """Group many changes (log recovery) into at most one file write at the end."""
+        before = self.entries()
+        self._deferred = True
+        try:
+            yield self
+        finally:
+            self._deferred = False
+            if self._dirty and self.entries() != before:
+                self.flush()
+            self._dirty = False

@@ -168,7 +168,8 @@ class Log:
         os.makedirs(self.dir, exist_ok=True)
         self.leader_epoch_cache = LeaderEpochFileCache(self.dir)
         self.producer_state = ProducerStateManager(self.dir, producer_id_expiration_ms)
-        self._load(log_start_offset, recovery_point, had_clean_shutdown, now)
+        with self.leader_epoch_cache.deferred_flush():
+            self._load(log_start_offset, recovery_point, had_clean_shutdown, now)
         hw = self._log_start if high_watermark is None else high_watermark
         self._hw = min(max(hw, self._log_start), self._leo)
 
@@ -346,7 +347,7 @@ class Log:
         leader_epoch: int,
         *,
         now_ms: int | None = None,
-        timestamp_type: int | None = None,
+        timestamp_type: int | str | None = None,
         max_message_bytes: int | None = None,
         compression_type: str | None = None,
         validate_sequences: bool = True,
@@ -358,6 +359,8 @@ class Log:
             now_ms = _now_ms()
         if timestamp_type is None:
             timestamp_type = self._timestamp_type
+        elif isinstance(timestamp_type, str):
+            timestamp_type = B.LOG_APPEND_TIME if timestamp_type == "LogAppendTime" else B.CREATE_TIME
         if max_message_bytes is None:
             max_message_bytes = self._max_message_bytes
         codec = self._codec if compression_type is None else _codec_of(compression_type)
@@ -912,6 +915,10 @@ class Log:
             self.flush()
             flushed = True
         return flushed
+
+    def remove_expired_producers(self, now_ms: int | None = None) -> None:
+        """Forget producers idle for ``producer.id.expiration.ms`` (periodic, owner thread)."""
+        self.producer_state.remove_expired_producers(_now_ms() if now_ms is None else now_ms)
 
     @property
     def unflushed_messages(self) -> int:

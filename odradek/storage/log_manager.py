@@ -123,7 +123,9 @@ class LogManager:
                 except ValueError:
                     continue
                 if tp in self._logs:
-                    raise RuntimeError(f"Duplicate log directories for {tp[0]}-{tp[1]}: {self._dir_of[tp]} and {log_dir}")
+                    raise RuntimeError(
+                        f"Duplicate log directories for {tp[0]}-{tp[1]}: {self._dir_of[tp]} and {log_dir}"
+                    )
                 log = Log(
                     entry.path,
                     self.config_for(tp[0]),
@@ -219,12 +221,15 @@ class LogManager:
         return n
 
     def cleanup(self, now_ms: int | None = None) -> int:
-        """Retention, then removal of files and dirs whose delete delay passed (owner thread)."""
+        """Retention, removal of files and dirs whose delete delay passed, and expiry of idle
+        producer ids (owner thread; Kafka runs these every few minutes). Returns segments deleted.
+        """
         now = _now_ms() if now_ms is None else now_ms
         n = 0
         for log in list(self._logs.values()):
             n += log.enforce_retention(now)
             log.delete_expired_files(now)
+            log.remove_expired_producers(now)
         keep = []
         for deadline, log in self._pending_dir_deletes:
             if now >= deadline:
@@ -243,10 +248,12 @@ class LogManager:
             by_dir[self._dir_of[tp]].append((tp, log))
         for log_dir, items in by_dir.items():
             write_offset_checkpoint(
-                os.path.join(log_dir, RECOVERY_POINT_CHECKPOINT), {tp: log.recovery_point for tp, log in items}
+                os.path.join(log_dir, RECOVERY_POINT_CHECKPOINT),
+                {tp: log.recovery_point for tp, log in items},
             )
             write_offset_checkpoint(
-                os.path.join(log_dir, LOG_START_OFFSET_CHECKPOINT), {tp: log.log_start_offset for tp, log in items}
+                os.path.join(log_dir, LOG_START_OFFSET_CHECKPOINT),
+                {tp: log.log_start_offset for tp, log in items},
             )
             hws = {}
             for tp, log in items:
@@ -262,7 +269,9 @@ class LogManager:
                 write_meta_properties(log_dir, node_id, cluster_id)
                 continue
             if props.get("node.id") not in (None, str(node_id)):
-                raise RuntimeError(f"{log_dir}/meta.properties has node.id {props.get('node.id')}, not {node_id}")
+                raise RuntimeError(
+                    f"{log_dir}/meta.properties has node.id {props.get('node.id')}, not {node_id}"
+                )
             if props.get("cluster.id") not in (None, cluster_id):
                 raise RuntimeError(
                     f"{log_dir}/meta.properties has cluster.id {props.get('cluster.id')}, not {cluster_id}"
@@ -283,7 +292,9 @@ class LogManager:
         self._pending_dir_deletes = []
         self.checkpoint_all(high_watermarks)
         for log_dir in self.log_dirs:
-            fd = os.open(os.path.join(log_dir, CLEAN_SHUTDOWN_FILE), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            fd = os.open(
+                os.path.join(log_dir, CLEAN_SHUTDOWN_FILE), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644
+            )
             try:
                 os.fsync(fd)
             finally:

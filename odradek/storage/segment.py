@@ -340,11 +340,18 @@ class LogSegment:
         return None
 
     def read(
-        self, start_offset: int, max_size: int, max_position: int | None = None, min_one_message: bool = False
+        self,
+        start_offset: int,
+        max_size: int,
+        max_position: int | None = None,
+        min_one_message: bool = False,
+        *,
+        max_offset: int | None = None,
     ) -> FileSlice | None:
         """Batches from the one holding ``start_offset``, at most ``max_size`` bytes (but the
-        whole first batch when ``min_one_message``), never past ``max_position``. None if the
-        segment has no batch at or after ``start_offset``.
+        whole first batch when ``min_one_message``), never past ``max_position`` nor into the
+        batch holding ``max_offset`` (exclusive). None if the segment has no batch at or after
+        ``start_offset``; an empty slice if the bound stops it before the first batch.
         """
         found = self.translate_offset(start_offset)
         if found is None:
@@ -352,6 +359,10 @@ class LogSegment:
         first, position, batch_size = found
         if max_position is None:
             max_position = self.log.size
+        if max_offset is not None:
+            bound = self.translate_offset(max_offset, position)
+            if bound is not None:
+                max_position = min(max_position, bound[1])
         wanted = max(max_size, batch_size) if min_one_message else max_size
         size = min(max_position - position, wanted)
         return FileSlice(self.log, position, max(size, 0), first)

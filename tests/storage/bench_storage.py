@@ -79,7 +79,9 @@ def bench_read(log: Log, fetch_bytes: int) -> tuple[int, int, float]:
             size = int.from_bytes(data[pos + 8 : pos + 12], "big") + 12
             if pos + size > len(data):
                 break
-            last = int.from_bytes(data[pos : pos + 8], "big") + int.from_bytes(data[pos + 23 : pos + 27], "big")
+            last = int.from_bytes(data[pos : pos + 8], "big") + int.from_bytes(
+                data[pos + 23 : pos + 27], "big"
+            )
             pos += size
         offset = last + 1
     return reads, nbytes, time.perf_counter() - start
@@ -108,7 +110,9 @@ def main() -> None:
             n, secs, log = bench_append(d, batch, args.seconds, idem)
             mb = n * len(batch) / secs / 1e6
             kind = "idempotent" if idem else "plain"
-            print(f"append {len(batch):6d} B batches ({kind:10s}): {n / secs:10,.0f} batches/s  {mb:8.1f} MB/s")
+            print(
+                f"append {len(batch):6d} B batches ({kind:10s}): {n / secs:10,.0f} batches/s  {mb:8.1f} MB/s"
+            )
             if not idem and size == 1024:
                 reads, nbytes, rsecs = bench_read(log, 1 << 20)
                 print(

@@ -76,7 +76,8 @@ def hbatch(
     count = len(timestamps) if record_count is None else record_count
     delta = len(timestamps) - 1 if last_offset_delta is None else last_offset_delta
     after_crc = (
-        struct.pack(">hiqqqhii", attributes, delta, base_ts, max(timestamps), pid, epoch, seq, count) + records
+        struct.pack(">hiqqqhii", attributes, delta, base_ts, max(timestamps), pid, epoch, seq, count)
+        + records
     )
     crc = crc32c.crc32c(after_crc)
     length = 4 + 1 + 4 + len(after_crc)

@@ -53,7 +53,14 @@ def test_meta_properties_round_trip(tmp_path):
 
 def test_java_properties_parsing():
     text = "# comment\n! also\n  a = 1\nb:2\nc 3\nd=multi \\\n   line\ne=x\\=y\\u0041\n\nempty=\n"
-    assert parse_properties(text) == {"a": "1", "b": "2", "c": "3", "d": "multi line", "e": "x=yA", "empty": ""}
+    assert parse_properties(text) == {
+        "a": "1",
+        "b": "2",
+        "c": "3",
+        "d": "multi line",
+        "e": "x=yA",
+        "empty": "",
+    }
 
 
 # ---- leader epoch cache ---------------------------------------------------------------------

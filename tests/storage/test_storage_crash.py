@@ -54,7 +54,9 @@ def test_kill_9_keeps_every_acknowledged_append(tmp_path):
         proc.stdout.close()
     assert last_acked >= 3000, "child did not append enough"
 
-    manager = LogManager(log_dir, LogConfig.from_dict({"segment.bytes": "20000", "index.interval.bytes": "500"}))
+    manager = LogManager(
+        log_dir, LogConfig.from_dict({"segment.bytes": "20000", "index.interval.bytes": "500"})
+    )
     assert manager.had_clean_shutdown[os.path.abspath(log_dir)] is False
     log = manager.get_log("crash", 0)
     assert log.log_end_offset >= last_acked + 1

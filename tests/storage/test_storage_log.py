@@ -35,7 +35,11 @@ def read_all(log: Log, start: int | None = None, max_offset: int | None = None) 
 def test_append_read_round_trip_with_kafka_python_oracle(tmp_path):
     log = make_log(tmp_path)
     infos = [log.append_as_leader(kbatch(n), leader_epoch=5) for n in (1, 3, 2)]
-    assert [(i.first_offset, i.last_offset, i.record_count) for i in infos] == [(0, 0, 1), (1, 3, 3), (4, 5, 2)]
+    assert [(i.first_offset, i.last_offset, i.record_count) for i in infos] == [
+        (0, 0, 1),
+        (1, 3, 3),
+        (4, 5, 2),
+    ]
     assert all(i.log_append_time == -1 and not i.duplicate for i in infos)
     assert log.log_end_offset == 6
     data = read_all(log)
@@ -532,7 +536,9 @@ def test_timestamps_inside_compressed_batches(tmp_path):
     log.append_as_leader(kbatch(4, ts=t0 + 1000, ts_step=10, codec=1), 0, now_ms=t0)  # kafka-python gzip
     for codec, xerial in ((2, False), (2, True), (3, False), (4, False)):
         base = t0 + log.log_end_offset // 4 * 1000 + 1000
-        log.append_as_leader(hbatch([base + i * 10 for i in range(4)], codec=codec, xerial=xerial), 0, now_ms=t0)
+        log.append_as_leader(
+            hbatch([base + i * 10 for i in range(4)], codec=codec, xerial=xerial), 0, now_ms=t0
+        )
     assert log.fetch_offset_by_timestamp(t0 + 1015) == (2, t0 + 1020)
     assert log.fetch_offset_by_timestamp(t0 + 2015) == (6, t0 + 2020)
     assert log.fetch_offset_by_timestamp(t0 + 3001) == (9, t0 + 3010)
