@@ -26,6 +26,7 @@ from odradek.broker.config import (
     topic_config_entries,
     validate_topic_configs,
 )
+from odradek.broker.group.coordinator import GroupCoordinator
 from odradek.broker.network import NetworkServer
 from odradek.broker.producer_ids import ProducerIdManager
 from odradek.broker.purgatory import DelayedOperationPurgatory
@@ -103,6 +104,8 @@ class Broker:
         )
         self.replica_manager.sync_all()
         self.controller.on_change(self._on_metadata_change)
+        self.group_coordinator = GroupCoordinator.for_broker(self)  # listens after the replica manager
+        self.group_coordinator.start()
         self.producer_ids = ProducerIdManager(self.store)
 
         self._tasks.append(asyncio.get_running_loop().create_task(self._periodic_flush()))
@@ -153,20 +156,26 @@ class Broker:
         return self.network.bound[listener][1]
 
     async def _periodic_flush(self) -> None:
+        """Time-based flushes, offset checkpoints and retention, off the event loop."""
+        loop = asyncio.get_running_loop()
         flush_interval = self.config.get("log.flush.scheduler.interval.ms")
         checkpoint_interval = self.config.get("log.flush.offset.checkpoint.interval.ms")
-        interval = max(min(flush_interval, checkpoint_interval, 1000), 10) / 1000
-        last_checkpoint = time.monotonic()
+        retention_interval = self.config.get("log.retention.check.interval.ms")
+        interval = max(min(flush_interval, checkpoint_interval, retention_interval, 1000), 10) / 1000
+        last_checkpoint = last_retention = time.monotonic()
         while True:
             await asyncio.sleep(interval)
             now_ms = int(time.time() * 1000)
             try:
-                self.log_manager.flush_due(now_ms)
+                await loop.run_in_executor(None, self.log_manager.flush_due, now_ms)
                 if (time.monotonic() - last_checkpoint) * 1000 >= checkpoint_interval:
                     self.log_manager.checkpoint_all(self.replica_manager.high_watermarks())
                     last_checkpoint = time.monotonic()
+                if (time.monotonic() - last_retention) * 1000 >= retention_interval:
+                    self.log_manager.cleanup(now_ms)
+                    last_retention = time.monotonic()
             except Exception:
-                log.exception("periodic flush failed")
+                log.exception("periodic log maintenance failed")
 
     async def shutdown(self) -> None:
         if self._stopped:
@@ -184,6 +193,8 @@ class Broker:
                 pass
         if hasattr(self, "fetch_purgatory"):
             self.fetch_purgatory.close()
+        if hasattr(self, "group_coordinator"):
+            await self.group_coordinator.close()
         if hasattr(self, "log_manager"):
             self.log_manager.shutdown(self.replica_manager.high_watermarks())
         log.info("odradek broker %d stopped cleanly", self.node_id)

@@ -10,10 +10,14 @@ from __future__ import annotations
 
 import time
 
+import functools
+
+from . import admin as aadmin
+from . import consumer as aconsumer
 from . import producer as aproducer
 from .errors import ClientClosedError, KafkaTimeoutError
 from .producer import NeedMemory, NeedMetadata
-from .sync import LoopThread
+from .sync import LoopThread, UserThreadCalls
 
 
 class Producer:
@@ -110,4 +114,194 @@ class Producer:
                 pass
 
 
-__all__ = ["ClientClosedError", "Producer"]
+class Consumer:
+    """Blocking consumer. ``poll(timeout)`` returns a list of ConsumerRecord.
+
+    Rebalance listener callbacks run on the thread that is inside ``poll`` (or another
+    blocking call such as ``close``), so they may call the consumer (e.g. ``commit``).
+    """
+
+    def __init__(self, config: dict | None = None, **options):
+        self._calls = UserThreadCalls()
+        self._aio = aconsumer.Consumer(config, _run_callback=self._calls.call, **options)
+        self._thread = LoopThread(f"{self._aio._client.client_id}-io")
+        self._thread.user_calls = self._calls
+        try:
+            self._thread.run(self._aio.start())
+        except BaseException:
+            self._thread.stop()
+            raise
+
+    @property
+    def config(self) -> dict:
+        return self._aio.config
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def _call(self, fn, *args, **kwargs):
+        """Run a plain engine method on the loop thread (the engine's state has one owner)."""
+        if self._aio.closed:
+            raise ClientClosedError("consumer is closed")
+
+        async def run():
+            return fn(*args, **kwargs)
+
+        return self._thread.run(run())
+
+    def subscribe(self, topics=None, pattern=None, listener=None) -> None:
+        self._call(self._aio.subscribe, topics, pattern, listener)
+
+    def assign(self, partitions) -> None:
+        self._call(self._aio.assign, partitions)
+
+    def unsubscribe(self) -> None:
+        self._call(self._aio.unsubscribe)
+
+    def assignment(self):
+        return self._call(self._aio.assignment)
+
+    def subscription(self):
+        return self._call(self._aio.subscription)
+
+    def poll(self, timeout: float = 0.0, max_records: int | None = None):
+        if self._aio.closed:
+            raise ClientClosedError("consumer is closed")
+        return self._thread.run(self._aio.poll(timeout, max_records))
+
+    def __iter__(self):
+        while not self._aio.closed:
+            yield from self.poll(1.0)
+
+    def seek(self, partition, offset: int) -> None:
+        self._call(self._aio.seek, partition, offset)
+
+    def seek_to_beginning(self, *partitions) -> None:
+        self._call(self._aio.seek_to_beginning, *partitions)
+
+    def seek_to_end(self, *partitions) -> None:
+        self._call(self._aio.seek_to_end, *partitions)
+
+    def pause(self, *partitions) -> None:
+        self._call(self._aio.pause, *partitions)
+
+    def resume(self, *partitions) -> None:
+        self._call(self._aio.resume, *partitions)
+
+    def paused(self):
+        return self._call(self._aio.paused)
+
+    def highwater(self, partition):
+        return self._call(self._aio.highwater, partition)
+
+    def commit_async(self, offsets=None, callback=None) -> None:
+        """Commit without waiting; ``callback(offsets, error)`` runs inside a later blocking call."""
+        self._call(self._aio.commit_async, offsets, callback)
+
+    def close(self, timeout: float | None = None) -> None:
+        if self._aio.closed:
+            return
+        try:
+            self._thread.run(self._aio.close(timeout))
+        finally:
+            self._thread.stop()
+
+    @property
+    def closed(self) -> bool:
+        return self._aio.closed
+
+    @property
+    def member_id(self):
+        return self._aio.member_id
+
+    @property
+    def group_generation(self) -> int:
+        return self._aio.group_generation
+
+
+def _blocking(name: str, doc_from):
+    method = getattr(doc_from, name)
+
+    @functools.wraps(method)
+    def call(self, *args, **kwargs):
+        if self._aio.closed:
+            raise ClientClosedError(f"{type(self).__name__.lower()} is closed")
+        return self._thread.run(getattr(self._aio, name)(*args, **kwargs))
+
+    return call
+
+
+for _name in (
+    "commit",
+    "committed",
+    "position",
+    "beginning_offsets",
+    "end_offsets",
+    "offsets_for_times",
+    "partitions_for_topic",
+    "topics",
+):
+    setattr(Consumer, _name, _blocking(_name, aconsumer.Consumer))
+
+
+class Admin:
+    """Blocking admin client; the methods of ``odradek.aio.Admin``, blocking."""
+
+    def __init__(self, config: dict | None = None, **options):
+        self._aio = aadmin.Admin(config, **options)
+        self._thread = LoopThread(f"{self._aio._client.client_id}-io")
+        try:
+            self._thread.run(self._aio.start())
+        except BaseException:
+            self._thread.stop()
+            raise
+
+    @property
+    def config(self) -> dict:
+        return self._aio.config
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def close(self) -> None:
+        if self._aio.closed:
+            return
+        try:
+            self._thread.run(self._aio.close())
+        finally:
+            self._thread.stop()
+
+    @property
+    def closed(self) -> bool:
+        return self._aio.closed
+
+
+for _name in (
+    "create_topics",
+    "delete_topics",
+    "list_topics",
+    "describe_topics",
+    "create_partitions",
+    "describe_configs",
+    "alter_configs",
+    "incremental_alter_configs",
+    "list_groups",
+    "describe_groups",
+    "delete_groups",
+    "list_group_offsets",
+    "alter_group_offsets",
+    "delete_group_offsets",
+    "delete_records",
+    "describe_cluster",
+    "api_versions",
+):
+    setattr(Admin, _name, _blocking(_name, aadmin.Admin))
+
+
+__all__ = ["Admin", "Consumer", "Producer"]

@@ -178,7 +178,7 @@ PRODUCER: dict[str, Spec] = {
     "partitioner": (None, _any),
     "key_serializer": (None, _callable_or_none),
     "value_serializer": (None, _callable_or_none),
-    "interceptors": (None, _list),
+    "interceptors": ([], _list),
     "metadata_max_idle_ms": (300000, _int(5000)),
 }
 
@@ -200,7 +200,7 @@ CONSUMER: dict[str, Spec] = {
     "partition_assignment_strategy": (["range", "cooperative-sticky"], _strategies),
     "key_deserializer": (None, _callable_or_none),
     "value_deserializer": (None, _callable_or_none),
-    "interceptors": (None, _list),
+    "interceptors": ([], _list),
     "check_crcs": (True, _bool),
     "exclude_internal_topics": (True, _bool),
     "allow_auto_create_topics": (True, _bool),

@@ -350,11 +350,16 @@ class Log:
         timestamp_type: int | str | None = None,
         max_message_bytes: int | None = None,
         compression_type: str | None = None,
-        validate_sequences: bool = True,
+        origin: str = "client",
     ) -> LogAppendInfo:
         """Validate, assign offsets to and write every v2 batch of ``buf`` (a Produce request's
         records for this partition). Raises a KafkaError subclass; nothing is written then.
+
+        ``origin``: ``"client"`` (Produce: sequences checked, control batches refused) or
+        ``"coordinator"`` (group/transaction coordinators: control batches allowed, only
+        producer epochs checked), as Kafka's AppendOrigin.
         """
+        from_client = origin == "client"
         if now_ms is None:
             now_ms = _now_ms()
         if timestamp_type is None:
@@ -403,7 +408,7 @@ class Log:
                     f"Batch record count {count} does not match its last offset delta {delta}"
                 )
             attributes = h.attributes
-            if attributes & _CONTROL:
+            if attributes & _CONTROL and from_client:
                 raise errors.InvalidRecordError("Clients are not allowed to write control records")
             batch_max_ts = h.max_timestamp
             if check_ts:
@@ -414,12 +419,14 @@ class Log:
                             f"[{min_ts}, {max_ts_allowed}]"
                         )
             pid = h.producer_id
+            if pid < 0 and attributes & B.TRANSACTIONAL_BIT:
+                raise errors.InvalidRecordError("A transactional batch needs a producer id")
             if pid >= 0:
-                if h.base_sequence < 0:
+                if h.base_sequence < 0 and from_client:
                     raise errors.InvalidRecordError(
                         f"Invalid sequence number {h.base_sequence} for producer {pid}"
                     )
-                if validate_sequences:
+                if from_client:
                     if pending is None:
                         pending = {}
                     duplicate = psm.check(pid, h.producer_epoch, h.base_sequence, h.last_sequence, pending)
@@ -471,6 +478,9 @@ class Log:
         last_offset = next_offset - 1
         self._write(parts, total, infos, first_offset, last_offset, max_ts, now_ms)
         for h, base in idempotent:
+            if h.is_control:
+                psm.replay(h)
+                continue
             delta = h.last_offset_delta
             psm.update(
                 h.producer_id,
@@ -738,7 +748,6 @@ class Log:
         if now_ms is None:
             now_ms = _now_ms()
         doomed = self._segments
-        seg = None
         with self._lock:
             self._segments = []
             self._bases = []

@@ -206,7 +206,7 @@ class ProducerStateManager:
         if transactional and entry.current_txn_first_offset < 0:
             entry.current_txn_first_offset = first_offset
 
-    def replay(self, header, control_end_txn: bool = False) -> None:
+    def replay(self, header) -> None:
         """Rebuild state from a stored v2 batch header (no validation)."""
         pid = header.producer_id
         if pid < 0:

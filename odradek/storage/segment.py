@@ -432,10 +432,14 @@ class LogSegment:
         valid = 0
         base = self.base_offset
         log = self.log
+        prev_last = base - 1
         for pos, buf, rel, size in log.batches(0, chunk_size=_RECOVER_CHUNK, full=validate):
-            if validate and validate_batch(buf, rel, size, base) is not None:
+            if validate and (
+                validate_batch(buf, rel, size, base) is not None or _uq(buf, rel)[0] <= prev_last
+            ):
                 break
             last = batch_last_offset(buf, rel)
+            prev_last = last
             batch_ts = batch_max_timestamp(buf, rel)
             if batch_ts > max_ts:
                 max_ts = batch_ts
@@ -481,7 +485,14 @@ class LogSegment:
         if self.log.size == 0:
             self.created_ms = now_ms
             self._rolling_based_ts = None
+        # The time index is sparse: take its last entry, then scan the unindexed tail.
         self._load_max_timestamp()
+        _, position = self.offset_index.last_entry()
+        for _pos, buf, rel, _size in self.log.batches(position, chunk_size=_SCAN_CHUNK):
+            ts = batch_max_timestamp(buf, rel)
+            if ts > self._max_ts:
+                self._max_ts = ts
+                self._offset_of_max_ts = batch_last_offset(buf, rel)
         return removed
 
     # ---- lifecycle ----------------------------------------------------------------------

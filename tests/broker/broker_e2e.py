@@ -49,7 +49,8 @@ def admin(broker) -> AdminClient:
 
 
 def create_topic(broker, name: str, partitions: int = 1, config: dict | None = None) -> None:
-    futures = admin(broker).create_topics(
+    client = admin(broker)  # keep the handle alive until the future resolves
+    futures = client.create_topics(
         [NewTopic(name, num_partitions=partitions, replication_factor=1, config=config or {})],
         operation_timeout=10,
     )

@@ -81,6 +81,12 @@ class OffsetsTopic:
             if topic == OFFSETS_TOPIC and p.is_leader
         }
 
+    def log_size(self, partition: int) -> int:
+        try:
+            return self.broker.replica_manager.get_partition(OFFSETS_TOPIC, partition).log.size
+        except errors.KafkaError:
+            return 0
+
     def append(self, partition: int, entries: list[tuple[bytes, bytes | None]], now_ms: int) -> None:
         """Append ``(key, value)`` records as one batch; raises KafkaError."""
         batch = records.build_batch([(key, value, (), now_ms) for key, value in entries])

@@ -1,0 +1,296 @@
+"""The load generator: one confluent-kafka job per process.
+
+Run as ``python _loadgen.py '<json job>'``; prints one JSON object with the result on stdout.
+Jobs: ``create`` (topics), ``produce``, ``consume``, ``cpu_per_request`` and ``enqueue``
+(the generator's own ceiling: how fast this Python loop can hand records to librdkafka with
+no broker at all). Each timed job also samples the broker's CPU (``/proc/PID/stat``) and its
+own main-thread CPU around the timed section, so the report can say who was busy.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _brokers import cpu_seconds, sched_ns  # noqa: E402
+
+
+class Sampler:
+    """Broker CPU, generator main-thread CPU and generator process CPU over a section."""
+
+    def __init__(self, broker_pid: int | None):
+        self.pid = broker_pid
+
+    def start(self) -> None:
+        self.t0 = time.perf_counter()
+        self.thread0 = time.thread_time()
+        t = os.times()
+        self.proc0 = t.user + t.system
+        self.broker0 = cpu_seconds(self.pid) if self.pid else 0.0
+        self.sched0 = sched_ns(self.pid) if self.pid else 0
+
+    def stop(self) -> dict:
+        wall = time.perf_counter() - self.t0
+        t = os.times()
+        out = {
+            "seconds": wall,
+            "gen_main_thread_cpu": (time.thread_time() - self.thread0) / wall,
+            "gen_process_cpu": (t.user + t.system - self.proc0) / wall,
+        }
+        if self.pid:
+            out["broker_cpu_s"] = cpu_seconds(self.pid) - self.broker0
+            out["broker_sched_s"] = (sched_ns(self.pid) - self.sched0) / 1e9
+            out["broker_cpu"] = out["broker_cpu_s"] / wall
+        return out
+
+
+def _silence(conf: dict) -> dict:
+    errors: list[str] = []
+
+    def error_cb(err):
+        if len(errors) < 20:
+            errors.append(str(err))
+
+    conf["error_cb"] = error_cb
+    return errors
+
+
+def create(job: dict) -> dict:
+    admin = AdminClient({"bootstrap.servers": job["bootstrap"]})
+    new = [NewTopic(t, job["partitions"], 1) for t in job["topics"]]
+    for topic, fut in admin.create_topics(new, operation_timeout=30, request_timeout=30).items():
+        try:
+            fut.result(30)
+        except KafkaException as exc:
+            if exc.args[0].name() != "TOPIC_ALREADY_EXISTS":
+                raise
+    # wait until metadata shows every partition with a leader
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        md = admin.list_topics(timeout=10)
+        ok = all(
+            t in md.topics
+            and md.topics[t].error is None
+            and len(md.topics[t].partitions) == job["partitions"]
+            and all(p.leader >= 0 for p in md.topics[t].partitions.values())
+            for t in job["topics"]
+        )
+        if ok:
+            return {"ok": True}
+        time.sleep(0.05)
+    raise RuntimeError(f"topics {job['topics']} not ready")
+
+
+def produce(job: dict) -> dict:
+    count, size, topic = job["count"], job["size"], job["topic"]
+    failures: list[str] = []
+    n_failed = 0
+
+    def on_delivery(err, msg):  # called only for failed records (delivery.report.only.error)
+        nonlocal n_failed
+        n_failed += 1
+        if len(failures) < 5:
+            failures.append(str(err))
+
+    conf = {
+        "bootstrap.servers": job["bootstrap"],
+        "acks": job["acks"],
+        "linger.ms": job.get("linger_ms", 5),
+        "batch.size": 1_000_000,
+        "batch.num.messages": 10_000,
+        "queue.buffering.max.messages": max(count + 10, 100_000),
+        "queue.buffering.max.kbytes": 4 * 1024 * 1024,
+        "delivery.report.only.error": True,
+        "on_delivery": on_delivery,
+        "compression.type": "none",
+        "enable.idempotence": False,
+    }
+    errors = _silence(conf)
+    p = Producer(conf)
+    value = (os.urandom(16) * (size // 16 + 1))[:size]
+    # warm-up: connection, metadata and one record (the consumer expects count + 1)
+    p.produce(topic, value)
+    if p.flush(30) != 0:
+        raise RuntimeError(f"warm-up record not delivered: {errors}")
+
+    produce_, poll = p.produce, p.poll
+    chunk = job.get("poll_every", 20_000)
+    s = Sampler(job.get("broker_pid"))
+    s.start()
+    sent = 0
+    full = 0
+    while sent < count:
+        n = min(chunk, count - sent)
+        k = 0
+        try:
+            for k in range(n):  # noqa: B007
+                produce_(topic, value)
+            k = n
+        except BufferError:
+            full += 1
+            poll(0.005)
+        sent += k
+        poll(0)
+    enqueue_s = time.perf_counter() - s.t0
+    left = p.flush(300)
+    r = s.stop()
+    r.update(
+        count=count,
+        size=size,
+        bytes=count * size,
+        msgs_per_s=count / r["seconds"],
+        mb_per_s=count * size / r["seconds"] / 1e6,
+        enqueue_s=enqueue_s,
+        queue_full_events=full,
+        undelivered=left,
+        failed=n_failed,
+        failures=failures,
+        client_errors=errors,
+    )
+    return r
+
+
+def consume(job: dict) -> dict:
+    topic, size, expect = job["topic"], job["size"], job["expect"]
+    conf = {
+        "bootstrap.servers": job["bootstrap"],
+        "group.id": f"bench-{topic}-{os.getpid()}",
+        "enable.auto.commit": False,
+        "auto.offset.reset": "earliest",
+        "fetch.queue.backoff.ms": 10,
+        "enable.partition.eof": False,
+    }
+    errors = _silence(conf)
+    c = Consumer(conf)
+    c.assign([TopicPartition(topic, i, OFFSET_BEGINNING) for i in range(job["partitions"])])
+    consume_ = c.consume
+    s = Sampler(job.get("broker_pid"))
+    total = first = 0
+    nbytes = 0
+    msg_errors: list[str] = []
+    started = False
+    idle_deadline = time.monotonic() + 30
+    while total < expect:
+        # never ask for more than is left: consume() blocks until it has num_messages or times out
+        batch = consume_(min(10_000, expect - total), 0.5)
+        if not batch:
+            if time.monotonic() > idle_deadline:
+                break
+            continue
+        if not started:
+            s.start()
+            started = True
+            first = len(batch)
+        got = sum(map(len, batch))
+        if got != len(batch) * size:  # an error event or an odd-sized record: look closer
+            for m in batch:
+                if m.error() is not None:
+                    if len(msg_errors) < 5:
+                        msg_errors.append(str(m.error()))
+                    got -= len(m)
+                    total -= 1
+        total += len(batch)
+        nbytes += got
+        idle_deadline = time.monotonic() + 10
+    if not started:
+        s.start()
+    r = s.stop()
+    c.close()
+    timed = max(total - first, 1)
+    r.update(
+        count=total,
+        expected=expect,
+        bytes=nbytes,
+        size=size,
+        msgs_per_s=timed / r["seconds"],
+        mb_per_s=timed * size / r["seconds"] / 1e6,
+        message_errors=msg_errors,
+        client_errors=errors,
+    )
+    return r
+
+
+def cpu_per_request(job: dict) -> dict:
+    """N one-record Produce requests, each awaited before the next (linger.ms=0,
+    max.in.flight=1), so every request carries exactly one record."""
+    conf = {
+        "bootstrap.servers": job["bootstrap"],
+        "acks": "1",
+        "linger.ms": 0,
+        "max.in.flight.requests.per.connection": 1,
+        "enable.idempotence": False,
+        "compression.type": "none",
+    }
+    errors = _silence(conf)
+    p = Producer(conf)
+    topic, value = job["topic"], b"v" * job.get("size", 100)
+    for _ in range(job.get("warmup", 200)):
+        p.produce(topic, value)
+        p.flush(10)
+    n = job["requests"]
+    produce_, flush = p.produce, p.flush
+    s = Sampler(job["broker_pid"])
+    s.start()
+    for _ in range(n):
+        produce_(topic, value)
+        if flush(10) != 0:
+            raise RuntimeError("one-record request not acknowledged within 10 s")
+    r = s.stop()
+    r.update(
+        requests=n,
+        cpu_us_per_request=r["broker_cpu_s"] / n * 1e6,
+        sched_us_per_request=r["broker_sched_s"] / n * 1e6,
+        latency_us=r["seconds"] / n * 1e6,
+        client_errors=errors,
+    )
+    return r
+
+
+def enqueue(job: dict) -> dict:
+    """The generator's ceiling: the same produce loop against a port nobody listens on, so
+    records only go into librdkafka's queue (no batching to a socket, no broker)."""
+    count, size = job["count"], job["size"]
+    conf = {
+        "bootstrap.servers": "127.0.0.1:9",
+        "linger.ms": 5,
+        "queue.buffering.max.messages": count + 10,
+        "queue.buffering.max.kbytes": 4 * 1024 * 1024,
+        "log_level": 0,
+        "message.timeout.ms": 600_000,
+    }
+    _silence(conf)
+    p = Producer(conf)
+    value = (os.urandom(16) * (size // 16 + 1))[:size]
+    produce_, poll = p.produce, p.poll
+    chunk = 20_000
+    s = Sampler(None)
+    s.start()
+    sent = 0
+    while sent < count:
+        n = min(chunk, count - sent)
+        for _ in range(n):
+            produce_("enqueue-ceiling", value)
+        sent += n
+        poll(0)
+    r = s.stop()
+    p.purge()
+    p.flush(0)
+    r.update(count=count, size=size, msgs_per_s=count / r["seconds"], mb_per_s=count * size / r["seconds"] / 1e6)
+    return r
+
+
+JOBS = {"create": create, "produce": produce, "consume": consume, "cpu_per_request": cpu_per_request, "enqueue": enqueue}
+
+
+if __name__ == "__main__":
+    job = json.loads(sys.argv[1])
+    result = JOBS[job["job"]](job)
+    sys.stdout.write(json.dumps(result) + "\n")
+    sys.stdout.flush()
+    os._exit(0)  # skip librdkafka's teardown waits; results are out

@@ -1,0 +1,24 @@
+"""DeleteGroups (key 42), v0-v2.
+
+Deletes groups without members, with their committed offsets (tombstones in
+``__consumer_offsets``). NON_EMPTY_GROUP while a group has members, GROUP_ID_NOT_FOUND
+for unknown groups, NOT_COORDINATOR for groups coordinated elsewhere.
+"""
+
+from odradek.broker.group.handler_support import coordinator_of
+from odradek.broker.handlers import api
+from odradek.protocol import errors, messages
+
+
+@api(42, 0, 2)
+def handle_delete_groups(broker, request):
+    names = list(dict.fromkeys(request.body.groups_names))
+    try:
+        codes = coordinator_of(broker).delete_groups(names)
+    except errors.KafkaError as exc:
+        codes = dict.fromkeys(names, int(exc.code))
+    return messages.build_response(
+        42,
+        request.api_version,
+        {"throttle_time": 0, "results": [{"group_id": name, "error_code": codes[name]} for name in names]},
+    )

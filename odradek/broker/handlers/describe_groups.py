@@ -1,0 +1,50 @@
+"""DescribeGroups (key 15), v0-v6.
+
+State, protocol type, chosen protocol and members of each group asked. Members carry
+their subscription and assignment only when the group is Stable (as in Kafka); v4+ show
+``group_instance_id``. An unknown group reads as Dead with no error, except from v6,
+which answers GROUP_ID_NOT_FOUND with a message. ``include_authorized_operations``
+(v3+) gets every group operation, since there is no authorizer.
+"""
+
+from odradek.broker.group.handler_support import coordinator_of
+from odradek.broker.handlers import api
+from odradek.protocol import errors, messages
+from odradek.protocol.errors import ErrorCode
+
+NOT_REQUESTED = -(2**31)
+# AclOperation codes: READ 3, DELETE 6, DESCRIBE 8
+GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
+
+
+def _describe(broker, version: int, group_id: str, operations: int) -> dict:
+    entry = {
+        "error_code": 0,
+        "error_message": None,
+        "group_id": group_id,
+        "group_state": "Dead",
+        "protocol_type": "",
+        "protocol_data": "",
+        "members": [],
+        "authorized_operations": operations,
+    }
+    try:
+        found = coordinator_of(broker).describe_group(group_id)
+    except errors.KafkaError as exc:
+        entry.update(error_code=exc.code, error_message=exc.message, group_state="")
+        return entry
+    if found is None:
+        if version >= 6:
+            entry.update(error_code=ErrorCode.group_id_not_found, error_message=f"group {group_id} not found")
+        return entry
+    entry.update(found)
+    return entry
+
+
+@api(15, 0, 6)
+def handle_describe_groups(broker, request):
+    body = request.body
+    version = request.api_version
+    operations = GROUP_OPERATIONS if getattr(body, "include_authorized_operations", False) else NOT_REQUESTED
+    groups = [_describe(broker, version, group_id, operations) for group_id in body.groups]
+    return messages.build_response(15, version, {"throttle_time": 0, "groups": groups})

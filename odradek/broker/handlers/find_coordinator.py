@@ -1,0 +1,52 @@
+"""FindCoordinator (key 10), v0-v6.
+
+Answers which broker coordinates a key: for groups (key type 0) the leader of the group's
+``__consumer_offsets`` partition, creating that topic on first use; for transactional ids
+(key type 1) whatever ``broker.transaction_coordinator`` says (COORDINATOR_NOT_AVAILABLE
+while there is none). v0-v3 ask for one key, v4+ for a batch (KIP-699), each answered on
+its own. Share-group keys (type 2, v6) and unknown types get INVALID_REQUEST.
+"""
+
+from odradek.broker.handlers import api
+from odradek.protocol import errors, messages
+from odradek.protocol.errors import ErrorCode
+
+GROUP, TRANSACTION = 0, 1
+
+
+def _coordinator_for(broker, key_type: int):
+    if key_type == GROUP:
+        return getattr(broker, "group_coordinator", None)
+    if key_type == TRANSACTION:
+        return getattr(broker, "transaction_coordinator", None)
+    raise errors.InvalidRequestError(f"unsupported coordinator key type {key_type}")
+
+
+def _find(broker, key_type: int, key: str) -> dict:
+    entry = {"key": key, "node_id": -1, "host": "", "port": -1, "error_code": 0, "error_message": None}
+    try:
+        coordinator = _coordinator_for(broker, key_type)
+        if coordinator is None:
+            raise errors.CoordinatorNotAvailableError("no coordinator of that type is running")
+        node_id = coordinator.find_coordinator(key)
+        node = broker.image.brokers.get(node_id)
+        if node is None:
+            raise errors.CoordinatorNotAvailableError(f"coordinator broker {node_id} is not alive")
+        entry.update(node_id=node_id, host=node.host, port=node.port)
+    except errors.KafkaError as exc:
+        entry.update(error_code=exc.code, error_message=exc.message)
+    return entry
+
+
+@api(10, 0, 6)
+def handle_find_coordinator(broker, request):
+    body = request.body
+    version = request.api_version
+    key_type = getattr(body, "key_type", GROUP)
+    if version >= 4:
+        found = [_find(broker, key_type, key) for key in body.coordinator_keys]
+        return messages.build_response(10, version, {"throttle_time": 0, "coordinators": found})
+    found = _find(broker, key_type, body.key)
+    if found["error_code"] == ErrorCode.none:
+        found["error_message"] = None
+    return messages.build_response(10, version, {"throttle_time": 0, **found})

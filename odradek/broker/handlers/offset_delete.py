@@ -1,0 +1,45 @@
+"""OffsetDelete (key 47), v0 (KIP-496).
+
+Deletes a group's committed offsets for the partitions given. Allowed while the group
+has no members; in a group with members only for topics it does not subscribe to
+(GROUP_SUBSCRIBED_TO_TOPIC for the others; NON_EMPTY_GROUP when the group's protocol is
+not the consumer protocol, so its subscriptions are unknown). GROUP_ID_NOT_FOUND for an
+unknown group; UNKNOWN_TOPIC_OR_PARTITION per partition of a topic that does not exist.
+"""
+
+from odradek.broker.group.handler_support import coordinator_of
+from odradek.broker.handlers import api
+from odradek.protocol import errors, messages
+from odradek.protocol.errors import ErrorCode
+
+
+@api(47, 0, 0)
+def handle_offset_delete(broker, request):
+    body = request.body
+    image = broker.image
+    items = []
+    known = []
+    for t in body.topics:
+        info = image.topics.get(t.name)
+        for p in t.partitions:
+            tp = (t.name, p.partition_index)
+            items.append(tp)
+            if info is not None and p.partition_index in info.partitions:
+                known.append(tp)
+    try:
+        results = coordinator_of(broker).delete_offsets(body.group_id, known)
+    except errors.KafkaError as exc:
+        return messages.build_response(47, 0, {"error_code": exc.code, "throttle_time": 0, "topics": []})
+    topics: dict = {}
+    for tp in items:
+        code = results.get(tp, int(ErrorCode.unknown_topic_or_partition))
+        topics.setdefault(tp[0], []).append({"partition_index": tp[1], "error_code": code})
+    return messages.build_response(
+        47,
+        0,
+        {
+            "error_code": 0,
+            "throttle_time": 0,
+            "topics": [{"name": name, "partitions": parts} for name, parts in topics.items()],
+        },
+    )

@@ -1,0 +1,627 @@
+"""The asyncio admin client: topics, partitions, configs, groups, offsets, records, cluster.
+
+Each method sends one kind of request to the broker that must answer it (the controller
+for topic changes, the group coordinator for group operations, partition leaders for
+DeleteRecords). Per-item errors raise the typed Kafka exception of the first failed item,
+naming it; the exception's ``errors`` attribute maps every failed item to its error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from odradek.protocol.errors import KafkaError, error_for
+
+from . import config as config_mod
+from . import wire
+from .coordinator import decode_assignment
+from .errors import ClientClosedError, KafkaConnectionError, KafkaTimeoutError
+from .netclient import NetClient
+from .structs import (
+    BrokerInfo,
+    ClusterDescription,
+    ConfigEntry,
+    ConfigResource,
+    GroupDescription,
+    GroupListing,
+    MemberDescription,
+    NewPartitions,
+    NewTopic,
+    OffsetAndMetadata,
+    PartitionInfo,
+    TopicDescription,
+    TopicPartition,
+)
+
+log = logging.getLogger("odradek.client.admin")
+
+RESOURCE_TYPES = {"topic": 2, "group": 3, "broker": 4, "broker_logger": 8}
+OPS = {"set": 0, "delete": 1, "append": 2, "subtract": 3}
+_CONTROLLER_MOVED = {41}  # NOT_CONTROLLER
+
+
+def _raise_items(errors: dict, what: str) -> None:
+    if not errors:
+        return
+    item, exc = next(iter(errors.items()))
+    if len(errors) > 1:
+        exc.args = (f"{exc.args[0]} (and {len(errors) - 1} more failed {what})",)
+    exc.errors = errors
+    raise exc
+
+
+def _item_error(code: int, message: str | None, item) -> KafkaError:
+    cls = error_for(code)
+    return cls(f"{item}: {message or cls.code.name}", item=item)
+
+
+def _resource(res) -> tuple[int, str]:
+    if isinstance(res, ConfigResource):
+        rtype, name = res
+    else:
+        rtype, name = res
+    if isinstance(rtype, str):
+        try:
+            rtype = RESOURCE_TYPES[rtype.lower()]
+        except KeyError:
+            raise ValueError(f"unknown resource type {rtype!r} (topic, broker, broker_logger, group)") from None
+    return int(rtype), str(name)
+
+
+class Admin:
+    """The asyncio admin client. Options: the common client options plus ``default_api_timeout_ms``."""
+
+    def __init__(self, config: dict | None = None, **options):
+        self.config = config_mod.resolve("admin", config, options)
+        self._client = NetClient(self.config, "admin", allow_auto_topic_creation=False)
+        self._timeout = self.config["default_api_timeout_ms"] / 1000
+        self._started = False
+        self._closed = False
+
+    async def start(self) -> None:
+        if self._closed:
+            raise ClientClosedError("admin client is closed")
+        if not self._started:
+            self._started = True
+            self._client.start()
+
+    async def __aenter__(self):
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc):
+        await self.close()
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        await self._client.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    async def _ready(self) -> None:
+        if self._closed:
+            raise ClientClosedError("admin client is closed")
+        await self.start()
+
+    def _t(self, timeout):
+        return self._timeout if timeout is None else timeout
+
+    async def _any(self, api_key, values, timeout):
+        await self._ready()
+        try:
+            async with asyncio.timeout(timeout):
+                conn = await self._client.any_connection()
+                return await conn.send(api_key, values)
+        except TimeoutError:
+            raise KafkaTimeoutError(f"admin request timed out after {timeout}s{self._client._error_hint()}") from None
+
+    async def _metadata(self, topics, timeout):
+        def values(v):
+            if topics is None and v == 0:
+                return {"topics": ()}
+            return {
+                "topics": None if topics is None else [{"name": t} for t in topics],
+                "allow_auto_topic_creation": False,
+                "include_topic_authorized_operations": False,
+                "include_cluster_authorized_operations": False,
+            }
+
+        return await self._any(wire.METADATA, values, timeout)
+
+    async def _controller_call(self, api_key, values, timeout):
+        """Send to the controller; retry once the metadata names a new one."""
+        await self._ready()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while True:
+            try:
+                async with asyncio.timeout(max(deadline - loop.time(), 0.001)):
+                    md = await self._metadata([], timeout)
+                    node = int(md.controller_id)
+                    if node < 0 or node not in {int(b.node_id) for b in md.brokers}:
+                        conn = await self._client.any_connection()
+                    else:
+                        from .cluster import ClusterMetadata
+
+                        if node not in self._client.cluster.brokers:
+                            self._client.cluster = ClusterMetadata.from_response(md, self._client.cluster)
+                        conn = await self._client.get_connection(node)
+                    return await conn.send(api_key, values)
+            except TimeoutError:
+                raise KafkaTimeoutError(f"admin request timed out after {timeout}s{self._client._error_hint()}") from None
+            except KafkaConnectionError:
+                if loop.time() + 0.1 >= deadline:
+                    raise
+                await asyncio.sleep(0.1)
+
+    # -- topics ----------------------------------------------------------------------------
+
+    async def create_topics(self, new_topics, timeout: float | None = None, validate_only: bool = False) -> None:
+        """Create topics (``NewTopic`` or names). Raises e.g. TopicAlreadyExistsError per failed topic."""
+        timeout = self._t(timeout)
+        topics = []
+        for nt in new_topics:
+            if isinstance(nt, str):
+                nt = NewTopic(nt)
+            elif isinstance(nt, dict):
+                nt = NewTopic(**nt)
+            elif not isinstance(nt, NewTopic):
+                nt = NewTopic(*nt)
+            assignments = [
+                {"partition_index": p, "broker_ids": list(b)} for p, b in sorted((nt.replica_assignments or {}).items())
+            ]
+            topics.append(
+                {
+                    "name": nt.name,
+                    "num_partitions": nt.num_partitions if not assignments else -1,
+                    "replication_factor": nt.replication_factor if not assignments else -1,
+                    "assignments": assignments,
+                    "configs": [{"name": k, "value": None if v is None else str(v)} for k, v in (nt.configs or {}).items()],
+                }
+            )
+        resp = await self._controller_call(
+            wire.CREATE_TOPICS,
+            {"topics": topics, "timeout": int(timeout * 1000), "validate_only": validate_only},
+            timeout,
+        )
+        errors = {}
+        for t in resp.topics:
+            if t.error_code:
+                errors[t.name] = _item_error(int(t.error_code), getattr(t, "error_message", None), f"topic {t.name!r}")
+        _raise_items(errors, "topics")
+        self._client.request_update()
+
+    async def delete_topics(self, topics, timeout: float | None = None) -> None:
+        timeout = self._t(timeout)
+        topics = [topics] if isinstance(topics, str) else list(topics)
+        resp = await self._controller_call(
+            wire.DELETE_TOPICS,
+            {"topic_names": topics, "topics": [{"name": t, "topic_id": None} for t in topics], "timeout": int(timeout * 1000)},
+            timeout,
+        )
+        errors = {}
+        for r in resp.responses:
+            if r.error_code:
+                errors[r.name] = _item_error(int(r.error_code), getattr(r, "error_message", None), f"topic {r.name!r}")
+        _raise_items(errors, "topics")
+
+    async def list_topics(self, internal: bool = False, timeout: float | None = None) -> list[str]:
+        md = await self._metadata(None, self._t(timeout))
+        return sorted(t.name for t in md.topics if not t.error_code and (internal or not t.is_internal))
+
+    async def describe_topics(self, topics=None, timeout: float | None = None) -> dict[str, TopicDescription]:
+        topics = [topics] if isinstance(topics, str) else (None if topics is None else list(topics))
+        md = await self._metadata(topics, self._t(timeout))
+        out = {}
+        errors = {}
+        for t in md.topics:
+            if t.error_code:
+                errors[t.name] = _item_error(int(t.error_code), None, f"topic {t.name!r}")
+                continue
+            parts = sorted(
+                (
+                    PartitionInfo(
+                        t.name,
+                        int(p.partition_index),
+                        int(p.leader_id),
+                        int(getattr(p, "leader_epoch", -1)),
+                        tuple(int(r) for r in p.replica_nodes),
+                        tuple(int(r) for r in p.isr_nodes),
+                        tuple(int(r) for r in getattr(p, "offline_replicas", ())),
+                        int(p.error_code),
+                    )
+                    for p in t.partitions
+                ),
+                key=lambda p: p.partition,
+            )
+            out[t.name] = TopicDescription(t.name, getattr(t, "topic_id", None), bool(t.is_internal), parts)
+        _raise_items(errors, "topics")
+        return out
+
+    async def create_partitions(self, new_partitions: dict, timeout: float | None = None, validate_only: bool = False):
+        """``{topic: NewPartitions(total_count) or total_count}``."""
+        timeout = self._t(timeout)
+        topics = []
+        for name, np_ in new_partitions.items():
+            if isinstance(np_, int):
+                np_ = NewPartitions(np_)
+            topics.append(
+                {
+                    "name": name,
+                    "count": np_.total_count,
+                    "assignments": None
+                    if not np_.new_assignments
+                    else [{"broker_ids": list(b)} for b in np_.new_assignments],
+                }
+            )
+        resp = await self._controller_call(
+            wire.CREATE_PARTITIONS,
+            {"topics": topics, "timeout": int(timeout * 1000), "validate_only": validate_only},
+            timeout,
+        )
+        errors = {}
+        for r in resp.results:
+            if r.error_code:
+                errors[r.name] = _item_error(int(r.error_code), getattr(r, "error_message", None), f"topic {r.name!r}")
+        _raise_items(errors, "topics")
+        self._client.request_update()
+
+    # -- configs ---------------------------------------------------------------------------
+
+    async def _config_call(self, api_key, resources, build, timeout):
+        """Broker resources go to that broker; the rest to any broker."""
+        await self._ready()
+        by_node: dict[int | None, list] = {}
+        for res in resources:
+            rtype, name = _resource(res)
+            node = int(name) if rtype in (4, 8) and name.isdigit() else None
+            by_node.setdefault(node, []).append((rtype, name, res))
+        if any(n is not None for n in by_node):
+            await self._client.refresh(timeout)
+        responses = []
+        for node, items in by_node.items():
+            values = build(items)
+            async with asyncio.timeout(timeout):
+                if node is None:
+                    conn = await self._client.any_connection()
+                else:
+                    conn = await self._client.get_connection(node)
+                responses.append((items, await conn.send(api_key, values)))
+        return responses
+
+    async def describe_configs(self, resources, timeout: float | None = None) -> dict:
+        """``{ConfigResource: {name: ConfigEntry}}`` for ``[ConfigResource("topic", "orders"), ...]``."""
+        timeout = self._t(timeout)
+        resources = [resources] if isinstance(resources, ConfigResource) else list(resources)
+
+        def build(items):
+            return {
+                "resources": [{"resource_type": t, "resource_name": n, "configuration_keys": None} for t, n, _ in items],
+                "include_synonyms": False,
+                "include_documentation": False,
+            }
+
+        out = {}
+        errors = {}
+        for items, resp in await self._config_call(wire.DESCRIBE_CONFIGS, resources, build, timeout):
+            lookup = {(t, n): r for t, n, r in items}
+            for r in resp.results:
+                key = lookup.get((int(r.resource_type), r.resource_name), ConfigResource(int(r.resource_type), r.resource_name))
+                if r.error_code:
+                    errors[key] = _item_error(int(r.error_code), r.error_message, f"config resource {key}")
+                    continue
+                entries = {}
+                for c in r.configs:
+                    source = int(getattr(c, "config_source", -1))
+                    entries[c.name] = ConfigEntry(
+                        c.name,
+                        c.value,
+                        bool(c.read_only),
+                        source == 5 if source >= 0 else bool(getattr(c, "is_default", False)),
+                        bool(c.is_sensitive),
+                        source,
+                    )
+                out[key] = entries
+        _raise_items(errors, "resources")
+        return out
+
+    async def alter_configs(self, configs: dict, timeout: float | None = None, validate_only: bool = False) -> None:
+        """Replace whole configs (legacy AlterConfigs): ``{ConfigResource: {name: value}}``."""
+        timeout = self._t(timeout)
+
+        def build(items):
+            return {
+                "resources": [
+                    {
+                        "resource_type": t,
+                        "resource_name": n,
+                        "configs": [{"name": k, "value": None if v is None else str(v)} for k, v in configs[r].items()],
+                    }
+                    for t, n, r in items
+                ],
+                "validate_only": validate_only,
+            }
+
+        await self._alter(wire.ALTER_CONFIGS, configs, build, timeout)
+
+    async def incremental_alter_configs(self, configs: dict, timeout: float | None = None, validate_only: bool = False):
+        """``{ConfigResource: {name: value}}``; a value of None deletes the key, or give
+        ``(op, value)`` with op "set"/"delete"/"append"/"subtract"."""
+        timeout = self._t(timeout)
+
+        def op(v):
+            if isinstance(v, tuple):
+                o, val = v
+                return OPS[o], None if val is None else str(val)
+            return (1, None) if v is None else (0, str(v))
+
+        def build(items):
+            return {
+                "resources": [
+                    {
+                        "resource_type": t,
+                        "resource_name": n,
+                        "configs": [
+                            {"name": k, "config_operation": op(v)[0], "value": op(v)[1]} for k, v in configs[r].items()
+                        ],
+                    }
+                    for t, n, r in items
+                ],
+                "validate_only": validate_only,
+            }
+
+        await self._alter(wire.INCREMENTAL_ALTER_CONFIGS, configs, build, timeout)
+
+    async def _alter(self, api_key, configs, build, timeout):
+        errors = {}
+        for items, resp in await self._config_call(api_key, list(configs), build, timeout):
+            lookup = {(t, n): r for t, n, r in items}
+            for r in resp.responses:
+                if r.error_code:
+                    key = lookup.get((int(r.resource_type), r.resource_name), (int(r.resource_type), r.resource_name))
+                    errors[key] = _item_error(int(r.error_code), r.error_message, f"config resource {key}")
+        _raise_items(errors, "resources")
+
+    # -- groups ----------------------------------------------------------------------------
+
+    async def _coordinator(self, group_id: str, timeout: float) -> int:
+        resp = await self._any(
+            wire.FIND_COORDINATOR,
+            lambda v: {"key_type": 0, "coordinator_keys": [group_id]} if v >= 4 else {"key": group_id, "key_type": 0},
+            timeout,
+        )
+        if hasattr(resp, "coordinators"):
+            c = resp.coordinators[0]
+            code, node, host, port = int(c.error_code), int(c.node_id), c.host, int(c.port)
+        else:
+            code, node, host, port = int(resp.error_code), int(resp.node_id), resp.host, int(resp.port)
+        if code:
+            raise error_for(code)(f"FindCoordinator for group {group_id!r}")
+        conn_id = 0x7FFFFFFF - node
+        self._client.register_node(conn_id, host, port)
+        return conn_id
+
+    async def _group_call(self, group_id, api_key, values, timeout):
+        await self._ready()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while True:
+            try:
+                async with asyncio.timeout(max(deadline - loop.time(), 0.001)):
+                    node = await self._coordinator(group_id, timeout)
+                    return await self._client.call(node, api_key, values)
+            except TimeoutError:
+                raise KafkaTimeoutError(f"request for group {group_id!r} timed out after {timeout}s") from None
+            except (KafkaConnectionError, KafkaError) as exc:
+                if not getattr(exc, "retriable", False) or loop.time() + 0.1 >= deadline:
+                    raise
+                await asyncio.sleep(0.1)
+
+    async def list_groups(self, timeout: float | None = None) -> list[GroupListing]:
+        timeout = self._t(timeout)
+        await self._ready()
+        await self._client.refresh(timeout)
+        out = {}
+        for node in list(self._client.cluster.brokers):
+            async with asyncio.timeout(timeout):
+                resp = await self._client.call(node, wire.LIST_GROUPS, {"states_filter": [], "types_filter": []})
+            if resp.error_code:
+                raise error_for(int(resp.error_code))(f"ListGroups on broker {node}")
+            for g in resp.groups:
+                out[g.group_id] = GroupListing(g.group_id, g.protocol_type, getattr(g, "group_state", None))
+        return sorted(out.values())
+
+    async def describe_groups(self, group_ids, timeout: float | None = None) -> dict[str, GroupDescription]:
+        timeout = self._t(timeout)
+        group_ids = [group_ids] if isinstance(group_ids, str) else list(group_ids)
+        out = {}
+        errors = {}
+        for gid in group_ids:
+            resp = await self._group_call(
+                gid, wire.DESCRIBE_GROUPS, {"groups": [gid], "include_authorized_operations": False}, timeout
+            )
+            for g in resp.groups:
+                if g.error_code:
+                    errors[g.group_id] = _item_error(int(g.error_code), None, f"group {g.group_id!r}")
+                    continue
+                members = []
+                for m in g.members:
+                    assignment = set()
+                    if g.protocol_type == "consumer" and m.member_assignment:
+                        try:
+                            assignment, _ = decode_assignment(m.member_assignment)
+                        except Exception:  # noqa: S110 - a non-standard assignment stays opaque
+                            pass
+                    members.append(
+                        MemberDescription(m.member_id, getattr(m, "group_instance_id", None), m.client_id, m.client_host, assignment)
+                    )
+                out[g.group_id] = GroupDescription(g.group_id, g.group_state, g.protocol_type, g.protocol_data, members)
+        _raise_items(errors, "groups")
+        return out
+
+    async def delete_groups(self, group_ids, timeout: float | None = None) -> None:
+        timeout = self._t(timeout)
+        group_ids = [group_ids] if isinstance(group_ids, str) else list(group_ids)
+        errors = {}
+        for gid in group_ids:
+            resp = await self._group_call(gid, wire.DELETE_GROUPS, {"groups_names": [gid]}, timeout)
+            for r in resp.results:
+                if r.error_code:
+                    errors[r.group_id] = _item_error(int(r.error_code), None, f"group {r.group_id!r}")
+        _raise_items(errors, "groups")
+
+    async def list_group_offsets(self, group_id: str, partitions=None, timeout: float | None = None):
+        """``{TopicPartition: OffsetAndMetadata}`` committed by ``group_id`` (all partitions if None)."""
+        timeout = self._t(timeout)
+        topics = None
+        if partitions is not None:
+            by_topic: dict[str, list[int]] = {}
+            for tp in partitions:
+                by_topic.setdefault(tp[0], []).append(tp[1])
+            topics = [{"name": t, "partition_indexes": ps} for t, ps in by_topic.items()]
+        values = {
+            "group_id": group_id,
+            "topics": topics,
+            "groups": [{"group_id": group_id, "member_id": None, "member_epoch": -1, "topics": topics}],
+            "require_stable": False,
+        }
+        resp = await self._group_call(group_id, wire.OFFSET_FETCH, values, timeout)
+        if hasattr(resp, "groups") and resp.groups:
+            g = resp.groups[0]
+            code, rtopics = int(g.error_code), g.topics
+        else:
+            code, rtopics = int(getattr(resp, "error_code", 0)), resp.topics
+        if code:
+            raise error_for(code)(f"OffsetFetch for group {group_id!r}")
+        out = {}
+        for t in rtopics:
+            for p in t.partitions:
+                if p.error_code:
+                    raise error_for(int(p.error_code))(f"OffsetFetch for {t.name}-{p.partition_index}")
+                if int(p.committed_offset) >= 0:
+                    out[TopicPartition(t.name, int(p.partition_index))] = OffsetAndMetadata(
+                        int(p.committed_offset), p.metadata or "", int(getattr(p, "committed_leader_epoch", -1))
+                    )
+        return out
+
+    async def alter_group_offsets(self, group_id: str, offsets: dict, timeout: float | None = None) -> None:
+        """Set committed offsets of an (empty) group: ``{TopicPartition: offset}``."""
+        timeout = self._t(timeout)
+        by_topic: dict[str, list] = {}
+        for tp, om in offsets.items():
+            off = om if isinstance(om, int) else om[0]
+            meta = "" if isinstance(om, int) else (om[1] if len(om) > 1 else "")
+            by_topic.setdefault(tp[0], []).append(
+                {
+                    "partition_index": tp[1],
+                    "committed_offset": off,
+                    "committed_leader_epoch": -1,
+                    "committed_metadata": meta,
+                    "commit_timestamp": -1,
+                }
+            )
+        values = {
+            "group_id": group_id,
+            "generation_id_or_member_epoch": -1,
+            "member_id": "",
+            "group_instance_id": None,
+            "retention_time": -1,
+            "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()],
+        }
+        resp = await self._group_call(group_id, wire.OFFSET_COMMIT, values, timeout)
+        errors = {}
+        for t in resp.topics:
+            for p in t.partitions:
+                if p.error_code:
+                    tp = TopicPartition(t.name, int(p.partition_index))
+                    errors[tp] = _item_error(int(p.error_code), None, f"{t.name}-{p.partition_index}")
+        _raise_items(errors, "partitions")
+
+    async def delete_group_offsets(self, group_id: str, partitions, timeout: float | None = None) -> None:
+        timeout = self._t(timeout)
+        by_topic: dict[str, list] = {}
+        for tp in partitions:
+            by_topic.setdefault(tp[0], []).append({"partition_index": tp[1]})
+        values = {"group_id": group_id, "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()]}
+        resp = await self._group_call(group_id, wire.OFFSET_DELETE, values, timeout)
+        if resp.error_code:
+            raise error_for(int(resp.error_code))(f"OffsetDelete for group {group_id!r}")
+        errors = {}
+        for t in resp.topics:
+            for p in t.partitions:
+                if p.error_code:
+                    tp = TopicPartition(t.name, int(p.partition_index))
+                    errors[tp] = _item_error(int(p.error_code), None, f"{t.name}-{p.partition_index}")
+        _raise_items(errors, "partitions")
+
+    # -- records and cluster ---------------------------------------------------------------
+
+    async def delete_records(self, before: dict, timeout: float | None = None) -> dict[TopicPartition, int]:
+        """Delete records before the given offsets: ``{tp: offset}`` (-1: the high watermark).
+
+        Returns the new low watermark of each partition.
+        """
+        timeout = self._t(timeout)
+        await self._ready()
+        tps = {TopicPartition(*tp): int(off) for tp, off in before.items()}
+        self._client.add_topics({tp.topic for tp in tps})
+        await self._client.refresh(timeout)
+        cluster = self._client.cluster
+        by_node: dict[int, dict] = {}
+        errors = {}
+        for tp, off in tps.items():
+            leader = cluster.leaders.get(tp, -1)
+            if leader < 0:
+                errors[tp] = _item_error(3, None, f"{tp.topic}-{tp.partition}")
+                continue
+            by_node.setdefault(leader, {})[tp] = off
+        out = {}
+        for node, items in by_node.items():
+            topics: dict[str, list] = {}
+            for tp, off in items.items():
+                topics.setdefault(tp.topic, []).append({"partition_index": tp.partition, "offset": off})
+            async with asyncio.timeout(timeout):
+                resp = await self._client.call(
+                    node,
+                    wire.DELETE_RECORDS,
+                    {"topics": [{"name": t, "partitions": ps} for t, ps in topics.items()], "timeout": int(timeout * 1000)},
+                )
+            for t in resp.topics:
+                for p in t.partitions:
+                    tp = TopicPartition(t.name, int(p.partition_index))
+                    if p.error_code:
+                        errors[tp] = _item_error(int(p.error_code), None, f"{t.name}-{p.partition_index}")
+                    else:
+                        out[tp] = int(p.low_watermark)
+        _raise_items(errors, "partitions")
+        return out
+
+    async def describe_cluster(self, timeout: float | None = None) -> ClusterDescription:
+        timeout = self._t(timeout)
+        await self._ready()
+        conn = None
+        async with asyncio.timeout(timeout):
+            conn = await self._client.any_connection()
+        if conn.supports(wire.DESCRIBE_CLUSTER):
+            resp = await self._any(
+                wire.DESCRIBE_CLUSTER, {"include_cluster_authorized_operations": False, "endpoint_type": 1}, timeout
+            )
+            if resp.error_code:
+                raise error_for(int(resp.error_code))(resp.error_message or "DescribeCluster")
+            brokers = [BrokerInfo(int(b.broker_id), b.host, int(b.port), b.rack) for b in resp.brokers]
+            return ClusterDescription(resp.cluster_id, int(resp.controller_id), sorted(brokers))
+        md = await self._metadata([], timeout)
+        brokers = [BrokerInfo(int(b.node_id), b.host, int(b.port), b.rack) for b in md.brokers]
+        return ClusterDescription(getattr(md, "cluster_id", None), int(getattr(md, "controller_id", -1)), sorted(brokers))
+
+    async def api_versions(self, timeout: float | None = None) -> dict[int, tuple[int, int]]:
+        """The versions the broker supports per API key (from the ApiVersions exchange)."""
+        await self._ready()
+        async with asyncio.timeout(self._t(timeout)):
+            conn = await self._client.any_connection()
+        return dict(conn.broker_versions)
