@@ -97,7 +97,9 @@ def metadata_once(host: str, port: int, timeout: float = 2.0) -> int:
         body = _recv_exact(s, size)
     correlation_id, n_brokers = struct.unpack_from(">ii", body, 0)
     if correlation_id != 7 or n_brokers < 1:
-        raise ConnectionError(f"unexpected Metadata answer (correlation {correlation_id}, {n_brokers} brokers)")
+        raise ConnectionError(
+            f"unexpected Metadata answer (correlation {correlation_id}, {n_brokers} brokers)"
+        )
     return n_brokers
 
 

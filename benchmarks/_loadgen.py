@@ -18,17 +18,29 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _brokers import cpu_seconds, sched_ns  # noqa: E402
+from _brokers import CLK_TCK, cpu_seconds, sched_ns  # noqa: E402
+
+
+def machine_busy_s() -> float:
+    """Busy CPU seconds of the whole machine so far (/proc/stat, all CPUs, idle and iowait
+    excluded): the rest of the box's load shows up as busy minus broker minus generator."""
+    with open("/proc/stat") as f:
+        vals = [int(v) for v in f.readline().split()[1:]]
+    user, nice, system, idle, iowait, irq, softirq, steal = (vals + [0] * 8)[:8]
+    return (user + nice + system + irq + softirq + steal) / CLK_TCK
 
 
 class Sampler:
-    """Broker CPU, generator main-thread CPU and generator process CPU over a section."""
+    """Broker CPU, generator main-thread CPU, generator process CPU and the machine's
+    other load over a section."""
 
     def __init__(self, broker_pid: int | None):
         self.pid = broker_pid
 
     def start(self) -> None:
         self.t0 = time.perf_counter()
+        self.wall0 = time.time()
+        self.machine0 = machine_busy_s()
         self.thread0 = time.thread_time()
         t = os.times()
         self.proc0 = t.user + t.system
@@ -38,15 +50,23 @@ class Sampler:
     def stop(self) -> dict:
         wall = time.perf_counter() - self.t0
         t = os.times()
+        gen = t.user + t.system - self.proc0
         out = {
             "seconds": wall,
+            "wall_start": self.wall0,
+            "wall_end": time.time(),
             "gen_main_thread_cpu": (time.thread_time() - self.thread0) / wall,
-            "gen_process_cpu": (t.user + t.system - self.proc0) / wall,
+            "gen_process_cpu": gen / wall,
+            "gen_process_cpu_s": gen,
+            "machine_busy_s": machine_busy_s() - self.machine0,
         }
         if self.pid:
-            out["broker_cpu_s"] = cpu_seconds(self.pid) - self.broker0
+            out["broker_cpu0"] = self.broker0
+            out["broker_cpu1"] = cpu_seconds(self.pid)
+            out["broker_cpu_s"] = out["broker_cpu1"] - self.broker0
             out["broker_sched_s"] = (sched_ns(self.pid) - self.sched0) / 1e9
             out["broker_cpu"] = out["broker_cpu_s"] / wall
+            out["other_cpu"] = (out["machine_busy_s"] - out["broker_cpu_s"] - gen) / wall
         return out
 
 
@@ -61,10 +81,45 @@ def _silence(conf: dict) -> dict:
     return errors
 
 
+def _stats(conf: dict) -> list[str]:
+    """Keep librdkafka's latest statistics JSON (raw; parsed once at the end)."""
+    last: list[str] = [""]
+
+    def stats_cb(raw: str) -> None:
+        last[0] = raw
+
+    conf["stats_cb"] = stats_cb
+    conf["statistics.interval.ms"] = 200
+    return last
+
+
+def _request_stats(raw: str, api: str, before: dict | None = None) -> dict:
+    """Requests of one API, bytes and mean round trip over the broker connections (minus a
+    ``before`` snapshot, e.g. the warm-up)."""
+    if not raw:
+        return {}
+    st = json.loads(raw)
+    reqs = tx = rx = 0
+    rtts = []
+    for name, b in st.get("brokers", {}).items():
+        if name.endswith("/bootstrap") or b.get("nodeid", -1) < 0:
+            continue
+        reqs += b.get("req", {}).get(api, 0)
+        tx += b.get("txbytes", 0)
+        rx += b.get("rxbytes", 0)
+        if b.get("rtt", {}).get("cnt"):
+            rtts.append(b["rtt"]["avg"])
+    out = {"requests": reqs, "txbytes": tx, "rxbytes": rx, "rtt_avg_us": max(rtts) if rtts else None}
+    if before:
+        for k in ("requests", "txbytes", "rxbytes"):
+            out[k] -= before.get(k, 0)
+    return out
+
+
 def create(job: dict) -> dict:
     admin = AdminClient({"bootstrap.servers": job["bootstrap"]})
     new = [NewTopic(t, job["partitions"], 1) for t in job["topics"]]
-    for topic, fut in admin.create_topics(new, operation_timeout=30, request_timeout=30).items():
+    for fut in admin.create_topics(new, operation_timeout=30, request_timeout=30).values():
         try:
             fut.result(30)
         except KafkaException as exc:
@@ -111,13 +166,23 @@ def produce(job: dict) -> dict:
         "compression.type": "none",
         "enable.idempotence": False,
     }
+    if job.get("create_partitions"):
+        create({"bootstrap": job["bootstrap"], "topics": [topic], "partitions": job["create_partitions"]})
     errors = _silence(conf)
+    stats = _stats(conf)
     p = Producer(conf)
     value = (os.urandom(16) * (size // 16 + 1))[:size]
-    # warm-up: connection, metadata and one record (the consumer expects count + 1)
-    p.produce(topic, value)
+    # warm-up: connection, metadata and one record (the consumer expects count + 1 in all)
+    if job.get("warmup", True):
+        p.produce(topic, value)
     if p.flush(30) != 0:
         raise RuntimeError(f"warm-up record not delivered: {errors}")
+    p.poll(0.25)
+    before = _request_stats(stats[0], "Produce")
+    start_at = job.get("start_at")
+    if start_at:  # several generator processes start together
+        while time.time() < start_at:
+            time.sleep(0.0005)
 
     produce_, poll = p.produce, p.poll
     chunk = job.get("poll_every", 20_000)
@@ -125,22 +190,44 @@ def produce(job: dict) -> dict:
     s.start()
     sent = 0
     full = 0
-    while sent < count:
-        n = min(chunk, count - sent)
-        k = 0
-        try:
-            for k in range(n):  # noqa: B007
-                produce_(topic, value)
-            k = n
-        except BufferError:
-            full += 1
-            poll(0.005)
-        sent += k
-        poll(0)
+    if job.get("api", "produce") == "batch":
+        # produce_batch(): one C call per 10k records, each batch aimed at one partition
+        partitions = job.get("partitions", 1)
+        batch_n = 10_000
+        batch = [{"value": value}] * batch_n
+        i = job.get("first_partition", 0)
+        while sent < count:
+            n = min(batch_n, count - sent)
+            k = p.produce_batch(topic, batch if n == batch_n else batch[:n], partition=i % partitions)
+            if k < n:  # queue full (the dicts got an _error mark): fresh ones next time
+                full += 1
+                batch = [{"value": value} for _ in range(batch_n)]
+                poll(0.005)
+            sent += k
+            i += 1
+            poll(0)
+    else:
+        while sent < count:
+            n = min(chunk, count - sent)
+            k = 0
+            try:
+                for k in range(n):  # noqa: B007
+                    produce_(topic, value)
+                k = n
+            except BufferError:
+                full += 1
+                poll(0.005)
+            sent += k
+            poll(0)
     enqueue_s = time.perf_counter() - s.t0
     left = p.flush(300)
     r = s.stop()
+    p.poll(0.25)
+    req = _request_stats(stats[0], "Produce", before)
     r.update(
+        produce_requests=req.get("requests"),
+        records_per_request=count / req["requests"] if req.get("requests") else None,
+        rtt_avg_us=req.get("rtt_avg_us"),
         count=count,
         size=size,
         bytes=count * size,
@@ -167,6 +254,7 @@ def consume(job: dict) -> dict:
         "enable.partition.eof": False,
     }
     errors = _silence(conf)
+    stats = _stats(conf)
     c = Consumer(conf)
     c.assign([TopicPartition(topic, i, OFFSET_BEGINNING) for i in range(job["partitions"])])
     consume_ = c.consume
@@ -201,9 +289,14 @@ def consume(job: dict) -> dict:
     if not started:
         s.start()
     r = s.stop()
+    c.consume(1, 0.3)  # let a fresh statistics report through
+    req = _request_stats(stats[0], "Fetch")
     c.close()
     timed = max(total - first, 1)
     r.update(
+        fetch_requests=req.get("requests"),
+        kb_per_fetch=req["rxbytes"] / req["requests"] / 1024 if req.get("requests") else None,
+        rtt_avg_us=req.get("rtt_avg_us"),
         count=total,
         expected=expect,
         bytes=nbytes,
@@ -281,11 +374,19 @@ def enqueue(job: dict) -> dict:
     r = s.stop()
     p.purge()
     p.flush(0)
-    r.update(count=count, size=size, msgs_per_s=count / r["seconds"], mb_per_s=count * size / r["seconds"] / 1e6)
+    r.update(
+        count=count, size=size, msgs_per_s=count / r["seconds"], mb_per_s=count * size / r["seconds"] / 1e6
+    )
     return r
 
 
-JOBS = {"create": create, "produce": produce, "consume": consume, "cpu_per_request": cpu_per_request, "enqueue": enqueue}
+JOBS = {
+    "create": create,
+    "produce": produce,
+    "consume": consume,
+    "cpu_per_request": cpu_per_request,
+    "enqueue": enqueue,
+}
 
 
 if __name__ == "__main__":

@@ -1,38 +1,45 @@
 #!/usr/bin/env python
 """Odradek vs tansu, side by side, with confluent-kafka as the load generator.
 
-    python benchmarks/broker_bench.py                 # full run (a few minutes)
-    python benchmarks/broker_bench.py --quick         # 10x fewer records, a smoke run
+    python benchmarks/broker_bench.py                 # full run (about 3 minutes)
+    python benchmarks/broker_bench.py --quick         # 10x fewer records, one run per row
     python benchmarks/broker_bench.py --only odradek --json /tmp/bench.json
-    python benchmarks/broker_bench.py --profile /tmp/prof   # + py-spy of Odradek (needs py-spy)
+    python benchmarks/broker_bench.py --profile /tmp/prof   # + py-spy of Odradek (pip install py-spy)
 
-Odradek writes to disk (a temporary log dir); tansu runs with ``memory://`` storage. Both
-run as child processes on 127.0.0.1 and are measured in the same run, row by row, one
-after the other (never loaded at the same time). Every load job runs in its own
-``python _loadgen.py`` process, separate from the brokers and from this orchestrator.
+Odradek writes to disk (a temporary log dir); tansu runs with ``memory://`` storage. Both run
+as child processes on 127.0.0.1 and are measured in the same run, row by row and never at
+the same time; with ``--repeat`` (3 by default) each row alternates which broker goes first
+and the table shows the median run. Every load job runs in its own ``python _loadgen.py``
+process, separate from the brokers and from this orchestrator.
 
 Rows
 - produce 100 B x 1M and 1 KB x 300k records, acks=1 and acks=all, into a fresh topic
-  (``--partitions``, default 1); timed from the first ``produce()`` to ``flush()`` returning
-  (every record acknowledged). One warm-up record per topic is sent before the clock starts.
-- consume the acks=1 topics back from the beginning (``fetch.queue.backoff.ms=10``), timed
-  from the first non-empty ``consume()`` batch to the last record.
+  (``--partitions``, default 1), timed from the first ``produce()`` until ``flush()``
+  returns (every record acknowledged). One warm-up record per producer goes first.
+- consume the acks=1 topics back from the beginning with ``fetch.queue.backoff.ms=10``,
+  timed from the first non-empty ``consume()`` batch to the last record.
 - startup: spawn → first successful Metadata v1 answer on a raw socket (median of several
-  fresh starts; Odradek's include creating an empty data dir).
-- RSS (``VmRSS`` from /proc/PID/status) when idle after startup and after every row has run.
-- broker CPU per one-record Produce request: ``linger.ms=0``, ``max.in.flight=1``, each
-  record awaited (``flush()``) before the next, so each request carries one record; broker
+  fresh starts; Odradek's include creating its empty data dir).
+- RSS (``VmRSS``, /proc/PID/status) idle after startup, and after every row has run.
+- broker CPU per one-record Produce request: ``linger.ms=0``, ``max.in.flight=1``, each record
+  awaited (``flush()``) before the next, so each request carries exactly one record; broker
   utime+stime (/proc/PID/stat) over the loop divided by the number of requests.
 
-The generator: ``produce()`` in a tight loop with ``poll(0)`` every 20k records, a queue big
-enough for the whole run (``queue.buffering.max.messages``), ``linger.ms=5``, no per-record
-delivery callback (``delivery.report.only.error``). The reference rows show its ceiling
-(enqueueing into librdkafka with no broker at all) next to the machine's loopback and disk
-speed. Each throughput cell also shows broker CPU (cores) and the generator's Python thread
-busy share, so a reader can tell which side was saturated. With 2 cores the broker, the
-Python loop and librdkafka's threads share the machine: the 100 B produce rows are capped by
-the generator (its ~1M records/s enqueue ceiling plus librdkafka's own per-record work), not
-by the brokers.
+The load generator
+``produce()`` in a tight loop with ``poll(0)`` every 20k records, a queue that holds the
+whole run (``queue.buffering.max.messages``), ``linger.ms=5``, 1 MB batches, and no
+per-record delivery callback (``delivery.report.only.error``). ``--producer-api batch`` uses
+``produce_batch()`` (one C call per 10k records) and ``--producers N`` splits a row over N
+processes started together. The reference rows give the generator's ceiling (enqueueing
+into librdkafka with no broker at all) next to the machine's loopback and disk speed. Each
+throughput cell shows the broker's CPU (in cores), the generator's Python thread busy share
+and the CPU other processes on the machine used meanwhile, so one can tell who was
+saturated. Where the generator is still the bottleneck: the 100 B produce rows (the
+Python thread runs at 80–100 % and both brokers sit mostly idle; the enqueue ceiling is
+~1–1.6M records/s), and the 100 B consume row when the broker answers fast (consume()
+builds one Python object per record). On a 2-core machine the broker, the Python loop and
+librdkafka's threads also compete for the same cores, so the 1 KB rows measure
+broker + client CPU together.
 """
 
 from __future__ import annotations
@@ -53,7 +60,7 @@ from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from _brokers import BROKERS, Broker, cpu_seconds, proc_status, rss_mib, tansu_version  # noqa: E402
+from _brokers import BROKERS, Broker, cpu_seconds, proc_status, tansu_version  # noqa: E402
 from _machine import disk_write_mb_s, loopback_mb_s  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
@@ -77,25 +84,102 @@ err = Console(stderr=True, highlight=False)
 # running jobs
 
 
-def run_job(job: dict, timeout: float = 600) -> dict:
-    proc = subprocess.run(
+def _spawn(job: dict) -> subprocess.Popen:
+    return subprocess.Popen(
         [sys.executable, str(LOADGEN), json.dumps(job)],
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=timeout,
     )
-    if proc.returncode != 0 or not proc.stdout.strip():
-        raise RuntimeError(f"load job {job['job']} failed (rc {proc.returncode}):\n{proc.stderr[-3000:]}")
-    result = json.loads(proc.stdout.strip().splitlines()[-1])
-    stderr = [ln for ln in proc.stderr.splitlines() if ln.strip()]
-    if stderr:
-        result["stderr"] = stderr[-10:]
+
+
+def _collect(proc: subprocess.Popen, job: dict, timeout: float) -> dict:
+    try:
+        out, stderr = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, stderr = proc.communicate()
+    if proc.returncode != 0 or not out.strip():
+        raise RuntimeError(f"load job {job['job']} failed (rc {proc.returncode}):\n{stderr[-3000:]}")
+    result = json.loads(out.strip().splitlines()[-1])
+    lines = [ln for ln in stderr.splitlines() if ln.strip()]
+    if lines:
+        result["stderr"] = lines[-10:]
     return result
 
 
-def median_by(results: list[dict], key: str) -> dict:
-    ordered = sorted(results, key=lambda r: r[key])
-    return ordered[(len(ordered) - 1) // 2]
+def run_job(job: dict, timeout: float = 600) -> dict:
+    return _collect(_spawn(job), job, timeout)
+
+
+def run_producers(job: dict, producers: int, timeout: float = 600) -> dict:
+    """One produce row, split over ``producers`` processes that start at the same moment;
+    the result spans the earliest start to the latest end."""
+    if producers == 1:
+        return run_job(job, timeout)
+    count = job["count"]
+    start_at = time.time() + 2.0  # time to import, connect and warm up
+    jobs = []
+    for i in range(producers):
+        share = count // producers + (1 if i < count % producers else 0)
+        jobs.append({**job, "count": share, "start_at": start_at, "first_partition": i})
+    procs = [_spawn(j) for j in jobs]
+    parts = [_collect(p, j, timeout) for p, j in zip(procs, jobs, strict=True)]
+    first = min(parts, key=lambda r: r["wall_start"])
+    last = max(parts, key=lambda r: r["wall_end"])
+    seconds = last["wall_end"] - first["wall_start"]
+    size = job["size"]
+    r = {
+        "producers": producers,
+        "parts": parts,
+        "seconds": seconds,
+        "count": count,
+        "size": size,
+        "bytes": count * size,
+        "msgs_per_s": count / seconds,
+        "mb_per_s": count * size / seconds / 1e6,
+        "gen_main_thread_cpu": max(p["gen_main_thread_cpu"] for p in parts),
+        "gen_process_cpu": sum(p["gen_process_cpu_s"] for p in parts) / seconds,
+        "undelivered": sum(p["undelivered"] for p in parts),
+        "failed": sum(p["failed"] for p in parts),
+        "failures": [f for p in parts for f in p["failures"]],
+        "client_errors": [e for p in parts for e in p["client_errors"]],
+    }
+    if "broker_cpu0" in first:
+        r["broker_cpu_s"] = last["broker_cpu1"] - first["broker_cpu0"]
+        r["broker_cpu"] = r["broker_cpu_s"] / seconds
+        machine = max(p["machine_busy_s"] for p in parts)  # the widest window
+        r["other_cpu"] = (machine - r["broker_cpu_s"] - sum(p["gen_process_cpu_s"] for p in parts)) / seconds
+    return r
+
+
+def steady(run, args, label: str) -> dict:
+    """Run a measurement; if other processes on the (shared) machine used more than
+    ``--max-other`` cores meanwhile, run it again (up to ``--retries`` times) and keep the
+    quietest attempt. Discarded attempts are listed in the result."""
+    attempts = []
+    for attempt in range(args.retries + 1):
+        r = run(attempt)
+        attempts.append(r)
+        other = r.get("other_cpu", 0.0)
+        if other <= args.max_other:
+            break
+        if attempt < args.retries:
+            err.log(f"  {label}: other processes used {other:.2f} cores meanwhile; measuring again")
+    best = min(attempts, key=lambda a: a.get("other_cpu", 0.0))
+    best["noisy_attempts"] = [
+        {"msgs_per_s": a.get("msgs_per_s"), "other_cpu": a.get("other_cpu")}
+        for a in attempts
+        if a is not best
+    ]
+    return best
+
+
+def median_run(runs: list[dict]) -> dict:
+    ordered = sorted(runs, key=lambda r: r["msgs_per_s"])
+    row = dict(ordered[(len(ordered) - 1) // 2])
+    row["all_msgs_per_s"] = [r["msgs_per_s"] for r in runs]
+    return row
 
 
 def measure_startup(cls: type[Broker], workdir: Path, runs: int) -> dict:
@@ -117,6 +201,15 @@ def idle_cpu_per_s(pid: int, seconds: float = 2.0) -> float:
     return (cpu_seconds(pid) - c0) / (time.perf_counter() - t0)
 
 
+def machine_busy_now(seconds: float = 1.0) -> float:
+    """Cores the machine is busy with (/proc/stat) over ``seconds``, before we load it."""
+    from _loadgen import machine_busy_s
+
+    b0, t0 = machine_busy_s(), time.perf_counter()
+    time.sleep(seconds)
+    return (machine_busy_s() - b0) / (time.perf_counter() - t0)
+
+
 def memory(pid: int) -> dict:
     st = proc_status(pid)
     return {
@@ -129,7 +222,7 @@ def memory(pid: int) -> dict:
 
 
 # ---------------------------------------------------------------------------------------------
-# profiling (optional, extra runs outside the table's numbers)
+# profiling (optional, extra runs after the table's numbers)
 
 
 def profiled(pid: int, out: Path, job: dict, rate: int) -> dict:
@@ -156,19 +249,30 @@ def profiled(pid: int, out: Path, job: dict, rate: int) -> dict:
 # the table
 
 
-def fmt_rate(r: dict | None) -> str:
+def _k(x: float) -> str:
+    return f"{x / 1e6:.2f}M" if x >= 1e6 else f"{x / 1e3:,.0f}k"
+
+
+def fmt_rate(r: dict | None, fetch: bool = False) -> str:
     if not r:
         return "—"
-    msgs = r["msgs_per_s"]
-    msgs_txt = f"{msgs / 1e6:.2f}M" if msgs >= 1e6 else f"{msgs / 1e3:,.0f}k"
-    text = f"{msgs_txt} msg/s\n{r['mb_per_s']:,.1f} MB/s"
+    text = f"{_k(r['msgs_per_s'])} msg/s\n{r['mb_per_s']:,.1f} MB/s"
     busy = []
     if "broker_cpu" in r:
         busy.append(f"broker {r['broker_cpu']:.2f} CPU")
     if "gen_main_thread_cpu" in r:
-        busy.append(f"gen py {r['gen_main_thread_cpu']:.0%}")
-    if busy:
-        text += "\n[dim]" + " · ".join(busy) + "[/dim]"
+        busy.append(f"gen {r['gen_main_thread_cpu']:.0%}")
+    extra = []
+    if fetch and r.get("kb_per_fetch"):
+        extra.append(f"{r['kb_per_fetch']:,.0f} KB/fetch")
+    if "other_cpu" in r:
+        extra.append(f"other {max(r['other_cpu'], 0):.1f}")
+    runs = r.get("all_msgs_per_s", [])
+    if len(runs) > 1:
+        extra.append(f"{_k(min(runs))}–{_k(max(runs))}")
+    for line in (busy, extra):
+        if line:
+            text += "\n[dim]" + " · ".join(line) + "[/dim]"
     return text
 
 
@@ -187,21 +291,27 @@ def ratio_cells(od: float | None, ta: float | None, minimum: float) -> tuple[str
 
 
 def build_table(res: dict, names: list[str]) -> Table:
-    quick = res["meta"]["quick"]
+    meta = res["meta"]
+    title = (
+        f"Odradek vs tansu — {meta['cpus']} CPUs, {meta['partitions']} partition(s)/topic, "
+        f"{meta['producers']} producer process(es), median of {meta['repeat']} run(s)"
+    )
+    if meta["quick"]:
+        title += " — QUICK (10× fewer records)"
     t = Table(
-        title=f"Odradek vs tansu — {res['meta']['cpus']} CPUs, {res['meta']['partitions']} partition(s)/topic"
-        + (" — QUICK (10× fewer records)" if quick else ""),
+        title=title,
         caption=(
-            "Throughput = payload bytes (10^6 B = 1 MB) of records acknowledged / consumed per second; "
-            "median of --repeat runs. Dim lines: broker CPU in cores and the generator's Python thread "
-            "busy share during the timed section. Odradek writes to disk; tansu keeps data in memory. "
-            "Reference rows are properties of the machine and of the load generator, not of a broker."
+            "msg/s and MB/s (10^6 B of payload) acknowledged or consumed per second. Dim: broker CPU in cores; "
+            "gen = the generator's Python thread busy share; other = CPU (cores) other processes on the machine "
+            "used meanwhile; the spread of the runs. "
+            "Odradek writes to disk; tansu keeps data in memory. Reference rows describe the machine and "
+            "the load generator, not a broker."
         ),
         show_lines=True,
     )
-    t.add_column("Metric", style="bold")
+    t.add_column("Metric", style="bold", max_width=30)
     for n in names:
-        t.add_column("Odradek" if n == "odradek" else "tansu", justify="right")
+        t.add_column("Odradek" if n == "odradek" else "tansu", justify="right", min_width=28)
     both = len(names) == 2
     if both:
         t.add_column("Odradek ÷ tansu", justify="right")
@@ -225,7 +335,7 @@ def build_table(res: dict, names: list[str]) -> Table:
             cur = cur.get(p)
         return cur
 
-    sizes = res["meta"]["sizes"]
+    sizes = meta["sizes"]
     for size, count in sizes:
         label = "100 B" if size == 100 else "1 KB"
         minimum = TARGETS[f"produce_{size}"]
@@ -247,7 +357,7 @@ def build_table(res: dict, names: list[str]) -> Table:
         r_txt, v_txt = ratio_cells(od and od["msgs_per_s"], ta and ta["msgs_per_s"], TARGETS["consume"])
         row(
             f"consume {label} × {count:,}",
-            {n: fmt_rate(get(n, "rows", key)) for n in names},
+            {n: fmt_rate(get(n, "rows", key), fetch=True) for n in names},
             r_txt,
             f"≥ {TARGETS['consume']}× tansu",
             v_txt,
@@ -258,7 +368,8 @@ def build_table(res: dict, names: list[str]) -> Table:
     for n in names:
         s = get(n, "startup")
         if s:
-            cells[n] = f"{s['median_ms']:.0f} ms\n[dim]{min(s['runs_ms']):.0f}–{max(s['runs_ms']):.0f} ms, n={len(s['runs_ms'])}[/dim]"
+            lo, hi = min(s["runs_ms"]), max(s["runs_ms"])
+            cells[n] = f"{s['median_ms']:.0f} ms\n[dim]{lo:.0f}–{hi:.0f} ms, n={len(s['runs_ms'])}[/dim]"
     od_s, ta_s = get("odradek", "startup", "median_ms"), get("tansu", "startup", "median_ms")
     row(
         "startup: spawn → first Metadata answer",
@@ -270,8 +381,7 @@ def build_table(res: dict, names: list[str]) -> Table:
 
     # memory
     cells = {n: f"{get(n, 'mem_idle', 'rss_mib'):.1f} MiB" for n in names if get(n, "mem_idle")}
-    od_i = get("odradek", "mem_idle", "rss_mib")
-    ta_i = get("tansu", "mem_idle", "rss_mib")
+    od_i, ta_i = get("odradek", "mem_idle", "rss_mib"), get("tansu", "mem_idle", "rss_mib")
     row(
         "RSS idle (after startup)",
         cells,
@@ -287,11 +397,10 @@ def build_table(res: dict, names: list[str]) -> Table:
                 f"{m['rss_mib']:.1f} MiB (+{m['rss_mib'] - i['rss_mib']:.1f})\n"
                 f"[dim]peak {m['hwm_mib']:.0f} · anon {m['anon_mib']:.0f} · file {m['file_mib']:.0f}[/dim]"
             )
-    od_a = get("odradek", "mem_after")
-    written = get("odradek", "bytes_written") or get("tansu", "bytes_written") or 0
-    ta_a = get("tansu", "mem_after", "rss_mib")
+    od_a, ta_a = get("odradek", "mem_after"), get("tansu", "mem_after", "rss_mib")
+    written = max((get(n, "bytes_written") or 0) for n in names)
     row(
-        f"RSS after the run ({written / 1e9:.2f} GB written)",
+        f"RSS after the run ({written / 1e9:.1f} GB written)",
         cells,
         f"{od_a['rss_mib'] / ta_a:.2f}×" if od_a and ta_a else "—",
         f"< {TARGETS['rss_mib']} MiB, not growing",
@@ -307,7 +416,8 @@ def build_table(res: dict, names: list[str]) -> Table:
         if c:
             cells[n] = (
                 f"{c['cpu_us_per_request']:.0f} µs CPU/req\n"
-                f"[dim]schedstat {c['sched_us_per_request']:.0f} µs · RTT {c['latency_us']:.0f} µs · n={c['requests']:,}[/dim]"
+                f"[dim]schedstat {c['sched_us_per_request']:.0f} µs\n"
+                f"RTT {c['latency_us']:.0f} µs · n={c['requests']:,}[/dim]"
             )
     od_c = get("odradek", "cpu_per_request", "cpu_us_per_request")
     ta_c = get("tansu", "cpu_per_request", "cpu_us_per_request")
@@ -317,7 +427,13 @@ def build_table(res: dict, names: list[str]) -> Table:
         v_txt = verdict(ratio <= TARGETS["cpu_ratio"], f"({TARGETS['cpu_ratio'] / ratio:.0%} of target)")
     else:
         r_txt, v_txt = "—", verdict(None)
-    row("broker CPU per one-record Produce (linger.ms=0)", cells, r_txt, f"≤ {TARGETS['cpu_ratio']}× tansu", v_txt)
+    row(
+        "broker CPU per one-record Produce request (linger.ms=0)",
+        cells,
+        r_txt,
+        f"≤ {TARGETS['cpu_ratio']}× tansu",
+        v_txt,
+    )
 
     # reference rows
     t.add_section()
@@ -331,7 +447,11 @@ def build_table(res: dict, names: list[str]) -> Table:
         t.add_row(*vals)
 
     if "loopback_mb_s" in m:
-        ref("loopback TCP, 1 stream (socket pair)", f"{m['loopback_mb_s']:,.0f} MB/s", "most one connection can carry")
+        ref(
+            "loopback TCP, 1 stream (socket pair)",
+            f"{m['loopback_mb_s']:,.0f} MB/s",
+            "most one connection carries",
+        )
     if "disk_mb_s" in m:
         ref(
             "disk write, 1 MiB os.write (work dir)",
@@ -343,9 +463,17 @@ def build_table(res: dict, names: list[str]) -> Table:
         if e:
             ref(
                 f"generator ceiling: produce() {'100 B' if size == 100 else '1 KB'}, no broker",
-                fmt_rate({k: v for k, v in e.items() if k != "gen_main_thread_cpu"}),
-                "upper bound for produce rows",
+                f"{_k(e['msgs_per_s'])} msg/s\n{e['mb_per_s']:,.1f} MB/s",
+                "upper bound of produce rows",
             )
+    if "busy_before" in m:
+        others = [
+            r["other_cpu"] for n in names for runs in b[n]["runs"].values() for r in runs if "other_cpu" in r
+        ]
+        txt = f"{m['busy_before']:.2f} cores before start"
+        if others:
+            txt += f"\n[dim]{statistics.median(others):.2f} median, {max(others):.2f} max in rows[/dim]"
+        ref("other processes' CPU on the machine", txt, "noise: the box is shared")
     for n in names:
         idle = get(n, "idle_cpu_per_s")
         if idle is not None:
@@ -357,7 +485,7 @@ def build_table(res: dict, names: list[str]) -> Table:
 # log scan
 
 
-_NOISE = re.compile(r"^\S+ \S+ ")
+_STAMP = re.compile(r"^\S+ \S+ ")
 
 
 def broker_problems(text: str, name: str) -> list[str]:
@@ -369,14 +497,33 @@ def broker_problems(text: str, name: str) -> list[str]:
     seen: dict[str, int] = {}
     out = []
     for line in text.splitlines():
-        if line.startswith("%"):  # librdkafka chatter of a client, not the broker
-            continue
         if pat.search(line):
-            key = _NOISE.sub("", line)[:200]
+            key = _STAMP.sub("", line)[:200]
             seen[key] = seen.get(key, 0) + 1
             if seen[key] == 1 and len(out) < 30:
                 out.append(line[:400])
     return out
+
+
+def problems_seen(res: dict, names: list[str]) -> list[str]:
+    problems = []
+    for n in names:
+        bres = res["brokers"][n]
+        if bres.get("exit_code") not in (0, None):
+            problems.append(f"{n} exit code on SIGTERM: {bres['exit_code']}")
+        for line in bres.get("log_problems", []):
+            problems.append(f"{n} log: {line}")
+        for key, runs in bres["runs"].items():
+            for r in runs:
+                if r.get("undelivered") or r.get("failed"):
+                    problems.append(
+                        f"{n} {key}: {r.get('failed')} failed, {r.get('undelivered')} undelivered {r.get('failures')}"
+                    )
+                if "expected" in r and r["count"] != r["expected"]:
+                    problems.append(f"{n} {key}: consumed {r['count']:,} of {r['expected']:,}")
+                for e in r.get("message_errors", []) + r.get("client_errors", []):
+                    problems.append(f"{n} {key}: client saw: {e}")
+    return list(dict.fromkeys(problems))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -385,22 +532,40 @@ def broker_problems(text: str, name: str) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--quick", action="store_true", help="10x fewer records (a smoke run)")
+    ap.add_argument("--quick", action="store_true", help="10x fewer records, one run per row (a smoke run)")
     ap.add_argument("--only", choices=sorted(BROKERS), help="run one broker only")
     ap.add_argument("--json", metavar="PATH", help="save all numbers as JSON")
     ap.add_argument("--partitions", type=int, default=1, help="partitions per topic (default 1)")
-    ap.add_argument("--repeat", type=int, default=1, help="runs per throughput row; the median is shown")
-    ap.add_argument("--startup-runs", type=int, default=None, help="fresh starts per broker (default 7, quick 3)")
-    ap.add_argument("--cpu-requests", type=int, default=None, help="one-record requests (default 5000, quick 1000)")
+    ap.add_argument("--repeat", type=int, default=None, help="runs per throughput row (default 3, quick 1)")
+    ap.add_argument(
+        "--producers", type=int, default=1, help="generator processes per produce row (default 1)"
+    )
+    ap.add_argument("--producer-api", choices=["produce", "batch"], default="produce")
+    ap.add_argument(
+        "--max-other",
+        type=float,
+        default=0.3,
+        help="re-measure a run when other processes used more CPU (cores) meanwhile (default 0.3)",
+    )
+    ap.add_argument("--retries", type=int, default=2, help="re-measurements per run at most (default 2)")
+    ap.add_argument(
+        "--startup-runs", type=int, default=None, help="fresh starts per broker (default 7, quick 3)"
+    )
+    ap.add_argument(
+        "--cpu-requests", type=int, default=None, help="one-record requests (default 5000, quick 1000)"
+    )
     ap.add_argument("--workdir", help="where brokers keep logs and data (default: a temp dir, removed after)")
     ap.add_argument("--keep", action="store_true", help="keep the work dir")
-    ap.add_argument("--profile", metavar="DIR", help="also py-spy Odradek under produce-1KB and consume-1KB loads")
-    ap.add_argument("--profile-rate", type=int, default=200)
+    ap.add_argument(
+        "--profile", metavar="DIR", help="then py-spy Odradek under produce-1KB and consume-1KB loads"
+    )
+    ap.add_argument("--profile-rate", type=int, default=200, help="py-spy samples per second")
     args = ap.parse_args(argv)
 
     div = 10 if args.quick else 1
     sizes = [(100, 1_000_000 // div), (1024, 300_000 // div)]
     names = [args.only] if args.only else ["odradek", "tansu"]
+    repeat = args.repeat or (1 if args.quick else 3)
     startup_runs = args.startup_runs or (3 if args.quick else 7)
     cpu_requests = args.cpu_requests or (1000 if args.quick else 5000)
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix="odradek-bench-"))
@@ -412,26 +577,36 @@ def main(argv: list[str] | None = None) -> int:
         "meta": {
             "quick": args.quick,
             "partitions": args.partitions,
-            "repeat": args.repeat,
+            "repeat": repeat,
+            "producers": args.producers,
+            "producer_api": args.producer_api,
             "sizes": sizes,
             "cpus": os.cpu_count(),
             "python": platform.python_version(),
-            "confluent_kafka": confluent_kafka.version()[0],
+            "confluent_kafka": confluent_kafka.__version__,
             "librdkafka": confluent_kafka.libversion()[0],
             "tansu": tansu_version() if "tansu" in names else None,
             "started": time.strftime("%Y-%m-%d %H:%M:%S"),
-            "command": " ".join([Path(sys.executable).name, *sys.argv]),
+            "command": " ".join(["python", *sys.argv]),
         },
         "machine": {},
         "brokers": {n: {"rows": {}, "runs": {}} for n in names},
     }
     t_start = time.perf_counter()
     brokers: dict[str, Broker] = {}
+
+    def in_order(rep: int) -> list[tuple[str, Broker]]:
+        items = list(brokers.items())
+        return items if rep % 2 == 0 else items[::-1]
+
     try:
         # -- reference points ---------------------------------------------------------------
-        err.log("machine reference: loopback, disk, generator ceiling")
+        err.log("machine reference: background load, loopback, disk, generator ceiling")
+        res["machine"]["busy_before"] = machine_busy_now(1.0)
         res["machine"]["loopback_mb_s"] = loopback_mb_s((2 << 30) // div)
-        res["machine"]["disk_mb_s"], res["machine"]["disk_fsync_mb_s"] = disk_write_mb_s(workdir, (512 << 20) // div)
+        res["machine"]["disk_mb_s"], res["machine"]["disk_fsync_mb_s"] = disk_write_mb_s(
+            workdir, (512 << 20) // div
+        )
         for size, count in sizes:
             res["machine"][f"enqueue_{size}"] = run_job({"job": "enqueue", "size": size, "count": count})
 
@@ -450,65 +625,81 @@ def main(argv: list[str] | None = None) -> int:
             res["brokers"][n]["mem_idle"] = memory(b.pid)
             res["brokers"][n]["idle_cpu_per_s"] = idle_cpu_per_s(b.pid, 1.0)
 
-        topics = [f"p{size}-acks{acks}-r{rep}" for size, _ in sizes for acks in ("1", "all") for rep in range(args.repeat)]
-        topics.append("cpu-per-request")
-        for n, b in brokers.items():
-            run_job({"job": "create", "bootstrap": b.bootstrap, "topics": topics, "partitions": args.partitions})
+        for b in brokers.values():
+            run_job(
+                {"job": "create", "bootstrap": b.bootstrap, "topics": ["cpu-per-request"], "partitions": 1}
+            )
 
+        accepted: dict[tuple[str, int, int], str] = {}  # (broker, size, rep) -> acks=1 topic to consume
         for size, count in sizes:
             for acks in ("1", "all"):
                 key = f"produce_{size}_acks{acks}"
-                for rep in range(args.repeat):
-                    for n, b in brokers.items():
-                        err.log(f"{n}: {key} run {rep + 1}/{args.repeat} ({count:,} records)")
-                        r = run_job(
-                            {
+                for rep in range(repeat):
+                    for n, b in in_order(rep):
+                        err.log(f"{n}: {key} run {rep + 1}/{repeat} ({count:,} records)")
+
+                        def produce_once(
+                            attempt: int, n=n, b=b, size=size, count=count, acks=acks, rep=rep
+                        ) -> dict:
+                            topic = f"p{size}-acks{acks}-r{rep}-a{attempt}"
+                            job = {
                                 "job": "produce",
                                 "bootstrap": b.bootstrap,
-                                "topic": f"p{size}-acks{acks}-r{rep}",
+                                "topic": topic,
+                                "create_partitions": args.partitions,
                                 "size": size,
                                 "count": count,
                                 "acks": acks,
+                                "api": args.producer_api,
+                                "partitions": args.partitions,
                                 "broker_pid": b.pid,
                             }
-                        )
+                            r = run_producers(job, args.producers)
+                            r["topic"] = topic
+                            res["brokers"][n]["bytes_written"] = (
+                                res["brokers"][n].get("bytes_written", 0) + r["bytes"]
+                            )
+                            return r
+
+                        r = steady(produce_once, args, f"{n} {key}")
                         res["brokers"][n]["runs"].setdefault(key, []).append(r)
-                        res["brokers"][n]["bytes_written"] = res["brokers"][n].get("bytes_written", 0) + r["bytes"]
-                        time.sleep(0.5)
+                        if acks == "1":
+                            accepted[(n, size, rep)] = r["topic"]
+                        time.sleep(0.3)
                 for n in brokers:
-                    res["brokers"][n]["rows"][key] = median_by(res["brokers"][n]["runs"][key], "msgs_per_s")
+                    res["brokers"][n]["rows"][key] = median_run(res["brokers"][n]["runs"][key])
 
         for size, count in sizes:
             key = f"consume_{size}"
-            for rep in range(args.repeat):
-                for n, b in brokers.items():
-                    err.log(f"{n}: {key} run {rep + 1}/{args.repeat}")
-                    r = run_job(
-                        {
-                            "job": "consume",
-                            "bootstrap": b.bootstrap,
-                            "topic": f"p{size}-acks1-r{rep}",
-                            "size": size,
-                            "expect": count + 1,
-                            "partitions": args.partitions,
-                            "broker_pid": b.pid,
-                        }
-                    )
+            for rep in range(repeat):
+                for n, b in in_order(rep):
+                    err.log(f"{n}: {key} run {rep + 1}/{repeat}")
+                    job = {
+                        "job": "consume",
+                        "bootstrap": b.bootstrap,
+                        "topic": accepted[(n, size, rep)],
+                        "size": size,
+                        "expect": count + args.producers,  # + each producer's warm-up record
+                        "partitions": args.partitions,
+                        "broker_pid": b.pid,
+                    }
+                    r = steady(lambda attempt, job=job: run_job(job), args, f"{n} {key}")
                     res["brokers"][n]["runs"].setdefault(key, []).append(r)
-                    time.sleep(0.5)
+                    time.sleep(0.3)
             for n in brokers:
-                res["brokers"][n]["rows"][key] = median_by(res["brokers"][n]["runs"][key], "msgs_per_s")
+                res["brokers"][n]["rows"][key] = median_run(res["brokers"][n]["runs"][key])
 
         for n, b in brokers.items():
             err.log(f"{n}: CPU per one-record request x{cpu_requests:,}")
-            res["brokers"][n]["cpu_per_request"] = run_job(
-                {
-                    "job": "cpu_per_request",
-                    "bootstrap": b.bootstrap,
-                    "topic": "cpu-per-request",
-                    "requests": cpu_requests,
-                    "broker_pid": b.pid,
-                }
+            job = {
+                "job": "cpu_per_request",
+                "bootstrap": b.bootstrap,
+                "topic": "cpu-per-request",
+                "requests": cpu_requests,
+                "broker_pid": b.pid,
+            }
+            res["brokers"][n]["cpu_per_request"] = steady(
+                lambda attempt, job=job: run_job(job), args, f"{n} cpu"
             )
 
         time.sleep(2.0)
@@ -521,14 +712,21 @@ def main(argv: list[str] | None = None) -> int:
             pdir = Path(args.profile)
             pdir.mkdir(parents=True, exist_ok=True)
             size, count = sizes[1]
-            run_job({"job": "create", "bootstrap": b.bootstrap, "topics": ["profile-1k"], "partitions": args.partitions})
+            run_job(
+                {
+                    "job": "create",
+                    "bootstrap": b.bootstrap,
+                    "topics": ["profile-1k"],
+                    "partitions": args.partitions,
+                }
+            )
             err.log("odradek: py-spy during produce 1 KB")
+            common = {"bootstrap": b.bootstrap, "topic": "profile-1k", "size": size, "broker_pid": b.pid}
             res["profile"] = {
                 "produce": profiled(
                     b.pid,
                     pdir / "produce-1k.txt",
-                    {"job": "produce", "bootstrap": b.bootstrap, "topic": "profile-1k", "size": size, "count": count,
-                     "acks": "1", "broker_pid": b.pid},
+                    {"job": "produce", "count": count, "acks": "1", "api": args.producer_api, **common},
                     args.profile_rate,
                 )
             }
@@ -536,41 +734,29 @@ def main(argv: list[str] | None = None) -> int:
             res["profile"]["consume"] = profiled(
                 b.pid,
                 pdir / "consume-1k.txt",
-                {"job": "consume", "bootstrap": b.bootstrap, "topic": "profile-1k", "size": size, "expect": count + 1,
-                 "partitions": args.partitions, "broker_pid": b.pid},
+                {"job": "consume", "expect": count + 1, "partitions": args.partitions, **common},
                 args.profile_rate,
             )
     finally:
         for n, b in brokers.items():
             alive = b.proc is not None and b.proc.poll() is None
             rc = b.stop()
-            if n in res["brokers"]:
-                res["brokers"][n]["exit_code"] = rc if alive else f"died earlier ({b.proc.returncode})"
-                res["brokers"][n]["log_problems"] = broker_problems(b.log_text(), n)
+            res["brokers"][n]["exit_code"] = rc if alive else f"died earlier ({b.proc.returncode})"
+            res["brokers"][n]["log_problems"] = broker_problems(b.log_text(), n)
     res["meta"]["elapsed_s"] = time.perf_counter() - t_start
 
-    console = Console() if sys.stdout.isatty() else Console(width=150)
+    console = Console() if sys.stdout.isatty() else Console(width=160)
     console.print(build_table(res, names))
-    console.print(f"[dim]{res['meta']['command']} · {res['meta']['elapsed_s']:.0f} s · confluent-kafka "
-                  f"{res['meta']['confluent_kafka']} / librdkafka {res['meta']['librdkafka']} · "
-                  f"{res['meta']['tansu'] or ''}[/dim]")
+    meta = res["meta"]
+    console.print(
+        f"[dim]{meta['command']} · {meta['elapsed_s']:.0f} s · confluent-kafka {meta['confluent_kafka']} / "
+        f"librdkafka {meta['librdkafka']} · {meta['tansu'] or ''} · Python {meta['python']}[/dim]"
+    )
 
-    problems = []
-    for n in names:
-        bres = res["brokers"][n]
-        for line in bres.get("log_problems", []):
-            problems.append(f"{n} log: {line}")
-        for key, runs in bres["runs"].items():
-            for r in runs:
-                if r.get("undelivered") or r.get("failed"):
-                    problems.append(f"{n} {key}: {r.get('failed')} failed, {r.get('undelivered')} undelivered {r.get('failures')}")
-                if "expected" in r and r["count"] != r["expected"]:
-                    problems.append(f"{n} {key}: consumed {r['count']:,} of {r['expected']:,}")
-                for e in r.get("message_errors", []) + r.get("client_errors", []):
-                    problems.append(f"{n} {key}: client saw: {e}")
+    problems = problems_seen(res, names)
     if problems:
         console.print("[yellow]Problems seen:[/yellow]")
-        for p in dict.fromkeys(problems):
+        for p in problems:
             console.print(f"  {p}", markup=False)
 
     if args.profile and "profile" in res:
@@ -581,17 +767,19 @@ def main(argv: list[str] | None = None) -> int:
             if path.exists():
                 s = summarize(path)
                 r = res["profile"][what]
-                console.print(f"\n[bold]py-spy: Odradek during {what} 1 KB[/bold] ({s['samples']} samples, "
-                              f"{r['msgs_per_s']:,.0f} msg/s while profiled) — top 15 by self time")
+                console.print(
+                    f"\n[bold]py-spy: Odradek during {what} 1 KB[/bold] ({s['samples']} samples, "
+                    f"{r['msgs_per_s']:,.0f} msg/s while profiled) — top 15 by self time"
+                )
                 console.print(format_top(s, 15, "self"), markup=False, highlight=False)
 
     if args.json:
         Path(args.json).write_text(json.dumps(res, indent=2, default=str))
         err.log(f"numbers saved to {args.json}")
-    if not args.keep and not args.workdir:
-        shutil.rmtree(workdir, ignore_errors=True)
-    elif args.keep:
+    if args.keep or args.workdir:
         err.log(f"work dir kept: {workdir}")
+    else:
+        shutil.rmtree(workdir, ignore_errors=True)
     return 0
 
 

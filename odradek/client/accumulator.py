@@ -290,7 +290,7 @@ class ProducerBatch:
     def build(self, codec: int, producer_id: int, producer_epoch: int, base_sequence: int) -> bytes:
         """The batch as bytes on the wire (compressed, with header and CRC)."""
         if codec:
-            records = compress(codec, self.buf)
+            records = compress(codec, bytes(self.buf))
         else:
             records = self.buf
         attributes = codec

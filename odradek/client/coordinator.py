@@ -713,12 +713,13 @@ class ConsumerCoordinator:
                 error = exc
                 if not getattr(exc, "retriable", False) or time.monotonic() + self.retry_backoff > deadline:
                     break
-                # Ordering protection: retry only what no newer commit has superseded.
+                await asyncio.sleep(self.retry_backoff)
+                # Ordering protection: retry only what no newer commit has superseded
+                # (checked after the backoff: a newer commit may have gone out meanwhile).
                 offsets = {tp: om for tp, om in offsets.items() if self._latest_commit.get(tp) == seq}
                 if not offsets:
                     log.debug("async commit %d superseded by a newer commit; not retrying", seq)
                     break
-                await asyncio.sleep(self.retry_backoff)
         if error is not None:
             log.info("async commit for group %s failed: %s", self.group_id, error)
         if callback is not None:

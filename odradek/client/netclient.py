@@ -102,6 +102,7 @@ class NetClient:
         for w in self._update_waiters:
             if not w.done():
                 w.set_exception(ClientClosedError("client closed"))
+                w.exception()  # nobody may be waiting: do not log it as unretrieved
         self._update_waiters.clear()
 
     @property
@@ -289,6 +290,7 @@ class NetClient:
         fut = self._loop.create_future()
         if self._closed:
             fut.set_exception(ClientClosedError("client is closed"))
+            fut.exception()
             return fut
         self._update_waiters.append(fut)
         self._wakeup.set()

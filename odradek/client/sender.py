@@ -146,10 +146,9 @@ class Sender:
         while True:
             try:
                 delay = self._run_once()
-            except Exception as exc:  # a bug here must not silently stop sending
+            except Exception:  # a bug here must not silently stop sending
                 log.exception("producer sender round failed")
                 delay = self.backoff
-                self._fatal = self._fatal or exc
             if self._closing and not self._inflight_batches and not self.acc.has_undrained():
                 return
             if delay > 0:
@@ -219,12 +218,23 @@ class Sender:
     def _send(self, conn, batches: list[ProducerBatch]) -> None:
         codec = self.acc.codec
         by_topic: dict[str, list] = {}
+        ok = []
         for b in batches:
-            if b.payload is None or b.producer_id != self.producer_id or not self.idempotent:
+            try:
                 if self.idempotent:
-                    b.build(codec, self.producer_id, self.producer_epoch, b.base_sequence)
+                    if b.payload is None or b.producer_id != self.producer_id:
+                        b.build(codec, self.producer_id, self.producer_epoch, b.base_sequence)
                 elif b.payload is None:
                     b.build(codec, -1, -1, -1)
+            except Exception as exc:
+                log.exception("building a batch for %s failed", b.tp)
+                self._fail(b, exc)
+                continue
+            ok.append(b)
+        batches = ok
+        if not batches:
+            return
+        for b in batches:
             by_topic.setdefault(b.tp.topic, []).append({"index": b.tp.partition, "records": b.payload})
             self._inflight[b.tp] = self._inflight.get(b.tp, 0) + 1
             self._inflight_batches.add(b)

@@ -113,6 +113,8 @@ class LoopThread:
             try:
                 return fut.result(timeout)
             except concurrent.futures.TimeoutError:
+                if fut.done():
+                    raise  # the operation's own timeout error
                 fut.cancel()
                 raise KafkaTimeoutError(f"operation did not complete within {timeout}s") from None
         # Serve callbacks the engine hands to this thread while waiting.

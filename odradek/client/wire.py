@@ -19,6 +19,7 @@ from functools import lru_cache
 from types import EllipsisType, NoneType, UnionType
 from typing import Union, get_args, get_origin
 
+from odradek.protocol.errors import ErrorCode
 from odradek.protocol.messages import known_versions, request_class
 
 PRODUCE = 0
@@ -146,6 +147,8 @@ def _plan(cls):
 
 
 def _convert(kafka_type: str, value):
+    if kafka_type == "error_code" and not isinstance(value, ErrorCode):
+        return ErrorCode(value)
     if kafka_type.startswith("timedelta") and isinstance(value, int):
         return datetime.timedelta(milliseconds=value)
     if kafka_type.startswith("datetime") and isinstance(value, int):
@@ -162,6 +165,8 @@ def _zero(kind, inner, kafka_type, optional):
         return build(inner, {})
     if kafka_type == "uuid":
         return uuid.UUID(int=0)
+    if kafka_type == "error_code":
+        return ErrorCode.none
     if kafka_type.startswith("timedelta"):
         return datetime.timedelta(0)
     if kafka_type.startswith("datetime"):

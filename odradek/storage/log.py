@@ -6,6 +6,8 @@ Directory contents (all Kafka's names and formats)::
     00000000000000000000.snapshot                      producer state (producer_state)
     leader-epoch-checkpoint                            leader epochs (leader_epoch_cache)
     *.deleted                                          segments awaiting file.delete.delay.ms
+    *.cleaned                                          the cleaner's output being written
+    00000000000000000000.log.swap                      a cleaned segment committed, not yet renamed
 
 Offsets: ``log_start_offset`` <= ``high_watermark`` <= ``log_end_offset`` (LEO, the next offset
 to assign); ``recovery_point`` is the offset below which everything is fsynced. The broker
@@ -22,8 +24,22 @@ segment's tail is scanned). Unclean → every segment from the one holding the r
 is re-validated (torn/corrupt tails truncated, indexes rebuilt). Producer state comes from
 the newest snapshot plus a replay of batch headers after it.
 
+Compaction (``cleaner.py``): the cleaner reads inactive segments' ``.log`` files from a worker
+thread and writes ``<base>.log.cleaned`` (+ indexes); ``replace_segments`` (owner thread) swaps
+the result in: ``.log.cleaned`` → ``.log.swap`` (the commit point), old segments renamed
+``.deleted``, ``.log.swap`` → ``.log``, and the segment list replaced in one assignment, so
+readers see either the old segments or the new one. Loading finishes an interrupted swap:
+``.cleaned`` files are dropped (the old segments are intact), a ``.log.swap`` replaces every
+segment whose base offset lies in its offset range (a cleaned segment always ends with the
+last batch of the segments it replaced, so the range is exact) and is renamed into place.
+
 Thread rules: one owner (the broker's event loop) calls everything, except ``flush`` /
-``flush_if_due``, which may run in a worker thread concurrently with appends and reads.
+``flush_if_due``, which may run in a worker thread concurrently with appends and reads, and
+the cleaner's reads of inactive segments' files (``seg.log.pread``/``batches``) from its
+thread. ``_segments``/``_bases`` are never mutated in place, only replaced under ``_lock``,
+so any thread may take a consistent snapshot of them. While ``cleaning`` is set (by the
+cleaner manager, owner thread) no segment file of this log is closed: expired ``.deleted``
+files wait, so the cleaner never reads a closed or reused descriptor.
 """
 
 from __future__ import annotations
@@ -40,8 +56,10 @@ import crc32c
 
 from ..protocol import batch as B
 from ..protocol import errors
+from ._faults import fault_point
+from ._record_scan import batch_has_null_key
 from .checkpoint import fsync_dir
-from .file_records import FileSlice
+from .file_records import FileRecords, FileSlice
 from .leader_epoch_cache import LeaderEpochFileCache
 from .log_config import LONG_MAX, LogConfig
 from .producer_state import DEFAULT_PRODUCER_ID_EXPIRATION_MS, ProducerStateManager
@@ -54,6 +72,8 @@ from .segment import (
     TIME_INDEX_SUFFIX,
     TXN_INDEX_SUFFIX,
     LogSegment,
+    batch_last_offset,
+    segment_paths,
 )
 
 _PREFIX = struct.Struct(">qii")  # baseOffset, batchLength, partitionLeaderEpoch
@@ -162,6 +182,8 @@ class Log:
         self._roll_flush_offset = -1
         self._unflushed_messages = 0
         self._closed = False
+        self.cleaning = False  # set by the cleaner manager (owner thread) while a pass runs
+        self._truncations = 0  # bumped by every truncation: the cleaner's swap checks it
         self.update_config(config or LogConfig())
         now = _now_ms() if now_ms is None else now_ms
         self._last_flush_ms = now
@@ -179,6 +201,10 @@ class Log:
         self.config = config
         self._segment_bytes = config.segment_bytes
         self._segment_ms = config.segment_ms
+        if config.compact and config.max_compaction_lag_ms > 0:
+            # KIP-354: roll in time for the cleaner to honour max.compaction.lag.ms.
+            self._segment_ms = min(config.segment_ms, config.max_compaction_lag_ms)
+        self._compact = config.compact
         self._max_message_bytes = config.max_message_bytes
         self._timestamp_type = config.timestamp_type
         self._codec = config.compression_codec
@@ -208,6 +234,7 @@ class Log:
     # ---- loading ------------------------------------------------------------------------
 
     def _load(self, log_start_offset: int, recovery_point: int, clean: bool, now: int) -> None:
+        self._complete_swaps()
         bases = []
         for name in os.listdir(self.dir):
             path = os.path.join(self.dir, name)
@@ -265,6 +292,48 @@ class Log:
         cache.truncate_from_start(self._log_start)
         self.producer_state.remove_stray_snapshots(self._bases)
         self._rebuild_producer_state(now)
+
+    def _complete_swaps(self) -> None:
+        """Finish what a crash interrupted in ``replace_segments`` (see the module docstring).
+
+        ``.deleted`` and ``.cleaned`` files go first (the old segments they shadow are intact or
+        already replaced); then each ``<base>.log.swap`` removes the files of every segment whose
+        base offset lies in [base, the swap's next offset) and takes the ``.log`` name. Index
+        files of a swapped segment are missing afterwards and get rebuilt from the log.
+        """
+        names = os.listdir(self.dir)
+        swaps = []
+        for name in names:
+            path = os.path.join(self.dir, name)
+            if name.endswith((DELETED_SUFFIX, CLEANED_SUFFIX)):
+                _unlink(path)
+            elif name.endswith(SWAP_SUFFIX):
+                stem = name[: -len(SWAP_SUFFIX)]
+                if stem.endswith(LOG_SUFFIX) and stem[:20].isdigit() and len(stem) == 20 + len(LOG_SUFFIX):
+                    swaps.append(int(stem[:20]))
+                else:
+                    _unlink(path)  # an index .swap: rebuilt from the log instead
+        if not swaps:
+            return
+        for base in sorted(swaps):
+            swap_path = os.path.join(self.dir, f"{base:020d}{LOG_SUFFIX}{SWAP_SUFFIX}")
+            swap = FileRecords(swap_path)
+            try:
+                end = None
+                for _pos, buf, rel, _size in swap.batches(0, chunk_size=1 << 20):
+                    end = batch_last_offset(buf, rel) + 1
+            finally:
+                swap.close()
+            if end is None:
+                _unlink(swap_path)  # cannot happen for a committed swap; keep the old segments
+                continue
+            for name in os.listdir(self.dir):
+                stem, dot, ext = name.partition(".")
+                if dot and len(stem) == 20 and stem.isdigit() and base <= int(stem) < end:
+                    if "." + ext in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
+                        _unlink(os.path.join(self.dir, name))
+            os.replace(swap_path, swap_path[: -len(SWAP_SUFFIX)])
+        fsync_dir(self.dir)
 
     def _compute_leo(self) -> int:
         return self._segments[-1].read_next_offset()
@@ -410,6 +479,12 @@ class Log:
             attributes = h.attributes
             if attributes & _CONTROL and from_client:
                 raise errors.InvalidRecordError("Clients are not allowed to write control records")
+            if self._compact and not attributes & _CONTROL and batch_has_null_key(mv, pos, h):
+                # Kafka's LogValidator.validateKey: INVALID_RECORD.
+                raise errors.InvalidRecordError(
+                    "Compacted topic cannot accept message without key in topic partition "
+                    f"{self.topic}-{self.partition}"
+                )
             batch_max_ts = h.max_timestamp
             if check_ts:
                 for ts in (h.base_timestamp, batch_max_ts):
@@ -720,6 +795,7 @@ class Log:
             return False
         if now_ms is None:
             now_ms = _now_ms()
+        self._truncations += 1
         if offset < self._bases[0]:
             self.truncate_fully_and_start_at(offset, now_ms)
             return True
@@ -747,6 +823,7 @@ class Log:
         """Delete every segment and restart the log, empty, at ``offset``."""
         if now_ms is None:
             now_ms = _now_ms()
+        self._truncations += 1
         doomed = self._segments
         with self._lock:
             self._segments = []
@@ -853,8 +930,8 @@ class Log:
 
     def delete_expired_files(self, now_ms: int | None = None) -> int:
         """Close and unlink segments renamed ``.deleted`` more than file.delete.delay.ms ago."""
-        if not self._pending_deletes:
-            return 0
+        if not self._pending_deletes or self.cleaning:
+            return 0  # while the cleaner reads, no descriptor of this log may close
         if now_ms is None:
             now_ms = _now_ms()
         delay = self.config.file_delete_delay_ms
@@ -868,6 +945,63 @@ class Log:
                 keep.append(seg)
         self._pending_deletes = keep
         return n
+
+    # ---- compaction -------------------------------------------------------------------------
+
+    @property
+    def truncations(self) -> int:
+        """How many truncations this log has had (the cleaner's consistency check)."""
+        return self._truncations
+
+    def replace_segments(self, old: list[LogSegment], truncations: int, now_ms: int | None = None) -> bool:
+        """Swap the cleaner's ``<base>.log.cleaned`` (+ ``.index.cleaned``/``.timeindex.cleaned``),
+        already fsynced, in for the consecutive segments ``old`` (owner thread).
+
+        Refused (False, nothing touched) if the log was closed, moved or truncated since the
+        cleaner took its snapshot (``truncations``), or if ``old`` is no longer a run of the
+        current segments with the sizes they had. The caller then removes its files.
+        """
+        if self._closed or truncations != self._truncations or not old:
+            return False
+        base = old[0].base_offset
+        segments = self._segments
+        i = bisect.bisect_left(self._bases, base)
+        n = len(old)
+        if i + n >= len(segments) or any(segments[i + k] is not seg for k, seg in enumerate(old)):
+            return False  # never the active segment, and every old segment still in place
+        if now_ms is None:
+            now_ms = _now_ms()
+        log_path, index_path, time_index_path = segment_paths(self.dir, base)
+        swap = log_path + SWAP_SUFFIX
+        try:
+            os.replace(log_path + CLEANED_SUFFIX, swap)
+        except FileNotFoundError:
+            return False
+        fault_point("cleaner-after-swap")
+        for seg in old:
+            self._schedule_delete(seg, now_ms)
+        fault_point("cleaner-after-old-deleted")
+        os.replace(swap, log_path)
+        for path in (index_path, time_index_path):
+            try:
+                os.replace(path + CLEANED_SUFFIX, path)
+            except FileNotFoundError:
+                pass  # rebuilt from the log on first use
+        cfg = self.config
+        new = LogSegment(
+            self.dir,
+            base,
+            index_interval_bytes=cfg.index_interval_bytes,
+            max_index_size=cfg.segment_index_bytes,
+            now_ms=now_ms,
+            active=False,
+        )
+        with self._lock:
+            self._segments = segments[:i] + [new] + segments[i + n :]
+            self._bases = self._bases[:i] + [base] + self._bases[i + n :]
+            self._max_pos_cache = None
+            self._dir_dirty = True
+        return True
 
     # ---- flush ------------------------------------------------------------------------------
 

@@ -7,7 +7,7 @@ Each log dir (``log.dirs``) holds, as in Kafka::
     recovery-point-offset-checkpoint       topic partition offset (everything below is fsynced)
     log-start-offset-checkpoint
     replication-offset-checkpoint          high watermarks
-    cleaner-offset-checkpoint              (the cleaner's; left alone here)
+    cleaner-offset-checkpoint              first dirty offsets (cleaner_manager.py owns it)
     <topic>-<partition>/                   one Log each
     <topic>-<partition>.<uuid>-delete/     a deleted log awaiting removal
 
@@ -16,8 +16,12 @@ each log re-validates its segments from its checkpointed recovery point (torn ta
 indexes rebuilt). The marker is removed once everything is loaded, so a crash from then on
 is seen as unclean next time. ``shutdown`` flushes, closes, checkpoints, then writes it.
 
+Retention (``cleanup``) skips a log while the cleaner works on it (``log.cleaning``), as
+Kafka's does, and a deleted log's files are closed only once the cleaner has let go of it.
+
 Thread rules: the broker's event loop owns the manager (create/delete/get, ``cleanup``,
-``shutdown``). ``flush_due`` and ``checkpoint_all`` may run in a worker thread.
+``shutdown``). ``flush_due`` and ``checkpoint_all`` may run in a worker thread. Stop the
+log cleaner (``cleaner_manager.LogCleaner.shutdown``) before ``shutdown``.
 """
 
 from __future__ import annotations
@@ -150,6 +154,13 @@ class LogManager:
     def logs(self) -> list[Log]:
         return list(self._logs.values())
 
+    def items(self) -> list[tuple[TopicPartition, Log]]:
+        return list(self._logs.items())
+
+    def log_dir_of(self, topic: str, partition: int) -> str | None:
+        """The log dir holding the partition's directory."""
+        return self._dir_of.get((topic, partition))
+
     def partitions(self) -> list[TopicPartition]:
         return list(self._logs)
 
@@ -200,7 +211,7 @@ class LogManager:
         log.rename_dir(target)
         fsync_dir(log_dir)
         delay = log.config.file_delete_delay_ms
-        if delay <= 0:
+        if delay <= 0 and not log.cleaning:
             log.delete()
         else:
             self._pending_dir_deletes.append((now + delay, log))
@@ -227,12 +238,13 @@ class LogManager:
         now = _now_ms() if now_ms is None else now_ms
         n = 0
         for log in list(self._logs.values()):
-            n += log.enforce_retention(now)
-            log.delete_expired_files(now)
+            if not log.cleaning:
+                n += log.enforce_retention(now)
+                log.delete_expired_files(now)
             log.remove_expired_producers(now)
         keep = []
         for deadline, log in self._pending_dir_deletes:
-            if now >= deadline:
+            if now >= deadline and not log.cleaning:
                 log.delete()
             else:
                 keep.append((deadline, log))

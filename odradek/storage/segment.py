@@ -260,6 +260,11 @@ class LogSegment:
                 self._rolling_based_ts = batch_max_timestamp(head, 0)
         return self._rolling_based_ts
 
+    @property
+    def first_batch_timestamp(self) -> int | None:
+        """Max timestamp of the first batch (max.compaction.lag.ms); None if the segment is empty."""
+        return self._first_batch_timestamp()
+
     def time_waited_for_roll(self, now_ms: int, message_timestamp: int) -> int:
         """How old the segment is for ``segment.ms``: by the first batch's timestamp if it has one."""
         first = self._first_batch_timestamp()

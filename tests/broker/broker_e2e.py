@@ -334,3 +334,28 @@ def log_mentions(broker, needle: str, timeout: float = 5.0) -> str:
         return None
 
     return wait_until(find, timeout, message=f"a broker log line containing {needle!r}")
+
+
+def decode_batches(data) -> list:
+    """kafka-python's reading of a run of record batches (a .log file or a fetch response)."""
+    from kafka.record import MemoryRecords
+
+    records = MemoryRecords(bytes(data or b""))
+    batches = []
+    while True:
+        batch = records.next_batch()
+        if batch is None:
+            return batches
+        batches.append(batch)
+
+
+def fetch_records(raw: RawClient, topic: str, partition: int, offset: int, max_bytes: int = 1 << 20):
+    """One Fetch v12 at ``offset``: (error code, [(offset, key, value, timestamp), ...]) with every
+    record of the returned batches, as a client sees them before dropping those below ``offset``."""
+    response = raw.request(1, 12, fetch_body(topic, partition, offset, max_bytes=max_bytes))
+    (part,) = response.responses[0].partitions
+    records = []
+    for batch in decode_batches(part.records):
+        assert batch.validate_crc(), f"fetched batch at {batch.base_offset} fails its CRC"
+        records.extend((r.offset, r.key, r.value, r.timestamp) for r in batch)
+    return part.error_code, records

@@ -218,3 +218,9 @@ GROUP_OPTIONS = {
     "max_poll_interval_ms": 10000,
     "auto_offset_reset": "earliest",
 }
+
+
+@pytest.fixture
+def unused_port() -> int:
+    """A loopback port nothing listens on."""
+    return free_port()

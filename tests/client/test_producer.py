@@ -250,21 +250,34 @@ def test_unreachable_bootstrap_times_out_after_max_block(unused_port):
         assert str(unused_port) in str(info.value)
 
 
-def test_buffer_full_blocks_then_times_out(unused_port, kafka, make_topic, topic):
-    make_topic(topic, 1)
-    # A producer whose broker is reachable for metadata but whose buffer is tiny and
-    # whose sends cannot drain fast enough: buffer_memory bounds memory and send blocks.
-    with Producer(
-        bootstrap_servers=kafka.bootstrap_servers, buffer_memory=3000, batch_size=1000, max_block_ms=300, linger_ms=60_000
+def test_buffer_full_blocks_then_times_out(topic):
+    from blackhole import BlackHoleBroker
+
+    with BlackHoleBroker(topic) as bh, Producer(
+        bootstrap_servers=bh.bootstrap_servers, buffer_memory=3000, batch_size=1000, max_block_ms=400, acks=1,
+        enable_idempotence=False, request_timeout_ms=60_000,
     ) as p:
-        p.send(topic, b"x" * 500)
-        p.send(topic, b"x" * 500)  # second batch
-        p.send(topic, b"x" * 500)  # third batch: pool exhausted from here
+        futures = [p.send(topic, b"x" * 500) for _ in range(3)]  # three batches fill the pool
         t = time.monotonic()
-        # Waiting for memory counts as urgency: the sender drains, memory frees, send proceeds.
-        p.send(topic, b"x" * 900)
-        assert time.monotonic() - t < 5
-        p.flush()
+        with pytest.raises(KafkaTimeoutError, match="buffer_memory"):
+            p.send(topic, b"x" * 500)
+        assert 0.35 < time.monotonic() - t < 3
+        assert not any(f.done() for f in futures)
+        p.close(timeout=0)
+        assert all(isinstance(f.exception(0), ClientClosedError) for f in futures)
+
+
+def test_delivery_timeout_fails_records_that_get_no_answer(topic):
+    from blackhole import BlackHoleBroker
+
+    with BlackHoleBroker(topic) as bh, Producer(
+        bootstrap_servers=bh.bootstrap_servers, delivery_timeout_ms=1500, request_timeout_ms=1000, linger_ms=0, acks=1,
+        enable_idempotence=False, retry_backoff_ms=50,
+    ) as p:
+        fut = p.send(topic, b"x")
+        with pytest.raises(KafkaTimeoutError):
+            fut.result(10)
+        assert 0 in bh.requests  # the produce request did go out
 
 
 def test_closed_producer_raises(bootstrap, make_topic, topic):

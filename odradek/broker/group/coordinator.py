@@ -262,7 +262,9 @@ class GroupCoordinator:
                 return
             self._finish_load(partition, replay)
             return
-        task = asyncio.get_running_loop().create_task(self._load_in_chunks(partition), name=f"load-offsets-{partition}")
+        task = asyncio.get_running_loop().create_task(
+            self._load_in_chunks(partition), name=f"load-offsets-{partition}"
+        )
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
@@ -359,6 +361,11 @@ class GroupCoordinator:
     # -- JoinGroup -------------------------------------------------------------------------
 
     def join_group(self, req: JoinRequest, callback: Callable[[JoinResult], None]) -> None:
+        unique: dict[str, bytes] = {}
+        for name, metadata in req.protocols:
+            unique.setdefault(name, metadata)  # a protocol named twice counts once (its first metadata)
+        if len(unique) != len(req.protocols):
+            req = req._replace(protocols=list(unique.items()))
         try:
             self._check_group(req.group_id)
         except KafkaError as exc:
@@ -462,7 +469,13 @@ class GroupCoordinator:
             callback(JoinResult.failed(ErrorCode.unknown_member_id, member_id))
 
     def _join_result(
-        self, group: GroupMetadata, member_id: str, *, with_members: bool, leader: str | None = None, skip=False
+        self,
+        group: GroupMetadata,
+        member_id: str,
+        *,
+        with_members: bool,
+        leader: str | None = None,
+        skip=False,
     ) -> JoinResult:
         return JoinResult(
             NONE,
@@ -475,7 +488,9 @@ class GroupCoordinator:
             skip,
         )
 
-    def _add_member_and_rebalance(self, group: GroupMetadata, req: JoinRequest, member_id: str, callback) -> None:
+    def _add_member_and_rebalance(
+        self, group: GroupMetadata, req: JoinRequest, member_id: str, callback
+    ) -> None:
         member = MemberMetadata(
             member_id,
             req.group_instance_id,
@@ -517,7 +532,9 @@ class GroupCoordinator:
         log.info("group %s: static member %s is back as %s", group.group_id, req.group_instance_id, new_id)
         if group.is_(STABLE):
             if group.select_protocol() != group.protocol_name:
-                self._maybe_prepare_rebalance_or_complete_join(group, f"static member {new_id} changed protocols")
+                self._maybe_prepare_rebalance_or_complete_join(
+                    group, f"static member {new_id} changed protocols"
+                )
                 return
             # nothing that decides the assignment changed: no rebalance, keep the assignment
             try:
@@ -590,7 +607,10 @@ class GroupCoordinator:
         try:
             now = self.timer.now_ms()
             if group.new_member_added and now < op.deadline_ms:
-                wait = min(group.last_new_member_ms + self.config.initial_rebalance_delay_ms, op.deadline_ms) - now
+                wait = (
+                    min(group.last_new_member_ms + self.config.initial_rebalance_delay_ms, op.deadline_ms)
+                    - now
+                )
                 if wait >= 1:
                     group.new_member_added = False
                     self._watch_join(group, InitialDelayedJoin(self, group, math.ceil(wait), op.deadline_ms))
@@ -618,7 +638,11 @@ class GroupCoordinator:
             member.complete_sync(SyncResult.failed(ErrorCode.unknown_member_id))
             group.remove(member.member_id)
         if gone:
-            log.info("group %s: removed members that did not rejoin: %s", group.group_id, [m.member_id for m in gone])
+            log.info(
+                "group %s: removed members that did not rejoin: %s",
+                group.group_id,
+                [m.member_id for m in gone],
+            )
         if group.is_(DEAD):
             return
         if not group.maybe_elect_new_joined_leader() and group.members:
@@ -640,7 +664,9 @@ class GroupCoordinator:
             group.leader_id,
         )
         for member in list(group.members.values()):
-            result = self._join_result(group, member.member_id, with_members=group.is_leader(member.member_id))
+            result = self._join_result(
+                group, member.member_id, with_members=group.is_leader(member.member_id)
+            )
             group.complete_join(member, result)
             self._schedule_heartbeat(group, member)
             member.is_new = False
@@ -674,7 +700,9 @@ class GroupCoordinator:
             if (protocol_type is not None and protocol_type != group.protocol_type) or (
                 protocol_name is not None and protocol_name != group.protocol_name
             ):
-                raise errors.InconsistentGroupProtocolError(f"{protocol_type}/{protocol_name} is not the group's")
+                raise errors.InconsistentGroupProtocolError(
+                    f"{protocol_type}/{protocol_name} is not the group's"
+                )
         except KafkaError as exc:
             callback(SyncResult.failed(exc.code))
             return
@@ -693,7 +721,9 @@ class GroupCoordinator:
             if group.is_leader(member_id):
                 self._apply_assignment(group, generation_id, assignments)
 
-    def _apply_assignment(self, group: GroupMetadata, generation_id: int, assignments: dict[str, bytes]) -> None:
+    def _apply_assignment(
+        self, group: GroupMetadata, generation_id: int, assignments: dict[str, bytes]
+    ) -> None:
         full = {mid: assignments.get(mid, b"") for mid in group.members}
         missing = [mid for mid in group.members if mid not in assignments]
         if missing:
@@ -719,7 +749,9 @@ class GroupCoordinator:
         self._propagate_assignment(group, int(error))
 
     def _propagate_assignment(self, group: GroupMetadata, error: int) -> None:
-        protocol_type, protocol_name = (group.protocol_type, group.protocol_name) if error == NONE else (None, None)
+        protocol_type, protocol_name = (
+            (group.protocol_type, group.protocol_name) if error == NONE else (None, None)
+        )
         for member in list(group.members.values()):
             if member.complete_sync(SyncResult(error, protocol_type, protocol_name, member.assignment)):
                 self._schedule_heartbeat(group, member)
@@ -763,7 +795,9 @@ class GroupCoordinator:
 
     # -- Heartbeat and sessions ------------------------------------------------------------
 
-    def heartbeat(self, group_id: str, member_id: str, group_instance_id: str | None, generation_id: int) -> int:
+    def heartbeat(
+        self, group_id: str, member_id: str, group_instance_id: str | None, generation_id: int
+    ) -> int:
         """The error code of a Heartbeat; raises KafkaError for failed checks."""
         self._check_group(group_id)
         group = self.groups.get(group_id)
@@ -779,7 +813,9 @@ class GroupCoordinator:
             self._schedule_heartbeat(group, group.get(member_id))
         return int(answer)
 
-    def _schedule_heartbeat(self, group: GroupMetadata, member: MemberMetadata, timeout_ms: int | None = None) -> None:
+    def _schedule_heartbeat(
+        self, group: GroupMetadata, member: MemberMetadata, timeout_ms: int | None = None
+    ) -> None:
         self._cancel_heartbeat(member)
         op = DelayedHeartbeat(self, group, member.member_id, timeout_ms or member.session_timeout_ms)
         member.heartbeat_op = op
@@ -820,7 +856,9 @@ class GroupCoordinator:
         member.complete_sync(SyncResult.failed(ErrorCode.unknown_member_id))
         group.remove(member.member_id)
 
-    def _remove_member_and_update_group(self, group: GroupMetadata, member: MemberMetadata, reason: str) -> None:
+    def _remove_member_and_update_group(
+        self, group: GroupMetadata, member: MemberMetadata, reason: str
+    ) -> None:
         self._remove_member(group, member)
         if group.state in (STABLE, COMPLETING_REBALANCE):
             self._maybe_prepare_rebalance_or_complete_join(group, f"{member.member_id} removed: {reason}")
@@ -916,10 +954,15 @@ class GroupCoordinator:
                 results[tp] = int(ErrorCode.offset_metadata_too_large)
                 continue
             expire = now + retention_ms if retention_ms >= 0 else -1
-            accepted[tp] = om._replace(metadata=om.metadata or "", commit_timestamp=now, expire_timestamp=expire)
+            accepted[tp] = om._replace(
+                metadata=om.metadata or "", commit_timestamp=now, expire_timestamp=expire
+            )
         if accepted:
             entries = [
-                (schema.encode_offset_commit_key(group_id, t, p), schema.encode_offset_commit_value(om.to_record()))
+                (
+                    schema.encode_offset_commit_key(group_id, t, p),
+                    schema.encode_offset_commit_value(om.to_record()),
+                )
                 for (t, p), om in accepted.items()
             ]
             try:
@@ -1009,7 +1052,9 @@ class GroupCoordinator:
 
     # -- groups: list, describe, delete ----------------------------------------------------
 
-    def list_groups(self, states: list[str] | None = None, types: list[str] | None = None) -> tuple[int, list[dict]]:
+    def list_groups(
+        self, states: list[str] | None = None, types: list[str] | None = None
+    ) -> tuple[int, list[dict]]:
         if not self.active:
             return int(ErrorCode.coordinator_not_available), []
         error = int(ErrorCode.coordinator_load_in_progress) if self.loading else NONE
@@ -1059,7 +1104,9 @@ class GroupCoordinator:
             elif group.state in NON_EMPTY_STATES:
                 results[group_id] = int(ErrorCode.non_empty_group)
             else:
-                entries = [(schema.encode_offset_commit_key(group_id, t, p), None) for (t, p) in group.offsets]
+                entries = [
+                    (schema.encode_offset_commit_key(group_id, t, p), None) for (t, p) in group.offsets
+                ]
                 entries.append((schema.encode_group_metadata_key(group_id), None))
                 try:
                     self.topic.append(partition, entries, self._now())
@@ -1168,5 +1215,9 @@ class GroupCoordinator:
 
     def _on_partitions_changed(self, topic: str) -> None:
         for group in list(self.groups.values()):
-            if group.state in (STABLE, COMPLETING_REBALANCE) and group.subscribed_topics and topic in group.subscribed_topics:
+            if (
+                group.state in (STABLE, COMPLETING_REBALANCE)
+                and group.subscribed_topics
+                and topic in group.subscribed_topics
+            ):
                 self._prepare_rebalance(group, f"the partition count of {topic} changed")

@@ -43,7 +43,9 @@ class OffsetAndMetadata(NamedTuple):
 
     @classmethod
     def from_record(cls, value: schema.OffsetCommitValue) -> OffsetAndMetadata:
-        return cls(value.offset, value.leader_epoch, value.metadata, value.commit_timestamp, value.expire_timestamp)
+        return cls(
+            value.offset, value.leader_epoch, value.metadata, value.commit_timestamp, value.expire_timestamp
+        )
 
 
 class GroupMetadata:
@@ -116,7 +118,9 @@ class GroupMetadata:
         if group_instance_id is not None:
             current = self.static_members.get(group_instance_id)
             if current is None:
-                raise errors.UnknownMemberIdError(f"no static member {group_instance_id!r} in {self.group_id}")
+                raise errors.UnknownMemberIdError(
+                    f"no static member {group_instance_id!r} in {self.group_id}"
+                )
             if current != member_id:
                 raise errors.FencedInstanceIdError(
                     f"instance {group_instance_id!r} of {self.group_id} is now member {current}, not {member_id}"
@@ -165,7 +169,9 @@ class GroupMetadata:
             for member in self.members.values():
                 topics.update(schema.subscribed_topics(member.metadata(self.protocol_name)))
         except (errors.CorruptMessageError, UnicodeDecodeError):
-            log.warning("group %s: cannot parse the consumer protocol of %s", self.group_id, self.protocol_name)
+            log.warning(
+                "group %s: cannot parse the consumer protocol of %s", self.group_id, self.protocol_name
+            )
             return None
         return topics
 
@@ -250,7 +256,9 @@ class GroupMetadata:
             self.num_awaiting_join -= 1
         return member.complete_join(result)
 
-    def replace_static_member(self, group_instance_id: str, old_member_id: str, new_member_id: str) -> MemberMetadata:
+    def replace_static_member(
+        self, group_instance_id: str, old_member_id: str, new_member_id: str
+    ) -> MemberMetadata:
         """A static member came back with a new id: fence the old id, keep everything else."""
         old = self.members.pop(old_member_id)
         if old.is_awaiting_join:
@@ -368,4 +376,3 @@ class GroupMetadata:
 
     def __repr__(self) -> str:
         return f"Group({self.group_id!r}, {self.state}, generation={self.generation_id}, members={len(self.members)})"
-

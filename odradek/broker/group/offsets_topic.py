@@ -54,7 +54,9 @@ class OffsetsTopic:
         }
         t0 = time.perf_counter()
         try:
-            self.broker.controller.create_topic(OFFSETS_TOPIC, self.num_partitions, rf, None, configs, internal=True)
+            self.broker.controller.create_topic(
+                OFFSETS_TOPIC, self.num_partitions, rf, None, configs, internal=True
+            )
         except errors.TopicAlreadyExistsError:
             pass
         log.info(
@@ -113,6 +115,8 @@ class OffsetsTopic:
                     if rec.offset >= offset:
                         chunk.append((rec.key, rec.value))
             if next_offset <= offset:
-                raise errors.CorruptMessageError(f"{OFFSETS_TOPIC}-{partition}: no progress reading at {offset}")
+                raise errors.CorruptMessageError(
+                    f"{OFFSETS_TOPIC}-{partition}: no progress reading at {offset}"
+                )
             offset = next_offset
             yield chunk

@@ -298,7 +298,9 @@ def decode_group_metadata_value(value: bytes) -> GroupMetadataValue:
         assignment = r.bytes_()
         r.skip_tags()
         members.append(
-            MemberRecord(member_id, instance_id, client_id, client_host, rebalance, session, subscription, assignment)
+            MemberRecord(
+                member_id, instance_id, client_id, client_host, rebalance, session, subscription, assignment
+            )
         )
     r.skip_tags()
     return GroupMetadataValue(protocol_type, generation, protocol, leader, state_ts, tuple(members))

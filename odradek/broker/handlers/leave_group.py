@@ -28,6 +28,6 @@ def handle_leave_group(broker, request):
         top = codes[0]
     members = [
         {"member_id": mid, "group_instance_id": instance, "error_code": code}
-        for (mid, instance, _), code in zip(leaving, codes)
+        for (mid, instance, _), code in zip(leaving, codes, strict=False)
     ]
     return messages.build_response(13, version, {"throttle_time": 0, "error_code": top, "members": members})

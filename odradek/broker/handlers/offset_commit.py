@@ -64,7 +64,9 @@ def handle_offset_commit(broker, request):
                 codes[item] = results[value]
     topics: dict = {}
     for key, partition in items:
-        topics.setdefault(key, []).append({"partition_index": partition, "error_code": codes[(key, partition)]})
+        topics.setdefault(key, []).append(
+            {"partition_index": partition, "error_code": codes[(key, partition)]}
+        )
     field = "topic_id" if by_id else "name"
     return messages.build_response(
         8,

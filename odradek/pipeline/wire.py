@@ -1,0 +1,441 @@
+"""A small blocking Kafka client for Spark tasks: metadata, offsets, fetch, produce.
+
+Spark runs the data source's ``read`` and ``write`` in short-lived Python tasks on
+executors. They need a handful of requests, answered fast and in a fixed order, with no
+background threads to start or stop: this module is that, on the sans-IO protocol layer
+(``odradek.protocol.messages``) and the client's version-neutral request builder
+(``odradek.client.wire``). It speaks to Odradek or to any Kafka broker.
+
+One ``Connection`` per broker, one socket, requests answered in order (Kafka's rule);
+``send`` and ``receive`` are split so that a reader can ask for the next fetch before it
+decodes the current one. ``Cluster`` holds the bootstrap list, the metadata (leaders by
+topic-partition) and the connections, and refreshes metadata when a broker says it is
+no longer the leader. Not thread-safe: one owner (one Spark task, or the driver).
+"""
+
+from __future__ import annotations
+
+import socket
+import struct
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from odradek.client import wire
+from odradek.protocol import errors, messages
+
+_SIZE = struct.Struct(">i")
+_RETRIES = 8
+_BACKOFF_S = 0.1
+
+# Versions this module was written against (all use topic names, not ids).
+_MAX = {
+    wire.PRODUCE: 9,
+    wire.FETCH: 12,
+    wire.LIST_OFFSETS: 7,
+    wire.METADATA: 9,
+    wire.CREATE_TOPICS: 7,
+    wire.API_VERSIONS: 0,
+}
+
+EARLIEST = -2
+LATEST = -1
+READ_UNCOMMITTED = 0
+READ_COMMITTED = 1
+
+
+class WireError(errors.KafkaError):
+    """A failure on the way to a broker (connection refused, closed, timed out)."""
+
+    retriable = True
+    invalid_metadata = True
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionInfo:
+    topic: str
+    partition: int
+    leader: int
+    leader_epoch: int
+
+
+class Connection:
+    """One socket to one broker; requests go out and answers come back in order."""
+
+    def __init__(self, host: str, port: int, *, client_id: str = "odradek-spark", timeout: float = 30.0):
+        self.host, self.port = host, port
+        self.client_id = client_id
+        self.timeout = timeout
+        self._correlation = 0
+        self._pending: list[tuple[int, int, int]] = []
+        try:
+            self._sock = socket.create_connection((host, port), timeout=timeout)
+        except OSError as exc:
+            raise WireError(f"cannot connect to {host}:{port}: {exc}") from None
+        self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+        self.versions = self._negotiate()
+
+    def _negotiate(self) -> dict[int, int]:
+        response = self.request(wire.API_VERSIONS, {}, version=0)
+        errors.raise_for(response.error_code, "ApiVersions")
+        offered = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
+        chosen = {}
+        for api_key, top in _MAX.items():
+            if api_key == wire.API_VERSIONS:
+                continue
+            low, high = offered.get(api_key, (0, -1))
+            version = min(top, high)
+            if version >= low:
+                chosen[api_key] = version
+        return chosen
+
+    def version(self, api_key: int) -> int:
+        try:
+            return self.versions[api_key]
+        except KeyError:
+            raise errors.UnsupportedVersionError(
+                f"{messages.api_name(api_key)} is not supported by {self.host}:{self.port}"
+            ) from None
+
+    def send(self, api_key: int, values: dict, *, version: int | None = None) -> int:
+        """Send a request; returns its correlation id for :meth:`receive`."""
+        if version is None:
+            version = self.version(api_key)
+        self._correlation = (self._correlation + 1) & 0x7FFFFFFF
+        body = wire.build_request(api_key, version, values)
+        frame = messages.encode_request(api_key, version, self._correlation, self.client_id, body)
+        try:
+            self._sock.sendall(frame)
+        except OSError as exc:
+            self.close()
+            raise WireError(f"send to {self.host}:{self.port} failed: {exc}") from None
+        self._pending.append((self._correlation, api_key, version))
+        return self._correlation
+
+    def receive(self, correlation_id: int):
+        """The response to the oldest request in flight, which must be ``correlation_id``."""
+        expected, api_key, version = self._pending.pop(0)
+        if expected != correlation_id:
+            raise RuntimeError(f"responses are read in order: expected {expected}, asked {correlation_id}")
+        payload = self._read_frame()
+        got, entity = messages.decode_response(api_key, version, payload)
+        if got != expected:
+            self.close()
+            raise WireError(f"{self.host}:{self.port} answered correlation id {got}, expected {expected}")
+        return entity
+
+    def request(self, api_key: int, values: dict, *, version: int | None = None):
+        return self.receive(self.send(api_key, values, version=version))
+
+    def _read_frame(self) -> memoryview:
+        head = self._read_exactly(4)
+        (size,) = _SIZE.unpack(head)
+        return self._read_exactly(size)
+
+    def _read_exactly(self, n: int) -> memoryview:
+        buf = bytearray(n)
+        view = memoryview(buf)
+        got = 0
+        sock = self._sock
+        try:
+            while got < n:
+                k = sock.recv_into(view[got:], n - got)
+                if not k:
+                    raise OSError("connection closed by the broker")
+                got += k
+        except OSError as exc:
+            self.close()
+            raise WireError(f"receive from {self.host}:{self.port} failed: {exc}") from None
+        return view
+
+    def close(self) -> None:
+        sock, self._sock = getattr(self, "_sock", None), None
+        if sock is not None:
+            sock.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._sock is None
+
+
+def parse_bootstrap(servers: str) -> list[tuple[str, int]]:
+    out = []
+    for item in servers.split(","):
+        item = item.strip()
+        if not item:
+            continue
+        if "://" in item:
+            item = item.split("://", 1)[1]
+        host, _, port = item.rpartition(":")
+        if not host:
+            host, port = port, "9092"
+        out.append((host.strip("[]"), int(port)))
+    if not out:
+        raise ValueError(f"no bootstrap servers in {servers!r}")
+    return out
+
+
+class Cluster:
+    """Bootstrap servers, metadata, and a connection per broker, for one owner."""
+
+    def __init__(self, bootstrap_servers: str, *, client_id: str = "odradek-spark", timeout: float = 30.0):
+        self.bootstrap = parse_bootstrap(bootstrap_servers)
+        self.client_id = client_id
+        self.timeout = timeout
+        self.brokers: dict[int, tuple[str, int]] = {}
+        self.partitions: dict[str, dict[int, PartitionInfo]] = {}
+        self._connections: dict[int, Connection] = {}
+        self._bootstrap_conn: Connection | None = None
+
+    def __enter__(self) -> Cluster:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        for conn in self._connections.values():
+            conn.close()
+        self._connections.clear()
+        if self._bootstrap_conn is not None:
+            self._bootstrap_conn.close()
+            self._bootstrap_conn = None
+
+    # -- connections and metadata ---------------------------------------------------------
+
+    def _any_connection(self) -> Connection:
+        for conn in self._connections.values():
+            if not conn.closed:
+                return conn
+        if self._bootstrap_conn is not None and not self._bootstrap_conn.closed:
+            return self._bootstrap_conn
+        last: Exception | None = None
+        for host, port in self.bootstrap:
+            try:
+                self._bootstrap_conn = Connection(host, port, client_id=self.client_id, timeout=self.timeout)
+                return self._bootstrap_conn
+            except WireError as exc:
+                last = exc
+        raise WireError(f"no bootstrap server reachable ({last})")
+
+    def connection(self, node_id: int) -> Connection:
+        conn = self._connections.get(node_id)
+        if conn is None or conn.closed:
+            if node_id not in self.brokers:
+                self.refresh(None)
+            try:
+                host, port = self.brokers[node_id]
+            except KeyError:
+                raise errors.LeaderNotAvailableError(f"broker {node_id} is not in the metadata") from None
+            conn = Connection(host, port, client_id=self.client_id, timeout=self.timeout)
+            self._connections[node_id] = conn
+        return conn
+
+    def refresh(self, topics: Iterable[str] | None) -> dict[str, dict[int, PartitionInfo]]:
+        """Fetch metadata for ``topics`` (None: every topic); returns and caches it."""
+        conn = self._any_connection()
+        names = None if topics is None else [{"name": t} for t in topics]
+        try:
+            response = conn.request(wire.METADATA, {"topics": names, "allow_auto_topic_creation": False})
+        except WireError:
+            response = self._any_connection().request(
+                wire.METADATA, {"topics": names, "allow_auto_topic_creation": False}
+            )
+        self.brokers = {b.node_id: (b.host, b.port) for b in response.brokers}
+        found = {}
+        for t in response.topics:
+            if t.error_code:
+                if t.error_code == errors.ErrorCode.unknown_topic_or_partition:
+                    self.partitions.pop(t.name, None)
+                    continue
+                errors.raise_for(t.error_code, f"metadata for topic {t.name}")
+            if t.is_internal and topics is None:
+                continue
+            found[t.name] = {
+                p.partition_index: PartitionInfo(t.name, p.partition_index, p.leader_id, p.leader_epoch)
+                for p in t.partitions
+            }
+        self.partitions.update(found)
+        return found
+
+    def topic_partitions(self, topics: Iterable[str], *, refresh: bool = False) -> dict[str, list[int]]:
+        """Partition indexes per topic; topics that do not exist are left out."""
+        topics = list(topics)
+        missing = [t for t in topics if t not in self.partitions]
+        if refresh or missing:
+            self.refresh(topics)
+        return {t: sorted(self.partitions[t]) for t in topics if t in self.partitions}
+
+    def all_topics(self) -> list[str]:
+        return sorted(self.refresh(None))
+
+    def leader(self, topic: str, partition: int) -> int:
+        info = self.partitions.get(topic, {}).get(partition)
+        if info is None or info.leader < 0:
+            self.refresh([topic])
+            info = self.partitions.get(topic, {}).get(partition)
+        if info is None:
+            raise errors.UnknownTopicOrPartitionError(f"{topic}-{partition} does not exist")
+        if info.leader < 0:
+            raise errors.LeaderNotAvailableError(f"{topic}-{partition} has no leader")
+        return info.leader
+
+    def _by_leader(self, tps: Iterable[tuple[str, int]]) -> dict[int, list[tuple[str, int]]]:
+        out: dict[int, list] = {}
+        for tp in tps:
+            out.setdefault(self.leader(*tp), []).append(tp)
+        return out
+
+    def _retry(self, attempt: int, exc: Exception) -> None:
+        if attempt + 1 >= _RETRIES or not getattr(exc, "retriable", False):
+            raise exc
+        if getattr(exc, "invalid_metadata", False):
+            self.partitions.clear()
+        time.sleep(_BACKOFF_S * (attempt + 1))
+
+    # -- admin ----------------------------------------------------------------------------
+
+    def create_topic(
+        self, name: str, partitions: int = 1, *, replication_factor: int = -1, configs: dict | None = None
+    ) -> bool:
+        """Create a topic; returns False when it already existed."""
+        conn = self._any_connection()
+        response = conn.request(
+            wire.CREATE_TOPICS,
+            {
+                "topics": [
+                    {
+                        "name": name,
+                        "num_partitions": partitions,
+                        "replication_factor": replication_factor,
+                        "configs": [{"name": k, "value": str(v)} for k, v in (configs or {}).items()],
+                    }
+                ],
+                "timeout": int(self.timeout * 1000),
+            },
+        )
+        result = response.topics[0]
+        if result.error_code == errors.ErrorCode.topic_already_exists:
+            return False
+        errors.raise_for(result.error_code, result.error_message or f"create topic {name}")
+        for attempt in range(50):  # wait until the metadata shows its leaders
+            found = self.refresh([name]).get(name)
+            if found and all(p.leader >= 0 for p in found.values()):
+                break
+            time.sleep(0.02 * (attempt + 1))
+        return True
+
+    # -- offsets --------------------------------------------------------------------------
+
+    def list_offsets(
+        self, specs: dict[tuple[str, int], int], *, isolation_level: int = READ_UNCOMMITTED
+    ) -> dict[tuple[str, int], tuple[int, int]]:
+        """``{tp: timestamp}`` → ``{tp: (offset, timestamp)}``; -2 earliest, -1 latest.
+
+        The offset is -1 when no record has a timestamp at or after the one asked for.
+        """
+        result: dict[tuple[str, int], tuple[int, int]] = {}
+        todo = dict(specs)
+        for attempt in range(_RETRIES):
+            if not todo:
+                break
+            try:
+                for node, tps in self._by_leader(todo).items():
+                    topics: dict[str, list] = {}
+                    for topic, partition in tps:
+                        topics.setdefault(topic, []).append(
+                            {"partition_index": partition, "current_leader_epoch": -1, "timestamp": todo[(topic, partition)]}
+                        )
+                    response = self.connection(node).request(
+                        wire.LIST_OFFSETS,
+                        {
+                            "replica_id": -1,
+                            "isolation_level": isolation_level,
+                            "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()],
+                        },
+                    )
+                    for t in response.topics:
+                        for p in t.partitions:
+                            tp = (t.name, p.partition_index)
+                            errors.raise_for(p.error_code, f"list offsets {t.name}-{p.partition_index}")
+                            result[tp] = (p.offset, p.timestamp)
+                            todo.pop(tp, None)
+            except errors.KafkaError as exc:
+                self._retry(attempt, exc)
+        return result
+
+    def offsets(
+        self, tps: Iterable[tuple[str, int]], timestamp: int, *, isolation_level: int = READ_UNCOMMITTED
+    ) -> dict[tuple[str, int], int]:
+        return {
+            tp: off
+            for tp, (off, _) in self.list_offsets(
+                {tp: timestamp for tp in tps}, isolation_level=isolation_level
+            ).items()
+        }
+
+    # -- fetch ----------------------------------------------------------------------------
+
+    def fetch_request(self, tp: tuple[str, int], offset: int, *, max_bytes: int, isolation_level: int, max_wait_ms: int = 0):
+        """Send one Fetch for one partition; returns (connection, correlation id)."""
+        conn = self.connection(self.leader(*tp))
+        corr = conn.send(
+            wire.FETCH,
+            {
+                "replica_id": -1,
+                "max_wait": max_wait_ms,
+                "min_bytes": 1 if max_wait_ms else 0,
+                "max_bytes": max_bytes,
+                "isolation_level": isolation_level,
+                "session_id": 0,
+                "session_epoch": -1,
+                "topics": [
+                    {
+                        "topic": tp[0],
+                        "partitions": [
+                            {
+                                "partition": tp[1],
+                                "current_leader_epoch": -1,
+                                "fetch_offset": offset,
+                                "last_fetched_epoch": -1,
+                                "log_start_offset": -1,
+                                "partition_max_bytes": max_bytes,
+                            }
+                        ],
+                    }
+                ],
+            },
+        )
+        return conn, corr
+
+    @staticmethod
+    def fetch_result(conn: Connection, corr: int):
+        """The single partition of a fetch response (error code already checked by the caller)."""
+        response = conn.receive(corr)
+        errors.raise_for(response.error_code, "fetch")
+        return response.responses[0].partitions[0]
+
+    # -- produce --------------------------------------------------------------------------
+
+    def produce(
+        self, node: int, batches: dict[tuple[str, int], bytes], *, acks: int = -1, timeout_ms: int = 30000
+    ) -> dict[tuple[str, int], tuple[int, int, str | None]]:
+        """One Produce request to ``node``: ``{tp: batch}`` → ``{tp: (error code, base offset, message)}``."""
+        topics: dict[str, list] = {}
+        for (topic, partition), data in batches.items():
+            topics.setdefault(topic, []).append({"index": partition, "records": data})
+        response = self.connection(node).request(
+            wire.PRODUCE,
+            {
+                "transactional_id": None,
+                "acks": acks,
+                "timeout": timeout_ms,
+                "topic_data": [{"name": t, "partition_data": ps} for t, ps in topics.items()],
+            },
+        )
+        out = {}
+        for t in response.responses:
+            for p in t.partition_responses:
+                out[(t.name, p.index)] = (int(p.error_code), p.base_offset, p.error_message)
+        return out

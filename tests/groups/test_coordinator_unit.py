@@ -1,0 +1,392 @@
+"""The group coordinator's state machine, driven directly on a manual clock (no sockets)."""
+
+from __future__ import annotations
+
+import pytest
+from group_harness import Harness, subscription
+
+from odradek.broker.group import schema
+from odradek.broker.group.group import OffsetAndMetadata
+from odradek.broker.group.state import (
+    COMPLETING_REBALANCE,
+    DEAD,
+    EMPTY,
+    PREPARING_REBALANCE,
+    STABLE,
+    VALID_PREVIOUS_STATES,
+    IllegalStateTransition,
+    check_transition,
+)
+from odradek.protocol import errors
+from odradek.protocol.errors import ErrorCode as E
+
+
+def test_transition_table():
+    check_transition(EMPTY, PREPARING_REBALANCE)
+    check_transition(PREPARING_REBALANCE, COMPLETING_REBALANCE)
+    check_transition(COMPLETING_REBALANCE, STABLE)
+    for state in (EMPTY, STABLE, COMPLETING_REBALANCE, PREPARING_REBALANCE, DEAD):
+        check_transition(state, DEAD)
+    with pytest.raises(IllegalStateTransition):
+        check_transition(EMPTY, STABLE)
+    with pytest.raises(IllegalStateTransition):
+        check_transition(STABLE, COMPLETING_REBALANCE)
+    assert set(VALID_PREVIOUS_STATES) == {EMPTY, PREPARING_REBALANCE, COMPLETING_REBALANCE, STABLE, DEAD}
+
+
+def stable_group(h: Harness, group: str = "g", n: int = 2, **kw):
+    """n dynamic members, joined together and synced; returns (member ids, leader, generation)."""
+    joins = [h.join_member(group, **kw) for _ in range(n)]
+    h.advance(150)
+    results = [r[0] for _, r in joins]
+    assert all(r.error == 0 for r in results), results
+    leader = results[0].leader
+    generation = results[0].generation_id
+    ids = [m for m, _ in joins]
+    syncs = {m: h.sync(group, generation, m) for m in ids if m != leader}
+    lead = h.sync(group, generation, leader, {m: m.encode() for m in ids})
+    assert lead[0].error == 0 and lead[0].assignment == leader.encode()
+    for m, s in syncs.items():
+        assert s[0].assignment == m.encode()
+    assert h.coordinator.groups[group].state is STABLE
+    return ids, leader, generation
+
+
+def test_member_id_required_then_join_leader_and_vote():
+    h = Harness()
+    first = h.join("g")
+    assert first[0].error == E.member_id_required and first[0].member_id.startswith("c-")
+    assert h.coordinator.groups["g"].is_pending(first[0].member_id)
+    a = h.join("g", first[0].member_id, protocols=[("roundrobin", b"A"), ("range", b"a")])
+    b_id, b = h.join_member("g", protocols=[("range", b"b"), ("roundrobin", b"B")])
+    c_id, c = h.join_member("g", protocols=[("roundrobin", b"C")])
+    assert not a and not b and not c  # parked for the initial delay
+    h.advance(99)
+    assert not a
+    h.advance(2)
+    ra, rb, rc = a[0], b[0], c[0]
+    assert ra.error == rb.error == rc.error == 0
+    assert ra.generation_id == 1 and ra.protocol_name == "roundrobin"  # range is not supported by c
+    assert ra.leader == first[0].member_id
+    assert {m[0] for m in ra.members} == {first[0].member_id, b_id, c_id}
+    assert dict((m[0], m[2]) for m in ra.members)[b_id] == b"B"
+    assert rb.members == () and rc.members == ()
+
+
+def test_initial_delay_restarts_with_each_new_member_but_not_past_rebalance_timeout():
+    h = Harness(initial_rebalance_delay_ms=100)
+    _, a = h.join_member("g", rebalance_ms=250)
+    for _ in range(3):
+        h.advance(60)
+        h.join_member("g", rebalance_ms=250)
+    h.advance(60)  # 240 ms in: the last member joined 60 ms ago
+    assert not a
+    h.advance(20)  # the rebalance timeout (250 ms) caps the wait
+    assert a and a[0].error == 0 and len(a[0].members) == 4
+
+
+def test_invalid_input_errors():
+    h = Harness(min_session_timeout_ms=500, max_session_timeout_ms=5000, max_size=2)
+    assert h.join("")[0].error == E.invalid_group_id
+    assert h.join("g", session_ms=100)[0].error == E.invalid_session_timeout
+    assert h.join("g", session_ms=6000)[0].error == E.invalid_session_timeout
+    assert h.join("g", "not-a-member")[0].error == E.unknown_member_id
+    h.join_member("full")
+    h.join_member("full")
+    assert h.join("full")[0].error == E.group_max_size_reached
+    h.join_member("g")
+    assert h.join("g", protocol_type="connect")[0].error == E.inconsistent_group_protocol
+    assert h.join("g", protocols=[("sticky", b"")])[0].error == E.inconsistent_group_protocol
+    assert h.join("h", protocols=[])[0].error == E.inconsistent_group_protocol
+
+
+def test_not_coordinator_and_loading():
+    h = Harness()
+    h.topic.led.clear()
+    h.coordinator.sync_partitions()
+    assert h.join("g")[0].error == E.not_coordinator
+    h.coordinator.loading.add(h.topic.partition_for("g"))
+    assert h.join("g")[0].error == E.coordinator_load_in_progress
+    with pytest.raises(errors.CoordinatorLoadInProgressError):
+        h.coordinator.fetch_offsets("g", None)
+
+
+def test_sync_waits_for_leader_and_checks_generation_and_protocol():
+    h = Harness()
+    (a, a_join), (b, _) = h.join_member("g"), h.join_member("g")
+    h.advance(150)
+    gen = a_join[0].generation_id
+    leader = a_join[0].leader
+    follower = b if leader == a else a
+    assert h.sync("g", gen + 1, follower)[0].error == E.illegal_generation
+    assert h.sync("g", gen, "nobody")[0].error == E.unknown_member_id
+    assert h.sync("g", gen, follower, ptype="connect")[0].error == E.inconsistent_group_protocol
+    assert h.sync("g", gen, follower, pname="sticky")[0].error == E.inconsistent_group_protocol
+    waiting = h.sync("g", gen, follower, ptype="consumer", pname="range")
+    assert not waiting
+    assert h.coordinator.heartbeat("g", follower, None, gen) == 0  # heartbeats work between join and sync
+    h.sync("g", gen, leader, {follower: b"F"})  # the leader forgot itself: it gets an empty assignment
+    assert waiting[0] == (0, "consumer", "range", b"F")
+    assert h.sync("g", gen, leader)[0].assignment == b""
+    # the assignment was written before it was handed out
+    (key, value) = h.topic.logs[h.topic.partition_for("g")][-1]
+    record = schema.decode_group_metadata_value(value)
+    assert record.generation == gen and record.protocol == "range"
+    assert dict((m.member_id, m.assignment) for m in record.members)[follower] == b"F"
+
+
+def test_heartbeat_answers_by_state():
+    h = Harness()
+    ids, leader, gen = stable_group(h)
+    c = h.coordinator
+    assert c.heartbeat("g", ids[1], None, gen) == 0
+    with pytest.raises(errors.IllegalGenerationError):
+        c.heartbeat("g", ids[1], None, gen - 1)
+    with pytest.raises(errors.UnknownMemberIdError):
+        c.heartbeat("g", "ghost", None, gen)
+    with pytest.raises(errors.UnknownMemberIdError):
+        c.heartbeat("nogroup", "ghost", None, 0)
+    with pytest.raises(errors.InvalidGroupIdError):
+        c.heartbeat("", "x", None, 0)
+    # a new member starts a rebalance: the others hear about it in their heartbeat
+    h.join_member("g")
+    assert c.heartbeat("g", ids[1], None, gen) == E.rebalance_in_progress
+
+
+def test_session_expiry_removes_member_and_rebalances():
+    h = Harness()
+    ids, leader, gen = stable_group(h, session_ms=1000, rebalance_ms=500)
+    survivor = ids[0]
+    for _ in range(3):
+        h.advance(300)
+        assert h.coordinator.heartbeat("g", survivor, None, gen) == 0
+    h.advance(150)  # 1050 ms without a heartbeat from ids[1]
+    group = h.coordinator.groups["g"]
+    assert group.state is PREPARING_REBALANCE and ids[1] not in group.members
+    assert h.coordinator.heartbeat("g", survivor, None, gen) == E.rebalance_in_progress
+    rejoin = h.join("g", survivor)
+    assert rejoin[0].error == 0 and rejoin[0].generation_id == gen + 1 and rejoin[0].leader == survivor
+
+
+def test_member_that_does_not_rejoin_is_dropped_after_rebalance_timeout():
+    h = Harness()
+    ids, leader, gen = stable_group(h, rebalance_ms=500, session_ms=10000)
+    assert h.coordinator.leave_group("g", [(ids[0], None, "bye")]) == [0]
+    group = h.coordinator.groups["g"]
+    assert group.state is PREPARING_REBALANCE
+    # ids[1] keeps heartbeating but never rejoins (it is stuck past max.poll.interval.ms)
+    h.advance(300)
+    assert h.coordinator.heartbeat("g", ids[1], None, gen) == E.rebalance_in_progress
+    h.advance(250)
+    assert group.state is EMPTY and not group.members and group.generation_id == gen + 1
+    with pytest.raises(errors.UnknownMemberIdError):
+        h.coordinator.heartbeat("g", ids[1], None, gen)
+
+
+def test_leave_group_batch_and_by_instance_id():
+    h = Harness()
+    ids, leader, gen = stable_group(h, n=3)
+    codes = h.coordinator.leave_group("g", [(ids[0], None, None), ("ghost", None, None), ("", "nope", None)])
+    assert codes == [0, E.unknown_member_id, E.unknown_member_id]
+    assert h.coordinator.groups["g"].state is PREPARING_REBALANCE
+    assert h.coordinator.leave_group("nogroup", [("x", None, None)]) == [E.unknown_member_id]
+
+
+def test_pending_member_that_never_rejoins_expires():
+    h = Harness()
+    first = h.join("g", session_ms=500)
+    pending = first[0].member_id
+    group = h.coordinator.groups["g"]
+    assert group.is_pending(pending)
+    h.advance(600)
+    assert not group.is_pending(pending)
+    assert h.join("g", pending)[0].error == E.unknown_member_id
+
+
+def test_static_member_rejoins_without_rebalance():
+    h = Harness()
+    a = h.join("g", instance="i-a")  # static members never get MEMBER_ID_REQUIRED
+    b = h.join("g", instance="i-b")
+    h.advance(150)
+    gen = a[0].generation_id
+    a_id, b_id = a[0].member_id, b[0].member_id
+    assert a_id.startswith("i-a-")
+    leader = a[0].leader
+    h.sync("g", gen, b_id if leader == a_id else a_id)
+    h.sync("g", gen, leader, {a_id: b"A", b_id: b"B"})
+    rebalances = h.coordinator.rebalances
+    # b restarts: same instance id, no member id
+    again = h.join("g", instance="i-b")
+    assert again[0].error == 0 and again[0].generation_id == gen
+    new_b = again[0].member_id
+    assert new_b != b_id
+    assert h.coordinator.rebalances == rebalances
+    assert h.coordinator.groups["g"].state is STABLE
+    assert h.sync("g", gen, new_b, instance="i-b")[0].assignment == b"B"
+    # the old identity is fenced
+    with pytest.raises(errors.FencedInstanceIdError):
+        h.coordinator.heartbeat("g", b_id, "i-b", gen)
+    assert h.coordinator.heartbeat("g", new_b, "i-b", gen) == 0
+    # a static leader that rejoins (v9) is told to skip the assignment
+    again_a = h.join("g", instance="i-a", skip=True)
+    if leader == a_id:
+        assert again_a[0].skip_assignment and again_a[0].leader == again_a[0].member_id and again_a[0].members
+    # admin removal by instance id
+    assert h.coordinator.leave_group("g", [("", "i-b", "admin")]) == [0]
+    assert h.coordinator.groups["g"].state is PREPARING_REBALANCE
+
+
+def test_commit_rules():
+    h = Harness(offset_metadata_max_bytes=10)
+    c = h.coordinator
+    om = OffsetAndMetadata(5, -1, "meta")
+    # standalone commits (no group management) create a group that only stores offsets
+    assert c.commit_offsets("solo", "", None, -1, {("t", 0): om}) == {("t", 0): 0}
+    assert c.groups["solo"].state is EMPTY
+    assert c.commit_offsets("nogroup", "m", None, 3, {("t", 0): om}) == {("t", 0): E.illegal_generation}
+    assert c.commit_offsets("solo", "", None, -1, {("t", 1): OffsetAndMetadata(1, -1, "x" * 11)}) == {
+        ("t", 1): E.offset_metadata_too_large
+    }
+    ids, leader, gen = stable_group(h, "g")
+    assert c.commit_offsets("g", "", None, -1, {("t", 0): om}) == {("t", 0): E.unknown_member_id}
+    assert c.commit_offsets("g", ids[1], None, gen + 1, {("t", 0): om}) == {("t", 0): E.illegal_generation}
+    assert c.commit_offsets("g", "ghost", None, gen, {("t", 0): om}) == {("t", 0): E.unknown_member_id}
+    assert c.commit_offsets("g", ids[1], None, gen, {("t", 0): om}) == {("t", 0): 0}
+    got = dict(c.fetch_offsets("g", [("t", 0), ("t", 9)]))
+    assert got[("t", 0)].offset == 5 and got[("t", 0)].metadata == "meta" and got[("t", 9)] is None
+    assert [tp for tp, _ in c.fetch_offsets("g", None)] == [("t", 0)]
+    # while the group completes a rebalance, commits wait for the new generation
+    h.join_member("g")
+    h.join("g", ids[0])
+    h.join("g", ids[1])
+    h.advance(10)
+    assert c.groups["g"].state is COMPLETING_REBALANCE
+    gen2 = c.groups["g"].generation_id
+    assert c.commit_offsets("g", ids[1], None, gen2, {("t", 0): om}) == {("t", 0): E.rebalance_in_progress}
+    # a failed append is reported per partition, mapped as Kafka does
+    h.topic.fail = errors.NotLeaderOrFollowerError("moved")
+    assert c.commit_offsets("solo", "", None, -1, {("t", 0): om}) == {("t", 0): E.not_coordinator}
+
+
+def test_offset_delete_and_group_delete():
+    h = Harness()
+    c = h.coordinator
+    ids, leader, gen = stable_group(h, "g", protocols=[("range", subscription("t"))])
+    c.commit_offsets("g", ids[0], None, gen, {("t", 0): OffsetAndMetadata(1), ("u", 0): OffsetAndMetadata(2)})
+    res = c.delete_offsets("g", [("t", 0), ("u", 0)])
+    assert res == {("t", 0): E.group_subscribed_to_topic, ("u", 0): 0}
+    assert c.delete_groups(["g", "missing"]) == {"g": E.non_empty_group, "missing": E.group_id_not_found}
+    with pytest.raises(errors.GroupIdNotFoundError):
+        c.delete_offsets("missing", [("t", 0)])
+    c.leave_group("g", [(m, None, None) for m in ids])
+    assert c.groups["g"].state is EMPTY
+    assert c.delete_groups(["g"]) == {"g": 0}
+    assert "g" not in c.groups
+    tombstones = [k for k, v in h.topic.logs[h.topic.partition_for("g")] if v is None]
+    assert schema.encode_group_metadata_key("g") in tombstones
+    assert schema.encode_offset_commit_key("g", "t", 0) in tombstones
+
+
+def test_describe_and_list():
+    h = Harness()
+    c = h.coordinator
+    ids, leader, gen = stable_group(h, "g")
+    c.commit_offsets("solo", "", None, -1, {("t", 0): OffsetAndMetadata(1)})
+    d = c.describe_group("g")
+    assert d["group_state"] == "Stable" and d["protocol_type"] == "consumer" and d["protocol_data"] == "range"
+    assert {m["member_id"] for m in d["members"]} == set(ids)
+    assert all(m["member_assignment"] == m["member_id"].encode() for m in d["members"])
+    assert c.describe_group("missing") is None
+    err, groups = c.list_groups()
+    assert err == 0 and {(g["group_id"], g["group_state"]) for g in groups} == {
+        ("g", "Stable"),
+        ("solo", "Empty"),
+    }
+    assert [g["group_id"] for g in c.list_groups(["stable"])[1]] == ["g"]
+    assert c.list_groups(None, ["consumer"])[1] == []
+
+
+def test_offset_expiry_follows_kafka_rules():
+    h = Harness(offsets_retention_ms=60_000)
+    c = h.coordinator
+    c.commit_offsets("solo", "", None, -1, {("t", 0): OffsetAndMetadata(1)})
+    ids, leader, gen = stable_group(h, "g", protocols=[("range", subscription("t"))])
+    c.commit_offsets("g", ids[0], None, gen, {("t", 0): OffsetAndMetadata(1), ("u", 0): OffsetAndMetadata(2)})
+    h.now += 61_000
+    assert c.expire_offsets() == 2  # solo's offset, and g's offset of a topic it does not subscribe to
+    assert "solo" not in c.groups
+    assert [tp for tp, _ in c.fetch_offsets("g", None)] == [("t", 0)]
+    c.leave_group("g", [(m, None, None) for m in ids])
+    assert c.groups["g"].state is EMPTY
+    h.now += 30_000
+    assert c.expire_offsets() == 0  # an empty group's offsets age from when it became empty
+    h.now += 31_000
+    assert c.expire_offsets() == 1
+    assert "g" not in c.groups
+
+
+def test_state_survives_replay():
+    h = Harness()
+    c = h.coordinator
+    ids, leader, gen = stable_group(h, "g")
+    c.commit_offsets("g", ids[0], None, gen, {("t", 0): OffsetAndMetadata(7, 3, "m")})
+    c.commit_offsets("solo", "", None, -1, {("t", 1): OffsetAndMetadata(9)})
+    c.commit_offsets("gone", "", None, -1, {("t", 1): OffsetAndMetadata(9)})
+    c.delete_groups(["gone"])
+    # a new coordinator over the same log
+    h2 = Harness()
+    h2.topic = h.topic
+    h2.coordinator.topic = h.topic
+    h2.coordinator.sync_partitions()
+    for p in list(h2.coordinator.owned):
+        h2.coordinator._unload(p)
+    h2.coordinator.sync_partitions()
+    c2 = h2.coordinator
+    g = c2.groups["g"]
+    assert (
+        g.state is STABLE and g.generation_id == gen and set(g.members) == set(ids) and g.leader_id == leader
+    )
+    assert g.get(ids[1]).assignment == ids[1].encode()
+    assert dict(c2.fetch_offsets("g", None))[("t", 0)] == OffsetAndMetadata(7, 3, "m", h.now)
+    assert "gone" not in c2.groups and "solo" in c2.groups
+    # loaded members keep their generation: heartbeats go on without a rebalance
+    assert c2.heartbeat("g", ids[0], None, gen) == 0
+    # ... and a member that does not come back times out
+    for _ in range(3):
+        h2.advance(400)
+        c2.heartbeat("g", ids[0], None, gen)
+    assert g.state is PREPARING_REBALANCE and ids[1] not in g.members
+
+
+def test_partition_count_change_starts_a_rebalance():
+    h = Harness()
+    ids, leader, gen = stable_group(h, "g", protocols=[("range", subscription("t"))])
+    h.coordinator.on_metadata_change("partitions", "other")
+    assert h.coordinator.groups["g"].state is STABLE
+    h.coordinator.on_metadata_change("partitions", "t")
+    assert h.coordinator.groups["g"].state is PREPARING_REBALANCE
+
+
+def test_deleted_topic_offsets_are_dropped():
+    h = Harness()
+    c = h.coordinator
+    c.commit_offsets("solo", "", None, -1, {("t", 0): OffsetAndMetadata(1), ("u", 0): OffsetAndMetadata(1)})
+    c.on_metadata_change("deleted", "t")
+    assert [tp for tp, _ in c.fetch_offsets("solo", None)] == [("u", 0)]
+
+
+def test_unload_answers_waiters_with_not_coordinator():
+    h = Harness()
+    _, a = h.join_member("g")
+    p = h.topic.partition_for("g")
+    h.topic.led.discard(p)
+    h.coordinator.sync_partitions()
+    assert a[0].error == E.not_coordinator
+    assert "g" not in h.coordinator.groups
+
+
+def test_protocol_named_twice_counts_once():
+    h = Harness()
+    _, a = h.join_member("g", protocols=[("range", b"1"), ("range", b"2")])
+    h.advance(150)
+    assert a[0].error == 0 and a[0].protocol_name == "range" and a[0].members[0][2] == b"1"
