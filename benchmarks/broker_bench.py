@@ -153,13 +153,35 @@ def run_producers(job: dict, producers: int, timeout: float = 600) -> dict:
     return r
 
 
+def wait_quiet(args, label: str) -> tuple[float, float]:
+    """Wait (at most ``--quiet-wait`` s) until the rest of the machine uses no more than
+    ``--max-other`` cores; our brokers are idle between runs, so the machine's busy CPU is
+    other processes'. Returns (seconds waited, cores busy in the last window)."""
+    from _loadgen import machine_busy_s
+
+    t_start = time.perf_counter()
+    while True:
+        b0, t0 = machine_busy_s(), time.perf_counter()
+        time.sleep(0.3)
+        busy = (machine_busy_s() - b0) / (time.perf_counter() - t0)
+        waited = time.perf_counter() - t_start
+        if busy <= args.max_other or waited >= args.quiet_wait:
+            if busy > args.max_other:
+                err.log(
+                    f"  {label}: machine still busy ({busy:.2f} cores) after {waited:.0f} s; measuring anyway"
+                )
+            return waited, busy
+
+
 def steady(run, args, label: str) -> dict:
-    """Run a measurement; if other processes on the (shared) machine used more than
-    ``--max-other`` cores meanwhile, run it again (up to ``--retries`` times) and keep the
-    quietest attempt. Discarded attempts are listed in the result."""
+    """Run a measurement once the machine is quiet; if other processes on the (shared)
+    machine still used more than ``--max-other`` cores meanwhile, run it again (up to
+    ``--retries`` times) and keep the quietest attempt. Discarded attempts are listed."""
     attempts = []
     for attempt in range(args.retries + 1):
+        waited, busy = wait_quiet(args, label)
         r = run(attempt)
+        r["quiet_wait_s"], r["busy_before"] = waited, busy
         attempts.append(r)
         other = r.get("other_cpu", 0.0)
         if other <= args.max_other:
@@ -180,6 +202,27 @@ def median_run(runs: list[dict]) -> dict:
     row = dict(ordered[(len(ordered) - 1) // 2])
     row["all_msgs_per_s"] = [r["msgs_per_s"] for r in runs]
     return row
+
+
+def git_state() -> str:
+    """The commit Odradek runs from, and whether the work tree differs from it (read-only)."""
+    root = HERE.parent
+    try:
+        head = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(root), "status", "--porcelain", "--", "odradek"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return head + (" + uncommitted changes under odradek/" if dirty else "")
 
 
 def measure_startup(cls: type[Broker], workdir: Path, runs: int) -> dict:
@@ -225,11 +268,13 @@ def memory(pid: int) -> dict:
 # profiling (optional, extra runs after the table's numbers)
 
 
-def profiled(pid: int, out: Path, job: dict, rate: int) -> dict:
+def profiled(pid: int, out: Path, job: dict, rate: int, native: bool = False) -> dict:
     pyspy = shutil.which("py-spy")
     if pyspy is None:
         raise RuntimeError("py-spy not found (pip install py-spy)")
     cmd = [pyspy, "record", "--pid", str(pid), "--format", "raw", "--rate", str(rate), "-o", str(out)]
+    if native:
+        cmd.append("--native")
     spy = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     time.sleep(1.0)  # let it attach
     try:
@@ -247,6 +292,12 @@ def profiled(pid: int, out: Path, job: dict, rate: int) -> dict:
 
 # ---------------------------------------------------------------------------------------------
 # the table
+
+
+def _n(x: int) -> str:
+    if x % 1_000_000 == 0:
+        return f"{x // 1_000_000}M"
+    return f"{x // 1000}k" if x % 1000 == 0 else f"{x:,}"
 
 
 def _k(x: float) -> str:
@@ -268,9 +319,8 @@ def fmt_rate(r: dict | None, fetch: bool = False) -> str:
     if "other_cpu" in r:
         extra.append(f"other {max(r['other_cpu'], 0):.1f}")
     runs = r.get("all_msgs_per_s", [])
-    if len(runs) > 1:
-        extra.append(f"{_k(min(runs))}–{_k(max(runs))}")
-    for line in (busy, extra):
+    spread = [f"runs {_k(min(runs))}–{_k(max(runs))}"] if len(runs) > 1 else []
+    for line in (busy, extra, spread):
         if line:
             text += "\n[dim]" + " · ".join(line) + "[/dim]"
     return text
@@ -279,7 +329,7 @@ def fmt_rate(r: dict | None, fetch: bool = False) -> str:
 def verdict(ok: bool | None, detail: str = "") -> str:
     if ok is None:
         return "[dim]n/a[/dim]"
-    mark = "[green]✓ met[/green]" if ok else "[red]✗ missed[/red]"
+    mark = "[green]✓[/green]" if ok else "[red]✗[/red]"
     return f"{mark} {detail}".strip()
 
 
@@ -309,12 +359,12 @@ def build_table(res: dict, names: list[str]) -> Table:
         ),
         show_lines=True,
     )
-    t.add_column("Metric", style="bold", max_width=30)
+    t.add_column("Metric", style="bold", max_width=26)
     for n in names:
-        t.add_column("Odradek" if n == "odradek" else "tansu", justify="right", min_width=28)
+        t.add_column("Odradek" if n == "odradek" else "tansu", justify="right", min_width=26)
     both = len(names) == 2
     if both:
-        t.add_column("Odradek ÷ tansu", justify="right")
+        t.add_column("÷ tansu", justify="right")
     t.add_column("Target")
     t.add_column("Verdict")
 
@@ -344,7 +394,7 @@ def build_table(res: dict, names: list[str]) -> Table:
             od, ta = get("odradek", "rows", key), get("tansu", "rows", key)
             r_txt, v_txt = ratio_cells(od and od["msgs_per_s"], ta and ta["msgs_per_s"], minimum)
             row(
-                f"produce {label} × {count:,} (acks={acks})",
+                f"produce {label} × {_n(count)}, acks={acks}",
                 {n: fmt_rate(get(n, "rows", key)) for n in names},
                 r_txt,
                 f"≥ {minimum}× tansu",
@@ -356,7 +406,7 @@ def build_table(res: dict, names: list[str]) -> Table:
         od, ta = get("odradek", "rows", key), get("tansu", "rows", key)
         r_txt, v_txt = ratio_cells(od and od["msgs_per_s"], ta and ta["msgs_per_s"], TARGETS["consume"])
         row(
-            f"consume {label} × {count:,}",
+            f"consume {label} × {_n(count)}",
             {n: fmt_rate(get(n, "rows", key), fetch=True) for n in names},
             r_txt,
             f"≥ {TARGETS['consume']}× tansu",
@@ -372,7 +422,7 @@ def build_table(res: dict, names: list[str]) -> Table:
             cells[n] = f"{s['median_ms']:.0f} ms\n[dim]{lo:.0f}–{hi:.0f} ms, n={len(s['runs_ms'])}[/dim]"
     od_s, ta_s = get("odradek", "startup", "median_ms"), get("tansu", "startup", "median_ms")
     row(
-        "startup: spawn → first Metadata answer",
+        "startup: spawn → 1st Metadata answer",
         cells,
         f"{od_s / ta_s:.0f}×" if od_s and ta_s else "—",
         f"< {TARGETS['startup_ms']} ms",
@@ -403,7 +453,7 @@ def build_table(res: dict, names: list[str]) -> Table:
         f"RSS after the run ({written / 1e9:.1f} GB written)",
         cells,
         f"{od_a['rss_mib'] / ta_a:.2f}×" if od_a and ta_a else "—",
-        f"< {TARGETS['rss_mib']} MiB, not growing",
+        f"< {TARGETS['rss_mib']} MiB, flat",
         verdict(od_a["rss_mib"] < TARGETS["rss_mib"], f"(+{od_a['rss_mib'] - od_i:.1f} MiB)")
         if od_a and od_i
         else verdict(None),
@@ -428,7 +478,7 @@ def build_table(res: dict, names: list[str]) -> Table:
     else:
         r_txt, v_txt = "—", verdict(None)
     row(
-        "broker CPU per one-record Produce request (linger.ms=0)",
+        "broker CPU per 1-record Produce request",
         cells,
         r_txt,
         f"≤ {TARGETS['cpu_ratio']}× tansu",
@@ -448,23 +498,23 @@ def build_table(res: dict, names: list[str]) -> Table:
 
     if "loopback_mb_s" in m:
         ref(
-            "loopback TCP, 1 stream (socket pair)",
+            "loopback TCP, 1 stream",
             f"{m['loopback_mb_s']:,.0f} MB/s",
-            "most one connection carries",
+            "one connection's max",
         )
     if "disk_mb_s" in m:
         ref(
-            "disk write, 1 MiB os.write (work dir)",
+            "disk write, 1 MiB os.write",
             f"{m['disk_mb_s']:,.0f} MB/s\n[dim]{m['disk_fsync_mb_s']:,.0f} MB/s incl. fsync[/dim]",
-            "Odradek's log file system",
+            "Odradek's log fs",
         )
     for size, _ in sizes:
         e = m.get(f"enqueue_{size}")
         if e:
             ref(
-                f"generator ceiling: produce() {'100 B' if size == 100 else '1 KB'}, no broker",
+                f"generator ceiling, {'100 B' if size == 100 else '1 KB'}: produce() to no broker",
                 f"{_k(e['msgs_per_s'])} msg/s\n{e['mb_per_s']:,.1f} MB/s",
-                "upper bound of produce rows",
+                "produce rows' cap",
             )
     if "busy_before" in m:
         others = [
@@ -473,11 +523,11 @@ def build_table(res: dict, names: list[str]) -> Table:
         txt = f"{m['busy_before']:.2f} cores before start"
         if others:
             txt += f"\n[dim]{statistics.median(others):.2f} median, {max(others):.2f} max in rows[/dim]"
-        ref("other processes' CPU on the machine", txt, "noise: the box is shared")
+        ref("other processes' CPU", txt, "shared machine")
     for n in names:
         idle = get(n, "idle_cpu_per_s")
         if idle is not None:
-            ref(f"{n} idle CPU", f"{idle * 1000:.1f} ms CPU/s", "background cost, not subtracted")
+            ref(f"{n} idle CPU", f"{idle * 1000:.1f} ms CPU/s", "not subtracted")
     return t
 
 
@@ -547,7 +597,13 @@ def main(argv: list[str] | None = None) -> int:
         default=0.3,
         help="re-measure a run when other processes used more CPU (cores) meanwhile (default 0.3)",
     )
-    ap.add_argument("--retries", type=int, default=2, help="re-measurements per run at most (default 2)")
+    ap.add_argument("--retries", type=int, default=1, help="re-measurements per run at most (default 1)")
+    ap.add_argument(
+        "--quiet-wait",
+        type=float,
+        default=5.0,
+        help="before each run, wait up to this many seconds for the machine to be quiet (default 5)",
+    )
     ap.add_argument(
         "--startup-runs", type=int, default=None, help="fresh starts per broker (default 7, quick 3)"
     )
@@ -559,7 +615,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--profile", metavar="DIR", help="then py-spy Odradek under produce-1KB and consume-1KB loads"
     )
-    ap.add_argument("--profile-rate", type=int, default=200, help="py-spy samples per second")
+    ap.add_argument("--profile-rate", type=int, default=400, help="py-spy samples per second (default 400)")
+    ap.add_argument("--profile-native", action="store_true", help="py-spy --native (C frames too)")
     args = ap.parse_args(argv)
 
     div = 10 if args.quick else 1
@@ -586,6 +643,7 @@ def main(argv: list[str] | None = None) -> int:
             "confluent_kafka": confluent_kafka.__version__,
             "librdkafka": confluent_kafka.libversion()[0],
             "tansu": tansu_version() if "tansu" in names else None,
+            "odradek_git": git_state(),
             "started": time.strftime("%Y-%m-%d %H:%M:%S"),
             "command": " ".join(["python", *sys.argv]),
         },
@@ -728,6 +786,7 @@ def main(argv: list[str] | None = None) -> int:
                     pdir / "produce-1k.txt",
                     {"job": "produce", "count": count, "acks": "1", "api": args.producer_api, **common},
                     args.profile_rate,
+                    args.profile_native,
                 )
             }
             err.log("odradek: py-spy during consume 1 KB")
@@ -736,6 +795,7 @@ def main(argv: list[str] | None = None) -> int:
                 pdir / "consume-1k.txt",
                 {"job": "consume", "expect": count + 1, "partitions": args.partitions, **common},
                 args.profile_rate,
+                args.profile_native,
             )
     finally:
         for n, b in brokers.items():
@@ -745,7 +805,7 @@ def main(argv: list[str] | None = None) -> int:
             res["brokers"][n]["log_problems"] = broker_problems(b.log_text(), n)
     res["meta"]["elapsed_s"] = time.perf_counter() - t_start
 
-    console = Console() if sys.stdout.isatty() else Console(width=160)
+    console = Console() if sys.stdout.isatty() else Console(width=150)
     console.print(build_table(res, names))
     meta = res["meta"]
     console.print(

@@ -37,6 +37,7 @@ from odradek.cluster.metadata import BrokerInfo
 from odradek.cluster.store import LocalMetadataStore
 from odradek.protocol import errors
 from odradek.storage.checkpoint import read_meta_properties, write_meta_properties
+from odradek.storage.cleaner_manager import CleanerConfig, LogCleaner, loop_caller
 from odradek.storage.log_config import LogConfig
 from odradek.storage.log_manager import LogManager
 
@@ -107,6 +108,15 @@ class Broker:
         self.group_coordinator = GroupCoordinator.for_broker(self)  # listens after the replica manager
         self.group_coordinator.start()
         self.producer_ids = ProducerIdManager(self.store)
+
+        # -- log cleaner (compaction; odradek/storage/cleaner_manager.py) --
+        self.log_cleaner = LogCleaner(
+            self.log_manager,
+            CleanerConfig.from_getter(self.config.get),
+            call_owner=loop_caller(asyncio.get_running_loop()),
+        )
+        self.log_cleaner.start()
+        # -- end log cleaner --
 
         self._tasks.append(asyncio.get_running_loop().create_task(self._periodic_flush()))
         await self.network.start_serving()
@@ -195,6 +205,8 @@ class Broker:
             self.fetch_purgatory.close()
         if hasattr(self, "group_coordinator"):
             await self.group_coordinator.close()
+        if hasattr(self, "log_cleaner"):  # before the logs close; its threads may wait on the loop
+            await asyncio.to_thread(self.log_cleaner.shutdown)
         if hasattr(self, "log_manager"):
             self.log_manager.shutdown(self.replica_manager.high_watermarks())
         log.info("odradek broker %d stopped cleanly", self.node_id)

@@ -73,6 +73,11 @@ def server(properties, overrides, log_level):
     run(config)
 
 
+from odradek.cli.dump_log import dump_log  # noqa: E402
+
+cli.add_command(dump_log)
+
+
 def main():
     cli(prog_name="odradek")
 

@@ -111,14 +111,39 @@ class Admin:
     def _t(self, timeout):
         return self._timeout if timeout is None else timeout
 
-    async def _any(self, api_key, values, timeout):
+    async def _retrying(self, attempt, timeout: float, what: str):
+        """Run ``attempt()`` until it succeeds or fails for good; retriable failures
+        (unreachable brokers, moved coordinators) are retried until ``timeout``."""
         await self._ready()
-        try:
-            async with asyncio.timeout(timeout):
-                conn = await self._client.any_connection()
-                return await conn.send(api_key, values)
-        except TimeoutError:
-            raise KafkaTimeoutError(f"admin request timed out after {timeout}s{self._client._error_hint()}") from None
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        delay = self.config["retry_backoff_ms"] / 1000
+        last = None
+        while True:
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                hint = f": {last}" if last is not None else self._client._error_hint()
+                raise KafkaTimeoutError(f"{what} did not complete within {timeout}s{hint}")
+            try:
+                async with asyncio.timeout(remaining):
+                    return await attempt()
+            except TimeoutError:
+                continue
+            except (KafkaConnectionError, KafkaError) as exc:
+                if not getattr(exc, "retriable", False):
+                    raise
+                last = exc
+            await asyncio.sleep(min(delay, max(deadline - loop.time(), 0)))
+            delay = min(delay * 2, self.config["retry_backoff_max_ms"] / 1000)
+
+    async def _any(self, api_key, values, timeout):
+        async def attempt():
+            conn = await self._client.any_connection()
+            return await conn.send(api_key, values)
+
+        from odradek.protocol.messages import api_name
+
+        return await self._retrying(attempt, timeout, api_name(api_key))
 
     async def _metadata(self, topics, timeout):
         def values(v):
@@ -134,30 +159,24 @@ class Admin:
         return await self._any(wire.METADATA, values, timeout)
 
     async def _controller_call(self, api_key, values, timeout):
-        """Send to the controller; retry once the metadata names a new one."""
-        await self._ready()
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        while True:
-            try:
-                async with asyncio.timeout(max(deadline - loop.time(), 0.001)):
-                    md = await self._metadata([], timeout)
-                    node = int(md.controller_id)
-                    if node < 0 or node not in {int(b.node_id) for b in md.brokers}:
-                        conn = await self._client.any_connection()
-                    else:
-                        from .cluster import ClusterMetadata
+        """Send to the controller (as the metadata names it)."""
 
-                        if node not in self._client.cluster.brokers:
-                            self._client.cluster = ClusterMetadata.from_response(md, self._client.cluster)
-                        conn = await self._client.get_connection(node)
-                    return await conn.send(api_key, values)
-            except TimeoutError:
-                raise KafkaTimeoutError(f"admin request timed out after {timeout}s{self._client._error_hint()}") from None
-            except KafkaConnectionError:
-                if loop.time() + 0.1 >= deadline:
-                    raise
-                await asyncio.sleep(0.1)
+        async def attempt():
+            md = await self._metadata([], timeout)
+            node = int(md.controller_id)
+            if node < 0 or node not in {int(b.node_id) for b in md.brokers}:
+                conn = await self._client.any_connection()
+            else:
+                if node not in self._client.cluster.brokers:
+                    from .cluster import ClusterMetadata
+
+                    self._client.cluster = ClusterMetadata.from_response(md, self._client.cluster)
+                conn = await self._client.get_connection(node)
+            return await conn.send(api_key, values)
+
+        from odradek.protocol.messages import api_name
+
+        return await self._retrying(attempt, timeout, api_name(api_key))
 
     # -- topics ----------------------------------------------------------------------------
 
@@ -407,20 +426,13 @@ class Admin:
         return conn_id
 
     async def _group_call(self, group_id, api_key, values, timeout):
-        await self._ready()
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        while True:
-            try:
-                async with asyncio.timeout(max(deadline - loop.time(), 0.001)):
-                    node = await self._coordinator(group_id, timeout)
-                    return await self._client.call(node, api_key, values)
-            except TimeoutError:
-                raise KafkaTimeoutError(f"request for group {group_id!r} timed out after {timeout}s") from None
-            except (KafkaConnectionError, KafkaError) as exc:
-                if not getattr(exc, "retriable", False) or loop.time() + 0.1 >= deadline:
-                    raise
-                await asyncio.sleep(0.1)
+        async def attempt():
+            node = await self._coordinator(group_id, timeout)
+            return await self._client.call(node, api_key, values)
+
+        from odradek.protocol.messages import api_name
+
+        return await self._retrying(attempt, timeout, f"{api_name(api_key)} for group {group_id!r}")
 
     async def list_groups(self, timeout: float | None = None) -> list[GroupListing]:
         timeout = self._t(timeout)

@@ -299,6 +299,11 @@ class Sender:
         retriable = bool(getattr(error, "retriable", False))
         if self.idempotent and code in (_OUT_OF_ORDER, _UNKNOWN_PRODUCER) and batch.tp in self._recovering:
             retriable = True  # an earlier batch of this partition is being retried
+        elif self.idempotent and code == _UNKNOWN_PRODUCER:
+            # The broker lost our producer state (a restart, retention): start over with a
+            # new producer id once nothing is in flight; this batch gets a new sequence.
+            self._need_new_pid = True
+            retriable = True
         if code in _FATAL:
             self._fatal = error
             retriable = False

@@ -1,0 +1,68 @@
+"""Spark pipelines on Odradek: a native PySpark data source and the seeds' pipelines.
+
+    from odradek.pipeline import register, spark_session
+    spark = spark_session()          # local[*], PYSPARK_PYTHON set, source registered
+    df = (spark.read.format("odradek")
+          .option("kafka.bootstrap.servers", "127.0.0.1:9092")
+          .option("subscribe", "page-views").load())
+
+``register(spark)`` registers the ``odradek`` format on an existing session. The source
+takes the options and gives the schema of Spark's Kafka source (``source.py``,
+``options.py``); its streaming sink is exactly once (``exactly_once.py``).
+
+Pipelines (``odradek pipeline run NAME``): ``page-views`` (views per page per minute
+and a top-N table), ``offline-load`` (resumable export to Parquet partitioned by date)
+and ``value-length`` (the seeds' Streams example, ``mapValues(value -> length)``).
+
+PySpark and PyArrow are optional dependencies (``pip install odradek[spark]``); nothing
+here imports them until it is used.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+__all__ = ["register", "spark_session", "OdradekDataSource"]
+
+
+def register(spark) -> None:
+    """Register the ``odradek`` format with ``spark`` (a SparkSession)."""
+    from odradek.pipeline.source import OdradekDataSource
+
+    spark.dataSource.register(OdradekDataSource)
+
+
+def spark_session(
+    master: str | None = None, app_name: str = "odradek-pipeline", config: dict | None = None
+):
+    """A SparkSession for pipelines: ``local[*]`` unless ``master``, Python workers on this interpreter.
+
+    Workers must run the interpreter that has odradek installed, so ``PYSPARK_PYTHON``
+    (and the driver's) default to ``sys.executable``. The ``odradek`` format is registered.
+    """
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.master(master or "local[*]").appName(app_name)
+    defaults = {
+        "spark.ui.enabled": "false",
+        "spark.sql.shuffle.partitions": "4",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.streaming.forceDeleteTempCheckpointLocation": "true",
+        "spark.python.worker.reuse": "true",
+    }
+    for key, value in {**defaults, **(config or {})}.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    register(spark)
+    return spark
+
+
+def __getattr__(name: str):
+    if name == "OdradekDataSource":
+        from odradek.pipeline.source import OdradekDataSource
+
+        return OdradekDataSource
+    raise AttributeError(f"module 'odradek.pipeline' has no attribute {name!r}")

@@ -560,7 +560,7 @@ class Cleaner:
             kept.append(r)
         result.records_kept += len(kept)
         needs_horizon = tombstone_kept and horizon is None
-        if len(kept) == len(records) and not needs_horizon:
+        if kept and len(kept) == len(records) and not needs_horizon:
             if droppable_later:
                 result.min_delete_horizon = _min(result.min_delete_horizon, horizon)
             return writer.add(buf[rel : rel + size], last, h.max_timestamp)
@@ -570,6 +570,8 @@ class Cleaner:
             )
             if not keep_empty:
                 return 0
+            if not records:
+                return writer.add(buf[rel : rel + size], last, h.max_timestamp)  # already empty
             batch = build_batch(
                 h, attributes & ~B.COMPRESSION_MASK, h.base_timestamp, h.max_timestamp, 0, b""
             )

@@ -36,6 +36,21 @@ def wait_until(predicate, timeout: float = 10.0, interval: float = 0.02, message
         time.sleep(interval)
 
 
+CODEC_IDS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
+
+
+def stored_batch_codecs(broker, topic: str, partition: int = 0) -> set[int]:
+    """The compression codec of every batch in the partition's first segment, read off disk."""
+    data = (broker.data_dir / f"{topic}-{partition}" / ("0" * 20 + ".log")).read_bytes()
+    codecs, pos = set(), 0
+    while pos + 23 <= len(data):
+        (length,) = struct.unpack_from(">i", data, pos + 8)
+        (attributes,) = struct.unpack_from(">h", data, pos + 21)
+        codecs.add(attributes & 0x07)
+        pos += 12 + length
+    return codecs
+
+
 def java_partition(key: bytes, num_partitions: int) -> int:
     """Java's (and librdkafka's murmur2_random) partition for a non-null key."""
     return (murmur2(key) & 0x7FFFFFFF) % num_partitions
@@ -44,8 +59,19 @@ def java_partition(key: bytes, num_partitions: int) -> int:
 # -- confluent-kafka ------------------------------------------------------------------------
 
 
+_ADMINS: dict[int, tuple[object, AdminClient]] = {}
+
+
 def admin(broker) -> AdminClient:
-    return AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+    """One AdminClient per live broker, reused: a fresh librdkafka handle sometimes loses its
+    first request to the hand-over from the bootstrap connection and retries 3 s later."""
+    for key, (other, _) in list(_ADMINS.items()):
+        if other.proc is None or other.proc.poll() is not None:
+            del _ADMINS[key]  # that broker is gone for good (or for now); drop its client
+    entry = _ADMINS.get(id(broker))
+    if entry is None:
+        entry = _ADMINS[id(broker)] = (broker, AdminClient({"bootstrap.servers": broker.bootstrap_servers}))
+    return entry[1]
 
 
 def create_topic(broker, name: str, partitions: int = 1, config: dict | None = None) -> None:
@@ -230,7 +256,9 @@ def produce_body(topic: str, partition: int, records, acks: int = -1, timeout_ms
     }
 
 
-def fetch_body(topic: str, partition: int, offset: int, *, max_wait_ms: int = 0, max_bytes: int = 1 << 20) -> dict:
+def fetch_body(
+    topic: str, partition: int, offset: int, *, max_wait_ms: int = 0, max_bytes: int = 1 << 20
+) -> dict:
     return {
         "max_wait": max_wait_ms,
         "min_bytes": 1,
@@ -239,7 +267,9 @@ def fetch_body(topic: str, partition: int, offset: int, *, max_wait_ms: int = 0,
         "topics": [
             {
                 "topic": topic,
-                "partitions": [{"partition": partition, "fetch_offset": offset, "partition_max_bytes": max_bytes}],
+                "partitions": [
+                    {"partition": partition, "fetch_offset": offset, "partition_max_bytes": max_bytes}
+                ],
             }
         ],
         "forgotten_topics_data": [],
@@ -250,7 +280,9 @@ class RawClient:
     """One blocking socket speaking Kafka frames; for requests no real client would send."""
 
     def __init__(self, broker, timeout: float = 10.0):
+        self.broker = broker
         self.sock = socket.create_connection((broker.host, broker.port), timeout=timeout)
+        self._address = self.local_address
         self._correlation = 0
 
     @property
@@ -266,6 +298,15 @@ class RawClient:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+    def broker_log_about_me(self) -> str:
+        """The broker log lines about this connection (and any traceback just before them)."""
+        lines = self.broker.log_text().splitlines()
+        hits = [i for i, line in enumerate(lines) if self._address in line]
+        if not hits:
+            return "(nothing about this connection)"
+        start = max(0, hits[0] - 1)
+        return "\n".join(lines[start : hits[-1] + 1][-40:])
 
     def send_raw(self, data: bytes) -> None:
         self.sock.sendall(data)
@@ -289,7 +330,10 @@ class RawClient:
 
     def receive(self, api_key: int, version: int):
         payload = self.read_frame()
-        assert payload is not None, "the broker closed the connection instead of answering"
+        assert payload is not None, (
+            "the broker closed the connection instead of answering; its log says:\n"
+            + self.broker_log_about_me()
+        )
         return decode_response(api_key, version, payload)
 
     def request(self, api_key: int, version: int, body: dict):

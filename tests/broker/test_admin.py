@@ -71,11 +71,15 @@ def test_create_topic_with_partitions_and_configs(broker, topic_name):
 
 def test_create_topics_validate_only_creates_nothing(broker, topic_name):
     client = admin(broker)
-    futures = client.create_topics([NewTopic(topic_name, 3, 1, config={"retention.ms": "1000"})], validate_only=True)
+    futures = client.create_topics(
+        [NewTopic(topic_name, 3, 1, config={"retention.ms": "1000"})], validate_only=True
+    )
     assert futures[topic_name].result(timeout=15) is None
     assert not topic_exists(broker, topic_name)
 
-    bad = client.create_topics([NewTopic(topic_name, 3, 1, config={"retention.ms": "soon"})], validate_only=True)
+    bad = client.create_topics(
+        [NewTopic(topic_name, 3, 1, config={"retention.ms": "soon"})], validate_only=True
+    )
     assert error_of(bad[topic_name]).code() == KafkaError.INVALID_CONFIG
     assert not topic_exists(broker, topic_name)
 
@@ -113,7 +117,13 @@ def test_create_topics_errors_at_each_version(broker, topic_name, version, case)
     partitions, replication factor and configs, which an error entry must still fill)."""
     if case == "existing":
         create_topic(broker, topic_name, 2)
-    topic = {"name": topic_name, "num_partitions": 1, "replication_factor": 1, "assignments": [], "configs": []}
+    topic = {
+        "name": topic_name,
+        "num_partitions": 1,
+        "replication_factor": 1,
+        "assignments": [],
+        "configs": [],
+    }
     topics = [topic]
     if case == "invalid-name":
         topic["name"] = topic_name + "!"
@@ -126,7 +136,9 @@ def test_create_topics_errors_at_each_version(broker, topic_name, version, case)
     elif case == "duplicate":
         topics = [topic, topic]
     with RawClient(broker) as raw:
-        response = raw.request(CREATE_TOPICS, version, {"topics": topics, "timeout": 10000, "validate_only": False})
+        response = raw.request(
+            CREATE_TOPICS, version, {"topics": topics, "timeout": 10000, "validate_only": False}
+        )
     codes = {t.name: t.error_code for t in response.topics}
     assert codes == {topic["name"]: RAW_CREATE_ERRORS[case]}  # Kafka answers a duplicate once
     if case == "existing":
@@ -209,7 +221,9 @@ def test_create_partitions_grows_topic_and_new_partitions_work(broker, topic_nam
 def test_create_partitions_validate_only_and_invalid_counts(broker, topic_name):
     create_topic(broker, topic_name, 3)
     client = admin(broker)
-    client.create_partitions([NewPartitions(topic_name, 6)], validate_only=True)[topic_name].result(timeout=15)
+    client.create_partitions([NewPartitions(topic_name, 6)], validate_only=True)[topic_name].result(
+        timeout=15
+    )
     assert partition_count(broker, topic_name) == 3
 
     for fewer_or_same in (2, 3):
@@ -290,7 +304,9 @@ def test_incremental_alter_configs_set_delete_append(broker, topic_name):
     bad = ConfigResource(
         ResourceType.TOPIC,
         topic_name,
-        incremental_configs=[ConfigEntry("retention.ms", "soon", incremental_operation=AlterConfigOpType.SET)],
+        incremental_configs=[
+            ConfigEntry("retention.ms", "soon", incremental_operation=AlterConfigOpType.SET)
+        ],
     )
     (future,) = client.incremental_alter_configs([bad]).values()
     assert error_of(future).code() == KafkaError.INVALID_CONFIG

@@ -5,6 +5,7 @@ producing and consuming, and none of its acknowledged records is lost."""
 from __future__ import annotations
 
 import os
+import random
 import struct
 import threading
 import time
@@ -50,7 +51,9 @@ class Bystander:
     def _produce(self):
         i = 0
         while not self._stop.is_set():
-            self._prod.produce(self.topic, f"bystander-{i}".encode(), partition=0, on_delivery=self.deliveries)
+            self._prod.produce(
+                self.topic, f"bystander-{i}".encode(), partition=0, on_delivery=self.deliveries
+            )
             i += 1
             self._prod.poll(0.005)
         self._prod.flush(15)
@@ -119,8 +122,8 @@ BAD_FRAMES = {
     "client-id-past-end": frame(struct.pack(">hhih", 18, 3, 1, 500) + b"abc"),
     "unknown-api-key": frame(header(31337, 0) + b"\x00"),
     "unsupported-version": frame(header(METADATA, 99) + b"\x00" * 8),
-    "garbage-body": frame(header(PRODUCE, 9) + b"\x00" + os.urandom(64)),
-    "random-bytes": struct.pack(">i", 48) + os.urandom(48),
+    "garbage-body": frame(header(PRODUCE, 9) + b"\x00" + b"\xff" * 64),
+    "random-bytes": struct.pack(">i", 48) + random.Random(20261125).randbytes(48),
     "oversize-frame": struct.pack(">i", 104857600 + 1) + b"\x00" * 1024,
 }
 
@@ -144,7 +147,9 @@ def test_api_versions_too_new_gets_unsupported_version_with_the_list(broker, bys
         assert offered[API_VERSIONS] == (0, 3)
         assert PRODUCE in offered and FETCH in offered and METADATA in offered
         # The client picks a version it shares with the broker, on the same connection.
-        current = raw.request(API_VERSIONS, 3, {"client_software_name": "e2e", "client_software_version": "1"})
+        current = raw.request(
+            API_VERSIONS, 3, {"client_software_name": "e2e", "client_software_version": "1"}
+        )
         assert current.error_code == ErrorCode.none
         assert {k.api_key: (k.min_version, k.max_version) for k in current.api_keys} == offered
     bystander.check()
@@ -215,8 +220,13 @@ def test_invalid_topic_names(broker, bystander):
     bad = "no spaces allowed!"
     with RawClient(broker) as raw:
         meta = raw.request(
-            METADATA, 12, {"topics": [{"name": bad, "topic_id": None}], "allow_auto_topic_creation": True,
-                           "include_topic_authorized_operations": False}
+            METADATA,
+            12,
+            {
+                "topics": [{"name": bad, "topic_id": None}],
+                "allow_auto_topic_creation": True,
+                "include_topic_authorized_operations": False,
+            },
         )
         assert [(t.name, t.error_code) for t in meta.topics] == [(bad, ErrorCode.invalid_topic_exception)]
         # Kafka answers a Produce to a topic it does not have (whatever its name) with
@@ -241,10 +251,17 @@ def test_unknown_topics_and_partitions(broker, bystander, topic_name):
             assert part.error_code == ErrorCode.unknown_topic_or_partition, (topic, partition)
         # Produce does not auto-create topics.
         meta = raw.request(
-            METADATA, 12, {"topics": [{"name": missing, "topic_id": None}], "allow_auto_topic_creation": False,
-                           "include_topic_authorized_operations": False}
+            METADATA,
+            12,
+            {
+                "topics": [{"name": missing, "topic_id": None}],
+                "allow_auto_topic_creation": False,
+                "include_topic_authorized_operations": False,
+            },
         )
-        assert [(t.name, t.error_code) for t in meta.topics] == [(missing, ErrorCode.unknown_topic_or_partition)]
+        assert [(t.name, t.error_code) for t in meta.topics] == [
+            (missing, ErrorCode.unknown_topic_or_partition)
+        ]
     bystander.check()
 
 

@@ -46,7 +46,7 @@ def open_idle(broker, n: int) -> list[RawClient]:
 
 
 def test_thousand_idle_connections_while_busy_clients_work(broker, topic_name):
-    partitions, producers, per_producer, consumers = 6, 24, 250, 12
+    partitions, producers, per_producer, consumers = 6, 24, 600, 12
     create_topic(broker, topic_name, partitions)
     idle = open_idle(broker, 1000)
     try:
@@ -56,7 +56,8 @@ def test_thousand_idle_connections_while_busy_clients_work(broker, topic_name):
         def produce(n: int):
             try:
                 items = [
-                    {"partition": i % partitions, "value": f"p{n}-{i}".encode() + b"." * 150} for i in range(per_producer)
+                    {"partition": i % partitions, "value": f"p{n}-{i}".encode() + b"." * 150}
+                    for i in range(per_producer)
                 ]
                 produce_and_flush(producer(broker, linger_ms=2), topic_name, items, timeout=90)
             except Exception as exc:  # surfaced below
@@ -69,7 +70,7 @@ def test_thousand_idle_connections_while_busy_clients_work(broker, topic_name):
             try:
                 cons.assign([TopicPartition(topic_name, partition, 0)])
                 got = []
-                deadline = time.monotonic() + 90
+                deadline = time.monotonic() + 60
                 while len(got) < want and time.monotonic() < deadline:
                     for msg in cons.consume(500, 0.2):
                         if msg.error():
@@ -89,10 +90,14 @@ def test_thousand_idle_connections_while_busy_clients_work(broker, topic_name):
             t.join(120)
         elapsed = time.monotonic() - start
         assert not errors, errors[:3]
-        assert elapsed < 90, f"busy clients took {elapsed:.1f}s next to 1000 idle connections"
+        assert elapsed < 60, f"busy clients took {elapsed:.1f}s next to 1000 idle connections"
         for n, got in seen.items():
             p = n % partitions
-            expected = {f"p{k}-{i}".encode() + b"." * 150 for k in range(producers) for i in range(p, per_producer, partitions)}
+            expected = {
+                f"p{k}-{i}".encode() + b"." * 150
+                for k in range(producers)
+                for i in range(p, per_producer, partitions)
+            }
             assert len(got) == len(expected) and set(got) == expected, f"consumer {n} of partition {p}"
 
         # Every idle connection is still open and answers.
@@ -109,7 +114,9 @@ def test_thousand_idle_connections_while_busy_clients_work(broker, topic_name):
 def test_stalled_readers_and_half_sent_requests_do_not_block_others(broker, topic_name):
     create_topic(broker, topic_name, 1)
     chunk = b"s" * 100_000
-    produce_and_flush(producer(broker, linger_ms=0), topic_name, [{"value": chunk, "partition": 0} for _ in range(40)])
+    produce_and_flush(
+        producer(broker, linger_ms=0), topic_name, [{"value": chunk, "partition": 0} for _ in range(40)]
+    )
 
     stalled = []
     try:
@@ -140,7 +147,11 @@ def test_stalled_readers_and_half_sent_requests_do_not_block_others(broker, topi
 
 def test_pipelined_requests_are_answered_in_order(broker, topic_name):
     create_topic(broker, topic_name, 1)
-    meta_body = {"topics": None, "allow_auto_topic_creation": False, "include_topic_authorized_operations": False}
+    meta_body = {
+        "topics": None,
+        "allow_auto_topic_creation": False,
+        "include_topic_authorized_operations": False,
+    }
     plan = []
     with RawClient(broker) as raw:
         # A Fetch parked at the log end, then quick requests queued behind it.
@@ -198,7 +209,7 @@ def test_idle_connections_are_closed_after_connections_max_idle_ms(own_broker, t
             time.sleep(0.1)
         watcher.join()
         assert closed.is_set(), "the idle connection was not closed"
-        assert time.monotonic() - start >= 0.5
+        assert time.monotonic() - start >= 0.3, "closed before connections.max.idle.ms passed"
         assert busy.request(API_VERSIONS, 3, API_VERSIONS_BODY).error_code == ErrorCode.none
         assert "connections.max.idle.ms" in log_mentions(b, f"closing connection from {address}")
     finally:

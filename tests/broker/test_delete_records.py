@@ -30,7 +30,9 @@ def delete_records(broker, topic: str, partition: int, before: int):
 
 
 def fill(broker, topic: str, n: int, partition: int = 0) -> None:
-    produce_and_flush(producer(broker), topic, [{"value": str(i).encode(), "partition": partition} for i in range(n)])
+    produce_and_flush(
+        producer(broker), topic, [{"value": str(i).encode(), "partition": partition} for i in range(n)]
+    )
 
 
 def test_delete_records_moves_the_low_watermark(broker, topic_name):
@@ -91,7 +93,11 @@ def test_auto_offset_reset_error_reports_out_of_range(broker, topic_name):
 
         def reset_error():
             msg = cons.poll(0.2)
-            return msg is not None and msg.error() is not None and msg.error().code() == KafkaError._AUTO_OFFSET_RESET
+            return (
+                msg is not None
+                and msg.error() is not None
+                and msg.error().code() == KafkaError._AUTO_OFFSET_RESET
+            )
 
         wait_until(reset_error, timeout=15, message="an _AUTO_OFFSET_RESET (offset out of range) error")
     finally:

@@ -34,7 +34,12 @@ def test_clean_restart_keeps_everything_and_continues_offsets(own_broker, topic_
     create_topic(b, topic_name, PARTITIONS, {"message.timestamp.type": "CreateTime"})
     prod = producer(b)
     items = [
-        {"partition": i % PARTITIONS, "key": str(i).encode(), "value": f"v{i}".encode(), "headers": [("n", str(i).encode())]}
+        {
+            "partition": i % PARTITIONS,
+            "key": str(i).encode(),
+            "value": f"v{i}".encode(),
+            "headers": [("n", str(i).encode())],
+        }
         for i in range(2000)
     ]
     deliveries = produce_and_flush(prod, topic_name, items)
@@ -45,12 +50,14 @@ def test_clean_restart_keeps_everything_and_continues_offsets(own_broker, topic_
     b.start()
 
     after = consume(b, topic_name, range(PARTITIONS))
-    assert {p: [(r.offset, r.key, r.value, r.headers, r.timestamp) for r in rs] for p, rs in after.items()} == {
-        p: [(r.offset, r.key, r.value, r.headers, r.timestamp) for r in rs] for p, rs in before.items()
-    }
+    assert {
+        p: [(r.offset, r.key, r.value, r.headers, r.timestamp) for r in rs] for p, rs in after.items()
+    } == {p: [(r.offset, r.key, r.value, r.headers, r.timestamp) for r in rs] for p, rs in before.items()}
     assert_acked_exactly_once_in_order(deliveries, after)
 
-    more = produce_and_flush(producer(b), topic_name, [{"partition": p, "value": b"next"} for p in range(PARTITIONS)])
+    more = produce_and_flush(
+        producer(b), topic_name, [{"partition": p, "value": b"next"} for p in range(PARTITIONS)]
+    )
     assert sorted((r.partition, r.offset) for r in more.acked) == [(p, 500) for p in range(PARTITIONS)]
 
 
@@ -90,10 +97,12 @@ def test_kill_9_during_acks_all_writes_keeps_every_acked_record(own_broker, topi
     assert len(deliveries.acked) == acked
     assert_acked_exactly_once_in_order(deliveries, got)
     # Offsets stay dense: the recovered log has no holes.
-    for p, records in got.items():
+    for records in got.values():
         assert [r.offset for r in records] == list(range(len(records)))
 
-    more = produce_and_flush(producer(b), topic_name, [{"partition": p, "value": b"after"} for p in range(PARTITIONS)])
+    more = produce_and_flush(
+        producer(b), topic_name, [{"partition": p, "value": b"after"} for p in range(PARTITIONS)]
+    )
     for report in more.acked:
         assert report.offset == len(got[report.partition])
 

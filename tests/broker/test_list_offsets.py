@@ -21,7 +21,9 @@ def timed_topic(broker, topic_name):
     create_topic(broker, topic_name, 1)
     prod = producer(broker, linger_ms=0)
     for i, step in enumerate(TS_STEPS):
-        produce_and_flush(prod, topic_name, [{"value": str(i).encode(), "timestamp": BASE_TS + 1000 * step, "partition": 0}])
+        produce_and_flush(
+            prod, topic_name, [{"value": str(i).encode(), "timestamp": BASE_TS + 1000 * step, "partition": 0}]
+        )
     return topic_name
 
 
@@ -64,7 +66,15 @@ def test_offsets_for_times(broker, timed_topic):
         hits = [i for i, step in enumerate(TS_STEPS) if BASE_TS + 1000 * step >= ts]
         return hits[0] if hits else -1
 
-    queries = [BASE_TS - 1, BASE_TS, BASE_TS + 4500, BASE_TS + 5000, BASE_TS + 8999, BASE_TS + 9000, BASE_TS + 9001]
+    queries = [
+        BASE_TS - 1,
+        BASE_TS,
+        BASE_TS + 4500,
+        BASE_TS + 5000,
+        BASE_TS + 8999,
+        BASE_TS + 9000,
+        BASE_TS + 9001,
+    ]
     cons = consumer(broker)
     try:
         for ts in queries:

@@ -3,34 +3,21 @@ headers, timestamps and compression, each checked record by record."""
 
 from __future__ import annotations
 
-import struct
 import time
 
 import pytest
 from broker_e2e import (
+    CODEC_IDS,
     consume,
     create_topic,
     java_partition,
     produce_and_flush,
     producer,
-    wait_until,
+    stored_batch_codecs,
 )
 from confluent_kafka import TIMESTAMP_CREATE_TIME, TIMESTAMP_LOG_APPEND_TIME
 
 CODECS = ["gzip", "snappy", "lz4", "zstd"]
-CODEC_IDS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
-
-
-def stored_batch_codecs(broker, topic: str, partition: int = 0) -> set[int]:
-    """The compression codec of every batch in the partition's first segment, read off disk."""
-    data = (broker.data_dir / f"{topic}-{partition}" / ("0" * 20 + ".log")).read_bytes()
-    codecs, pos = set(), 0
-    while pos + 23 <= len(data):
-        (length,) = struct.unpack_from(">i", data, pos + 8)
-        (attributes,) = struct.unpack_from(">h", data, pos + 21)
-        codecs.add(attributes & 0x07)
-        pos += 12 + length
-    return codecs
 
 
 def test_many_partitions_keep_per_partition_order(broker, topic_name):
@@ -123,7 +110,9 @@ def test_log_append_time_topic_gets_broker_timestamps(broker, topic_name):
     prod = producer(broker)
     before = int(time.time() * 1000)
     deliveries = produce_and_flush(
-        prod, topic_name, [{"value": str(i).encode(), "timestamp": 1_000_000 + i, "partition": 0} for i in range(10)]
+        prod,
+        topic_name,
+        [{"value": str(i).encode(), "timestamp": 1_000_000 + i, "partition": 0} for i in range(10)],
     )
     after = int(time.time() * 1000)
 
@@ -153,7 +142,9 @@ def test_producer_compression_round_trips_and_is_stored_compressed(broker, topic
     assert stored_batch_codecs(broker, topic_name) == {CODEC_IDS[codec]}
 
 
-@pytest.mark.parametrize(("topic_codec", "producer_codec"), [("zstd", "none"), ("gzip", "lz4"), ("uncompressed", "snappy")])
+@pytest.mark.parametrize(
+    ("topic_codec", "producer_codec"), [("zstd", "none"), ("gzip", "lz4"), ("uncompressed", "snappy")]
+)
 def test_topic_compression_type_recompresses(broker, topic_name, topic_codec, producer_codec):
     create_topic(broker, topic_name, 1, {"compression.type": topic_codec})
     prod = producer(broker, compression_type=producer_codec, linger_ms=20)
@@ -175,16 +166,3 @@ def test_large_records_near_default_limit(broker, topic_name):
     produce_and_flush(prod, topic_name, [{"value": v, "partition": 0} for v in values])
     got = consume(broker, topic_name, [0])[0]
     assert [r.value for r in got] == values
-
-
-def test_acks_zero_and_one_records_are_stored(broker, topic_name):
-    for acks in (0, 1):
-        prod = producer(broker, acks=acks)
-        produce_and_flush(prod, topic_name, [{"value": f"acks{acks}-{i}".encode(), "partition": 0} for i in range(50)])
-    expected = [f"acks{a}-{i}".encode() for a in (0, 1) for i in range(50)]
-
-    # acks=0 gets no response, so wait until the broker has the records.
-    def all_there():
-        return [r.value for r in consume(broker, topic_name, [0])[0]] == expected
-
-    wait_until(all_there, timeout=15, message="acks=0 and acks=1 records to be readable")

@@ -138,7 +138,16 @@ def test_log_files_are_valid_kafka_record_batches(broker, topic_name):
     create_topic(broker, topic_name, 1)
     headers = [("h", b"v")]
     prod = producer(broker, linger_ms=0)
-    items = [{"key": str(i).encode(), "value": f"v{i}".encode(), "headers": headers, "timestamp": 1_000 + i, "partition": 0} for i in range(100)]
+    items = [
+        {
+            "key": str(i).encode(),
+            "value": f"v{i}".encode(),
+            "headers": headers,
+            "timestamp": 1_000 + i,
+            "partition": 0,
+        }
+        for i in range(100)
+    ]
     produce_and_flush(prod, topic_name, items)
 
     batches = log_batches(broker.data_dir / f"{topic_name}-0" / f"{0:020d}.log")
@@ -205,7 +214,9 @@ def test_time_index_lookups_across_segments(broker, topic_name):
     probes = sorted({0, 1, n - 1, *bases, *(b - 1 for b in bases if b), *(b + 1 for b in bases)})
     cons = consumer(broker)
     try:
-        found = cons.offsets_for_times([TopicPartition(topic_name, 0, base_ts + i) for i in probes], timeout=10)
+        found = cons.offsets_for_times(
+            [TopicPartition(topic_name, 0, base_ts + i) for i in probes], timeout=10
+        )
         assert [tp.offset for tp in found] == probes
         (past,) = cons.offsets_for_times([TopicPartition(topic_name, 0, base_ts + n)], timeout=10)
         assert past.offset == -1
@@ -244,7 +255,9 @@ def test_clean_shutdown_writes_checkpoints_marker_and_snapshots(own_broker, topi
     assert (d / f"{topic_name}-1" / "leader-epoch-checkpoint").read_text() == "0\n1\n0 10\n"
 
     b.start()
-    wait_until(lambda: not (d / ".kafka_cleanshutdown").exists(), message="the clean-shutdown marker to be removed")
+    wait_until(
+        lambda: not (d / ".kafka_cleanshutdown").exists(), message="the clean-shutdown marker to be removed"
+    )
     got = consume(b, topic_name, [0, 1], auto_offset_reset="earliest")
     assert [r.offset for r in got[0]] == list(range(15))
     assert [r.offset for r in got[1]] == list(range(10, 15))
@@ -289,7 +302,9 @@ def test_recovery_from_a_torn_segment_tail(own_broker, topic_name, damage):
     assert [r.value for r in got] == [expected_value(i) for i in range(survivors)]
     # The torn bytes are gone from the file, and writing continues at the right offset.
     assert path.stat().st_size == (last_pos if survivors < n else size)
-    deliveries = produce_and_flush(producer(b), topic_name, [{"value": expected_value(survivors), "partition": 0}])
+    deliveries = produce_and_flush(
+        producer(b), topic_name, [{"value": expected_value(survivors), "partition": 0}]
+    )
     assert deliveries.acked[0].offset == survivors
     assert_every_offset_readable(b, topic_name, survivors + 1)
     assert_indexes_point_at_batches(pdir)

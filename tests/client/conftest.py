@@ -158,14 +158,15 @@ def kafka(request, tmp_path_factory):
     broker.kill()
 
 
-@pytest.fixture
+@pytest.fixture(params=BROKERS)
 def own_kafka(request, tmp_path):
-    """A broker of this test's own (for restarts): same kind as ``kafka``."""
+    """Start a broker of this test's own (for restarts); one run per broker kind."""
     brokers = []
 
     def make():
-        name = request.node.callspec.params.get("kafka", BROKERS[0]) if hasattr(request.node, "callspec") else BROKERS[0]
-        b = make_broker(name, tmp_path / f"b{len(brokers)}")
+        log_dir = tmp_path / f"b{len(brokers)}"
+        log_dir.mkdir(parents=True, exist_ok=True)
+        b = make_broker(request.param, log_dir)
         brokers.append(b)
         return b.start()
 

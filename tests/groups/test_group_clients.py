@@ -492,3 +492,40 @@ def test_partition_count_change_rebalances_the_group(group_broker):
     finally:
         a.close()
         b.close()
+
+
+def test_stable_group_survives_broker_restart_without_rebalance(own_broker):
+    """The group is rebuilt from __consumer_offsets: members keep their ids, generation and partitions."""
+    broker = own_broker(**{"group.initial.rebalance.delay.ms": 100, "group.min.session.timeout.ms": 500})
+    topic = new_topic(broker, 4)
+    conf = {"session.timeout.ms": 6000}
+    a, b = Tracked(broker, "restart", topic, **conf), Tracked(broker, "restart", topic, **conf)
+
+    def poll_both():
+        a.poll()
+        b.poll()
+
+    try:
+        wait_until(lambda: len(a.assigned) == 2 and len(b.assigned) == 2, 20, "2+2 split", step=poll_both)
+
+        def members():
+            admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+            desc = admin.describe_consumer_groups(["restart"])["restart"].result(10)
+            return desc.state, sorted(m.member_id for m in desc.members)
+
+        before = members()
+        assigns = (a.assigns, b.assigns)
+        broker.stop()
+        broker.start()
+        produce(broker, topic, [f"n{i}" for i in range(20)], 4)
+        wait_until(
+            lambda: set(a.values) | set(b.values) >= {f"n{i}" for i in range(20)},
+            30,
+            "new records",
+            poll_both,
+        )
+        assert members() == before and before[0] == ConsumerGroupState.STABLE
+        assert (a.assigns, b.assigns) == assigns
+    finally:
+        a.close()
+        b.close()

@@ -241,16 +241,19 @@ class GroupCoordinator:
         led = self.topic.led_partitions() if self.topic.partition_count() is not None else set()
         for partition in sorted((self.owned | self.loading) - led):
             self._unload(partition)
+        budget = self.config.load_buffer_size  # bytes replayed at once; larger partitions load in a task
         for partition in sorted(led - self.owned - self.loading):
-            self._load(partition)
+            budget -= self._load(partition, budget)
 
     def partition_of(self, group_id: str) -> int | None:
         count = self.topic.partition_count()
         return None if count is None else partition_for(group_id, count)
 
-    def _load(self, partition: int) -> None:
+    def _load(self, partition: int, budget: int) -> int:
+        """Replay ``partition`` now if it fits in ``budget`` bytes, else in a task; return bytes used."""
         self.loading.add(partition)
-        if self.topic.log_size(partition) <= self.config.load_buffer_size:
+        size = self.topic.log_size(partition)
+        if size <= budget:
             replay = _Replay()
             try:
                 for chunk in self.topic.replay(partition, self.config.load_buffer_size):
@@ -259,14 +262,15 @@ class GroupCoordinator:
             except Exception:
                 self.loading.discard(partition)
                 log.exception("loading %s-%d failed; its groups are not served", OFFSETS_TOPIC, partition)
-                return
+                return size
             self._finish_load(partition, replay)
-            return
+            return size
         task = asyncio.get_running_loop().create_task(
             self._load_in_chunks(partition), name=f"load-offsets-{partition}"
         )
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        return 0
 
     async def _load_in_chunks(self, partition: int) -> None:
         t0 = time.perf_counter()
@@ -384,9 +388,9 @@ class GroupCoordinator:
             group = self.groups[req.group_id] = GroupMetadata(req.group_id, self._now())
         if not self._accept_joining_member(group, req.member_id):
             if group.has(req.member_id):
-                member = group.get(req.member_id)
-                self._cancel_heartbeat(member)
-                group.remove(req.member_id)
+                self._remove_member(group, group.get(req.member_id))
+            elif group.is_pending(req.member_id):
+                self._remove_pending(group, req.member_id)
             callback(JoinResult.failed(ErrorCode.group_max_size_reached))
         elif unknown:
             self._join_new_member(group, req, callback)
@@ -856,6 +860,13 @@ class GroupCoordinator:
         member.complete_sync(SyncResult.failed(ErrorCode.unknown_member_id))
         group.remove(member.member_id)
 
+    @staticmethod
+    def _remove_pending(group: GroupMetadata, member_id: str) -> None:
+        group.remove(member_id)
+        op = group.pending_heartbeats.pop(member_id, None)
+        if op is not None:
+            op.abandon()
+
     def _remove_member_and_update_group(
         self, group: GroupMetadata, member: MemberMetadata, reason: str
     ) -> None:
@@ -889,10 +900,7 @@ class GroupCoordinator:
                     continue
                 member_id = current
             elif group.is_pending(member_id):
-                group.remove(member_id)
-                op = group.pending_heartbeats.pop(member_id, None)
-                if op is not None:
-                    op.abandon()
+                self._remove_pending(group, member_id)
                 results.append(NONE)
                 left.append(member_id)
                 continue

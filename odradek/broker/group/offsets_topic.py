@@ -46,7 +46,12 @@ class OffsetsTopic:
         count = self.partition_count()
         if count is not None:
             return count
-        rf = max(1, min(self.replication_factor, len(self.broker.image.brokers)))
+        live = len(self.broker.image.brokers)
+        capped = getattr(self.broker.config, "internal_topic_replication_factor", None)
+        if capped is not None:  # logs a warning when it has to cap
+            rf = capped("offsets.topic.replication.factor", live)
+        else:
+            rf = max(1, min(self.replication_factor, live))
         configs = {
             "cleanup.policy": "compact",
             "compression.type": "producer",

@@ -20,7 +20,7 @@ def handle_create_topics(broker, request):
     counts = Counter(t.name for t in body.topics)
     results = []
     for t in body.topics:
-        entry = {"name": t.name, "error_code": 0, "error_message": None, "topic_id": None}
+        entry = {"name": t.name, "error_code": 0, "error_message": None, "topic_id": None, "configs": []}
         try:
             if counts[t.name] > 1:
                 raise errors.InvalidRequestError(f"topic '{t.name}' appears more than once in the request")

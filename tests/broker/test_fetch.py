@@ -1,0 +1,122 @@
+"""Fetch semantics clients depend on: min_bytes and max_wait, byte limits that still return
+at least one batch, leader-epoch checks (KIP-320) and OffsetForLeaderEpoch."""
+
+from __future__ import annotations
+
+import time
+
+from broker_e2e import (
+    RawClient,
+    create_topic,
+    decode_batches,
+    fetch_body,
+    fetch_records,
+    produce_and_flush,
+    producer,
+)
+from kio.schema.errors import ErrorCode
+
+FETCH, OFFSET_FOR_LEADER_EPOCH = 1, 23
+
+
+def fill(broker, topic: str, n: int, size: int = 1000, partition: int = 0) -> None:
+    prod = producer(broker, linger_ms=0, batch_num_messages=1)
+    produce_and_flush(
+        prod, topic, [{"value": bytes([65 + i % 26]) * size, "partition": partition} for i in range(n)]
+    )
+
+
+def test_min_bytes_waits_up_to_max_wait(broker, topic_name):
+    create_topic(broker, topic_name, 1)
+    fill(broker, topic_name, 1, size=100)
+    with RawClient(broker) as raw:
+        body = dict(fetch_body(topic_name, 0, 0), min_bytes=1_000_000, max_wait=400)
+        start = time.monotonic()
+        response = raw.request(FETCH, 12, body)
+        waited = time.monotonic() - start
+    (part,) = response.responses[0].partitions
+    # Not enough bytes ever arrive: the answer comes at max_wait, with what there is.
+    assert 0.3 <= waited < 3, waited
+    assert part.error_code == ErrorCode.none
+    assert [b.base_offset for b in decode_batches(part.records)] == [0]
+
+
+def test_partition_max_bytes_still_returns_one_whole_batch(broker, topic_name):
+    create_topic(broker, topic_name, 1)
+    fill(broker, topic_name, 5, size=5000)
+    with RawClient(broker) as raw:
+        error, records = fetch_records(raw, topic_name, 0, 0, max_bytes=100)
+        assert error == ErrorCode.none
+        # KIP-74: the first batch comes back whole even when it is larger than the limit.
+        assert [r[0] for r in records] == [0]
+        assert records[0][2] == b"A" * 5000
+        error, records = fetch_records(raw, topic_name, 0, 0, max_bytes=12_000)
+        assert [r[0] for r in records] == [0, 1]
+
+
+def test_response_max_bytes_spans_partitions(broker, topic_name):
+    create_topic(broker, topic_name, 3)
+    for p in range(3):
+        fill(broker, topic_name, 3, size=4000, partition=p)
+    body = {
+        "max_wait": 0,
+        "min_bytes": 1,
+        "max_bytes": 10_000,
+        "isolation_level": 1,
+        "topics": [
+            {
+                "topic": topic_name,
+                "partitions": [
+                    {"partition": p, "fetch_offset": 0, "partition_max_bytes": 1 << 20} for p in range(3)
+                ],
+            }
+        ],
+        "forgotten_topics_data": [],
+    }
+    with RawClient(broker) as raw:
+        response = raw.request(FETCH, 12, body)
+    sizes = {p.partition_index: len(p.records or b"") for p in response.responses[0].partitions}
+    assert all(p.error_code == ErrorCode.none for p in response.responses[0].partitions)
+    assert all(p.high_watermark == 3 and p.last_stable_offset == 3 for p in response.responses[0].partitions)
+    # The first partition gets at least one batch; the total stays near max_bytes.
+    assert sizes[0] > 0
+    assert sum(sizes.values()) <= 10_000 + 4200, sizes
+
+
+def test_fetch_checks_the_current_leader_epoch(broker, topic_name):
+    create_topic(broker, topic_name, 1)
+    fill(broker, topic_name, 2, size=10)
+    with RawClient(broker) as raw:
+        for epoch, expected in [
+            (-1, ErrorCode.none),
+            (0, ErrorCode.none),
+            (7, ErrorCode.unknown_leader_epoch),
+        ]:
+            body = fetch_body(topic_name, 0, 0)
+            body["topics"][0]["partitions"][0]["current_leader_epoch"] = epoch
+            response = raw.request(FETCH, 12, body)
+            assert response.responses[0].partitions[0].error_code == expected, epoch
+
+
+def test_offset_for_leader_epoch(broker, topic_name):
+    create_topic(broker, topic_name, 1)
+    fill(broker, topic_name, 4, size=10)
+    body = {
+        "replica_id": -1,
+        "topics": [
+            {
+                "topic": topic_name,
+                "partitions": [
+                    {"partition": 0, "current_leader_epoch": -1, "leader_epoch": 0},
+                    {"partition": 9, "current_leader_epoch": -1, "leader_epoch": 0},
+                ],
+            }
+        ],
+    }
+    with RawClient(broker) as raw:
+        response = raw.request(OFFSET_FOR_LEADER_EPOCH, 4, body)
+    got = {p.partition: (p.error_code, p.leader_epoch, p.end_offset) for p in response.topics[0].partitions}
+    assert got == {
+        0: (ErrorCode.none, 0, 4),
+        9: (ErrorCode.unknown_topic_or_partition, -1, -1),
+    }
