@@ -137,9 +137,27 @@ def create(job: dict) -> dict:
             for t in job["topics"]
         )
         if ok:
-            return {"ok": True}
+            out: dict = {"ok": True}
+            if job.get("warm_group"):
+                out["group_warmup_s"] = warm_group(job["bootstrap"], job["topics"][0])
+            return out
         time.sleep(0.05)
     raise RuntimeError(f"topics {job['topics']} not ready")
+
+
+def warm_group(bootstrap: str, topic: str) -> float:
+    """Make the broker set up its group coordinator (Odradek creates __consumer_offsets on
+    the first FindCoordinator) before anything is timed; the consumers below carry a
+    group.id (confluent-kafka requires one) even though they only assign(). Returns the
+    seconds an OffsetFetch took to be answered."""
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-warmup", "enable.auto.commit": False})
+    t0 = time.perf_counter()
+    try:
+        c.committed([TopicPartition(topic, 0)], timeout=30)
+    finally:
+        elapsed = time.perf_counter() - t0
+        c.close()
+    return elapsed
 
 
 def produce(job: dict) -> dict:

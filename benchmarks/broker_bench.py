@@ -272,7 +272,19 @@ def profiled(pid: int, out: Path, job: dict, rate: int, native: bool = False) ->
     pyspy = shutil.which("py-spy")
     if pyspy is None:
         raise RuntimeError("py-spy not found (pip install py-spy)")
-    cmd = [pyspy, "record", "--pid", str(pid), "--format", "raw", "--rate", str(rate), "-o", str(out)]
+    cmd = [
+        pyspy,
+        "record",
+        "--pid",
+        str(pid),
+        "--format",
+        "raw",
+        "--threads",
+        "--rate",
+        str(rate),
+        "-o",
+        str(out),
+    ]
     if native:
         cmd.append("--native")
     spy = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -525,6 +537,10 @@ def build_table(res: dict, names: list[str]) -> Table:
             txt += f"\n[dim]{statistics.median(others):.2f} median, {max(others):.2f} max in rows[/dim]"
         ref("other processes' CPU", txt, "shared machine")
     for n in names:
+        g = get(n, "group_warmup_s")
+        if g is not None:
+            ref(f"{n}: first OffsetFetch (group coordinator setup)", f"{g * 1000:,.0f} ms", "untimed warm-up")
+    for n in names:
         idle = get(n, "idle_cpu_per_s")
         if idle is not None:
             ref(f"{n} idle CPU", f"{idle * 1000:.1f} ms CPU/s", "not subtracted")
@@ -683,10 +699,16 @@ def main(argv: list[str] | None = None) -> int:
             res["brokers"][n]["mem_idle"] = memory(b.pid)
             res["brokers"][n]["idle_cpu_per_s"] = idle_cpu_per_s(b.pid, 1.0)
 
-        for b in brokers.values():
-            run_job(
-                {"job": "create", "bootstrap": b.bootstrap, "topics": ["cpu-per-request"], "partitions": 1}
-            )
+        for n, b in brokers.items():
+            res["brokers"][n]["group_warmup_s"] = run_job(
+                {
+                    "job": "create",
+                    "bootstrap": b.bootstrap,
+                    "topics": ["cpu-per-request"],
+                    "partitions": 1,
+                    "warm_group": True,
+                }
+            ).get("group_warmup_s")
 
         accepted: dict[tuple[str, int, int], str] = {}  # (broker, size, rep) -> acks=1 topic to consume
         for size, count in sizes:
@@ -820,18 +842,23 @@ def main(argv: list[str] | None = None) -> int:
             console.print(f"  {p}", markup=False)
 
     if args.profile and "profile" in res:
-        from profile_summary import format_top, summarize
+        from profile_summary import format_threads, format_top, summarize
 
         for what in ("produce", "consume"):
             path = Path(args.profile) / f"{what}-1k.txt"
             if path.exists():
-                s = summarize(path)
+                s = summarize(path, "MainThread")
                 r = res["profile"][what]
                 console.print(
-                    f"\n[bold]py-spy: Odradek during {what} 1 KB[/bold] ({s['samples']} samples, "
-                    f"{r['msgs_per_s']:,.0f} msg/s while profiled) — top 15 by self time"
+                    f"\n[bold]py-spy: Odradek during {what} 1 KB[/bold] ({r['msgs_per_s']:,.0f} msg/s while "
+                    f"profiled, broker {r.get('broker_cpu', 0):.2f} CPU); samples per thread:"
+                )
+                console.print(format_threads(s), markup=False, highlight=False)
+                console.print(
+                    f"event-loop thread (MainThread), {s['samples']} samples — top 15 by self time:"
                 )
                 console.print(format_top(s, 15, "self"), markup=False, highlight=False)
+                console.print(f"[dim]raw stacks: {path}[/dim]")
 
     if args.json:
         Path(args.json).write_text(json.dumps(res, indent=2, default=str))

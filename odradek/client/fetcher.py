@@ -288,6 +288,10 @@ class Fetcher:
                 if st is None or fetch_offset is None or st.position != fetch_offset:
                     continue  # reassigned or sought while the fetch was in flight
                 code = int(p.error_code)
+                if code == 0 and not p.records and 0 <= int(p.high_watermark) < fetch_offset:
+                    # Past the end of the log without an error: some brokers (tansu) do not
+                    # report OFFSET_OUT_OF_RANGE after losing data. Kafka would; treat it so.
+                    code = _OUT_OF_RANGE
                 if code == 0:
                     st.high_watermark = int(p.high_watermark)
                     st.last_stable_offset = int(getattr(p, "last_stable_offset", -1))

@@ -27,11 +27,11 @@ leader epochs stay right):
   tombstone sets the batch's ``DELETE_HORIZON`` attribute bit with the horizon
   (now + ``delete.retention.ms``) in its base timestamp field (record timestamp deltas are
   rebased, so timestamps read the same); a later pass after the horizon drops it;
-* the last batch of an active idempotent producer (empty if all its records go), so its
-  sequence state survives a reload, as Kafka does;
-* the last batch of each group (empty if all its records go), so a cleaned segment ends
-  where the segments it replaces ended: crash recovery of a ``.swap`` file then knows
-  exactly which old segments it replaces. Empty batches drop compression.
+* the last batch of an active idempotent producer (empty if all its records go, without
+  compression), so its sequence state survives a reload, as Kafka does.
+
+No other empty batch is written: librdkafka treats a fetch response holding nothing but
+empty batches as a message too large for its buffer (it doubles its fetch size, then fails).
 
 A batch whose records are all kept is copied byte for byte; otherwise the kept records'
 bytes are copied into a new batch (recompressed with the batch's codec).
@@ -502,27 +502,22 @@ class Cleaner:
         chunk = self.io_buffer_size
         throttle = self.throttler.throttle
         stop = self.stop
-        pending = None  # one batch of lookahead: the group's last batch is kept even if emptied
         read = 0
         for seg, size in group:
             for _pos, buf, rel, bsize in seg.log.batches(0, size, chunk_size=chunk, full=True):
-                if pending is not None:
-                    written = self._copy_batch(plan, *pending, end_offset, writer, result, False)
-                    if written:
-                        throttle(written, stop)
-                pending = (buf, rel, bsize)
+                written = self._copy_batch(plan, buf, rel, bsize, end_offset, writer, result)
+                if written:
+                    throttle(written, stop)
                 read += bsize
                 if read >= chunk:
                     self._check(plan)
                     throttle(read, stop)
                     result.bytes_read += read
                     read = 0
-        if pending is not None:
-            self._copy_batch(plan, *pending, end_offset, writer, result, True)
         result.bytes_read += read
         throttle(read, stop)
 
-    def _copy_batch(self, plan, buf, rel, size, end_offset, writer, result, last_in_group) -> int:
+    def _copy_batch(self, plan, buf, rel, size, end_offset, writer, result) -> int:
         """Write what stays of the batch at ``buf[rel:rel+size]``; returns bytes flushed."""
         if buf[rel + B.MAGIC_OFFSET] != 2:
             return writer.add(
@@ -565,10 +560,7 @@ class Cleaner:
                 result.min_delete_horizon = _min(result.min_delete_horizon, horizon)
             return writer.add(buf[rel : rel + size], last, h.max_timestamp)
         if not kept:
-            keep_empty = last_in_group or (
-                h.producer_id >= 0 and plan.producer_last_offsets.get(h.producer_id) == last
-            )
-            if not keep_empty:
+            if h.producer_id < 0 or plan.producer_last_offsets.get(h.producer_id) != last:
                 return 0
             if not records:
                 return writer.add(buf[rel : rel + size], last, h.max_timestamp)  # already empty

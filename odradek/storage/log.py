@@ -30,8 +30,10 @@ the result in: ``.log.cleaned`` → ``.log.swap`` (the commit point), old segmen
 ``.deleted``, ``.log.swap`` → ``.log``, and the segment list replaced in one assignment, so
 readers see either the old segments or the new one. Loading finishes an interrupted swap:
 ``.cleaned`` files are dropped (the old segments are intact), a ``.log.swap`` replaces every
-segment whose base offset lies in its offset range (a cleaned segment always ends with the
-last batch of the segments it replaced, so the range is exact) and is renamed into place.
+segment whose base offset lies in [its base offset, its next offset) and is renamed into
+place (Kafka's rule). Old segments past that range whose records were all cleaned away may
+survive such a crash: they hold only superseded records, above the swap's offsets and below
+the next segment's, so the log stays ordered and complete, and the next pass removes them.
 
 Thread rules: one owner (the broker's event loop) calls everything, except ``flush`` /
 ``flush_if_due``, which may run in a worker thread concurrently with appends and reads, and
@@ -325,7 +327,9 @@ class Log:
             finally:
                 swap.close()
             if end is None:
-                _unlink(swap_path)  # cannot happen for a committed swap; keep the old segments
+                # Everything in the group was cleaned away: the old segments (if still here)
+                # hold only superseded records; keep them for the next pass.
+                _unlink(swap_path)
                 continue
             for name in os.listdir(self.dir):
                 stem, dot, ext = name.partition(".")

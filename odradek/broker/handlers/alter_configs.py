@@ -8,6 +8,7 @@ without applying. Broker resources are refused with INVALID_REQUEST: broker conf
 static, read from server.properties at start.
 """
 
+from odradek.broker.config import effective_topic_config
 from odradek.broker.handlers import api
 from odradek.protocol import errors, messages
 
@@ -34,7 +35,7 @@ def _alter(broker, request, compute):
             topic = broker.image.topics.get(r.resource_name)
             if topic is None:
                 raise errors.UnknownTopicOrPartitionError(f"topic '{r.resource_name}' does not exist")
-            new = compute(dict(topic.configs), r.configs)
+            new = compute(broker, dict(topic.configs), r.configs)
             broker.controller.alter_topic_configs(r.resource_name, new, validate_only=body.validate_only)
         except errors.KafkaError as exc:
             entry.update(error_code=exc.code, error_message=exc.message)
@@ -42,11 +43,11 @@ def _alter(broker, request, compute):
     return {"throttle_time": 0, "responses": responses}
 
 
-def _replace(current: dict, configs) -> dict:
+def _replace(broker, current: dict, configs) -> dict:
     return {c.name: c.value for c in configs if c.value is not None}
 
 
-def _incremental(current: dict, configs) -> dict:
+def _incremental(broker, current: dict, configs) -> dict:
     for c in configs:
         op = c.config_operation
         if op == SET:
@@ -56,7 +57,11 @@ def _incremental(current: dict, configs) -> dict:
         elif op in (APPEND, SUBTRACT):
             if c.name not in LIST_KEYS:
                 raise errors.InvalidConfigError(f"{c.name} is not a list config; APPEND/SUBTRACT do not apply")
-            items = [v for v in current.get(c.name, "").split(",") if v]
+            # Like Kafka, a list without an override starts from the value in force.
+            in_force = current.get(c.name)
+            if in_force is None:
+                in_force = effective_topic_config({}, broker.config).get(c.name, "")
+            items = [v for v in in_force.split(",") if v]
             given = [v for v in (c.value or "").split(",") if v]
             if op == APPEND:
                 items += [v for v in given if v not in items]

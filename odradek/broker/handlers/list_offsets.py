@@ -13,17 +13,18 @@ EARLIEST, LATEST, MAX_TIMESTAMP = -2, -1, -3
 
 
 def _lookup(partition, timestamp: int, isolation_level: int) -> tuple[int, int]:
+    """(timestamp, offset) answering ``timestamp`` for this partition."""
     if timestamp == EARLIEST:
         return -1, partition.log_start_offset
     if timestamp == LATEST:
         return -1, partition.last_stable_offset if isolation_level == 1 else partition.high_watermark
     if timestamp == MAX_TIMESTAMP:
         found = partition.log.max_timestamp_and_offset()
-        return found if found is not None else (-1, -1)
-    found = partition.log.fetch_offset_by_timestamp(timestamp)
-    if found is None or found[1] >= partition.high_watermark:
+    else:
+        found = partition.log.fetch_offset_by_timestamp(timestamp)
+    if found is None or found[0] >= partition.high_watermark:
         return -1, -1
-    ts, offset = found[1], found[0]
+    offset, ts = found
     return ts, offset
 
 
