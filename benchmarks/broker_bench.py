@@ -617,8 +617,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--quiet-wait",
         type=float,
-        default=5.0,
-        help="before each run, wait up to this many seconds for the machine to be quiet (default 5)",
+        default=3.0,
+        help="before each run, wait up to this many seconds for the machine to be quiet (default 3)",
     )
     ap.add_argument(
         "--startup-runs", type=int, default=None, help="fresh starts per broker (default 7, quick 3)"

@@ -63,7 +63,11 @@ class Connection(asyncio.BufferedProtocol):
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
         if not self.server.register(self):
-            log.warning("closing connection from %s: max.connections (%d) reached", self.peer, self.server.max_connections)
+            log.warning(
+                "closing connection from %s: max.connections (%d) reached",
+                self.peer,
+                self.server.max_connections,
+            )
             self.closed = True
             transport.abort()
             return
@@ -148,7 +152,9 @@ class Connection(asyncio.BufferedProtocol):
             self.close(f"{spec.name} v{header.api_version} rejected: {exc}")
             return
         except Exception:
-            log.exception("%s v%d from %s failed; closing the connection", spec.name, header.api_version, self.peer)
+            log.exception(
+                "%s v%d from %s failed; closing the connection", spec.name, header.api_version, self.peer
+            )
             self.close("internal error")
             return
         if asyncio.iscoroutine(result):
@@ -190,7 +196,9 @@ class Connection(asyncio.BufferedProtocol):
             return [messages.size_prefix(size), head, *result.parts]
         if isinstance(result, bytes):
             return [result]
-        return [messages.encode_response(request.api_key, request.api_version, request.correlation_id, result)]
+        return [
+            messages.encode_response(request.api_key, request.api_version, request.correlation_id, result)
+        ]
 
     def _push_ready(self, data):
         if not self._slots:
@@ -250,7 +258,9 @@ class Connection(asyncio.BufferedProtocol):
                 pass
             if sent < part.size:
                 rest = part.read()[sent:]
-                transport.writelines([rest] + [p.read() if hasattr(p, "send_to") else p for p in parts[i + 1 :]])
+                transport.writelines(
+                    [rest] + [p.read() if hasattr(p, "send_to") else p for p in parts[i + 1 :]]
+                )
                 return
         if pending:
             left = _send_direct(fd, pending)

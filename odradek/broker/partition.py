@@ -93,7 +93,9 @@ class Partition:
         self._maybe_advance_high_watermark()
         return info
 
-    def read(self, fetch_offset: int, max_bytes: int, *, isolation_level: int = 0, min_one_message: bool = True):
+    def read(
+        self, fetch_offset: int, max_bytes: int, *, isolation_level: int = 0, min_one_message: bool = True
+    ):
         upper = self.last_stable_offset if isolation_level == 1 else self.high_watermark
         return self.log.read(fetch_offset, max_bytes, max_offset=upper, min_one_message=min_one_message)
 

@@ -114,6 +114,7 @@ class Broker:
             self.log_manager,
             CleanerConfig.from_getter(self.config.get),
             call_owner=loop_caller(asyncio.get_running_loop()),
+            use_processes=True,  # passes run in worker processes, off this process's GIL
         )
         self.log_cleaner.start()
         # -- end log cleaner --

@@ -7,8 +7,72 @@ import sys
 
 import click
 
+# Commands living in other modules, imported only when run (or when their own --help is
+# asked for), so that `odradek server` and `odradek --help` start fast. Name → (module,
+# attribute, one-line help shown by `odradek --help`).
+LAZY_COMMANDS = {
+    "topics": ("odradek.cli.topics", "topics", "Create, list, describe, alter and delete topics."),
+    "produce": ("odradek.cli.produce", "produce", "Send lines from stdin or a file to a topic."),
+    "consume": ("odradek.cli.consume", "consume", "Print records of a topic."),
+    "groups": ("odradek.cli.groups", "groups", "List, describe, delete consumer groups; reset their offsets."),
+    "configs": ("odradek.cli.configs", "configs", "Describe and alter topic and broker configs."),
+    "offsets": ("odradek.cli.offsets", "offsets", "Earliest, latest or by-time offsets of a topic's partitions."),
+    "cluster": ("odradek.cli.cluster", "cluster", "Cluster id, controller and brokers."),
+    "perf": ("odradek.cli.perf", "perf", "Producer and consumer performance tests."),
+    "dump-log": ("odradek.cli.dump_log", "dump_log", "Print log segments, indexes and snapshots (kafka-dump-log)."),
+    "pipeline": ("odradek.pipeline.cli", "pipeline", "Spark pipelines on Odradek topics."),
+}
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+
+class LazyGroup(click.Group):
+    """A click group whose LAZY_COMMANDS are imported on first use."""
+
+    def list_commands(self, ctx):
+        names = set(super().list_commands(ctx))
+        names.update(name for name, (module, _, _) in LAZY_COMMANDS.items() if _module_exists(module))
+        return sorted(names)
+
+    def get_command(self, ctx, name):
+        command = super().get_command(ctx, name)
+        if command is not None or name not in LAZY_COMMANDS:
+            return command
+        module, attr, _ = LAZY_COMMANDS[name]
+        if not _module_exists(module):
+            return None
+        import importlib
+
+        command = getattr(importlib.import_module(module), attr)
+        self.add_command(command, name)
+        return command
+
+    def format_commands(self, ctx, formatter):
+        rows = []
+        for name in self.list_commands(ctx):
+            if name in self.commands:
+                cmd = self.commands[name]
+                if cmd.hidden:
+                    continue
+                rows.append((name, cmd.get_short_help_str(formatter.width - 6 - len(name))))
+            else:
+                rows.append((name, LAZY_COMMANDS[name][2]))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+
+def _module_exists(module: str) -> bool:
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:
+        return False
+
+
+@click.group(
+    cls=LazyGroup,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+)
 @click.version_option(package_name="odradek")
 def cli():
     """Odradek: a Kafka-compatible event streaming platform in Python.
@@ -16,9 +80,14 @@ def cli():
     \b
     Start a broker on 127.0.0.1:9092 with data in ./odradek-data:
       odradek server
-    Then use any Kafka client, for example:
-      kcat -b 127.0.0.1:9092 -t greetings -P <<< 'hello'
+    Then use it with these commands or any Kafka client:
+      odradek topics create greetings --partitions 3
+      echo hello | odradek produce greetings
+      odradek consume greetings --from-beginning --max-messages 1
       kcat -b 127.0.0.1:9092 -t greetings -C -e
+    Every client command takes --bootstrap-server HOST:PORT (default 127.0.0.1:9092),
+    --command-config FILE and --output table|json; `odradek COMMAND --help` shows examples.
+    Exit status: 0 ok, 1 error, 2 usage error.
     """
 
 
@@ -73,12 +142,10 @@ def server(properties, overrides, log_level):
     run(config)
 
 
-from odradek.cli.dump_log import dump_log  # noqa: E402
-
-cli.add_command(dump_log)
-
-
 def main():
+    # kio's types register optional hypothesis strategies when hypothesis is importable;
+    # no command has a use for them, and they double the start-up time.
+    sys.modules.setdefault("hypothesis", None)
     cli(prog_name="odradek")
 
 

@@ -56,7 +56,8 @@ class Controller:
             )
         start = random.randrange(len(brokers))
         return {
-            p: [brokers[(start + p + r) % len(brokers)] for r in range(replication_factor)] for p in partitions
+            p: [brokers[(start + p + r) % len(brokers)] for r in range(replication_factor)]
+            for p in partitions
         }
 
     def _check_assignments(self, assignments: dict[int, list[int]], first: int, count: int) -> None:
@@ -103,7 +104,9 @@ class Controller:
             assignments = self._assign(range(count), rf)
         if validate_only:
             return None
-        topic = self.store.create_topic(name, len(assignments), assignments, configs, internal or name in INTERNAL_TOPICS)
+        topic = self.store.create_topic(
+            name, len(assignments), assignments, configs, internal or name in INTERNAL_TOPICS
+        )
         self._notify("created", name)
         return topic
 
@@ -114,14 +117,21 @@ class Controller:
         self._notify("deleted", name)
 
     def create_partitions(
-        self, name: str, count: int, assignments: list[list[int]] | None = None, *, validate_only: bool = False
+        self,
+        name: str,
+        count: int,
+        assignments: list[list[int]] | None = None,
+        *,
+        validate_only: bool = False,
     ) -> None:
         topic = self.image.topics.get(name)
         if topic is None:
             raise errors.UnknownTopicOrPartitionError(f"topic '{name}' does not exist")
         current = len(topic.partitions)
         if count < current:
-            raise errors.InvalidPartitionsError(f"topic '{name}' has {current} partitions; cannot shrink to {count}")
+            raise errors.InvalidPartitionsError(
+                f"topic '{name}' has {current} partitions; cannot shrink to {count}"
+            )
         if count == current:
             raise errors.InvalidPartitionsError(f"topic '{name}' already has {count} partitions")
         rf = len(topic.partitions[0].replicas)

@@ -42,7 +42,12 @@ class MetadataStore(ABC):
 
     @abstractmethod
     def create_topic(
-        self, name: str, partitions: int, replicas: dict[int, list[int]], configs: dict[str, str], internal: bool
+        self,
+        name: str,
+        partitions: int,
+        replicas: dict[int, list[int]],
+        configs: dict[str, str],
+        internal: bool,
     ) -> TopicInfo: ...
 
     @abstractmethod
@@ -70,12 +75,16 @@ class LocalMetadataStore(MetadataStore):
 
     def __init__(self, data_dir: Path, cluster_id: str, node: BrokerInfo):
         self.path = Path(data_dir) / METADATA_FILE
-        self.image = MetadataImage(cluster_id=cluster_id, controller_id=node.node_id, brokers={node.node_id: node})
+        self.image = MetadataImage(
+            cluster_id=cluster_id, controller_id=node.node_id, brokers={node.node_id: node}
+        )
         self.broker_configs: dict[str, str] = {}
         self.next_producer_id = 0
         if self.path.exists():
             data = json.loads(self.path.read_text())
-            self.image.topics = {name: TopicInfo.from_json(name, t) for name, t in data.get("topics", {}).items()}
+            self.image.topics = {
+                name: TopicInfo.from_json(name, t) for name, t in data.get("topics", {}).items()
+            }
             self.broker_configs = dict(data.get("broker_configs", {}))
             self.next_producer_id = data.get("next_producer_id", 0)
 

@@ -33,9 +33,7 @@ def register(spark) -> None:
     spark.dataSource.register(OdradekDataSource)
 
 
-def spark_session(
-    master: str | None = None, app_name: str = "odradek-pipeline", config: dict | None = None
-):
+def spark_session(master: str | None = None, app_name: str = "odradek-pipeline", config: dict | None = None):
     """A SparkSession for pipelines: ``local[*]`` unless ``master``, Python workers on this interpreter.
 
     Workers must run the interpreter that has odradek installed, so ``PYSPARK_PYTHON``

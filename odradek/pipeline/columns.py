@@ -154,10 +154,13 @@ def _record_starts(data: bytes, sections: list[tuple[int, int, int]]) -> np.ndar
 
 
 def _record_starts_slow(data: bytes, pos: int, end: int, append) -> int:
-    while pos < end:
-        append(pos)
-        z, pos = read_raw(data, pos, 5)
-        pos += (z >> 1) ^ -(z & 1)
+    try:
+        while pos < end:
+            append(pos)
+            z, pos = read_raw(data, pos, 5)
+            pos += (z >> 1) ^ -(z & 1)
+    except VarintError as exc:
+        raise errors.InvalidRecordError(f"bad record length: {exc}") from None
     return pos
 
 
@@ -256,7 +259,15 @@ def decode_response(
     n = len(starts)
     if n == 0:
         empty = pa.array([], pa.binary())
-        return Decoded(_EMPTY_I64, _EMPTY_I64, np.zeros(0, np.int32), empty, empty, [] if include_headers else None, next_offset)
+        return Decoded(
+            _EMPTY_I64,
+            _EMPTY_I64,
+            np.zeros(0, np.int32),
+            empty,
+            empty,
+            [] if include_headers else None,
+            next_offset,
+        )
     counts = np.fromiter((b[3] for b in batch_base), np.int64, len(batch_base))
     base_offsets = np.repeat(np.fromiter((b[0] for b in batch_base), np.int64, len(batch_base)), counts)
     base_ts = np.repeat(np.fromiter((b[1] for b in batch_base), np.int64, len(batch_base)), counts)
@@ -291,7 +302,12 @@ def decode_response(
     if keep is not None:
         idx = np.flatnonzero(keep)
         offsets, timestamps, ts_types = offsets[idx], timestamps[idx], ts_types[idx]
-        key_start, key_len, value_start, value_len = key_start[idx], key_len[idx], value_start[idx], value_len[idx]
+        key_start, key_len, value_start, value_len = (
+            key_start[idx],
+            key_len[idx],
+            value_start[idx],
+            value_len[idx],
+        )
         if headers is not None:
             headers = [headers[i] for i in idx.tolist()]
     keys = _binary_column(buf, data, key_start, key_len)

@@ -279,7 +279,9 @@ class ReplayGuard:
         if self._covered(topic):
             return int(self.commit["offsets"][topic].get(str(partition), 0))
         bounds = [
-            int(m["offsets"][topic].get(str(partition), 0)) for m in self.prior if topic in (m.get("offsets") or {})
+            int(m["offsets"][topic].get(str(partition), 0))
+            for m in self.prior
+            if topic in (m.get("offsets") or {})
         ]
         return min(bounds) if bounds else None
 

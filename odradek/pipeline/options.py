@@ -159,7 +159,7 @@ def _parse_partition_json(name: str, text: str, *, allowed_specials: tuple[int, 
     out = {}
     for topic, parts in raw.items():
         if not isinstance(parts, dict):
-            raise OptionError(f'option {name}: topic {topic!r} must map partitions to numbers')
+            raise OptionError(f"option {name}: topic {topic!r} must map partitions to numbers")
         for partition, value in parts.items():
             try:
                 number = int(value)
@@ -275,7 +275,9 @@ def read_options(options: Mapping[str, str], *, streaming: bool) -> ReadOptions:
     opts = options if isinstance(options, Options) else Options(options)
     level = (opts.get("kafka.isolation.level") or "read_uncommitted").strip().lower()
     if level not in ("read_uncommitted", "read_committed"):
-        raise OptionError(f"option kafka.isolation.level must be read_uncommitted or read_committed, got {level!r}")
+        raise OptionError(
+            f"option kafka.isolation.level must be read_uncommitted or read_committed, got {level!r}"
+        )
     strategy = (opts.get("startingOffsetsByTimestampStrategy") or "error").strip().lower()
     if strategy not in ("error", "latest"):
         raise OptionError("option startingOffsetsByTimestampStrategy must be error or latest")

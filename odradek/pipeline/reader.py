@@ -89,7 +89,8 @@ def to_record_batch(decoded: Decoded, topic: str, partition: int, schema: pa.Sch
     if decoded.headers is not None:
         columns.append(
             pa.array(
-                [[{"key": k, "value": v} for k, v in hs] for hs in decoded.headers], type=schema.field("headers").type
+                [[{"key": k, "value": v} for k, v in hs] for hs in decoded.headers],
+                type=schema.field("headers").type,
             )
         )
     return pa.RecordBatch.from_arrays(columns, schema=schema)
@@ -105,7 +106,8 @@ def _last_complete_offset(records, start: int) -> int:
 
 def read_range(part: RangePartition, opts: ReadOptions) -> Iterator[pa.RecordBatch]:
     """Yield Arrow record batches of ``part``'s records, in offset order."""
-    if part.start >= part.end:
+    if not isinstance(part, RangePartition) or part.start >= part.end:
+        # Spark plans one placeholder partition when a read has none.
         return
     schema = arrow_schema(opts.include_headers)
     with opts.cluster() as cluster:

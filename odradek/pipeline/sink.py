@@ -78,7 +78,9 @@ def check_schema(schema: StructType, opts: WriteOptions) -> None:
         raise OptionError("required column 'value' not found")
     for name in ("key", "value"):
         if name in names and not isinstance(names[name].dataType, BinaryType | StringType):
-            raise OptionError(f"column {name} must be string or binary, not {names[name].dataType.simpleString()}")
+            raise OptionError(
+                f"column {name} must be string or binary, not {names[name].dataType.simpleString()}"
+            )
     if "topic" in names and not isinstance(names["topic"].dataType, StringType):
         raise OptionError("column topic must be a string")
     if "topic" not in names and not opts.topic:
@@ -149,7 +151,10 @@ class Sender:
         acks = self.opts.acks
         try:
             result = self.cluster.produce(
-                node, {tp: data for tp, (data, _) in batches.items()}, acks=acks, timeout_ms=int(self.opts.timeout_s * 1000)
+                node,
+                {tp: data for tp, (data, _) in batches.items()},
+                acks=acks,
+                timeout_ms=int(self.opts.timeout_s * 1000),
             )
         except (WireError, errors.KafkaError) as exc:
             log.warning("produce to broker %s failed (%s); retrying partition by partition", node, exc)
@@ -186,7 +191,10 @@ class Sender:
                     )
             try:
                 result = self.cluster.produce(
-                    self.cluster.leader(*tp), {tp: data}, acks=self.opts.acks, timeout_ms=int(self.opts.timeout_s * 1000)
+                    self.cluster.leader(*tp),
+                    {tp: data},
+                    acks=self.opts.acks,
+                    timeout_ms=int(self.opts.timeout_s * 1000),
                 )
                 code, _, message = result[tp]
             except (WireError, errors.KafkaError) as exc:
@@ -222,37 +230,42 @@ class _Router:
         n = self.partitions(topic)
         if partition is not None:
             if not 0 <= partition < n:
-                raise errors.UnknownTopicOrPartitionError(f"{topic} has no partition {partition} (it has {n})")
+                raise errors.UnknownTopicOrPartitionError(
+                    f"{topic} has no partition {partition} (it has {n})"
+                )
             return topic, partition
         if key is not None:
             return topic, (murmur2(key) & 0x7FFFFFFF) % n
         return topic, zlib.crc32(value or b"") % n
 
 
+def _column(batch: pa.RecordBatch, index: dict, name: str, convert=None) -> list:
+    i = index.get(name)
+    if i is None:
+        return [None] * batch.num_rows
+    column = batch.column(i)
+    values = column.to_pylist()
+    if convert is not None and (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)):
+        values = [convert(v) for v in values]
+    return values
+
+
 def _rows(batches: Iterator[pa.RecordBatch]):
     """(topic, partition, key, value, headers) per row, from Arrow batches."""
     for batch in batches:
-        names = [n.lower() for n in batch.schema.names]
-        n = batch.num_rows
-        cols = {name: batch.column(i) for i, name in enumerate(names)}
-
-        def column(name, convert=None):
-            col = cols.get(name)
-            if col is None:
-                return [None] * n
-            values = col.to_pylist()
-            if convert is not None:
-                values = [convert(v) for v in values]
-            return values
-
-        keys = column("key", _as_bytes) if "key" in cols and pa.types.is_string(cols["key"].type) else column("key")
-        values = (
-            column("value", _as_bytes)
-            if pa.types.is_string(cols["value"].type) or pa.types.is_large_string(cols["value"].type)
-            else column("value")
+        index = {name.lower(): i for i, name in enumerate(batch.schema.names)}
+        if "headers" in index:
+            headers = [_headers(h) for h in batch.column(index["headers"]).to_pylist()]
+        else:
+            headers = [()] * batch.num_rows
+        yield from zip(
+            _column(batch, index, "topic"),
+            _column(batch, index, "partition"),
+            _column(batch, index, "key", _as_bytes),
+            _column(batch, index, "value", _as_bytes),
+            headers,
+            strict=True,
         )
-        headers = column("headers", _headers) if "headers" in cols else [()] * n
-        yield from zip(column("topic"), column("partition"), keys, values, headers, strict=True)
 
 
 def write_rows(opts: WriteOptions, batches: Iterator[pa.RecordBatch], *, exactly_once: bool) -> SinkMessage:
@@ -324,7 +337,13 @@ class BatchWriter(DataSourceArrowWriter):
         if first is None:
             return
         with self.opts.cluster() as cluster:
-            record_commit(cluster, self.opts.commit_topic, messages, first.batch_id, [self.opts.topic] if self.opts.topic else [])
+            record_commit(
+                cluster,
+                self.opts.commit_topic,
+                messages,
+                first.batch_id,
+                [self.opts.topic] if self.opts.topic else [],
+            )
 
     def abort(self, messages: list) -> None:
         log.warning("write to Odradek aborted; records already sent stay in their topics")
@@ -344,7 +363,13 @@ class StreamWriter(DataSourceStreamArrowWriter):
         if not self.opts.exactly_once:
             return
         with self.opts.cluster() as cluster:
-            record_commit(cluster, self.opts.commit_topic, messages, batchId, [self.opts.topic] if self.opts.topic else [])
+            record_commit(
+                cluster,
+                self.opts.commit_topic,
+                messages,
+                batchId,
+                [self.opts.topic] if self.opts.topic else [],
+            )
 
     def abort(self, messages: list, batchId: int) -> None:
         log.warning("micro-batch %s aborted; a retry of it will not write its rows twice", batchId)

@@ -110,7 +110,9 @@ def resolve_offsets(
         unknown = set(spec.per_partition) - set(tps)
         if unknown:
             names = ", ".join(f"{t}-{p}" for t, p in sorted(unknown))
-            raise OptionError(f"{'starting' if starting else 'ending'}Offsets names partitions not subscribed: {names}")
+            raise OptionError(
+                f"{'starting' if starting else 'ending'}Offsets names partitions not subscribed: {names}"
+            )
         wanted = {tp: spec.default_for(tp, fallback) for tp in tps}
         specials = {tp: v for tp, v in wanted.items() if v < 0}
         resolved = {}
@@ -222,7 +224,7 @@ class BatchReader(DataSourceReader):
 def offsets_to_json(offsets: dict[TopicPartition, int]) -> dict:
     """``{(topic, p): offset}`` → ``{"topic": {"p": offset}}``, ordered (Spark compares the JSON)."""
     out: dict = {}
-    for (topic, partition) in sorted(offsets):
+    for topic, partition in sorted(offsets):
         out.setdefault(topic, {})[str(partition)] = int(offsets[(topic, partition)])
     return out
 
@@ -345,7 +347,9 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         new = [tp for tp in finish if tp not in begin]
         if new:
             log.info("new partitions join at offset 0: %s", ", ".join(f"{t}-{p}" for t, p in new))
-        starts = check_log_start(self.cluster, {tp: s for tp, s in starts.items() if s < finish[tp]}, self.opts)
+        starts = check_log_start(
+            self.cluster, {tp: s for tp, s in starts.items() if s < finish[tp]}, self.opts
+        )
         ranges = [RangePartition(t, p, starts[(t, p)], finish[(t, p)]) for t, p in sorted(starts)]
         return split_ranges(
             ranges, max_records=self.opts.max_records_per_partition, min_partitions=self.opts.min_partitions

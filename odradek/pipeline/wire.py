@@ -345,7 +345,11 @@ class Cluster:
                     topics: dict[str, list] = {}
                     for topic, partition in tps:
                         topics.setdefault(topic, []).append(
-                            {"partition_index": partition, "current_leader_epoch": -1, "timestamp": todo[(topic, partition)]}
+                            {
+                                "partition_index": partition,
+                                "current_leader_epoch": -1,
+                                "timestamp": todo[(topic, partition)],
+                            }
                         )
                     response = self.connection(node).request(
                         wire.LIST_OFFSETS,
@@ -377,7 +381,9 @@ class Cluster:
 
     # -- fetch ----------------------------------------------------------------------------
 
-    def fetch_request(self, tp: tuple[str, int], offset: int, *, max_bytes: int, isolation_level: int, max_wait_ms: int = 0):
+    def fetch_request(
+        self, tp: tuple[str, int], offset: int, *, max_bytes: int, isolation_level: int, max_wait_ms: int = 0
+    ):
         """Send one Fetch for one partition; returns (connection, correlation id)."""
         conn = self.connection(self.leader(*tp))
         corr = conn.send(

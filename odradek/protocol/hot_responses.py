@@ -46,7 +46,7 @@ PartitionProduceResult = tuple
 
 
 def produce_response(version: int, topics: list[tuple[str, list[PartitionProduceResult]]]) -> list[bytes]:
-    """ProduceResponse v3+ body: ``topics`` is [(name, [(index, error, base_offset,
+    """ProduceResponse body (v0+): ``topics`` is [(name, [(index, error, base_offset,
     log_append_time, log_start_offset, error_message), ...]), ...]."""
     flexible = version >= PRODUCE_FLEXIBLE_FROM
     out = [_array_len(len(topics), flexible)]
@@ -55,7 +55,10 @@ def produce_response(version: int, topics: list[tuple[str, list[PartitionProduce
         append(_string(name, flexible))
         append(_array_len(len(partitions), flexible))
         for index, error, base_offset, append_time, start_offset, message in partitions:
-            append(struct.pack(">ihqq", index, error, base_offset, append_time))
+            if version >= 2:
+                append(struct.pack(">ihqq", index, error, base_offset, append_time))
+            else:
+                append(struct.pack(">ihq", index, error, base_offset))
             if version >= 5:
                 append(_I64.pack(start_offset))
             if version >= 8:
@@ -65,7 +68,8 @@ def produce_response(version: int, topics: list[tuple[str, list[PartitionProduce
                 append(_NO_TAGS)
         if flexible:
             append(_NO_TAGS)
-    append(_I32.pack(0))  # throttle_time_ms
+    if version >= 1:
+        append(_I32.pack(0))  # throttle_time_ms
     if flexible:
         append(_NO_TAGS)
     return out

@@ -14,7 +14,7 @@ import dataclasses
 import datetime
 import io
 import struct
-from functools import lru_cache
+from functools import cache
 from typing import NamedTuple
 
 from kio.index import load_payload_module
@@ -23,6 +23,9 @@ from kio.schema.index import api_key_map, schema_name_map
 from kio.serial import entity_reader, entity_writer
 from kio.static.constants import EntityType
 
+from odradek.protocol import legacy_produce
+
+PRODUCE_KEY = 0
 API_VERSIONS_KEY = 18
 
 _HEAD = struct.Struct(">hhih")  # api key, api version, correlation id, client id length
@@ -47,39 +50,51 @@ def api_name(api_key: int) -> str:
 
 
 def known_versions(api_key: int) -> range:
-    """The versions kio has schemas for (an empty range for an unknown key)."""
+    """The versions we can parse: kio's schemas, plus Produce v0-v2 (``legacy_produce``)."""
     name = api_key_map.get(api_key)
     if name is None:
         return range(0)
     versions = sorted(schema_name_map[name])
+    if api_key == PRODUCE_KEY:
+        return range(0, versions[-1] + 1)
     return range(versions[0], versions[-1] + 1)
 
 
-@lru_cache(maxsize=None)
+def _is_legacy_produce(api_key: int, api_version: int) -> bool:
+    return api_key == PRODUCE_KEY and api_version < legacy_produce.FIRST_KIO_VERSION
+
+
+@cache
 def request_class(api_key: int, api_version: int) -> type:
-    return load_payload_module(api_key, api_version, EntityType.request).__dict__[_class_name(api_key, "Request")]
+    return load_payload_module(api_key, api_version, EntityType.request).__dict__[
+        _class_name(api_key, "Request")
+    ]
 
 
-@lru_cache(maxsize=None)
+@cache
 def response_class(api_key: int, api_version: int) -> type:
-    return load_payload_module(api_key, api_version, EntityType.response).__dict__[_class_name(api_key, "Response")]
+    return load_payload_module(api_key, api_version, EntityType.response).__dict__[
+        _class_name(api_key, "Response")
+    ]
 
 
 def _class_name(api_key: int, suffix: str) -> str:
     return "".join(part.capitalize() for part in api_key_map[api_key].split("_")) + suffix
 
 
-@lru_cache(maxsize=None)
+@cache
 def is_flexible(api_key: int, api_version: int) -> bool:
+    if _is_legacy_produce(api_key, api_version):
+        return False
     return bool(request_class(api_key, api_version).__flexible__)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _reader(cls: type):
     return entity_reader(cls)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _writer(cls: type):
     return entity_writer(cls)
 
@@ -136,6 +151,11 @@ def parse_request_header(payload) -> tuple[RequestHeader, int]:
 
 def decode_request_body(header: RequestHeader, payload, pos: int):
     """Decode the body with kio; raise MalformedRequest on any parse failure."""
+    if _is_legacy_produce(header.api_key, header.api_version):
+        try:
+            return legacy_produce.decode_produce_request(payload, pos)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise MalformedRequest(f"cannot decode Produce v{header.api_version}: {exc}") from exc
     cls = request_class(header.api_key, header.api_version)
     view = memoryview(payload).toreadonly()
     try:
@@ -172,7 +192,9 @@ def encode_response(api_key: int, api_version: int, correlation_id: int, entity)
     return frame(response_header(api_key, api_version, correlation_id), encode_body(entity))
 
 
-def encode_request(api_key: int, api_version: int, correlation_id: int, client_id: str | None, entity) -> bytes:
+def encode_request(
+    api_key: int, api_version: int, correlation_id: int, client_id: str | None, entity
+) -> bytes:
     """A whole size-prefixed request frame (used by the client and by tests)."""
     cid = b"" if client_id is None else client_id.encode()
     head = _HEAD.pack(api_key, api_version, correlation_id, -1 if client_id is None else len(cid)) + cid
@@ -220,7 +242,7 @@ def build_request(api_key: int, api_version: int, data: dict):
     return build(request_class(api_key, api_version), data)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _converters(cls: type) -> tuple:
     import typing
 

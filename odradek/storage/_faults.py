@@ -6,6 +6,7 @@ Points (the cleaner's swap, in order): ``cleaner-after-map`` (offset map built),
 ``cleaner-after-swap`` (``.log.swap`` renamed into place: the commit point),
 ``cleaner-after-old-deleted`` (old segments renamed ``.deleted``, swap not yet renamed).
 
+Points reached in the cleaner's worker process kill the broker (its parent) as well.
 Unset (always, outside tests) it costs one comparison per point.
 """
 
@@ -15,8 +16,11 @@ import os
 import signal
 
 FAULT = os.environ.get("ODRADEK_STORAGE_FAULT", "")
+IN_CLEANER_WORKER = False  # set by cleaner_worker: a fault there kills the broker too
 
 
 def fault_point(name: str) -> None:
     if FAULT and FAULT == name:
+        if IN_CLEANER_WORKER:
+            os.kill(os.getppid(), signal.SIGKILL)
         os.kill(os.getpid(), signal.SIGKILL)

@@ -164,15 +164,26 @@ class Throttler:
 # ---- the plan and the result ---------------------------------------------------------------
 
 
+class SegmentFile:
+    """What the cleaner reads of a segment: its base offset and its ``.log`` (``log.batches``,
+    ``log.path``). A LogSegment has both; the worker process opens read-only ones."""
+
+    __slots__ = ("base_offset", "log")
+
+    def __init__(self, base_offset: int, log: FileRecords):
+        self.base_offset = base_offset
+        self.log = log
+
+
 @dataclass
 class CleaningPlan:
     """What the owner thread hands the cleaner: a snapshot of one log's state."""
 
-    log: object  # the Log (only replace_segments/dir/cleaning are touched, via call_owner)
+    log: object  # the Log (None in the worker process); touched only on the owner thread
     topic: str
     partition: int
     dir: str
-    segments: list[LogSegment]  # every segment, the active one last
+    segments: list  # LogSegment (or SegmentFile) of every segment, the active one last
     sizes: list[int]  # their sizes when the plan was made
     first_dirty: int
     first_uncleanable: int
@@ -183,8 +194,63 @@ class CleaningPlan:
     dirty_ratio: float = 0.0
 
     def changed(self) -> bool:
+        """Whether the log was closed, moved or truncated since (any thread may ask)."""
         log = self.log
+        if log is None:
+            return False
         return log._closed or log.dir != self.dir or log.truncations != self.truncations
+
+    def to_spec(self) -> dict:
+        """The plan as plain data for the worker process (segments by path, never by object)."""
+        return {
+            "topic": self.topic,
+            "partition": self.partition,
+            "dir": self.dir,
+            "segments": [(seg.base_offset, seg.log.path) for seg in self.segments[:-1]],
+            "sizes": self.sizes[:-1],
+            "active_base": self.segments[-1].base_offset,
+            "first_dirty": self.first_dirty,
+            "first_uncleanable": self.first_uncleanable,
+            "truncations": self.truncations,
+            "config": self.config,
+            "producer_last_offsets": self.producer_last_offsets,
+            "now_ms": self.now_ms,
+            "dirty_ratio": self.dirty_ratio,
+        }
+
+    @classmethod
+    def from_spec(cls, spec: dict) -> CleaningPlan:
+        """In the worker: open each inactive segment's ``.log`` read-only (FileNotFoundError if
+        one was deleted meanwhile). The active segment is a stand-in that is never read."""
+        segments = []
+        try:
+            for base, path in spec["segments"]:
+                segments.append(SegmentFile(base, FileRecords.open_read_only(path)))
+        except OSError:
+            for seg in segments:
+                seg.log.close()
+            raise
+        segments.append(SegmentFile(spec["active_base"], None))
+        return cls(
+            log=None,
+            topic=spec["topic"],
+            partition=spec["partition"],
+            dir=spec["dir"],
+            segments=segments,
+            sizes=spec["sizes"] + [0],
+            first_dirty=spec["first_dirty"],
+            first_uncleanable=spec["first_uncleanable"],
+            truncations=spec["truncations"],
+            config=spec["config"],
+            producer_last_offsets=spec["producer_last_offsets"],
+            now_ms=spec["now_ms"],
+            dirty_ratio=spec["dirty_ratio"],
+        )
+
+    def close_files(self) -> None:
+        for seg in self.segments:
+            if isinstance(seg, SegmentFile) and seg.log is not None:
+                seg.log.close()
 
 
 @dataclass
@@ -353,13 +419,17 @@ class Cleaner:
         io_buffer_size: int = 512 * 1024,
         throttler: Throttler | None = None,
         call_owner=None,
+        swap=None,
         stop: threading.Event | None = None,
         name: str = "cleaner-0",
     ):
+        """``swap(plan, old_segments) -> bool`` commits a group (default: ``replace_segments``
+        on the owner thread through ``call_owner``; the worker process asks its parent)."""
         self.offset_map = OffsetMap(map_memory, load_factor)
         self.io_buffer_size = max(io_buffer_size, B.HEADER_SIZE)
         self.throttler = throttler or Throttler(float("inf"))
         self.call_owner = call_owner or (lambda fn, *args: fn(*args))
+        self.swap = swap or (lambda plan, old: self.call_owner(swap_on_owner, plan, old))
         self.stop = stop or threading.Event()
         self.name = name
 
@@ -489,14 +559,14 @@ class Cleaner:
             result.bytes_written += writer.finish(mtime)
             fault_point("cleaner-after-cleaned")
             self._check(plan)
-            swapped = self.call_owner(_swap, plan, [seg for seg, _size in group])
+            swapped = self.swap(plan, [seg for seg, _size in group])
         except BaseException:
             writer.discard()
             raise
         if not swapped:
             writer.discard()
             raise CleanerAborted(f"{plan.topic}-{plan.partition} changed before the swap")
-        fsync_dir(plan.dir)
+        fsync_dir(plan.dir)  # the renames done on the owner thread, made durable off it
 
     def _copy_group(self, plan: CleaningPlan, group, end_offset: int, writer, result: CleanResult) -> None:
         chunk = self.io_buffer_size
@@ -590,9 +660,13 @@ class Cleaner:
         return writer.add(batch, last, max_ts)
 
 
-def _swap(plan: CleaningPlan, old: list[LogSegment]) -> bool:
-    """On the owner thread: swap the cleaned group in unless the log changed meanwhile."""
+def swap_on_owner(plan: CleaningPlan, old: list[LogSegment]) -> bool:
+    """On the owner thread: swap the cleaned group in unless the log changed meanwhile (closed,
+    moved, truncated, or one of the old segments gone or of another size)."""
     if plan.changed():
+        return False
+    sizes = dict(zip((id(seg) for seg in plan.segments), plan.sizes, strict=True))
+    if any(seg.size != sizes.get(id(seg)) for seg in old):
         return False
     return plan.log.replace_segments(old, plan.truncations)
 

@@ -27,7 +27,9 @@ means the next pass re-cleans what is already clean.
 Threads (``LogCleaner``): ``log.cleaner.threads`` daemon threads, each with its own offset
 map (``log.cleaner.dedupe.buffer.size`` split between them) and one shared ``Throttler``.
 A thread asks the owner for a plan, cleans, reports back, and sleeps
-``log.cleaner.backoff.ms`` when nothing qualifies. Everything touching the LogManager or a
+``log.cleaner.backoff.ms`` when nothing qualifies. In the broker each thread delegates the
+pass itself to its own worker process (``cleaner_worker``: no GIL contention with the event
+loop) and relays the worker's swaps to the owner. Everything touching the LogManager or a
 Log goes through ``call_owner(fn, *args)``, which runs ``fn`` on the owner thread and
 returns its result: ``loop_caller(loop)`` for the broker's event loop, or a direct call
 when the caller is the owner (``clean_once`` in tests and benchmarks, no threads).
@@ -57,6 +59,7 @@ from .checkpoint import (
     write_offset_checkpoint,
 )
 from .cleaner import Cleaner, CleanerAborted, CleaningPlan, CleanResult, Throttler
+from .cleaner_worker import WorkerDied, WorkerProcess, remove_cleaned_files
 from .log_config import LONG_MAX
 
 _log = logging.getLogger(__name__)
@@ -299,12 +302,25 @@ def loop_caller(loop):
 
 
 class LogCleaner:
-    """``log.cleaner.threads`` threads compacting the LogManager's compacted logs."""
+    """``log.cleaner.threads`` threads compacting the LogManager's compacted logs.
 
-    def __init__(self, log_manager, config: CleanerConfig | None = None, *, call_owner=None):
+    With ``use_processes`` (the broker's choice) each thread hands its passes to its own worker
+    process (``cleaner_worker``) and only relays swaps to the owner; without, the thread cleans
+    itself (tests; ``clean_once`` always does). The throttle rate is then split between workers.
+    """
+
+    def __init__(
+        self,
+        log_manager,
+        config: CleanerConfig | None = None,
+        *,
+        call_owner=None,
+        use_processes: bool = False,
+    ):
         self.config = config or CleanerConfig()
         self.manager = LogCleanerManager(log_manager)
         self.call_owner = call_owner or direct_caller
+        self.use_processes = use_processes
         self._stop = threading.Event()
         self.throttler = Throttler(self.config.max_io_bytes_per_second)
         n = max(self.config.threads, 1)
@@ -337,6 +353,16 @@ class LogCleaner:
             self._threads.append(t)
             t.start()
 
+    def _new_worker(self) -> WorkerProcess:
+        cfg = self.config
+        n = max(cfg.threads, 1)
+        return WorkerProcess(
+            map_memory=cfg.dedupe_buffer_size // n,
+            load_factor=cfg.io_buffer_load_factor,
+            io_buffer_size=cfg.io_buffer_size // n // 2,
+            rate=cfg.max_io_bytes_per_second / n,
+        )
+
     def shutdown(self, timeout: float | None = 30.0) -> None:
         """Stop and join the threads (blocking: call it off the event loop). Safe twice."""
         self._stop.set()
@@ -350,28 +376,41 @@ class LogCleaner:
 
     def _run(self, cleaner: Cleaner) -> None:
         backoff = self.config.backoff_ms / 1000
-        while not self._stop.is_set():
-            try:
-                result = self._pass(cleaner)
-            except CleanerAborted:
-                return  # the owner is gone
-            except Exception:
-                _log.exception("log cleaner thread %s failed; backing off", cleaner.name)
-                result = None
-            if result is None:
-                self._stop.wait(backoff)
+        worker = self._new_worker() if self.use_processes else None
+        try:
+            while not self._stop.is_set():
+                try:
+                    result = self._pass(cleaner, worker=worker)
+                except CleanerAborted:
+                    return  # the owner is gone
+                except Exception:
+                    _log.exception("log cleaner thread %s failed; backing off", cleaner.name)
+                    result = None
+                if result is None:
+                    self._stop.wait(backoff)
+        finally:
+            if worker is not None:
+                worker.stop()
 
-    def _pass(self, cleaner: Cleaner, now_ms: int | None = None) -> CleanResult | None:
+    def _pass(self, cleaner: Cleaner, now_ms: int | None = None, worker=None) -> CleanResult | None:
         plan = self.call_owner(self.manager.grab_filthiest, now_ms)
         if plan is None:
             return None
         result = None
         failed = False
         try:
-            result = cleaner.clean(plan)
+            if worker is None:
+                result = cleaner.clean(plan)
+            else:
+                result = worker.run(plan, cleaner.swap, lambda: self._stop.is_set() or plan.changed())
         except CleanerAborted as e:
             self.aborted += 1
             _log.info("Cleaning of %s-%d abandoned: %s", plan.topic, plan.partition, e)
+        except WorkerDied as e:
+            self.aborted += 1
+            _log.error("The cleaner's worker process died cleaning %s-%d: %s", plan.topic, plan.partition, e)
+            worker.stop()
+            remove_cleaned_files(plan.dir)
         except Exception:
             failed = True
             _log.exception("Cleaning of %s-%d failed; it is marked uncleanable", plan.topic, plan.partition)

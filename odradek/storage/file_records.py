@@ -40,6 +40,16 @@ class FileRecords:
         self._size = os.fstat(self.fd).st_size
         self.closed = False
 
+    @classmethod
+    def open_read_only(cls, path: str) -> FileRecords:
+        """Open an existing file for reading only (never creates it): the cleaner's worker."""
+        self = cls.__new__(cls)
+        self.path = path
+        self.fd = os.open(path, os.O_RDONLY)
+        self._size = os.fstat(self.fd).st_size
+        self.closed = False
+        return self
+
     @property
     def size(self) -> int:
         return self._size

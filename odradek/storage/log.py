@@ -30,8 +30,8 @@ the result in: ``.log.cleaned`` → ``.log.swap`` (the commit point), old segmen
 ``.deleted``, ``.log.swap`` → ``.log``, and the segment list replaced in one assignment, so
 readers see either the old segments or the new one. Loading finishes an interrupted swap:
 ``.cleaned`` files are dropped (the old segments are intact), a ``.log.swap`` replaces every
-segment whose base offset lies in [its base offset, its next offset) and is renamed into
-place (Kafka's rule). Old segments past that range whose records were all cleaned away may
+segment whose base offset lies in [its base offset, its next offset) — at least the one at its
+own base offset, even when it is empty — and is renamed into place (Kafka's rule). Old segments past that range whose records were all cleaned away may
 survive such a crash: they hold only superseded records, above the swap's offsets and below
 the next segment's, so the log stays ordered and complete, and the next pass removes them.
 
@@ -326,11 +326,9 @@ class Log:
                     end = batch_last_offset(buf, rel) + 1
             finally:
                 swap.close()
-            if end is None:
-                # Everything in the group was cleaned away: the old segments (if still here)
-                # hold only superseded records; keep them for the next pass.
-                _unlink(swap_path)
-                continue
+            # An empty swap (everything in the group was cleaned away) still replaces the
+            # segment at its own base offset, so the log keeps its start offset.
+            end = base + 1 if end is None else max(end, base + 1)
             for name in os.listdir(self.dir):
                 stem, dot, ext = name.partition(".")
                 if dot and len(stem) == 20 and stem.isdigit() and base <= int(stem) < end:

@@ -135,9 +135,10 @@ def test_admin_client_topics_partitions_and_configs(broker, kp_admin, topic_name
     (described,) = kp_admin.describe_topics([topic_name])
     assert len(described["partitions"]) == 4
 
-    (result,) = kp_admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, topic_name)])
-    entries = {c[0]: c[1] for c in result.resources[0][4]}
-    assert entries["retention.ms"] == "86400000"
+    described = kp_admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, topic_name)])
+    (by_name,) = described.values()
+    entries = by_name[topic_name]
+    assert entries["retention.ms"]["value"] == "86400000", entries.get("retention.ms")
 
     kp_admin.delete_topics([topic_name])
     assert topic_name not in kp_admin.list_topics()

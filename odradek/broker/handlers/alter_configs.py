@@ -14,7 +14,11 @@ from odradek.protocol import errors, messages
 
 TOPIC = 2
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
-LIST_KEYS = {"cleanup.policy", "leader.replication.throttled.replicas", "follower.replication.throttled.replicas"}
+LIST_KEYS = {
+    "cleanup.policy",
+    "leader.replication.throttled.replicas",
+    "follower.replication.throttled.replicas",
+}
 
 
 def _alter(broker, request, compute):
@@ -56,7 +60,9 @@ def _incremental(broker, current: dict, configs) -> dict:
             current.pop(c.name, None)
         elif op in (APPEND, SUBTRACT):
             if c.name not in LIST_KEYS:
-                raise errors.InvalidConfigError(f"{c.name} is not a list config; APPEND/SUBTRACT do not apply")
+                raise errors.InvalidConfigError(
+                    f"{c.name} is not a list config; APPEND/SUBTRACT do not apply"
+                )
             # Like Kafka, a list without an override starts from the value in force.
             in_force = current.get(c.name)
             if in_force is None:

@@ -17,7 +17,9 @@ def handle_create_partitions(broker, request):
         entry = {"name": t.name, "error_code": 0, "error_message": None}
         try:
             assignments = [list(a.broker_ids) for a in t.assignments] if t.assignments else None
-            broker.controller.create_partitions(t.name, t.count, assignments, validate_only=body.validate_only)
+            broker.controller.create_partitions(
+                t.name, t.count, assignments, validate_only=body.validate_only
+            )
         except errors.KafkaError as exc:
             entry.update(error_code=exc.code, error_message=exc.message)
         results.append(entry)

@@ -40,7 +40,9 @@ def handle_create_topics(broker, request):
                 entry["num_partitions"] = len(created.partitions)
                 entry["replication_factor"] = len(created.partitions[0].replicas)
             else:
-                entry["num_partitions"] = t.num_partitions if t.num_partitions > 0 else broker.default_partitions
+                entry["num_partitions"] = (
+                    t.num_partitions if t.num_partitions > 0 else broker.default_partitions
+                )
                 entry["replication_factor"] = (
                     t.replication_factor if t.replication_factor > 0 else broker.default_replication_factor
                 )

@@ -36,5 +36,3 @@ def handle_delete_topics(broker, request):
             entry.update(error_code=exc.code, error_message=exc.message)
         responses.append(entry)
     return messages.build_response(20, request.api_version, {"throttle_time": 0, "responses": responses})
-
-

@@ -50,7 +50,9 @@ def handle_describe_configs(broker, request):
                 configs = broker.topic_config_entries(topic.configs)
             elif r.resource_type == BROKER:
                 if r.resource_name not in ("", str(broker.node_id)):
-                    raise errors.InvalidRequestError(f"this is broker {broker.node_id}, not {r.resource_name}")
+                    raise errors.InvalidRequestError(
+                        f"this is broker {broker.node_id}, not {r.resource_name}"
+                    )
                 configs = broker.broker_config_entries()
             else:
                 raise errors.InvalidRequestError(f"resource type {r.resource_type} is not supported")

@@ -46,7 +46,9 @@ def handle_metadata(broker, request):
         wanted = None
     else:
         wanted = body.topics
-    allow_create = getattr(body, "allow_auto_topic_creation", True) and broker.config.get("auto.create.topics.enable")
+    allow_create = getattr(body, "allow_auto_topic_creation", True) and broker.config.get(
+        "auto.create.topics.enable"
+    )
     topics = []
     if wanted is None:
         topics = [_topic_entry(broker, t) for t in image.topics.values()]

@@ -1,4 +1,4 @@
-"""Produce (key 0), v3-v11.
+"""Produce (key 0), v0-v11.
 
 Record batches stay bytes: each partition's batches are validated, given offsets and
 appended by the log (see ``storage.log.Log.append_as_leader``). acks=0 sends no answer
@@ -6,17 +6,20 @@ appended by the log (see ``storage.log.Log.append_as_leader``). acks=0 sends no 
 does); acks=1 and acks=-1 answer once the append is done — on a single node the ISR is
 this broker, so the high watermark has already passed the batch. Writes to internal
 topics are refused. The response is packed by hand (``protocol.hot_responses``).
+v0-v2 carry legacy message sets (magic 0/1), converted to v2 batches before the append.
 Transactional produce (transactional_id) belongs to the transactions work and is not
 advertised yet.
 """
 
 from odradek.broker.handlers import RawResponse, api
 from odradek.protocol import errors
+from odradek.protocol.batch import MAGIC_OFFSET
 from odradek.protocol.errors import ErrorCode
 from odradek.protocol.hot_responses import produce_response
+from odradek.protocol.records import convert_legacy_to_v2
 
 
-@api(0, 3, 11)
+@api(0, 0, 11)
 def handle_produce(broker, request):
     body = request.body
     acks = body.acks
@@ -41,9 +44,12 @@ def handle_produce(broker, request):
                     raise errors.UnknownTopicOrPartitionError(f"unknown topic {name}")
                 if info_topic.internal:
                     raise errors.InvalidTopicExceptionError(f"{name} is an internal topic")
-                if pdata.records is None:
+                records = pdata.records
+                if records is None:
                     raise errors.CorruptMessageError("null record set")
-                partition, info = replicas.append(name, index, pdata.records, acks)
+                if request.api_version < 3:
+                    records = _to_v2(records)
+                partition, info = replicas.append(name, index, records, acks)
                 partitions.append(
                     (index, 0, info.first_offset, info.log_append_time, info.log_start_offset, None)
                 )
@@ -56,3 +62,14 @@ def handle_produce(broker, request):
             raise failed  # the connection is closed: the only signal an acks=0 producer gets
         return None
     return RawResponse(produce_response(request.api_version, results))
+
+
+def _to_v2(records: bytes) -> bytes:
+    if len(records) > MAGIC_OFFSET and records[MAGIC_OFFSET] < 2:
+        try:
+            return convert_legacy_to_v2(records)
+        except errors.KafkaError:
+            raise
+        except Exception as exc:
+            raise errors.CorruptMessageError(f"malformed legacy message set: {exc}") from exc
+    return records
