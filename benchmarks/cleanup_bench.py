@@ -3,19 +3,23 @@
 Rows:
 
 * **compaction throughput** - ``LogCleaner.clean_once`` over a log of ``--dirty-mb`` MB of
-  dirty, keyed records (``--keys`` distinct keys, ``--value-bytes`` values), in this process:
-  MB of dirty log cleaned per second (dirty bytes / wall time of the pass), records per
-  second, and the size after. Uncompressed and zstd-compressed batches.
-* **produce while cleaning** - a real broker (``python -m odradek server``) whose compacted
-  topic holds ``--busy-mb`` MB of dirty data when it starts, so its cleaner thread is busy
-  from the first second; confluent-kafka produces ``--messages`` records of
-  ``--value-bytes`` to another topic (acks=1). The same with ``log.cleaner.enable=false``.
-  The "cleaner busy" column is the share of the produce window the cleaning pass covered
-  (from the broker's log), so a row only counts if the cleaner really ran alongside.
+  dirty, keyed records (``--keys`` distinct keys, ``--value-bytes`` hex values), in this
+  process: MB of dirty log cleaned per second (dirty bytes / wall time of the whole pass:
+  offset map, rewrite, fsync, swap), records per second, and the size after. Uncompressed
+  and zstd-compressed batches.
+* **produce while cleaning** - a real broker (``python -m odradek server``) starts with
+  ``--busy-mb`` MB of dirty data in a compacted topic (written through the storage API, so
+  the first pass starts at once); as soon as that pass is writing its cleaned segment,
+  confluent-kafka produces ``--value-bytes`` records to another topic (acks=1) for
+  ``--seconds``. Three broker set-ups: cleaner off, cleaner passes in the worker process (what
+  the broker does), and - for contrast - passes in a thread of the broker process. "pass
+  overlap" is the share of the produce window the cleaning pass covered (from the broker's
+  log line), so a row only counts when the cleaner really ran alongside. Median of
+  ``--runs`` runs each (the machine may be shared: the load average is printed).
 
 Run::
 
-    python benchmarks/cleanup_bench.py [--dirty-mb 32] [--busy-mb 48] [--messages 200000]
+    python benchmarks/cleanup_bench.py [--dirty-mb 32] [--busy-mb 96] [--seconds 3] [--runs 3]
 """
 
 from __future__ import annotations
@@ -45,11 +49,14 @@ COMPACT = {"cleanup.policy": "compact", "segment.bytes": str(16 << 20), "min.cle
 def fill_log(log, target_bytes: int, keys: int, value_bytes: int, codec: int, seed: int = 1) -> int:
     """Append keyed 100-record batches until the log holds ``target_bytes``; returns records."""
     rng = random.Random(seed)
-    value = os.urandom(value_bytes)
+    # Hex text: compresses about 2:1, like typical payloads (random bytes would not compress,
+    # one repeated value would compress absurdly well).
+    pool = [os.urandom(value_bytes // 2).hex().encode() for _ in range(4096)]
     n = 0
     while log.size < target_bytes:
         batch = R.build_batch(
-            [R.NewRecord(b"key-%08d" % rng.randrange(keys), value) for _ in range(100)], compression=codec
+            [R.NewRecord(b"key-%08d" % rng.randrange(keys), rng.choice(pool)) for _ in range(100)],
+            compression=codec,
         )
         log.append_as_leader(batch, 0)
         n += 100
@@ -87,6 +94,26 @@ def compaction_row(dirty_mb: int, keys: int, value_bytes: int, codec: int) -> di
 # ---- produce while the cleaner runs ---------------------------------------------------------
 
 
+class Broker(BrokerProcess):
+    """A broker whose cleaner runs its passes in threads of the broker process instead of its
+    worker processes (``mode="thread"``): the design the worker process replaced, for contrast."""
+
+    def __init__(self, *args, mode: str = "process", **kw):
+        super().__init__(*args, **kw)
+        self.mode = mode
+
+    def command(self) -> list[str]:
+        cmd = super().command()
+        if self.mode != "thread":
+            return cmd
+        boot = (
+            "import sys; import odradek.storage.cleaner_manager as m; init = m.LogCleaner.__init__; "
+            "m.LogCleaner.__init__ = lambda self, *a, **k: init(self, *a, **{**k, 'use_processes': False}); "
+            "from odradek.cli.main import cli; sys.argv[0] = 'odradek'; cli(prog_name='odradek')"
+        )
+        return [cmd[0], "-c", boot] + cmd[3:]
+
+
 def prefill_broker_dir(data_dir, busy_mb: int, keys: int, value_bytes: int) -> None:
     """Create the topics with a broker, then fill the compacted one through the storage API
     while no broker runs (fast, and it is dirty from offset 0 when the broker starts)."""
@@ -107,8 +134,8 @@ def prefill_broker_dir(data_dir, busy_mb: int, keys: int, value_bytes: int) -> N
     lm.shutdown()
 
 
-def produce(bootstrap: str, topic: str, messages: int, value_bytes: int) -> tuple[float, float, float]:
-    """(start, end, delivered) of producing ``messages`` records with acks=1."""
+def produce_for(bootstrap: str, topic: str, seconds: float, value_bytes: int) -> tuple[float, float, int]:
+    """Produce for ``seconds`` (acks=1); returns (start, end after the flush, delivered)."""
     p = Producer(
         {
             "bootstrap.servers": bootstrap,
@@ -125,20 +152,19 @@ def produce(bootstrap: str, topic: str, messages: int, value_bytes: int) -> tupl
             delivered[0] += 1
 
     value = os.urandom(value_bytes)
-    # Warm up the connection and metadata.
-    p.produce(topic, value, on_delivery=on_delivery)
+    p.produce(topic, value, on_delivery=on_delivery)  # connection and metadata
     p.flush(30)
     delivered[0] = 0
     t0 = time.time()
-    for i in range(messages):
-        while True:
+    i = 0
+    while time.time() - t0 < seconds:
+        for _ in range(1000):
             try:
                 p.produce(topic, value, key=b"%d" % (i % 1000), on_delivery=on_delivery)
-                break
             except BufferError:
-                p.poll(0.01)
-        if i % 1000 == 0:
-            p.poll(0)
+                p.poll(0.005)
+            i += 1
+        p.poll(0)
     p.flush(120)
     return t0, time.time(), delivered[0]
 
@@ -153,33 +179,37 @@ def cleaner_window(log_text: str) -> tuple[float, float] | None:
     return None
 
 
-def produce_row(enabled: bool, busy_mb: int, messages: int, value_bytes: int, keys: int) -> dict:
-    d = tempfile.mkdtemp(prefix="odradek-clean-bench-")
+def produce_row(base_dir: str, mode: str, seconds: float, value_bytes: int) -> dict:
+    d = tempfile.mkdtemp(prefix="odradek-clean-bench-run-")
     try:
         data = os.path.join(d, "data")
-        prefill_broker_dir(data, busy_mb, keys, value_bytes)
-        broker = BrokerProcess(
-            data, overrides={"log.cleaner.enable": str(enabled).lower(), "log.cleaner.backoff.ms": 100}
-        )
+        shutil.copytree(base_dir, data)
+        overrides = {"log.cleaner.enable": str(mode != "disabled").lower(), "log.cleaner.backoff.ms": 100}
+        broker = Broker(data, overrides=overrides, mode=mode)
         broker.start()
+        busy_dir = os.path.join(data, "busy-0")
         try:
-            t0, t1, delivered = produce(broker.bootstrap_servers, "target", messages, value_bytes)
-            if enabled:
+            if mode != "disabled":  # start producing once a pass is writing its cleaned segment
+                deadline = time.time() + 60
+                while (
+                    not any(n.endswith(".cleaned") for n in os.listdir(busy_dir)) and time.time() < deadline
+                ):
+                    time.sleep(0.01)
+            t0, t1, delivered = produce_for(broker.bootstrap_servers, "target", seconds, value_bytes)
+            if mode != "disabled":
                 deadline = time.time() + 120
                 while cleaner_window(broker.log_text()) is None and time.time() < deadline:
                     time.sleep(0.2)
         finally:
             broker.stop()
-        window = cleaner_window(broker.log_text()) if enabled else None
+        window = cleaner_window(broker.log_text()) if mode != "disabled" else None
         overlap = None
         if window is not None:
             overlap = max(0.0, min(t1, window[1]) - max(t0, window[0])) / (t1 - t0)
         return {
-            "cleaner": "running" if enabled else "disabled",
+            "mode": mode,
             "msgs_s": delivered / (t1 - t0),
             "mb_s": delivered * value_bytes / 1e6 / (t1 - t0),
-            "seconds": t1 - t0,
-            "delivered": delivered,
             "overlap": overlap,
             "pass_s": (window[1] - window[0]) if window else None,
         }
@@ -187,17 +217,27 @@ def produce_row(enabled: bool, busy_mb: int, messages: int, value_bytes: int, ke
         shutil.rmtree(d, ignore_errors=True)
 
 
+def _median_row(rows: list[dict]) -> dict:
+    rows = sorted(rows, key=lambda r: r["msgs_s"])
+    return rows[len(rows) // 2]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--dirty-mb", type=int, default=32)
-    ap.add_argument("--busy-mb", type=int, default=48)
+    ap.add_argument("--busy-mb", type=int, default=96)
     ap.add_argument("--keys", type=int, default=50000)
     ap.add_argument("--value-bytes", type=int, default=100)
-    ap.add_argument("--messages", type=int, default=200000)
+    ap.add_argument("--seconds", type=float, default=3.0, help="Produce window per run.")
+    ap.add_argument("--runs", type=int, default=3)
     args = ap.parse_args()
 
-    print(f"compaction throughput: {args.dirty_mb} MB dirty, {args.keys} keys, {args.value_bytes}-byte values")
-    print(f"{'codec':<6} {'dirty MB':>9} {'records':>9} {'seconds':>8} {'MB/s':>7} {'records/s':>10} {'MB after':>9}")
+    print(
+        f"compaction throughput: {args.dirty_mb} MB dirty, {args.keys} keys, {args.value_bytes}-byte values"
+    )
+    print(
+        f"{'codec':<6} {'dirty MB':>9} {'records':>9} {'seconds':>8} {'MB/s':>7} {'records/s':>10} {'MB after':>9}"
+    )
     for codec in (0, 4):
         r = compaction_row(args.dirty_mb, args.keys, args.value_bytes, codec)
         print(
@@ -206,18 +246,35 @@ def main() -> None:
         )
     print()
     print(
-        f"produce throughput ({args.messages} x {args.value_bytes} B, acks=1) with {args.busy_mb} MB "
-        "of dirty compacted data on the broker"
+        f"produce throughput ({args.value_bytes} B records, acks=1, {args.seconds:.0f} s windows, median of "
+        f"{args.runs}) while the broker compacts {args.busy_mb} MB of dirty data"
     )
-    print(f"{'cleaner':<9} {'msgs/s':>9} {'MB/s':>7} {'seconds':>8} {'cleaner busy':>13} {'pass s':>7}")
-    rows = [produce_row(e, args.busy_mb, args.messages, args.value_bytes, args.keys) for e in (False, True)]
-    for r in rows:
+    base = tempfile.mkdtemp(prefix="odradek-clean-bench-base-")
+    try:
+        prefill_broker_dir(os.path.join(base, "data"), args.busy_mb, args.keys, args.value_bytes)
+        results: dict[str, list[dict]] = {"disabled": [], "process": [], "thread": []}
+        for _ in range(args.runs):
+            for mode in results:
+                results[mode].append(
+                    produce_row(os.path.join(base, "data"), mode, args.seconds, args.value_bytes)
+                )
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    names = {
+        "disabled": "cleaner off",
+        "process": "cleaning (worker process)",
+        "thread": "cleaning (in-broker thread)",
+    }
+    print(f"{'cleaner':<28} {'msgs/s':>9} {'MB/s':>7} {'vs off':>7} {'pass overlap':>13} {'pass s':>7}")
+    off = _median_row(results["disabled"])["msgs_s"]
+    for mode, rows in results.items():
+        r = _median_row(rows)
         busy = f"{r['overlap'] * 100:.0f}%" if r["overlap"] is not None else "-"
         pass_s = f"{r['pass_s']:.1f}" if r["pass_s"] is not None else "-"
         print(
-            f"{r['cleaner']:<9} {r['msgs_s']:>9.0f} {r['mb_s']:>7.1f} {r['seconds']:>8.2f} {busy:>13} {pass_s:>7}"
+            f"{names[mode]:<28} {r['msgs_s']:>9.0f} {r['mb_s']:>7.1f} {r['msgs_s'] / off:>7.2f} {busy:>13} {pass_s:>7}"
         )
-    print(f"ratio running/disabled: {rows[1]['msgs_s'] / rows[0]['msgs_s']:.2f}")
+    print(f"(machine load average during the run: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs)")
 
 
 if __name__ == "__main__":

@@ -56,7 +56,8 @@ class Partition:
 
     @property
     def last_stable_offset(self) -> int:
-        return self.log.high_watermark
+        """The high watermark, or the first offset of the oldest undecided transaction below it."""
+        return self.log.last_stable_offset
 
     def _maybe_advance_high_watermark(self) -> bool:
         leos = [self.log.log_end_offset]
@@ -78,7 +79,9 @@ class Partition:
             if current_leader_epoch > self.leader_epoch:
                 raise errors.UnknownLeaderEpochError(f"epoch {current_leader_epoch} > {self.leader_epoch}")
 
-    def append_as_leader(self, records: bytes, required_acks: int, now_ms: int | None = None):
+    def append_as_leader(
+        self, records: bytes, required_acks: int, now_ms: int | None = None, origin: str = "client"
+    ):
         self.check_leader()
         cfg = self.log_config
         if required_acks == -1 and len(self.state.isr) < cfg.min_insync_replicas:
@@ -89,6 +92,7 @@ class Partition:
             records,
             self.leader_epoch,
             now_ms=int(time.time() * 1000) if now_ms is None else now_ms,
+            origin=origin,
         )
         self._maybe_advance_high_watermark()
         return info
@@ -98,6 +102,17 @@ class Partition:
     ):
         upper = self.last_stable_offset if isolation_level == 1 else self.high_watermark
         return self.log.read(fetch_offset, max_bytes, max_offset=upper, min_one_message=min_one_message)
+
+    def aborted_transactions(self, fetch_offset: int, records, max_offset: int) -> list[tuple[int, int]]:
+        """``(producer id, first offset)`` of the aborted transactions a read_committed reader
+        of ``records`` (a read from ``fetch_offset`` bounded by ``max_offset``) must drop."""
+        if records is None:
+            return []
+        upper = self.log.fetch_upper_bound(max(records.first_offset, fetch_offset), max_offset)
+        return [
+            (t.producer_id, t.first_offset)
+            for t in self.log.collect_aborted_transactions(fetch_offset, upper)
+        ]
 
     def __str__(self) -> str:
         return f"{self.topic}-{self.index}"

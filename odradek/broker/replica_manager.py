@@ -72,11 +72,20 @@ class ReplicaManager:
 
     # -- produce ---------------------------------------------------------------------------
 
-    def append(self, topic: str, index: int, records, required_acks: int, now_ms: int | None = None):
-        """Append to one partition as leader; raises KafkaError on failure."""
+    def append(
+        self,
+        topic: str,
+        index: int,
+        records,
+        required_acks: int,
+        now_ms: int | None = None,
+        origin: str = "client",
+    ):
+        """Append to one partition as leader; raises KafkaError on failure. ``origin``
+        "coordinator" lets the group and transaction coordinators write transaction markers."""
         partition = self.get_partition(topic, index)
         info = partition.append_as_leader(
-            records, required_acks, int(time.time() * 1000) if now_ms is None else now_ms
+            records, required_acks, int(time.time() * 1000) if now_ms is None else now_ms, origin
         )
         self.on_append(topic, index)
         return partition, info

@@ -32,6 +32,7 @@ from odradek.broker.producer_ids import ProducerIdManager
 from odradek.broker.purgatory import DelayedOperationPurgatory
 from odradek.broker.replica_manager import ReplicaManager
 from odradek.broker.timing_wheel import SystemTimer
+from odradek.broker.txn.coordinator import TransactionCoordinator
 from odradek.cluster.controller import Controller
 from odradek.cluster.metadata import BrokerInfo
 from odradek.cluster.store import LocalMetadataStore
@@ -108,6 +109,8 @@ class Broker:
         self.group_coordinator = GroupCoordinator.for_broker(self)  # listens after the replica manager
         self.group_coordinator.start()
         self.producer_ids = ProducerIdManager(self.store)
+        self.transaction_coordinator = TransactionCoordinator.for_broker(self)  # after the groups: markers
+        self.transaction_coordinator.start()  # on __consumer_offsets complete transactional commits
 
         # -- log cleaner (compaction; odradek/storage/cleaner_manager.py) --
         self.log_cleaner = LogCleaner(
@@ -204,6 +207,8 @@ class Broker:
                 pass
         if hasattr(self, "fetch_purgatory"):
             self.fetch_purgatory.close()
+        if hasattr(self, "transaction_coordinator"):
+            await self.transaction_coordinator.close()
         if hasattr(self, "group_coordinator"):
             await self.group_coordinator.close()
         if hasattr(self, "log_cleaner"):  # before the logs close; its threads may wait on the loop

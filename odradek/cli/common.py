@@ -20,6 +20,7 @@ import contextlib
 import functools
 import json
 import os
+import re
 import socket
 import sys
 from typing import Any
@@ -90,7 +91,9 @@ def parse_int_list(text: str, what: str) -> list[int]:
     try:
         return [int(x) for x in text.split(",") if x.strip()]
     except ValueError:
-        raise click.BadParameter(f"expected comma-separated integers, got {text!r}", param_hint=what) from None
+        raise click.BadParameter(
+            f"expected comma-separated integers, got {text!r}", param_hint=what
+        ) from None
 
 
 def read_properties(path: str) -> dict[str, str]:
@@ -100,7 +103,9 @@ def read_properties(path: str) -> dict[str, str]:
         with open(path, encoding="utf-8") as f:
             lines = f.read().splitlines()
     except OSError as exc:
-        raise CliError(f"cannot read {path}: {exc.strerror}", "pass a readable client properties file") from None
+        raise CliError(
+            f"cannot read {path}: {exc.strerror}", "pass a readable client properties file"
+        ) from None
     for line in lines:
         line = line.strip()
         if not line or line[0] in "#!":
@@ -238,7 +243,9 @@ class Session:
             elif name not in known_anywhere:
                 import difflib
 
-                close = difflib.get_close_matches(name.replace("_", "."), [k.replace("_", ".") for k in known_anywhere], 1)
+                close = difflib.get_close_matches(
+                    name.replace("_", "."), [k.replace("_", ".") for k in known_anywhere], 1
+                )
                 raise CliError(
                     f"{self.command_config}: unknown client property {key!r}"
                     + (f" (did you mean {close[0]!r}?)" if close else ""),
@@ -302,9 +309,13 @@ def parse_bootstrap(text: str) -> list[tuple[str, int]]:
         try:
             out.append((host, int(port)))
         except ValueError:
-            raise click.BadParameter(f"bad address {item!r}; expected HOST:PORT", param_hint="--bootstrap-server") from None
+            raise click.BadParameter(
+                f"bad address {item!r}; expected HOST:PORT", param_hint="--bootstrap-server"
+            ) from None
     if not out:
-        raise click.BadParameter("no address given; expected HOST:PORT[,HOST:PORT...]", param_hint="--bootstrap-server")
+        raise click.BadParameter(
+            "no address given; expected HOST:PORT[,HOST:PORT...]", param_hint="--bootstrap-server"
+        )
     return out
 
 
@@ -327,7 +338,7 @@ _HINTS = {
     "invalid_replication_factor": "a single broker holds one replica: use --replication-factor 1 "
     "(see the brokers with `odradek cluster`)",
     "invalid_replica_assignment": "use broker ids that `odradek cluster` lists, one list per partition",
-    "invalid_config": "see the valid keys and values with `odradek configs describe --all`",
+    "invalid_config": "see the valid keys and their values with `odradek configs describe --topic TOPIC --all`",
     "invalid_topic_exception": "topic names use only letters, digits, '.', '_' and '-' (at most 249)",
     "group_id_not_found": "list the groups with `odradek groups list`",
     "non_empty_group": "stop the group's consumers first (see them with `odradek groups describe GROUP --members`)",
@@ -354,6 +365,9 @@ def translate(exc: BaseException, session: Session | None = None) -> CliError | 
         text = str(getattr(exc, "message", "") or exc)
         if text.endswith(name):  # "group 'x': group_id_not_found" → "group 'x': group id not found"
             text = text[: -len(name)] + name.replace("_", " ")
+        text = re.sub(
+            r"(?:config resource )?ConfigResource\(resource_type='(\w+)', name='([^']*)'\)", r"\1 '\2'", text
+        )
         return CliError(f"{text} ({name.upper()})", _HINTS.get(name))
     from odradek.client import errors as cerr
 

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import base64
 import json
+import signal
 import sys
+import threading
 import time
 
 import click
@@ -94,7 +96,9 @@ class Formatter:
             try:
                 template.format(**self._fields_of(None))
             except (KeyError, IndexError, ValueError) as exc:
-                raise click.BadParameter(f"{template!r}: {exc}; fields: {', '.join(self._fields_of(None))}", param_hint="--format") from None
+                raise click.BadParameter(
+                    f"{template!r}: {exc}; fields: {', '.join(self._fields_of(None))}", param_hint="--format"
+                ) from None
 
     def _headers_text(self, headers) -> str:
         if not headers:
@@ -104,7 +108,19 @@ class Formatter:
     def _fields_of(self, r) -> dict:
         if r is None:
             return dict.fromkeys(
-                ["topic", "partition", "offset", "timestamp", "datetime", "timestamp_type", "key", "value", "headers", "key_length", "value_length"],
+                [
+                    "topic",
+                    "partition",
+                    "offset",
+                    "timestamp",
+                    "datetime",
+                    "timestamp_type",
+                    "key",
+                    "value",
+                    "headers",
+                    "key_length",
+                    "value_length",
+                ],
                 "",
             )
         return {
@@ -143,20 +159,51 @@ class Formatter:
 
 @click.command()
 @click.argument("topic", required=False)
-@click.option("--topic", "-t", "topic_opt", metavar="TOPIC", help="Topic to read (or give it as an argument).")
-@click.option("--group", "-g", metavar="GROUP", help="Consume as a member of GROUP and commit the offsets printed.")
-@click.option("--from-beginning", is_flag=True, help="Start at the earliest offset (with --group: when the group has none).")
+@click.option(
+    "--topic", "-t", "topic_opt", metavar="TOPIC", help="Topic to read (or give it as an argument)."
+)
+@click.option(
+    "--group", "-g", metavar="GROUP", help="Consume as a member of GROUP and commit the offsets printed."
+)
+@click.option(
+    "--from-beginning",
+    is_flag=True,
+    help="Start at the earliest offset (with --group: when the group has none).",
+)
 @click.option(
     "--offset",
     metavar="earliest|latest|N",
     help="Start at this offset of each partition read (without --group).",
 )
-@click.option("--from-timestamp", "--from-datetime", "from_time", metavar="TIME", help="Start at the first record at or after TIME (epoch ms or ISO date-time).")
-@click.option("--partition", "-p", "partitions", multiple=True, type=click.IntRange(min=0), help="Read only this partition (repeatable).")
-@click.option("--max-messages", "-n", type=click.IntRange(min=1), help="Exit after printing this many records.")
+@click.option(
+    "--from-timestamp",
+    "--from-datetime",
+    "from_time",
+    metavar="TIME",
+    help="Start at the first record at or after TIME (epoch ms or ISO date-time).",
+)
+@click.option(
+    "--partition",
+    "-p",
+    "partitions",
+    multiple=True,
+    type=click.IntRange(min=0),
+    help="Read only this partition (repeatable).",
+)
+@click.option(
+    "--max-messages", "-n", type=click.IntRange(min=1), help="Exit after printing this many records."
+)
 @click.option("--timeout-ms", type=click.IntRange(min=0), help="Exit when no record arrives for this long.")
-@click.option("--exit-at-end", "-e", is_flag=True, help="Exit once every partition's end (as of the start) is reached.")
-@click.option("--format", "-F", "template", metavar="TEMPLATE", help="Print each record with TEMPLATE, e.g. '{partition}:{offset} {key}={value}'.")
+@click.option(
+    "--exit-at-end", "-e", is_flag=True, help="Exit once every partition's end (as of the start) is reached."
+)
+@click.option(
+    "--format",
+    "-F",
+    "template",
+    metavar="TEMPLATE",
+    help="Print each record with TEMPLATE, e.g. '{partition}:{offset} {key}={value}'.",
+)
 @click.option("--print-key", "-K", is_flag=True, help="Print the key, a TAB, then the value.")
 @click.option(
     "--property",
@@ -166,8 +213,19 @@ class Formatter:
     help="Kafka's formatter properties: print.key, print.offset, print.partition, print.timestamp, "
     "print.headers, print.value, key.separator, line.separator, null.literal, ...",
 )
-@click.option("--isolation-level", type=click.Choice(["read_uncommitted", "read_committed"]), default="read_uncommitted", show_default=True)
-@click.option("--consumer-property", "consumer_props", multiple=True, metavar="KEY=VALUE", help="A consumer property (repeatable).")
+@click.option(
+    "--isolation-level",
+    type=click.Choice(["read_uncommitted", "read_committed"]),
+    default="read_uncommitted",
+    show_default=True,
+)
+@click.option(
+    "--consumer-property",
+    "consumer_props",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="A consumer property (repeatable).",
+)
 @click.option("--quiet", "-q", is_flag=True, help="No summary on stderr.")
 @client_command
 def consume(
@@ -226,7 +284,9 @@ def consume(
             try:
                 start_offset = int(offset)
             except ValueError:
-                raise click.BadParameter(f"{offset!r}: expected earliest, latest or a number", param_hint="--offset") from None
+                raise click.BadParameter(
+                    f"{offset!r}: expected earliest, latest or a number", param_hint="--offset"
+                ) from None
             if start_offset < 0:
                 raise click.BadParameter("offsets are >= 0", param_hint="--offset")
     start_ms = parse_time(from_time, "--from-timestamp") if from_time else None
@@ -250,7 +310,10 @@ def consume(
     out = sys.stdout
     with session.consumer(**options) as consumer:
         if name not in consumer.topics():
-            raise CliError(f"topic {name!r} does not exist", "check the name with `odradek topics list`, or create it with `odradek topics create`")
+            raise CliError(
+                f"topic {name!r} does not exist",
+                "check the name with `odradek topics list`, or create it with `odradek topics create`",
+            )
         all_parts = sorted(consumer.partitions_for_topic(name))
         if partitions:
             bad = sorted(set(partitions) - set(all_parts))
@@ -280,6 +343,7 @@ def consume(
         if start_ms is not None and not (group and not partitions):
             _seek_to_time(consumer, consumer.assignment(), start_ms)
 
+        _sigterm_stops()
         seeked_time: set = set()
         last_seen: dict = {}
         last_commit = time.monotonic()
@@ -319,6 +383,8 @@ def consume(
                     break
                 if deadline_idle is not None and time.monotonic() >= deadline_idle:
                     break
+        except KeyboardInterrupt:
+            pass  # Ctrl-C (or SIGTERM) is how a console consumer is stopped: commit, report, exit 0
         finally:
             if group and last_seen:
                 try:
@@ -327,6 +393,17 @@ def consume(
                     session.info(f"Warning: could not commit the offsets of group {group!r}: {exc}")
             if not quiet and not session.json:
                 click.echo(f"Processed a total of {printed} messages", err=True)
+
+
+def _sigterm_stops() -> None:
+    """Let SIGTERM end the loop like Ctrl-C, so offsets are committed and the count printed."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+
+    def stop(signum, frame):
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop)
 
 
 def _commit(consumer, last_seen: dict, OffsetAndMetadata) -> None:

@@ -9,7 +9,9 @@ import click
 
 from odradek.cli.common import CliError, client_command, one_name, parse_int_list, parse_time
 
-_GROUP_OPTION = click.option("--group", "-g", "group_opt", metavar="GROUP", help="Group id (or give it as an argument).")
+_GROUP_OPTION = click.option(
+    "--group", "-g", "group_opt", metavar="GROUP", help="Group id (or give it as an argument)."
+)
 _INACTIVE = {"Empty", "Dead"}
 
 
@@ -58,7 +60,13 @@ def _log_offsets(session, tps, how: str) -> dict:
 
 
 @groups.command("list")
-@click.option("--state", "states", multiple=True, metavar="STATE", help="Only groups in this state (Stable, Empty, ...; repeatable).")
+@click.option(
+    "--state",
+    "states",
+    multiple=True,
+    metavar="STATE",
+    help="Only groups in this state (Stable, Empty, ...; repeatable).",
+)
 @client_command
 def list_(session, states):
     """List consumer groups with their states.
@@ -74,11 +82,15 @@ def list_(session, states):
     wanted = {s.lower() for s in states}
     rows = [g for g in listing if not wanted or (g.state or "").lower() in wanted]
     if session.json:
-        session.print_json([{"group": g.group_id, "state": g.state, "protocol_type": g.protocol_type} for g in rows])
+        session.print_json(
+            [{"group": g.group_id, "state": g.state, "protocol_type": g.protocol_type} for g in rows]
+        )
     elif not rows:
         session.info("No consumer groups.")
     else:
-        session.table(["GROUP", "STATE", "PROTOCOL-TYPE"], [[g.group_id, g.state, g.protocol_type or ""] for g in rows])
+        session.table(
+            ["GROUP", "STATE", "PROTOCOL-TYPE"], [[g.group_id, g.state, g.protocol_type or ""] for g in rows]
+        )
 
 
 # -- describe ------------------------------------------------------------------------------
@@ -86,10 +98,14 @@ def list_(session, states):
 
 @groups.command()
 @click.argument("group_args", nargs=-1, metavar="[GROUP]...")
-@click.option("--group", "-g", "group_opts", multiple=True, metavar="GROUP", help="Group to describe (repeatable).")
+@click.option(
+    "--group", "-g", "group_opts", multiple=True, metavar="GROUP", help="Group to describe (repeatable)."
+)
 @click.option("--all-groups", is_flag=True, help="Describe every group.")
 @click.option("--members", is_flag=True, help="Show the members instead of the offsets.")
-@click.option("--state", "show_state", is_flag=True, help="Show the group's state, protocol and member count.")
+@click.option(
+    "--state", "show_state", is_flag=True, help="Show the group's state, protocol and member count."
+)
 @click.option("--verbose", "-v", is_flag=True, help="With --members: list each member's partitions.")
 @client_command
 def describe(session, group_args, group_opts, all_groups, members, show_state, verbose):
@@ -112,12 +128,27 @@ def describe(session, group_args, group_opts, all_groups, members, show_state, v
         if not names:
             raise click.UsageError("Missing group: give its id, --group GROUP or --all-groups.")
         described = admin.describe_groups(names)
+        missing = [g for g in names if described[g].state == "Dead"]
+        if missing and not all_groups:
+            raise CliError(
+                f"consumer group{'s' if len(missing) > 1 else ''} {', '.join(repr(g) for g in missing)} "
+                f"do{'' if len(missing) > 1 else 'es'} not exist",
+                "check the id with `odradek groups list`",
+            )
         committed = {g: admin.list_group_offsets(g) for g in names if not (members or show_state)}
     results = []
     if members or show_state:
         for g in names:
             d = described[g]
-            results.append({"group": g, "state": d.state, "protocol_type": d.protocol_type, "protocol": d.protocol, "members": d.members})
+            results.append(
+                {
+                    "group": g,
+                    "state": d.state,
+                    "protocol_type": d.protocol_type,
+                    "protocol": d.protocol,
+                    "members": d.members,
+                }
+            )
         _print_members(session, results, members, verbose)
         return
 
@@ -158,9 +189,6 @@ def describe(session, group_args, group_opts, all_groups, members, show_state, v
         g = res["group"]
         if i:
             click.echo()
-        if res["state"] == "Dead" and not res["partitions"]:
-            session.info(f"Consumer group '{g}' does not exist.")
-            continue
         if res["members"] == 0:
             session.info(f"Consumer group '{g}' has no active members.")
         if res["state"] in ("PreparingRebalance", "CompletingRebalance"):
@@ -169,9 +197,29 @@ def describe(session, group_args, group_opts, all_groups, members, show_state, v
             session.info(f"Consumer group '{g}' has no committed offsets and no assigned partitions.")
             continue
         session.table(
-            ["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "HOST", "CLIENT-ID"],
             [
-                [g, r["topic"], r["partition"], r["current_offset"], r["log_end_offset"], r["lag"], r["consumer_id"], r["host"], r["client_id"]]
+                "GROUP",
+                "TOPIC",
+                "PARTITION",
+                "CURRENT-OFFSET",
+                "LOG-END-OFFSET",
+                "LAG",
+                "CONSUMER-ID",
+                "HOST",
+                "CLIENT-ID",
+            ],
+            [
+                [
+                    g,
+                    r["topic"],
+                    r["partition"],
+                    r["current_offset"],
+                    r["log_end_offset"],
+                    r["lag"],
+                    r["consumer_id"],
+                    r["host"],
+                    r["client_id"],
+                ]
                 for r in res["partitions"]
             ],
         )
@@ -188,7 +236,9 @@ def _print_members(session, results, members: bool, verbose: bool) -> None:
                     "group_instance_id": m.group_instance_id,
                     "host": m.client_host,
                     "client_id": m.client_id,
-                    "assignment": [{"topic": tp.topic, "partition": tp.partition} for tp in sorted(m.assignment)],
+                    "assignment": [
+                        {"topic": tp.topic, "partition": tp.partition} for tp in sorted(m.assignment)
+                    ],
                 }
                 for m in res["members"]
             ]
@@ -206,7 +256,14 @@ def _print_members(session, results, members: bool, verbose: bool) -> None:
         if not res["members"]:
             session.info(f"Consumer group '{res['group']}' has no active members.")
         for m in res["members"]:
-            row = [res["group"], m.member_id, m.group_instance_id, m.client_host, m.client_id, len(m.assignment)]
+            row = [
+                res["group"],
+                m.member_id,
+                m.group_instance_id,
+                m.client_host,
+                m.client_id,
+                len(m.assignment),
+            ]
             if verbose:
                 row.append(_assignment_text(m.assignment))
             rows.append(row)
@@ -227,7 +284,9 @@ def _assignment_text(assignment) -> str:
 
 @groups.command()
 @click.argument("group_args", nargs=-1, metavar="[GROUP]...")
-@click.option("--group", "-g", "group_opts", multiple=True, metavar="GROUP", help="Group to delete (repeatable).")
+@click.option(
+    "--group", "-g", "group_opts", multiple=True, metavar="GROUP", help="Group to delete (repeatable)."
+)
 @client_command
 def delete(session, group_args, group_opts):
     """Delete consumer groups (and their committed offsets). Their members must be gone.
@@ -245,7 +304,9 @@ def delete(session, group_args, group_opts):
     if session.json:
         session.print_json({"deleted": names})
     else:
-        click.echo(f"Deletion of requested consumer groups ({', '.join(repr(n) for n in names)}) was successful.")
+        click.echo(
+            f"Deletion of requested consumer groups ({', '.join(repr(n) for n in names)}) was successful."
+        )
 
 
 # -- delete-offsets ------------------------------------------------------------------------
@@ -254,7 +315,15 @@ def delete(session, group_args, group_opts):
 @groups.command("delete-offsets")
 @click.argument("group", required=False)
 @_GROUP_OPTION
-@click.option("--topic", "-t", "topics", multiple=True, required=True, metavar="TOPIC[:P,P]", help="Topic (or topic:partitions) whose offsets to delete.")
+@click.option(
+    "--topic",
+    "-t",
+    "topics",
+    multiple=True,
+    required=True,
+    metavar="TOPIC[:P,P]",
+    help="Topic (or topic:partitions) whose offsets to delete.",
+)
 @client_command
 def delete_offsets(session, group, group_opt, topics):
     """Delete a group's committed offsets of some topics.
@@ -287,29 +356,63 @@ def parse_duration_ms(text: str) -> int:
     """ISO-8601 durations as Kafka's --by-duration takes them: PnDTnHnMnS."""
     m = _DURATION.match(text.strip())
     if not m or text.strip().upper() in ("P", "PT"):
-        raise click.BadParameter(f"{text!r}: expected an ISO-8601 duration such as PT1H, P1DT12H or PT30M", param_hint="--by-duration")
+        raise click.BadParameter(
+            f"{text!r}: expected an ISO-8601 duration such as PT1H, P1DT12H or PT30M",
+            param_hint="--by-duration",
+        )
     parts = {k: float(v) for k, v in m.groupdict().items() if v}
-    seconds = parts.get("days", 0) * 86400 + parts.get("hours", 0) * 3600 + parts.get("minutes", 0) * 60 + parts.get("seconds", 0)
+    seconds = (
+        parts.get("days", 0) * 86400
+        + parts.get("hours", 0) * 3600
+        + parts.get("minutes", 0) * 60
+        + parts.get("seconds", 0)
+    )
     return int(seconds * 1000)
 
 
 @groups.command("reset-offsets")
 @click.argument("group", required=False)
 @_GROUP_OPTION
-@click.option("--topic", "-t", "topics", multiple=True, metavar="TOPIC[:P,P]", help="Topic to reset, all or some partitions (repeatable).")
+@click.option(
+    "--topic",
+    "-t",
+    "topics",
+    multiple=True,
+    metavar="TOPIC[:P,P]",
+    help="Topic to reset, all or some partitions (repeatable).",
+)
 @click.option("--all-topics", is_flag=True, help="Every topic the group has committed offsets for.")
 @click.option("--to-earliest", is_flag=True, help="The earliest offset still in the log.")
 @click.option("--to-latest", is_flag=True, help="The log end: skip everything.")
 @click.option("--to-current", is_flag=True, help="The committed offset (the log end where none).")
-@click.option("--to-offset", type=click.IntRange(min=0), metavar="N", help="Offset N (kept within earliest..latest).")
-@click.option("--to-datetime", metavar="TIME", help="The first record at or after TIME (ISO date-time or epoch ms).")
-@click.option("--by-duration", metavar="DURATION", help="The first record at or after now minus DURATION (e.g. PT1H).")
+@click.option(
+    "--to-offset", type=click.IntRange(min=0), metavar="N", help="Offset N (kept within earliest..latest)."
+)
+@click.option(
+    "--to-datetime", metavar="TIME", help="The first record at or after TIME (ISO date-time or epoch ms)."
+)
+@click.option(
+    "--by-duration", metavar="DURATION", help="The first record at or after now minus DURATION (e.g. PT1H)."
+)
 @click.option("--shift-by", type=int, metavar="N", help="Move the committed offset by N (negative: back).")
 @click.option("--dry-run", is_flag=True, help="Only show the new offsets (the default).")
 @click.option("--execute", is_flag=True, help="Commit the new offsets.")
 @client_command
 def reset_offsets(
-    session, group, group_opt, topics, all_topics, to_earliest, to_latest, to_current, to_offset, to_datetime, by_duration, shift_by, dry_run, execute
+    session,
+    group,
+    group_opt,
+    topics,
+    all_topics,
+    to_earliest,
+    to_latest,
+    to_current,
+    to_offset,
+    to_datetime,
+    by_duration,
+    shift_by,
+    dry_run,
+    execute,
 ):
     """Move a group's committed offsets. The group must have no active members.
 
@@ -337,7 +440,10 @@ def reset_offsets(
     chosen = [k for k, v in specs.items() if v]
     if len(chosen) != 1:
         raise click.UsageError(
-            "Give exactly one of " + ", ".join(specs) + (f" (got {', '.join(chosen)})" if chosen else "") + "."
+            "Give exactly one of "
+            + ", ".join(specs)
+            + (f" (got {', '.join(chosen)})" if chosen else "")
+            + "."
         )
     if bool(topics) == bool(all_topics):
         raise click.UsageError("Give --topic TOPIC (repeatable) or --all-topics.")
@@ -360,7 +466,9 @@ def reset_offsets(
         if all_topics:
             tps = sorted(committed)
             if not tps:
-                raise CliError(f"group '{gid}' has no committed offsets", "name the topics with --topic TOPIC")
+                raise CliError(
+                    f"group '{gid}' has no committed offsets", "name the topics with --topic TOPIC"
+                )
         else:
             tps = _topic_partitions(topics, admin)
         new_offsets = _plan(session, gid, tps, committed, chosen[0], to_offset, shift_by, target_ms)
@@ -398,10 +506,14 @@ def _plan(session, gid, tps, committed, how, to_offset, shift_by, target_ms) -> 
 
     def clamp(tp, off):
         if off < earliest[tp]:
-            session.info(f"New offset ({off}) is lower than the earliest offset of {tp.topic}-{tp.partition}; using {earliest[tp]}.")
+            session.info(
+                f"New offset ({off}) is lower than the earliest offset of {tp.topic}-{tp.partition}; using {earliest[tp]}."
+            )
             return earliest[tp]
         if off > latest[tp]:
-            session.info(f"New offset ({off}) is higher than the latest offset of {tp.topic}-{tp.partition}; using {latest[tp]}.")
+            session.info(
+                f"New offset ({off}) is higher than the latest offset of {tp.topic}-{tp.partition}; using {latest[tp]}."
+            )
             return latest[tp]
         return off
 

@@ -14,12 +14,24 @@ LAZY_COMMANDS = {
     "topics": ("odradek.cli.topics", "topics", "Create, list, describe, alter and delete topics."),
     "produce": ("odradek.cli.produce", "produce", "Send lines from stdin or a file to a topic."),
     "consume": ("odradek.cli.consume", "consume", "Print records of a topic."),
-    "groups": ("odradek.cli.groups", "groups", "List, describe, delete consumer groups; reset their offsets."),
+    "groups": (
+        "odradek.cli.groups",
+        "groups",
+        "List, describe, delete consumer groups; reset their offsets.",
+    ),
     "configs": ("odradek.cli.configs", "configs", "Describe and alter topic and broker configs."),
-    "offsets": ("odradek.cli.offsets", "offsets", "Earliest, latest or by-time offsets of a topic's partitions."),
+    "offsets": (
+        "odradek.cli.offsets",
+        "offsets",
+        "Earliest, latest or by-time offsets of a topic's partitions.",
+    ),
     "cluster": ("odradek.cli.cluster", "cluster", "Cluster id, controller and brokers."),
     "perf": ("odradek.cli.perf", "perf", "Producer and consumer performance tests."),
-    "dump-log": ("odradek.cli.dump_log", "dump_log", "Print log segments, indexes and snapshots (kafka-dump-log)."),
+    "dump-log": (
+        "odradek.cli.dump_log",
+        "dump_log",
+        "Print log segments, indexes and snapshots (kafka-dump-log).",
+    ),
     "pipeline": ("odradek.pipeline.cli", "pipeline", "Spark pipelines on Odradek topics."),
 }
 

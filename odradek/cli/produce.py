@@ -94,6 +94,22 @@ class LineParser:
         return key, self._nullable(value), headers
 
 
+def _partition_count(producer, name: str) -> int:
+    """The topic's partition count (the broker may create the topic now, if it auto-creates)."""
+    from odradek.client.errors import KafkaTimeoutError
+
+    try:
+        return len(producer.partitions_for(name))
+    except KafkaTimeoutError as exc:
+        if "UNKNOWN_TOPIC_OR_PARTITION" in str(exc):
+            raise CliError(
+                f"topic {name!r} does not exist, and the broker does not create topics on first use "
+                "(auto.create.topics.enable=false)",
+                f"create it with `odradek topics create {name}`",
+            ) from None
+        raise
+
+
 def _lines(stream):
     lineno = 0
     for raw in stream:
@@ -106,12 +122,29 @@ def _lines(stream):
 
 @click.command()
 @click.argument("topic", required=False)
-@click.option("--topic", "-t", "topic_opt", metavar="TOPIC", help="Topic to write to (or give it as an argument).")
-@click.option("--file", "-f", "file_", type=click.File("rb"), default="-", help="Read lines from FILE instead of stdin.")
-@click.option("--parse-key", "-K", is_flag=True, help="Each line is KEY<separator>VALUE (separator: --key-separator).")
-@click.option("--key-separator", metavar="SEP", help="Separator between key and value (default TAB); implies --parse-key.")
+@click.option(
+    "--topic", "-t", "topic_opt", metavar="TOPIC", help="Topic to write to (or give it as an argument)."
+)
+@click.option(
+    "--file", "-f", "file_", type=click.File("rb"), default="-", help="Read lines from FILE instead of stdin."
+)
+@click.option(
+    "--parse-key", "-K", is_flag=True, help="Each line is KEY<separator>VALUE (separator: --key-separator)."
+)
+@click.option(
+    "--key-separator",
+    metavar="SEP",
+    help="Separator between key and value (default TAB); implies --parse-key.",
+)
 @click.option("--parse-headers", is_flag=True, help="Lines start with headers h1:v1,h2:v2 then TAB.")
-@click.option("--header", "-H", "static_headers", multiple=True, metavar="NAME=VALUE", help="Add a header to every record (repeatable).")
+@click.option(
+    "--header",
+    "-H",
+    "static_headers",
+    multiple=True,
+    metavar="NAME=VALUE",
+    help="Add a header to every record (repeatable).",
+)
 @click.option("--partition", "-p", type=click.IntRange(min=0), help="Send every record to this partition.")
 @click.option("--null-marker", metavar="TEXT", help="A key or value equal to TEXT is sent as null.")
 @click.option(
@@ -131,9 +164,19 @@ def _lines(stream):
     show_default=True,
     help="Acknowledgements to wait for.",
 )
-@click.option("--sync", is_flag=True, help="Wait for each record's acknowledgement before reading the next line.")
-@click.option("--linger-ms", type=click.IntRange(min=0), help="Time to wait for more records before sending a batch.")
-@click.option("--producer-property", "producer_props", multiple=True, metavar="KEY=VALUE", help="A producer property (repeatable).")
+@click.option(
+    "--sync", is_flag=True, help="Wait for each record's acknowledgement before reading the next line."
+)
+@click.option(
+    "--linger-ms", type=click.IntRange(min=0), help="Time to wait for more records before sending a batch."
+)
+@click.option(
+    "--producer-property",
+    "producer_props",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="A producer property (repeatable).",
+)
 @click.option(
     "--property",
     "reader_props",
@@ -223,9 +266,10 @@ def produce(
             span = acked.setdefault(md.partition, [md.offset, md.offset])
             span[0], span[1] = min(span[0], md.offset), max(span[1], md.offset)
 
+    options.setdefault("max.block.ms", 15000)
     with session.producer(**options) as producer:
+        count = _partition_count(producer, name)
         if partition is not None:
-            count = len(producer.partitions_for(name))
             if partition >= count:
                 raise CliError(
                     f"topic {name!r} has {count} partition{'s' if count != 1 else ''}; there is no partition {partition}",
@@ -234,7 +278,9 @@ def produce(
         try:
             for lineno, line in _lines(file_):
                 key, value, headers = parser.parse(line, lineno)
-                fut = producer.send(name, value=value, key=key, headers=(headers + fixed_headers) or None, partition=partition)
+                fut = producer.send(
+                    name, value=value, key=key, headers=(headers + fixed_headers) or None, partition=partition
+                )
                 fut.add_done_callback(on_done)
                 sent += 1
                 if sync:
@@ -256,11 +302,18 @@ def produce(
             {
                 "topic": name,
                 "records": delivered,
-                "partitions": {str(p): {"first_offset": a, "last_offset": b} for p, (a, b) in sorted(acked.items())},
+                "partitions": {
+                    str(p): {"first_offset": a, "last_offset": b} for p, (a, b) in sorted(acked.items())
+                },
             }
         )
     elif not quiet:
         where = ", ".join(f"{p}@{a}..{b}" if a != b else f"{p}@{a}" for p, (a, b) in sorted(acked.items()))
         plural = "s" if delivered != 1 else ""
-        click.echo(f"Produced {delivered} record{plural} to {name}" + (f" (partition@offsets {where})" if where else "") + ".", err=True)
+        click.echo(
+            f"Produced {delivered} record{plural} to {name}"
+            + (f" (partition@offsets {where})" if where else "")
+            + ".",
+            err=True,
+        )
     sys.stdout.flush()

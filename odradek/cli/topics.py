@@ -9,7 +9,9 @@ import click
 
 from odradek.cli.common import CliError, client_command, one_name, parse_int_list, parse_key_values
 
-_TOPIC_OPTION = click.option("--topic", "-t", "topic_opt", metavar="TOPIC", help="Topic name (or give it as an argument).")
+_TOPIC_OPTION = click.option(
+    "--topic", "-t", "topic_opt", metavar="TOPIC", help="Topic name (or give it as an argument)."
+)
 
 
 def parse_replica_assignment(text: str) -> list[list[int]]:
@@ -24,12 +26,16 @@ def parse_replica_assignment(text: str) -> list[list[int]]:
             continue
         brokers = parse_int_list(part.replace(":", ","), "--replica-assignment")
         if len(set(brokers)) != len(brokers):
-            raise click.BadParameter(f"partition {len(out)} lists a broker twice: {part}", param_hint="--replica-assignment")
+            raise click.BadParameter(
+                f"partition {len(out)} lists a broker twice: {part}", param_hint="--replica-assignment"
+            )
         out.append(brokers)
     if not out:
         raise click.BadParameter("empty assignment; expected e.g. 0:1,1:2", param_hint="--replica-assignment")
     if len({len(b) for b in out}) != 1:
-        raise click.BadParameter("every partition needs the same number of replicas", param_hint="--replica-assignment")
+        raise click.BadParameter(
+            "every partition needs the same number of replicas", param_hint="--replica-assignment"
+        )
     return out
 
 
@@ -64,9 +70,26 @@ def topics():
 @topics.command()
 @click.argument("topic", required=False)
 @_TOPIC_OPTION
-@click.option("--partitions", "-p", type=click.IntRange(min=1), help="Number of partitions (default: the broker's num.partitions).")
-@click.option("--replication-factor", "-r", type=click.IntRange(min=1), help="Replicas per partition (default: the broker's default.replication.factor).")
-@click.option("--config", "-c", "configs", multiple=True, metavar="KEY=VALUE", help="A topic config (repeatable, or comma-separated).")
+@click.option(
+    "--partitions",
+    "-p",
+    type=click.IntRange(min=1),
+    help="Number of partitions (default: the broker's num.partitions).",
+)
+@click.option(
+    "--replication-factor",
+    "-r",
+    type=click.IntRange(min=1),
+    help="Replicas per partition (default: the broker's default.replication.factor).",
+)
+@click.option(
+    "--config",
+    "-c",
+    "configs",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="A topic config (repeatable, or comma-separated).",
+)
 @click.option(
     "--replica-assignment",
     metavar="B:B,B:B",
@@ -74,9 +97,21 @@ def topics():
     "Replaces --partitions and --replication-factor.",
 )
 @click.option("--if-not-exists", is_flag=True, help="Succeed if the topic exists already.")
-@click.option("--validate-only", is_flag=True, help="Check the request on the broker without creating anything.")
+@click.option(
+    "--validate-only", is_flag=True, help="Check the request on the broker without creating anything."
+)
 @client_command
-def create(session, topic, topic_opt, partitions, replication_factor, configs, replica_assignment, if_not_exists, validate_only):
+def create(
+    session,
+    topic,
+    topic_opt,
+    partitions,
+    replication_factor,
+    configs,
+    replica_assignment,
+    if_not_exists,
+    validate_only,
+):
     """Create a topic.
 
     \b
@@ -94,7 +129,9 @@ def create(session, topic, topic_opt, partitions, replication_factor, configs, r
     assignment = None
     if replica_assignment:
         if partitions or replication_factor:
-            raise click.UsageError("--replica-assignment replaces --partitions and --replication-factor; give one or the other.")
+            raise click.UsageError(
+                "--replica-assignment replaces --partitions and --replication-factor; give one or the other."
+            )
         assignment = dict(enumerate(parse_replica_assignment(replica_assignment)))
     new = NewTopic(name, partitions or -1, replication_factor or -1, config_map or None, assignment)
     from odradek.protocol.errors import TopicAlreadyExistsError
@@ -112,7 +149,9 @@ def create(session, topic, topic_opt, partitions, replication_factor, configs, r
                 ) from None
             created = False
     if session.json:
-        session.print_json({"topic": name, "created": created and not validate_only, "validate_only": validate_only})
+        session.print_json(
+            {"topic": name, "created": created and not validate_only, "validate_only": validate_only}
+        )
     elif validate_only:
         click.echo(f"Topic {name} would be created (validated only).")
     elif created:
@@ -125,7 +164,9 @@ def create(session, topic, topic_opt, partitions, replication_factor, configs, r
 
 
 @topics.command("list")
-@click.option("--exclude-internal", is_flag=True, help="Leave out internal topics such as __consumer_offsets.")
+@click.option(
+    "--exclude-internal", is_flag=True, help="Leave out internal topics such as __consumer_offsets."
+)
 @click.option("--names-only", is_flag=True, help="One name per line, like kafka-topics.sh --list.")
 @client_command
 def list_(session, exclude_internal, names_only):
@@ -167,12 +208,20 @@ def list_(session, exclude_internal, names_only):
 
 @topics.command()
 @click.argument("topic_args", nargs=-1, metavar="[TOPIC]...")
-@click.option("--topic", "-t", "topic_opts", multiple=True, metavar="TOPIC", help="Topic to describe (repeatable).")
+@click.option(
+    "--topic", "-t", "topic_opts", multiple=True, metavar="TOPIC", help="Topic to describe (repeatable)."
+)
 @click.option("--exclude-internal", is_flag=True, help="Leave out internal topics when describing all.")
-@click.option("--under-replicated-partitions", is_flag=True, help="Only partitions whose ISR is smaller than their replica set.")
+@click.option(
+    "--under-replicated-partitions",
+    is_flag=True,
+    help="Only partitions whose ISR is smaller than their replica set.",
+)
 @click.option("--unavailable-partitions", is_flag=True, help="Only partitions without a live leader.")
 @client_command
-def describe(session, topic_args, topic_opts, exclude_internal, under_replicated_partitions, unavailable_partitions):
+def describe(
+    session, topic_args, topic_opts, exclude_internal, under_replicated_partitions, unavailable_partitions
+):
     """Show partitions (Leader, Replicas, Isr) and non-default configs of topics.
 
     Without a topic, every topic is described. The text has kafka-topics.sh's layout.
@@ -196,7 +245,9 @@ def describe(session, topic_args, topic_opts, exclude_internal, under_replicated
             resources = [ConfigResource("topic", n) for n in sorted(described)]
             for res, entries in admin.describe_configs(resources).items():
                 configs[res[1]] = {
-                    k: e.value for k, e in sorted(entries.items()) if e.source == 1 or (e.source < 0 and not e.is_default)
+                    k: e.value
+                    for k, e in sorted(entries.items())
+                    if e.source == 1 or (e.source < 0 and not e.is_default)
                 }
     filtered = under_replicated_partitions or unavailable_partitions
     result = []
@@ -270,8 +321,16 @@ def describe(session, topic_args, topic_opts, exclude_internal, under_replicated
     metavar="B:B,B:B",
     help="Brokers of the new partitions (or of all partitions; the existing ones are skipped, as in Kafka).",
 )
-@click.option("--config", "-c", "configs", multiple=True, metavar="KEY=VALUE", help="Set a topic config (repeatable).")
-@click.option("--delete-config", "delete_configs", multiple=True, metavar="KEY", help="Remove a topic config override (repeatable).")
+@click.option(
+    "--config", "-c", "configs", multiple=True, metavar="KEY=VALUE", help="Set a topic config (repeatable)."
+)
+@click.option(
+    "--delete-config",
+    "delete_configs",
+    multiple=True,
+    metavar="KEY",
+    help="Remove a topic config override (repeatable).",
+)
 @client_command
 def alter(session, topic, topic_opt, partitions, replica_assignment, configs, delete_configs):
     """Add partitions to a topic, or change its configs.
@@ -303,7 +362,10 @@ def alter(session, topic, topic_opt, partitions, replica_assignment, configs, de
                     f"give --partitions larger than {current}",
                 )
             if partitions == current:
-                raise CliError(f"topic {name!r} already has {current} partitions", f"give --partitions larger than {current}")
+                raise CliError(
+                    f"topic {name!r} already has {current} partitions",
+                    f"give --partitions larger than {current}",
+                )
             new_assignments = None
             if replica_assignment:
                 assignment = parse_replica_assignment(replica_assignment)
@@ -338,7 +400,9 @@ def alter(session, topic, topic_opt, partitions, replica_assignment, configs, de
 
 @topics.command()
 @click.argument("topic_args", nargs=-1, metavar="[TOPIC]...")
-@click.option("--topic", "-t", "topic_opts", multiple=True, metavar="TOPIC", help="Topic to delete (repeatable).")
+@click.option(
+    "--topic", "-t", "topic_opts", multiple=True, metavar="TOPIC", help="Topic to delete (repeatable)."
+)
 @click.option("--if-exists", is_flag=True, help="Succeed when a topic does not exist.")
 @client_command
 def delete(session, topic_args, topic_opts, if_exists):

@@ -141,6 +141,7 @@ class Consumer:
     # -- subscription ----------------------------------------------------------------------
 
     def _on_subscription_change(self) -> None:
+        self._fetcher.forget_unassigned()
         self._fetcher.wakeup()
 
     def subscribe(self, topics=None, pattern: str | None = None, listener=None) -> None:
@@ -164,7 +165,7 @@ class Consumer:
         self._check()
         tps = _tps(partitions)
         self._subs.assign(tps)
-        self._fetcher.clear_buffers(set(self._fetcher._buffered) - set(tps))
+        self._fetcher.forget_unassigned()
         self._client.add_topics({tp.topic for tp in tps})
         if self._started:
             self._client.request_update()

@@ -1,11 +1,16 @@
 """The consumer's fetcher: one task keeping a fetch in flight to every leader with work.
 
-Per leader at most one Fetch is outstanding; leaders are fetched from independently, and
-the next fetch to a leader goes out as soon as its previous answer arrived and the
-partitions it covers have no undelivered records (Kafka's rule, which also bounds memory
-to about one fetch response per leader). Responses are kept as raw bytes
-(``CompletedFetch``) and decoded lazily in ``poll``, batch by batch, up to
-``max_poll_records``.
+Per leader at most one Fetch is outstanding (a broker answers a connection's requests in
+order, so a second one would only queue behind a long poll); leaders are fetched from
+independently. Fetching runs ahead of ``poll``: each partition has a *fetch position*
+(where the next fetch starts: after the last complete batch received), so the next fetch
+goes out as soon as the previous answer arrived, while ``poll`` is still decoding it. A
+partition with ``PREFETCH`` responses already waiting is left out until ``poll`` catches
+up, which bounds memory to a few fetch responses per partition; when that leaves a fetch
+without work that could long-poll, it waits at most ``_SHORT_WAIT_MS``.
+
+Responses are kept as raw bytes (``CompletedFetch``) and decoded lazily in ``poll``,
+batch by batch, up to ``max_poll_records``.
 
 Positions that are unknown are resolved first: the committed offset (through the group
 coordinator) or ``auto_offset_reset`` via ListOffsets. ``read_committed`` drops records
@@ -18,6 +23,7 @@ import asyncio
 import collections
 import logging
 
+from odradek.protocol import batch as batch_header
 from odradek.protocol import records as rec
 from odradek.protocol.errors import ErrorCode, KafkaError, error_for
 
@@ -38,7 +44,21 @@ log = logging.getLogger("odradek.client.consumer")
 
 EARLIEST = -2
 LATEST = -1
+PREFETCH = 2  # undelivered fetch responses per partition before it is left out of fetches
+_SHORT_WAIT_MS = 20
 _OUT_OF_RANGE = int(ErrorCode.offset_out_of_range)
+
+
+def next_fetch_offset(data, fetch_offset: int) -> int:
+    """The offset after the last complete batch in ``data`` (``fetch_offset`` if none)."""
+    nxt = fetch_offset
+    for _pos, header in batch_header.iter_headers(data):
+        if header is not None:
+            if header.next_offset > nxt:
+                nxt = header.next_offset
+        else:
+            return fetch_offset  # legacy message sets: let poll's position drive the next fetch
+    return nxt
 
 
 class CompletedFetch:
@@ -89,7 +109,8 @@ class Fetcher:
         self.committed_fn = committed_fn  # async f(partitions, timeout) -> {tp: OffsetAndMetadata|None}, or None
         self.interceptors = interceptors
         self._completed: collections.deque[CompletedFetch] = collections.deque()
-        self._buffered: set[TopicPartition] = set()
+        self._buffered: dict[TopicPartition, int] = {}  # undelivered CompletedFetch count
+        self._next_fetch: dict[TopicPartition, int] = {}  # where the next fetch starts
         self._inflight_nodes: set[int] = set()
         self._errors: list[BaseException] = []
         self._wake: asyncio.Event | None = None
@@ -203,16 +224,21 @@ class Fetcher:
         subs = self.subs
         cluster = self.client.cluster
         by_node: dict[int, list[TopicPartition]] = {}
+        held_back: set[int] = set()
         delay = 1.0
         missing_leader = False
+        buffered = self._buffered
         for tp, st in subs.assignment.items():
-            if st.position is None or st.paused or st.reset is not None or tp in self._buffered:
+            if st.position is None or st.paused or st.reset is not None:
                 continue
             leader = cluster.leaders.get(tp, -1)
             if leader < 0:
                 missing_leader = True
                 continue
             if leader in self._inflight_nodes:
+                continue
+            if buffered.get(tp, 0) >= PREFETCH:
+                held_back.add(leader)
                 continue
             by_node.setdefault(leader, []).append(tp)
         if missing_leader:
@@ -224,20 +250,23 @@ class Fetcher:
             if conn is None:
                 delay = min(delay, self.retry_backoff)
                 continue
-            self._send_fetch(conn, node, tps)
+            self._send_fetch(conn, node, tps, short=node in held_back)
         return delay
 
-    def _send_fetch(self, conn, node: int, tps: list[TopicPartition]) -> None:
+    def _send_fetch(self, conn, node: int, tps: list[TopicPartition], short: bool = False) -> None:
         topics: dict[str, list] = {}
         offsets = {}
+        next_fetch = self._next_fetch
         for tp in tps:
-            st = self.subs.assignment[tp]
-            offsets[tp] = st.position
+            offset = next_fetch.get(tp)
+            if offset is None:
+                offset = self.subs.assignment[tp].position
+            offsets[tp] = offset
             topics.setdefault(tp.topic, []).append(
                 {
                     "partition": tp.partition,
                     "current_leader_epoch": -1,
-                    "fetch_offset": st.position,
+                    "fetch_offset": offset,
                     "last_fetched_epoch": -1,
                     "log_start_offset": -1,
                     "partition_max_bytes": self.partition_max_bytes,
@@ -246,7 +275,7 @@ class Fetcher:
         values = {
             "cluster_id": None,
             "replica_id": -1,
-            "max_wait": self.max_wait_ms,
+            "max_wait": min(self.max_wait_ms, _SHORT_WAIT_MS) if short else self.max_wait_ms,
             "min_bytes": self.min_bytes,
             "max_bytes": self.max_bytes,
             "isolation_level": self.isolation,
@@ -279,13 +308,16 @@ class Fetcher:
             return
         subs = self.subs
         got_data = False
+        next_fetch = self._next_fetch
         for topic in resp.responses:
             name = topic.topic
             for p in topic.partitions:
                 tp = TopicPartition(name, int(p.partition_index))
                 fetch_offset = offsets.get(tp)
                 st = subs.assignment.get(tp)
-                if st is None or fetch_offset is None or st.position != fetch_offset:
+                if st is None or fetch_offset is None or st.position is None:
+                    continue
+                if next_fetch.get(tp, st.position) != fetch_offset:
                     continue  # reassigned or sought while the fetch was in flight
                 code = int(p.error_code)
                 if code == 0 and not p.records and 0 <= int(p.high_watermark) < fetch_offset:
@@ -301,15 +333,22 @@ class Fetcher:
                         aborted = None
                         if self.isolation and p.aborted_transactions:
                             aborted = [(int(a.producer_id), int(a.first_offset)) for a in p.aborted_transactions]
+                        nxt = next_fetch_offset(data, fetch_offset)
+                        if nxt > fetch_offset:
+                            next_fetch[tp] = nxt
                         self._completed.append(CompletedFetch(tp, fetch_offset, data, aborted))
-                        self._buffered.add(tp)
+                        self._buffered[tp] = self._buffered.get(tp, 0) + 1
                         got_data = True
                 elif code == _OUT_OF_RANGE:
+                    if st.position != fetch_offset:
+                        continue  # a prefetch past what poll has seen: retried from the position
+                    next_fetch.pop(tp, None)
                     if subs.default_reset == "none":
                         st.reset = None
                         self._error(OffsetOutOfRangeClientError({tp: fetch_offset}))
                     else:
                         log.info("offset %d out of range for %s; resetting to %s", fetch_offset, tp, subs.default_reset)
+                        self.clear_buffers([tp])
                         st.position = None
                         st.reset = subs.default_reset
                 else:
@@ -349,7 +388,7 @@ class Fetcher:
             st = self.subs.assignment.get(cf.tp)
             if st is None or st.position is None:
                 completed.popleft()
-                self._buffered.discard(cf.tp)
+                self._delivered(cf.tp)
                 continue
             if st.paused:
                 parked.append(completed.popleft())
@@ -358,17 +397,25 @@ class Fetcher:
                 self._take(cf, st, max_records - len(out), out)
             except Exception:
                 completed.popleft()
-                self._buffered.discard(cf.tp)
+                self._delivered(cf.tp)
+                self._next_fetch.pop(cf.tp, None)  # fetch again from the position
                 raise
             if cf.done:
                 completed.popleft()
-                self._buffered.discard(cf.tp)
+                self._delivered(cf.tp)
                 self.wakeup()
         if parked:
             completed.extendleft(reversed(parked))
         if not completed:
             self._data.clear()
         return out
+
+    def _delivered(self, tp: TopicPartition) -> None:
+        n = self._buffered.get(tp, 0) - 1
+        if n > 0:
+            self._buffered[tp] = n
+        else:
+            self._buffered.pop(tp, None)
 
     def _take(self, cf: CompletedFetch, st, n: int, out: list) -> None:
         tp = cf.tp
@@ -553,13 +600,26 @@ class Fetcher:
         return out
 
     def clear_buffers(self, partitions=None) -> None:
+        """Forget fetched data (after a seek, reset or reassignment): fetch again from the position."""
         if partitions is None:
             self._completed.clear()
             self._buffered.clear()
+            self._next_fetch.clear()
         else:
             parts = set(partitions)
             self._completed = collections.deque(cf for cf in self._completed if cf.tp not in parts)
-            self._buffered -= parts
+            for tp in parts:
+                self._buffered.pop(tp, None)
+                self._next_fetch.pop(tp, None)
+        self.wakeup()
+
+    def forget_unassigned(self) -> None:
+        assigned = self.subs.assignment
+        gone = {cf.tp for cf in self._completed if cf.tp not in assigned} | {
+            tp for tp in self._next_fetch if tp not in assigned
+        }
+        if gone:
+            self.clear_buffers(gone)
 
 
 __all__ = ["Fetcher"]

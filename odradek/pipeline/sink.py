@@ -30,7 +30,7 @@ from pyspark.sql.datasource import (
     DataSourceStreamArrowWriter,
     WriterCommitMessage,
 )
-from pyspark.sql.types import BinaryType, IntegerType, StringType, StructType
+from pyspark.sql.types import ArrayType, BinaryType, IntegerType, StringType, StructType
 
 from odradek.client.partitioner import murmur2
 from odradek.pipeline.exactly_once import (
@@ -41,7 +41,7 @@ from odradek.pipeline.exactly_once import (
     TaskIdentity,
     record_commit,
 )
-from odradek.pipeline.options import HEADERS_TYPE, OptionError, WriteOptions, write_options
+from odradek.pipeline.options import OptionError, WriteOptions, write_options
 from odradek.pipeline.wire import Cluster, WireError
 from odradek.protocol import errors
 from odradek.protocol.records import BatchBuilder
@@ -87,8 +87,16 @@ def check_schema(schema: StructType, opts: WriteOptions) -> None:
         raise OptionError("no topic: give the topic option or a topic column")
     if "partition" in names and not isinstance(names["partition"].dataType, IntegerType):
         raise OptionError("column partition must be an int")
-    if "headers" in names and names["headers"].dataType != HEADERS_TYPE:
+    if "headers" in names and not _is_headers_type(names["headers"].dataType):
         raise OptionError("column headers must be array<struct<key: string, value: binary>>")
+
+
+def _is_headers_type(dtype) -> bool:
+    """array<struct<key: string, value: binary>>, whatever the nullability."""
+    if not isinstance(dtype, ArrayType) or not isinstance(dtype.elementType, StructType):
+        return False
+    fields = [(f.name.lower(), type(f.dataType)) for f in dtype.elementType.fields]
+    return fields == [("key", StringType), ("value", BinaryType)]
 
 
 def _as_bytes(value):

@@ -3,6 +3,7 @@
 Knows nothing of the network; depends only on ``odradek.protocol.batch`` and ``.errors``.
 """
 
+from .cleaner_manager import CleanerConfig, LogCleaner
 from .file_records import FileRecords, FileSlice
 from .leader_epoch_cache import LeaderEpochFileCache
 from .log import Log, LogAppendInfo, LogReadResult, UnexpectedAppendOffsetError
@@ -14,11 +15,13 @@ from .segment import LogSegment
 from .time_index import TimeIndex
 
 __all__ = [
+    "CleanerConfig",
     "FileRecords",
     "FileSlice",
     "LeaderEpochFileCache",
     "Log",
     "LogAppendInfo",
+    "LogCleaner",
     "LogConfig",
     "LogManager",
     "LogReadResult",

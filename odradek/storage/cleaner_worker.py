@@ -6,7 +6,7 @@ runs on another core, at a lower scheduling priority (``nice`` +10), and the bro
 only sees a few renames per swap.
 
 ``WorkerProcess`` (in the broker, owned by one cleaner thread) starts
-``python -m odradek.storage.cleaner_worker READ_FD WRITE_FD`` with two pipes and speaks
+``python -m odradek.storage._cleaner_worker_main READ_FD WRITE_FD`` with two pipes and speaks
 pickled messages over them (``multiprocessing.connection`` framing):
 
     parent → worker   ("clean", job, plan spec)   plan as plain data: segment paths and sizes
@@ -78,7 +78,7 @@ class WorkerProcess:
                 [
                     sys.executable,
                     "-m",
-                    "odradek.storage.cleaner_worker",
+                    "odradek.storage._cleaner_worker_main",
                     str(to_worker_r),
                     str(from_worker_w),
                 ],
@@ -198,7 +198,7 @@ def _die_with_parent() -> None:
         os._exit(0)
 
 
-def _worker_main(read_fd: int, write_fd: int) -> None:
+def worker_main(read_fd: int, write_fd: int) -> None:
     _die_with_parent()
     _faults.IN_CLEANER_WORKER = True
     try:
@@ -294,7 +294,3 @@ def _worker_main(read_fd: int, write_fd: int) -> None:
         finally:
             if plan is not None:
                 plan.close_files()
-
-
-if __name__ == "__main__":
-    _worker_main(int(sys.argv[1]), int(sys.argv[2]))

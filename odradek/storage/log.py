@@ -77,6 +77,8 @@ from .segment import (
     batch_last_offset,
     segment_paths,
 )
+from .txn_index import AbortedTxn
+from .txn_index import write_entries as write_txn_entries
 
 _PREFIX = struct.Struct(">qii")  # baseOffset, batchLength, partitionLeaderEpoch
 _pack_prefix = _PREFIX.pack
@@ -84,6 +86,7 @@ _crc = crc32c.crc32c
 _ATTR = B.ATTRIBUTES_OFFSET
 _CONTROL = B.CONTROL_BIT
 _NO_TS = B.NO_TIMESTAMP
+_ABORT = 0  # control record type of an ABORT marker (protocol.records.ABORT)
 
 
 def _now_ms() -> int:
@@ -305,9 +308,15 @@ class Log:
         """
         names = os.listdir(self.dir)
         swaps = []
+        committed_txn_indexes = []  # <base>.txnindex.cleaned whose .log.cleaned was renamed: keep
+        listed = set(names)
         for name in names:
             path = os.path.join(self.dir, name)
-            if name.endswith((DELETED_SUFFIX, CLEANED_SUFFIX)):
+            if name.endswith(TXN_INDEX_SUFFIX + CLEANED_SUFFIX) and (
+                name[:20] + LOG_SUFFIX + CLEANED_SUFFIX not in listed
+            ):
+                committed_txn_indexes.append(path)
+            elif name.endswith((DELETED_SUFFIX, CLEANED_SUFFIX)):
                 _unlink(path)
             elif name.endswith(SWAP_SUFFIX):
                 stem = name[: -len(SWAP_SUFFIX)]
@@ -316,6 +325,8 @@ class Log:
                 else:
                     _unlink(path)  # an index .swap: rebuilt from the log instead
         if not swaps:
+            for path in committed_txn_indexes:
+                os.replace(path, path[: -len(CLEANED_SUFFIX)])
             return
         for base in sorted(swaps):
             swap_path = os.path.join(self.dir, f"{base:020d}{LOG_SUFFIX}{SWAP_SUFFIX}")
@@ -335,6 +346,8 @@ class Log:
                     if "." + ext in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
                         _unlink(os.path.join(self.dir, name))
             os.replace(swap_path, swap_path[: -len(SWAP_SUFFIX)])
+        for path in committed_txn_indexes:
+            os.replace(path, path[: -len(CLEANED_SUFFIX)])
         fsync_dir(self.dir)
 
     def _compute_leo(self) -> int:
@@ -348,6 +361,9 @@ class Log:
                 self.leader_epoch_cache.assign(epoch, header.base_offset)
 
     def _rebuild_producer_state(self, now: int) -> None:
+        """Producer state from the newest snapshot plus a replay of the batches after it. The
+        aborted-transaction indexes of the replayed range are rebuilt on the way (markers
+        are read from the log), so they are as trustworthy as the log itself."""
         psm = self.producer_state
         leo = self._leo
         psm.truncate_and_reload(self._log_start, leo, now)
@@ -355,16 +371,74 @@ class Log:
         if leo > start:
             i = max(bisect.bisect_right(self._bases, start) - 1, 0)
             for seg in self._segments[i:]:
+                seg.txn_index.truncate_to(start)
                 position = 0
                 if seg.base_offset < start:
                     found = seg.translate_offset(start)
                     if found is None:
                         continue
                     position = found[1]
-                for _pos, header in seg.batch_headers(position):
-                    if header is not None and header.base_offset + header.last_offset_delta >= start:
+                for pos, header in seg.batch_headers(position):
+                    if header is None or header.base_offset + header.last_offset_delta < start:
+                        continue
+                    if header.is_control and header.producer_id >= 0:
+                        marker = _marker_of(seg.log.pread(pos, header.size))
+                        if marker is not None:
+                            self._complete_txn(
+                                header.producer_id,
+                                header.producer_epoch,
+                                header.base_offset,
+                                marker,
+                                header.max_timestamp,
+                                seg,
+                            )
+                    else:
                         psm.replay(header)
         psm.update_map_end_offset(leo)
+
+    def _complete_txn(self, producer_id, epoch, offset, marker, timestamp, segment=None) -> None:
+        """A transaction marker at ``offset``: close the producer's transaction and, for an
+        ABORT, index it in the segment holding the marker (the active one when appending)."""
+        psm = self.producer_state
+        control_type, coordinator_epoch = marker
+        lso = psm.last_stable_offset_after(producer_id, offset)
+        first = psm.complete_txn(producer_id, epoch, offset, coordinator_epoch, timestamp)
+        if first >= 0 and control_type == _ABORT:
+            seg = segment if segment is not None else self._segments[-1]
+            seg.update_txn_index(AbortedTxn(producer_id, first, offset, lso))
+
+    # ---- transactions -----------------------------------------------------------------------
+
+    @property
+    def last_stable_offset(self) -> int:
+        """The high watermark, or the first offset of the oldest undecided transaction below it."""
+        hw = self._hw
+        unstable = self.producer_state.first_unstable_offset(hw)
+        return hw if unstable is None or unstable > hw else max(unstable, self._log_start)
+
+    def collect_aborted_transactions(self, fetch_offset: int, upper_bound: int) -> list[AbortedTxn]:
+        """Aborted transactions overlapping ``[fetch_offset, upper_bound)`` (Fetch, read_committed).
+
+        Markers follow their data, so the search starts at the segment holding ``fetch_offset``
+        and stops at the first index entry written when every transaction that began below
+        ``upper_bound`` had ended (see ``txn_index``).
+        """
+        segments = self._segments
+        i = max(bisect.bisect_right(self._bases, fetch_offset) - 1, 0)
+        out: list[AbortedTxn] = []
+        for seg in segments[i:]:
+            found, complete = seg.collect_aborted_txns(fetch_offset, upper_bound)
+            out.extend(found)
+            if complete:
+                break
+        return out
+
+    def fetch_upper_bound(self, first_offset: int, max_offset: int) -> int:
+        """An offset past every batch a read starting at ``first_offset`` returned: the next
+        segment's base offset (a read never crosses segments), capped at ``max_offset``."""
+        bases = self._bases
+        i = bisect.bisect_right(bases, first_offset)
+        return min(bases[i], max_offset) if i < len(bases) else max_offset
 
     # ---- properties -----------------------------------------------------------------------
 
@@ -518,11 +592,16 @@ class Log:
                             duplicate.timestamp,
                             duplicate.last_offset,
                         )
+                elif attributes & _CONTROL:
+                    marker = _marker_of(mv[pos:end])
+                    if marker is None:
+                        raise errors.InvalidRecordError("A control batch must hold one transaction marker")
+                    psm.check_marker(pid, h.producer_epoch, marker[1])
                 elif pid in producers and h.producer_epoch < producers[pid].epoch:
                     raise errors.InvalidProducerEpochError(
                         f"Stale epoch {h.producer_epoch} for producer {pid}"
                     )
-                idempotent.append((h, next_offset))
+                idempotent.append((h, next_offset, marker if attributes & _CONTROL else None))
             base = next_offset
             last = base + delta
             batch_codec = attributes & 7
@@ -554,9 +633,9 @@ class Log:
             total += info[0]
         last_offset = next_offset - 1
         self._write(parts, total, infos, first_offset, last_offset, max_ts, now_ms)
-        for h, base in idempotent:
-            if h.is_control:
-                psm.replay(h)
+        for h, base, marker in idempotent:
+            if marker is not None:
+                self._complete_txn(h.producer_id, h.producer_epoch, base, marker, h.max_timestamp)
                 continue
             delta = h.last_offset_delta
             psm.update(
@@ -615,7 +694,7 @@ class Log:
                 last = base_offset + h.last_offset_delta
                 batch_max_ts = h.max_timestamp
                 count = h.record_count
-                headers.append(h)
+                headers.append((h, pos))
             if base_offset < expected:
                 raise UnexpectedAppendOffsetError(
                     f"Replicated batch at offset {base_offset} is below the expected next offset {expected}"
@@ -634,8 +713,15 @@ class Log:
         self._write(mv[:end], end, infos, first_offset, last_offset, max_ts, now_ms)
         psm = self.producer_state
         cache = self.leader_epoch_cache
-        for h in headers:
-            psm.replay(h)
+        for h, pos in headers:
+            if h.is_control:
+                marker = _marker_of(mv[pos : pos + h.size])
+                if marker is not None:
+                    self._complete_txn(
+                        h.producer_id, h.producer_epoch, h.base_offset, marker, h.max_timestamp
+                    )
+            else:
+                psm.replay(h)
             epoch = h.partition_leader_epoch
             if epoch >= 0 and epoch != cache.latest_epoch:
                 cache.assign(epoch, h.base_offset)
@@ -975,9 +1061,16 @@ class Log:
             now_ms = _now_ms()
         log_path, index_path, time_index_path = segment_paths(self.dir, base)
         swap = log_path + SWAP_SUFFIX
+        # The old segments' aborted transactions move to the new segment: written before the
+        # commit point, renamed into place after it (``_complete_swaps`` finishes a crash).
+        txn_path = log_path[: -len(LOG_SUFFIX)] + TXN_INDEX_SUFFIX
+        aborted = [entry for seg in old for entry in seg.txn_index.entries]
+        if aborted:
+            write_txn_entries(txn_path + CLEANED_SUFFIX, aborted)
         try:
             os.replace(log_path + CLEANED_SUFFIX, swap)
         except FileNotFoundError:
+            _unlink(txn_path + CLEANED_SUFFIX)
             return False
         fault_point("cleaner-after-swap")
         for seg in old:
@@ -989,6 +1082,8 @@ class Log:
                 os.replace(path + CLEANED_SUFFIX, path)
             except FileNotFoundError:
                 pass  # rebuilt from the log on first use
+        if aborted:
+            os.replace(txn_path + CLEANED_SUFFIX, txn_path)
         cfg = self.config
         new = LogSegment(
             self.dir,
@@ -1105,7 +1200,7 @@ class Log:
         for seg in self._segments + self._pending_deletes:
             seg.dir = new_dir
             seg.log.path = seg.log.path.replace(old, new_dir, 1)
-            for index in (seg._oi, seg._ti):
+            for index in (seg._oi, seg._ti, seg._txn):
                 if index is not None:
                     index.path = index.path.replace(old, new_dir, 1)
         self.producer_state.dir = new_dir
@@ -1117,6 +1212,17 @@ class Log:
             f"Log({self.dir!r}, start={self._log_start}, leo={self._leo}, hw={self._hw}, "
             f"segments={len(self._segments)})"
         )
+
+
+def _marker_of(batch) -> tuple[int, int] | None:
+    """``(control type, coordinator epoch)`` of a control batch holding a transaction marker."""
+    from ..protocol import records  # control batches are rare: decode them the simple way
+
+    try:
+        marker = records.decode_batch(bytes(batch), 0, check_crc=False).end_txn_marker()
+    except (errors.KafkaError, ValueError, IndexError):
+        return None
+    return None if marker is None else (marker.control_type, marker.coordinator_epoch)
 
 
 def _codec_of(compression_type: str) -> int | None:

@@ -26,6 +26,14 @@ A snapshot keeps only the last batch of each producer (as Kafka's does). Snapsho
 written on segment roll and on close; on open the log loads the newest valid one and replays
 batch headers from its offset to the log end. Snapshots are pruned with the segments.
 
+Transactions: a producer's first transactional batch opens its transaction at that offset
+(``current_txn_first_offset``, kept in snapshots); its COMMIT or ABORT marker closes it
+(``complete_txn``). ``first_unstable_offset`` is the first offset of the oldest open
+transaction, or of a closed one whose marker is not yet below the high watermark; the
+partition's last stable offset (LSO) is that or the high watermark, whichever is lower.
+Markers carry the transaction coordinator's epoch; a marker from an older coordinator
+epoch than one already seen for the producer is refused (TRANSACTION_COORDINATOR_FENCED).
+
 Thread rules: owned by its Log and called from the log owner's thread only, except
 ``fsync_snapshots`` (a flush, from any thread).
 """
@@ -140,6 +148,8 @@ class ProducerStateManager:
         self.dir = dir
         self.producer_id_expiration_ms = producer_id_expiration_ms
         self.producers: dict[int, ProducerStateEntry] = {}
+        self.ongoing: dict[int, int] = {}  # producer id -> first offset of its open transaction
+        self._unreplicated: list[tuple[int, int]] = []  # (first, marker offset) of closed txns above the HW
         self.map_end_offset = 0
         self.last_snap_offset = 0
         self._snapshots: list[int] = self._list_snapshots()
@@ -205,6 +215,7 @@ class ProducerStateManager:
         entry.add_batch(epoch, last_seq, last_offset, offset_delta, timestamp)
         if transactional and entry.current_txn_first_offset < 0:
             entry.current_txn_first_offset = first_offset
+            self.ongoing[producer_id] = first_offset
 
     def replay(self, header) -> None:
         """Rebuild state from a stored v2 batch header (no validation)."""
@@ -212,12 +223,7 @@ class ProducerStateManager:
         if pid < 0:
             return
         if header.is_control:
-            entry = self.producers.get(pid)
-            if entry is None:
-                entry = self.producers[pid] = ProducerStateEntry(pid, header.producer_epoch)
-            entry.epoch = max(entry.epoch, header.producer_epoch)
-            entry.current_txn_first_offset = -1
-            entry.last_timestamp = header.max_timestamp
+            self.complete_txn(pid, header.producer_epoch, header.base_offset, -1, header.max_timestamp)
             return
         self.update(
             pid,
@@ -232,6 +238,69 @@ class ProducerStateManager:
 
     def last_entry(self, producer_id: int) -> ProducerStateEntry | None:
         return self.producers.get(producer_id)
+
+    # ---- transactions -------------------------------------------------------------------
+
+    def check_marker(self, producer_id: int, epoch: int, coordinator_epoch: int) -> None:
+        """Validate a transaction marker before it is written (Kafka's checkProducerEpoch and
+        checkCoordinatorEpoch). Raises InvalidProducerEpochError / TransactionCoordinatorFencedError."""
+        entry = self.producers.get(producer_id)
+        if entry is None:
+            return
+        if epoch < entry.epoch:
+            raise errors.InvalidProducerEpochError(
+                f"Marker epoch {epoch} of producer {producer_id} is older than the current epoch {entry.epoch}"
+            )
+        if coordinator_epoch < entry.coordinator_epoch:
+            raise errors.TransactionCoordinatorFencedError(
+                f"Marker for producer {producer_id} from coordinator epoch {coordinator_epoch}; "
+                f"epoch {entry.coordinator_epoch} was seen already"
+            )
+
+    def last_stable_offset_after(self, producer_id: int, marker_offset: int) -> int:
+        """The LSO once ``producer_id``'s transaction ends with a marker at ``marker_offset``."""
+        others = [first for pid, first in self.ongoing.items() if pid != producer_id]
+        return min(others) if others else marker_offset + 1
+
+    def complete_txn(
+        self, producer_id: int, epoch: int, marker_offset: int, coordinator_epoch: int, timestamp: int
+    ) -> int:
+        """Record a COMMIT/ABORT marker; returns the first offset of the transaction it closed,
+        or -1 when the producer had none open (a marker written again after a restart)."""
+        entry = self.producers.get(producer_id)
+        if entry is None:
+            entry = self.producers[producer_id] = ProducerStateEntry(producer_id, epoch)
+        if epoch > entry.epoch:
+            entry.epoch = epoch
+            entry.batches.clear()  # a bumped epoch (a fence) starts its sequences afresh
+        if coordinator_epoch > entry.coordinator_epoch:
+            entry.coordinator_epoch = coordinator_epoch
+        first = entry.current_txn_first_offset
+        entry.current_txn_first_offset = -1
+        entry.last_timestamp = timestamp
+        self.ongoing.pop(producer_id, None)
+        if first >= 0:
+            self._unreplicated.append((first, marker_offset))
+        return first
+
+    def first_unstable_offset(self, high_watermark: int) -> int | None:
+        """First offset of the oldest transaction still undecided below ``high_watermark``."""
+        unreplicated = self._unreplicated
+        if unreplicated:
+            self._unreplicated = unreplicated = [t for t in unreplicated if t[1] >= high_watermark]
+        if not unreplicated and not self.ongoing:
+            return None
+        firsts = list(self.ongoing.values())
+        firsts.extend(first for first, _ in unreplicated)
+        return min(firsts)
+
+    def _reset_ongoing(self) -> None:
+        self._unreplicated = []
+        self.ongoing = {
+            pid: e.current_txn_first_offset
+            for pid, e in self.producers.items()
+            if e.current_txn_first_offset >= 0
+        }
 
     def update_map_end_offset(self, offset: int) -> None:
         self.map_end_offset = offset
@@ -334,8 +403,10 @@ class ProducerStateManager:
                 if entry.current_txn_first_offset >= 0 or now_ms - entry.last_timestamp < limit:
                     self.producers[entry.producer_id] = entry
             self.map_end_offset = self.last_snap_offset = offset
+            self._reset_ongoing()
             return
         self.map_end_offset = self.last_snap_offset = log_start_offset
+        self._reset_ongoing()
 
     def truncate_and_reload(self, log_start_offset: int, log_end_offset: int, now_ms: int) -> None:
         """Drop snapshots outside (log start, log end] and reload the newest remaining one."""
@@ -349,6 +420,7 @@ class ProducerStateManager:
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
         self.producers.clear()
+        self._reset_ongoing()
         for snap in list(self._snapshots):
             self._delete_snapshot(snap)
         self.last_snap_offset = 0

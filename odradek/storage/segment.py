@@ -5,7 +5,7 @@ Files, named by the segment's base offset as 20 zero-padded digits (Kafka's name
     00000000000000001234.log         record batches (see file_records.FileRecords)
     00000000000000001234.index       sparse offset index (see offset_index.OffsetIndex)
     00000000000000001234.timeindex   sparse time index (see time_index.TimeIndex)
-    00000000000000001234.txnindex    aborted transactions (reserved: not written yet)
+    00000000000000001234.txnindex    aborted transactions whose markers are here (see txn_index)
 
 Every offset in the segment is >= the base offset and within Int32.MAX of it (indexes store
 relative offsets). An index entry is added every ``index.interval.bytes`` of appended data:
@@ -35,6 +35,7 @@ from ._timestamps import record_timestamps
 from .file_records import FileRecords, FileSlice
 from .offset_index import OffsetIndex
 from .time_index import TimeIndex
+from .txn_index import AbortedTxn, TransactionIndex
 
 INT32_MAX = (1 << 31) - 1
 LOG_SUFFIX = ".log"
@@ -120,6 +121,7 @@ class LogSegment:
         "created_ms",
         "_oi",
         "_ti",
+        "_txn",
         "_writable_indexes",
         "_bytes_since_last_index_entry",
         "_max_ts",
@@ -150,6 +152,7 @@ class LogSegment:
         self.log = FileRecords(log_path)
         self._oi: OffsetIndex | None = None
         self._ti: TimeIndex | None = None
+        self._txn: TransactionIndex | None = None
         self._writable_indexes = active
         self._bytes_since_last_index_entry = 0
         self._max_ts: int | None = None  # None: not loaded yet (from the time index)
@@ -210,6 +213,20 @@ class LogSegment:
         else:
             self._ti = index
         return index
+
+    @property
+    def txn_index(self) -> TransactionIndex:
+        txn = self._txn
+        if txn is None:
+            txn = self._txn = TransactionIndex(self._index_file(TXN_INDEX_SUFFIX))
+        return txn
+
+    def update_txn_index(self, entry: AbortedTxn) -> None:
+        """Record an aborted transaction whose ABORT marker was just written to this segment."""
+        self.txn_index.append(entry)
+
+    def collect_aborted_txns(self, fetch_offset: int, upper_bound: int) -> tuple[list[AbortedTxn], bool]:
+        return self.txn_index.collect(fetch_offset, upper_bound)
 
     def indexes_exist(self) -> bool:
         return os.path.exists(self._index_file(INDEX_SUFFIX)) and os.path.exists(
@@ -483,6 +500,7 @@ class LogSegment:
         found = self.translate_offset(offset)
         self.offset_index.truncate_to(offset)
         self.time_index.truncate_to(offset)
+        self.txn_index.truncate_to(offset)
         if found is None:
             return 0
         removed = self.log.truncate_to(found[1])
@@ -516,6 +534,8 @@ class LogSegment:
             self._oi.flush()
         if self._ti is not None:
             self._ti.flush()
+        if self._txn is not None:
+            self._txn.flush()
 
     def close(self) -> None:
         if self._ti is not None and self._max_ts is not None and not self.log.closed:
@@ -532,6 +552,7 @@ class LogSegment:
             if index is not None:
                 index.close()
         self._oi = self._ti = None
+        self._txn = None
         for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
             path = self._index_file(suffix)
             try:
@@ -547,6 +568,7 @@ class LogSegment:
             if index is not None:
                 index.close_handler()
         self._oi = self._ti = None
+        self._txn = None
         self.log.delete()
         for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
             try:

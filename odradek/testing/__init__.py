@@ -1,0 +1,27 @@
+"""Brokers for tests: ``EmbeddedBroker`` (in a thread or a child process) and ``BrokerProcess``.
+
+``from odradek.testing import EmbeddedBroker`` — see ``odradek.testing.embedded``. The
+pytest plugin (``odradek.testing.pytest_plugin``, registered as an entry point) gives the
+``odradek_broker`` fixtures. Imports are lazy: loading this package costs nothing.
+"""
+
+from __future__ import annotations
+
+_EXPORTS = {
+    "EmbeddedBroker": "odradek.testing.embedded",
+    "EmbeddedBrokerError": "odradek.testing.embedded",
+    "BrokerProcess": "odradek.testing.process",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'odradek.testing' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

@@ -54,11 +54,15 @@ def test_time_retention_by_record_timestamps(own_broker, topic_name):
     create_topic(broker, topic_name, 1, {"segment.bytes": "1200", "retention.ms": str(HOUR)})
     prod = producer(broker, batch_size=300, linger_ms=0)
     old = int(time.time() * 1000) - 3 * HOUR
-    produce_and_flush(prod, topic_name, [{"value": b"old-%03d" % i + b"x" * 60, "timestamp": old} for i in range(60)])
+    produce_and_flush(
+        prod, topic_name, [{"value": b"old-%03d" % i + b"x" * 60, "timestamp": old} for i in range(60)]
+    )
     fresh = produce_and_flush(prod, topic_name, [{"value": b"new-%03d" % i, "key": b"k"} for i in range(20)])
     first_fresh = fresh.acked[0].offset
 
-    start = wait_until(lambda: earliest(broker, topic_name) or None, 10, message="the earliest offset to move")
+    start = wait_until(
+        lambda: earliest(broker, topic_name) or None, 10, message="the earliest offset to move"
+    )
     assert 0 < start <= first_fresh
     wait_until(lambda: segment_bases(broker, topic_name)[0] == start, 10, message="old segments off disk")
     wait_until(lambda: not leftovers(broker, topic_name), 10, message=".deleted files removed")

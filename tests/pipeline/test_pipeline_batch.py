@@ -22,7 +22,13 @@ def _rows(df):
     from pyspark.sql import functions as F
 
     out = df.select(
-        "partition", "offset", "key", "value", "topic", "timestampType", F.unix_millis("timestamp").alias("ms"),
+        "partition",
+        "offset",
+        "key",
+        "value",
+        "topic",
+        "timestampType",
+        F.unix_millis("timestamp").alias("ms"),
         *(["headers"] if "headers" in df.columns else []),
     ).collect()
     return sorted(out, key=lambda r: (r.topic, r.partition, r.offset))
@@ -70,7 +76,9 @@ def test_offset_and_timestamp_options(spark, broker, topic_name):
         endingOffsets=f'{{"{topic_name}": {{"0": 20, "1": -1}}}}',
     )
     rows = _rows(df)
-    assert [(r.partition, r.offset) for r in rows] == [(0, o) for o in range(10, 20)] + [(1, o) for o in range(50)]
+    assert [(r.partition, r.offset) for r in rows] == [(0, o) for o in range(10, 20)] + [
+        (1, o) for o in range(50)
+    ]
 
     rows = _rows(_load(spark, broker, subscribe=topic_name, startingTimestamp="1000090"))
     assert sorted(int(r.value) for r in rows) == list(range(90, 100))
@@ -81,7 +89,11 @@ def test_offset_and_timestamp_options(spark, broker, topic_name):
     with pytest.raises(Exception, match="no record"):
         _load(spark, broker, subscribe=topic_name, startingTimestamp="9000000").collect()
     late = _load(
-        spark, broker, subscribe=topic_name, startingTimestamp="9000000", startingOffsetsByTimestampStrategy="latest"
+        spark,
+        broker,
+        subscribe=topic_name,
+        startingTimestamp="9000000",
+        startingOffsetsByTimestampStrategy="latest",
     )
     assert late.count() == 0
 
@@ -123,15 +135,22 @@ def test_batch_write_routes_like_kafka(spark, broker, topic_name):
     other = f"{topic_name}-other"
     create_topic(broker.bootstrap_servers, other, 1)
     rows = [
-        (f"k{i}" if i % 4 else None, f"v{i}", other if i % 10 == 0 else None, 3 if i % 7 == 0 else None)
+        (
+            f"k{i}" if i % 4 else None,
+            f"v{i}",
+            other if i % 10 == 0 else None,
+            3 if i % 7 == 0 and i % 10 else None,
+        )
         for i in range(200)
     ]
     df = spark.createDataFrame(rows, "key string, value string, topic string, partition int").withColumn(
         "headers", F.array(F.struct(F.lit("n").alias("key"), F.col("value").cast("binary").alias("value")))
     )
-    # rows with a null topic use a default topic only when given as... the topic column
     df = df.withColumn("topic", F.coalesce("topic", F.lit(topic_name)))
-    df.write.format("odradek").mode("append").option("kafka.bootstrap.servers", broker.bootstrap_servers).save()
+    # one task, so that the order within each partition is the DataFrame's
+    df.coalesce(1).write.format("odradek").mode("append").option(
+        "kafka.bootstrap.servers", broker.bootstrap_servers
+    ).save()
 
     main = read_topic(broker.bootstrap_servers, topic_name)
     side = read_topic(broker.bootstrap_servers, other)
@@ -157,7 +176,11 @@ def test_write_rejects_bad_columns(spark, broker, topic_name):
     create_topic(broker.bootstrap_servers, topic_name, 1)
 
     def write(df, **options):
-        w = df.write.format("odradek").mode("append").option("kafka.bootstrap.servers", broker.bootstrap_servers)
+        w = (
+            df.write.format("odradek")
+            .mode("append")
+            .option("kafka.bootstrap.servers", broker.bootstrap_servers)
+        )
         for k, v in options.items():
             w = w.option(k, v)
         w.save()

@@ -111,8 +111,22 @@ def test_read_committed_drops_aborted_transactions_and_markers():
         def __init__(self, producer_id, first_offset):
             self.producer_id, self.first_offset = producer_id, first_offset
 
-    committed = build_batch([(b"a", b"1", (), 1)], base_offset=0, producer_id=7, producer_epoch=0, base_sequence=0, transactional=True)
-    aborted = build_batch([(b"b", b"2", (), 1)], base_offset=1, producer_id=8, producer_epoch=0, base_sequence=0, transactional=True)
+    committed = build_batch(
+        [(b"a", b"1", (), 1)],
+        base_offset=0,
+        producer_id=7,
+        producer_epoch=0,
+        base_sequence=0,
+        transactional=True,
+    )
+    aborted = build_batch(
+        [(b"b", b"2", (), 1)],
+        base_offset=1,
+        producer_id=8,
+        producer_epoch=0,
+        base_sequence=0,
+        transactional=True,
+    )
     marker = build_control_batch(ABORT, base_offset=2, producer_id=8, producer_epoch=0, coordinator_epoch=0)
     plain = build_batch([(b"c", b"3", (), 1)], base_offset=3)
     payload = committed + aborted + marker + plain

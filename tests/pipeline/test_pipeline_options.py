@@ -37,12 +37,20 @@ def test_exactly_one_subscription_option():
 def test_bootstrap_servers_required():
     with pytest.raises(OptionError, match="bootstrap"):
         read_options({"subscribe": "a"}, streaming=False)
-    assert read_options({"bootstrap.servers": "h:1", "subscribe": "a"}, streaming=False).bootstrap_servers == "h:1"
+    assert (
+        read_options({"bootstrap.servers": "h:1", "subscribe": "a"}, streaming=False).bootstrap_servers
+        == "h:1"
+    )
 
 
 def test_offset_specs():
     opts = read_options(
-        {**BASE, "subscribe": "t", "startingOffsets": '{"t": {"0": 5, "1": -2}}', "endingOffsets": '{"t": {"0": -1}}'},
+        {
+            **BASE,
+            "subscribe": "t",
+            "startingOffsets": '{"t": {"0": 5, "1": -2}}',
+            "endingOffsets": '{"t": {"0": -1}}',
+        },
         streaming=False,
     )
     assert opts.starting.kind == "offsets" and opts.starting.per_partition == {("t", 0): 5, ("t", 1): -2}
@@ -53,9 +61,13 @@ def test_offset_specs():
         read_options({**BASE, "subscribe": "t", "endingOffsets": "earliest"}, streaming=False)
     with pytest.raises(OptionError, match="batch"):
         read_options({**BASE, "subscribe": "t", "endingOffsets": "latest"}, streaming=True)
-    ts = read_options({**BASE, "subscribe": "t", "startingTimestamp": "1000", "startingOffsets": "latest"}, streaming=True)
+    ts = read_options(
+        {**BASE, "subscribe": "t", "startingTimestamp": "1000", "startingOffsets": "latest"}, streaming=True
+    )
     assert ts.starting.kind == "timestamp" and ts.starting.timestamp == 1000
-    by = read_options({**BASE, "subscribe": "t", "startingOffsetsByTimestamp": '{"t": {"0": 7}}'}, streaming=True)
+    by = read_options(
+        {**BASE, "subscribe": "t", "startingOffsetsByTimestamp": '{"t": {"0": 7}}'}, streaming=True
+    )
     assert by.starting.kind == "timestamps" and by.starting.per_partition == {("t", 0): 7}
 
 

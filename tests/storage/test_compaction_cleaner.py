@@ -130,7 +130,9 @@ def check_compacted(log, writer: Writer, *, tombstones_gone: bool, oracle: bool 
     for _o, k, v, _ in got:
         state[k] = v
     expected = {k: v for k, (o, v) in writer.latest().items()}
-    assert {k: v for k, v in state.items() if v is not None} == {k: v for k, v in expected.items() if v is not None}
+    assert {k: v for k, v in state.items() if v is not None} == {
+        k: v for k, v in expected.items() if v is not None
+    }
     return got
 
 
@@ -138,7 +140,9 @@ def check_compacted(log, writer: Writer, *, tombstones_gone: bool, oracle: bool 
 
 
 @pytest.mark.parametrize(
-    "codecs,oracle", [((0,), True), ((1,), True), ((2, 3, 4), False)], ids=["plain", "gzip", "snappy-lz4-zstd"]
+    "codecs,oracle",
+    [((0,), True), ((1,), True), ((2, 3, 4), False)],
+    ids=["plain", "gzip", "snappy-lz4-zstd"],
 )
 def test_latest_value_per_key_with_original_offsets(tmp_path, codecs, oracle):
     lm = manager(tmp_path)
@@ -494,7 +498,9 @@ def test_cleaner_thread_runs_while_the_loop_appends_and_reads(tmp_path):
 
     async def main():
         cleaner = LogCleaner(
-            lm, CleanerConfig(backoff_ms=5, io_buffer_size=8192), call_owner=loop_caller(asyncio.get_running_loop())
+            lm,
+            CleanerConfig(backoff_ms=5, io_buffer_size=8192),
+            call_owner=loop_caller(asyncio.get_running_loop()),
         )
         cleaner.start()
         try:
@@ -535,7 +541,9 @@ def test_log_deleted_while_cleaning_keeps_files_open_until_released(tmp_path):
     cleaner.manager.done_cleaning(plan, None)
     lm.cleanup(now_ms() + 10**6)
     assert plan.segments[0].log.closed
-    assert os.listdir(lm.log_dirs[0]) == [] or all(not n.startswith("t-0") for n in os.listdir(lm.log_dirs[0]))
+    assert os.listdir(lm.log_dirs[0]) == [] or all(
+        not n.startswith("t-0") for n in os.listdir(lm.log_dirs[0])
+    )
 
 
 def test_kafka_python_batches_are_cleaned_too(tmp_path):

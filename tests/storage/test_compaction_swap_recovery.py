@@ -52,7 +52,9 @@ def assert_consistent(log, w: Writer) -> list:
         assert w.written[o] == (k, v)
         state[k] = v
     latest = {k: v for k, (o, v) in w.latest().items()}
-    assert {k: v for k, v in state.items() if v is not None} == {k: v for k, v in latest.items() if v is not None}
+    assert {k: v for k, v in state.items() if v is not None} == {
+        k: v for k, v in latest.items() if v is not None
+    }
     assert not [n for n in os.listdir(log.dir) if n.endswith((".cleaned", ".swap"))]
     return got
 

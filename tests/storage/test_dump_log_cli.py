@@ -22,10 +22,14 @@ def run(*args) -> tuple[int, str, str]:
 
 
 def make_log(tmp_path) -> Log:
-    log = Log(str(tmp_path / "t-0"), LogConfig.from_dict({"segment.bytes": "10000", "index.interval.bytes": "200"}))
+    log = Log(
+        str(tmp_path / "t-0"), LogConfig.from_dict({"segment.bytes": "10000", "index.interval.bytes": "200"})
+    )
     ts = now_ms()
     log.append_as_leader(
-        R.build_batch([R.NewRecord(b"k1", b"hello", (("h", b"1"),), ts), R.NewRecord(None, b"world", (), ts + 1)]),
+        R.build_batch(
+            [R.NewRecord(b"k1", b"hello", (("h", b"1"),), ts), R.NewRecord(None, b"world", (), ts + 1)]
+        ),
         3,
     )
     log.append_as_leader(
@@ -71,7 +75,10 @@ def test_batches_of_a_log_segment(tmp_path):
         first,
     ), first
     second = batches[1]
-    assert "baseOffset: 2 lastOffset: 21 count: 20 baseSequence: 0 lastSequence: 19 producerId: 9 producerEpoch: 2" in second
+    assert (
+        "baseOffset: 2 lastOffset: 21 count: 20 baseSequence: 0 lastSequence: 19 producerId: 9 producerEpoch: 2"
+        in second
+    )
     assert "compresscodec: gzip" in second
     control = batches[-1]
     assert "isTransactional: true isControl: true" in control

@@ -128,21 +128,36 @@ def _commit_append_error(code) -> int:
     return int(_APPEND_ERRORS.get(code, code))
 
 
+# Transactional offset commits not yet decided: producer id -> group -> partition -> offset.
+PendingTxnOffsets = dict[int, dict[str, dict[TopicPartition, OffsetAndMetadata]]]
+
+
 class _Replay:
-    """What replaying one partition has found so far: the latest value per key."""
+    """What replaying one partition has found so far: the latest value per key, and the
+    transactional commits still waiting for their transaction's marker."""
 
     def __init__(self) -> None:
         self.offsets: dict[str, dict[TopicPartition, OffsetAndMetadata]] = {}
         self.groups: dict[str, schema.GroupMetadataValue | None] = {}
+        self.pending: PendingTxnOffsets = {}
         self.skipped = 0
 
-    def apply(self, key: bytes | None, value: bytes | None) -> None:
+    def apply(self, key: bytes | None, value: bytes | None, producer_id: int = -1, committed=None) -> None:
+        if committed is not None:  # a transaction marker
+            for group_id, offsets in self.pending.pop(producer_id, {}).items():
+                if committed:
+                    self.offsets.setdefault(group_id, {}).update(offsets)
+            return
         try:
             k = schema.decode_key(key)
             if isinstance(k, schema.OffsetCommitKey):
                 tp = (k.topic, k.partition)
                 if value is None:
                     self.offsets.get(k.group, {}).pop(tp, None)
+                elif producer_id >= 0:
+                    record = schema.decode_offset_commit_value(value)
+                    group = self.pending.setdefault(producer_id, {}).setdefault(k.group, {})
+                    group[tp] = OffsetAndMetadata.from_record(record)
                 else:
                     record = schema.decode_offset_commit_value(value)
                     self.offsets.setdefault(k.group, {})[tp] = OffsetAndMetadata.from_record(record)
@@ -168,6 +183,7 @@ class GroupCoordinator:
         self._wall_ms = wall_clock_ms or (lambda: int(time.time() * 1000))
         self._tasks: set[asyncio.Task] = set()
         self._expiry_task: asyncio.Task | None = None
+        self.pending_txn: dict[int, PendingTxnOffsets] = {}  # by __consumer_offsets partition
 
     @classmethod
     def for_broker(cls, broker) -> GroupCoordinator:
@@ -257,8 +273,8 @@ class GroupCoordinator:
             replay = _Replay()
             try:
                 for chunk in self.topic.replay(partition, self.config.load_buffer_size):
-                    for key, value in chunk:
-                        replay.apply(key, value)
+                    for entry in chunk:
+                        replay.apply(*entry)
             except Exception:
                 self.loading.discard(partition)
                 log.exception("loading %s-%d failed; its groups are not served", OFFSETS_TOPIC, partition)
@@ -277,8 +293,8 @@ class GroupCoordinator:
         replay = _Replay()
         try:
             for chunk in self.topic.replay(partition, self.config.load_buffer_size):
-                for key, value in chunk:
-                    replay.apply(key, value)
+                for entry in chunk:
+                    replay.apply(*entry)
                 await asyncio.sleep(0)
                 if partition not in self.loading:
                     return  # unloaded meanwhile
@@ -307,6 +323,8 @@ class GroupCoordinator:
             for member in group.members.values():
                 self._schedule_heartbeat(group, member)
             loaded += 1
+        if replay.pending:
+            self.pending_txn[partition] = replay.pending
         self.loading.discard(partition)
         self.owned.add(partition)
         if loaded:
@@ -315,6 +333,7 @@ class GroupCoordinator:
     def _unload(self, partition: int) -> None:
         self.loading.discard(partition)
         self.owned.discard(partition)
+        self.pending_txn.pop(partition, None)
         count = self.topic.partition_count()
         for group_id, group in list(self.groups.items()):
             if count is None or partition_for(group_id, count) == partition:
@@ -1057,6 +1076,106 @@ class GroupCoordinator:
                 self.topic.append(partition, entries, self._now())
             except KafkaError as exc:
                 log.warning("group %s: writing tombstones failed: %s", group.group_id, exc)
+
+    # -- transactional offsets (TxnOffsetCommit) -------------------------------------------
+
+    def commit_transactional_offsets(
+        self,
+        group_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        member_id: str,
+        group_instance_id: str | None,
+        generation_id: int,
+        offsets: dict[TopicPartition, OffsetAndMetadata],
+    ) -> dict[TopicPartition, int]:
+        """TxnOffsetCommit: write the offsets as a transactional batch of the producer; they
+        become the group's committed offsets when the transaction commits (``complete_transaction``)
+        and vanish if it aborts. Per partition, its error code.
+
+        Kafka's checks: the member and generation when given (v3+), but no rebalance check —
+        a transaction may commit while its group rebalances. The log refuses a fenced
+        producer epoch (INVALID_PRODUCER_EPOCH).
+        """
+        try:
+            partition = self._check_group(group_id, allow_empty=True)
+        except KafkaError as exc:
+            return dict.fromkeys(offsets, int(exc.code))
+        now = self._now()
+        group = self.groups.get(group_id)
+        error = NONE
+        if group is None:
+            if generation_id >= 0:
+                error = int(ErrorCode.illegal_generation)
+        elif group.is_(DEAD):
+            error = int(ErrorCode.coordinator_not_available)
+        elif group.is_static_member_fenced(group_instance_id, member_id):
+            error = int(ErrorCode.fenced_instance_id)
+        elif member_id and not group.has(member_id):
+            error = int(ErrorCode.unknown_member_id)
+        elif generation_id >= 0 and generation_id != group.generation_id:
+            error = int(ErrorCode.illegal_generation)
+        if error != NONE:
+            return dict.fromkeys(offsets, error)
+        results: dict[TopicPartition, int] = {}
+        accepted: dict[TopicPartition, OffsetAndMetadata] = {}
+        limit = self.config.offset_metadata_max_bytes
+        for tp, om in offsets.items():
+            if om.metadata is not None and len(om.metadata) > limit:
+                results[tp] = int(ErrorCode.offset_metadata_too_large)
+                continue
+            accepted[tp] = om._replace(metadata=om.metadata or "", commit_timestamp=now, expire_timestamp=-1)
+        if accepted:
+            entries = [
+                (
+                    schema.encode_offset_commit_key(group_id, t, p),
+                    schema.encode_offset_commit_value(om.to_record()),
+                )
+                for (t, p), om in accepted.items()
+            ]
+            try:
+                self.topic.append(partition, entries, now, producer_id, producer_epoch)
+            except KafkaError as exc:
+                log.info(
+                    "group %s: a transactional commit of producer %d failed: %s", group_id, producer_id, exc
+                )
+                code = _commit_append_error(exc.code)
+                for tp in accepted:
+                    results[tp] = code
+            else:
+                pending = self.pending_txn.setdefault(partition, {}).setdefault(producer_id, {})
+                pending.setdefault(group_id, {}).update(accepted)
+                for tp in accepted:
+                    results[tp] = NONE
+        return {tp: results[tp] for tp in offsets}
+
+    def complete_transaction(self, partition: int, producer_id: int, committed: bool) -> None:
+        """A COMMIT or ABORT marker of ``producer_id`` was written to ``partition``: its pending
+        transactional offsets become committed offsets, or are dropped (Kafka's
+        ``onTransactionCompleted``)."""
+        pending = self.pending_txn.get(partition)
+        if not pending:
+            return
+        by_group = pending.pop(producer_id, None)
+        if not pending:
+            del self.pending_txn[partition]
+        if not by_group or not committed:
+            return
+        now = self._now()
+        for group_id, offsets in by_group.items():
+            group = self.groups.get(group_id)
+            if group is None or group.is_(DEAD):
+                group = self.groups[group_id] = GroupMetadata(group_id, now)
+            group.offsets.update(offsets)
+
+    def pending_transactional_offsets(self, group_id: str) -> set[TopicPartition]:
+        """Partitions of ``group_id`` with a transactional commit still undecided (OffsetFetch
+        ``require_stable`` answers UNSTABLE_OFFSET_COMMIT for them)."""
+        partition = self.partition_of(group_id)
+        out: set[TopicPartition] = set()
+        for by_group in self.pending_txn.get(partition, {}).values():
+            out.update(by_group.get(group_id, ()))
+        return out
 
     # -- groups: list, describe, delete ----------------------------------------------------
 

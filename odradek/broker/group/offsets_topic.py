@@ -2,7 +2,9 @@
 
 The topic is internal and compacted: a record's key names an offset (group, topic,
 partition) or a group, so compaction keeps the latest of each, and a null value (a
-tombstone) deletes it. Appends go through the ReplicaManager as leader appends; replay
+tombstone) deletes it. Transactional offset commits (TxnOffsetCommit) are transactional
+batches of the producer's id and epoch; they take effect at the transaction's COMMIT
+marker, which the transaction coordinator writes here too. Appends go through the ReplicaManager as leader appends; replay
 reads the partition's log from its start to its high watermark in chunks, so a large
 partition can be loaded without holding the event loop for long.
 
@@ -94,13 +96,31 @@ class OffsetsTopic:
         except errors.KafkaError:
             return 0
 
-    def append(self, partition: int, entries: list[tuple[bytes, bytes | None]], now_ms: int) -> None:
-        """Append ``(key, value)`` records as one batch; raises KafkaError."""
-        batch = records.build_batch([(key, value, (), now_ms) for key, value in entries])
-        self.broker.replica_manager.append(OFFSETS_TOPIC, partition, batch, 1, now_ms)
+    def append(
+        self,
+        partition: int,
+        entries: list[tuple[bytes, bytes | None]],
+        now_ms: int,
+        producer_id: int = -1,
+        producer_epoch: int = -1,
+    ) -> None:
+        """Append ``(key, value)`` records as one batch; raises KafkaError. With a producer id
+        the batch is transactional (TxnOffsetCommit): it counts once its COMMIT marker lands."""
+        batch = records.build_batch(
+            [(key, value, (), now_ms) for key, value in entries],
+            producer_id=producer_id,
+            producer_epoch=producer_epoch,
+            base_sequence=0 if producer_id >= 0 else -1,
+            transactional=producer_id >= 0,
+        )
+        origin = "coordinator" if producer_id >= 0 else "client"
+        self.broker.replica_manager.append(OFFSETS_TOPIC, partition, batch, 1, now_ms, origin=origin)
 
-    def replay(self, partition: int, chunk_bytes: int) -> Iterator[list[tuple[bytes | None, bytes | None]]]:
-        """The partition's records, ``(key, value)``, one list per chunk read from the log."""
+    def replay(self, partition: int, chunk_bytes: int) -> Iterator[list[tuple]]:
+        """The partition's records, one list per chunk read from the log, as
+        ``(key, value, producer_id, committed)``: producer id -1 for plain records, the
+        producer's for transactional ones; a transaction marker is ``(None, None,
+        producer_id, True for COMMIT / False for ABORT)``, else ``committed`` is None."""
         p = self.broker.replica_manager.get_partition(OFFSETS_TOPIC, partition)
         plog = p.log
         offset = plog.log_start_offset
@@ -114,11 +134,17 @@ class OffsetsTopic:
             next_offset = offset
             for batch in records.iter_batches(data):
                 next_offset = max(next_offset, batch.next_offset)
-                if batch.is_control or getattr(batch, "is_transactional", False):
-                    continue  # transactional offset commits belong to the transaction coordinator
+                if batch.next_offset <= offset:
+                    continue
+                if batch.is_control:
+                    marker = batch.end_txn_marker()
+                    if marker is not None:
+                        chunk.append((None, None, batch.producer_id, marker.control_type == records.COMMIT))
+                    continue
+                pid = batch.producer_id if getattr(batch, "is_transactional", False) else -1
                 for rec in batch.records():
                     if rec.offset >= offset:
-                        chunk.append((rec.key, rec.value))
+                        chunk.append((rec.key, rec.value, pid, None))
             if next_offset <= offset:
                 raise errors.CorruptMessageError(
                     f"{OFFSETS_TOPIC}-{partition}: no progress reading at {offset}"

@@ -1,7 +1,8 @@
 """Fetch (key 1), v4-v12, for consumers.
 
-Reads each partition from the fetch offset, bounded by the high watermark (or the last
-stable offset for read_committed), ``partition_max_bytes`` and the response's
+Reads each partition from the fetch offset, bounded by the high watermark (or, for
+read_committed, the last stable offset, with the aborted transactions overlapping the
+data listed so that clients drop their records), ``partition_max_bytes`` and the response's
 ``max_bytes``; the first partition with data may exceed the limits by one batch so
 that a consumer can always make progress (KIP-74). With fewer than ``min_bytes``
 available and ``max_wait_ms`` > 0, the request parks in the fetch purgatory until an
@@ -44,24 +45,28 @@ def read_partitions(broker, plan, max_bytes: int, isolation_level: int, *, sizes
             partition = replicas.get_partition(topic, index)
             partition.check_leader(epoch)
             budget = min(partition_max, max_bytes - total)
+            lso = partition.last_stable_offset
             read = partition.read(
                 offset, max(budget, 0), isolation_level=isolation_level, min_one_message=total == 0
             )
             records = None
             size = 0
+            aborted = None
             if read.records is not None:
                 size = read.records.size
                 if not sizes_only and size:
                     records = read.records if zero_copy else read.records.read()
+                    if isolation_level == 1:
+                        aborted = partition.aborted_transactions(offset, read.records, lso)
             total += size
             out.append(
                 (
                     index,
                     0,
                     partition.high_watermark,
-                    partition.last_stable_offset,
+                    lso,
                     partition.log_start_offset,
-                    [] if isolation_level == 1 else None,
+                    (aborted or []) if isolation_level == 1 else None,
                     records if records is not None else b"",
                 )
             )

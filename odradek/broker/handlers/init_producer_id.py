@@ -1,30 +1,50 @@
-"""InitProducerId (key 22), v0-v4, for idempotent producers.
+"""InitProducerId (key 22), v0-v4: producer ids for idempotent and transactional producers.
 
-A request without a transactional id gets a fresh producer id with epoch 0. A producer
-that sends its current id and epoch (KIP-360, v3+) gets the same id with the epoch
-bumped, which resets its sequences. Transactional ids belong to the transaction
-coordinator; until it exists they are refused with INVALID_REQUEST (and transactions
-are not advertised).
+Without a transactional id: a fresh producer id with epoch 0, or — when the producer
+sends its current id and epoch (KIP-360, v3+) — the same id with the epoch bumped, which
+resets its sequences. With a transactional id the transaction coordinator answers (see
+``odradek/broker/txn/state.py``): the id's producer id with a bumped epoch, fencing older
+producers of the same id; an open transaction of theirs is aborted first.
+INVALID_TRANSACTION_TIMEOUT past ``transaction.max.timeout.ms``; NOT_COORDINATOR /
+COORDINATOR_LOAD_IN_PROGRESS / CONCURRENT_TRANSACTIONS make the client retry;
+PRODUCER_FENCED is INVALID_PRODUCER_EPOCH before v4. An empty transactional id is
+INVALID_REQUEST.
 """
 
 from odradek.broker.handlers import api
-from odradek.protocol import messages
-from odradek.protocol.errors import ErrorCode
+from odradek.broker.txn.handler_support import coordinator_of, fenced_for_version
+from odradek.protocol import errors, messages
 
 MAX_EPOCH = 32767
+
+
+def _ms(value) -> int:
+    seconds = getattr(value, "total_seconds", None)
+    return round(seconds() * 1000) if seconds is not None else int(value)
 
 
 @api(22, 0, 4)
 def handle_init_producer_id(broker, request):
     body = request.body
+    version = request.api_version
     response = {"throttle_time": 0, "error_code": 0, "producer_id": -1, "producer_epoch": -1}
+    producer_id = getattr(body, "producer_id", -1)
+    epoch = getattr(body, "producer_epoch", -1)
     if body.transactional_id is not None:
-        response["error_code"] = ErrorCode.invalid_request
-    else:
-        producer_id = getattr(body, "producer_id", -1)
-        epoch = getattr(body, "producer_epoch", -1)
-        if producer_id >= 0 and 0 <= epoch < MAX_EPOCH - 1:
-            response.update(producer_id=producer_id, producer_epoch=epoch + 1)
+        try:
+            result = coordinator_of(broker).init_producer_id(
+                body.transactional_id, _ms(body.transaction_timeout), producer_id, epoch
+            )
+        except errors.KafkaError as exc:
+            response["error_code"] = int(exc.code)
         else:
-            response.update(producer_id=broker.producer_ids.next_id(), producer_epoch=0)
-    return messages.build_response(22, request.api_version, response)
+            response.update(
+                error_code=fenced_for_version(result.error, version, 4),
+                producer_id=result.producer_id,
+                producer_epoch=result.producer_epoch,
+            )
+    elif producer_id >= 0 and 0 <= epoch < MAX_EPOCH - 1:
+        response.update(producer_id=producer_id, producer_epoch=epoch + 1)
+    else:
+        response.update(producer_id=broker.producer_ids.next_id(), producer_epoch=0)
+    return messages.build_response(22, version, response)

@@ -3,7 +3,8 @@
 Timestamp -2 gives the log start offset, -1 the high watermark (the last stable offset
 for read_committed, v2+), -3 the offset and timestamp of the record with the largest
 timestamp (v7, KIP-734); any other timestamp gives the first offset whose timestamp is
-at least that, or -1 when there is none. The leader epoch (v4+) is the partition's.
+at least that, or -1 when there is none. Offsets at or past the high watermark (the last
+stable offset for read_committed) are never answered, as in Kafka. The leader epoch (v4+) is the partition's.
 """
 
 from odradek.broker.handlers import api
@@ -16,13 +17,14 @@ def _lookup(partition, timestamp: int, isolation_level: int) -> tuple[int, int]:
     """(timestamp, offset) answering ``timestamp`` for this partition."""
     if timestamp == EARLIEST:
         return -1, partition.log_start_offset
+    fetchable = partition.last_stable_offset if isolation_level == 1 else partition.high_watermark
     if timestamp == LATEST:
-        return -1, partition.last_stable_offset if isolation_level == 1 else partition.high_watermark
+        return -1, fetchable
     if timestamp == MAX_TIMESTAMP:
         found = partition.log.max_timestamp_and_offset()
     else:
         found = partition.log.fetch_offset_by_timestamp(timestamp)
-    if found is None or found[0] >= partition.high_watermark:
+    if found is None or found[0] >= fetchable:
         return -1, -1
     offset, ts = found
     return ts, offset

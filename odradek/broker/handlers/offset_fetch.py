@@ -4,8 +4,9 @@ Committed offsets of a group: for the partitions asked, or all of the group's wh
 topic list is null (v2+). A partition without a commit reads offset -1 and empty
 metadata. Group-level errors (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS,
 INVALID_GROUP_ID, ...) go into each partition at v1 and into the top-level error code
-from v2. v5+ carry the committed leader epoch; v7 ``require_stable`` is honoured
-trivially (no transactional commits are ever pending here); v8+ ask for several groups
+from v2. v5+ carry the committed leader epoch; v7+ ``require_stable`` answers
+UNSTABLE_OFFSET_COMMIT (retriable) for partitions with a transactional commit not yet
+decided (read_committed consumers ask this way); v8+ ask for several groups
 at once, each answered on its own; v9 member id and epoch are for the KIP-848 protocol
 and are ignored for classic groups; v10 names topics by id.
 """
@@ -26,7 +27,7 @@ def _row(partition: int, om, error: int = 0) -> dict:
     }
 
 
-def _fetch_group(broker, version: int, group_id: str, topics) -> dict:
+def _fetch_group(broker, version: int, group_id: str, topics, require_stable: bool = False) -> dict:
     """One group's answer: ``{"group_id", "error_code", "topics"}``."""
     image = broker.image
     by_id = version >= 10
@@ -55,6 +56,7 @@ def _fetch_group(broker, version: int, group_id: str, topics) -> dict:
         rows, error = [(tp, None) for tp in wanted or ()], int(exc.code)
     else:
         error = 0
+    unstable = coordinator_of(broker).pending_transactional_offsets(group_id) if require_stable else ()
     out: dict = {}
     for (name, partition), om in rows:
         if by_id:
@@ -66,6 +68,9 @@ def _fetch_group(broker, version: int, group_id: str, topics) -> dict:
                 key = info.topic_id
         else:
             key = name
+        if (name, partition) in unstable:
+            out.setdefault(key, []).append(_row(partition, None, int(ErrorCode.unstable_offset_commit)))
+            continue
         out.setdefault(key, []).append(_row(partition, om, error))
     for key, partitions in unknown.items():
         out[key] = [_row(p, None, int(ErrorCode.unknown_topic_id)) for p in partitions]
@@ -81,9 +86,10 @@ def handle_offset_fetch(broker, request):
     body = request.body
     version = request.api_version
     if version >= 8:
-        groups = [_fetch_group(broker, version, g.group_id, g.topics) for g in body.groups]
+        stable = body.require_stable
+        groups = [_fetch_group(broker, version, g.group_id, g.topics, stable) for g in body.groups]
         return messages.build_response(9, version, {"throttle_time": 0, "groups": groups})
-    answer = _fetch_group(broker, version, body.group_id, body.topics)
+    answer = _fetch_group(broker, version, body.group_id, body.topics, getattr(body, "require_stable", False))
     return messages.build_response(
         9, version, {"throttle_time": 0, "topics": answer["topics"], "error_code": answer["error_code"]}
     )

@@ -7,13 +7,21 @@ does); acks=1 and acks=-1 answer once the append is done — on a single node th
 this broker, so the high watermark has already passed the batch. Writes to internal
 topics are refused. The response is packed by hand (``protocol.hot_responses``).
 v0-v2 carry legacy message sets (magic 0/1), converted to v2 batches before the append.
-Transactional produce (transactional_id) belongs to the transactions work and is not
-advertised yet.
+Transactional batches (v3+ with a transactional id) are checked against the transaction
+coordinator first (``transaction.partition.verification.enable``, KIP-890): the partition
+must be in the producer's open transaction (INVALID_TXN_STATE) and its epoch current
+(INVALID_PRODUCER_EPOCH), so a fenced producer cannot leave data no marker will decide.
 """
 
 from odradek.broker.handlers import RawResponse, api
 from odradek.protocol import errors
-from odradek.protocol.batch import MAGIC_OFFSET
+from odradek.protocol.batch import (
+    ATTRIBUTES_OFFSET,
+    HEADER_SIZE,
+    MAGIC_OFFSET,
+    TRANSACTIONAL_BIT,
+    read_header,
+)
 from odradek.protocol.errors import ErrorCode
 from odradek.protocol.hot_responses import produce_response
 from odradek.protocol.records import convert_legacy_to_v2
@@ -31,6 +39,8 @@ def handle_produce(broker, request):
         return RawResponse(produce_response(request.api_version, results))
     replicas = broker.replica_manager
     image_topics = broker.image.topics
+    txn_id = getattr(body, "transactional_id", None)
+    txn = getattr(broker, "transaction_coordinator", None) if txn_id is not None else None
     results = []
     failed = None
     for topic in body.topic_data:
@@ -49,6 +59,8 @@ def handle_produce(broker, request):
                     raise errors.CorruptMessageError("null record set")
                 if request.api_version < 3:
                     records = _to_v2(records)
+                elif txn is not None:
+                    _verify_transactional(txn, txn_id, records, (name, index))
                 partition, info = replicas.append(name, index, records, acks)
                 partitions.append(
                     (index, 0, info.first_offset, info.log_append_time, info.log_start_offset, None)
@@ -62,6 +74,21 @@ def handle_produce(broker, request):
             raise failed  # the connection is closed: the only signal an acks=0 producer gets
         return None
     return RawResponse(produce_response(request.api_version, results))
+
+
+def _verify_transactional(txn, txn_id: str, records, tp) -> None:
+    """Raise the error a transactional batch gets if it may not be appended to ``tp``."""
+    if len(records) < HEADER_SIZE or records[MAGIC_OFFSET] != 2:
+        return
+    if not (records[ATTRIBUTES_OFFSET + 1] & TRANSACTIONAL_BIT):
+        return
+    h = read_header(records, 0)
+    code = txn.check_produce(txn_id, h.producer_id, h.producer_epoch, tp)
+    if code:
+        raise errors.error_for(code)(
+            f"transactional batch of producer {h.producer_id} (epoch {h.producer_epoch}) refused for "
+            f"{tp[0]}-{tp[1]} by transaction {txn_id!r}"
+        )
 
 
 def _to_v2(records: bytes) -> bytes:

@@ -1,0 +1,90 @@
+"""AddPartitionsToTxn (key 24), v0-v5: partitions join a producer's transaction.
+
+v0-v3 (clients) add one transaction's partitions; v4+ (brokers, KIP-890) carry several
+transactions, each either added or, with ``verify_only``, only checked for membership.
+A partition that does not exist gets UNKNOWN_TOPIC_OR_PARTITION and the rest of its
+transaction OPERATION_NOT_ATTEMPTED (nothing is added); otherwise every partition gets
+the transaction coordinator's answer (NOT_COORDINATOR, CONCURRENT_TRANSACTIONS,
+INVALID_PRODUCER_ID_MAPPING, PRODUCER_FENCED — INVALID_PRODUCER_EPOCH before v2, ...).
+"""
+
+from odradek.broker.handlers import api
+from odradek.broker.txn.handler_support import coordinator_of, fenced_for_version
+from odradek.protocol import errors, messages
+from odradek.protocol.errors import ErrorCode
+
+
+def _answer(broker, version: int, tid: str, pid: int, epoch: int, topics, verify_only: bool) -> dict:
+    """One transaction's results as ``{topic: {partition: code}}``."""
+    image = broker.image
+    wanted = [(t.name, p) for t in topics for p in t.partitions]
+    codes: dict = {}
+    unknown = {
+        tp for tp in wanted if tp[0] not in image.topics or tp[1] not in image.topics[tp[0]].partitions
+    }
+    if unknown:
+        codes = {
+            tp: int(
+                ErrorCode.unknown_topic_or_partition if tp in unknown else ErrorCode.operation_not_attempted
+            )
+            for tp in wanted
+        }
+    else:
+        try:
+            coordinator = coordinator_of(broker)
+            if verify_only:
+                codes = coordinator.verify_partitions(tid, pid, epoch, wanted)
+            else:
+                codes = dict.fromkeys(wanted, coordinator.add_partitions(tid, pid, epoch, wanted))
+        except errors.KafkaError as exc:
+            codes = dict.fromkeys(wanted, int(exc.code))
+    out: dict = {}
+    for (topic, partition), code in codes.items():
+        out.setdefault(topic, {})[partition] = fenced_for_version(code, version, 2)
+    return out
+
+
+def _topic_results(by_topic: dict) -> list[dict]:
+    return [
+        {
+            "name": topic,
+            "results_by_partition": [
+                {"partition_index": p, "partition_error_code": code} for p, code in partitions.items()
+            ],
+        }
+        for topic, partitions in by_topic.items()
+    ]
+
+
+@api(24, 0, 5)
+def handle_add_partitions_to_txn(broker, request):
+    body = request.body
+    version = request.api_version
+    if version <= 3:
+        by_topic = _answer(
+            broker,
+            version,
+            body.v3_and_below_transactional_id,
+            body.v3_and_below_producer_id,
+            body.v3_and_below_producer_epoch,
+            body.v3_and_below_topics,
+            False,
+        )
+        return messages.build_response(
+            24, version, {"throttle_time": 0, "results_by_topic_v3_and_below": _topic_results(by_topic)}
+        )
+    results = []
+    for txn in body.transactions:
+        by_topic = _answer(
+            broker,
+            version,
+            txn.transactional_id,
+            txn.producer_id,
+            txn.producer_epoch,
+            txn.topics,
+            txn.verify_only,
+        )
+        results.append({"transactional_id": txn.transactional_id, "topic_results": _topic_results(by_topic)})
+    return messages.build_response(
+        24, version, {"throttle_time": 0, "error_code": 0, "results_by_transaction": results}
+    )

@@ -1,0 +1,60 @@
+"""``odradek cluster``: the cluster id, the controller and the brokers (kafka-cluster.sh, kafka-broker-api-versions.sh)."""
+
+from __future__ import annotations
+
+import click
+
+from odradek.cli.common import client_command
+
+
+@click.command()
+@click.option(
+    "--api-versions", is_flag=True, help="Also list the API versions the bootstrap broker supports."
+)
+@client_command
+def cluster(session, api_versions):
+    """Show the cluster id, the controller and every broker.
+
+    \b
+    Examples:
+      odradek cluster
+      odradek cluster --api-versions
+      odradek cluster -b broker1:9092 -o json
+    """
+    with session.admin() as admin:
+        desc = admin.describe_cluster()
+        versions = admin.api_versions() if api_versions else None
+    data = {
+        "cluster_id": desc.cluster_id,
+        "controller_id": desc.controller_id,
+        "brokers": [{"id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack} for b in desc.brokers],
+    }
+    if versions is not None:
+        from odradek.protocol.messages import api_name
+
+        data["api_versions"] = [
+            {"api_key": k, "name": api_name(k), "min_version": lo, "max_version": hi}
+            for k, (lo, hi) in sorted(versions.items())
+        ]
+    if session.json:
+        session.print_json(data)
+        return
+    click.echo(f"Cluster id: {desc.cluster_id}")
+    click.echo(f"Controller: {desc.controller_id}")
+    click.echo()
+    session.table(
+        ["ID", "HOST", "PORT", "RACK", "ROLE"],
+        [
+            [b.node_id, b.host, b.port, b.rack, "controller" if b.node_id == desc.controller_id else ""]
+            for b in desc.brokers
+        ],
+    )
+    if versions is not None:
+        click.echo()
+        session.table(
+            ["API", "KEY", "VERSIONS"],
+            [
+                [a["name"], a["api_key"], f"{a['min_version']}..{a['max_version']}"]
+                for a in data["api_versions"]
+            ],
+        )

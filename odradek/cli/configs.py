@@ -1,0 +1,227 @@
+"""``odradek configs``: kafka-configs.sh for topics and brokers (describe, alter)."""
+
+from __future__ import annotations
+
+import click
+
+from odradek.cli.common import CliError, client_command, parse_key_values
+
+# DescribeConfigs config_source → the names kafka-configs.sh prints.
+SOURCES = {
+    0: "UNKNOWN",
+    1: "DYNAMIC_TOPIC_CONFIG",
+    2: "DYNAMIC_BROKER_CONFIG",
+    3: "DYNAMIC_DEFAULT_BROKER_CONFIG",
+    4: "STATIC_BROKER_CONFIG",
+    5: "DEFAULT_CONFIG",
+    6: "DYNAMIC_BROKER_LOGGER_CONFIG",
+    7: "CLIENT_METRICS_CONFIG",
+    8: "GROUP_CONFIG",
+}
+_TYPES = {"topic": "topics", "topics": "topics", "broker": "brokers", "brokers": "brokers"}
+
+
+def _entity(entity_type, entity_name, topic, broker, pos_type, pos_name) -> tuple[str, str | None]:
+    """Resolve the many spellings (Kafka's and positional) to ("topics"|"brokers", name|None)."""
+    given = []
+    if topic is not None:
+        given.append(("topics", topic))
+    if broker is not None:
+        given.append(("brokers", broker))
+    if entity_type is not None or entity_name is not None:
+        if entity_type is None:
+            raise click.UsageError("--entity-name needs --entity-type topics|brokers.")
+        given.append((_TYPES[entity_type], entity_name))
+    if pos_type is not None:
+        if pos_type.lower() not in _TYPES:
+            raise click.UsageError(f"Unknown entity type {pos_type!r}: use topics or brokers.")
+        given.append((_TYPES[pos_type.lower()], pos_name))
+    if not given:
+        raise click.UsageError(
+            "Say what to describe: --topic NAME, --broker ID, or --entity-type topics|brokers [--entity-name NAME]."
+        )
+    if len(given) > 1:
+        raise click.UsageError(
+            "Give one entity: --topic, --broker, --entity-type/--entity-name, or TYPE NAME."
+        )
+    return given[0]
+
+
+def _entity_options(fn):
+    fn = click.option(
+        "--broker", metavar="ID", help="A broker (same as --entity-type brokers --entity-name ID)."
+    )(fn)
+    fn = click.option(
+        "--topic", "-t", metavar="TOPIC", help="A topic (same as --entity-type topics --entity-name TOPIC)."
+    )(fn)
+    fn = click.option("--entity-name", metavar="NAME", help="Topic name or broker id.")(fn)
+    fn = click.option("--entity-type", type=click.Choice(sorted(_TYPES)), help="topics or brokers.")(fn)
+    fn = click.argument("pos_name", required=False, metavar="[NAME]")(fn)
+    fn = click.argument("pos_type", required=False, metavar="[topics|brokers]")(fn)
+    return fn
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+def configs():
+    """Describe and alter topic and broker configs (kafka-configs.sh).
+
+    \b
+    Examples:
+      odradek configs describe --topic orders
+      odradek configs describe --entity-type brokers --entity-name 0 --all
+      odradek configs alter --topic orders --add-config retention.ms=86400000,cleanup.policy=compact
+      odradek configs alter --topic orders --delete-config retention.ms
+    """
+
+
+@configs.command()
+@_entity_options
+@click.option(
+    "--all", "show_all", is_flag=True, help="Every config, defaults included (default: only those set)."
+)
+@client_command
+def describe(session, pos_type, pos_name, entity_type, entity_name, topic, broker, show_all):
+    """Show the configs set on a topic or broker (with --all: every config in force).
+
+    Without a name, every topic (or broker) is described.
+
+    \b
+    Examples:
+      odradek configs describe --topic orders
+      odradek configs describe topics orders --all
+      odradek configs describe --entity-type topics                 # every topic
+      odradek configs describe --broker 0 --all -o json
+    """
+    from odradek.client.structs import ConfigResource
+
+    kind, name = _entity(entity_type, entity_name, topic, broker, pos_type, pos_name)
+    with session.admin() as admin:
+        if name is None:
+            if kind == "topics":
+                names = admin.list_topics()
+            else:
+                names = [str(b.node_id) for b in admin.describe_cluster().brokers]
+        else:
+            names = [name]
+        rtype = "topic" if kind == "topics" else "broker"
+        described = admin.describe_configs([ConfigResource(rtype, n) for n in names]) if names else {}
+    results = []
+    for res, entries in described.items():
+        rows = []
+        for e in sorted(entries.values()):
+            if not show_all and (e.is_default or e.source == 5):
+                continue
+            rows.append(e)
+        results.append((res[1], rows))
+    results.sort(key=lambda r: r[0])
+    if session.json:
+        session.print_json(
+            [
+                {
+                    "entity_type": kind,
+                    "entity_name": n,
+                    "configs": [
+                        {
+                            "name": e.name,
+                            "value": None if e.is_sensitive else e.value,
+                            "source": SOURCES.get(e.source, str(e.source)),
+                            "read_only": e.read_only,
+                            "sensitive": e.is_sensitive,
+                        }
+                        for e in rows
+                    ],
+                }
+                for n, rows in results
+            ]
+        )
+        return
+    for i, (n, rows) in enumerate(results):
+        if i:
+            click.echo()
+        what = "topic" if kind == "topics" else "broker"
+        label = f"Configs for {what} '{n}'" if show_all else f"Configs set on {what} '{n}'"
+        if not rows:
+            click.echo(f"{label}: none (everything at its default; --all shows the values in force).")
+            continue
+        click.echo(f"{label}:")
+        session.table(
+            ["NAME", "VALUE", "SOURCE"],
+            [
+                [e.name, "(sensitive)" if e.is_sensitive else e.value, SOURCES.get(e.source, str(e.source))]
+                for e in rows
+            ],
+        )
+
+
+@configs.command()
+@_entity_options
+@click.option(
+    "--add-config",
+    "add",
+    multiple=True,
+    metavar="K=V[,K=V]",
+    help="Configs to set; list values in [a,b] (repeatable).",
+)
+@click.option(
+    "--delete-config",
+    "delete",
+    multiple=True,
+    metavar="K[,K]",
+    help="Configs to remove, back to their defaults (repeatable).",
+)
+@click.option("--validate-only", is_flag=True, help="Check the change on the broker without applying it.")
+@client_command
+def alter(session, pos_type, pos_name, entity_type, entity_name, topic, broker, add, delete, validate_only):
+    """Set or remove configs of a topic (incrementally: other configs stay).
+
+    \b
+    Examples:
+      odradek configs alter --topic orders --add-config retention.ms=86400000
+      odradek configs alter --entity-type topics --entity-name orders \\
+                            --add-config 'cleanup.policy=[compact,delete],min.compaction.lag.ms=0'
+      odradek configs alter topics orders --delete-config retention.ms,cleanup.policy
+    Broker configs come from server.properties and are read-only at run time.
+    """
+    from odradek.client.structs import ConfigResource
+
+    kind, name = _entity(entity_type, entity_name, topic, broker, pos_type, pos_name)
+    if name is None:
+        raise click.UsageError(f"Name the {kind[:-1]} to alter (--entity-name).")
+    to_set = parse_key_values(add, "--add-config")
+    to_delete = [k.strip() for item in delete for k in item.split(",") if k.strip()]
+    if not (to_set or to_delete):
+        raise click.UsageError("Nothing to change: give --add-config and/or --delete-config.")
+    both = set(to_set) & set(to_delete)
+    if both:
+        raise click.UsageError(f"{', '.join(sorted(both))} both added and deleted.")
+    changes: dict = dict(to_set)
+    changes.update({k: None for k in to_delete})
+    rtype = "topic" if kind == "topics" else "broker"
+    from odradek.protocol.errors import InvalidRequestError
+
+    with session.admin() as admin:
+        try:
+            admin.incremental_alter_configs(
+                {ConfigResource(rtype, name): changes}, validate_only=validate_only
+            )
+        except InvalidRequestError as exc:
+            if rtype == "broker":
+                raise CliError(
+                    f"broker {name}: {exc.message}",
+                    "set broker configs in server.properties (or with `odradek server --override KEY=VALUE`) and restart",
+                ) from None
+            raise
+    if session.json:
+        session.print_json(
+            {
+                "entity_type": kind,
+                "entity_name": name,
+                "set": to_set,
+                "deleted": to_delete,
+                "validate_only": validate_only,
+            }
+        )
+    elif validate_only:
+        click.echo(f"The change to {rtype} '{name}' is valid (nothing applied).")
+    else:
+        click.echo(f"Completed updating config for {rtype} {name}.")

@@ -1,0 +1,110 @@
+"""`odradek configs`, `offsets`, `cluster`: output and effect, checked with confluent-kafka."""
+
+from __future__ import annotations
+
+import time
+
+from confluent_kafka.admin import ConfigResource, ResourceType
+from conftest import ck_produce
+
+
+def test_configs_describe_and_alter_topic(odradek, ck_admin, topic_name):
+    assert odradek("topics", "create", topic_name, "--config", "retention.ms=999000").code == 0
+    r = odradek("configs", "describe", "--entity-type", "topics", "--entity-name", topic_name)
+    assert r.code == 0, r
+    assert r.lines()[0] == f"Configs set on topic '{topic_name}':"
+    assert ["retention.ms", "999000", "DYNAMIC_TOPIC_CONFIG"] in [line.split() for line in r.lines()]
+    every = odradek("configs", "describe", "topics", topic_name, "--all", "-o", "json").json()
+    names = {c["name"]: c for c in every[0]["configs"]}
+    assert (
+        names["cleanup.policy"]["value"] == "delete" and names["cleanup.policy"]["source"] == "DEFAULT_CONFIG"
+    )
+
+    alter = odradek(
+        "configs",
+        "alter",
+        "--topic",
+        topic_name,
+        "--add-config",
+        "cleanup.policy=[compact,delete],segment.ms=600000",
+    )
+    assert alter.code == 0, alter
+    assert alter.out.strip() == f"Completed updating config for topic {topic_name}."
+    res = ConfigResource(ResourceType.TOPIC, topic_name)
+    got = ck_admin.describe_configs([res])[res].result(10)
+    assert got["cleanup.policy"].value == "compact,delete"
+    assert got["segment.ms"].value == "600000"
+    assert got["retention.ms"].value == "999000"  # incremental: untouched
+
+    delete = odradek(
+        "configs",
+        "alter",
+        "--entity-type",
+        "topics",
+        "--entity-name",
+        topic_name,
+        "--delete-config",
+        "segment.ms,retention.ms",
+    )
+    assert delete.code == 0, delete
+    got = ck_admin.describe_configs([res])[res].result(10)
+    assert got["segment.ms"].is_default and got["retention.ms"].is_default
+
+    invalid = odradek("configs", "alter", "--topic", topic_name, "--add-config", "retention.ms=abc")
+    assert invalid.code == 1 and "retention.ms" in invalid.err
+    nothing = odradek("configs", "alter", "--topic", topic_name)
+    assert nothing.code == 2 and "--add-config" in nothing.err
+
+
+def test_configs_brokers(odradek):
+    r = odradek("configs", "describe", "--broker", "0", "--all", "-o", "json")
+    assert r.code == 0, r
+    configs = {c["name"]: c for c in r.json()[0]["configs"]}
+    assert configs["num.partitions"]["value"] == "1"
+    refused = odradek(
+        "configs",
+        "alter",
+        "--entity-type",
+        "brokers",
+        "--entity-name",
+        "0",
+        "--add-config",
+        "log.retention.ms=1",
+    )
+    assert refused.code == 1 and "server.properties" in refused.err
+
+
+def test_offsets_latest_earliest_and_by_time(odradek, broker, topic_name):
+    assert odradek("topics", "create", topic_name, "-p", "2").code == 0
+    ck_produce(broker.bootstrap_servers, topic_name, [(None, b"x")] * 3, partition=0)
+    time.sleep(0.05)
+    cut = int(time.time() * 1000)
+    time.sleep(0.05)
+    ck_produce(broker.bootstrap_servers, topic_name, [(None, b"y")], partition=0)
+    r = odradek("offsets", topic_name)
+    assert r.code == 0, r
+    assert [line.split() for line in r.lines()] == [
+        ["TOPIC", "PARTITION", "OFFSET", "LOG-START-OFFSET", "LOG-END-OFFSET"],
+        [topic_name, "0", "4", "0", "4"],
+        [topic_name, "1", "0", "0", "0"],
+    ]
+    earliest = odradek("offsets", "--topic", topic_name, "--time", "-2", "-o", "json").json()
+    assert [e["offset"] for e in earliest] == [0, 0]
+    by_time = odradek("offsets", topic_name, "--time", str(cut), "--partitions", "0", "-o", "json").json()
+    assert [(e["partition"], e["offset"]) for e in by_time] == [(0, 3)]
+    none = odradek("offsets", topic_name, "--time", str(cut), "--partitions", "1")
+    assert none.code == 0 and "no record at or after" in none.err
+
+
+def test_cluster_matches_confluent_metadata(odradek, ck_admin, broker):
+    r = odradek("cluster", "-o", "json")
+    assert r.code == 0, r
+    data = r.json()
+    md = ck_admin.list_topics(timeout=10)
+    assert data["cluster_id"] == md.cluster_id
+    assert data["controller_id"] == md.controller_id == 0
+    assert data["brokers"] == [{"id": 0, "host": "127.0.0.1", "port": broker.port, "rack": None}]
+    text = odradek("cluster", "--api-versions")
+    assert text.code == 0, text
+    assert f"Cluster id: {md.cluster_id}" in text.out
+    assert "produce" in text.out and "fetch" in text.out
