@@ -60,7 +60,7 @@ from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from _brokers import BROKERS, Broker, cpu_seconds, proc_status, tansu_version  # noqa: E402
+from _brokers import BROKERS, Broker, OdradekBroker, cpu_seconds, proc_status, tansu_version  # noqa: E402
 from _machine import disk_write_mb_s, loopback_mb_s  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
@@ -280,6 +280,51 @@ def memory(pid: int) -> dict:
 
 # ---------------------------------------------------------------------------------------------
 # profiling (optional, extra runs after the table's numbers)
+
+
+def run_profiles(b: Broker, args, size_count: tuple[int, int]) -> dict:
+    """py-spy (``--threads``, raw) on Odradek while it takes a produce-1KB load and then
+    serves the same records to a consumer; 3x the row's records for enough samples."""
+    pdir = Path(args.profile)
+    pdir.mkdir(parents=True, exist_ok=True)
+    size, count = size_count
+    count *= 3
+    common = {"bootstrap": b.bootstrap, "size": size, "broker_pid": b.pid}
+    out = {}
+    wait_quiet(args, "profile produce")
+    err.log("odradek: py-spy during produce 1 KB")
+    out["produce"] = profiled(
+        b.pid,
+        pdir / "produce-1k.txt",
+        {
+            "job": "produce",
+            "topic": "profile-1k",
+            "create_partitions": args.partitions,
+            "count": count,
+            "acks": "1",
+            "api": args.producer_api,
+            **common,
+        },
+        args.profile_rate,
+        args.profile_native,
+    )
+    time.sleep(1.0)
+    wait_quiet(args, "profile consume")
+    err.log("odradek: py-spy during consume 1 KB")
+    out["consume"] = profiled(
+        b.pid,
+        pdir / "consume-1k.txt",
+        {
+            "job": "consume",
+            "topic": "profile-1k",
+            "expect": count + 1,
+            "partitions": args.partitions,
+            **common,
+        },
+        args.profile_rate,
+        args.profile_native,
+    )
+    return out
 
 
 def profiled(pid: int, out: Path, job: dict, rate: int, native: bool = False) -> dict:
@@ -628,23 +673,26 @@ def print_report(res: dict, names: list[str], profile_dir: str | None) -> None:
             console.print(f"  {p}", markup=False)
 
     if profile_dir and "profile" in res:
-        from profile_summary import format_threads, format_top, summarize
+        print_profiles(console, res, profile_dir)
 
-        for what in ("produce", "consume"):
-            path = Path(profile_dir) / f"{what}-1k.txt"
-            if path.exists():
-                s = summarize(path, "MainThread")
-                r = res["profile"][what]
-                console.print(
-                    f"\n[bold]py-spy: Odradek during {what} 1 KB[/bold] ({r['msgs_per_s']:,.0f} msg/s while "
-                    f"profiled, broker {r.get('broker_cpu', 0):.2f} CPU); samples per thread:"
-                )
-                console.print(format_threads(s), markup=False, highlight=False)
-                console.print(
-                    f"event-loop thread (MainThread), {s['samples']} samples — top 15 by self time:"
-                )
-                console.print(format_top(s, 15, "self"), markup=False, highlight=False)
-                console.print(f"[dim]raw stacks: {path}[/dim]")
+
+def print_profiles(console: Console, res: dict, profile_dir: str) -> None:
+    from profile_summary import format_threads, format_top, summarize
+
+    for what in ("produce", "consume"):
+        path = Path(profile_dir) / f"{what}-1k.txt"
+        if path.exists():
+            s = summarize(path, "MainThread")
+            r = res["profile"][what]
+            console.print(
+                f"\n[bold]py-spy: Odradek during {what} 1 KB[/bold] ({r['msgs_per_s']:,.0f} msg/s while "
+                f"profiled, broker {r.get('broker_cpu', 0):.2f} CPU, other processes "
+                f"{max(r.get('other_cpu', 0), 0):.1f} CPU); samples per thread:"
+            )
+            console.print(format_threads(s), markup=False, highlight=False)
+            console.print(f"event-loop thread (MainThread), {s['samples']} samples — top 15 by self time:")
+            console.print(format_top(s, 15, "self"), markup=False, highlight=False)
+            console.print(f"[dim]raw stacks: {path}[/dim]")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -695,7 +743,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--profile", metavar="DIR", help="then py-spy Odradek under produce-1KB and consume-1KB loads"
     )
-    ap.add_argument("--profile-rate", type=int, default=400, help="py-spy samples per second (default 400)")
+    ap.add_argument("--profile-rate", type=int, default=200, help="py-spy samples per second (default 200)")
+    ap.add_argument(
+        "--profile-only", action="store_true", help="with --profile: skip the table, only profile Odradek"
+    )
     ap.add_argument("--profile-native", action="store_true", help="py-spy --native (C frames too)")
     args = ap.parse_args(argv)
 
@@ -739,6 +790,34 @@ def main(argv: list[str] | None = None) -> int:
     }
     t_start = time.perf_counter()
     brokers: dict[str, Broker] = {}
+
+    if args.profile and args.profile_only:
+        b = OdradekBroker(workdir)
+        b.start()
+        try:
+            run_job(
+                {
+                    "job": "create",
+                    "bootstrap": b.bootstrap,
+                    "topics": ["warm"],
+                    "partitions": 1,
+                    "warm_group": True,
+                }
+            )
+            res["profile"] = run_profiles(b, args, sizes[1])
+        finally:
+            b.stop()
+        res["brokers"] = {
+            "odradek": {"rows": {}, "runs": {}, "log_problems": broker_problems(b.log_text(), "odradek")}
+        }
+        print_profiles(Console() if sys.stdout.isatty() else Console(width=150), res, args.profile)
+        for line in res["brokers"]["odradek"]["log_problems"]:
+            print(f"odradek log: {line}")
+        if args.json:
+            Path(args.json).write_text(json.dumps(res, indent=2, default=str))
+        if not (args.keep or args.workdir):
+            shutil.rmtree(workdir, ignore_errors=True)
+        return 0
 
     def in_order(rep: int) -> list[tuple[str, Broker]]:
         items = list(brokers.items())
@@ -859,37 +938,7 @@ def main(argv: list[str] | None = None) -> int:
 
         # -- optional profiles (extra load, after every measured number) -----------------------
         if args.profile and "odradek" in brokers:
-            b = brokers["odradek"]
-            pdir = Path(args.profile)
-            pdir.mkdir(parents=True, exist_ok=True)
-            size, count = sizes[1]
-            run_job(
-                {
-                    "job": "create",
-                    "bootstrap": b.bootstrap,
-                    "topics": ["profile-1k"],
-                    "partitions": args.partitions,
-                }
-            )
-            err.log("odradek: py-spy during produce 1 KB")
-            common = {"bootstrap": b.bootstrap, "topic": "profile-1k", "size": size, "broker_pid": b.pid}
-            res["profile"] = {
-                "produce": profiled(
-                    b.pid,
-                    pdir / "produce-1k.txt",
-                    {"job": "produce", "count": count, "acks": "1", "api": args.producer_api, **common},
-                    args.profile_rate,
-                    args.profile_native,
-                )
-            }
-            err.log("odradek: py-spy during consume 1 KB")
-            res["profile"]["consume"] = profiled(
-                b.pid,
-                pdir / "consume-1k.txt",
-                {"job": "consume", "expect": count + 1, "partitions": args.partitions, **common},
-                args.profile_rate,
-                args.profile_native,
-            )
+            res["profile"] = run_profiles(brokers["odradek"], args, sizes[1])
     finally:
         for n, b in brokers.items():
             alive = b.proc is not None and b.proc.poll() is None

@@ -113,7 +113,7 @@ def perf():
     "producer_props",
     multiple=True,
     metavar="K=V",
-    help="Producer properties (repeatable), e.g. linger.ms=10 batch.size=65536.",
+    help="Producer properties, comma-separated or repeated, e.g. linger.ms=10,batch.size=65536.",
 )
 @click.option("--no-progress", is_flag=True, help="No live progress bar.")
 @click.option(
@@ -142,7 +142,7 @@ def produce_perf(
     \b
     Examples:
       odradek perf produce --topic perf --num-records 100000 --record-size 100
-      odradek perf produce perf -n 50000 --throughput 10000 --acks 1 --producer-props linger.ms=10
+      odradek perf produce perf -n 50000 --throughput 10000 --acks 1 --producer-props linger.ms=10,batch.size=65536
       odradek perf produce perf -n 10000 -o json
     """
     if topic and topic_opt and topic != topic_opt:
@@ -150,9 +150,7 @@ def produce_perf(
     name = topic or topic_opt
     if not name:
         raise click.UsageError("Missing topic: give it as an argument or with --topic.")
-    props = {}
-    for item in producer_props:
-        props.update(parse_key_values(item.split(), "--producer-props"))
+    props = parse_key_values(producer_props, "--producer-props")
     props.setdefault("acks", acks)
     props.setdefault("compression.type", compression_type)
     if payload_file:
@@ -188,7 +186,9 @@ def produce_perf(
     progress, task = _progress(session, num_records, show and session.err_console.is_terminal, "produce")
     sent_bytes = 0
     with session.producer(**props) as producer:
-        producer.partitions_for(name)  # metadata (and auto-creation) outside the measured time
+        from odradek.cli.produce import _partition_count
+
+        _partition_count(producer, name)  # metadata (and auto-creation) outside the measured time
         start = time.perf_counter()
         last_report = start
         window = [0, 0, 0.0, 0.0]  # records, bytes, latency sum, latency max (since last report)
@@ -288,7 +288,7 @@ def _interval_line(latencies, acked, acked_bytes, window, now, last_report) -> f
     "consumer_props",
     multiple=True,
     metavar="K=V",
-    help="Consumer properties (repeatable).",
+    help="Consumer properties, comma-separated or repeated.",
 )
 @click.option("--no-progress", is_flag=True, help="No live progress bar.")
 @client_command
@@ -310,9 +310,7 @@ def consume_perf(
     name = topic or topic_opt
     if not name:
         raise click.UsageError("Missing topic: give it as an argument or with --topic.")
-    props = {}
-    for item in consumer_props:
-        props.update(parse_key_values(item.split(), "--consumer-props"))
+    props = parse_key_values(consumer_props, "--consumer-props")
     props.setdefault("allow.auto.create.topics", "false")
     props.setdefault("auto.offset.reset", "latest" if from_latest else "earliest")
     props.setdefault("enable.auto.commit", "true" if group else "false")

@@ -24,6 +24,8 @@ import threading
 import time
 from collections import deque
 
+import crc32c
+
 from odradek.protocol import batch as batch_header
 from odradek.protocol.compression import compress
 from odradek.protocol.varint import TABLE, encode_unsigned_varint
@@ -236,7 +238,7 @@ class ProducerBatch:
         self.base_sequence = -1
         self.producer_id = -1
         self.producer_epoch = -1
-        self.payload: bytes | None = None
+        self.payload: list | None = None  # [header, records] once built
         self.drained_at = 0.0
 
     @property
@@ -287,13 +289,18 @@ class ProducerBatch:
             self.futures.append(fut)
         return fut
 
-    def build(self, codec: int, producer_id: int, producer_epoch: int, base_sequence: int) -> bytes:
-        """The batch as bytes on the wire (compressed, with header and CRC)."""
+    def build(
+        self, codec: int, producer_id: int, producer_epoch: int, base_sequence: int, transactional: bool = False
+    ) -> None:
+        """Make the batch's wire form: ``payload`` = [61-byte header, records] (compressed, CRC'd).
+
+        The records buffer is not copied: the batch is closed, so it no longer changes.
+        """
         if codec:
             records = compress(codec, bytes(self.buf))
         else:
             records = self.buf
-        attributes = codec
+        attributes = codec | batch_header.TRANSACTIONAL_BIT if transactional else codec
         tail = _HEADER_TAIL.pack(
             attributes,
             self.count - 1,
@@ -304,15 +311,16 @@ class ProducerBatch:
             base_sequence,
             self.count,
         )
-        import crc32c
-
         crc = crc32c.crc32c(records, crc32c.crc32c(tail))
         length = 49 + len(records)  # bytes after the length field: 4 epoch + 1 magic + 4 crc + 40 tail
-        self.payload = b"".join((_HEADER_HEAD.pack(0, length, -1, 2), _UINT32.pack(crc), tail, records))
+        self.payload = [_HEADER_HEAD.pack(0, length, -1, 2) + _UINT32.pack(crc) + tail, records]
         self.producer_id = producer_id
         self.producer_epoch = producer_epoch
         self.base_sequence = base_sequence
-        return self.payload
+
+    def wire_bytes(self) -> bytes:
+        """The built batch as one bytes object (tests, tools)."""
+        return b"".join(self.payload)
 
 
 class BufferPool:

@@ -91,6 +91,23 @@ class Producer:
     def partitions_for(self, topic: str) -> set[int]:
         return self._thread.run(self._aio.partitions_for(topic))
 
+    # -- transactions (see odradek.aio.Producer) -------------------------------------------
+
+    def init_transactions(self, timeout: float | None = None) -> None:
+        self._thread.run(self._aio.init_transactions(timeout))
+
+    def begin_transaction(self) -> None:
+        self._core.need_txn().begin()
+
+    def send_offsets_to_transaction(self, offsets: dict, group, timeout: float | None = None) -> None:
+        self._thread.run(self._aio.send_offsets_to_transaction(offsets, group, timeout))
+
+    def commit_transaction(self, timeout: float | None = None) -> None:
+        self._thread.run(self._aio.commit_transaction(timeout))
+
+    def abort_transaction(self, timeout: float | None = None) -> None:
+        self._thread.run(self._aio.abort_transaction(timeout))
+
     def close(self, timeout: float | None = None) -> None:
         if self._core.closed:
             return

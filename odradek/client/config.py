@@ -123,7 +123,9 @@ def _security(name, value):
 def _transactional_id(name, value):
     if value is None:
         return None
-    raise ConfigError(f"{name}: transactions are not supported by this client version yet")
+    if not isinstance(value, str) or not value:
+        raise ConfigError(f"{name} must be a non-empty string or None; got {value!r}")
+    return value
 
 
 def _list(name, value):
@@ -174,6 +176,7 @@ PRODUCER: dict[str, Spec] = {
     "max_in_flight_requests_per_connection": (5, _int(1)),
     "enable_idempotence": (True, _bool),
     "transactional_id": (None, _transactional_id),
+    "transaction_timeout_ms": (60000, _int(1)),
     "compression_type": ("none", _compression),
     "partitioner": (None, _any),
     "key_serializer": (None, _callable_or_none),

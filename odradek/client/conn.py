@@ -205,6 +205,32 @@ class Connection(asyncio.BufferedProtocol):
         self._transport.write(frame)
         return fut
 
+    def send_parts(self, api_key: int, version: int, build, expect_response: bool = True, timeout=None):
+        """Like ``send``, for a request packed by hand: ``build(correlation_id) -> [buffers]``.
+
+        The buffers go to the transport with ``writelines`` (no join, no copy here).
+        """
+        fut = self._loop.create_future()
+        if self._closed is not None:
+            fut.set_exception(self._closed)
+            return fut
+        cid = self._next_cid
+        self._next_cid = cid + 1 if cid < 0x7FFFFFFF else 1
+        try:
+            parts = build(cid)
+        except Exception as exc:
+            fut.set_exception(exc)
+            return fut
+        self.last_used = self._loop.time()
+        if expect_response:
+            t = self.request_timeout if timeout is None else timeout
+            timer = self._loop.call_later(t, self._on_timeout, cid, t)
+            self._pending[cid] = (api_key, version, fut, timer)
+        else:
+            fut.set_result(None)
+        self._transport.writelines(parts)
+        return fut
+
     def _on_timeout(self, cid: int, timeout: float) -> None:
         item = self._pending.get(cid)
         if item is None:

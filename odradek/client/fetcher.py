@@ -37,7 +37,7 @@ from .errors import (
     SerializationError,
 )
 from .netclient import NetClient
-from .structs import ConsumerRecord, TopicPartition
+from .structs import ConsumerRecord, TopicPartition, record_class
 from .subscription import SubscriptionState
 
 log = logging.getLogger("odradek.client.consumer")
@@ -61,6 +61,19 @@ def next_fetch_offset(data, fetch_offset: int) -> int:
     return nxt
 
 
+def decode_records(batch, tp: TopicPartition) -> list:
+    """The batch's records as ConsumerRecords, built by the record decoder directly."""
+    if isinstance(batch, rec.RecordBatch):
+        h = batch.header
+        cls = record_class(tp.topic, tp.partition, 1 if h.attributes & batch_header.TIMESTAMP_TYPE_BIT else 0)
+        data, start, end = batch._payload()
+        fixed = h.max_timestamp if h.attributes & batch_header.TIMESTAMP_TYPE_BIT else None
+        return rec._decode_records(data, start, end, h.record_count, cls, h.base_offset, h.base_timestamp, fixed)
+    cls = record_class(tp.topic, tp.partition, batch.timestamp_type)
+    new = tuple.__new__
+    return [new(cls, (r.offset, r.timestamp, r.key, r.value, tuple(r.headers))) for r in batch.records()]
+
+
 class CompletedFetch:
     """The undelivered part of one partition's fetched bytes."""
 
@@ -70,7 +83,6 @@ class CompletedFetch:
         "batches",
         "records",
         "index",
-        "ts_type",
         "batch_next",
         "aborted",
         "aborted_pids",
@@ -83,7 +95,6 @@ class CompletedFetch:
         self.batches = rec.iter_batches(data)
         self.records = None
         self.index = 0
-        self.ts_type = 0
         self.batch_next = 0
         self.aborted = sorted(aborted, key=lambda a: a[1]) if aborted else None
         self.aborted_pids: set[int] = set()
@@ -457,30 +468,27 @@ class Fetcher:
                     position = st.position = next_offset
                     continue
                 try:
-                    cf.records = records = batch.records()
+                    cf.records = records = decode_records(batch, tp)
                 except KafkaError as exc:
                     cf.done = True
                     raise CorruptRecordError(f"corrupt batch in {topic}-{partition} at {batch.base_offset}: {exc}") from exc
                 cf.index = 0
-                cf.ts_type = batch.timestamp_type
                 cf.batch_next = next_offset
-                if records and records[0].offset < position:
+                if records and records[0][0] < position:
                     i = 0
-                    while i < len(records) and records[i].offset < position:
+                    while i < len(records) and records[i][0] < position:
                         i += 1
                     cf.index = i
                 if cf.index >= len(records):
                     position = st.position = next_offset
                     continue
             i = cf.index
-            chunk = records[i : i + n]
-            ts_type = cf.ts_type
+            chunk = records[i : i + n] if i or len(records) > n else records
             if kdes is None and vdes is None:
-                for r in chunk:
-                    out.append(
-                        ConsumerRecord(topic, partition, r[0], r[1], ts_type, r[2], r[3], list(r[4]) if r[4] else [])
-                    )
+                out += chunk
             else:
+                cls = type(chunk[0])
+                new = tuple.__new__
                 for r in chunk:
                     key, value = r[2], r[3]
                     try:
@@ -494,7 +502,7 @@ class Fetcher:
                             f"deserializing the record at offset {r[0]} of {topic}-{partition} failed: {exc}; "
                             "seek past it to continue"
                         ) from exc
-                    out.append(ConsumerRecord(topic, partition, r[0], r[1], ts_type, key, value, list(r[4]) if r[4] else []))
+                    out.append(new(cls, (r[0], r[1], key, value, r[4])))
                     st.position = r[0] + 1
             cf.index = i + len(chunk)
             n -= len(chunk)

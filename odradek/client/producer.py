@@ -3,6 +3,10 @@
 ``ProducerCore`` holds the parts and the thread-safe fast path (``try_send``), shared by
 the asyncio ``Producer`` here and the blocking ``odradek.Producer`` (which calls it from
 the user's thread and only hops to the event loop to wait for metadata or memory).
+
+With ``transactional_id`` the producer is transactional (``transactions.py``):
+``init_transactions`` once, then ``begin_transaction`` → sends (and
+``send_offsets_to_transaction``) → ``commit_transaction`` or ``abort_transaction``.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from .netclient import NetClient
 from .partitioner import make_partitioner
 from .sender import Sender
 from .structs import RecordMetadata, TopicPartition
+from .transactions import TransactionManager
 
 log = logging.getLogger("odradek.client.producer")
 
@@ -109,6 +114,14 @@ class ProducerCore:
                 if "enable_idempotence" in explicit:
                     raise ConfigError(f"enable_idempotence=True needs {', '.join(problems)}")
                 idem = False
+        if cfg["transactional_id"] is not None:
+            if not idem:
+                raise ConfigError(
+                    "transactional_id needs idempotence: enable_idempotence=True, acks='all', "
+                    "max_in_flight_requests_per_connection <= 5, retries > 0"
+                )
+            idem = True
+            explicit.add("enable_idempotence")
         idempotence = "off" if not idem else ("on" if "enable_idempotence" in explicit else "auto")
         self.codec = codec_for_name(cfg["compression_type"])
         self.max_block = cfg["max_block_ms"] / 1000
@@ -127,6 +140,11 @@ class ProducerCore:
             keep_futures=bool(self.interceptors),
         )
         self.sender = Sender(self.client, self.acc, cfg, idempotence)
+        self.txn: TransactionManager | None = None
+        if cfg["transactional_id"] is not None:
+            self.txn = TransactionManager(self.client, cfg["transactional_id"], cfg)
+            self.txn.bind(self.sender, self.acc)
+            self.sender.txn = self.txn
         self.closed = False
         self.started = False
         if self.interceptors:
@@ -171,6 +189,8 @@ class ProducerCore:
             raise ClientClosedError("producer is closed")
         if self.sender.failed is not None:
             raise self.sender.failed
+        if self.txn is not None:
+            self.txn.check_can_send()
         if not isinstance(topic, str) or not topic:
             raise ValueError(f"topic must be a non-empty string, got {topic!r}")
         if self.interceptors:
@@ -239,10 +259,22 @@ class ProducerCore:
                 raise ValueError(
                     f"partition {partition!r} is out of range for topic {topic!r} with {len(info.partitions)} partitions"
                 )
-        fut, new_batch = self.acc.append(TopicPartition(topic, partition), timestamp_ms, key, value, hbytes, size)
+        tp = TopicPartition(topic, partition)
+        fut, new_batch = self.acc.append(tp, timestamp_ms, key, value, hbytes, size)
         if fut is NEED_MEMORY:
             raise NeedMemory(size)
+        if self.txn is not None:
+            self.txn.add_partition(tp)
         return fut, new_batch
+
+    def need_txn(self) -> TransactionManager:
+        if self.closed:
+            raise ClientClosedError("producer is closed")
+        if self.txn is None:
+            from .errors import IllegalStateError
+
+            raise IllegalStateError("transactions need a producer with transactional_id set")
+        return self.txn
 
     def check_open(self) -> None:
         if self.closed:
@@ -317,6 +349,37 @@ class Producer:
             return
         await _flush(core, timeout)
 
+    # -- transactions ----------------------------------------------------------------------
+
+    async def init_transactions(self, timeout: float | None = None) -> None:
+        """Get the transactional id's producer id and epoch, fencing older producers of the
+        same id (and aborting a transaction they left open). Call once, before any send."""
+        txn = self._core.need_txn()
+        self._core.start()
+        await txn.init(timeout)
+
+    def begin_transaction(self) -> None:
+        """Start a transaction: sends from now on belong to it."""
+        self._core.need_txn().begin()
+
+    async def send_offsets_to_transaction(self, offsets: dict, group, timeout: float | None = None) -> None:
+        """Commit ``offsets`` ({TopicPartition: offset or OffsetAndMetadata}, the *next* offsets
+        to consume) for a consumer group as part of the transaction: they count only if it
+        commits. ``group`` is the consumer (its group id, generation and member id are
+        checked), its group id, or a ``ConsumerGroupMetadata``."""
+        await self._core.need_txn().send_offsets(offsets, group, timeout)
+
+    async def commit_transaction(self, timeout: float | None = None) -> None:
+        """Send every record of the transaction, then commit it. On TransactionAbortableError
+        call ``abort_transaction``; on ProducerFencedError close the producer."""
+        core = self._core
+        await core.need_txn().commit(lambda t: _flush(core, t), timeout)
+
+    async def abort_transaction(self, timeout: float | None = None) -> None:
+        """Drop unsent records of the transaction and abort it; its sent records are never
+        seen by read_committed consumers."""
+        await self._core.need_txn().abort(timeout)
+
     async def partitions_for(self, topic: str) -> set[int]:
         core = self._core
         core.check_open()
@@ -355,6 +418,8 @@ async def _close(core: ProducerCore, timeout: float | None) -> None:
         return
     core.closed = True
     if core.started:
+        if core.txn is not None:
+            await core.txn.close()
         await core.sender.close(timeout)
         await core.client.close()
     for ic in core.interceptors or ():

@@ -15,6 +15,11 @@ order, so the broker sees them in order again. If a sequenced batch fails for go
 producer takes a new producer id once nothing is in flight and renumbers what is left.
 Without idempotence and with ``max_in_flight_requests_per_connection=1`` a partition is
 muted while it has a batch in flight, which keeps order under retries.
+
+Transactions (``txn``, a ``transactions.TransactionManager``): the producer id comes from
+``init_transactions``, not from the sender; a partition's batches wait until the partition
+was added to the transaction; batches are marked transactional; a batch that fails for
+good makes the transaction abortable instead of taking a new producer id.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from odradek.protocol.errors import ErrorCode, error_for
 from . import wire
 from .accumulator import ProducerBatch, RecordAccumulator
 from .errors import KafkaTimeoutError, UnsupportedVersionError
+from .hot_requests import produce_request
 from .netclient import Backoff, NetClient
 from .structs import TopicPartition
 
@@ -83,6 +89,7 @@ class Sender:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._closing = False
         self._metadata_requested_at = 0.0
+        self.txn = None  # the TransactionManager of a transactional producer
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -169,7 +176,10 @@ class Sender:
             for b in self.acc.abort_all(self._fatal):
                 pass
             return 1.0
-        if self.idempotent and (self.producer_id < 0 or self._need_new_pid):
+        txn = self.txn
+        if txn is not None and self.producer_id < 0:
+            return 1.0  # init_transactions() gives the producer id
+        if txn is None and self.idempotent and (self.producer_id < 0 or self._need_new_pid):
             if self._need_new_pid and self._inflight_batches:
                 return 0.05
             self._start_pid_init()
@@ -195,11 +205,15 @@ class Sender:
             batches = self.acc.drain(cluster, node, self.max_request_size, now, self._may_send)
             if batches:
                 self._send(conn, batches)
+        if txn is not None and nodes:
+            delay = max(delay, 0.05)  # partitions still being added wake us when they are
         return delay
 
     def _may_send(self, batch: ProducerBatch) -> bool:
         """Called under the accumulator lock for the head batch of a partition."""
         tp = batch.tp
+        if self.txn is not None and not self.txn.may_send(tp):
+            return False
         if self.guarantee_order and self._inflight.get(tp):
             return False
         if self.idempotent:
@@ -223,7 +237,9 @@ class Sender:
             try:
                 if self.idempotent:
                     if b.payload is None or b.producer_id != self.producer_id:
-                        b.build(codec, self.producer_id, self.producer_epoch, b.base_sequence)
+                        b.build(
+                            codec, self.producer_id, self.producer_epoch, b.base_sequence, self.txn is not None
+                        )
                 elif b.payload is None:
                     b.build(codec, -1, -1, -1)
             except Exception as exc:
@@ -235,17 +251,20 @@ class Sender:
         if not batches:
             return
         for b in batches:
-            by_topic.setdefault(b.tp.topic, []).append({"index": b.tp.partition, "records": b.payload})
+            by_topic.setdefault(b.tp.topic, []).append((b.tp.partition, b.payload))
             self._inflight[b.tp] = self._inflight.get(b.tp, 0) + 1
             self._inflight_batches.add(b)
             b.attempts += 1
-        values = {
-            "transactional_id": None,
-            "acks": self.acks,
-            "timeout": self.request_timeout_ms,
-            "topic_data": [{"name": t, "partition_data": parts} for t, parts in by_topic.items()],
-        }
-        fut = conn.send(wire.PRODUCE, values, expect_response=self.acks != 0)
+        topic_data = list(by_topic.items())
+        version = conn.version(wire.PRODUCE)
+        acks, timeout, client_id = self.acks, self.request_timeout_ms, conn.client_id
+        txn_id = self.txn.transactional_id if self.txn is not None else None
+        fut = conn.send_parts(
+            wire.PRODUCE,
+            version,
+            lambda cid: produce_request(version, cid, client_id, acks, timeout, topic_data, txn_id),
+            expect_response=acks != 0,
+        )
         fut.add_done_callback(partial(self._on_response, batches))
 
     def _on_response(self, batches: list[ProducerBatch], fut: asyncio.Future) -> None:
@@ -299,7 +318,7 @@ class Sender:
         retriable = bool(getattr(error, "retriable", False))
         if self.idempotent and code in (_OUT_OF_ORDER, _UNKNOWN_PRODUCER) and batch.tp in self._recovering:
             retriable = True  # an earlier batch of this partition is being retried
-        elif self.idempotent and code == _UNKNOWN_PRODUCER:
+        elif self.idempotent and code == _UNKNOWN_PRODUCER and self.txn is None:
             # The broker lost our producer state (a restart, retention): start over with a
             # new producer id once nothing is in flight; this batch gets a new sequence.
             self._need_new_pid = True
@@ -326,9 +345,12 @@ class Sender:
 
     def _fail(self, batch: ProducerBatch, error: BaseException) -> None:
         if self.idempotent and batch.base_sequence >= 0:
-            # The broker now expects a sequence that will never come: start over with a new id.
+            # The broker now expects a sequence that will never come: start over with a new id
+            # (a transactional producer bumps its epoch when it aborts).
             self._need_new_pid = True
         self.acc.complete(batch, -1, -1, error)
+        if self.txn is not None:
+            self.txn.on_batch_failed(error, batch.base_sequence >= 0)
 
     def _closing_forced(self) -> bool:
         return False

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from operator import itemgetter
 from typing import NamedTuple
 
 
@@ -29,31 +30,29 @@ class RecordMetadata(NamedTuple):
         return TopicPartition(self.topic, self.partition)
 
 
-class ConsumerRecord:
-    """One record returned by ``Consumer.poll``."""
+class ConsumerRecord(tuple):
+    """One record returned by ``Consumer.poll``.
 
-    __slots__ = (
-        "topic",
-        "partition",
-        "offset",
-        "timestamp",
-        "timestamp_type",
-        "key",
-        "value",
-        "headers",
-        "leader_epoch",
-    )
+    A tuple ``(offset, timestamp, key, value, headers)``; ``topic``, ``partition`` and
+    ``timestamp_type`` live on a small per-partition subclass, so the record decoder builds
+    these directly, one allocation per record. ``headers`` is a tuple of ``(str, bytes)``.
+    """
 
-    def __init__(self, topic, partition, offset, timestamp, timestamp_type, key, value, headers, leader_epoch=-1):
-        self.topic = topic
-        self.partition = partition
-        self.offset = offset
-        self.timestamp = timestamp
-        self.timestamp_type = timestamp_type
-        self.key = key
-        self.value = value
-        self.headers = headers
-        self.leader_epoch = leader_epoch
+    __slots__ = ()
+    topic: str = ""
+    partition: int = -1
+    timestamp_type: int = 0  # 0 CreateTime, 1 LogAppendTime
+    leader_epoch: int = -1
+
+    offset = property(itemgetter(0))
+    timestamp = property(itemgetter(1))
+    key = property(itemgetter(2))
+    value = property(itemgetter(3))
+    headers = property(itemgetter(4))
+
+    def __new__(cls, topic, partition, offset, timestamp, timestamp_type, key, value, headers=()):
+        sub = record_class(topic, partition, timestamp_type)
+        return tuple.__new__(sub, (offset, timestamp, key, value, tuple(headers or ())))
 
     @property
     def topic_partition(self) -> TopicPartition:
@@ -61,16 +60,42 @@ class ConsumerRecord:
 
     def __repr__(self) -> str:
         return (
-            f"ConsumerRecord(topic={self.topic!r}, partition={self.partition}, offset={self.offset}, "
-            f"timestamp={self.timestamp}, key={self.key!r}, value={self.value!r}, headers={self.headers!r})"
+            f"ConsumerRecord(topic={self.topic!r}, partition={self.partition}, offset={self[0]}, "
+            f"timestamp={self[1]}, key={self[2]!r}, value={self[3]!r}, headers={self[4]!r})"
         )
 
     def __eq__(self, other) -> bool:
         if not isinstance(other, ConsumerRecord):
             return NotImplemented
-        return all(getattr(self, s) == getattr(other, s) for s in self.__slots__)
+        return (self.topic, self.partition) == (other.topic, other.partition) and tuple.__eq__(self, other)
 
-    __hash__ = None
+    def __ne__(self, other) -> bool:
+        eq = self.__eq__(other)
+        return eq if eq is NotImplemented else not eq
+
+    def __hash__(self) -> int:
+        return hash((self.topic, self.partition, self[0]))
+
+    def __reduce__(self):
+        return (ConsumerRecord, (self.topic, self.partition, *self[:2], self.timestamp_type, *self[2:]))
+
+
+_record_classes: dict[tuple[str, int, int], type] = {}
+
+
+def record_class(topic: str, partition: int, timestamp_type: int = 0) -> type:
+    """The ConsumerRecord subclass for one partition (cached)."""
+    key = (topic, partition, timestamp_type)
+    cls = _record_classes.get(key)
+    if cls is None:
+        cls = type(
+            "ConsumerRecord",
+            (ConsumerRecord,),
+            {"__slots__": (), "topic": topic, "partition": partition, "timestamp_type": timestamp_type},
+        )
+        cls.__module__ = __name__
+        _record_classes[key] = cls
+    return cls
 
 
 class OffsetAndMetadata(NamedTuple):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import time
 
+from cli_helpers import ck_produce
 from confluent_kafka.admin import ConfigResource, ResourceType
-from conftest import ck_produce
 
 
 def test_configs_describe_and_alter_topic(odradek, ck_admin, topic_name):

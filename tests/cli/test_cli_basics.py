@@ -6,8 +6,8 @@ import subprocess
 import sys
 
 import click
+from cli_helpers import run_odradek
 from click.testing import CliRunner
-from conftest import run_odradek
 
 from odradek.cli.main import cli
 

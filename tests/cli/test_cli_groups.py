@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from conftest import ck_commit, ck_committed, ck_produce
+from cli_helpers import ck_commit, ck_committed, ck_produce
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ import json
 import time
 
 import pytest
-from conftest import ck_committed, ck_consume_all, ck_produce, run_odradek
+from cli_helpers import ck_committed, ck_consume_all, ck_produce, run_odradek
 
 
 def test_produce_lines_are_consumed_by_confluent(odradek, broker, topic_name):
