@@ -75,7 +75,9 @@ def run_odradek_aio(bootstrap, topic, size, count):
 
     async def main():
         value = os.urandom(size)
-        async with aio.Producer(bootstrap_servers=bootstrap, acks=1, linger_ms=LINGER_MS, batch_size=BATCH) as p:
+        async with aio.Producer(
+            bootstrap_servers=bootstrap, acks=1, linger_ms=LINGER_MS, batch_size=BATCH
+        ) as p:
             await p.send_and_wait(topic, value)
             send = p.send
             t0 = time.perf_counter()
@@ -83,7 +85,9 @@ def run_odradek_aio(bootstrap, topic, size, count):
                 await send(topic, value)
             await p.flush()
             produce = time.perf_counter() - t0
-        async with aio.Consumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest", max_poll_records=10000) as c:
+        async with aio.Consumer(
+            bootstrap_servers=bootstrap, auto_offset_reset="earliest", max_poll_records=10000
+        ) as c:
             c.assign([aio.TopicPartition(topic, i) for i in range(PARTITIONS)])
             n = 0
             t0 = None
@@ -128,7 +132,12 @@ def run_confluent(bootstrap, topic, size, count):
     c = confluent_kafka.Consumer(
         {"bootstrap.servers": bootstrap, "group.id": "bench-" + uuid.uuid4().hex, "enable.auto.commit": False}
     )
-    c.assign([confluent_kafka.TopicPartition(topic, i, confluent_kafka.OFFSET_BEGINNING) for i in range(PARTITIONS)])
+    c.assign(
+        [
+            confluent_kafka.TopicPartition(topic, i, confluent_kafka.OFFSET_BEGINNING)
+            for i in range(PARTITIONS)
+        ]
+    )
     n = 0
     t0 = None
     while n < count:
@@ -148,7 +157,9 @@ def run_aiokafka(bootstrap, topic, size, count):
 
     async def main():
         value = os.urandom(size)
-        p = aiokafka.AIOKafkaProducer(bootstrap_servers=bootstrap, acks=1, linger_ms=LINGER_MS, max_batch_size=BATCH)
+        p = aiokafka.AIOKafkaProducer(
+            bootstrap_servers=bootstrap, acks=1, linger_ms=LINGER_MS, max_batch_size=BATCH
+        )
         await p.start()
         await p.send_and_wait(topic, value)
         t0 = time.perf_counter()
@@ -157,7 +168,9 @@ def run_aiokafka(bootstrap, topic, size, count):
         await p.flush()
         produce = time.perf_counter() - t0
         await p.stop()
-        c = aiokafka.AIOKafkaConsumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest", enable_auto_commit=False)
+        c = aiokafka.AIOKafkaConsumer(
+            bootstrap_servers=bootstrap, auto_offset_reset="earliest", enable_auto_commit=False
+        )
         await c.start()
         c.assign([aiokafka.TopicPartition(topic, i) for i in range(PARTITIONS)])
         n = 0
@@ -187,7 +200,9 @@ def run_kafka_python(bootstrap, topic, size, count):
     p.flush()
     produce = time.perf_counter() - t0
     p.close()
-    c = kafka.KafkaConsumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest", enable_auto_commit=False)
+    c = kafka.KafkaConsumer(
+        bootstrap_servers=bootstrap, auto_offset_reset="earliest", enable_auto_commit=False
+    )
     c.assign([kafka.TopicPartition(topic, i) for i in range(PARTITIONS)])
     c.seek_to_beginning()
     n = 0
@@ -280,7 +295,9 @@ def main() -> None:
     ap.add_argument("--broker", default="tansu", choices=["tansu", "odradek"])
     ap.add_argument("--bootstrap", help="use a running broker instead of starting one")
     ap.add_argument("--clients", default=",".join(CLIENTS))
-    ap.add_argument("--scale", type=float, default=1.0, help="multiply record counts (e.g. 0.1 for a quick run)")
+    ap.add_argument(
+        "--scale", type=float, default=1.0, help="multiply record counts (e.g. 0.1 for a quick run)"
+    )
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--size", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--count", type=int, help=argparse.SUPPRESS)
@@ -299,7 +316,18 @@ def main() -> None:
             count = max(1000, int(count * args.scale))
             for client in args.clients.split(","):
                 out = subprocess.run(
-                    [sys.executable, __file__, "--worker", client, "--bootstrap", bootstrap, "--size", str(size), "--count", str(count)],
+                    [
+                        sys.executable,
+                        __file__,
+                        "--worker",
+                        client,
+                        "--bootstrap",
+                        bootstrap,
+                        "--size",
+                        str(size),
+                        "--count",
+                        str(count),
+                    ],
                     capture_output=True,
                     text=True,
                     timeout=1800,
@@ -309,13 +337,18 @@ def main() -> None:
                     continue
                 r = json.loads(out.stdout.strip().splitlines()[-1])
                 rows.append((client, size, count, r["produce"], r["consume"]))
-                print(f"  {client:16} {size:>5} B x {count:>9,}: produce {count / r['produce']:>10,.0f}/s  consume {count / r['consume']:>10,.0f}/s", file=sys.stderr)
+                print(
+                    f"  {client:16} {size:>5} B x {count:>9,}: produce {count / r['produce']:>10,.0f}/s  consume {count / r['consume']:>10,.0f}/s",
+                    file=sys.stderr,
+                )
     finally:
         if proc is not None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
     broker = args.bootstrap or args.broker
-    print(f"\nbroker: {broker}   (acks=1, linger {LINGER_MS} ms, batch {BATCH // 1024} KiB, {PARTITIONS} partitions, no compression)\n")
+    print(
+        f"\nbroker: {broker}   (acks=1, linger {LINGER_MS} ms, batch {BATCH // 1024} KiB, {PARTITIONS} partitions, no compression)\n"
+    )
     header = f"| {'client':16} | {'records':>14} | {'produce rec/s':>13} | {'produce MB/s':>12} | {'consume rec/s':>13} | {'consume MB/s':>12} |"
     print(header)
     print("|" + "|".join("-" * (len(c)) for c in header.split("|")[1:-1]) + "|")

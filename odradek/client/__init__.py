@@ -19,6 +19,8 @@ _EXPORTS = {
     "ConfigResource": "odradek.client.structs",
     "ConsumerRebalanceListener": "odradek.client.subscription",
     "ProducerRecord": "odradek.client.producer",
+    "ConsumerGroupMetadata": "odradek.client.transactions",
+    "run_exactly_once": "odradek.client.exactly_once",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -274,7 +274,16 @@ class ProducerBatch:
             vl = len(value)
             vpart = _ZZ[vl] if vl < _ZZ_LEN else _zz(vl)
         body = b"".join(
-            (b"\x00", tsb, _ZZ[count] if count < _ZZ_LEN else _zz(count), kpart, key, vpart, value, headers_bytes)
+            (
+                b"\x00",
+                tsb,
+                _ZZ[count] if count < _ZZ_LEN else _zz(count),
+                kpart,
+                key,
+                vpart,
+                value,
+                headers_bytes,
+            )
         )
         n = len(body)
         buf += _ZZ[n] if n < _ZZ_LEN else _zz(n)
@@ -290,7 +299,12 @@ class ProducerBatch:
         return fut
 
     def build(
-        self, codec: int, producer_id: int, producer_epoch: int, base_sequence: int, transactional: bool = False
+        self,
+        codec: int,
+        producer_id: int,
+        producer_epoch: int,
+        base_sequence: int,
+        transactional: bool = False,
     ) -> None:
         """Make the batch's wire form: ``payload`` = [61-byte header, records] (compressed, CRC'd).
 
@@ -418,7 +432,9 @@ class RecordAccumulator:
             try:
                 remaining = deadline - loop.time()
                 if remaining <= 0:
-                    raise KafkaTimeoutError(f"failed to allocate memory within max_block_ms ({timeout * 1000:.0f} ms)")
+                    raise KafkaTimeoutError(
+                        f"failed to allocate memory within max_block_ms ({timeout * 1000:.0f} ms)"
+                    )
                 try:
                     async with asyncio.timeout(remaining):
                         await fut

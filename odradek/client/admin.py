@@ -65,7 +65,9 @@ def _resource(res) -> tuple[int, str]:
         try:
             rtype = RESOURCE_TYPES[rtype.lower()]
         except KeyError:
-            raise ValueError(f"unknown resource type {rtype!r} (topic, broker, broker_logger, group)") from None
+            raise ValueError(
+                f"unknown resource type {rtype!r} (topic, broker, broker_logger, group)"
+            ) from None
     return int(rtype), str(name)
 
 
@@ -180,7 +182,9 @@ class Admin:
 
     # -- topics ----------------------------------------------------------------------------
 
-    async def create_topics(self, new_topics, timeout: float | None = None, validate_only: bool = False) -> None:
+    async def create_topics(
+        self, new_topics, timeout: float | None = None, validate_only: bool = False
+    ) -> None:
         """Create topics (``NewTopic`` or names). Raises e.g. TopicAlreadyExistsError per failed topic."""
         timeout = self._t(timeout)
         topics = []
@@ -192,7 +196,8 @@ class Admin:
             elif not isinstance(nt, NewTopic):
                 nt = NewTopic(*nt)
             assignments = [
-                {"partition_index": p, "broker_ids": list(b)} for p, b in sorted((nt.replica_assignments or {}).items())
+                {"partition_index": p, "broker_ids": list(b)}
+                for p, b in sorted((nt.replica_assignments or {}).items())
             ]
             topics.append(
                 {
@@ -200,7 +205,10 @@ class Admin:
                     "num_partitions": nt.num_partitions if not assignments else -1,
                     "replication_factor": nt.replication_factor if not assignments else -1,
                     "assignments": assignments,
-                    "configs": [{"name": k, "value": None if v is None else str(v)} for k, v in (nt.configs or {}).items()],
+                    "configs": [
+                        {"name": k, "value": None if v is None else str(v)}
+                        for k, v in (nt.configs or {}).items()
+                    ],
                 }
             )
         resp = await self._controller_call(
@@ -211,7 +219,9 @@ class Admin:
         errors = {}
         for t in resp.topics:
             if t.error_code:
-                errors[t.name] = _item_error(int(t.error_code), getattr(t, "error_message", None), f"topic {t.name!r}")
+                errors[t.name] = _item_error(
+                    int(t.error_code), getattr(t, "error_message", None), f"topic {t.name!r}"
+                )
         _raise_items(errors, "topics")
         self._client.request_update()
 
@@ -220,13 +230,19 @@ class Admin:
         topics = [topics] if isinstance(topics, str) else list(topics)
         resp = await self._controller_call(
             wire.DELETE_TOPICS,
-            {"topic_names": topics, "topics": [{"name": t, "topic_id": None} for t in topics], "timeout": int(timeout * 1000)},
+            {
+                "topic_names": topics,
+                "topics": [{"name": t, "topic_id": None} for t in topics],
+                "timeout": int(timeout * 1000),
+            },
             timeout,
         )
         errors = {}
         for r in resp.responses:
             if r.error_code:
-                errors[r.name] = _item_error(int(r.error_code), getattr(r, "error_message", None), f"topic {r.name!r}")
+                errors[r.name] = _item_error(
+                    int(r.error_code), getattr(r, "error_message", None), f"topic {r.name!r}"
+                )
         _raise_items(errors, "topics")
 
     async def list_topics(self, internal: bool = False, timeout: float | None = None) -> list[str]:
@@ -262,7 +278,9 @@ class Admin:
         _raise_items(errors, "topics")
         return out
 
-    async def create_partitions(self, new_partitions: dict, timeout: float | None = None, validate_only: bool = False):
+    async def create_partitions(
+        self, new_partitions: dict, timeout: float | None = None, validate_only: bool = False
+    ):
         """``{topic: NewPartitions(total_count) or total_count}``."""
         timeout = self._t(timeout)
         topics = []
@@ -286,7 +304,9 @@ class Admin:
         errors = {}
         for r in resp.results:
             if r.error_code:
-                errors[r.name] = _item_error(int(r.error_code), getattr(r, "error_message", None), f"topic {r.name!r}")
+                errors[r.name] = _item_error(
+                    int(r.error_code), getattr(r, "error_message", None), f"topic {r.name!r}"
+                )
         _raise_items(errors, "topics")
         self._client.request_update()
 
@@ -320,7 +340,9 @@ class Admin:
 
         def build(items):
             return {
-                "resources": [{"resource_type": t, "resource_name": n, "configuration_keys": None} for t, n, _ in items],
+                "resources": [
+                    {"resource_type": t, "resource_name": n, "configuration_keys": None} for t, n, _ in items
+                ],
                 "include_synonyms": False,
                 "include_documentation": False,
             }
@@ -330,7 +352,10 @@ class Admin:
         for items, resp in await self._config_call(wire.DESCRIBE_CONFIGS, resources, build, timeout):
             lookup = {(t, n): r for t, n, r in items}
             for r in resp.results:
-                key = lookup.get((int(r.resource_type), r.resource_name), ConfigResource(int(r.resource_type), r.resource_name))
+                key = lookup.get(
+                    (int(r.resource_type), r.resource_name),
+                    ConfigResource(int(r.resource_type), r.resource_name),
+                )
                 if r.error_code:
                     errors[key] = _item_error(int(r.error_code), r.error_message, f"config resource {key}")
                     continue
@@ -349,7 +374,9 @@ class Admin:
         _raise_items(errors, "resources")
         return out
 
-    async def alter_configs(self, configs: dict, timeout: float | None = None, validate_only: bool = False) -> None:
+    async def alter_configs(
+        self, configs: dict, timeout: float | None = None, validate_only: bool = False
+    ) -> None:
         """Replace whole configs (legacy AlterConfigs): ``{ConfigResource: {name: value}}``."""
         timeout = self._t(timeout)
 
@@ -359,7 +386,9 @@ class Admin:
                     {
                         "resource_type": t,
                         "resource_name": n,
-                        "configs": [{"name": k, "value": None if v is None else str(v)} for k, v in configs[r].items()],
+                        "configs": [
+                            {"name": k, "value": None if v is None else str(v)} for k, v in configs[r].items()
+                        ],
                     }
                     for t, n, r in items
                 ],
@@ -368,7 +397,9 @@ class Admin:
 
         await self._alter(wire.ALTER_CONFIGS, configs, build, timeout)
 
-    async def incremental_alter_configs(self, configs: dict, timeout: float | None = None, validate_only: bool = False):
+    async def incremental_alter_configs(
+        self, configs: dict, timeout: float | None = None, validate_only: bool = False
+    ):
         """``{ConfigResource: {name: value}}``; a value of None deletes the key, or give
         ``(op, value)`` with op "set"/"delete"/"append"/"subtract"."""
         timeout = self._t(timeout)
@@ -386,7 +417,8 @@ class Admin:
                         "resource_type": t,
                         "resource_name": n,
                         "configs": [
-                            {"name": k, "config_operation": op(v)[0], "value": op(v)[1]} for k, v in configs[r].items()
+                            {"name": k, "config_operation": op(v)[0], "value": op(v)[1]}
+                            for k, v in configs[r].items()
                         ],
                     }
                     for t, n, r in items
@@ -402,7 +434,9 @@ class Admin:
             lookup = {(t, n): r for t, n, r in items}
             for r in resp.responses:
                 if r.error_code:
-                    key = lookup.get((int(r.resource_type), r.resource_name), (int(r.resource_type), r.resource_name))
+                    key = lookup.get(
+                        (int(r.resource_type), r.resource_name), (int(r.resource_type), r.resource_name)
+                    )
                     errors[key] = _item_error(int(r.error_code), r.error_message, f"config resource {key}")
         _raise_items(errors, "resources")
 
@@ -411,7 +445,11 @@ class Admin:
     async def _coordinator(self, group_id: str, timeout: float) -> int:
         resp = await self._any(
             wire.FIND_COORDINATOR,
-            lambda v: {"key_type": 0, "coordinator_keys": [group_id]} if v >= 4 else {"key": group_id, "key_type": 0},
+            lambda v: (
+                {"key_type": 0, "coordinator_keys": [group_id]}
+                if v >= 4
+                else {"key": group_id, "key_type": 0}
+            ),
             timeout,
         )
         if hasattr(resp, "coordinators"):
@@ -441,7 +479,9 @@ class Admin:
         out = {}
         for node in list(self._client.cluster.brokers):
             async with asyncio.timeout(timeout):
-                resp = await self._client.call(node, wire.LIST_GROUPS, {"states_filter": [], "types_filter": []})
+                resp = await self._client.call(
+                    node, wire.LIST_GROUPS, {"states_filter": [], "types_filter": []}
+                )
             if resp.error_code:
                 raise error_for(int(resp.error_code))(f"ListGroups on broker {node}")
             for g in resp.groups:
@@ -470,9 +510,17 @@ class Admin:
                         except Exception:  # noqa: S110 - a non-standard assignment stays opaque
                             pass
                     members.append(
-                        MemberDescription(m.member_id, getattr(m, "group_instance_id", None), m.client_id, m.client_host, assignment)
+                        MemberDescription(
+                            m.member_id,
+                            getattr(m, "group_instance_id", None),
+                            m.client_id,
+                            m.client_host,
+                            assignment,
+                        )
                     )
-                out[g.group_id] = GroupDescription(g.group_id, g.group_state, g.protocol_type, g.protocol_data, members)
+                out[g.group_id] = GroupDescription(
+                    g.group_id, g.group_state, g.protocol_type, g.protocol_data, members
+                )
         _raise_items(errors, "groups")
         return out
 
@@ -517,7 +565,9 @@ class Admin:
                     raise error_for(int(p.error_code))(f"OffsetFetch for {t.name}-{p.partition_index}")
                 if int(p.committed_offset) >= 0:
                     out[TopicPartition(t.name, int(p.partition_index))] = OffsetAndMetadata(
-                        int(p.committed_offset), p.metadata or "", int(getattr(p, "committed_leader_epoch", -1))
+                        int(p.committed_offset),
+                        p.metadata or "",
+                        int(getattr(p, "committed_leader_epoch", -1)),
                     )
         return out
 
@@ -559,7 +609,10 @@ class Admin:
         by_topic: dict[str, list] = {}
         for tp in partitions:
             by_topic.setdefault(tp[0], []).append({"partition_index": tp[1]})
-        values = {"group_id": group_id, "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()]}
+        values = {
+            "group_id": group_id,
+            "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()],
+        }
         resp = await self._group_call(group_id, wire.OFFSET_DELETE, values, timeout)
         if resp.error_code:
             raise error_for(int(resp.error_code))(f"OffsetDelete for group {group_id!r}")
@@ -601,7 +654,10 @@ class Admin:
                 resp = await self._client.call(
                     node,
                     wire.DELETE_RECORDS,
-                    {"topics": [{"name": t, "partitions": ps} for t, ps in topics.items()], "timeout": int(timeout * 1000)},
+                    {
+                        "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()],
+                        "timeout": int(timeout * 1000),
+                    },
                 )
             for t in resp.topics:
                 for p in t.partitions:
@@ -621,7 +677,9 @@ class Admin:
             conn = await self._client.any_connection()
         if conn.supports(wire.DESCRIBE_CLUSTER):
             resp = await self._any(
-                wire.DESCRIBE_CLUSTER, {"include_cluster_authorized_operations": False, "endpoint_type": 1}, timeout
+                wire.DESCRIBE_CLUSTER,
+                {"include_cluster_authorized_operations": False, "endpoint_type": 1},
+                timeout,
             )
             if resp.error_code:
                 raise error_for(int(resp.error_code))(resp.error_message or "DescribeCluster")
@@ -629,7 +687,9 @@ class Admin:
             return ClusterDescription(resp.cluster_id, int(resp.controller_id), sorted(brokers))
         md = await self._metadata([], timeout)
         brokers = [BrokerInfo(int(b.node_id), b.host, int(b.port), b.rack) for b in md.brokers]
-        return ClusterDescription(getattr(md, "cluster_id", None), int(getattr(md, "controller_id", -1)), sorted(brokers))
+        return ClusterDescription(
+            getattr(md, "cluster_id", None), int(getattr(md, "controller_id", -1)), sorted(brokers)
+        )
 
     async def api_versions(self, timeout: float | None = None) -> dict[int, tuple[int, int]]:
         """The versions the broker supports per API key (from the ApiVersions exchange)."""

@@ -37,7 +37,14 @@ class Subscription(NamedTuple):
 
 
 def _member_order(subscriptions: dict[str, Subscription]) -> list[str]:
-    return sorted(subscriptions, key=lambda m: (subscriptions[m].group_instance_id is None, subscriptions[m].group_instance_id or "", m))
+    return sorted(
+        subscriptions,
+        key=lambda m: (
+            subscriptions[m].group_instance_id is None,
+            subscriptions[m].group_instance_id or "",
+            m,
+        ),
+    )
 
 
 class Assignor:

@@ -8,9 +8,8 @@ future (``result(timeout)``, ``add_done_callback``).
 
 from __future__ import annotations
 
-import time
-
 import functools
+import time
 
 from . import admin as aadmin
 from . import consumer as aconsumer
@@ -74,10 +73,14 @@ class Producer:
                     ) from None
                 core.check_open()
 
-    def send_and_wait(self, topic, value=None, key=None, headers=None, partition=None, timestamp_ms=None, timeout=None):
+    def send_and_wait(
+        self, topic, value=None, key=None, headers=None, partition=None, timestamp_ms=None, timeout=None
+    ):
         return self.send(topic, value, key, headers, partition, timestamp_ms).result(timeout)
 
-    def produce(self, topic, value=None, key=None, headers=None, partition=None, timestamp_ms=None, on_delivery=None):
+    def produce(
+        self, topic, value=None, key=None, headers=None, partition=None, timestamp_ms=None, on_delivery=None
+    ):
         """confluent-kafka style: ``on_delivery(err, metadata)`` runs on the I/O thread."""
         fut = self.send(topic, value, key, headers, partition, timestamp_ms)
         if on_delivery is not None:

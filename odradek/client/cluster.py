@@ -21,6 +21,8 @@ class TopicInfo:
     partitions: tuple[PartitionInfo, ...]
     # partition ids that have a leader right now
     available: tuple[int, ...] = ()
+    ids: tuple[int, ...] = ()  # all partition ids, in order
+    tps: dict = field(default_factory=dict)  # partition id -> TopicPartition (shared objects)
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,7 +38,9 @@ class ClusterMetadata:
 
     @classmethod
     def from_response(cls, resp, previous: ClusterMetadata | None = None, all_topics: bool = False):
-        brokers = {int(b.node_id): BrokerInfo(int(b.node_id), b.host, int(b.port), b.rack) for b in resp.brokers}
+        brokers = {
+            int(b.node_id): BrokerInfo(int(b.node_id), b.host, int(b.port), b.rack) for b in resp.brokers
+        }
         topics = {}
         errors = {}
         if previous is not None and not all_topics:
@@ -67,8 +71,16 @@ class ClusterMetadata:
                 )
             )
             available = tuple(p.partition for p in parts if p.leader >= 0 and p.leader in brokers)
+            ids = tuple(p.partition for p in parts)
             topics[name] = TopicInfo(
-                name, int(t.error_code), getattr(t, "topic_id", None), bool(getattr(t, "is_internal", False)), parts, available
+                name,
+                int(t.error_code),
+                getattr(t, "topic_id", None),
+                bool(getattr(t, "is_internal", False)),
+                parts,
+                available,
+                ids,
+                {i: TopicPartition(name, i) for i in ids},
             )
         leaders = {}
         epochs = {}

@@ -79,7 +79,10 @@ class Connection(asyncio.BufferedProtocol):
 
     async def _negotiate(self) -> None:
         version = wire.client_versions(wire.API_VERSIONS).stop - 1
-        values = {"client_software_name": CLIENT_SOFTWARE_NAME, "client_software_version": CLIENT_SOFTWARE_VERSION}
+        values = {
+            "client_software_name": CLIENT_SOFTWARE_NAME,
+            "client_software_version": CLIENT_SOFTWARE_VERSION,
+        }
         while True:
             resp = await self.send(wire.API_VERSIONS, values, version=version)
             if resp.error_code == _UNSUPPORTED_VERSION and version > 0:
@@ -90,7 +93,9 @@ class Connection(asyncio.BufferedProtocol):
             if resp.error_code:
                 raise error_for(resp.error_code)("ApiVersions failed")
             break
-        self.broker_versions = {int(k.api_key): (int(k.min_version), int(k.max_version)) for k in resp.api_keys}
+        self.broker_versions = {
+            int(k.api_key): (int(k.min_version), int(k.max_version)) for k in resp.api_keys
+        }
         self.versions = wire.negotiate(self.broker_versions)
 
     def connection_made(self, transport) -> None:
@@ -114,7 +119,9 @@ class Connection(asyncio.BufferedProtocol):
         if self._closed is not None:
             return
         if not isinstance(exc, KafkaConnectionError | KafkaTimeoutError):
-            err = KafkaConnectionError(f"connection to broker {self.node_id} ({self.host}:{self.port}) lost: {exc}")
+            err = KafkaConnectionError(
+                f"connection to broker {self.node_id} ({self.host}:{self.port}) lost: {exc}"
+            )
             err.__cause__ = exc
             exc = err
         self._closed = exc
@@ -168,7 +175,9 @@ class Connection(asyncio.BufferedProtocol):
                 f"in a version this client speaks (broker: {self.broker_versions.get(api_key)})"
             ) from None
 
-    def send(self, api_key: int, values, version: int | None = None, expect_response: bool = True, timeout=None):
+    def send(
+        self, api_key: int, values, version: int | None = None, expect_response: bool = True, timeout=None
+    ):
         """Write one request; return a future of the decoded response entity.
 
         ``values`` is a dict for ``wire.build``, a callable ``f(version) -> dict``, or a
@@ -236,8 +245,15 @@ class Connection(asyncio.BufferedProtocol):
         if item is None:
             return
         name = messages.api_name(item[0])
-        log.warning("%s request to broker %s timed out after %.1fs; closing the connection", name, self.node_id, timeout)
-        self.close(KafkaConnectionError(f"{name} request to broker {self.node_id} timed out after {timeout:.1f}s"))
+        log.warning(
+            "%s request to broker %s timed out after %.1fs; closing the connection",
+            name,
+            self.node_id,
+            timeout,
+        )
+        self.close(
+            KafkaConnectionError(f"{name} request to broker {self.node_id} timed out after {timeout:.1f}s")
+        )
 
     # -- reading -------------------------------------------------------------------------
 
@@ -270,7 +286,9 @@ class Connection(asyncio.BufferedProtocol):
                     _, entity = messages.decode_response(api_key, 0, frame)
             except Exception as exc:
                 fut.set_exception(
-                    KafkaConnectionError(f"cannot decode {messages.api_name(api_key)} v{version} response: {exc}")
+                    KafkaConnectionError(
+                        f"cannot decode {messages.api_name(api_key)} v{version} response: {exc}"
+                    )
                 )
                 continue
             fut.set_result(entity)

@@ -33,7 +33,11 @@ async def _call_direct(fn, *args):
 
 def _flatten(partitions: tuple):
     """``f(tp1, tp2)`` and ``f([tp1, tp2])`` both work."""
-    if len(partitions) == 1 and not isinstance(partitions[0], TopicPartition) and not isinstance(partitions[0], str):
+    if (
+        len(partitions) == 1
+        and not isinstance(partitions[0], TopicPartition)
+        and not isinstance(partitions[0], str)
+    ):
         first = partitions[0]
         if isinstance(first, list | set | tuple | frozenset) and all(isinstance(x, tuple) for x in first):
             return tuple(first)
@@ -121,7 +125,11 @@ class Consumer:
         try:
             if self._started:
                 if self._coordinator is not None:
-                    if self._coordinator.auto_commit and not self._subs.group_managed and self._subs.positions():
+                    if (
+                        self._coordinator.auto_commit
+                        and not self._subs.group_managed
+                        and self._subs.positions()
+                    ):
                         try:
                             await self._coordinator.commit(self._positions_to_commit(), timeout)
                         except Exception as exc:
@@ -384,7 +392,9 @@ class Consumer:
         conn = await self._client.any_connection()
         from . import wire
 
-        resp = await conn.send(wire.METADATA, lambda v: {"topics": () if v == 0 else None, "allow_auto_topic_creation": False})
+        resp = await conn.send(
+            wire.METADATA, lambda v: {"topics": () if v == 0 else None, "allow_auto_topic_creation": False}
+        )
         return {t.name for t in resp.topics if not t.error_code}
 
     @property

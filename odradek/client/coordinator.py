@@ -134,14 +134,18 @@ def decode_assignment(data: bytes) -> tuple[set[TopicPartition], bytes | None]:
     version = int.from_bytes(data[:2], "big", signed=True)
     mod, _ = _protocol_class("assignment", version)
     entity, _ = entity_reader(mod.ConsumerProtocolAssignment)(data, 2)
-    return {TopicPartition(t.topic, int(p)) for t in entity.assigned_partitions for p in t.partitions}, entity.user_data
+    return {
+        TopicPartition(t.topic, int(p)) for t in entity.assigned_partitions for p in t.partitions
+    }, entity.user_data
 
 
 # -- the coordinator --------------------------------------------------------------------------
 
 
 class ConsumerCoordinator:
-    def __init__(self, client: NetClient, subs: SubscriptionState, config: dict, assignors, run_callback, interceptors):
+    def __init__(
+        self, client: NetClient, subs: SubscriptionState, config: dict, assignors, run_callback, interceptors
+    ):
         self.client = client
         self.subs = subs
         self.group_id = config["group_id"]
@@ -157,7 +161,9 @@ class ConsumerCoordinator:
         self.exclude_internal = config["exclude_internal_topics"]
         self.assignors = assignors
         self.protocol_kind = (
-            "cooperative" if all(getattr(a, "rebalance_protocol", "eager") == "cooperative" for a in assignors) else "eager"
+            "cooperative"
+            if all(getattr(a, "rebalance_protocol", "eager") == "cooperative" for a in assignors)
+            else "eager"
         )
         self._run_callback = run_callback
         self.interceptors = interceptors
@@ -194,7 +200,9 @@ class ConsumerCoordinator:
             return
         self._wake = asyncio.Event()
         self.client.add_metadata_listener(self._on_metadata)
-        self._task = asyncio.get_running_loop().create_task(self._run(), name=f"{self.client.client_id}-coordinator")
+        self._task = asyncio.get_running_loop().create_task(
+            self._run(), name=f"{self.client.client_id}-coordinator"
+        )
         self._heartbeat.start()
 
     def wakeup(self) -> None:
@@ -299,7 +307,9 @@ class ConsumerCoordinator:
         if self.subs.mode == self.subs.AUTO_PATTERN:
             internal = {t for t, info in cluster.topics.items() if info.is_internal}
             if self.subs.match_pattern(cluster.topics, self.exclude_internal, internal):
-                log.info("group %s: pattern now matches %s; rejoining", self.group_id, sorted(self.subs.topics))
+                log.info(
+                    "group %s: pattern now matches %s; rejoining", self.group_id, sorted(self.subs.topics)
+                )
                 self._need_rejoin = True
                 self.wakeup()
         if self.state == STABLE and self.leader_id == self.member_id and self._assigned_snapshot:
@@ -315,7 +325,11 @@ class ConsumerCoordinator:
 
     def coordinator_dead(self) -> None:
         if self.coordinator_id is not None:
-            log.info("group %s: coordinator %s is unavailable; looking it up again", self.group_id, self.coordinator_id)
+            log.info(
+                "group %s: coordinator %s is unavailable; looking it up again",
+                self.group_id,
+                self.coordinator_id,
+            )
             self.coordinator_id = None
 
     async def ensure_coordinator(self) -> int:
@@ -335,7 +349,12 @@ class ConsumerCoordinator:
                     c = resp.coordinators[0]
                     code, node, host, port = int(c.error_code), int(c.node_id), c.host, int(c.port)
                 else:
-                    code, node, host, port = int(resp.error_code), int(resp.node_id), resp.host, int(resp.port)
+                    code, node, host, port = (
+                        int(resp.error_code),
+                        int(resp.node_id),
+                        resp.host,
+                        int(resp.port),
+                    )
                 if code:
                     err = error_for(code)(f"FindCoordinator for group {self.group_id!r}")
                     if not err.retriable and code not in _COORDINATOR_ERRORS:
@@ -428,7 +447,9 @@ class ConsumerCoordinator:
         protocols = [
             {
                 "name": a.name,
-                "metadata": encode_subscription(topics, a.user_data(self._prev_assignment, self.generation), owned),
+                "metadata": encode_subscription(
+                    topics, a.user_data(self._prev_assignment, self.generation), owned
+                ),
             }
             for a in self.assignors
         ]
@@ -548,10 +569,14 @@ class ConsumerCoordinator:
             raise KafkaError(f"group chose assignor {protocol!r}, which this consumer does not have")
         subscriptions = {}
         for m in members:
-            subscriptions[m.member_id] = decode_subscription(m.metadata, getattr(m, "group_instance_id", None))
+            subscriptions[m.member_id] = decode_subscription(
+                m.metadata, getattr(m, "group_instance_id", None)
+            )
         all_topics = set().union(*(set(s.topics) for s in subscriptions.values())) if subscriptions else set()
         self._group_topics = all_topics
-        if self.client.add_topics(all_topics) or any(self.client.cluster.partition_count(t) is None for t in all_topics):
+        if self.client.add_topics(all_topics) or any(
+            self.client.cluster.partition_count(t) is None for t in all_topics
+        ):
             try:
                 await self.client.refresh(self.request_timeout)
             except KafkaTimeoutError:
@@ -561,7 +586,12 @@ class ConsumerCoordinator:
         counts = {t: n for t, n in counts.items() if n}
         self._assigned_snapshot = dict(counts)
         result = assignor.assign(counts, subscriptions)
-        log.info("group %s: leader assigned with %s: %s", self.group_id, protocol, {m: sorted(v) for m, v in result.items()})
+        log.info(
+            "group %s: leader assigned with %s: %s",
+            self.group_id,
+            protocol,
+            {m: sorted(v) for m, v in result.items()},
+        )
         return [{"member_id": m, "assignment": encode_assignment(result.get(m, []))} for m in subscriptions]
 
     async def leave_group(self, reason: str) -> None:
@@ -576,7 +606,9 @@ class ConsumerCoordinator:
                 {
                     "group_id": self.group_id,
                     "member_id": self.member_id,
-                    "members": [{"member_id": self.member_id, "group_instance_id": self.instance_id, "reason": reason}],
+                    "members": [
+                        {"member_id": self.member_id, "group_instance_id": self.instance_id, "reason": reason}
+                    ],
                 },
             )
         except Exception as exc:
@@ -596,7 +628,9 @@ class ConsumerCoordinator:
         self._next_auto_commit = time.monotonic() + self.auto_commit_interval
         if self.subs.group_managed and self.state != STABLE:
             return
-        offsets = {tp: om for tp, om in self._consumed_offsets().items() if self._last_committed.get(tp) != om.offset}
+        offsets = {
+            tp: om for tp, om in self._consumed_offsets().items() if self._last_committed.get(tp) != om.offset
+        }
         if offsets:
             self.commit_async(offsets)
 
@@ -679,7 +713,9 @@ class ConsumerCoordinator:
                     await self._send_commit(offsets, attempt)
                 return
             except TimeoutError:
-                raise KafkaTimeoutError(f"commit for group {self.group_id!r} timed out after {timeout}s") from None
+                raise KafkaTimeoutError(
+                    f"commit for group {self.group_id!r} timed out after {timeout}s"
+                ) from None
             except (KafkaError, KafkaConnectionError) as exc:
                 if not getattr(exc, "retriable", False) or loop.time() + self.retry_backoff >= deadline:
                     raise
@@ -730,7 +766,9 @@ class ConsumerCoordinator:
             except Exception:
                 log.exception("commit callback failed")
 
-    async def fetch_committed(self, partitions, timeout: float) -> dict[TopicPartition, OffsetAndMetadata | None]:
+    async def fetch_committed(
+        self, partitions, timeout: float
+    ) -> dict[TopicPartition, OffsetAndMetadata | None]:
         self._check_group()
         partitions = list(partitions)
         by_topic: dict[str, list[int]] = {}
@@ -767,7 +805,9 @@ class ConsumerCoordinator:
                         off = int(p.committed_offset)
                         tp = TopicPartition(t.name, int(p.partition_index))
                         out[tp] = (
-                            OffsetAndMetadata(off, p.metadata or "", int(getattr(p, "committed_leader_epoch", -1)))
+                            OffsetAndMetadata(
+                                off, p.metadata or "", int(getattr(p, "committed_leader_epoch", -1))
+                            )
                             if off >= 0
                             else None
                         )
@@ -791,7 +831,9 @@ class Heartbeat:
 
     def start(self) -> None:
         self._wake = asyncio.Event()
-        self._task = asyncio.get_running_loop().create_task(self._run(), name=f"{self.c.client.client_id}-heartbeat")
+        self._task = asyncio.get_running_loop().create_task(
+            self._run(), name=f"{self.c.client.client_id}-heartbeat"
+        )
 
     def reset(self) -> None:
         self._last_ok = time.monotonic()

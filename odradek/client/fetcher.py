@@ -68,7 +68,9 @@ def decode_records(batch, tp: TopicPartition) -> list:
         cls = record_class(tp.topic, tp.partition, 1 if h.attributes & batch_header.TIMESTAMP_TYPE_BIT else 0)
         data, start, end = batch._payload()
         fixed = h.max_timestamp if h.attributes & batch_header.TIMESTAMP_TYPE_BIT else None
-        return rec._decode_records(data, start, end, h.record_count, cls, h.base_offset, h.base_timestamp, fixed)
+        return rec._decode_records(
+            data, start, end, h.record_count, cls, h.base_offset, h.base_timestamp, fixed
+        )
     cls = record_class(tp.topic, tp.partition, batch.timestamp_type)
     new = tuple.__new__
     return [new(cls, (r.offset, r.timestamp, r.key, r.value, tuple(r.headers))) for r in batch.records()]
@@ -117,7 +119,9 @@ class Fetcher:
         self.request_timeout = config["request_timeout_ms"] / 1000
         self.retry_backoff = config["retry_backoff_ms"] / 1000
         self.default_timeout = config["default_api_timeout_ms"] / 1000
-        self.committed_fn = committed_fn  # async f(partitions, timeout) -> {tp: OffsetAndMetadata|None}, or None
+        self.committed_fn = (
+            committed_fn  # async f(partitions, timeout) -> {tp: OffsetAndMetadata|None}, or None
+        )
         self.interceptors = interceptors
         self._completed: collections.deque[CompletedFetch] = collections.deque()
         self._buffered: dict[TopicPartition, int] = {}  # undelivered CompletedFetch count
@@ -137,7 +141,9 @@ class Fetcher:
         self._wake = asyncio.Event()
         self._data = asyncio.Event()
         self.client.add_connection_listener(lambda node: self.wakeup())
-        self._task = asyncio.get_running_loop().create_task(self._run(), name=f"{self.client.client_id}-fetcher")
+        self._task = asyncio.get_running_loop().create_task(
+            self._run(), name=f"{self.client.client_id}-fetcher"
+        )
 
     def wakeup(self) -> None:
         if self._wake is not None:
@@ -343,7 +349,9 @@ class Fetcher:
                     if data:
                         aborted = None
                         if self.isolation and p.aborted_transactions:
-                            aborted = [(int(a.producer_id), int(a.first_offset)) for a in p.aborted_transactions]
+                            aborted = [
+                                (int(a.producer_id), int(a.first_offset)) for a in p.aborted_transactions
+                            ]
                         nxt = next_fetch_offset(data, fetch_offset)
                         if nxt > fetch_offset:
                             next_fetch[tp] = nxt
@@ -358,7 +366,12 @@ class Fetcher:
                         st.reset = None
                         self._error(OffsetOutOfRangeClientError({tp: fetch_offset}))
                     else:
-                        log.info("offset %d out of range for %s; resetting to %s", fetch_offset, tp, subs.default_reset)
+                        log.info(
+                            "offset %d out of range for %s; resetting to %s",
+                            fetch_offset,
+                            tp,
+                            subs.default_reset,
+                        )
                         self.clear_buffers([tp])
                         st.position = None
                         st.reset = subs.default_reset
@@ -442,7 +455,9 @@ class Fetcher:
                     batch = next(cf.batches, None)
                 except KafkaError as exc:
                     cf.done = True
-                    raise CorruptRecordError(f"corrupt data fetched from {topic}-{partition} at {position}: {exc}") from exc
+                    raise CorruptRecordError(
+                        f"corrupt data fetched from {topic}-{partition} at {position}: {exc}"
+                    ) from exc
                 if batch is None:
                     cf.done = True
                     break
@@ -464,14 +479,20 @@ class Fetcher:
                             cf.aborted_pids.discard(batch.producer_id)
                     position = st.position = next_offset
                     continue
-                if cf.aborted_pids and getattr(batch, "is_transactional", False) and batch.producer_id in cf.aborted_pids:
+                if (
+                    cf.aborted_pids
+                    and getattr(batch, "is_transactional", False)
+                    and batch.producer_id in cf.aborted_pids
+                ):
                     position = st.position = next_offset
                     continue
                 try:
                     cf.records = records = decode_records(batch, tp)
                 except KafkaError as exc:
                     cf.done = True
-                    raise CorruptRecordError(f"corrupt batch in {topic}-{partition} at {batch.base_offset}: {exc}") from exc
+                    raise CorruptRecordError(
+                        f"corrupt batch in {topic}-{partition} at {batch.base_offset}: {exc}"
+                    ) from exc
                 cf.index = 0
                 cf.batch_next = next_offset
                 if records and records[0][0] < position:
@@ -544,7 +565,9 @@ class Fetcher:
             for (_node, tps), res in zip(by_node.items(), results, strict=True):
                 if isinstance(res, BaseException):
                     last_error = res
-                    if isinstance(res, KafkaConnectionError | KafkaTimeoutError) or getattr(res, "retriable", False):
+                    if isinstance(res, KafkaConnectionError | KafkaTimeoutError) or getattr(
+                        res, "retriable", False
+                    ):
                         retry_needed = True
                         continue
                     if strict:
@@ -569,7 +592,8 @@ class Fetcher:
             if loop.time() + self.retry_backoff >= deadline:
                 if strict:
                     raise KafkaTimeoutError(
-                        f"listing offsets timed out after {timeout}s" + (f": {last_error}" if last_error else "")
+                        f"listing offsets timed out after {timeout}s"
+                        + (f": {last_error}" if last_error else "")
                     )
                 break
             if retry_needed:
@@ -584,7 +608,12 @@ class Fetcher:
         topics: dict[str, list] = {}
         for tp, ts in tps.items():
             topics.setdefault(tp.topic, []).append(
-                {"partition_index": tp.partition, "current_leader_epoch": -1, "timestamp": ts, "max_num_offsets": 1}
+                {
+                    "partition_index": tp.partition,
+                    "current_leader_epoch": -1,
+                    "timestamp": ts,
+                    "max_num_offsets": 1,
+                }
             )
         resp = await self.client.call(
             node,

@@ -82,6 +82,9 @@ def produce_request(
                 out.extend(buffers)
     header_tail = cid + (b"\x00" if flexible else b"")
     total = _HEAD.size - 4 + len(header_tail) + sum(len(b) for b in out)
-    body[0] = _HEAD.pack(total, PRODUCE, version, correlation_id, len(cid) if client_id is not None else -1) + header_tail
+    body[0] = (
+        _HEAD.pack(total, PRODUCE, version, correlation_id, len(cid) if client_id is not None else -1)
+        + header_tail
+    )
     body.extend(out)
     return body

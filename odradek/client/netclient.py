@@ -307,7 +307,9 @@ class NetClient:
             async with asyncio.timeout(timeout):
                 await asyncio.shield(fut)
         except TimeoutError:
-            raise KafkaTimeoutError(f"metadata refresh did not complete in {timeout:.1f}s{self._error_hint()}") from None
+            raise KafkaTimeoutError(
+                f"metadata refresh did not complete in {timeout:.1f}s{self._error_hint()}"
+            ) from None
         return self.cluster
 
     def _error_hint(self) -> str:
@@ -341,7 +343,9 @@ class NetClient:
             except TimeoutError:
                 continue
             if topic in self.cluster.topic_errors and not self.cluster.partition_count(topic):
-                await asyncio.sleep(min(self.config["retry_backoff_ms"] / 1000, max(0, deadline - self._loop.time())))
+                await asyncio.sleep(
+                    min(self.config["retry_backoff_ms"] / 1000, max(0, deadline - self._loop.time()))
+                )
 
     async def _metadata_loop(self) -> None:
         backoff = Backoff(self.config["retry_backoff_ms"], self.config["retry_backoff_max_ms"])

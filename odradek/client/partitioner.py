@@ -94,11 +94,21 @@ class StickyPartitioner:
 class DefaultPartitioner:
     """The built-in partitioners, by librdkafka name."""
 
-    NAMES = ("murmur2_random", "murmur2", "consistent", "consistent_random", "fnv1a", "fnv1a_random", "random")
+    NAMES = (
+        "murmur2_random",
+        "murmur2",
+        "consistent",
+        "consistent_random",
+        "fnv1a",
+        "fnv1a_random",
+        "random",
+    )
 
     def __init__(self, name: str, batch_size: int):
         if name not in self.NAMES:
-            raise ConfigError(f"partitioner must be one of {', '.join(self.NAMES)} or a callable; got {name!r}")
+            raise ConfigError(
+                f"partitioner must be one of {', '.join(self.NAMES)} or a callable; got {name!r}"
+            )
         self.name = name
         self.hash = {"murmur2": murmur2, "consistent": zlib.crc32, "fnv1a": fnv1a}.get(name.split("_")[0])
         self.hash_null = not name.endswith("random")
@@ -121,7 +131,9 @@ def make_partitioner(option, batch_size: int):
         return DefaultPartitioner(option, batch_size), True
     fn = getattr(option, "partition", option)
     if not callable(fn):
-        raise ConfigError(f"partitioner must be a name, a callable or have a partition() method; got {option!r}")
+        raise ConfigError(
+            f"partitioner must be a name, a callable or have a partition() method; got {option!r}"
+        )
 
     def custom(topic, key, all_partitions, available, size=0):
         return fn(topic, key, list(all_partitions), list(available))

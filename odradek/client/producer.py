@@ -30,7 +30,7 @@ from .errors import (
 from .netclient import NetClient
 from .partitioner import make_partitioner
 from .sender import Sender
-from .structs import RecordMetadata, TopicPartition
+from .structs import RecordMetadata
 from .transactions import TransactionManager
 
 log = logging.getLogger("odradek.client.producer")
@@ -208,7 +208,9 @@ class ProducerCore:
             try:
                 key = self.key_serializer(key)
             except Exception as exc:
-                raise SerializationError(f"key_serializer failed for a record to topic {topic!r}: {exc}") from exc
+                raise SerializationError(
+                    f"key_serializer failed for a record to topic {topic!r}: {exc}"
+                ) from exc
         if self.value_serializer is not None and value is not None:
             try:
                 value = self.value_serializer(value)
@@ -251,15 +253,12 @@ class ProducerCore:
         if info is None or not info.partitions:
             raise NeedMetadata(topic)
         if partition is None:
-            parts = info.partitions
-            all_ids = tuple(range(len(parts))) if parts[-1].partition == len(parts) - 1 else tuple(p.partition for p in parts)
-            partition = self.partitioner(topic, key, all_ids, info.available, size)
-        else:
-            if not isinstance(partition, int) or not 0 <= partition < len(info.partitions):
-                raise ValueError(
-                    f"partition {partition!r} is out of range for topic {topic!r} with {len(info.partitions)} partitions"
-                )
-        tp = TopicPartition(topic, partition)
+            partition = self.partitioner(topic, key, info.ids, info.available, size)
+        tp = info.tps.get(partition)
+        if tp is None:
+            raise ValueError(
+                f"partition {partition!r} is out of range for topic {topic!r} with {len(info.partitions)} partitions"
+            )
         fut, new_batch = self.acc.append(tp, timestamp_ms, key, value, hbytes, size)
         if fut is NEED_MEMORY:
             raise NeedMemory(size)
@@ -306,29 +305,41 @@ class Producer:
         await self.close()
 
     async def send(self, topic, value=None, key=None, headers=None, partition=None, timestamp_ms=None):
+        """Queue a record; returns its future (``await`` it for the RecordMetadata).
+
+        Waits (up to ``max_block_ms``) only for the topic's metadata or for buffer memory.
+        """
         core = self._core
         if not core.started:
             core.start()
         args = core.prepare(topic, value, key, headers, partition, timestamp_ms)
+        try:
+            fut, new_batch = core.try_send(*args)
+        except (NeedMetadata, NeedMemory):
+            fut, new_batch = await self._send_slow(args)
+        if new_batch:
+            core.sender.wakeup()
+            await asyncio.sleep(0)  # let the sender run between batches
+        return fut
+
+    async def _send_slow(self, args):
+        core = self._core
         loop = asyncio.get_running_loop()
         deadline = loop.time() + core.max_block
         while True:
             try:
-                fut, new_batch = core.try_send(*args)
+                return core.try_send(*args)
             except NeedMetadata as need:
                 remaining = deadline - loop.time()
                 await core.client.wait_for_topic(need.topic, max(remaining, 0))
-                continue
             except NeedMemory as need:
                 core.sender.wakeup()
                 await core.acc.await_memory(need.size + RECORD_BATCH_OVERHEAD, max(deadline - loop.time(), 0))
                 core.check_open()
-                continue
-            if new_batch:
-                core.sender.wakeup()
-            return fut
 
-    async def send_and_wait(self, topic, value=None, key=None, headers=None, partition=None, timestamp_ms=None):
+    async def send_and_wait(
+        self, topic, value=None, key=None, headers=None, partition=None, timestamp_ms=None
+    ):
         fut = await self.send(topic, value, key, headers, partition, timestamp_ms)
         return await fut
 
@@ -408,7 +419,9 @@ async def _flush(core: ProducerCore, timeout: float | None) -> None:
                 await asyncio.gather(*waiters)
         except TimeoutError:
             left = sum(1 for r in pending if not r.done)
-            raise KafkaTimeoutError(f"flush timed out after {timeout}s with {left} batch(es) unsent") from None
+            raise KafkaTimeoutError(
+                f"flush timed out after {timeout}s with {left} batch(es) unsent"
+            ) from None
     finally:
         core.acc.end_flush()
 

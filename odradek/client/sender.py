@@ -89,6 +89,7 @@ class Sender:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._closing = False
         self._metadata_requested_at = 0.0
+        self._next_expiry_check = 0.0
         self.txn = None  # the TransactionManager of a transactional producer
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -170,11 +171,12 @@ class Sender:
 
     def _run_once(self) -> float:
         now = time.monotonic()
-        for batch in self.acc.expired(now, self.delivery_timeout):
-            self._fail(batch, self._expiry_error(batch, now))
+        if now >= self._next_expiry_check:  # (each check takes the accumulator's lock)
+            self._next_expiry_check = now + min(0.1, self.delivery_timeout / 10)
+            for batch in self.acc.expired(now, self.delivery_timeout):
+                self._fail(batch, self._expiry_error(batch, now))
         if self._fatal is not None:
-            for b in self.acc.abort_all(self._fatal):
-                pass
+            self.acc.abort_all(self._fatal)
             return 1.0
         txn = self.txn
         if txn is not None and self.producer_id < 0:
@@ -238,7 +240,11 @@ class Sender:
                 if self.idempotent:
                     if b.payload is None or b.producer_id != self.producer_id:
                         b.build(
-                            codec, self.producer_id, self.producer_epoch, b.base_sequence, self.txn is not None
+                            codec,
+                            self.producer_id,
+                            self.producer_epoch,
+                            b.base_sequence,
+                            self.txn is not None,
                         )
                 elif b.payload is None:
                     b.build(codec, -1, -1, -1)
@@ -287,14 +293,18 @@ class Sender:
             for b in batches:
                 p = found.get(b.tp)
                 if p is None:
-                    self._retry_or_fail(b, error_for(ErrorCode.unknown_server_error)("no response for partition"))
+                    self._retry_or_fail(
+                        b, error_for(ErrorCode.unknown_server_error)("no response for partition")
+                    )
                     continue
                 code = int(p.error_code)
                 if code == 0 or code == _DUPLICATE_SEQUENCE:
                     self._finish(b, int(p.base_offset), _ms(getattr(p, "log_append_time", None)), None)
                 else:
                     msg = getattr(p, "error_message", None) or ""
-                    err = error_for(code)(f"{msg or error_for(code).code.name} ({b.tp.topic}-{b.tp.partition})")
+                    err = error_for(code)(
+                        f"{msg or error_for(code).code.name} ({b.tp.topic}-{b.tp.partition})"
+                    )
                     self._retry_or_fail(b, err)
         self.wakeup()
 
@@ -368,7 +378,9 @@ class Sender:
 
     def _start_pid_init(self) -> None:
         if self._pid_task is None or self._pid_task.done():
-            self._pid_task = self._loop.create_task(self._init_producer_id(), name=f"{self.client.client_id}-pid")
+            self._pid_task = self._loop.create_task(
+                self._init_producer_id(), name=f"{self.client.client_id}-pid"
+            )
 
     async def _init_producer_id(self) -> None:
         backoff = Backoff(int(self.backoff * 1000), 1000)

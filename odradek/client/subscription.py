@@ -112,7 +112,9 @@ class SubscriptionState:
         """Recompute the topic set of a pattern subscription; True if it changed."""
         if self.mode != self.AUTO_PATTERN:
             return False
-        topics = {t for t in all_topics if self.pattern.fullmatch(t) and not (exclude_internal and t in internal)}
+        topics = {
+            t for t in all_topics if self.pattern.fullmatch(t) and not (exclude_internal and t in internal)
+        }
         if topics != self.topics:
             self.topics = topics
             return True
@@ -173,7 +175,9 @@ class SubscriptionState:
         try:
             return self.assignment[tp]
         except KeyError:
-            raise IllegalStateError(f"partition {tp.topic}-{tp.partition} is not assigned to this consumer") from None
+            raise IllegalStateError(
+                f"partition {tp.topic}-{tp.partition} is not assigned to this consumer"
+            ) from None
 
     # -- positions -----------------------------------------------------------------------
 

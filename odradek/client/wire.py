@@ -15,7 +15,7 @@ from __future__ import annotations
 import datetime
 import uuid
 from dataclasses import MISSING, fields, is_dataclass
-from functools import lru_cache
+from functools import cache
 from types import EllipsisType, NoneType, UnionType
 from typing import Union, get_args, get_origin
 
@@ -87,12 +87,17 @@ CLIENT_MAX = {
 }
 
 
+# Lowest version the client uses: Produce v3 is the first with v2 record batches (the only
+# kind this producer writes); Fetch v4 the first with isolation levels.
+CLIENT_MIN = {PRODUCE: 3, FETCH: 4}
+
+
 def client_versions(api_key: int) -> range:
     known = known_versions(api_key)
     if not known:
         return known
     top = min(known.stop - 1, CLIENT_MAX.get(api_key, known.stop - 1))
-    return range(known.start, top + 1)
+    return range(max(known.start, CLIENT_MIN.get(api_key, 0)), top + 1)
 
 
 def negotiate(broker_versions: dict[int, tuple[int, int]]) -> dict[int, int]:
@@ -133,7 +138,7 @@ def _unwrap_optional(tp):
     return tp, False
 
 
-@lru_cache(maxsize=None)
+@cache
 def _plan(cls):
     plan = []
     for f in fields(cls):

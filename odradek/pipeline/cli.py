@@ -173,17 +173,24 @@ def run_options(fn):
 
 
 def _session(master: str, spark_conf: dict, log_level: str, name: str):
+    """A session for the run, and whether this command made it (and so must stop it)."""
     try:
-        from odradek.pipeline import spark_session
+        from pyspark.sql import SparkSession
+
+        from odradek.pipeline import register, spark_session
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise click.ClickException(f"pipelines need PySpark: pip install 'odradek[spark]' ({exc})") from None
+    active = SparkSession.getActiveSession()
+    if active is not None:  # called from a program that already has one (tests, notebooks)
+        register(active)
+        return active, False
     spark = spark_session(master, app_name=f"odradek-{name}", config=spark_conf)
     spark.sparkContext.setLogLevel(log_level.upper())
-    return spark
+    return spark, True
 
 
 def _run(name: str, master: str, spark_conf: dict, log_level: str, config, **kwargs) -> None:
-    spark = _session(master, spark_conf, log_level, name)
+    spark, own = _session(master, spark_conf, log_level, name)
     module = importlib.import_module(PIPELINES[name])
     queries = module.start(spark, config, **kwargs)
     click.echo(
@@ -202,7 +209,8 @@ def _run(name: str, master: str, spark_conf: dict, log_level: str, config, **kwa
             if q.isActive:
                 q.stop()
         errors = [q.exception() for q in queries if q.exception() is not None]
-        spark.stop()
+        if own:
+            spark.stop()
     if errors:
         raise click.ClickException(f"{name} failed: {errors[0]}")
     click.echo(f"{name}: done", err=True)

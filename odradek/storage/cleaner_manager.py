@@ -37,9 +37,17 @@ when the caller is the owner (``clean_once`` in tests and benchmarks, no threads
 removed) and must run before ``LogManager.shutdown`` and off the event loop (the threads
 may be waiting on it): ``await asyncio.to_thread(cleaner.shutdown)``.
 
+Configuration: ``log.cleaner.enable``/``threads`` (no threads when off or 0: compacted logs
+are then never cleaned, as in Kafka), ``dedupe.buffer.size`` and ``io.buffer.size`` (split
+per thread; half the I/O buffer reads, half writes), ``io.buffer.load.factor`` (map fill),
+``io.max.bytes.per.second`` (reads + writes, shared; split per worker process),
+``backoff.ms``; per topic ``min.cleanable.dirty.ratio``, ``min/max.compaction.lag.ms``,
+``delete.retention.ms``, ``segment.bytes`` (group size).
+
 Thread rules: ``LogCleanerManager`` is owned by the owner thread, except
-``write_checkpoint`` (any thread; serialised by a lock). ``LogCleaner.start``/``shutdown``
-from the owner's side; ``stats`` is a snapshot safe to read anywhere.
+``write_checkpoint`` (any thread; serialised by a lock) and ``checkpoint`` (a read).
+``LogCleaner.start``/``shutdown`` from the owner's side; ``passes``/``aborted``/``results``
+are counters and a deque, safe to read anywhere.
 """
 
 from __future__ import annotations

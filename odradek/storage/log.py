@@ -38,10 +38,12 @@ the next segment's, so the log stays ordered and complete, and the next pass rem
 Thread rules: one owner (the broker's event loop) calls everything, except ``flush`` /
 ``flush_if_due``, which may run in a worker thread concurrently with appends and reads, and
 the cleaner's reads of inactive segments' files (``seg.log.pread``/``batches``) from its
-thread. ``_segments``/``_bases`` are never mutated in place, only replaced under ``_lock``,
+thread (the broker's cleaner reads them from a worker process, through descriptors of its
+own). ``_segments``/``_bases`` are never mutated in place, only replaced under ``_lock``,
 so any thread may take a consistent snapshot of them. While ``cleaning`` is set (by the
 cleaner manager, owner thread) no segment file of this log is closed: expired ``.deleted``
-files wait, so the cleaner never reads a closed or reused descriptor.
+files wait, so an in-process cleaner never reads a closed or reused descriptor. The cleaner
+never mutates the log: ``replace_segments`` runs on the owner thread.
 """
 
 from __future__ import annotations

@@ -63,7 +63,11 @@ class BlackHoleBroker:
                 self.requests.append(header.api_key)
                 body = self._answer(header)
                 if body is not None:
-                    writer.write(messages.encode_response(header.api_key, header.api_version, header.correlation_id, body))
+                    writer.write(
+                        messages.encode_response(
+                            header.api_key, header.api_version, header.correlation_id, body
+                        )
+                    )
         except (asyncio.IncompleteReadError, ConnectionError):
             pass
 
@@ -75,7 +79,11 @@ class BlackHoleBroker:
                 {
                     "error_code": 0,
                     "api_keys": [
-                        {"api_key": k, "min_version": wire.client_versions(k).start, "max_version": wire.client_versions(k).stop - 1}
+                        {
+                            "api_key": k,
+                            "min_version": wire.client_versions(k).start,
+                            "max_version": wire.client_versions(k).stop - 1,
+                        }
                         for k in keys
                     ],
                 }
@@ -92,7 +100,14 @@ class BlackHoleBroker:
                             "name": self.topic,
                             "is_internal": False,
                             "partitions": [
-                                {"error_code": 0, "partition_index": p, "leader_id": 1, "leader_epoch": 0, "replica_nodes": [1], "isr_nodes": [1]}
+                                {
+                                    "error_code": 0,
+                                    "partition_index": p,
+                                    "leader_id": 1,
+                                    "leader_epoch": 0,
+                                    "replica_nodes": [1],
+                                    "isr_nodes": [1],
+                                }
                                 for p in range(self.partitions)
                             ],
                         }

@@ -118,7 +118,9 @@ class OdradekBroker(TansuBroker):
     def __init__(self, log_dir):
         from odradek.testing.process import BrokerProcess
 
-        self._proc = BrokerProcess(os.path.join(str(log_dir), "data"), log_path=os.path.join(str(log_dir), "odradek.log"))
+        self._proc = BrokerProcess(
+            os.path.join(str(log_dir), "data"), log_path=os.path.join(str(log_dir), "odradek.log")
+        )
         self.port = self._proc.port
         self._versions = None
 
@@ -206,7 +208,9 @@ def make_topic(admin):
     def make(name: str, partitions: int = 1, **configs):
         from odradek.client.structs import NewTopic
 
-        admin.create_topics([NewTopic(name, partitions, 1, {k.replace("_", "."): str(v) for k, v in configs.items()})])
+        admin.create_topics(
+            [NewTopic(name, partitions, 1, {k.replace("_", "."): str(v) for k, v in configs.items()})]
+        )
         return name
 
     return make

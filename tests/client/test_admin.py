@@ -9,7 +9,13 @@ from conftest import GROUP_OPTIONS
 
 from odradek import Consumer, Producer, TopicPartition
 from odradek.client.structs import ConfigResource, NewTopic
-from odradek.client.wire import ALTER_CONFIGS, CREATE_PARTITIONS, DELETE_RECORDS, INCREMENTAL_ALTER_CONFIGS, OFFSET_DELETE
+from odradek.client.wire import (
+    ALTER_CONFIGS,
+    CREATE_PARTITIONS,
+    DELETE_RECORDS,
+    INCREMENTAL_ALTER_CONFIGS,
+    OFFSET_DELETE,
+)
 from odradek.protocol.errors import TopicAlreadyExistsError, UnknownTopicOrPartitionError
 
 
@@ -68,7 +74,9 @@ def test_groups_and_group_offsets(admin, bootstrap, make_topic, topic, group, ka
     with Producer(bootstrap_servers=bootstrap) as p:
         for i in range(10):
             p.send(topic, b"x", partition=i % 2)
-    with Consumer(bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False, **GROUP_OPTIONS) as c:
+    with Consumer(
+        bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False, **GROUP_OPTIONS
+    ) as c:
         c.subscribe([topic])
         got = []
         deadline = time.monotonic() + 30
@@ -95,7 +103,9 @@ def test_groups_and_group_offsets(admin, bootstrap, make_topic, topic, group, ka
 def test_delete_records(admin, bootstrap, make_topic, topic, kafka):
     needs(kafka, DELETE_RECORDS, "DeleteRecords")
     if kafka.name == "tansu":
-        pytest.skip("tansu 0.6 advertises DeleteRecords but its memory storage panics (todo!()); covered against Odradek")
+        pytest.skip(
+            "tansu 0.6 advertises DeleteRecords but its memory storage panics (todo!()); covered against Odradek"
+        )
     make_topic(topic, 1)
     with Producer(bootstrap_servers=bootstrap) as p:
         for _ in range(10):

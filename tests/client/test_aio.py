@@ -21,7 +21,10 @@ def test_produce_and_consume_round_trip(bootstrap, make_topic, topic):
 
     async def main():
         async with aio.Producer(bootstrap_servers=bootstrap, compression_type="lz4", linger_ms=5) as p:
-            futs = [await p.send(topic, value=b"v%d" % i, key=b"k%d" % i, headers=[("h", b"x")]) for i in range(300)]
+            futs = [
+                await p.send(topic, value=b"v%d" % i, key=b"k%d" % i, headers=[("h", b"x")])
+                for i in range(300)
+            ]
             md = await p.send_and_wait(topic, b"last", key=b"k-last", timestamp_ms=1234)
             assert md.timestamp == 1234
             await p.flush()
@@ -36,7 +39,7 @@ def test_produce_and_consume_round_trip(bootstrap, make_topic, topic):
                 got.extend(await c.poll(0.5))
             assert len(got) == 301
             assert {r.key for r in got} >= {b"k%d" % i for i in range(300)}
-            assert all(r.headers == [("h", b"x")] for r in got if r.value != b"last")
+            assert all(r.headers == (("h", b"x"),) for r in got if r.value != b"last")
             assert sum(c.highwater(aio.TopicPartition(topic, p)) for p in range(3)) == 301
 
     run(main())
@@ -59,7 +62,9 @@ def test_group_member_with_async_listener_and_commit(bootstrap, make_topic, topi
                 events.append(("revoked", revoked))
                 await c.commit()
 
-        c = aio.Consumer(bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False, **GROUP_OPTIONS)
+        c = aio.Consumer(
+            bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False, **GROUP_OPTIONS
+        )
         async with c:
             c.subscribe([topic], listener=Listener())
             got = []

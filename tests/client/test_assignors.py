@@ -11,7 +11,12 @@ from odradek.client.assignors import (
     decode_sticky_user_data,
     encode_sticky_user_data,
 )
-from odradek.client.coordinator import decode_assignment, decode_subscription, encode_assignment, encode_subscription
+from odradek.client.coordinator import (
+    decode_assignment,
+    decode_subscription,
+    encode_assignment,
+    encode_subscription,
+)
 from odradek.client.structs import TopicPartition as TP
 
 
@@ -27,7 +32,11 @@ def test_range_two_consumers_two_topics_three_partitions():
 
 
 def test_roundrobin_uneven_subscriptions():
-    subs = {"C0": Subscription(["t0"]), "C1": Subscription(["t0", "t1"]), "C2": Subscription(["t0", "t1", "t2"])}
+    subs = {
+        "C0": Subscription(["t0"]),
+        "C1": Subscription(["t0", "t1"]),
+        "C2": Subscription(["t0", "t1", "t2"]),
+    }
     out = RoundRobinAssignor().assign({"t0": 1, "t1": 2, "t2": 3}, subs)
     assert out == {
         "C0": tps([("t0", 0)]),
@@ -37,9 +46,17 @@ def test_roundrobin_uneven_subscriptions():
 
 
 def test_sticky_is_optimal_for_uneven_subscriptions():
-    subs = {"C0": Subscription(["t0"]), "C1": Subscription(["t0", "t1"]), "C2": Subscription(["t0", "t1", "t2"])}
+    subs = {
+        "C0": Subscription(["t0"]),
+        "C1": Subscription(["t0", "t1"]),
+        "C2": Subscription(["t0", "t1", "t2"]),
+    }
     out = StickyAssignor().assign({"t0": 1, "t1": 2, "t2": 3}, subs)
-    assert out == {"C0": tps([("t0", 0)]), "C1": tps([("t1", 0), ("t1", 1)]), "C2": tps([("t2", p) for p in range(3)])}
+    assert out == {
+        "C0": tps([("t0", 0)]),
+        "C1": tps([("t1", 0), ("t1", 1)]),
+        "C2": tps([("t2", p) for p in range(3)]),
+    }
 
 
 def test_sticky_keeps_partitions_when_a_member_leaves():
@@ -60,7 +77,10 @@ def test_sticky_keeps_partitions_when_a_member_leaves():
 def test_sticky_balances_growth(members):
     topics = {"t": 6}
     owner = {"m0": tps([("t", p) for p in range(6)])}
-    subs = {f"m{i}": Subscription(["t"], owned_partitions=owner.get(f"m{i}", []), generation_id=1) for i in range(members)}
+    subs = {
+        f"m{i}": Subscription(["t"], owned_partitions=owner.get(f"m{i}", []), generation_id=1)
+        for i in range(members)
+    }
     out = StickyAssignor().assign(topics, subs)
     counts = sorted(len(v) for v in out.values())
     assert counts[-1] - counts[0] <= 1
@@ -73,7 +93,10 @@ def test_cooperative_sticky_withholds_partitions_still_owned_elsewhere():
     subs = {"m0": Subscription(["t"], owned_partitions=owned, generation_id=3), "m1": Subscription(["t"])}
     out = CooperativeStickyAssignor().assign({"t": 6}, subs)
     assert len(out["m0"]) == 3 and out["m1"] == []  # m0 revokes 3, the next round gives them to m1
-    subs2 = {"m0": Subscription(["t"], owned_partitions=out["m0"], generation_id=4), "m1": Subscription(["t"])}
+    subs2 = {
+        "m0": Subscription(["t"], owned_partitions=out["m0"], generation_id=4),
+        "m1": Subscription(["t"]),
+    }
     out2 = CooperativeStickyAssignor().assign({"t": 6}, subs2)
     assert out2["m0"] == out["m0"] and len(out2["m1"]) == 3
 
@@ -90,7 +113,9 @@ def test_static_members_sort_by_instance_id():
 def test_consumer_protocol_round_trip():
     owned = tps([("a", 1), ("a", 2), ("b", 0)])
     sub = decode_subscription(encode_subscription({"a", "b"}, b"ud", owned))
-    assert sorted(sub.topics) == ["a", "b"] and sub.user_data == b"ud" and sorted(sub.owned_partitions) == owned
+    assert (
+        sorted(sub.topics) == ["a", "b"] and sub.user_data == b"ud" and sorted(sub.owned_partitions) == owned
+    )
     assigned, _ = decode_assignment(encode_assignment(owned))
     assert assigned == set(owned)
     parts, gen = decode_sticky_user_data(encode_sticky_user_data(owned, 7))

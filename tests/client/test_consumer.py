@@ -7,7 +7,12 @@ import time
 import pytest
 
 from odradek import Consumer, Producer, TopicPartition
-from odradek.client.errors import ClientClosedError, IllegalStateError, KafkaTimeoutError, NoOffsetForPartitionError
+from odradek.client.errors import (
+    ClientClosedError,
+    IllegalStateError,
+    KafkaTimeoutError,
+    NoOffsetForPartitionError,
+)
 from odradek.client.structs import OffsetAndMetadata
 from odradek.protocol.errors import ErrorCode, error_for
 
@@ -106,7 +111,9 @@ def test_offset_lookups(kafka, bootstrap, filled):
 
 def test_commit_and_committed_with_manual_assignment(kafka, bootstrap, filled, group):
     tp0, tp1 = TopicPartition(filled, 0), TopicPartition(filled, 1)
-    with Consumer(bootstrap_servers=bootstrap, group_id=group, auto_offset_reset="earliest", enable_auto_commit=False) as c:
+    with Consumer(
+        bootstrap_servers=bootstrap, group_id=group, auto_offset_reset="earliest", enable_auto_commit=False
+    ) as c:
         c.assign([tp0, tp1])
         assert c.committed(tp0) is None
         poll_n(c, 200)
@@ -134,7 +141,9 @@ def test_async_commit_retry_never_overwrites_a_newer_commit(bootstrap, filled, g
             return error_for(ErrorCode.request_timed_out)("injected")
         return None
 
-    with Consumer(bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False, retry_backoff_ms=200) as c:
+    with Consumer(
+        bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False, retry_backoff_ms=200
+    ) as c:
         c.assign([tp])
         c._aio._coordinator.commit_fault = fault
         # 10 fails; 20 (sent right after) succeeds; 10's retry is dropped: 20 is newer.

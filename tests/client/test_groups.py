@@ -24,7 +24,10 @@ class Member:
 
     def __init__(self, bootstrap, topic, group, strategy, listener=None, **options):
         self.consumer = Consumer(
-            bootstrap_servers=bootstrap, group_id=group, partition_assignment_strategy=[strategy], **{**GROUP_OPTIONS, **options}
+            bootstrap_servers=bootstrap,
+            group_id=group,
+            partition_assignment_strategy=[strategy],
+            **{**GROUP_OPTIONS, **options},
         )
         self.consumer.subscribe([topic], listener=listener)
         self.assigned: set[TopicPartition] = set()
@@ -53,7 +56,15 @@ class ProcessMember:
 
     def __init__(self, bootstrap, topic, group, strategy):
         self.proc = subprocess.Popen(
-            [sys.executable, os.path.join(HERE, "group_member.py"), bootstrap, topic, group, strategy, json.dumps(GROUP_OPTIONS)],
+            [
+                sys.executable,
+                os.path.join(HERE, "group_member.py"),
+                bootstrap,
+                topic,
+                group,
+                strategy,
+                json.dumps(GROUP_OPTIONS),
+            ],
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             text=True,
@@ -85,7 +96,11 @@ def wait_for(predicate, timeout, what):
 def split_evenly(members, partitions, each):
     owned = [m.assigned for m in members]
     union = set().union(*owned)
-    return union == partitions and sum(len(o) for o in owned) == len(partitions) and all(len(o) == each for o in owned)
+    return (
+        union == partitions
+        and sum(len(o) for o in owned) == len(partitions)
+        and all(len(o) == each for o in owned)
+    )
 
 
 def scenario(bootstrap, admin, strategy, suffix):
@@ -97,16 +112,30 @@ def scenario(bootstrap, admin, strategy, suffix):
     b = Member(bootstrap, topic, group, strategy)
     c = ProcessMember(bootstrap, topic, group, strategy)
     try:
-        wait_for(lambda: split_evenly([a, b, c], partitions, 2), 45, f"{strategy}: three members with 2 partitions each")
+        wait_for(
+            lambda: split_evenly([a, b, c], partitions, 2),
+            45,
+            f"{strategy}: three members with 2 partitions each",
+        )
         b.close()  # leaves the group cleanly
-        wait_for(lambda: split_evenly([a, c], partitions, 3), 45, f"{strategy}: two members with 3 each after a leave")
+        wait_for(
+            lambda: split_evenly([a, c], partitions, 3),
+            45,
+            f"{strategy}: two members with 3 each after a leave",
+        )
         c.kill()  # dies: the group notices after session_timeout_ms
-        wait_for(lambda: a.assigned == partitions, 45, f"{strategy}: the survivor owns everything after a crash")
+        wait_for(
+            lambda: a.assigned == partitions, 45, f"{strategy}: the survivor owns everything after a crash"
+        )
         with Producer(bootstrap_servers=bootstrap) as p:
             for i in range(60):
                 p.send(topic, b"after-%d" % i, partition=i % 6)
             p.flush()
-        wait_for(lambda: sum(1 for r in a.records if r.value.startswith(b"after-")) >= 60, 30, "records after the crash")
+        wait_for(
+            lambda: sum(1 for r in a.records if r.value.startswith(b"after-")) >= 60,
+            30,
+            "records after the crash",
+        )
         assert a.error is None and b.error is None
     finally:
         c.kill()
@@ -149,7 +178,9 @@ def test_rebalance_listener_runs_on_the_polling_thread(bootstrap, make_topic, to
     box = []
     rec = Recorder(box)
     first = Member.__new__(Member)
-    c1 = Consumer(bootstrap_servers=bootstrap, group_id=group, partition_assignment_strategy=[strategy], **GROUP_OPTIONS)
+    c1 = Consumer(
+        bootstrap_servers=bootstrap, group_id=group, partition_assignment_strategy=[strategy], **GROUP_OPTIONS
+    )
     box.append(c1)
     c1.subscribe([topic], listener=rec)
     got = []
@@ -157,7 +188,11 @@ def test_rebalance_listener_runs_on_the_polling_thread(bootstrap, make_topic, to
     assert ("assigned", {TopicPartition(topic, p) for p in range(4)}) in rec.events
     second = Member(bootstrap, topic, group, strategy)
     try:
-        wait_for(lambda: (c1.poll(0.2), len(c1.assignment()) == 2 and len(second.assigned) == 2)[1], 40, "two members")
+        wait_for(
+            lambda: (c1.poll(0.2), len(c1.assignment()) == 2 and len(second.assigned) == 2)[1],
+            40,
+            "two members",
+        )
         revoked = [e for e in rec.events if e[0] == "revoked" and e[1]]
         assert revoked, rec.events
         if strategy == "cooperative-sticky":

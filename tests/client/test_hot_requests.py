@@ -11,7 +11,10 @@ from odradek.protocol import messages
 @pytest.mark.parametrize("txn", [None, "tx-1"])
 @pytest.mark.parametrize("client_id", ["odradek-producer-1", None])
 def test_produce_request_matches_kio(version, txn, client_id):
-    topic_data = [("orders", [(0, [b"\x01" * 61, bytearray(b"abc")]), (3, [b"\x02" * 70])]), ("x", [(1, [b"z"])])]
+    topic_data = [
+        ("orders", [(0, [b"\x01" * 61, bytearray(b"abc")]), (3, [b"\x02" * 70])]),
+        ("x", [(1, [b"z"])]),
+    ]
     ours = b"".join(produce_request(version, 77, client_id, -1, 30000, topic_data, txn))
     entity = wire.build_request(
         wire.PRODUCE,
@@ -21,7 +24,10 @@ def test_produce_request_matches_kio(version, txn, client_id):
             "acks": -1,
             "timeout": 30000,
             "topic_data": [
-                {"name": name, "partition_data": [{"index": i, "records": b"".join(bufs)} for i, bufs in parts]}
+                {
+                    "name": name,
+                    "partition_data": [{"index": i, "records": b"".join(bufs)} for i, bufs in parts],
+                }
                 for name, parts in topic_data
             ],
         },

@@ -13,7 +13,12 @@ confluent_kafka = pytest.importorskip("confluent_kafka")
 
 def confluent_read(bootstrap, topic, partitions, expected, timeout=20.0):
     c = confluent_kafka.Consumer(
-        {"bootstrap.servers": bootstrap, "group.id": "interop-reader", "enable.auto.commit": False, "check.crcs": True}
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "interop-reader",
+            "enable.auto.commit": False,
+            "check.crcs": True,
+        }
     )
     try:
         c.assign([confluent_kafka.TopicPartition(topic, p, 0) for p in range(partitions)])
@@ -37,7 +42,13 @@ def test_confluent_reads_what_we_produce(bootstrap, make_topic, topic, codec):
     with Producer(bootstrap_servers=bootstrap, compression_type=codec) as p:
         for i in range(300):
             key = b"k%d" % i
-            md = p.send(topic, b"v%d" % i * 20, key=key, headers=[("i", b"%d" % i)], timestamp_ms=1_700_000_000_000 + i)
+            md = p.send(
+                topic,
+                b"v%d" % i * 20,
+                key=key,
+                headers=[("i", b"%d" % i)],
+                timestamp_ms=1_700_000_000_000 + i,
+            )
             sent[key] = md
         p.flush()
     got = confluent_read(bootstrap, topic, 3, 300)
@@ -56,7 +67,13 @@ def test_we_read_what_confluent_produces(bootstrap, make_topic, topic, codec):
     make_topic(topic, 3)
     p = confluent_kafka.Producer({"bootstrap.servers": bootstrap, "compression.type": codec, "linger.ms": 5})
     for i in range(300):
-        p.produce(topic, value=b"v%d" % i * 20, key=b"k%d" % i, headers=[("i", b"%d" % i)], timestamp=1_700_000_000_000 + i)
+        p.produce(
+            topic,
+            value=b"v%d" % i * 20,
+            key=b"k%d" % i,
+            headers=[("i", b"%d" % i)],
+            timestamp=1_700_000_000_000 + i,
+        )
     assert p.flush(20) == 0
     got = []
     with Consumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest") as c:
@@ -67,13 +84,21 @@ def test_we_read_what_confluent_produces(bootstrap, make_topic, topic, codec):
     assert len(got) == 300
     for r in got:
         i = int(r.key[1:])
-        assert r.value == b"v%d" % i * 20 and r.headers == [("i", b"%d" % i)] and r.timestamp == 1_700_000_000_000 + i
+        assert (
+            r.value == b"v%d" % i * 20
+            and r.headers == (("i", b"%d" % i),)
+            and r.timestamp == 1_700_000_000_000 + i
+        )
 
 
 def test_keyed_partitioning_matches_confluent_murmur2_random(bootstrap, make_topic, topic):
     partitions = 12
     make_topic(topic, partitions)
-    keys = [b"", b"a", b"ab", b"abc", b"abcd", b"key-%d" % 7] + [b"user-%d" % i for i in range(300)] + [bytes(range(256))]
+    keys = (
+        [b"", b"a", b"ab", b"abc", b"abcd", b"key-%d" % 7]
+        + [b"user-%d" % i for i in range(300)]
+        + [bytes(range(256))]
+    )
     cp = confluent_kafka.Producer({"bootstrap.servers": bootstrap, "partitioner": "murmur2_random"})
     theirs = {}
 
@@ -98,7 +123,9 @@ def test_kafka_python_reads_what_we_produce(bootstrap, make_topic, topic):
         for i in range(50):
             p.send(topic, b"v%d" % i, key=b"k%d" % i)
         p.flush()
-    c = kafka.KafkaConsumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest", consumer_timeout_ms=5000)
+    c = kafka.KafkaConsumer(
+        bootstrap_servers=bootstrap, auto_offset_reset="earliest", consumer_timeout_ms=5000
+    )
     try:
         c.assign([kafka.TopicPartition(topic, 0)])
         c.seek_to_beginning()

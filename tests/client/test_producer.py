@@ -46,7 +46,7 @@ def test_round_trip_with_each_codec(bootstrap, make_topic, topic, codec):
     for i in range(500):
         r = by_key[b"key-%d" % i]
         assert r.value == b"value-%d" % i * (i % 7 + 1)
-        assert r.headers == [("n", b"%d" % i)]
+        assert r.headers == (("n", b"%d" % i),)
         assert r.partition == metas[i].partition and r.offset == metas[i].offset
 
 
@@ -55,14 +55,16 @@ def test_headers_timestamps_and_nulls(bootstrap, make_topic, topic):
     ts = 1_600_000_000_123
     with Producer(bootstrap_servers=bootstrap) as p:
         md1 = p.send(topic, value=None, key=b"tombstone", timestamp_ms=ts).result(10)
-        md2 = p.send(topic, value=b"v", key=None, headers=[("a", b"1"), ("b", None), ("c", b"")], timestamp_ms=ts + 5).result(10)
+        md2 = p.send(
+            topic, value=b"v", key=None, headers=[("a", b"1"), ("b", None), ("c", b"")], timestamp_ms=ts + 5
+        ).result(10)
         md3 = p.send(topic, value="text", key="k").result(10)
     assert md1.timestamp == ts and md2.timestamp == ts + 5
     assert (md1.offset, md2.offset, md3.offset) == (0, 1, 2)
     r1, r2, r3 = read_all(bootstrap, topic, 1, 3)
     assert (r1.key, r1.value, r1.timestamp) == (b"tombstone", None, ts)
     assert (r2.key, r2.value, r2.timestamp) == (None, b"v", ts + 5)
-    assert r2.headers == [("a", b"1"), ("b", None), ("c", b"")]
+    assert r2.headers == (("a", b"1"), ("b", None), ("c", b""))
     assert (r3.key, r3.value) == (b"k", b"text")
     assert abs(r3.timestamp - time.time() * 1000) < 60_000
 
@@ -215,11 +217,13 @@ def test_serializers_interceptors_and_serializer_errors(bootstrap, make_topic, t
         interceptors=[Stamp()],
     ) as p:
         p.send(topic, {"a": 1}, key="k").result(10)
-        with pytest.raises(SerializationError, match=f"value_serializer failed for a record to topic '{topic}'"):
+        with pytest.raises(
+            SerializationError, match=f"value_serializer failed for a record to topic '{topic}'"
+        ):
             p.send(topic, {"bad": {1, 2}}, key="k")
     assert len(acked) == 1 and acked[0][1] is None and acked[0][0].offset == 0
     (r,) = read_all(bootstrap, topic, 1, 1)
-    assert json.loads(r.value) == {"a": 1} and r.key == b"k" and r.headers == [("stamped", b"yes")]
+    assert json.loads(r.value) == {"a": 1} and r.key == b"k" and r.headers == (("stamped", b"yes"),)
 
 
 def test_callbacks_and_concurrent_senders(bootstrap, make_topic, topic):
@@ -244,7 +248,9 @@ def test_callbacks_and_concurrent_senders(bootstrap, make_topic, topic):
 def test_unreachable_bootstrap_times_out_after_max_block(unused_port):
     with Producer(bootstrap_servers=f"127.0.0.1:{unused_port}", max_block_ms=1500) as p:
         t = time.monotonic()
-        with pytest.raises(KafkaTimeoutError, match="not present in metadata after 1500 ms.*bootstrap") as info:
+        with pytest.raises(
+            KafkaTimeoutError, match="not present in metadata after 1500 ms.*bootstrap"
+        ) as info:
             p.send("orders", b"x")
         assert 1.4 < time.monotonic() - t < 5
         assert str(unused_port) in str(info.value)
@@ -253,10 +259,18 @@ def test_unreachable_bootstrap_times_out_after_max_block(unused_port):
 def test_buffer_full_blocks_then_times_out(topic):
     from blackhole import BlackHoleBroker
 
-    with BlackHoleBroker(topic) as bh, Producer(
-        bootstrap_servers=bh.bootstrap_servers, buffer_memory=3000, batch_size=1000, max_block_ms=400, acks=1,
-        enable_idempotence=False, request_timeout_ms=60_000,
-    ) as p:
+    with (
+        BlackHoleBroker(topic) as bh,
+        Producer(
+            bootstrap_servers=bh.bootstrap_servers,
+            buffer_memory=3000,
+            batch_size=1000,
+            max_block_ms=400,
+            acks=1,
+            enable_idempotence=False,
+            request_timeout_ms=60_000,
+        ) as p,
+    ):
         futures = [p.send(topic, b"x" * 500) for _ in range(3)]  # three batches fill the pool
         t = time.monotonic()
         with pytest.raises(KafkaTimeoutError, match="buffer_memory"):
@@ -270,10 +284,18 @@ def test_buffer_full_blocks_then_times_out(topic):
 def test_delivery_timeout_fails_records_that_get_no_answer(topic):
     from blackhole import BlackHoleBroker
 
-    with BlackHoleBroker(topic) as bh, Producer(
-        bootstrap_servers=bh.bootstrap_servers, delivery_timeout_ms=1500, request_timeout_ms=1000, linger_ms=0, acks=1,
-        enable_idempotence=False, retry_backoff_ms=50,
-    ) as p:
+    with (
+        BlackHoleBroker(topic) as bh,
+        Producer(
+            bootstrap_servers=bh.bootstrap_servers,
+            delivery_timeout_ms=1500,
+            request_timeout_ms=1000,
+            linger_ms=0,
+            acks=1,
+            enable_idempotence=False,
+            retry_backoff_ms=50,
+        ) as p,
+    ):
         fut = p.send(topic, b"x")
         with pytest.raises(KafkaTimeoutError):
             fut.result(10)

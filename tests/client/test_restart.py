@@ -25,9 +25,14 @@ def test_broker_restart_mid_stream(own_kafka):
     errors = []
     consumed = []
     producer = Producer(
-        bootstrap_servers=broker.bootstrap_servers, linger_ms=5, delivery_timeout_ms=60_000, retry_backoff_ms=50
+        bootstrap_servers=broker.bootstrap_servers,
+        linger_ms=5,
+        delivery_timeout_ms=60_000,
+        retry_backoff_ms=50,
     )
-    consumer = Consumer(bootstrap_servers=broker.bootstrap_servers, auto_offset_reset="earliest", request_timeout_ms=5000)
+    consumer = Consumer(
+        bootstrap_servers=broker.bootstrap_servers, auto_offset_reset="earliest", request_timeout_ms=5000
+    )
     consumer.assign([TopicPartition(topic, 0), TopicPartition(topic, 1)])
 
     def produce():
@@ -60,11 +65,17 @@ def test_broker_restart_mid_stream(own_kafka):
         if not broker.persistent:
             # A second wave, once tansu has settled: every record must make it. (tansu
             # re-creates the topic with its default partition count: aim at 0 and 1.)
-            wave = [(i, producer.send(topic, b"%d" % i, partition=i % 2)) for i in range(1_000_000, 1_000_200)]
+            wave = [
+                (i, producer.send(topic, b"%d" % i, partition=i % 2)) for i in range(1_000_000, 1_000_200)
+            ]
             producer.flush(60)
-            assert all(f.succeeded() for _, f in wave), [f.exception(0) for _, f in wave if not f.succeeded()][:3]
+            assert all(f.succeeded() for _, f in wave), [
+                f.exception(0) for _, f in wave if not f.succeeded()
+            ][:3]
             deadline = time.monotonic() + 20
-            while time.monotonic() < deadline and not {i for i, _ in wave} <= {int(r.value) for r in consumed}:
+            while time.monotonic() < deadline and not {i for i, _ in wave} <= {
+                int(r.value) for r in consumed
+            }:
                 time.sleep(0.2)
             assert {i for i, _ in wave} <= {int(r.value) for r in consumed}, "the consumer did not resume"
     finally:
@@ -76,7 +87,9 @@ def test_broker_restart_mid_stream(own_kafka):
     assert not errors, errors
     if broker.persistent:
         after = futures[restarted_at:]
-        assert after and all(f.succeeded() for _, f in after), [f.exception(0) for _, f in after if not f.succeeded()][:3]
+        assert after and all(f.succeeded() for _, f in after), [
+            f.exception(0) for _, f in after if not f.succeeded()
+        ][:3]
         acked = {i for i, f in futures if f.succeeded()}
         with Consumer(bootstrap_servers=broker.bootstrap_servers, auto_offset_reset="earliest") as c:
             c.assign([TopicPartition(topic, 0), TopicPartition(topic, 1)])
@@ -87,4 +100,6 @@ def test_broker_restart_mid_stream(own_kafka):
         values = [int(r.value) for r in stored]
         assert len(values) == len(set(values)), "duplicates after the restart"
         assert acked <= set(values), f"lost {len(acked - set(values))} acknowledged records"
-        assert any(int(r.value) >= restarted_at for r in consumed), "the consumer did not resume after the restart"
+        assert any(int(r.value) >= restarted_at for r in consumed), (
+            "the consumer did not resume after the restart"
+        )

@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 from click.testing import CliRunner
@@ -19,7 +16,11 @@ pytestmark = pytest.mark.timeout(240)
 def test_list_names_the_three_pipelines():
     result = CliRunner().invoke(pipeline, ["list"])
     assert result.exit_code == 0, result.output
-    assert [line.split()[0] for line in result.output.splitlines()] == ["page-views", "offline-load", "value-length"]
+    assert [line.split()[0] for line in result.output.splitlines()] == [
+        "page-views",
+        "offline-load",
+        "value-length",
+    ]
 
 
 def test_generate_page_views(broker, topic_name):
@@ -38,15 +39,18 @@ def test_generate_page_views(broker, topic_name):
     assert all(e["action"] == "view" and isinstance(e["ts"], int) for e in events)
 
 
-def test_run_value_length_from_the_command_line(broker, topic_name, tmp_path):
+def test_run_value_length_from_the_command_line(spark, broker, topic_name, tmp_path):
     source, target = f"{topic_name}-in", f"{topic_name}-out"
     create_topic(broker.bootstrap_servers, source, 1)
     produce(broker.bootstrap_servers, source, [{"key": b"k", "value": b"x" * i} for i in range(30)])
-    cmd = [
-        sys.executable, "-c", "from odradek.pipeline.cli import pipeline; pipeline()",
-        "run", "value-length", "-b", broker.bootstrap_servers, "--input", source, "--output", target,
-        "--checkpoint", str(tmp_path / "ckpt"), "--available-now", "--master", "local[1]",
-    ]  # fmt: skip
-    done = subprocess.run(cmd, capture_output=True, timeout=180, env={**os.environ, "PYSPARK_PYTHON": sys.executable})
-    assert done.returncode == 0, done.stderr.decode(errors="replace")[-3000:]
-    assert [r.value for r in read_topic(broker.bootstrap_servers, target)] == [str(i).encode() for i in range(30)]
+    # In this process the command uses the session the tests already have.
+    result = CliRunner().invoke(
+        pipeline,
+        ["run", "value-length", "-b", broker.bootstrap_servers, "--input", source, "--output", target,
+         "--checkpoint", str(tmp_path / "ckpt"), "--available-now"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert [r.value for r in read_topic(broker.bootstrap_servers, target)] == [
+        str(i).encode() for i in range(30)
+    ]
+    assert not spark.sparkContext._jsc.sc().isStopped()

@@ -122,7 +122,7 @@ def check_compacted(log, writer: Writer, *, tombstones_gone: bool, oracle: bool 
     cleaned = [(o, k, v) for o, k, v, _ in got if o < active]
     keys = [k for _, k, _ in cleaned]
     assert len(keys) == len(set(keys)), "a key appears twice in the cleaned segments"
-    for o, k, v in cleaned:
+    for o, k, _v in cleaned:
         assert latest_below[k][0] == o
     expected_cleaned = {k for k, (o, v) in latest_below.items() if not (tombstones_gone and v is None)}
     assert set(keys) == expected_cleaned
@@ -489,39 +489,47 @@ def test_segments_deleted_during_the_pass_abort_it(tmp_path):
     assert read_records(log)[0][0] >= doomed
 
 
-def test_cleaner_thread_runs_while_the_loop_appends_and_reads(tmp_path):
-    """The broker's arrangement: appends and reads on an event loop, the cleaner in its thread,
-    the swap scheduled onto the loop. Every read sees a consistent log."""
+@pytest.mark.parametrize(
+    "threads,processes", [(1, False), (2, False), (2, True)], ids=["1-thread", "2-threads", "2-workers"]
+)
+def test_cleaner_runs_while_the_loop_appends_and_reads(tmp_path, threads, processes):
+    """The broker's arrangement: appends and reads on an event loop, the cleaner in its threads
+    (or their worker processes), every swap scheduled onto the loop. Every read sees a
+    consistent log, and each log ends up compacted up to its active segment."""
     lm = manager(tmp_path, **{"segment.bytes": "4096"})
-    log = lm.get_or_create_log("t", 0)
-    w = Writer(log, seed=3)
+    writers = [Writer(lm.get_or_create_log(f"t{i}", 0), seed=3 + i) for i in range(2)]
 
     async def main():
         cleaner = LogCleaner(
             lm,
-            CleanerConfig(backoff_ms=5, io_buffer_size=8192),
+            CleanerConfig(threads=threads, backoff_ms=5, io_buffer_size=8192),
             call_owner=loop_caller(asyncio.get_running_loop()),
+            use_processes=processes,
         )
         cleaner.start()
         try:
-            for round_ in range(60):
-                w.random(20, keys=25, tombstones=0.05)
-                offsets = [o for o, *_ in read_records(log)]
-                assert offsets == sorted(set(offsets))
+            for round_ in range(40):
+                for w in writers:
+                    w.random(20, keys=25, tombstones=0.05)
+                    offsets = [o for o, *_ in read_records(w.log)]
+                    assert offsets == sorted(set(offsets))
                 await asyncio.sleep(0.005)
                 if round_ % 10 == 0:
                     lm.cleanup(now_ms())
-            deadline = time.monotonic() + 10
-            while cleaner.manager.checkpoint("t", 0) != log.active_segment.base_offset:
-                assert time.monotonic() < deadline, "cleaner did not catch up"
-                await asyncio.sleep(0.02)
+            deadline = time.monotonic() + 20
+            for i, w in enumerate(writers):
+                while cleaner.manager.checkpoint(f"t{i}", 0) != w.log.active_segment.base_offset:
+                    assert time.monotonic() < deadline, "cleaner did not catch up"
+                    await asyncio.sleep(0.02)
         finally:
             await asyncio.to_thread(cleaner.shutdown)
         return cleaner
 
     cleaner = asyncio.run(main())
     assert cleaner.passes >= 2
-    check_compacted(log, w, tombstones_gone=False)
+    for w in writers:
+        check_compacted(w.log, w, tombstones_gone=False)
+        assert not [n for n in os.listdir(w.log.dir) if n.endswith((".cleaned", ".swap"))]
 
 
 def test_log_deleted_while_cleaning_keeps_files_open_until_released(tmp_path):

@@ -190,3 +190,46 @@ def test_compaction_keeps_the_aborted_index_of_cleaned_segments(tmp_path):
     reopened = LogManager(str(tmp_path / "data"), LogConfig.from_dict(cfg)).get_or_create_log("t", 0)
     reopened.high_watermark = reopened.log_end_offset
     assert aborted(reopened) == before
+
+
+class Crash(BaseException):
+    """Stands in for SIGKILL at a fault point."""
+
+
+@pytest.mark.parametrize("point", ["cleaner-after-cleaned", "cleaner-after-swap", "cleaner-after-old-deleted"])
+def test_a_crash_during_the_swap_keeps_the_aborted_index(tmp_path, monkeypatch, point):
+    from odradek.storage import cleaner as cleaner_module
+    from odradek.storage import log as log_module
+
+    cfg = {
+        "cleanup.policy": "compact",
+        "segment.bytes": "700",
+        "min.cleanable.dirty.ratio": "0.01",
+        "file.delete.delay.ms": "0",
+    }
+    lm = LogManager(str(tmp_path / "data"), LogConfig.from_dict(cfg))
+    log = lm.get_or_create_log("t", 0)
+    for i in range(6):
+        data(log, key=b"plain", value=b"p" * 50)
+        data(log, pid=70 + i, key=b"txn-%d" % i, value=b"t" * 50)
+        marker(log, 70 + i, committed=i % 2 == 0)
+    log.roll()
+    log.high_watermark = log.log_end_offset
+    lm.checkpoint_all()
+    before = aborted(log)
+    assert len(before) == 3
+
+    def fault(name):
+        if name == point:
+            raise Crash(name)
+
+    monkeypatch.setattr(cleaner_module, "fault_point", fault)
+    monkeypatch.setattr(log_module, "fault_point", fault)
+    monkeypatch.setattr(cleaner_module._CleanedSegmentWriter, "discard", lambda self: None)
+    with pytest.raises(Crash):
+        LogCleaner(lm).clean_once()
+    monkeypatch.undo()
+    reopened = LogManager(str(tmp_path / "data"), LogConfig.from_dict(cfg)).get_log("t", 0)
+    reopened.high_watermark = reopened.log_end_offset
+    assert aborted(reopened) == before
+    assert not [n for n in os.listdir(reopened.dir) if n.endswith((".cleaned", ".swap", ".deleted"))]

@@ -25,6 +25,10 @@ late producer is fenced), forgets ids idle past ``transactional.id.expiration.ms
 ``transaction.remove.expired.transaction.cleanup.interval.ms``, as tombstones), and
 retries markers.
 
+Crash tests: ``ODRADEK_STORAGE_FAULT=txn-after-prepare`` (the decision written, no marker
+yet) or ``txn-after-markers`` (every marker written, not the Complete record) kills the
+broker there (``odradek.storage._faults``).
+
 Differences from Kafka: InitProducerId over an Ongoing transaction from a new producer
 (no producer id given) fences, aborts and — when the abort completed at once, as it does
 on a single node — answers with the new epoch instead of CONCURRENT_TRANSACTIONS, which
@@ -71,6 +75,7 @@ from odradek.broker.txn.state import (
 from odradek.broker.txn.state_topic import TRANSACTION_STATE_TOPIC, TransactionStateTopic
 from odradek.protocol import errors
 from odradek.protocol.errors import ErrorCode, KafkaError
+from odradek.storage._faults import fault_point
 
 log = logging.getLogger(__name__)
 
@@ -513,6 +518,7 @@ class TransactionCoordinator:
         code = self._write(partition, prepared)
         if code != NONE:
             return code
+        fault_point("txn-after-prepare")
         self.pending_markers[meta.transactional_id] = set(prepared.partitions)
         self._send_markers(meta.transactional_id)
         return NONE
@@ -554,6 +560,7 @@ class TransactionCoordinator:
         if remaining:
             self._poke()
             return
+        fault_point("txn-after-markers")
         now = self._now()
         done = meta.transit(COMPLETE_COMMIT if committed else COMPLETE_ABORT, now, partitions=frozenset())
         if self._write(partition, done) != NONE:
