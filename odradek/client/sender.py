@@ -91,6 +91,7 @@ class Sender:
         self._metadata_requested_at = 0.0
         self._next_expiry_check = 0.0
         self.txn = None  # the TransactionManager of a transactional producer
+        self._txn_held = False  # a round held back batches of partitions not yet in the transaction
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -181,6 +182,7 @@ class Sender:
         txn = self.txn
         if txn is not None and self.producer_id < 0:
             return 1.0  # init_transactions() gives the producer id
+        self._txn_held = False
         if txn is None and self.idempotent and (self.producer_id < 0 or self._need_new_pid):
             if self._need_new_pid and self._inflight_batches:
                 return 0.05
@@ -207,7 +209,7 @@ class Sender:
             batches = self.acc.drain(cluster, node, self.max_request_size, now, self._may_send)
             if batches:
                 self._send(conn, batches)
-        if txn is not None and nodes:
+        if self._txn_held:
             delay = max(delay, 0.05)  # partitions still being added wake us when they are
         return delay
 
@@ -215,6 +217,7 @@ class Sender:
         """Called under the accumulator lock for the head batch of a partition."""
         tp = batch.tp
         if self.txn is not None and not self.txn.may_send(tp):
+            self._txn_held = True
             return False
         if self.guarantee_order and self._inflight.get(tp):
             return False

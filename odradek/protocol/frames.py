@@ -4,8 +4,10 @@
 receive (``get_buffer``), tells it how many bytes arrived (``buffer_updated``) and gets
 back the complete frames. Small frames are sliced out of one reusable buffer without
 copying; a frame larger than that buffer gets a buffer of its own, received into
-directly. Frames are memoryviews that stay valid until the next ``get_buffer`` call, so
-the caller must finish with them (or copy what it keeps) before receiving again.
+directly; that buffer is kept and reused for the next large frame, so a stream of
+1 MB Produce requests allocates nothing per request. Frames are memoryviews that stay
+valid until the next ``get_buffer`` call, so the caller must finish with them (or copy
+what it keeps) before receiving again.
 """
 
 from __future__ import annotations
@@ -33,12 +35,13 @@ class FrameReader:
         self._view = memoryview(self._buf)
         self._start = 0  # first unconsumed byte
         self._end = 0  # first free byte
-        self._large: bytearray | None = None  # buffer of a frame too big for _buf
+        self._large: memoryview | None = None  # the frame too big for _buf being received
         self._large_filled = 0
+        self._spare = bytearray(0)  # reused storage for large frames
 
     def get_buffer(self) -> memoryview:
         if self._large is not None:
-            return memoryview(self._large)[self._large_filled :]
+            return self._large[self._large_filled :]
         if self._start == self._end:
             self._start = self._end = 0
         elif len(self._buf) - self._end < 16 * 1024:
@@ -52,7 +55,7 @@ class FrameReader:
             self._large_filled += nbytes
             if self._large_filled < len(self._large):
                 return []
-            frame = memoryview(self._large)
+            frame = self._large
             self._large = None
             return [frame]
         self._end += nbytes
@@ -70,7 +73,9 @@ class FrameReader:
                 continue
             if 4 + size > len(buf):
                 have = end - start - 4
-                self._large = bytearray(size)
+                if len(self._spare) < size:
+                    self._spare = bytearray(size)
+                self._large = memoryview(self._spare)[:size]
                 self._large[:have] = buf[start + 4 : end]
                 self._large_filled = have
                 start = end

@@ -23,7 +23,7 @@ from kio.schema.index import api_key_map, schema_name_map
 from kio.serial import entity_reader, entity_writer
 from kio.static.constants import EntityType
 
-from odradek.protocol import legacy_produce
+from odradek.protocol import produce_request
 
 PRODUCE_KEY = 0
 API_VERSIONS_KEY = 18
@@ -50,7 +50,7 @@ def api_name(api_key: int) -> str:
 
 
 def known_versions(api_key: int) -> range:
-    """The versions we can parse: kio's schemas, plus Produce v0-v2 (``legacy_produce``)."""
+    """The versions we can parse: kio's schemas, plus Produce v0-v2 (``produce_request``)."""
     name = api_key_map.get(api_key)
     if name is None:
         return range(0)
@@ -61,7 +61,7 @@ def known_versions(api_key: int) -> range:
 
 
 def _is_legacy_produce(api_key: int, api_version: int) -> bool:
-    return api_key == PRODUCE_KEY and api_version < legacy_produce.FIRST_KIO_VERSION
+    return api_key == PRODUCE_KEY and api_version < produce_request.FIRST_KIO_VERSION
 
 
 @cache
@@ -151,9 +151,9 @@ def parse_request_header(payload) -> tuple[RequestHeader, int]:
 
 def decode_request_body(header: RequestHeader, payload, pos: int):
     """Decode the body with kio; raise MalformedRequest on any parse failure."""
-    if _is_legacy_produce(header.api_key, header.api_version):
+    if header.api_key == PRODUCE_KEY:
         try:
-            return legacy_produce.decode_produce_request(payload, pos)
+            return produce_request.decode_produce_request(payload, pos, header.api_version)
         except (ValueError, UnicodeDecodeError) as exc:
             raise MalformedRequest(f"cannot decode Produce v{header.api_version}: {exc}") from exc
     cls = request_class(header.api_key, header.api_version)
