@@ -184,11 +184,13 @@ def produce_row(base_dir: str, mode: str, seconds: float, value_bytes: int) -> d
     try:
         data = os.path.join(d, "data")
         shutil.copytree(base_dir, data)
+        os.sync()  # no writeback of the copy during the produce window
         overrides = {"log.cleaner.enable": str(mode != "disabled").lower(), "log.cleaner.backoff.ms": 100}
         broker = Broker(data, overrides=overrides, mode=mode)
         broker.start()
         busy_dir = os.path.join(data, "busy-0")
         try:
+            time.sleep(1.0)  # the same settling time for every set-up
             if mode != "disabled":  # start producing once a pass is writing its cleaned segment
                 deadline = time.time() + 60
                 while (

@@ -190,15 +190,21 @@ class Connection(asyncio.BufferedProtocol):
         self._flush()
 
     def _encode(self, request: Request, result):
+        """The response as one bytes object, or a list of buffers when it carries record
+        data: small parts are joined so that a response costs one send, while record
+        bytes and file slices pass through uncopied."""
         if isinstance(result, RawResponse):
             head = messages.response_header(request.api_key, request.api_version, request.correlation_id)
-            size = len(head) + sum(len(p) for p in result.parts)
-            return [messages.size_prefix(size), head, *result.parts]
+            parts = result.parts
+            size = len(head)
+            for part in parts:
+                size += len(part)
+            if size < _JOIN_BELOW and not result.has_files:
+                return b"".join([messages.size_prefix(size), head, *parts])
+            return _coalesce([messages.size_prefix(size), head, *parts])
         if isinstance(result, bytes):
-            return [result]
-        return [
-            messages.encode_response(request.api_key, request.api_version, request.correlation_id, result)
-        ]
+            return result
+        return messages.encode_response(request.api_key, request.api_version, request.correlation_id, result)
 
     def _push_ready(self, data):
         if not self._slots:
@@ -221,8 +227,6 @@ class Connection(asyncio.BufferedProtocol):
             return
         if isinstance(data, bytes):
             self.transport.write(data)
-        elif len(data) == 1:
-            self.transport.write(data[0])
         elif any(hasattr(p, "send_to") for p in data):
             self._write_with_files(data)
         else:
@@ -285,6 +289,26 @@ class Connection(asyncio.BufferedProtocol):
         self.closed = True
         if self.transport is not None:
             self.transport.close()
+
+
+_JOIN_BELOW = 64 * 1024
+
+
+def _coalesce(parts: list) -> list:
+    """Join runs of small buffers; keep large ones (record data) and file slices apart."""
+    out: list = []
+    run: list = []
+    for part in parts:
+        if hasattr(part, "send_to") or len(part) >= _JOIN_BELOW:
+            if run:
+                out.append(b"".join(run))
+                run = []
+            out.append(part)
+        else:
+            run.append(part)
+    if run:
+        out.append(b"".join(run))
+    return out
 
 
 def _send_direct(fd: int, parts: list) -> list:

@@ -60,6 +60,13 @@ class Partition:
         return self.log.last_stable_offset
 
     def _maybe_advance_high_watermark(self) -> bool:
+        isr = self.state.isr
+        if len(isr) == 1 and isr[0] == self.node_id:  # a single in-sync replica: this one
+            leo = self.log.log_end_offset
+            if leo > self.log.high_watermark:
+                self.log.high_watermark = leo
+                return True
+            return False
         leos = [self.log.log_end_offset]
         leos += [self.follower_leos.get(r, 0) for r in self.state.isr if r != self.node_id]
         new_hw = min(leos)

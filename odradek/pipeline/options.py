@@ -72,6 +72,35 @@ def source_schema(include_headers: bool) -> StructType:
     return StructType(fields)
 
 
+def project(schema: StructType | None, include_headers: bool) -> tuple[str, ...]:
+    """The columns a read produces: the source schema's, or a user-given subset of them.
+
+    ``spark.read.format("odradek").schema("value binary, offset long")`` reads only those
+    columns, which saves moving the others from Python to the JVM. Names and types must be
+    the source schema's.
+    """
+    full = source_schema(True)
+    if schema is None:
+        return tuple(f.name for f in source_schema(include_headers).fields)
+    known = {f.name.lower(): f for f in full.fields}
+    names = []
+    for f in schema.fields:
+        ref = known.get(f.name.lower())
+        if ref is None:
+            raise OptionError(f"column {f.name!r} is not in the odradek schema ({', '.join(known)})")
+        if ref.dataType.simpleString() != f.dataType.simpleString():
+            raise OptionError(
+                f"column {f.name} is {ref.dataType.simpleString()}, not {f.dataType.simpleString()}"
+            )
+        names.append(ref.name)
+    return tuple(names)
+
+
+def projected_schema(columns: tuple[str, ...]) -> StructType:
+    fields = {f.name: f for f in source_schema(True).fields}
+    return StructType([fields[name] for name in columns])
+
+
 class OptionError(ValueError):
     """An option is missing, unknown where it matters, or has a bad value."""
 
@@ -264,6 +293,11 @@ class ReadOptions:
     client_id: str
     timeout_s: float
     partition_fetch_bytes: int
+    columns: tuple[str, ...] = ()
+
+    @property
+    def wants_headers(self) -> bool:
+        return "headers" in self.columns
 
     def cluster(self):
         from odradek.pipeline.wire import Cluster
@@ -271,7 +305,9 @@ class ReadOptions:
         return Cluster(self.bootstrap_servers, client_id=self.client_id, timeout=self.timeout_s)
 
 
-def read_options(options: Mapping[str, str], *, streaming: bool) -> ReadOptions:
+def read_options(
+    options: Mapping[str, str], *, streaming: bool, schema: StructType | None = None
+) -> ReadOptions:
     opts = options if isinstance(options, Options) else Options(options)
     level = (opts.get("kafka.isolation.level") or "read_uncommitted").strip().lower()
     if level not in ("read_uncommitted", "read_committed"):
@@ -285,13 +321,14 @@ def read_options(options: Mapping[str, str], *, streaming: bool) -> ReadOptions:
         opts.get(n) for n in ("endingOffsets", "endingTimestamp", "endingOffsetsByTimestamp")
     ):
         raise OptionError("ending offsets are for batch queries; a streaming query reads on")
+    include_headers = opts.flag("includeHeaders", False)
     return ReadOptions(
         bootstrap_servers=opts.bootstrap_servers(),
         subscription=subscription(opts),
         starting=offset_spec(opts, "starting", "latest" if streaming else "earliest"),
         ending=offset_spec(opts, "ending", "latest"),
         by_timestamp_strategy=strategy,
-        include_headers=opts.flag("includeHeaders", False),
+        include_headers=include_headers,
         fail_on_data_loss=opts.flag("failOnDataLoss", True),
         isolation_level=READ_COMMITTED if level == "read_committed" else READ_UNCOMMITTED,
         max_offsets_per_trigger=opts.integer("maxOffsetsPerTrigger", minimum=1),
@@ -304,6 +341,7 @@ def read_options(options: Mapping[str, str], *, streaming: bool) -> ReadOptions:
         client_id=opts.get("kafka.client.id", "odradek-spark"),
         timeout_s=opts.integer("kafka.request.timeout.ms", 30_000, minimum=1) / 1000,
         partition_fetch_bytes=opts.integer("kafka.max.partition.fetch.bytes", 8 << 20, minimum=1024),
+        columns=project(schema, include_headers),
     )
 
 

@@ -24,7 +24,7 @@ import pyarrow as pa
 from pyspark.sql.datasource import InputPartition
 
 from odradek.pipeline.columns import AbortedFilter, Decoded, decode_response
-from odradek.pipeline.options import ReadOptions, source_schema
+from odradek.pipeline.options import ReadOptions, projected_schema
 from odradek.pipeline.wire import EARLIEST, LATEST, READ_COMMITTED, Cluster, WireError
 from odradek.protocol import errors
 from odradek.protocol.records import iter_batches
@@ -63,10 +63,10 @@ class RangePartition(InputPartition):
     end: int
 
 
-def arrow_schema(include_headers: bool) -> pa.Schema:
+def arrow_schema(columns: tuple[str, ...]) -> pa.Schema:
     from pyspark.sql.pandas.types import to_arrow_schema
 
-    return to_arrow_schema(source_schema(include_headers), timezone="UTC")
+    return to_arrow_schema(projected_schema(columns), timezone="UTC")
 
 
 def _repeat_string(value: str, n: int) -> pa.Array:
@@ -75,24 +75,22 @@ def _repeat_string(value: str, n: int) -> pa.Array:
     return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(raw * n)])
 
 
+_BUILDERS = {
+    "key": lambda d, topic, partition, t: d.keys,
+    "value": lambda d, topic, partition, t: d.values,
+    "topic": lambda d, topic, partition, t: _repeat_string(topic, len(d)),
+    "partition": lambda d, topic, partition, t: pa.array(np.full(len(d), partition, np.int32)),
+    "offset": lambda d, topic, partition, t: pa.array(d.offsets),
+    "timestamp": lambda d, topic, partition, t: pa.array(d.timestamps * 1000, type=_TIMESTAMP),
+    "timestampType": lambda d, topic, partition, t: pa.array(d.timestamp_types),
+    "headers": lambda d, topic, partition, t: pa.array(
+        [[{"key": k, "value": v} for k, v in hs] for hs in d.headers], type=t
+    ),
+}
+
+
 def to_record_batch(decoded: Decoded, topic: str, partition: int, schema: pa.Schema) -> pa.RecordBatch:
-    n = len(decoded)
-    columns = [
-        decoded.keys,
-        decoded.values,
-        _repeat_string(topic, n),
-        pa.array(np.full(n, partition, np.int32)),
-        pa.array(decoded.offsets),
-        pa.array(decoded.timestamps * 1000, type=_TIMESTAMP),
-        pa.array(decoded.timestamp_types),
-    ]
-    if decoded.headers is not None:
-        columns.append(
-            pa.array(
-                [[{"key": k, "value": v} for k, v in hs] for hs in decoded.headers],
-                type=schema.field("headers").type,
-            )
-        )
+    columns = [_BUILDERS[f.name](decoded, topic, partition, f.type) for f in schema]
     return pa.RecordBatch.from_arrays(columns, schema=schema)
 
 
@@ -109,7 +107,7 @@ def read_range(part: RangePartition, opts: ReadOptions) -> Iterator[pa.RecordBat
     if not isinstance(part, RangePartition) or part.start >= part.end:
         # Spark plans one placeholder partition when a read has none.
         return
-    schema = arrow_schema(opts.include_headers)
+    schema = arrow_schema(opts.columns)
     with opts.cluster() as cluster:
         yield from _read(cluster, part, opts, schema)
 
@@ -205,7 +203,7 @@ def _read(cluster: Cluster, part: RangePartition, opts: ReadOptions, schema: pa.
         if nxt < end:
             pending = request(nxt)  # the broker works on the next chunk while we decode this one
         decoded = decode_response(
-            records, start=offset, end=end, include_headers=opts.include_headers, aborted=aborted
+            records, start=offset, end=end, include_headers=opts.wants_headers, aborted=aborted
         )
         offset = max(decoded.next_offset, nxt)
         if len(decoded):

@@ -70,10 +70,10 @@ class OdradekDataSource(DataSource):
         return source_schema(Options(self.options).flag("includeHeaders", False))
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        return BatchReader(read_options(self.options, streaming=False))
+        return BatchReader(read_options(self.options, streaming=False, schema=schema))
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
-        return StreamReader(read_options(self.options, streaming=True))
+        return StreamReader(read_options(self.options, streaming=True, schema=schema))
 
     def writer(self, schema: StructType, overwrite: bool):
         from odradek.pipeline.sink import BatchWriter

@@ -49,6 +49,7 @@ def api_name(api_key: int) -> str:
     return api_key_map.get(api_key, f"unknown({api_key})")
 
 
+@cache
 def known_versions(api_key: int) -> range:
     """The versions we can parse: kio's schemas, plus Produce v0-v2 (``produce_request``)."""
     name = api_key_map.get(api_key)

@@ -78,8 +78,11 @@ class _Reader:
         return _I16.unpack_from(self.view, pos)[0]
 
     def uvarint(self) -> int:
-        value = shift = 0
         view, pos = self.view, self.pos
+        if pos < self.end and view[pos] < 0x80:  # the usual one-byte case
+            self.pos = pos + 1
+            return view[pos]
+        value = shift = 0
         while True:
             if pos >= self.end:
                 raise ValueError("truncated varint")

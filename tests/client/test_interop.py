@@ -124,12 +124,16 @@ def test_kafka_python_reads_what_we_produce(bootstrap, make_topic, topic):
             p.send(topic, b"v%d" % i, key=b"k%d" % i)
         p.flush()
     c = kafka.KafkaConsumer(
-        bootstrap_servers=bootstrap, auto_offset_reset="earliest", consumer_timeout_ms=5000
+        bootstrap_servers=bootstrap, auto_offset_reset="earliest", consumer_timeout_ms=10000
     )
     try:
         c.assign([kafka.TopicPartition(topic, 0)])
         c.seek_to_beginning()
-        values = [m.value for m in c][:50]
+        values = []
+        for m in c:
+            values.append(m.value)
+            if len(values) == 50:
+                break
     finally:
         c.close()
     assert values == [b"v%d" % i for i in range(50)]

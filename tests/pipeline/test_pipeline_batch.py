@@ -197,3 +197,27 @@ def test_write_rejects_bad_columns(spark, broker, topic_name):
         spark.createDataFrame([("a",)], "value string").write.format("odradek").mode("overwrite").option(
             "kafka.bootstrap.servers", broker.bootstrap_servers
         ).option("topic", topic_name).save()
+
+
+def test_a_user_schema_reads_a_subset_of_columns(spark, broker, topic_name):
+    create_topic(broker.bootstrap_servers, topic_name, 1)
+    produce(
+        broker.bootstrap_servers,
+        topic_name,
+        [{"value": b"v%d" % i, "headers": [("h", b"%d" % i)]} for i in range(20)],
+    )
+    reader = spark.read.format("odradek").option("kafka.bootstrap.servers", broker.bootstrap_servers)
+    df = (
+        reader.schema("offset long, headers array<struct<key: string, value: binary>>, value binary")
+        .option("subscribe", topic_name)
+        .load()
+    )
+    assert df.columns == ["offset", "headers", "value"]
+    rows = sorted(df.collect())
+    assert [(r.offset, r.value, [(h.key, h.value) for h in r.headers]) for r in rows] == [
+        (i, b"v%d" % i, [("h", b"%d" % i)]) for i in range(20)
+    ]
+    with pytest.raises(Exception, match="not in the odradek schema"):
+        reader.schema("nope long").option("subscribe", topic_name).load().collect()
+    with pytest.raises(Exception, match="offset is bigint"):
+        reader.schema("offset int").option("subscribe", topic_name).load().collect()

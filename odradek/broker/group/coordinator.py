@@ -184,6 +184,7 @@ class GroupCoordinator:
         self._tasks: set[asyncio.Task] = set()
         self._expiry_task: asyncio.Task | None = None
         self.pending_txn: dict[int, PendingTxnOffsets] = {}  # by __consumer_offsets partition
+        self._markers_while_loading: dict[int, list[tuple[int, bool]]] = {}
 
     @classmethod
     def for_broker(cls, broker) -> GroupCoordinator:
@@ -327,6 +328,8 @@ class GroupCoordinator:
             self.pending_txn[partition] = replay.pending
         self.loading.discard(partition)
         self.owned.add(partition)
+        for producer_id, committed in self._markers_while_loading.pop(partition, ()):
+            self.complete_transaction(partition, producer_id, committed)  # written past the replay's end
         if loaded:
             log.info("%s-%d: loaded %d groups", OFFSETS_TOPIC, partition, loaded)
 
@@ -334,6 +337,7 @@ class GroupCoordinator:
         self.loading.discard(partition)
         self.owned.discard(partition)
         self.pending_txn.pop(partition, None)
+        self._markers_while_loading.pop(partition, None)
         count = self.topic.partition_count()
         for group_id, group in list(self.groups.items()):
             if count is None or partition_for(group_id, count) == partition:
@@ -1153,6 +1157,9 @@ class GroupCoordinator:
         """A COMMIT or ABORT marker of ``producer_id`` was written to ``partition``: its pending
         transactional offsets become committed offsets, or are dropped (Kafka's
         ``onTransactionCompleted``)."""
+        if partition in self.loading:
+            self._markers_while_loading.setdefault(partition, []).append((producer_id, committed))
+            return
         pending = self.pending_txn.get(partition)
         if not pending:
             return

@@ -46,9 +46,12 @@ class Request:
 
 @dataclass(slots=True)
 class RawResponse:
-    """A response body packed by the handler, as buffers written in order."""
+    """A response body packed by the handler, as buffers written in order.
+
+    ``has_files`` marks bodies holding file slices (sent with sendfile)."""
 
     parts: list
+    has_files: bool = False
 
 
 REGISTRY: dict[int, ApiSpec] = {}

@@ -95,4 +95,4 @@ async def handle_fetch(broker, request):
         if not broker.fetch_purgatory.try_complete_else_watch(op, [(t, i) for t, i, *_ in plan]):
             await op
         topics, total, had_error = read_partitions(broker, plan, max_bytes, isolation)
-    return RawResponse(fetch_response(request.api_version, topics))
+    return RawResponse(fetch_response(request.api_version, topics), has_files=broker.zero_copy)
