@@ -432,7 +432,7 @@ async def _close(core: ProducerCore, timeout: float | None) -> None:
     core.closed = True
     if core.started:
         if core.txn is not None:
-            await core.txn.close()
+            await core.txn.shutdown(timeout)
         await core.sender.close(timeout)
         await core.client.close()
     for ic in core.interceptors or ():

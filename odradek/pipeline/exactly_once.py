@@ -139,6 +139,8 @@ class CommitLog:
         return zlib.crc32(key.encode()) % len(parts)
 
     def ensure(self) -> None:
+        if self.topic in self.cluster.partitions:
+            return
         if not self.cluster.topic_partitions([self.topic], refresh=True).get(self.topic):
             self.cluster.create_topic(
                 self.topic, 1, configs={"cleanup.policy": "compact", "retention.ms": "-1"}
@@ -150,14 +152,15 @@ class CommitLog:
         if partition is None:
             return LogState(None, [])
         tp = (self.topic, partition)
-        lo = self.cluster.offsets([tp], EARLIEST)[tp]
         hi = self.cluster.offsets([tp], LATEST)[tp]
+        lo = 0
         prefix = key + "#"
         markers: list[dict] = []
         window = 256
         while hi > lo:
             first = max(lo, hi - window)
-            for record in reversed(self._read(tp, first, hi)):
+            records, lo = self._read(tp, first, hi, lo)
+            for record in reversed(records):
                 if record.key is None or record.value is None:
                     continue
                 k = record.key.decode("utf-8", "replace")
@@ -171,19 +174,26 @@ class CommitLog:
             window *= 4
         return LogState(None, markers)
 
-    def _read(self, tp, start: int, end: int) -> list:
+    def _read(self, tp, start: int, end: int, lo: int) -> tuple[list, int]:
+        """Records of ``[start, end)``, and the log start offset if it turned out to be higher."""
         out = []
         offset = start
         while offset < end:
             conn, corr = self.cluster.fetch_request(tp, offset, max_bytes=4 << 20, isolation_level=0)
             p = Cluster.fetch_result(conn, corr)
+            if p.error_code == errors.ErrorCode.offset_out_of_range:
+                lo = self.cluster.offsets([tp], EARLIEST)[tp]  # compaction or retention moved the start
+                if offset >= lo:
+                    raise errors.OffsetOutOfRangeError(f"sink commit log {tp[0]}-{tp[1]} at {offset}")
+                offset = lo
+                continue
             errors.raise_for(p.error_code, f"read the sink commit log {tp[0]}-{tp[1]}")
             got = [r for r in iter_records(p.records or b"") if offset <= r.offset < end]
             if not got:
                 break
             out.extend(got)
             offset = got[-1].offset + 1
-        return out
+        return out, lo
 
     def append(self, key: str, value: dict) -> None:
         self.ensure()

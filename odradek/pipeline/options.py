@@ -300,9 +300,16 @@ class ReadOptions:
         return "headers" in self.columns
 
     def cluster(self):
+        """A new Cluster, owned (and closed) by the caller."""
         from odradek.pipeline.wire import Cluster
 
         return Cluster(self.bootstrap_servers, client_id=self.client_id, timeout=self.timeout_s)
+
+    def borrow(self):
+        """This worker process's shared Cluster, as a context manager (see ``wire.borrowed``)."""
+        from odradek.pipeline.wire import borrowed
+
+        return borrowed(self.bootstrap_servers, client_id=self.client_id, timeout=self.timeout_s)
 
 
 def read_options(
@@ -362,9 +369,16 @@ class WriteOptions:
     timeout_s: float
 
     def cluster(self):
+        """A new Cluster, owned (and closed) by the caller."""
         from odradek.pipeline.wire import Cluster
 
         return Cluster(self.bootstrap_servers, client_id=self.client_id, timeout=self.timeout_s)
+
+    def borrow(self):
+        """This worker process's shared Cluster, as a context manager (see ``wire.borrowed``)."""
+        from odradek.pipeline.wire import borrowed
+
+        return borrowed(self.bootstrap_servers, client_id=self.client_id, timeout=self.timeout_s)
 
 
 def write_options(options: Mapping[str, str], *, streaming: bool) -> WriteOptions:

@@ -15,10 +15,12 @@ no longer the leader. Not thread-safe: one owner (one Spark task, or the driver)
 
 from __future__ import annotations
 
+import contextlib
+import os
 import socket
 import struct
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from odradek.client import wire
@@ -445,3 +447,32 @@ class Cluster:
             for p in t.partition_responses:
                 out[(t.name, p.index)] = (int(p.error_code), p.base_offset, p.error_message)
         return out
+
+
+# -- one cluster per worker process ------------------------------------------------------------
+
+_SHARED: dict[tuple, Cluster] = {}
+
+
+@contextlib.contextmanager
+def borrowed(bootstrap_servers: str, *, client_id: str, timeout: float) -> Iterator[Cluster]:
+    """This process's Cluster for these settings, kept between Spark tasks.
+
+    Spark reuses Python workers, so a task finds the previous task's connections and
+    metadata and skips the connect, ApiVersions and Metadata round trips. If the task
+    fails or stops early (an exception, or a generator closed half-way), responses may be
+    left unread on the sockets: the connections are closed, and the next task reconnects.
+    """
+    key = (bootstrap_servers, client_id, timeout, os.getpid())
+    cluster = _SHARED.pop(key, None)  # taken out while in use: nested borrows get their own
+    if cluster is None:
+        cluster = Cluster(bootstrap_servers, client_id=client_id, timeout=timeout)
+    try:
+        yield cluster
+    except BaseException:
+        cluster.close()
+        raise
+    if key in _SHARED:
+        cluster.close()
+    else:
+        _SHARED[key] = cluster

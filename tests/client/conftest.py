@@ -216,15 +216,6 @@ def make_topic(admin):
     return make
 
 
-# Group timings that tansu and Kafka accept and keep the tests short.
-GROUP_OPTIONS = {
-    "session_timeout_ms": 6000,
-    "heartbeat_interval_ms": 500,
-    "max_poll_interval_ms": 10000,
-    "auto_offset_reset": "earliest",
-}
-
-
 @pytest.fixture
 def unused_port() -> int:
     """A loopback port nothing listens on."""

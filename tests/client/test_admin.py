@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from conftest import GROUP_OPTIONS
+from client_support import GROUP_OPTIONS
 
 from odradek import Consumer, Producer, TopicPartition
 from odradek.client.structs import ConfigResource, NewTopic

@@ -6,7 +6,7 @@ import asyncio
 import time
 
 import pytest
-from conftest import GROUP_OPTIONS
+from client_support import GROUP_OPTIONS
 
 from odradek import aio
 from odradek.client.errors import ClientClosedError, KafkaTimeoutError

@@ -200,3 +200,21 @@ def test_deserializers_and_interceptors(bootstrap, filled):
         got = poll_n(c, 50)
     assert len(got) == 50 and got[0].value == "0-0" and all(r.offset % 2 == 0 for r in got)
     assert sum(seen) >= 100
+
+
+def test_auto_commit_on_interval_and_on_close(bootstrap, filled, group):
+    tp0, tp1 = TopicPartition(filled, 0), TopicPartition(filled, 1)
+    with Consumer(
+        bootstrap_servers=bootstrap, group_id=group, auto_offset_reset="earliest", auto_commit_interval_ms=200
+    ) as c:
+        c.assign([tp0])
+        poll_n(c, 100)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and (c.committed(tp0) or OffsetAndMetadata(-1)).offset != 100:
+            c.poll(0.1)
+        assert c.committed(tp0).offset == 100  # committed by the interval timer
+        c.assign([tp1])
+        poll_n(c, 30)
+        c.seek(tp1, 30)
+    with Consumer(bootstrap_servers=bootstrap, group_id=group) as c:
+        assert c.committed(tp1).offset == 30  # committed by close

@@ -11,7 +11,7 @@ import threading
 import time
 
 import pytest
-from conftest import GROUP_OPTIONS
+from client_support import GROUP_OPTIONS
 
 from odradek import Consumer, Producer, TopicPartition
 from odradek.client.subscription import ConsumerRebalanceListener

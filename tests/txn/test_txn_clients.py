@@ -101,7 +101,9 @@ def test_aiokafka_transactional_producer_commits_and_aborts(broker, topic_name):
 
 def test_our_producer_commits_and_aborts(broker, topic_name):
     create_topic(broker, topic_name, PARTS)
-    with odradek.Producer(bootstrap_servers=broker.bootstrap_servers, transactional_id=f"ours-{topic_name}") as p:
+    with odradek.Producer(
+        bootstrap_servers=broker.bootstrap_servers, transactional_id=f"ours-{topic_name}"
+    ) as p:
         p.init_transactions(30)
         p.begin_transaction()
         for i, v in enumerate(values("c", 25)):
@@ -160,7 +162,9 @@ def test_open_transaction_holds_back_the_last_stable_offset(broker, topic_name):
         assert sorted(read_ours(broker, topic_name, 1)) == sorted(values("before", 3))
         p.commit_transaction(30)
         assert raw.list_offset(topic_name, 0, isolation=1) == 10  # past the COMMIT marker
-    assert sorted(read_ours(broker, topic_name, 1)) == sorted(values("before", 3) + values("open", 4) + values("after", 2))
+    assert sorted(read_ours(broker, topic_name, 1)) == sorted(
+        values("before", 3) + values("open", 4) + values("after", 2)
+    )
 
 
 def test_zombie_producer_is_fenced(broker, topic_name):
@@ -187,7 +191,9 @@ def test_zombie_producer_is_fenced(broker, topic_name):
         assert failed.value.args[0].fatal() or not failed.value.args[0].retriable()
         # and hand-made requests with the old epoch are refused, with each version's error code
         assert raw.end_txn(tid, old.producer_id, old.producer_epoch, True, version=3) == 90  # PRODUCER_FENCED
-        assert raw.end_txn(tid, old.producer_id, old.producer_epoch, True, version=1) == 47  # INVALID_PRODUCER_EPOCH
+        assert (
+            raw.end_txn(tid, old.producer_id, old.producer_epoch, True, version=1) == 47
+        )  # INVALID_PRODUCER_EPOCH
     successor.begin_transaction()
     successor.send(topic_name, b"successor")
     successor.commit_transaction(30)
@@ -223,11 +229,15 @@ def test_offsets_sent_to_a_transaction_move_only_when_it_commits(broker, topic_n
     plain_produce(broker, source, values("in", 10))
     group = f"g-{topic_name}"
     tp = TopicPartition(source, 0)
-    with odradek.Consumer(
-        bootstrap_servers=broker.bootstrap_servers, group_id=group, enable_auto_commit=False
-    ) as consumer, odradek.Producer(
-        bootstrap_servers=broker.bootstrap_servers, transactional_id=f"offsets-{topic_name}"
-    ) as p, Raw(broker) as raw:
+    with (
+        odradek.Consumer(
+            bootstrap_servers=broker.bootstrap_servers, group_id=group, enable_auto_commit=False
+        ) as consumer,
+        odradek.Producer(
+            bootstrap_servers=broker.bootstrap_servers, transactional_id=f"offsets-{topic_name}"
+        ) as p,
+        Raw(broker) as raw,
+    ):
         consumer.assign([tp])
         consumer.commit({tp: 2})
         p.init_transactions(30)
@@ -297,7 +307,9 @@ def test_describe_and_list_transactions(broker, topic_name):
         assert d[tid].topics == [(topic_name, [1])]
         assert d["no-such-id"].error_code == 105  # TRANSACTIONAL_ID_NOT_FOUND
         listed = raw.list_txns(states=["Ongoing", "Bogus"], pattern=f"describe-{topic_name}")
-        assert [(t.transactional_id, t.transaction_state) for t in listed.transaction_states] == [(tid, "Ongoing")]
+        assert [(t.transactional_id, t.transaction_state) for t in listed.transaction_states] == [
+            (tid, "Ongoing")
+        ]
         assert list(listed.unknown_state_filters) == ["Bogus"]
         p.commit_transaction(30)
         listed = raw.list_txns(pattern=f"describe-{topic_name}")
@@ -331,3 +343,19 @@ def test_coordinator_answers_protocol_errors(broker, topic_name):
         assert raw.init_pid(tid, pid=pid, epoch=epoch - 5).error_code == 90
         assert raw.init_pid(tid, pid=pid, epoch=epoch - 5, version=3).error_code == 47
         assert raw.init_pid("").error_code == 42  # INVALID_REQUEST
+
+
+def test_closing_our_producer_mid_transaction_aborts_it(broker, topic_name):
+    create_topic(broker, topic_name, 2)
+    tid = f"close-{topic_name}"
+    p = odradek.Producer(bootstrap_servers=broker.bootstrap_servers, transactional_id=tid)
+    p.init_transactions(30)
+    p.begin_transaction()
+    p.send(topic_name, b"sent", partition=0).result(30)
+    p.send(topic_name, b"queued", partition=1)
+    p.close(10)
+    with Raw(broker) as raw:
+        assert raw.describe(tid)[tid].transaction_state == "CompleteAbort"
+        for partition in (0, 1):
+            assert raw.list_offset(topic_name, partition, 1) == raw.list_offset(topic_name, partition, 0)
+    assert read_ours(broker, topic_name, 2) == []

@@ -52,7 +52,12 @@ def test_killed_consume_transform_produce_loop_yields_each_output_once(broker, t
             break
     worker = start_worker(broker, source, dest, group, tid)
     try:
-        wait_until(lambda: all_committed(broker, group, source), timeout=60, interval=0.2, message="the worker to finish")
+        wait_until(
+            lambda: all_committed(broker, group, source),
+            timeout=60,
+            interval=0.2,
+            message="the worker to finish",
+        )
     finally:
         worker.kill()
         worker.wait()
@@ -60,8 +65,59 @@ def test_killed_consume_transform_produce_loop_yields_each_output_once(broker, t
     expected = Counter(b"out:" + v for v in inputs)
     for reader in ("odradek", "confluent-kafka"):
         got = Counter(READERS[reader](broker, dest, PARTS))
-        assert got == expected, f"{reader}: duplicates {[v for v, n in got.items() if n > 1][:5]}, missing {len(expected - got)}"
+        assert got == expected, (
+            f"{reader}: duplicates {[v for v, n in got.items() if n > 1][:5]}, missing {len(expected - got)}"
+        )
     # the kills did leave aborted output behind: read_uncommitted sees more than read_committed
     uncommitted = len(read_ours(broker, dest, PARTS, "read_uncommitted"))
     print(f"kills={kills} uncommitted={uncommitted}")
     assert uncommitted >= INPUTS
+
+
+def test_asyncio_loop_with_a_failing_transform_rewinds_and_retries(broker, topic_name):
+    import asyncio
+
+    import odradek.aio
+    from odradek.client.exactly_once import arun_exactly_once
+    from odradek.client.structs import TopicPartition
+
+    source, dest = topic_name + "-in", topic_name + "-out"
+    create_topic(broker, source, 1)
+    create_topic(broker, dest, 1)
+    plain_produce(broker, source, [b"in-%d" % i for i in range(30)])
+    failures = {b"in-17"}  # fails once: that transaction aborts and its records are read again
+    done: dict = {}
+
+    def transform(record):
+        if record.value in failures:
+            failures.discard(record.value)
+            raise ValueError("transient failure")
+        return [(dest, b"out:" + record.value)]
+
+    async def run():
+        async with (
+            odradek.aio.Consumer(
+                bootstrap_servers=broker.bootstrap_servers,
+                group_id=f"aeos-{topic_name}",
+                isolation_level="read_committed",
+                enable_auto_commit=False,
+                auto_offset_reset="earliest",
+            ) as consumer,
+            odradek.aio.Producer(
+                bootstrap_servers=broker.bootstrap_servers, transactional_id=f"aeos-{topic_name}"
+            ) as producer,
+        ):
+            consumer.assign([TopicPartition(source, 0)])
+            await arun_exactly_once(
+                consumer,
+                producer,
+                transform,
+                poll_timeout=0.2,
+                max_records=10,
+                should_stop=lambda: done.get(TopicPartition(source, 0), 0) >= 30,
+                on_commit=done.update,
+            )
+
+    asyncio.run(asyncio.wait_for(run(), 60))
+    got = Counter(read_ours(broker, dest, 1))
+    assert got == Counter(b"out:in-%d" % i for i in range(30))

@@ -82,9 +82,17 @@ def test_crash_between_the_decision_and_its_markers(own_broker, topic_name, monk
         assert raw.find_txn_coordinator(tid).error_code == 0
         r = raw.init_pid(tid)
         pid, epoch = r.producer_id, r.producer_epoch
-        assert raw.add_partitions(tid, pid, epoch, topic_name, [0, 1]) == {(topic_name, 0): 0, (topic_name, 1): 0}
+        assert raw.add_partitions(tid, pid, epoch, topic_name, [0, 1]) == {
+            (topic_name, 0): 0,
+            (topic_name, 1): 0,
+        }
         for partition in (0, 1):
-            assert raw.produce_txn(tid, pid, epoch, 0, topic_name, partition, [b"p%d-a" % partition, b"p%d-b" % partition]) == 0
+            assert (
+                raw.produce_txn(
+                    tid, pid, epoch, 0, topic_name, partition, [b"p%d-a" % partition, b"p%d-b" % partition]
+                )
+                == 0
+            )
         raw.request(10, 3, {"key": group, "key_type": 0})  # creates __consumer_offsets
         assert raw.add_offsets(tid, pid, epoch, group) == 0
         assert raw.txn_offset_commit(tid, pid, epoch, group, topic_name, {0: 2, 1: 2}) == {0: 0, 1: 0}

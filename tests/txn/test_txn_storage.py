@@ -196,7 +196,9 @@ class Crash(BaseException):
     """Stands in for SIGKILL at a fault point."""
 
 
-@pytest.mark.parametrize("point", ["cleaner-after-cleaned", "cleaner-after-swap", "cleaner-after-old-deleted"])
+@pytest.mark.parametrize(
+    "point", ["cleaner-after-cleaned", "cleaner-after-swap", "cleaner-after-old-deleted"]
+)
 def test_a_crash_during_the_swap_keeps_the_aborted_index(tmp_path, monkeypatch, point):
     from odradek.storage import cleaner as cleaner_module
     from odradek.storage import log as log_module

@@ -1,6 +1,6 @@
 """A consume-transform-produce worker for test_txn_eos: runs until it is killed.
 
-    python txn_eos_worker.py BOOTSTRAP SOURCE DEST PARTITIONS GROUP TRANSACTIONAL_ID
+python txn_eos_worker.py BOOTSTRAP SOURCE DEST PARTITIONS GROUP TRANSACTIONAL_ID
 """
 
 from __future__ import annotations

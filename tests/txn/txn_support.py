@@ -106,8 +106,15 @@ class Raw:
     def find_txn_coordinator(self, tid: str):
         return self.request(10, 3, {"key": tid, "key_type": 1})
 
-    def init_pid(self, tid: str | None, timeout_ms: int = 60000, version: int = 4, pid: int = -1, epoch: int = -1):
-        body = {"transactional_id": tid, "transaction_timeout": timeout_ms, "producer_id": pid, "producer_epoch": epoch}
+    def init_pid(
+        self, tid: str | None, timeout_ms: int = 60000, version: int = 4, pid: int = -1, epoch: int = -1
+    ):
+        body = {
+            "transactional_id": tid,
+            "transaction_timeout": timeout_ms,
+            "producer_id": pid,
+            "producer_epoch": epoch,
+        }
         return self.request(22, version, body)
 
     def add_partitions(self, tid, pid, epoch, topic, partitions, version: int = 3):
@@ -183,7 +190,12 @@ class Raw:
                 {
                     "name": topic,
                     "partitions": [
-                        {"partition_index": p, "committed_offset": o, "committed_leader_epoch": -1, "committed_metadata": ""}
+                        {
+                            "partition_index": p,
+                            "committed_offset": o,
+                            "committed_leader_epoch": -1,
+                            "committed_metadata": "",
+                        }
                         for p, o in offsets.items()
                     ],
                 }
@@ -209,7 +221,9 @@ class Raw:
         r = self.request(9, 7, body)
         if r.error_code or not r.topics:
             return {p: (-1, int(r.error_code)) for p in partitions}
-        return {p.partition_index: (int(p.committed_offset), int(p.error_code)) for p in r.topics[0].partitions}
+        return {
+            p.partition_index: (int(p.committed_offset), int(p.error_code)) for p in r.topics[0].partitions
+        }
 
 
 class Described(NamedTuple):
