@@ -107,12 +107,9 @@ def read_range(part: RangePartition, opts: ReadOptions) -> Iterator[pa.RecordBat
     if not isinstance(part, RangePartition) or part.start >= part.end:
         # Spark plans one placeholder partition when a read has none.
         return
-    import os
-    t0 = time.time()
     schema = arrow_schema(opts.columns)
     with opts.borrow() as cluster:
         yield from _read(cluster, part, opts, schema)
-    with open("/tmp/pdev/timing.log", "a") as f: f.write(f"{os.getpid()} read {time.time()-t0:.3f} t0={t0:.3f}\n")
 
 
 def _read(cluster: Cluster, part: RangePartition, opts: ReadOptions, schema: pa.Schema):

@@ -276,22 +276,7 @@ def _rows(batches: Iterator[pa.RecordBatch]):
         )
 
 
-def write_rows(opts, batches, *, exactly_once):
-    import os
-    t0 = time.time()
-    def gen():
-        t = time.time()
-        first = None
-        for b in batches:
-            if first is None: first = time.time() - t
-            yield b
-        with open("/tmp/pdev/timing.log", "a") as f: f.write(f"{os.getpid()} input first={first} all={time.time()-t:.3f}\n")
-    r = _write_rows(opts, gen(), exactly_once=exactly_once)
-    with open("/tmp/pdev/timing.log", "a") as f: f.write(f"{os.getpid()} write_rows {time.time()-t0:.3f} t0={t0:.3f}\n")
-    return r
-
-
-def _write_rows(opts: WriteOptions, batches: Iterator[pa.RecordBatch], *, exactly_once: bool) -> SinkMessage:
+def write_rows(opts: WriteOptions, batches: Iterator[pa.RecordBatch], *, exactly_once: bool) -> SinkMessage:
     """One write task: route, deduplicate against earlier attempts, send."""
     ident = TaskIdentity.current(opts.sink_id) if exactly_once else None
     if exactly_once and ident is None:
@@ -383,12 +368,6 @@ class StreamWriter(DataSourceStreamArrowWriter):
         return write_rows(self.opts, iterator, exactly_once=self.opts.exactly_once)
 
     def commit(self, messages: list, batchId: int) -> None:
-        import os
-        t0 = time.time()
-        self._commit(messages, batchId)
-        with open("/tmp/pdev/timing.log", "a") as f: f.write(f"{os.getpid()} commit {time.time()-t0:.3f} t0={t0:.3f}\n")
-
-    def _commit(self, messages: list, batchId: int) -> None:
         if not self.opts.exactly_once:
             return
         with self.opts.borrow() as cluster:

@@ -138,8 +138,10 @@ def test_producer_compression_round_trips_and_is_stored_compressed(broker, topic
     got = consume(broker, topic_name, [0])[0]
     assert [r.value for r in got] == values
     assert [r.key for r in got] == [str(i).encode() for i in range(400)]
-    # compression.type=producer (the default) keeps the producer's batches as they came.
-    assert stored_batch_codecs(broker, topic_name) == {CODEC_IDS[codec]}
+    # compression.type=producer (the default) keeps the producer's batches as they came;
+    # librdkafka sends a batch uncompressed when compressing would not make it smaller.
+    stored = stored_batch_codecs(broker, topic_name)
+    assert CODEC_IDS[codec] in stored and stored <= {0, CODEC_IDS[codec]}
 
 
 @pytest.mark.parametrize(
