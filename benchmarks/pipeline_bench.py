@@ -141,7 +141,9 @@ def bench_streaming(spark, bootstrap: str, topic: str, n: int, per_trigger: int,
     }
 
 
-def bench_latency(spark, bootstrap: str, seconds: float, rate: float, trigger: str, workdir: str) -> dict:
+def bench_latency(
+    spark, bootstrap: str, seconds: float, rate: float, trigger: str, workdir: str, warmup: float = 5.0
+) -> dict:
     from confluent_kafka import Consumer, Producer, TopicPartition
     from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -168,8 +170,9 @@ def bench_latency(spark, bootstrap: str, seconds: float, rate: float, trigger: s
     )
     consumer.assign([TopicPartition(target, p, 0) for p in range(2)])
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0})
-    # Let the query start and run its first (empty) batches before timing anything.
-    producer.produce(source, value=b"warm-up", key=b"w")
+    # Let the query start (Python workers, first batches) before timing anything: send
+    # marked warm-up records for ``warmup`` seconds and drop their latencies.
+    producer.produce(source, value=b"w0", key=b"w")
     producer.flush()
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
@@ -182,10 +185,15 @@ def bench_latency(spark, bootstrap: str, seconds: float, rate: float, trigger: s
     def consume():
         while not stop.is_set():
             msg = consumer.poll(0.05)
-            if msg is None or msg.error() or msg.value() == b"warm-up":
+            if msg is None or msg.error() or msg.value().startswith(b"w"):
                 continue
             latencies.append((time.time_ns() - int(msg.value())) / 1e6)
 
+    warm_until = time.monotonic() + warmup
+    while time.monotonic() < warm_until:
+        producer.produce(source, value=b"w%d" % time.time_ns(), key=b"w")
+        producer.poll(0)
+        time.sleep(1 / rate)
     reader = threading.Thread(target=consume, daemon=True)
     reader.start()
     sent = 0
@@ -210,6 +218,7 @@ def bench_latency(spark, bootstrap: str, seconds: float, rate: float, trigger: s
 
     return {
         "trigger": trigger,
+        "warmup_seconds": warmup,
         "sent": sent,
         "received": len(latencies),
         "ms": {
@@ -267,7 +276,7 @@ def main() -> None:
                 )
         if "latency" not in skip:
             results["latency"] = bench_latency(
-                spark, args.bootstrap, args.latency_seconds, args.rate, args.trigger, workdir
+                spark, args.bootstrap, args.latency_seconds, args.rate, args.trigger, workdir, args.warmup
             )
     finally:
         spark.stop()

@@ -26,7 +26,7 @@ def main() -> None:
     producer = odradek.Producer(bootstrap_servers=bootstrap, transactional_id=tid, linger_ms=2)
 
     def transform(record):
-        time.sleep(0.005)  # slow enough that a kill usually lands inside a transaction
+        time.sleep(0.01)  # slow enough that a kill usually lands inside a transaction
         return [(dest, b"out:" + record.value, record.key)]
 
     print("worker ready", flush=True)
