@@ -8,6 +8,7 @@ Every (client, workload) runs in its own process. Prints one table.
     python benchmarks/client_bench.py --broker odradek     # Odradek's broker, started here
     python benchmarks/client_bench.py --bootstrap host:9092
     python benchmarks/client_bench.py --scale 0.1 --clients odradek,aiokafka
+    python benchmarks/client_bench.py --repeat 3           # best of three (shared, noisy machines)
 
 All clients get the same settings: acks=1, linger 5 ms, 256 KiB batches, no compression,
 unkeyed records, 4 partitions.
@@ -298,6 +299,7 @@ def main() -> None:
     ap.add_argument(
         "--scale", type=float, default=1.0, help="multiply record counts (e.g. 0.1 for a quick run)"
     )
+    ap.add_argument("--repeat", type=int, default=1, help="runs per client and workload; the best one counts")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--size", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--count", type=int, help=argparse.SUPPRESS)
@@ -315,32 +317,40 @@ def main() -> None:
         for size, count in WORKLOADS:
             count = max(1000, int(count * args.scale))
             for client in args.clients.split(","):
-                out = subprocess.run(
-                    [
-                        sys.executable,
-                        __file__,
-                        "--worker",
-                        client,
-                        "--bootstrap",
-                        bootstrap,
-                        "--size",
-                        str(size),
-                        "--count",
-                        str(count),
-                    ],
-                    capture_output=True,
-                    text=True,
-                    timeout=1800,
-                )
-                if out.returncode != 0:
-                    print(f"{client} {size}B failed:\n{out.stderr[-2000:]}", file=sys.stderr)
-                    continue
-                r = json.loads(out.stdout.strip().splitlines()[-1])
-                rows.append((client, size, count, r["produce"], r["consume"]))
-                print(
-                    f"  {client:16} {size:>5} B x {count:>9,}: produce {count / r['produce']:>10,.0f}/s  consume {count / r['consume']:>10,.0f}/s",
-                    file=sys.stderr,
-                )
+                best = None
+                for _ in range(args.repeat):
+                    out = subprocess.run(
+                        [
+                            sys.executable,
+                            __file__,
+                            "--worker",
+                            client,
+                            "--bootstrap",
+                            bootstrap,
+                            "--size",
+                            str(size),
+                            "--count",
+                            str(count),
+                        ],
+                        capture_output=True,
+                        text=True,
+                        timeout=1800,
+                    )
+                    if out.returncode != 0:
+                        print(f"{client} {size}B failed:\n{out.stderr[-2000:]}", file=sys.stderr)
+                        continue
+                    r = json.loads(out.stdout.strip().splitlines()[-1])
+                    print(
+                        f"  {client:16} {size:>5} B x {count:>9,}: produce {count / r['produce']:>10,.0f}/s  "
+                        f"consume {count / r['consume']:>10,.0f}/s",
+                        file=sys.stderr,
+                    )
+                    if best is None:
+                        best = r
+                    else:
+                        best = {k: min(best[k], r[k]) for k in best}
+                if best is not None:
+                    rows.append((client, size, count, best["produce"], best["consume"]))
     finally:
         if proc is not None:
             os.killpg(proc.pid, signal.SIGKILL)
@@ -349,13 +359,16 @@ def main() -> None:
     print(
         f"\nbroker: {broker}   (acks=1, linger {LINGER_MS} ms, batch {BATCH // 1024} KiB, {PARTITIONS} partitions, no compression)\n"
     )
-    header = f"| {'client':16} | {'records':>14} | {'produce rec/s':>13} | {'produce MB/s':>12} | {'consume rec/s':>13} | {'consume MB/s':>12} |"
+    header = (
+        f"| {'client':16} | {'records':>17} | {'produce rec/s':>13} | {'produce MB/s':>12} | "
+        f"{'consume rec/s':>13} | {'consume MB/s':>12} |"
+    )
     print(header)
     print("|" + "|".join("-" * (len(c)) for c in header.split("|")[1:-1]) + "|")
     for client, size, count, prod, cons in rows:
         mb = size * count / 1e6
         print(
-            f"| {client:16} | {f'{size} B x {count:,}':>14} | {count / prod:>13,.0f} | {mb / prod:>12.1f} | "
+            f"| {client:16} | {f'{size} B x {count:,}':>17} | {count / prod:>13,.0f} | {mb / prod:>12.1f} | "
             f"{count / cons:>13,.0f} | {mb / cons:>12.1f} |"
         )
 

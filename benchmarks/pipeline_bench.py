@@ -245,6 +245,9 @@ def main() -> None:
     ap.add_argument(
         "--trigger", default="100 milliseconds", help="processing-time trigger of the latency run"
     )
+    ap.add_argument(
+        "--warmup", type=float, default=5.0, help="seconds of unmeasured records before the latency run"
+    )
     ap.add_argument("--skip", default="", help="comma-separated: read,stream,latency")
     ap.add_argument("--json", action="store_true", help="print the results as JSON only")
     args = ap.parse_args()

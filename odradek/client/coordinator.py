@@ -431,11 +431,19 @@ class ConsumerCoordinator:
         return set(self.subs.topics)
 
     async def _join_and_sync(self) -> None:
-        topics = self._subscribed_topics()
-        if self.subs.mode == self.subs.AUTO_PATTERN and not topics:
-            # Nothing matches yet: join anyway so the group knows us.
-            pass
         self._need_rejoin = False
+        try:
+            await self._rebalance()
+        except BaseException:
+            # Interrupted (coordinator gone, connection lost, closing): try again later.
+            self._need_rejoin = True
+            if self.state == REBALANCING:
+                self.state = UNJOINED
+            raise
+
+    async def _rebalance(self) -> None:
+        # (A pattern that matches nothing yet still joins, so the group knows the member.)
+        topics = self._subscribed_topics()
         assigned_before = self.subs.assigned()
         if self.state == STABLE or assigned_before:
             await self._commit_before_revoke()

@@ -25,8 +25,9 @@ a task failure). Spark's Kafka sink then writes the batch twice. This sink does 
      are skipped, one per copy found; the rest are written.
 4. **In-task retries.** Records go out one Produce request at a time per broker, so what
    reached a partition is always a prefix of what was sent there. If a request fails
-   without an answer, the task counts its tagged records in the partition again and
-   resends the batch only if it is not there.
+   without an answer (or with a timeout, after which the batch may still be appended),
+   the task counts its tagged records in the partition again and resends the batch only
+   if it is not there.
 
 The guarantee: with ``kafka.acks=all``, every row of every micro-batch is in the target
 topics exactly once, across task retries, killed executors and killed drivers that
@@ -36,6 +37,8 @@ restart from the same checkpoint, provided that
   queries whose rows are a deterministic function of the source offsets, e.g.
   projections, filters and aggregations whose state is in the checkpoint, and Spark's
   own requirement for idempotent sinks;
+* speculative execution is off (Spark's default): two attempts of one task running at
+  the same time would both write;
 * nothing else writes records with this query's tag, and the commit log topic is not
   deleted while the query lives (deleting it makes the next batch after a crash write
   again what a killed attempt already wrote);
@@ -65,8 +68,6 @@ from odradek.protocol.records import build_batch, iter_records
 
 SINK_HEADER = "odradek.sink"
 _BATCH_AND_PARTITION = struct.Struct(">qi")
-
-Content = tuple  # (key, value, headers) of a record as the sink writes it
 
 
 class ExactlyOnceError(RuntimeError):
@@ -250,6 +251,7 @@ class ReplayGuard:
         self._landed: dict[tuple[str, int], Counter] = {}
         self._tagged_at_scan: dict[tuple[str, int], int] = {}
         self._marked: set[str] = set()
+        self._bounds: dict[str, dict[str, int]] = {}
         if not self.skip:
             self._mark([t for t in topics if t and not self._covered(t)])
 
@@ -259,9 +261,23 @@ class ReplayGuard:
         return self.commit is not None and topic in (self.commit.get("offsets") or {})
 
     def _mark(self, topics: list[str]) -> None:
-        """Append this attempt's marker: it started, and where ``topics`` ended before it wrote."""
+        """Append this attempt's marker: it started, and where ``topics`` ended before it wrote.
+
+        Markers of one Spark partition share a key, so compaction may drop an earlier
+        attempt's marker: each marker therefore carries the lowest bounds of the earlier
+        attempts' markers too.
+        """
         i = self.ident
         self._marked.update(topics)
+        if topics:
+            for topic, parts in high_watermarks(self.cluster, topics).items():
+                self._bounds.setdefault(topic, {}).update(parts)
+        bounds = {t: dict(ps) for t, ps in self._bounds.items()}
+        for m in self.prior:
+            for topic, parts in (m.get("offsets") or {}).items():
+                mine = bounds.setdefault(topic, {})
+                for p, off in parts.items():
+                    mine[p] = min(int(off), mine.get(p, int(off)))
         self.log.append(
             f"{i.log_key}#marker#{i.partition_id}",
             {
@@ -270,7 +286,7 @@ class ReplayGuard:
                 "batch": i.batch_id,
                 "partition": i.partition_id,
                 "attempt": i.attempt,
-                "offsets": high_watermarks(self.cluster, topics) if topics else {},
+                "offsets": bounds,
                 "time": int(time.time() * 1000),
             },
         )
@@ -284,16 +300,17 @@ class ReplayGuard:
     # -- what landed ----------------------------------------------------------------------
 
     def lower_bound(self, tp: tuple[str, int]) -> int | None:
-        """Where earlier attempts' records of ``tp`` can start (None: they wrote none there)."""
+        """Where this task's records in ``tp`` can start (None: no attempt wrote there)."""
         topic, partition = tp
         if self._covered(topic):
             return int(self.commit["offsets"][topic].get(str(partition), 0))
-        bounds = [
-            int(m["offsets"][topic].get(str(partition), 0))
-            for m in self.prior
-            if topic in (m.get("offsets") or {})
-        ]
+        marks = [m.get("offsets") or {} for m in self.prior] + [self._bounds]
+        bounds = [int(m[topic].get(str(partition), 0)) for m in marks if topic in m]
         return min(bounds) if bounds else None
+
+    def leftovers(self) -> int:
+        """Records earlier attempts wrote that this attempt's input did not contain."""
+        return sum(n for found in self._landed.values() for n in found.values() if n > 0)
 
     def landed(self, tp: tuple[str, int]) -> Counter | None:
         """The multiset of this task's records already in ``tp`` (None when fresh)."""

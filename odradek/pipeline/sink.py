@@ -49,6 +49,11 @@ from odradek.protocol.records import BatchBuilder
 log = logging.getLogger(__name__)
 
 _RETRIES = 10
+# Produce errors after which the batch may be in the log anyway (acks=all timed out).
+_MAYBE_APPENDED = {
+    int(errors.ErrorCode.request_timed_out),
+    int(errors.ErrorCode.not_enough_replicas_after_append),
+}
 _COLUMNS = {"key", "value", "topic", "partition", "headers"}
 
 
@@ -185,7 +190,7 @@ class Sender:
                 raise errors.error_for(code)(message or f"produce to {tp[0]}-{tp[1]}")
             self.cluster.partitions.clear()
             time.sleep(0.05 * (attempt + 1))
-            if self.guard is not None and code < 0:
+            if self.guard is not None and (code < 0 or code in _MAYBE_APPENDED):
                 # The request may or may not have landed: count what is there.
                 expected = self.guard.tagged_before_this_attempt(tp) + self.acked.get(tp, 0)
                 there = self.guard.count_tagged(tp)
@@ -325,6 +330,13 @@ def write_rows(opts: WriteOptions, batches: Iterator[pa.RecordBatch], *, exactly
         message.skipped = skipped
         if skipped:
             log.info("skipped %d rows an earlier attempt of this batch already wrote", skipped)
+        if guard is not None and guard.leftovers():
+            log.warning(
+                "an earlier attempt of batch %s wrote %d records this attempt's input does not have: "
+                "the query's output is not deterministic, so exactly-once cannot hold for them",
+                ident.batch_id,
+                guard.leftovers(),
+            )
         return message
 
 

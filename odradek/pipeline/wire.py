@@ -100,8 +100,13 @@ class Connection:
                 f"{messages.api_name(api_key)} is not supported by {self.host}:{self.port}"
             ) from None
 
-    def send(self, api_key: int, values: dict, *, version: int | None = None) -> int:
-        """Send a request; returns its correlation id for :meth:`receive`."""
+    def send(
+        self, api_key: int, values: dict, *, version: int | None = None, expect_response: bool = True
+    ) -> int:
+        """Send a request; returns its correlation id for :meth:`receive`.
+
+        ``expect_response=False`` is for Produce with acks=0, which the broker never answers.
+        """
         if version is None:
             version = self.version(api_key)
         self._correlation = (self._correlation + 1) & 0x7FFFFFFF
@@ -112,7 +117,8 @@ class Connection:
         except OSError as exc:
             self.close()
             raise WireError(f"send to {self.host}:{self.port} failed: {exc}") from None
-        self._pending.append((self._correlation, api_key, version))
+        if expect_response:
+            self._pending.append((self._correlation, api_key, version))
         return self._correlation
 
     def receive(self, correlation_id: int):
@@ -195,6 +201,11 @@ class Cluster:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+    def has_pending(self) -> bool:
+        """Whether a request is still waiting for its answer on some connection."""
+        conns = [*self._connections.values(), self._bootstrap_conn]
+        return any(c is not None and c._pending for c in conns)
 
     def close(self) -> None:
         for conn in self._connections.values():
@@ -433,15 +444,16 @@ class Cluster:
         topics: dict[str, list] = {}
         for (topic, partition), data in batches.items():
             topics.setdefault(topic, []).append({"index": partition, "records": data})
-        response = self.connection(node).request(
-            wire.PRODUCE,
-            {
-                "transactional_id": None,
-                "acks": acks,
-                "timeout": timeout_ms,
-                "topic_data": [{"name": t, "partition_data": ps} for t, ps in topics.items()],
-            },
-        )
+        values = {
+            "transactional_id": None,
+            "acks": acks,
+            "timeout": timeout_ms,
+            "topic_data": [{"name": t, "partition_data": ps} for t, ps in topics.items()],
+        }
+        if acks == 0:
+            self.connection(node).send(wire.PRODUCE, values, expect_response=False)
+            return {tp: (0, -1, None) for tp in batches}
+        response = self.connection(node).request(wire.PRODUCE, values)
         out = {}
         for t in response.responses:
             for p in t.partition_responses:
@@ -472,7 +484,7 @@ def borrowed(bootstrap_servers: str, *, client_id: str, timeout: float) -> Itera
     except BaseException:
         cluster.close()
         raise
-    if key in _SHARED:
+    if key in _SHARED or cluster.has_pending():
         cluster.close()
     else:
         _SHARED[key] = cluster

@@ -221,3 +221,50 @@ def test_a_user_schema_reads_a_subset_of_columns(spark, broker, topic_name):
         reader.schema("nope long").option("subscribe", topic_name).load().collect()
     with pytest.raises(Exception, match="offset is bigint"):
         reader.schema("offset int").option("subscribe", topic_name).load().collect()
+
+
+@pytest.mark.parametrize(("acks", "codec"), [("0", "zstd"), ("1", "gzip"), ("all", "lz4")])
+def test_batch_write_acks_and_compression(spark, broker, topic_name, acks, codec):
+    create_topic(broker.bootstrap_servers, topic_name, 2)
+    df = spark.createDataFrame(
+        [(f"k{i}", f"value {i} " * 20) for i in range(300)], "key string, value string"
+    )
+    (
+        df.write.format("odradek")
+        .mode("append")
+        .option("kafka.bootstrap.servers", broker.bootstrap_servers)
+        .option("topic", topic_name)
+        .option("kafka.acks", acks)
+        .option("kafka.compression.type", codec)
+        .save()
+    )
+    got = read_topic(broker.bootstrap_servers, topic_name)
+    assert sorted((r.key, r.value) for r in got) == sorted(
+        (f"k{i}".encode(), f"value {i} ".encode() * 20) for i in range(300)
+    )
+
+
+def test_read_committed_skips_aborted_transactions(spark, broker, topic_name):
+    from confluent_kafka import Producer
+
+    create_topic(broker.bootstrap_servers, topic_name, 1)
+    producer = Producer(
+        {"bootstrap.servers": broker.bootstrap_servers, "transactional.id": f"tx-{topic_name}"}
+    )
+    producer.init_transactions(30)
+    for outcome in ("commit", "abort", "commit"):
+        producer.begin_transaction()
+        for i in range(5):
+            producer.produce(topic_name, value=f"{outcome}-{i}".encode())
+        producer.flush(30)
+        (producer.commit_transaction if outcome == "commit" else producer.abort_transaction)(30)
+    producer.begin_transaction()
+    producer.produce(topic_name, value=b"open")
+    producer.flush(30)  # left open: past the last stable offset
+
+    committed = _load(spark, broker, subscribe=topic_name, **{"kafka.isolation.level": "read_committed"})
+    assert [r.value for r in _rows(committed)] == [b"commit-%d" % i for i in range(5)] * 2
+    uncommitted = _rows(_load(spark, broker, subscribe=topic_name))
+    values = [r.value for r in uncommitted]
+    assert values.count(b"abort-0") == 1 and b"open" in values
+    producer.abort_transaction(30)

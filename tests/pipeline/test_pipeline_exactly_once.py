@@ -223,3 +223,29 @@ def test_query_killed_mid_batch_resumes_without_duplicates(spark, broker, topic_
     with Cluster(broker.bootstrap_servers) as cluster:
         commit = CommitLog(cluster, DEFAULT_COMMIT_TOPIC).state(query_id).commit
     assert commit["batch"] >= 1 and commit["skipped"] > 0
+
+
+@pytest.mark.parametrize("lost", ["answer", "request"])
+def test_a_produce_without_answer_is_resent_only_if_missing(monkeypatch, broker, topic_name, lost):
+    """The connection drops after (or before) the broker got the request: count, then decide."""
+    from odradek.pipeline.wire import WireError
+
+    create_topic(broker.bootstrap_servers, topic_name, 1)
+    real = Cluster.produce
+    calls = {"n": 0}
+
+    def flaky(self, node, batches, **kw):
+        calls["n"] += 1
+        if calls["n"] == 2:  # the task's second data request
+            if lost == "answer":
+                real(self, node, batches, **kw)
+            raise WireError("connection reset")
+        return real(self, node, batches, **kw)
+
+    monkeypatch.setattr(Cluster, "produce", flaky)
+    rows = [(b"k%d" % i, b"v%d" % i) for i in range(60)]
+    # the marker is the first produce; data goes out in requests of ~300 bytes
+    msg = _write(monkeypatch, broker, topic_name, _ident(str(uuid.uuid4()), "run", 0), rows)
+    assert msg.rows == 60 and calls["n"] > 3
+    out = read_topic(broker.bootstrap_servers, topic_name)
+    assert [(r.key, r.value) for r in out] == rows

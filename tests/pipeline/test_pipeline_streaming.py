@@ -137,3 +137,42 @@ def test_fail_on_data_loss_when_retention_removed_unread_records(spark, broker, 
     q.awaitTermination(120)
     assert q.exception() is None
     assert [o for _, _, o, _ in got] == list(range(50)) + list(range(80, 100))
+
+
+def test_admission_control_and_available_now_target(broker, topic_name):
+    """The stream reader's offset logic alone, as Spark's driver calls it."""
+    from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, ReadMinRows
+
+    from odradek.pipeline.options import read_options
+    from odradek.pipeline.source import StreamReader
+
+    create_topic(broker.bootstrap_servers, topic_name, 2)
+    produce(broker.bootstrap_servers, topic_name, [{"partition": i % 2, "value": b"x"} for i in range(100)])
+
+    def reader(**options):
+        opts = {"kafka.bootstrap.servers": broker.bootstrap_servers, "subscribe": topic_name}
+        return StreamReader(read_options({**opts, **options}, streaming=True))
+
+    r = reader(startingOffsets="earliest", maxOffsetsPerTrigger="30")
+    start = r.initialOffset()
+    assert start == {topic_name: {"0": 0, "1": 0}}
+    assert r.getDefaultReadLimit() == ReadMaxRows(30)
+    end = r.latestOffset(start, ReadMaxRows(30))
+    assert sum(end[topic_name].values()) == 30
+    assert r.latestOffset(start, ReadAllAvailable()) == {topic_name: {"0": 50, "1": 50}}
+    assert len(r.partitions(start, end)) == 2
+    assert reader(startingOffsets="latest").initialOffset() == {topic_name: {"0": 50, "1": 50}}
+
+    lazy = reader(startingOffsets="earliest", minOffsetsPerTrigger="500", maxTriggerDelay="1h")
+    assert lazy.getDefaultReadLimit() == ReadMinRows(500)
+    first = lazy.initialOffset()
+    assert lazy.latestOffset(first, ReadMinRows(500)) == first  # not enough yet: wait
+    assert lazy.latestOffset(first, ReadMinRows(100)) == {topic_name: {"0": 50, "1": 50}}
+
+    now = reader(startingOffsets="earliest")
+    now.prepareForTriggerAvailableNow()
+    produce(broker.bootstrap_servers, topic_name, [{"partition": 0, "value": b"late"}] * 10)
+    assert now.latestOffset(now.initialOffset(), ReadAllAvailable()) == {topic_name: {"0": 50, "1": 50}}
+    r.stop()
+    lazy.stop()
+    now.stop()

@@ -1,4 +1,6 @@
-"""The seeds' Streams API example as a Spark job (seeds 2.3.3)::
+"""The seeds' Streams API example, mapValues(value -> value.length()), as a Spark job.
+
+From the seeds (2.3.3)::
 
     builder.<String, String>stream("my-input-topic")
            .mapValues(value -> value.length().toString())
