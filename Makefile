@@ -7,12 +7,16 @@ PIP := $(PYTHON) -m pip --disable-pip-version-check -q
 
 .PHONY: broker test install install-test lint bench
 
+# Byte-compile as a wheel install would, even where PYTHONDONTWRITEBYTECODE is set: the
+# broker then starts in a fraction of a second instead of compiling itself at each start.
 install:
 	@$(PYTHON) -c "import odradek.cli.main, kio, crc32c, cramjam" 2>/dev/null || $(PIP) install -e .
+	@$(PYTHON) -m compileall -q odradek
 
 install-test:
 	@command -v kcat >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq kcat; }
 	@$(PIP) install -e '.[test]'
+	@$(PYTHON) -m compileall -q odradek
 
 broker: install
 	$(PYTHON) -m odradek server

@@ -749,6 +749,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--profile-native", action="store_true", help="py-spy --native (C frames too)")
     args = ap.parse_args(argv)
+    # Byte-compile Odradek first, as an installed wheel is: where PYTHONDONTWRITEBYTECODE is
+    # set, the broker would otherwise compile its sources at every start.
+    subprocess.run(
+        [sys.executable, "-m", "compileall", "-q", str(Path(__file__).resolve().parents[1] / "odradek")],
+        check=False,
+    )
 
     if args.from_json:
         res = json.loads(Path(args.from_json).read_text())
