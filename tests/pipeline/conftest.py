@@ -7,9 +7,6 @@ import sys
 
 import pytest
 
-pytest.importorskip("pyspark")
-pytest.importorskip("pyarrow")
-
 
 @pytest.fixture(scope="session")
 def spark():
