@@ -1,6 +1,6 @@
 """Brokers for the client tests: tansu (the Rust Kafka-compatible broker) and/or Odradek.
 
-``ODRADEK_TEST_BROKERS=tansu,odradek`` picks the brokers (default: tansu). The ``kafka``
+``ODRADEK_TEST_BROKERS=tansu,odradek`` picks the brokers (default: both). The ``kafka``
 fixture is session-scoped and parametrized over them, so every test that uses it runs
 once per broker. Each broker is a child process on a free loopback port, stopped by PID
 at the end.
@@ -22,7 +22,7 @@ import uuid
 
 import pytest
 
-BROKERS = [b.strip() for b in os.environ.get("ODRADEK_TEST_BROKERS", "tansu").split(",") if b.strip()]
+BROKERS = [b.strip() for b in os.environ.get("ODRADEK_TEST_BROKERS", "odradek,tansu").split(",") if b.strip()]
 
 
 def free_port() -> int:

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import time
 
+import confluent_kafka
 import pytest
 
 from odradek import Consumer, Producer, TopicPartition
-
-confluent_kafka = pytest.importorskip("confluent_kafka")
 
 
 def confluent_read(bootstrap, topic, partitions, expected, timeout=20.0):
@@ -117,7 +116,8 @@ def test_keyed_partitioning_matches_confluent_murmur2_random(bootstrap, make_top
 
 
 def test_kafka_python_reads_what_we_produce(bootstrap, make_topic, topic):
-    kafka = pytest.importorskip("kafka")
+    import kafka
+
     make_topic(topic, 1)
     with Producer(bootstrap_servers=bootstrap, compression_type="gzip") as p:
         for i in range(50):

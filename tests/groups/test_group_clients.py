@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import shutil
 import subprocess
 import sys
 import threading
@@ -447,7 +446,6 @@ def test_consumer_past_max_poll_interval_is_removed(group_broker):
         fast.close()
 
 
-@pytest.mark.skipif(shutil.which("kcat") is None, reason="kcat is not installed")
 def test_kcat_balanced_consumer(group_broker):
     """Debian's kcat (an older librdkafka) consumes as a group member and commits."""
     topic = new_topic(group_broker, 3)

@@ -7,9 +7,6 @@ import random
 
 import pytest
 
-pytest.importorskip("numpy")
-pytest.importorskip("pyarrow")
-
 from odradek.pipeline.columns import AbortedFilter, decode_response  # noqa: E402
 from odradek.protocol import compression as codecs  # noqa: E402
 from odradek.protocol import errors  # noqa: E402

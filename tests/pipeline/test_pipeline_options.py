@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-pytest.importorskip("pyspark")
-
 from odradek.pipeline.options import OptionError, read_options, source_schema, write_options  # noqa: E402
 from odradek.pipeline.reader import RangePartition  # noqa: E402
 from odradek.pipeline.source import offsets_from_json, offsets_to_json, rate_limit, split_ranges  # noqa: E402
