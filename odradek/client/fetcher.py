@@ -65,11 +65,8 @@ def decode_records(batch, tp: TopicPartition) -> list:
     """The batch's records as ConsumerRecords, built by the record decoder directly."""
     if isinstance(batch, rec.RecordBatch):
         h = batch.header
-        cls = record_class(tp.topic, tp.partition, 1 if h.attributes & batch_header.TIMESTAMP_TYPE_BIT else 0)
-        data, start, end = batch._payload()
-        fixed = h.max_timestamp if h.attributes & batch_header.TIMESTAMP_TYPE_BIT else None
-        return rec._decode_records(
-            data, start, end, h.record_count, cls, h.base_offset, h.base_timestamp, fixed
+        return batch.records(
+            record_class(tp.topic, tp.partition, 1 if h.attributes & batch_header.TIMESTAMP_TYPE_BIT else 0)
         )
     cls = record_class(tp.topic, tp.partition, batch.timestamp_type)
     new = tuple.__new__

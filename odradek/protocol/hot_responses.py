@@ -45,25 +45,31 @@ _NO_TAGS = b"\x00"
 PartitionProduceResult = tuple
 
 
+# The fixed fields of a partition's result and how many of the tuple's items they take.
+_RESULT_V0 = (struct.Struct(">ihq"), 3)  # index, error code, base offset
+_RESULT_V2 = (struct.Struct(">ihqq"), 4)  # + log append time
+_RESULT_V5 = (struct.Struct(">ihqqq"), 5)  # + log start offset
+
+
 def produce_response(version: int, topics: list[tuple[str, list[PartitionProduceResult]]]) -> list[bytes]:
     """ProduceResponse body (v0+): ``topics`` is [(name, [(index, error, base_offset,
     log_append_time, log_start_offset, error_message), ...]), ...]."""
     flexible = version >= PRODUCE_FLEXIBLE_FROM
+    fixed, n_fixed = _RESULT_V5 if version >= 5 else _RESULT_V2 if version >= 2 else _RESULT_V0
+    with_errors = version >= 8  # record_errors and error_message
+    no_record_errors = _array_len(0, flexible)
+    null_string = _NULL_STRING[flexible]
     out = [_array_len(len(topics), flexible)]
     append = out.append
     for name, partitions in topics:
         append(_string(name, flexible))
         append(_array_len(len(partitions), flexible))
-        for index, error, base_offset, append_time, start_offset, message in partitions:
-            if version >= 2:
-                append(struct.pack(">ihqq", index, error, base_offset, append_time))
-            else:
-                append(struct.pack(">ihq", index, error, base_offset))
-            if version >= 5:
-                append(_I64.pack(start_offset))
-            if version >= 8:
-                append(_array_len(0, flexible))  # record_errors
-                append(_NULL_STRING[flexible] if message is None else _string(message, flexible))
+        for result in partitions:
+            append(fixed.pack(*result[:n_fixed]))
+            if with_errors:
+                message = result[5]
+                append(no_record_errors)
+                append(null_string if message is None else _string(message, flexible))
             if flexible:
                 append(_NO_TAGS)
         if flexible:

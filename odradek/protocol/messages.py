@@ -145,9 +145,15 @@ def parse_request_header(payload) -> tuple[RequestHeader, int]:
         client_id = bytes(payload[pos:end]).decode("utf-8", "replace")
         pos = end
     header = RequestHeader(api_key, api_version, correlation_id, client_id)
-    if api_version in known_versions(api_key) and is_flexible(api_key, api_version):
+    if _request_header_v2(api_key, api_version):
         pos = _skip_tagged_fields(payload, pos)
     return header, pos
+
+
+@cache
+def _request_header_v2(api_key: int, api_version: int) -> bool:
+    """Whether the request header carries tagged fields (a known, flexible version)."""
+    return api_version in known_versions(api_key) and is_flexible(api_key, api_version)
 
 
 def decode_request_body(header: RequestHeader, payload, pos: int):
@@ -174,9 +180,14 @@ def encode_body(entity) -> bytes:
 
 def response_header(api_key: int, api_version: int, correlation_id: int) -> bytes:
     """The response header bytes (v0: correlation id; v1 adds an empty tagged-field set)."""
-    if api_key != API_VERSIONS_KEY and is_flexible(api_key, api_version):
+    if _response_header_v1(api_key, api_version):
         return _CORRELATION.pack(correlation_id) + b"\x00"
     return _CORRELATION.pack(correlation_id)
+
+
+@cache
+def _response_header_v1(api_key: int, api_version: int) -> bool:
+    return api_key != API_VERSIONS_KEY and is_flexible(api_key, api_version)
 
 
 def frame(*parts: bytes) -> bytes:

@@ -28,6 +28,7 @@ FIRST_KIO_VERSION = 3  # kio has schemas from here; we parse every version ourse
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 _ACKS_TIMEOUT = struct.Struct(">hi")
+_I32_I32 = struct.Struct(">ii")
 
 
 class PartitionProduceData(NamedTuple):
@@ -47,99 +48,129 @@ class ProduceRequest(NamedTuple):
     topic_data: tuple
 
 
-class _Reader:
-    __slots__ = ("view", "pos", "end")
+def _uvarint(view: memoryview, pos: int) -> tuple[int, int]:
+    """(value, next position) of the unsigned varint at ``pos``."""
+    byte = view[pos]
+    if byte < 0x80:  # the usual one-byte case
+        return byte, pos + 1
+    value = shift = 0
+    while True:
+        byte = view[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return value, pos
+        shift += 7
+        if shift > 28:
+            raise ValueError("varint too long")
 
-    def __init__(self, view: memoryview, pos: int):
-        self.view = view
-        self.pos = pos
-        self.end = len(view)
 
-    def take(self, n: int) -> memoryview:
-        start = self.pos
-        stop = start + n
-        if n < 0 or stop > self.end:
-            raise ValueError("request is truncated")
-        self.pos = stop
-        return self.view[start:stop]
+def _skip_tagged_fields(view: memoryview, pos: int) -> int:
+    if view[pos] == 0:  # no tagged fields: the usual case
+        return pos + 1
+    count, pos = _uvarint(view, pos)
+    for _ in range(count):
+        _, pos = _uvarint(view, pos)
+        size, pos = _uvarint(view, pos)
+        pos += size
+    return pos
 
-    def int32(self) -> int:
-        pos = self.pos
-        if pos + 4 > self.end:
-            raise ValueError("request is truncated")
-        self.pos = pos + 4
-        return _I32.unpack_from(self.view, pos)[0]
 
-    def int16(self) -> int:
-        pos = self.pos
-        if pos + 2 > self.end:
-            raise ValueError("request is truncated")
-        self.pos = pos + 2
-        return _I16.unpack_from(self.view, pos)[0]
+def _take(view: memoryview, pos: int, size: int, end: int) -> tuple[memoryview, int]:
+    stop = pos + size
+    if stop > end:
+        raise ValueError("request is truncated")
+    return view[pos:stop], stop
 
-    def uvarint(self) -> int:
-        view, pos = self.view, self.pos
-        if pos < self.end and view[pos] < 0x80:  # the usual one-byte case
-            self.pos = pos + 1
-            return view[pos]
-        value = shift = 0
-        while True:
-            if pos >= self.end:
-                raise ValueError("truncated varint")
-            byte = view[pos]
-            pos += 1
-            value |= (byte & 0x7F) << shift
-            if not byte & 0x80:
-                self.pos = pos
-                return value
-            shift += 7
-            if shift > 28:
-                raise ValueError("varint too long")
 
-    def skip_tagged_fields(self) -> None:
-        for _ in range(self.uvarint()):
-            self.uvarint()
-            self.take(self.uvarint())
-
-    # -- Kafka types, classic and compact ---------------------------------------------
-
-    def string(self, flexible: bool) -> str | None:
-        size = self.uvarint() - 1 if flexible else self.int16()
-        return None if size < 0 else str(self.take(size), "utf-8")
-
-    def nullable_bytes(self, flexible: bool) -> memoryview | None:
-        size = self.uvarint() - 1 if flexible else self.int32()
-        return None if size < 0 else self.take(size)
-
-    def array_length(self, flexible: bool) -> int:
-        count = self.uvarint() - 1 if flexible else self.int32()
-        if count < 0 or count > self.end - self.pos:
-            raise ValueError(f"invalid array length {count}")
-        return count
+def _array_length(count: int, pos: int, end: int) -> int:
+    if count < 0 or count > end - pos:
+        raise ValueError(f"invalid array length {count}")
+    return count
 
 
 def decode_produce_request(payload, pos: int, version: int) -> ProduceRequest:
     """Parse the body of a Produce request frame starting at ``pos``; raises ValueError."""
-    r = _Reader(memoryview(payload), pos)
-    flexible = version >= FLEXIBLE_FROM
-    transactional_id = r.string(flexible) if version >= 3 else None
-    acks, timeout_ms = _ACKS_TIMEOUT.unpack(r.take(6))
+    view = memoryview(payload)
+    try:
+        if version >= FLEXIBLE_FROM:
+            return _decode_flexible(view, pos)
+        return _decode_classic(view, pos, version)
+    except (IndexError, struct.error) as exc:  # a read past the end of the frame
+        raise ValueError("request is truncated") from exc
+
+
+def _decode_flexible(view: memoryview, pos: int) -> ProduceRequest:
+    """v9+: compact strings, arrays and bytes (length + 1 as a varint, 0 for null) and tagged
+    fields after each structure."""
+    end = len(view)
+    size, pos = _uvarint(view, pos)
+    transactional_id = None
+    if size:
+        raw, pos = _take(view, pos, size - 1, end)
+        transactional_id = str(raw, "utf-8")
+    acks, timeout_ms = _ACKS_TIMEOUT.unpack_from(view, pos)
+    pos += 6
     topics = []
-    for _ in range(r.array_length(flexible)):
-        name = r.string(flexible)
-        if name is None:
+    n_topics, pos = _uvarint(view, pos)
+    for _ in range(_array_length(n_topics - 1, pos, end)):
+        size, pos = _uvarint(view, pos)
+        if not size:
             raise ValueError("null topic name")
+        raw, pos = _take(view, pos, size - 1, end)
+        name = str(raw, "utf-8")
         partitions = []
-        for _ in range(r.array_length(flexible)):
-            index = r.int32()
-            partitions.append(PartitionProduceData(index, r.nullable_bytes(flexible)))
-            if flexible:
-                r.skip_tagged_fields()
+        n_partitions, pos = _uvarint(view, pos)
+        for _ in range(_array_length(n_partitions - 1, pos, end)):
+            index = _I32.unpack_from(view, pos)[0]
+            size, pos = _uvarint(view, pos + 4)
+            records = None
+            if size:
+                records, pos = _take(view, pos, size - 1, end)
+            partitions.append(PartitionProduceData(index, records))
+            pos = _skip_tagged_fields(view, pos)
         topics.append(TopicProduceData(name, tuple(partitions)))
-        if flexible:
-            r.skip_tagged_fields()
-    if flexible:
-        r.skip_tagged_fields()
-    if r.pos != r.end:
-        raise ValueError(f"{r.end - r.pos} unexpected bytes after the request")
+        pos = _skip_tagged_fields(view, pos)
+    pos = _skip_tagged_fields(view, pos)
+    return _finish(transactional_id, acks, timeout_ms, topics, pos, end)
+
+
+def _decode_classic(view: memoryview, pos: int, version: int) -> ProduceRequest:
+    """v0-v8: int16-sized strings, int32-sized arrays and bytes (-1 for null)."""
+    end = len(view)
+    transactional_id = None
+    if version >= 3:
+        size = _I16.unpack_from(view, pos)[0]
+        pos += 2
+        if size >= 0:
+            raw, pos = _take(view, pos, size, end)
+            transactional_id = str(raw, "utf-8")
+    acks, timeout_ms = _ACKS_TIMEOUT.unpack_from(view, pos)
+    pos += 6
+    topics = []
+    n_topics = _I32.unpack_from(view, pos)[0]
+    pos += 4
+    for _ in range(_array_length(n_topics, pos, end)):
+        size = _I16.unpack_from(view, pos)[0]
+        if size < 0:
+            raise ValueError("null topic name")
+        raw, pos = _take(view, pos + 2, size, end)
+        name = str(raw, "utf-8")
+        partitions = []
+        n_partitions = _I32.unpack_from(view, pos)[0]
+        pos += 4
+        for _ in range(_array_length(n_partitions, pos, end)):
+            index, size = _I32_I32.unpack_from(view, pos)
+            pos += 8
+            records = None
+            if size >= 0:
+                records, pos = _take(view, pos, size, end)
+            partitions.append(PartitionProduceData(index, records))
+        topics.append(TopicProduceData(name, tuple(partitions)))
+    return _finish(transactional_id, acks, timeout_ms, topics, pos, end)
+
+
+def _finish(transactional_id, acks: int, timeout_ms: int, topics: list, pos: int, end: int) -> ProduceRequest:
+    if pos != end:
+        raise ValueError(f"{end - pos} unexpected bytes after the request")
     return ProduceRequest(transactional_id, acks, datetime.timedelta(milliseconds=timeout_ms), tuple(topics))

@@ -56,6 +56,7 @@ import struct
 import time
 import zlib
 from collections.abc import Iterable, Iterator, Sequence
+from itertools import repeat
 from typing import NamedTuple
 
 import crc32c
@@ -101,6 +102,7 @@ __all__ = [
     "convert_legacy_to_v2",
     "decode_batch",
     "decode_control_key",
+    "decode_records",
     "decode_end_txn_marker",
     "encode_batch",
     "encode_control_key",
@@ -382,6 +384,166 @@ def _decode_records(
         raise errors.InvalidRecordError(
             f"incorrect declared batch size, {end - pos} bytes remain after {count} records"
         )
+    return out
+
+
+# zigzag decodings of every one-byte varint (0..127)
+_ZZ1 = [(z >> 1) ^ -(z & 1) for z in range(0x80)]
+
+
+def _decode_fast(
+    data: bytes,
+    pos: int,
+    end: int,
+    count: int,
+    cls: type,
+    offset_base: int,
+    timestamp_base: int,
+    fixed_timestamp: int | None,
+) -> list | None:
+    """The common case of :func:`_decode_records`, in bulk: None when it does not apply.
+
+    Handles records with consecutive offset deltas (0, 1, 2, ...) and no headers, the way
+    producers write them; anything else (compacted batches, headers, odd varints) returns
+    None and the caller decodes with :func:`_decode_records`, which also reports errors.
+    The loop only collects timestamps, keys and values; the record tuples are built at the
+    end by ``map``/``zip`` in C instead of one Python-level constructor call per record.
+    """
+    if count <= 0 or count * _MIN_RECORD_SIZE > end - pos:
+        return None
+    zz = _ZZ1
+    values: list = []
+    vappend = values.append
+    stamps: list = []
+    tappend = stamps.append
+    keys: list | None = None
+    try:
+        for i in range(count):
+            # length (1 or 2 bytes)
+            b = data[pos]
+            if b < 0x80:
+                record_end = pos + 1 + zz[b]
+                pos += 2  # and the attributes byte
+            else:
+                c = data[pos + 1]
+                if c >= 0x80:
+                    return None
+                z = (b & 0x7F) | (c << 7)
+                record_end = pos + 2 + ((z >> 1) ^ -(z & 1))
+                pos += 3
+            if record_end > end:
+                return None
+            # timestamp delta (1 or 2 bytes)
+            b = data[pos]
+            if b < 0x80:
+                tappend(timestamp_base + zz[b])
+                pos += 1
+            else:
+                c = data[pos + 1]
+                if c >= 0x80:
+                    return None
+                z = (b & 0x7F) | (c << 7)
+                tappend(timestamp_base + ((z >> 1) ^ -(z & 1)))
+                pos += 2
+            # offset delta: must be i
+            b = data[pos]
+            if b < 0x80:
+                if zz[b] != i:
+                    return None
+                pos += 1
+            else:
+                c = data[pos + 1]
+                if c >= 0x80:
+                    return None
+                z = (b & 0x7F) | (c << 7)
+                if (z >> 1) ^ -(z & 1) != i:
+                    return None
+                pos += 2
+            # key
+            b = data[pos]
+            if b == 1:  # null
+                pos += 1
+                if keys is not None:
+                    keys.append(None)
+            else:
+                if b < 0x80:
+                    n = zz[b]
+                    pos += 1
+                else:
+                    c = data[pos + 1]
+                    if c >= 0x80:
+                        return None
+                    z = (b & 0x7F) | (c << 7)
+                    n = (z >> 1) ^ -(z & 1)
+                    pos += 2
+                if n < 0:
+                    return None
+                if keys is None:
+                    keys = [None] * i
+                keys.append(data[pos : pos + n])
+                pos += n
+            # value
+            b = data[pos]
+            if b < 0x80:
+                n = zz[b]
+                pos += 1
+            else:
+                c = data[pos + 1]
+                if c >= 0x80:
+                    return None
+                z = (b & 0x7F) | (c << 7)
+                n = (z >> 1) ^ -(z & 1)
+                pos += 2
+            if n < 0:
+                if n != -1:
+                    return None
+                vappend(None)
+            else:
+                vappend(data[pos : pos + n])
+                pos += n
+            # no headers, and exactly the declared length
+            if data[pos] or pos + 1 != record_end:
+                return None
+            pos = record_end
+    except IndexError:
+        return None
+    if pos != end:
+        return None
+    return list(
+        map(
+            _new_tuple,
+            repeat(cls, count),
+            zip(
+                range(offset_base, offset_base + count),
+                stamps if fixed_timestamp is None else repeat(fixed_timestamp, count),
+                repeat(None, count) if keys is None else keys,
+                values,
+                repeat((), count),
+            ),
+        )
+    )
+
+
+def decode_records(
+    data: bytes,
+    pos: int,
+    end: int,
+    count: int,
+    cls: type,
+    offset_base: int,
+    timestamp_base: int,
+    fixed_timestamp: int | None = None,
+) -> list:
+    """``count`` records from ``data[pos:end]`` as ``cls`` tuples (a tuple subclass).
+
+    Each is ``cls((offset_base + offsetDelta, timestamp, key, value, headers))`` built with
+    ``tuple.__new__`` (``cls.__new__`` is not called), ``headers`` a tuple of ``(str,
+    bytes | None)``; ``fixed_timestamp`` overrides every timestamp (LogAppendTime).
+    InvalidRecordError when the records do not fill ``data[pos:end]`` exactly.
+    """
+    out = _decode_fast(data, pos, end, count, cls, offset_base, timestamp_base, fixed_timestamp)
+    if out is None:
+        out = _decode_records(data, pos, end, count, cls, offset_base, timestamp_base, fixed_timestamp)
     return out
 
 
@@ -797,13 +959,17 @@ class RecordBatch:
         data, start, end = self._payload()
         return _decode_records(data, start, end, self.header.record_count, Record, 0, 0, None)
 
-    def records(self) -> list[DecodedRecord]:
+    def records(self, cls: type = DecodedRecord) -> list:
+        """The records with absolute offsets and timestamps, as ``cls`` tuples.
+
+        ``cls`` is :class:`DecodedRecord` or any tuple subclass taking ``(offset,
+        timestamp, key, value, headers)``; it is built with ``tuple.__new__`` (its own
+        ``__new__`` is not called), so a client can decode into its own record class.
+        """
         h = self.header
         data, start, end = self._payload()
         fixed = h.max_timestamp if h.attributes & TIMESTAMP_TYPE_BIT else None
-        return _decode_records(
-            data, start, end, h.record_count, DecodedRecord, h.base_offset, h.base_timestamp, fixed
-        )
+        return decode_records(data, start, end, h.record_count, cls, h.base_offset, h.base_timestamp, fixed)
 
     def __iter__(self) -> Iterator[DecodedRecord]:
         return iter(self.records())
