@@ -19,7 +19,12 @@ PRODUCE_FLEXIBLE_FROM = 9
 FETCH_FLEXIBLE_FROM = 12
 
 
+_ONE_BYTE_VARINTS = [bytes((v,)) for v in range(0x80)]
+
+
 def _uvarint(value: int) -> bytes:
+    if 0 <= value < 0x80:
+        return _ONE_BYTE_VARINTS[value]
     out = bytearray()
     while value >= 0x80:
         out.append((value & 0x7F) | 0x80)
