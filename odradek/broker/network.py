@@ -157,14 +157,17 @@ class Connection(asyncio.BufferedProtocol):
             )
             self.close("internal error")
             return
-        if asyncio.iscoroutine(result):
+        if result is None:
+            return
+        # RawResponse (Produce, Fetch) first: asyncio.iscoroutine is an ABC check.
+        if type(result) is not RawResponse and asyncio.iscoroutine(result):
             slot = _Slot()
             self._slots.append(slot)
             task = asyncio.get_running_loop().create_task(result)
             self._tasks.add(task)
             task.add_done_callback(lambda t, s=slot, r=request: self._on_done(t, s, r))
             self._update_reading()
-        elif result is not None:
+        else:
             self._push_ready(self._encode(request, result))
 
     def _on_done(self, task: asyncio.Task, slot: _Slot, request: Request):
@@ -194,14 +197,14 @@ class Connection(asyncio.BufferedProtocol):
         data: small parts are joined so that a response costs one send, while record
         bytes and file slices pass through uncopied."""
         if isinstance(result, RawResponse):
-            head = messages.response_header(request.api_key, request.api_version, request.correlation_id)
             parts = result.parts
-            size = len(head)
+            size = 0
             for part in parts:
                 size += len(part)
+            head = messages.response_prefix(request.api_key, request.api_version, request.correlation_id, size)
             if size < _JOIN_BELOW and not result.has_files:
-                return b"".join([messages.size_prefix(size), head, *parts])
-            return _coalesce([messages.size_prefix(size), head, *parts])
+                return b"".join([head, *parts])
+            return _coalesce([head, *parts])
         if isinstance(result, bytes):
             return result
         return messages.encode_response(request.api_key, request.api_version, request.correlation_id, result)
@@ -261,7 +264,7 @@ class Connection(asyncio.BufferedProtocol):
             except BlockingIOError:
                 pass
             if sent < part.size:
-                rest = part.read()[sent:]
+                rest = part.read(sent)
                 transport.writelines(
                     [rest] + [p.read() if hasattr(p, "send_to") else p for p in parts[i + 1 :]]
                 )

@@ -57,7 +57,11 @@ class Broker:
         self.rack = config.get("broker.rack")
         self.default_partitions = config.get("num.partitions")
         self.default_replication_factor = config.get("default.replication.factor")
-        self.zero_copy = os.environ.get("ODRADEK_ZERO_COPY", "1") != "0"
+        # Fetch record data is pread into memory and written by the transport; measured on
+        # loopback this costs about a third less broker CPU per 1 MB fetch than sendfile
+        # (benchmarks/broker_bench.py, consume rows). ODRADEK_ZERO_COPY=1 sends file slices
+        # with sendfile instead.
+        self.zero_copy = os.environ.get("ODRADEK_ZERO_COPY", "0") == "1"
         self.started = asyncio.Event()
         self._tasks: list[asyncio.Task] = []
         self._stopped = False

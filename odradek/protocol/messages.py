@@ -196,6 +196,13 @@ def frame(*parts: bytes) -> bytes:
     return _SIZE.pack(len(body)) + body
 
 
+def response_prefix(api_key: int, api_version: int, correlation_id: int, body_size: int) -> bytes:
+    """The size prefix and response header of a response whose body is ``body_size`` bytes."""
+    if _response_header_v1(api_key, api_version):
+        return _SIZE_AND_CORRELATION.pack(body_size + 5, correlation_id) + b"\x00"
+    return _SIZE_AND_CORRELATION.pack(body_size + 4, correlation_id)
+
+
 def size_prefix(size: int) -> bytes:
     return _SIZE.pack(size)
 

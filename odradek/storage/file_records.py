@@ -229,11 +229,13 @@ class FileSlice:
     def __len__(self) -> int:
         return self.size
 
-    def read(self) -> bytes:
-        data = self.file.pread(self.position, self.size) if self.size else b""
-        if len(data) != self.size:
+    def read(self, offset: int = 0) -> bytes:
+        """The bytes of the slice from ``offset`` within it (what a partial send left)."""
+        size = self.size - offset
+        data = self.file.pread(self.position + offset, size) if size else b""
+        if len(data) != size:
             raise errors.KafkaStorageErrorError(
-                f"Short read from {self.file.path}: {len(data)} of {self.size} bytes at {self.position}"
+                f"Short read from {self.file.path}: {len(data)} of {size} bytes at {self.position + offset}"
             )
         return data
 

@@ -14,6 +14,7 @@ from broker_e2e import (
     produce_and_flush,
     producer,
 )
+import pytest
 from kio.schema.errors import ErrorCode
 
 FETCH, OFFSET_FOR_LEADER_EPOCH = 1, 23
@@ -52,6 +53,22 @@ def test_partition_max_bytes_still_returns_one_whole_batch(broker, topic_name):
         assert records[0][2] == b"A" * 5000
         error, records = fetch_records(raw, topic_name, 0, 0, max_bytes=12_000)
         assert [r[0] for r in records] == [0, 1]
+
+
+@pytest.mark.parametrize("zero_copy", ["0", "1"])
+def test_large_fetch_with_either_send_path(own_broker, topic_name, monkeypatch, zero_copy):
+    """Record data goes out through the transport (default) or with sendfile
+    (ODRADEK_ZERO_COPY=1); a response larger than the socket buffer comes back whole."""
+    monkeypatch.setenv("ODRADEK_ZERO_COPY", zero_copy)
+    b = own_broker()
+    create_topic(b, topic_name, 1)
+    fill(b, topic_name, 300, size=10_000)
+    with RawClient(b) as raw:
+        for _ in range(3):
+            error, records = fetch_records(raw, topic_name, 0, 0, max_bytes=4 << 20)
+            assert error == ErrorCode.none
+            assert [r[0] for r in records] == list(range(300))
+            assert all(r[2] == bytes([65 + i % 26]) * 10_000 for i, r in enumerate(records))
 
 
 def test_response_max_bytes_spans_partitions(broker, topic_name):

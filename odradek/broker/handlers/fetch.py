@@ -77,7 +77,9 @@ def read_partitions(broker, plan, max_bytes: int, isolation_level: int, *, sizes
 
 
 @api(1, 4, 12)
-async def handle_fetch(broker, request):
+def handle_fetch(broker, request):
+    """Answers at once when it can (the usual case under load, and no task to schedule);
+    otherwise returns a coroutine that waits in the fetch purgatory."""
     body = request.body
     if body.replica_id >= 0:
         return RawResponse(fetch_response(request.api_version, [], error_code=ErrorCode.unknown_server_error))
@@ -91,8 +93,13 @@ async def handle_fetch(broker, request):
     topics, total, had_error = read_partitions(broker, plan, max_bytes, isolation)
     max_wait_ms = int(body.max_wait.total_seconds() * 1000)
     if total < body.min_bytes and max_wait_ms > 0 and not had_error and plan:
-        op = DelayedFetch(broker, plan, max_bytes, isolation, body.min_bytes, max_wait_ms)
-        if not broker.fetch_purgatory.try_complete_else_watch(op, [(t, i) for t, i, *_ in plan]):
-            await op
-        topics, total, had_error = read_partitions(broker, plan, max_bytes, isolation)
+        return _wait_and_read(broker, request, plan, max_bytes, isolation, body.min_bytes, max_wait_ms)
+    return RawResponse(fetch_response(request.api_version, topics), has_files=broker.zero_copy)
+
+
+async def _wait_and_read(broker, request, plan, max_bytes: int, isolation: int, min_bytes: int, max_wait_ms: int):
+    op = DelayedFetch(broker, plan, max_bytes, isolation, min_bytes, max_wait_ms)
+    if not broker.fetch_purgatory.try_complete_else_watch(op, [(t, i) for t, i, *_ in plan]):
+        await op
+    topics, _, _ = read_partitions(broker, plan, max_bytes, isolation)
     return RawResponse(fetch_response(request.api_version, topics), has_files=broker.zero_copy)
