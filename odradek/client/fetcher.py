@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import gc
 import logging
 
 from odradek.protocol import batch as batch_header
@@ -401,6 +402,20 @@ class Fetcher:
             pass
 
     def fetched_records(self, max_records: int) -> list[ConsumerRecord]:
+        # Decoding allocates one GC-tracked tuple per record, thousands per poll. With the
+        # cyclic GC on, a collection runs every 700 allocations and promotes the records
+        # still being built, which brings on full collections of the whole heap (about a
+        # third of consume time in profiles at 100 B). Records cannot form cycles, so the
+        # collector is paused while a poll decodes and catches up once afterwards.
+        if gc.isenabled():
+            gc.disable()
+            try:
+                return self._fetched_records(max_records)
+            finally:
+                gc.enable()
+        return self._fetched_records(max_records)
+
+    def _fetched_records(self, max_records: int) -> list[ConsumerRecord]:
         out: list[ConsumerRecord] = []
         completed = self._completed
         parked = []

@@ -37,7 +37,8 @@ The API, by who calls it:
   (record by record, with sizes for the accumulator);
 * consumers: :func:`iter_batches` / :func:`iter_records` over a fetch response,
   :func:`decode_batch` for one batch; batches are :class:`RecordBatch` (v2) or
-  :class:`LegacyBatch`, both yielding :class:`DecodedRecord`;
+  :class:`LegacyBatch`, both yielding :class:`DecodedRecord`; ``RecordBatch.records(cls)``
+  and :func:`decode_records` decode straight into a client's own tuple subclass;
 * the broker's produce path: :func:`validate_batch` (header-only checks plus the CRC),
   :func:`validate_legacy` and :func:`convert_legacy_to_v2`, :func:`recompress_batch`,
   :func:`records_have_null_keys`;
@@ -52,6 +53,7 @@ batch-level rule, ``MessageTooLargeError`` for a batch over ``max.message.bytes`
 
 from __future__ import annotations
 
+import re
 import struct
 import time
 import zlib
@@ -387,6 +389,135 @@ def _decode_records(
     return out
 
 
+# -- bulk decoding of uniform batches ----------------------------------------------------
+
+
+def _zz_bytes(z):
+    return bytes([z]) if z < 0x80 else bytes([(z & 0x7F) | 0x80, z >> 7])
+
+
+_V12 = rb"(?:[\x00-\x7f]|[\x80-\xff][\x00-\x7f])"
+_VAR12: dict | None = None  # every 1- and 2-byte varint -> its zigzag value
+_OD_ENC: tuple = ()  # the varint of offset delta i, for i < 8192
+_UNIFORM: dict = {}
+
+
+def _uniform_tables():
+    global _VAR12, _OD_ENC
+    t = {bytes([b]): (b >> 1) ^ -(b & 1) for b in range(0x80)}
+    for b0 in range(0x80, 0x100):
+        for b1 in range(0x80):
+            z = (b0 & 0x7F) | (b1 << 7)
+            t[bytes([b0, b1])] = (z >> 1) ^ -(z & 1)
+    _OD_ENC = tuple(_zz_bytes(2 * i) for i in range(8192))
+    _VAR12 = t
+    return t
+
+
+def _uniform_pattern(vl: bytes, n: int):
+    key = (vl, n)
+    pat = _UNIFORM.get(key)
+    if pat is None:
+        k = 3 + len(vl) + n  # attributes, null key, value length, value, header count
+        lens = [_zz_bytes(2 * (k + w)) for w in (2, 3, 4)]  # + timestamp and offset widths
+        if k + 4 >= 8192 or len({len(e) for e in lens}) != 1:
+            pat = False
+        else:
+            e2, e3, e4 = (re.escape(e) for e in lens)
+            v1 = rb"[\x00-\x7f]"
+            v2 = rb"[\x80-\xff][\x00-\x7f]"
+            # the length field must fit the widths of the timestamp and offset varints
+            fits = b"|".join(
+                (
+                    e2 + rb"\x00" + v1 + v1,
+                    e3 + rb"\x00(?:" + v1 + v2 + b"|" + v2 + v1 + b")",
+                    e4 + rb"\x00" + v2 + v2,
+                )
+            )
+            record = rb".{%d}\x00(%s)(%s)\x01%s(.{%d})\x00" % (len(lens[0]), _V12, _V12, re.escape(vl), n)
+            pat = re.compile(rb"(?=(?:" + fits + rb")\x01)" + record, re.S)
+        if len(_UNIFORM) >= 256:
+            _UNIFORM.clear()
+        _UNIFORM[key] = pat
+    return pat
+
+
+def _value_length_at(data, p):
+    """(value-length varint bytes, position after the record) of the null-key record at p, or None."""
+    b = data[p]
+    if b < 0x80:
+        ln = (b >> 1) ^ -(b & 1)
+        p += 1
+    else:
+        z = (b & 0x7F) | (data[p + 1] << 7)
+        ln = (z >> 1) ^ -(z & 1)
+        p += 2
+    rend = p + ln
+    p += 1
+    p += 1 if data[p] < 0x80 else 2
+    p += 1 if data[p] < 0x80 else 2
+    if data[p] != 1:
+        return None
+    p += 1
+    vl = data[p : p + 1] if data[p] < 0x80 else data[p : p + 2]
+    return vl, rend
+
+
+def _decode_uniform(data, pos, end, count, cls, offset_base, timestamp_base, fixed_timestamp):
+    """Batches of null-key, header-less records whose values all have one length, in C.
+
+    The common shape of a producer's batch. One regular expression per value length
+    matches a whole record, checking its length field against the timestamp and offset
+    varint widths in a lookahead; ``findall`` then returns every record's timestamp and
+    offset varints and its value in one call. Offsets must be consecutive and the matches
+    must tile the payload exactly; anything else returns None (see :func:`_decode_fast`).
+    """
+    if count < 8 or count > 8192:
+        return None
+    try:
+        first = _value_length_at(data, pos)
+        if first is None:
+            return None
+        second = _value_length_at(data, first[1])
+        if second is None or second[0] != first[0]:
+            return None
+    except IndexError:
+        return None
+    vl = first[0]
+    table = _VAR12 or _uniform_tables()
+    n = table.get(vl, -1)
+    if n < 0:
+        return None
+    pat = _uniform_pattern(vl, n)
+    if not pat:
+        return None
+    found = pat.findall(data, pos, end)
+    if len(found) != count:
+        return None
+    stamps, deltas, values = zip(*found, strict=True)
+    if deltas != _OD_ENC[:count]:
+        return None
+    width = len(_zz_bytes(2 * (3 + len(vl) + n + 2)))
+    if count * (width + 3 + len(vl) + n) + sum(map(len, stamps)) + sum(map(len, deltas)) != end - pos:
+        return None
+    return list(
+        map(
+            _new_tuple,
+            repeat(cls, count),
+            zip(
+                range(offset_base, offset_base + count),
+                map(timestamp_base.__add__, map(table.__getitem__, stamps))
+                if fixed_timestamp is None
+                else repeat(fixed_timestamp, count),
+                repeat(None, count),
+                values,
+                repeat((), count),
+                strict=True,
+            ),
+        )
+    )
+
+
 # zigzag decodings of every one-byte varint (0..127)
 _ZZ1 = [(z >> 1) ^ -(z & 1) for z in range(0x80)]
 
@@ -519,6 +650,7 @@ def _decode_fast(
                 repeat(None, count) if keys is None else keys,
                 values,
                 repeat((), count),
+                strict=True,
             ),
         )
     )
@@ -541,7 +673,9 @@ def decode_records(
     bytes | None)``; ``fixed_timestamp`` overrides every timestamp (LogAppendTime).
     InvalidRecordError when the records do not fill ``data[pos:end]`` exactly.
     """
-    out = _decode_fast(data, pos, end, count, cls, offset_base, timestamp_base, fixed_timestamp)
+    out = _decode_uniform(data, pos, end, count, cls, offset_base, timestamp_base, fixed_timestamp)
+    if out is None:
+        out = _decode_fast(data, pos, end, count, cls, offset_base, timestamp_base, fixed_timestamp)
     if out is None:
         out = _decode_records(data, pos, end, count, cls, offset_base, timestamp_base, fixed_timestamp)
     return out
