@@ -56,6 +56,17 @@ def _item_error(code: int, message: str | None, item) -> KafkaError:
     return cls(f"{item}: {message or cls.code.name}", item=item)
 
 
+def _raise_topic_errors(results) -> None:
+    """Raise for the failed topics of a per-topic result list (``name``, ``error_code``,
+    optional ``error_message``), as ``_raise_items`` does."""
+    errors = {
+        r.name: _item_error(int(r.error_code), getattr(r, "error_message", None), f"topic {r.name!r}")
+        for r in results
+        if r.error_code
+    }
+    _raise_items(errors, "topics")
+
+
 def _resource(res) -> tuple[int, str]:
     if isinstance(res, ConfigResource):
         rtype, name = res
@@ -216,13 +227,7 @@ class Admin:
             {"topics": topics, "timeout": int(timeout * 1000), "validate_only": validate_only},
             timeout,
         )
-        errors = {}
-        for t in resp.topics:
-            if t.error_code:
-                errors[t.name] = _item_error(
-                    int(t.error_code), getattr(t, "error_message", None), f"topic {t.name!r}"
-                )
-        _raise_items(errors, "topics")
+        _raise_topic_errors(resp.topics)
         self._client.request_update()
 
     async def delete_topics(self, topics, timeout: float | None = None) -> None:
@@ -237,13 +242,7 @@ class Admin:
             },
             timeout,
         )
-        errors = {}
-        for r in resp.responses:
-            if r.error_code:
-                errors[r.name] = _item_error(
-                    int(r.error_code), getattr(r, "error_message", None), f"topic {r.name!r}"
-                )
-        _raise_items(errors, "topics")
+        _raise_topic_errors(resp.responses)
 
     async def list_topics(self, internal: bool = False, timeout: float | None = None) -> list[str]:
         md = await self._metadata(None, self._t(timeout))
@@ -301,13 +300,7 @@ class Admin:
             {"topics": topics, "timeout": int(timeout * 1000), "validate_only": validate_only},
             timeout,
         )
-        errors = {}
-        for r in resp.results:
-            if r.error_code:
-                errors[r.name] = _item_error(
-                    int(r.error_code), getattr(r, "error_message", None), f"topic {r.name!r}"
-                )
-        _raise_items(errors, "topics")
+        _raise_topic_errors(resp.results)
         self._client.request_update()
 
     # -- configs ---------------------------------------------------------------------------

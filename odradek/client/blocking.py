@@ -19,29 +19,44 @@ from .producer import NeedMemory, NeedMetadata
 from .sync import LoopThread, UserThreadCalls
 
 
-class Producer:
-    """Blocking producer. ``send(...)`` returns a future; ``result(timeout)`` gives RecordMetadata."""
+class _OnLoopThread:
+    """What the blocking clients share: ``_aio``, their asyncio client, started on
+    ``_thread``, a private event loop thread; ``config`` and ``closed`` are the client's."""
 
-    def __init__(self, config: dict | None = None, **options):
-        self._aio = aproducer.Producer(config, **options)
-        self._core = self._aio._core
-        self._thread = LoopThread(f"{self._core.client.client_id}-io")
+    def _start(self, aio, client_id: str, user_calls: UserThreadCalls | None = None) -> None:
+        self._aio = aio
+        self._thread = LoopThread(f"{client_id}-io")
+        if user_calls is not None:
+            self._thread.user_calls = user_calls
         try:
-            self._thread.run(self._aio.start())
+            self._thread.run(aio.start())
         except BaseException:
             self._thread.stop()
             raise
-        self._wake = self._core.sender.wakeup_threadsafe
 
     @property
     def config(self) -> dict:
-        return self._core.config
+        return self._aio.config
+
+    @property
+    def closed(self) -> bool:
+        return self._aio.closed
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc):
         self.close()
+
+
+class Producer(_OnLoopThread):
+    """Blocking producer. ``send(...)`` returns a future; ``result(timeout)`` gives RecordMetadata."""
+
+    def __init__(self, config: dict | None = None, **options):
+        aio = aproducer.Producer(config, **options)
+        self._core = aio._core
+        self._start(aio, self._core.client.client_id)
+        self._wake = self._core.sender.wakeup_threadsafe
 
     def send(self, topic, value=None, key=None, headers=None, partition=None, timestamp_ms=None):
         core = self._core
@@ -119,10 +134,6 @@ class Producer:
         finally:
             self._thread.stop()
 
-    @property
-    def closed(self) -> bool:
-        return self._core.closed
-
     def __del__(self):
         core = getattr(self, "_core", None)
         thread = getattr(self, "_thread", None)
@@ -134,7 +145,7 @@ class Producer:
                 pass
 
 
-class Consumer:
+class Consumer(_OnLoopThread):
     """Blocking consumer. ``poll(timeout)`` returns a list of ConsumerRecord.
 
     Rebalance listener callbacks run on the thread that is inside ``poll`` (or another
@@ -143,24 +154,8 @@ class Consumer:
 
     def __init__(self, config: dict | None = None, **options):
         self._calls = UserThreadCalls()
-        self._aio = aconsumer.Consumer(config, _run_callback=self._calls.call, **options)
-        self._thread = LoopThread(f"{self._aio._client.client_id}-io")
-        self._thread.user_calls = self._calls
-        try:
-            self._thread.run(self._aio.start())
-        except BaseException:
-            self._thread.stop()
-            raise
-
-    @property
-    def config(self) -> dict:
-        return self._aio.config
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
+        aio = aconsumer.Consumer(config, _run_callback=self._calls.call, **options)
+        self._start(aio, aio._client.client_id, self._calls)
 
     def _call(self, fn, *args, **kwargs):
         """Run a plain engine method on the loop thread (the engine's state has one owner)."""
@@ -230,10 +225,6 @@ class Consumer:
             self._thread.stop()
 
     @property
-    def closed(self) -> bool:
-        return self._aio.closed
-
-    @property
     def member_id(self):
         return self._aio.member_id
 
@@ -267,27 +258,12 @@ for _name in (
     setattr(Consumer, _name, _blocking(_name, aconsumer.Consumer))
 
 
-class Admin:
+class Admin(_OnLoopThread):
     """Blocking admin client; the methods of ``odradek.aio.Admin``, blocking."""
 
     def __init__(self, config: dict | None = None, **options):
-        self._aio = aadmin.Admin(config, **options)
-        self._thread = LoopThread(f"{self._aio._client.client_id}-io")
-        try:
-            self._thread.run(self._aio.start())
-        except BaseException:
-            self._thread.stop()
-            raise
-
-    @property
-    def config(self) -> dict:
-        return self._aio.config
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
+        aio = aadmin.Admin(config, **options)
+        self._start(aio, aio._client.client_id)
 
     def close(self) -> None:
         if self._aio.closed:
@@ -296,10 +272,6 @@ class Admin:
             self._thread.run(self._aio.close())
         finally:
             self._thread.stop()
-
-    @property
-    def closed(self) -> bool:
-        return self._aio.closed
 
 
 for _name in (

@@ -197,20 +197,13 @@ class Connection(asyncio.BufferedProtocol):
         if callable(values):
             values = values(version)
         entity = wire.build_request(api_key, version, values) if isinstance(values, dict) else values
-        cid = self._next_cid
-        self._next_cid = cid + 1 if cid < 0x7FFFFFFF else 1
+        cid = self._correlation_id()
         try:
             frame = messages.encode_request(api_key, version, cid, self.client_id, entity)
         except Exception as exc:
             fut.set_exception(exc)
             return fut
-        self.last_used = self._loop.time()
-        if expect_response:
-            t = self.request_timeout if timeout is None else timeout
-            timer = self._loop.call_later(t, self._on_timeout, cid, t)
-            self._pending[cid] = (api_key, version, fut, timer)
-        else:
-            fut.set_result(None)
+        self._sent(cid, api_key, version, fut, expect_response, timeout)
         self._transport.write(frame)
         return fut
 
@@ -223,13 +216,24 @@ class Connection(asyncio.BufferedProtocol):
         if self._closed is not None:
             fut.set_exception(self._closed)
             return fut
-        cid = self._next_cid
-        self._next_cid = cid + 1 if cid < 0x7FFFFFFF else 1
+        cid = self._correlation_id()
         try:
             parts = build(cid)
         except Exception as exc:
             fut.set_exception(exc)
             return fut
+        self._sent(cid, api_key, version, fut, expect_response, timeout)
+        self._transport.writelines(parts)
+        return fut
+
+    def _correlation_id(self) -> int:
+        cid = self._next_cid
+        self._next_cid = cid + 1 if cid < 0x7FFFFFFF else 1
+        return cid
+
+    def _sent(self, cid: int, api_key: int, version: int, fut, expect_response: bool, timeout) -> None:
+        """Note a request as sent now: its response is awaited (up to ``timeout``, else the
+        request timeout) under ``cid``, or, with none expected, ``fut`` is done."""
         self.last_used = self._loop.time()
         if expect_response:
             t = self.request_timeout if timeout is None else timeout
@@ -237,8 +241,6 @@ class Connection(asyncio.BufferedProtocol):
             self._pending[cid] = (api_key, version, fut, timer)
         else:
             fut.set_result(None)
-        self._transport.writelines(parts)
-        return fut
 
     def _on_timeout(self, cid: int, timeout: float) -> None:
         item = self._pending.get(cid)

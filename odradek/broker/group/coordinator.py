@@ -255,7 +255,7 @@ class GroupCoordinator:
         """Load newly led ``__consumer_offsets`` partitions; unload the ones led elsewhere now."""
         if not self.active:
             return
-        led = self.topic.led_partitions() if self.topic.partition_count() is not None else set()
+        led = set(self.topic.led_partitions()) if self.topic.partition_count() is not None else set()
         for partition in sorted((self.owned | self.loading) - led):
             self._unload(partition)
         budget = self.config.load_buffer_size  # bytes replayed at once; larger partitions load in a task
@@ -263,8 +263,7 @@ class GroupCoordinator:
             budget -= self._load(partition, budget)
 
     def partition_of(self, group_id: str) -> int | None:
-        count = self.topic.partition_count()
-        return None if count is None else partition_for(group_id, count)
+        return self.topic.partition_for(group_id)
 
     def _load(self, partition: int, budget: int) -> int:
         """Replay ``partition`` now if it fits in ``budget`` bytes, else in a task; return bytes used."""

@@ -13,81 +13,26 @@ Every method is called from the event loop.
 
 from __future__ import annotations
 
-import logging
-import time
 from collections.abc import Iterator
 
-from odradek.broker.group.partitioning import OFFSETS_TOPIC, partition_for
+from odradek.broker.group.partitioning import OFFSETS_TOPIC
+from odradek.broker.internal_topic import InternalTopic
 from odradek.protocol import errors, records
 
-log = logging.getLogger(__name__)
 
-
-class OffsetsTopic:
-    def __init__(self, broker, *, num_partitions: int, replication_factor: int, segment_bytes: int):
-        self.broker = broker
-        self.num_partitions = num_partitions
-        self.replication_factor = replication_factor
-        self.segment_bytes = segment_bytes
+class OffsetsTopic(InternalTopic):
+    name = OFFSETS_TOPIC
+    replication_factor_config = "offsets.topic.replication.factor"
 
     @property
     def node_id(self) -> int:
         return self.broker.node_id
 
-    def partition_count(self) -> int | None:
-        """The topic's partition count, or None before it exists."""
-        info = self.broker.image.topics.get(OFFSETS_TOPIC)
-        return len(info.partitions) if info is not None else None
-
-    def partition_for(self, group_id: str) -> int | None:
-        count = self.partition_count()
-        return None if count is None else partition_for(group_id, count)
-
-    def ensure_created(self) -> int:
-        """Create the topic if it does not exist yet; return its partition count."""
-        count = self.partition_count()
-        if count is not None:
-            return count
-        live = len(self.broker.image.brokers)
-        capped = getattr(self.broker.config, "internal_topic_replication_factor", None)
-        if capped is not None:  # logs a warning when it has to cap
-            rf = capped("offsets.topic.replication.factor", live)
-        else:
-            rf = max(1, min(self.replication_factor, live))
-        configs = {
+    def topic_configs(self, replication_factor: int) -> dict[str, str]:
+        return {
             "cleanup.policy": "compact",
             "compression.type": "producer",
             "segment.bytes": str(self.segment_bytes),
-        }
-        t0 = time.perf_counter()
-        try:
-            self.broker.controller.create_topic(
-                OFFSETS_TOPIC, self.num_partitions, rf, None, configs, internal=True
-            )
-        except errors.TopicAlreadyExistsError:
-            pass
-        log.info(
-            "created %s with %d partitions, replication factor %d, in %.0f ms",
-            OFFSETS_TOPIC,
-            self.num_partitions,
-            rf,
-            (time.perf_counter() - t0) * 1000,
-        )
-        return self.partition_count() or self.num_partitions
-
-    def leader(self, partition: int) -> int | None:
-        info = self.broker.image.topics.get(OFFSETS_TOPIC)
-        if info is None or partition not in info.partitions:
-            return None
-        leader = info.partitions[partition].leader
-        return leader if leader is not None and leader >= 0 else None
-
-    def led_partitions(self) -> set[int]:
-        """The partitions whose leader replica is on this broker."""
-        return {
-            index
-            for (topic, index), p in self.broker.replica_manager.partitions.items()
-            if topic == OFFSETS_TOPIC and p.is_leader
         }
 
     def log_size(self, partition: int) -> int:
@@ -121,21 +66,9 @@ class OffsetsTopic:
         ``(key, value, producer_id, committed)``: producer id -1 for plain records, the
         producer's for transactional ones; a transaction marker is ``(None, None,
         producer_id, True for COMMIT / False for ABORT)``, else ``committed`` is None."""
-        p = self.broker.replica_manager.get_partition(OFFSETS_TOPIC, partition)
-        plog = p.log
-        offset = plog.log_start_offset
-        end = p.high_watermark
-        while offset < end:
-            result = plog.read(offset, chunk_bytes, max_offset=end, min_one_message=True)
-            if result.records is None or result.records.size == 0:
-                break
-            data = result.records.read()
+        for offset, batches in self.read_chunks(partition, chunk_bytes):
             chunk = []
-            next_offset = offset
-            for batch in records.iter_batches(data):
-                next_offset = max(next_offset, batch.next_offset)
-                if batch.next_offset <= offset:
-                    continue
+            for batch in batches:
                 if batch.is_control:
                     marker = batch.end_txn_marker()
                     if marker is not None:
@@ -145,9 +78,4 @@ class OffsetsTopic:
                 for rec in batch.records():
                     if rec.offset >= offset:
                         chunk.append((rec.key, rec.value, pid, None))
-            if next_offset <= offset:
-                raise errors.CorruptMessageError(
-                    f"{OFFSETS_TOPIC}-{partition}: no progress reading at {offset}"
-                )
-            offset = next_offset
             yield chunk

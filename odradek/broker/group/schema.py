@@ -34,8 +34,9 @@ from __future__ import annotations
 import struct
 from typing import NamedTuple
 
+from odradek.broker.record_reader import Reader, value_reader
 from odradek.protocol import errors
-from odradek.protocol.varint import decode_unsigned_varint, encode_unsigned_varint
+from odradek.protocol.varint import encode_unsigned_varint
 
 OFFSET_COMMIT_KEY_TYPES = (0, 1)
 GROUP_METADATA_KEY_TYPE = 2
@@ -125,67 +126,7 @@ class _Writer:
         return b"".join(self.parts)
 
 
-class _Reader:
-    __slots__ = ("buf", "pos", "flexible")
-
-    def __init__(self, buf: bytes, pos: int = 0, flexible: bool = False):
-        self.buf = buf
-        self.pos = pos
-        self.flexible = flexible
-
-    def _take(self, n: int) -> bytes:
-        end = self.pos + n
-        if n < 0 or end > len(self.buf):
-            raise errors.CorruptMessageError("group coordinator record is truncated")
-        out = self.buf[self.pos : end]
-        self.pos = end
-        return out
-
-    def int16(self) -> int:
-        return _I16.unpack(self._take(2))[0]
-
-    def int32(self) -> int:
-        return _I32.unpack(self._take(4))[0]
-
-    def int64(self) -> int:
-        return _I64.unpack(self._take(8))[0]
-
-    def _uvarint(self) -> int:
-        try:
-            value, self.pos = decode_unsigned_varint(self.buf, self.pos)
-        except ValueError as exc:
-            raise errors.CorruptMessageError(f"bad varint in group coordinator record: {exc}") from exc
-        return value
-
-    def string(self) -> str | None:
-        n = self._uvarint() - 1 if self.flexible else self.int16()
-        if n < 0:
-            return None
-        return self._take(n).decode()
-
-    def bytes_(self) -> bytes:
-        n = self._uvarint() - 1 if self.flexible else self.int32()
-        return b"" if n < 0 else bytes(self._take(n))
-
-    def array(self) -> int:
-        n = self._uvarint() - 1 if self.flexible else self.int32()
-        return max(n, 0)
-
-    def skip_tags(self) -> None:
-        if not self.flexible:
-            return
-        for _ in range(self._uvarint()):
-            self._uvarint()
-            self._take(self._uvarint())
-
-
-def _value_reader(value: bytes, valid: range, what: str, flexible_from: int) -> tuple[_Reader, int]:
-    if value is None or len(value) < 2:
-        raise errors.CorruptMessageError(f"{what} is too short")
-    version = _I16.unpack_from(value, 0)[0]
-    if version not in valid:
-        raise errors.CorruptMessageError(f"unknown {what} version {version}")
-    return _Reader(value, 2, version >= flexible_from), version
+_RECORD = "group coordinator record"
 
 
 # -- keys -------------------------------------------------------------------------------
@@ -210,7 +151,7 @@ def decode_key(key: bytes | None) -> OffsetCommitKey | GroupMetadataKey | None:
     if key is None or len(key) < 2:
         raise errors.CorruptMessageError("group coordinator record without a key")
     kind = _I16.unpack_from(key, 0)[0]
-    r = _Reader(key, 2)
+    r = Reader(key, 2, record=_RECORD)
     if kind in OFFSET_COMMIT_KEY_TYPES:
         return OffsetCommitKey(r.string() or "", r.string() or "", r.int32())
     if kind == GROUP_METADATA_KEY_TYPE:
@@ -237,7 +178,7 @@ def encode_offset_commit_value(value: OffsetCommitValue, version: int | None = N
 
 
 def decode_offset_commit_value(value: bytes) -> OffsetCommitValue:
-    r, version = _value_reader(value, range(0, 5), "OffsetCommitValue", 4)
+    r, version = value_reader(value, range(0, 5), "OffsetCommitValue", 4, _RECORD)
     offset = r.int64()
     leader_epoch = r.int32() if version >= 3 else -1
     metadata = r.string() or ""
@@ -276,7 +217,7 @@ def encode_group_metadata_value(value: GroupMetadataValue, version: int = 3) -> 
 
 
 def decode_group_metadata_value(value: bytes) -> GroupMetadataValue:
-    r, version = _value_reader(value, range(0, 5), "GroupMetadataValue", 4)
+    r, version = value_reader(value, range(0, 5), "GroupMetadataValue", 4, _RECORD)
     protocol_type = r.string() or ""
     generation = r.int32()
     protocol = r.string()
@@ -314,6 +255,6 @@ def subscribed_topics(subscription: bytes) -> list[str]:
 
     Raises CorruptMessageError when the bytes do not follow the consumer protocol.
     """
-    r = _Reader(subscription)
+    r = Reader(subscription, record=_RECORD)
     r.int16()  # version
     return [r.string() or "" for _ in range(r.array())]

@@ -214,8 +214,7 @@ class TransactionCoordinator:
                 self._load(partition, epoch)
 
     def partition_of(self, transactional_id: str) -> int | None:
-        count = self.topic.partition_count()
-        return None if count is None else partition_for(transactional_id, count)
+        return self.topic.partition_for(transactional_id)
 
     def _load(self, partition: int, coordinator_epoch: int) -> None:
         t0 = time.perf_counter()
