@@ -201,7 +201,9 @@ class Connection(asyncio.BufferedProtocol):
             size = 0
             for part in parts:
                 size += len(part)
-            head = messages.response_prefix(request.api_key, request.api_version, request.correlation_id, size)
+            head = messages.response_prefix(
+                request.api_key, request.api_version, request.correlation_id, size
+            )
             if size < _JOIN_BELOW and not result.has_files:
                 return b"".join([head, *parts])
             return _coalesce([head, *parts])

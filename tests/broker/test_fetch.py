@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 
+import pytest
 from broker_e2e import (
     RawClient,
     create_topic,
@@ -14,7 +15,6 @@ from broker_e2e import (
     produce_and_flush,
     producer,
 )
-import pytest
 from kio.schema.errors import ErrorCode
 
 FETCH, OFFSET_FOR_LEADER_EPOCH = 1, 23

@@ -97,7 +97,9 @@ def handle_fetch(broker, request):
     return RawResponse(fetch_response(request.api_version, topics), has_files=broker.zero_copy)
 
 
-async def _wait_and_read(broker, request, plan, max_bytes: int, isolation: int, min_bytes: int, max_wait_ms: int):
+async def _wait_and_read(
+    broker, request, plan, max_bytes: int, isolation: int, min_bytes: int, max_wait_ms: int
+):
     op = DelayedFetch(broker, plan, max_bytes, isolation, min_bytes, max_wait_ms)
     if not broker.fetch_purgatory.try_complete_else_watch(op, [(t, i) for t, i, *_ in plan]):
         await op
