@@ -487,17 +487,9 @@ def dump_log(
                 out=out,
                 err=err,
             )
-        elif kind == ".index":
-            ok &= dump_offset_index(
-                path,
-                sanity_only=index_sanity_check,
-                verify_only=verify_index_only,
-                max_size=max_message_size,
-                out=out,
-                err=err,
-            )
-        elif kind == ".timeindex":
-            ok &= dump_time_index(
+        elif kind in (".index", ".timeindex"):
+            dump_index = dump_offset_index if kind == ".index" else dump_time_index
+            ok &= dump_index(
                 path,
                 sanity_only=index_sanity_check,
                 verify_only=verify_index_only,

@@ -43,7 +43,8 @@ The API, by who calls it:
   :func:`validate_legacy` and :func:`convert_legacy_to_v2`, :func:`recompress_batch`,
   :func:`records_have_null_keys`;
 * transactions: :func:`build_control_batch` and :meth:`RecordBatch.end_txn_marker`;
-* storage (cleaner, recovery): :func:`encode_batch` from :class:`Record` deltas.
+* storage (cleaner, recovery): :func:`scan_records` (keys, deltas and byte spans, values
+  skipped) and :func:`encode_batch` from :class:`Record` deltas.
 
 Errors are Kafka's: ``CorruptMessageError`` for bytes that fail a checksum or do not
 parse as a batch, ``InvalidRecordError`` for records that parse badly or break a
@@ -115,6 +116,7 @@ __all__ = [
     "iter_records",
     "recompress_batch",
     "records_have_null_keys",
+    "scan_records",
     "validate_batch",
     "validate_legacy",
 ]
@@ -268,6 +270,50 @@ def estimate_record_size(key: bytes | None, value: bytes | None, headers: Sequen
     return size
 
 
+def _read_zigzag(data, pos: int, max_bytes: int = 5) -> tuple[int, int]:
+    """The zigzag varint at ``data[pos]`` as ``(value, next_pos)``; one- and two-byte ones inline."""
+    b = data[pos]
+    if b < 0x80:
+        return (b >> 1) ^ -(b & 1), pos + 1
+    if data[pos + 1] < 0x80:
+        z = (b & 0x7F) | (data[pos + 1] << 7)
+        return (z >> 1) ^ -(z & 1), pos + 2
+    z, pos = read_raw(data, pos, max_bytes)
+    return (z >> 1) ^ -(z & 1), pos
+
+
+def _read_record_head(data, pos: int, end: int) -> tuple:
+    """The record at ``data[pos:]`` up to its key: ``(record_end, timestamp_delta,
+    offset_delta, key or None, position after the key)``. InvalidRecordError if its length
+    does not fit before ``end``; IndexError or VarintError if a field does not parse.
+
+    The hot loop of decoding and compaction: one-byte varints (most of them) are inline.
+    """
+    b = data[pos]
+    length, pos = ((b >> 1) ^ -(b & 1), pos + 1) if b < 0x80 else _read_zigzag(data, pos)
+    record_end = pos + length
+    if length < _MIN_RECORD_SIZE - 1 or record_end > end:
+        raise errors.InvalidRecordError(
+            f"invalid record size {length} with {end - pos} bytes left in the batch"
+        )
+    b = data[pos + 1]  # after the unused attributes byte
+    ts_delta, pos = ((b >> 1) ^ -(b & 1), pos + 2) if b < 0x80 else _read_zigzag(data, pos + 1, 10)
+    b = data[pos]
+    offset_delta, pos = ((b >> 1) ^ -(b & 1), pos + 1) if b < 0x80 else _read_zigzag(data, pos)
+    b = data[pos]
+    n, pos = ((b >> 1) ^ -(b & 1), pos + 1) if b < 0x80 else _read_zigzag(data, pos)
+    if n < 0:
+        return record_end, ts_delta, offset_delta, None, pos
+    return record_end, ts_delta, offset_delta, data[pos : pos + n], pos + n
+
+
+def _check_records_end(pos: int, end: int, count: int) -> None:
+    if pos != end:
+        raise errors.InvalidRecordError(
+            f"incorrect declared batch size, {end - pos} bytes remain after {count} records"
+        )
+
+
 def _decode_records(
     data: bytes,
     pos: int,
@@ -283,7 +329,7 @@ def _decode_records(
     Builds ``cls`` tuples of ``(offset_base + offsetDelta, timestamp, key, value,
     headers)``: with bases 0 these are :class:`Record` deltas, with the batch's bases
     :class:`DecodedRecord` absolutes. ``fixed_timestamp`` overrides every timestamp
-    (LogAppendTime). One-byte varints are decoded inline; that is most of them.
+    (LogAppendTime).
     """
     out: list = []
     append = out.append
@@ -292,81 +338,22 @@ def _decode_records(
         raise errors.InvalidRecordError(f"record count {count} does not fit in {end - pos} bytes of records")
     try:
         for _ in range(count):
-            b = data[pos]
-            if b < 0x80:
-                z = b
-                pos += 1
-            elif data[pos + 1] < 0x80:
-                z = (b & 0x7F) | (data[pos + 1] << 7)
-                pos += 2
-            else:
-                z, pos = read_raw(data, pos, 5)
-            length = (z >> 1) ^ -(z & 1)
-            record_end = pos + length
-            if length < _MIN_RECORD_SIZE - 1 or record_end > end:
-                raise errors.InvalidRecordError(
-                    f"invalid record size {length} with {end - pos} bytes left in the batch"
-                )
-            pos += 1  # attributes: unused
-            b = data[pos]
-            if b < 0x80:
-                z = b
-                pos += 1
-            elif data[pos + 1] < 0x80:
-                z = (b & 0x7F) | (data[pos + 1] << 7)
-                pos += 2
-            else:
-                z, pos = read_raw(data, pos, 10)
-            timestamp_delta = (z >> 1) ^ -(z & 1)
-            b = data[pos]
-            if b < 0x80:
-                z = b
-                pos += 1
-            elif data[pos + 1] < 0x80:
-                z = (b & 0x7F) | (data[pos + 1] << 7)
-                pos += 2
-            else:
-                z, pos = read_raw(data, pos, 5)
-            offset_delta = (z >> 1) ^ -(z & 1)
-            b = data[pos]
-            if b < 0x80:
-                z = b
-                pos += 1
-            elif data[pos + 1] < 0x80:
-                z = (b & 0x7F) | (data[pos + 1] << 7)
-                pos += 2
-            else:
-                z, pos = read_raw(data, pos, 5)
-            n = (z >> 1) ^ -(z & 1)
-            if n < 0:
-                key = None
-            else:
-                key = data[pos : pos + n]
-                pos += n
-            b = data[pos]
-            if b < 0x80:
-                z = b
-                pos += 1
-            elif data[pos + 1] < 0x80:
-                z = (b & 0x7F) | (data[pos + 1] << 7)
-                pos += 2
-            else:
-                z, pos = read_raw(data, pos, 5)
-            n = (z >> 1) ^ -(z & 1)
+            start = pos
+            record_end, timestamp_delta, offset_delta, key, pos = _read_record_head(data, pos, end)
+            n, pos = _read_zigzag(data, pos)
             if n < 0:
                 value = None
             else:
                 value = data[pos : pos + n]
                 pos += n
-            b = data[pos]
-            if b == 0:
+            if data[pos] == 0:
                 headers: tuple = ()
                 pos += 1
             else:
                 headers, pos = _decode_headers(data, pos)
             if pos != record_end:
                 raise errors.InvalidRecordError(
-                    f"invalid record size: {length} declared, {length + pos - record_end} read"
+                    f"invalid record size: {record_end - start} bytes declared, {pos - start} read"
                 )
             append(
                 new(
@@ -382,10 +369,30 @@ def _decode_records(
             )
     except (IndexError, VarintError) as exc:
         raise errors.InvalidRecordError(f"found invalid record structure: {exc}") from None
-    if pos != end:
-        raise errors.InvalidRecordError(
-            f"incorrect declared batch size, {end - pos} bytes remain after {count} records"
-        )
+    _check_records_end(pos, end, count)
+    return out
+
+
+def scan_records(data, pos: int, end: int, count: int) -> list[tuple]:
+    """``count`` records of ``data[pos:end]``, which they must fill, as ``(offset_delta,
+    timestamp_delta, key or None, value_is_null, start, end)`` tuples, ``data[start:end]``
+    being the record's whole encoding (length prefix included), for copying it unchanged.
+
+    Lighter than :func:`decode_records`: values and headers are skipped, not parsed. Raises
+    InvalidRecordError if the records do not parse.
+    """
+    out = []
+    append = out.append
+    try:
+        for _ in range(count):
+            start = pos
+            record_end, timestamp_delta, offset_delta, key, pos = _read_record_head(data, pos, end)
+            value_null = data[pos] == 1  # zigzag(-1): the only negative length a record may have
+            append((offset_delta, timestamp_delta, key, value_null, start, record_end))
+            pos = record_end
+    except (IndexError, VarintError) as exc:
+        raise errors.InvalidRecordError(f"found invalid record structure: {exc}") from None
+    _check_records_end(pos, end, count)
     return out
 
 

@@ -65,9 +65,10 @@ import crc32c
 
 from ..protocol import batch as B
 from ..protocol import compression as codecs
+from ..protocol.records import scan_records
 from ..protocol.varint import read_raw
 from ._faults import fault_point
-from ._record_scan import batch_records_buffer, scan_records
+from ._record_scan import batch_records_buffer
 from .checkpoint import fsync_dir
 from .file_records import FileRecords
 from .log_config import LogConfig
