@@ -13,7 +13,10 @@ from odradek.testing.process import BrokerProcess
 @pytest.fixture(scope="session")
 def broker(tmp_path_factory):
     """One broker for the whole session (tests use unique topic names)."""
-    proc = BrokerProcess(tmp_path_factory.mktemp("broker") / "data")
+    # Many tests write records with fixed historical timestamps (2023); time-based retention
+    # (7 days, checked every 5 minutes) would delete them mid-session. Retention itself is
+    # tested on brokers of its own.
+    proc = BrokerProcess(tmp_path_factory.mktemp("broker") / "data", overrides={"log.retention.ms": "-1"})
     proc.start()
     yield proc
     proc.stop()
