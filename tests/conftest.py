@@ -14,9 +14,12 @@ from odradek.testing.process import BrokerProcess
 def broker(tmp_path_factory):
     """One broker for the whole session (tests use unique topic names)."""
     # Many tests write records with fixed historical timestamps (2023); time-based retention
-    # (7 days, checked every 5 minutes) would delete them mid-session. Retention itself is
-    # tested on brokers of its own.
-    proc = BrokerProcess(tmp_path_factory.mktemp("broker") / "data", overrides={"log.retention.ms": "-1"})
+    # (7 days, checked every 5 minutes) would delete them mid-session, so this broker checks
+    # hourly (a broker-only key: topic configs still describe as defaults). Retention itself
+    # is tested on brokers of its own.
+    proc = BrokerProcess(
+        tmp_path_factory.mktemp("broker") / "data", overrides={"log.retention.check.interval.ms": "3600000"}
+    )
     proc.start()
     yield proc
     proc.stop()
