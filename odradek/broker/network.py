@@ -97,9 +97,14 @@ class Connection(asyncio.BufferedProtocol):
             self.close(f"{exc} (socket.request.max.bytes)")
             return
         self.last_active = time.monotonic()
+        lanes = self.server.fast_lanes
         for payload in frames:
             if self.closed:
                 return
+            # A fast lane answers at once, so only when no earlier response is pending.
+            if not self._slots and len(payload) > 1 and payload[0] == 0 and payload[1] in lanes:
+                if self._try_fast_lane(lanes[payload[1]], payload):
+                    continue
             self._handle_frame(payload)
 
     def pause_writing(self):
@@ -111,6 +116,24 @@ class Connection(asyncio.BufferedProtocol):
         self._update_reading()
 
     # -- request handling --------------------------------------------------------------
+
+    def _try_fast_lane(self, lane, payload) -> bool:
+        try:
+            response = lane(self.broker, payload)
+        except KafkaError as exc:
+            self.close(f"{messages.api_name(payload[1])} rejected: {exc}")
+            return True
+        except Exception:
+            log.exception(
+                "%s from %s failed; closing the connection", messages.api_name(payload[1]), self.peer
+            )
+            self.close("internal error")
+            return True
+        if response is None:
+            return False
+        if response:
+            self.transport.write(response)
+        return True
 
     def _handle_frame(self, payload):
         try:
@@ -340,6 +363,7 @@ class NetworkServer:
         max_connections: int,
         idle_timeout_s: float,
         registry,
+        fast_lanes=None,
         zero_copy: bool = True,
     ):
         self.broker = broker
@@ -348,6 +372,7 @@ class NetworkServer:
         self.max_connections = max_connections
         self.idle_timeout_s = idle_timeout_s
         self.registry = registry
+        self.fast_lanes = fast_lanes or {}
         self.connections: set[Connection] = set()
         self.bound: dict[str, tuple[str, int]] = {}
         self._servers: list[asyncio.AbstractServer] = []

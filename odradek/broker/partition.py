@@ -89,15 +89,17 @@ class Partition:
     def append_as_leader(
         self, records: bytes, required_acks: int, now_ms: int | None = None, origin: str = "client"
     ):
-        self.check_leader()
-        cfg = self.log_config
-        if required_acks == -1 and len(self.state.isr) < cfg.min_insync_replicas:
+        state = self.state
+        if state.leader != self.node_id:
+            self.check_leader()  # raises
+        if required_acks == -1 and len(state.isr) < self.log_config.min_insync_replicas:
             raise errors.NotEnoughReplicasError(
-                f"{self}: {len(self.state.isr)} in-sync replicas, min.insync.replicas={cfg.min_insync_replicas}"
+                f"{self}: {len(state.isr)} in-sync replicas, "
+                f"min.insync.replicas={self.log_config.min_insync_replicas}"
             )
         info = self.log.append_as_leader(
             records,
-            self.leader_epoch,
+            state.leader_epoch,
             now_ms=int(time.time() * 1000) if now_ms is None else now_ms,
             origin=origin,
         )

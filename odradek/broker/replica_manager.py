@@ -83,7 +83,9 @@ class ReplicaManager:
     ):
         """Append to one partition as leader; raises KafkaError on failure. ``origin``
         "coordinator" lets the group and transaction coordinators write transaction markers."""
-        partition = self.get_partition(topic, index)
+        partition = self.partitions.get((topic, index))
+        if partition is None:
+            partition = self.get_partition(topic, index)  # raises
         info = partition.append_as_leader(
             records, required_acks, int(time.time() * 1000) if now_ms is None else now_ms, origin
         )

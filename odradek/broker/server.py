@@ -82,6 +82,7 @@ class Broker:
             max_connections=self.config.get("max.connections"),
             idle_timeout_s=self.config.get("connections.max.idle.ms") / 1000,
             registry=registry,
+            fast_lanes=handlers.FAST_LANES,
             zero_copy=self.zero_copy,
         )
         await self.network.bind(self.config.listeners)

@@ -86,6 +86,44 @@ def produce_response(version: int, topics: list[tuple[str, list[PartitionProduce
     return [b"".join(out)]  # small: one buffer is cheaper to frame and send than a dozen
 
 
+_SIZE_AND_CORRELATION = struct.Struct(">ii")
+_ONE_PARTITION_FRAMES: dict[tuple[int, str], tuple[int, bytes, struct.Struct, int, bytes]] = {}
+
+
+def one_partition_produce_frame(
+    version: int,
+    correlation_id: int,
+    topic: str,
+    partition: int,
+    base_offset: int,
+    log_append_time: int,
+    log_start_offset: int,
+) -> bytes:
+    """A whole ProduceResponse frame (size, header, body) for one partition's success:
+    the fast lane's answer. Per version and topic, the bytes around the numbers are
+    taken once from ``produce_response`` and kept."""
+    key = (version, topic)
+    template = _ONE_PARTITION_FRAMES.get(key)
+    if template is None:
+        template = _one_partition_template(version, topic)
+        if len(_ONE_PARTITION_FRAMES) >= 4096:
+            _ONE_PARTITION_FRAMES.clear()
+        _ONE_PARTITION_FRAMES[key] = template
+    size, head, fixed, n_fixed, tail = template
+    numbers = (partition, 0, base_offset, log_append_time, log_start_offset)[:n_fixed]
+    return b"".join((_SIZE_AND_CORRELATION.pack(size, correlation_id), head, fixed.pack(*numbers), tail))
+
+
+def _one_partition_template(version: int, topic: str) -> tuple[int, bytes, struct.Struct, int, bytes]:
+    flexible = version >= PRODUCE_FLEXIBLE_FROM
+    fixed, n_fixed = _RESULT_V5 if version >= 5 else _RESULT_V2 if version >= 2 else _RESULT_V0
+    (body,) = produce_response(version, [(topic, [(0, 0, 0, -1, 0, None)])])
+    head = _array_len(1, flexible) + _string(topic, flexible) + _array_len(1, flexible)
+    tail = body[len(head) + fixed.size :]
+    header_tags = b"\x00" if flexible else b""  # response header v1 from the flexible versions
+    return 4 + len(header_tags) + len(body), header_tags + head, fixed, n_fixed, tail
+
+
 # (partition, error_code, high_watermark, last_stable_offset, log_start_offset,
 #  aborted_transactions: list[(producer_id, first_offset)] | None, records: buffer | None)
 PartitionFetchResult = tuple

@@ -29,6 +29,9 @@ _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 _ACKS_TIMEOUT = struct.Struct(">hi")
 _I32_I32 = struct.Struct(">ii")
+_I32_I32_I32 = struct.Struct(">iii")
+_REQUEST_HEAD = struct.Struct(">hhih")  # api key, api version, correlation id, client id length
+_NO_TXN_ACKS_TIMEOUT_TOPICS = struct.Struct(">hhii")  # v3-v8: null txn id, acks, timeout, 1 topic
 
 
 class PartitionProduceData(NamedTuple):
@@ -168,6 +171,61 @@ def _decode_classic(view: memoryview, pos: int, version: int) -> ProduceRequest:
             partitions.append(PartitionProduceData(index, records))
         topics.append(TopicProduceData(name, tuple(partitions)))
     return _finish(transactional_id, acks, timeout_ms, topics, pos, end)
+
+
+def parse_single_partition(frame) -> tuple | None:
+    """The usual Produce request, read straight from its frame (header included):
+    v3-v11, no transactional id, one topic holding one partition's records. Returns
+    ``(api_version, correlation_id, acks, topic, partition, records)`` with ``records`` a
+    view into ``frame``, or None for any other shape and for anything malformed, which
+    the general path (``decode_produce_request``) then reads, or explains.
+
+    The broker's fast lane for one-record requests: it skips the header object, the
+    request tuples and the per-field helpers of the general parser.
+    """
+    view = memoryview(frame)
+    end = len(view)
+    try:
+        api_key, version, correlation_id, client_len = _REQUEST_HEAD.unpack_from(view, 0)
+        if api_key != 0 or not 3 <= version <= 11:
+            return None
+        pos = 10 + (client_len if client_len > 0 else 0)
+        if version >= FLEXIBLE_FROM:
+            # header tags, null transactional id, then acks and timeout, a 1-topic array
+            if view[pos] or view[pos + 1] or view[pos + 8] != 2:
+                return None
+            acks = _I16.unpack_from(view, pos + 2)[0]
+            size, pos = _uvarint(view, pos + 9)
+            if not size:
+                return None
+            stop = pos + size - 1
+            topic = str(view[pos:stop], "utf-8")
+            if view[stop] != 2:  # a 1-partition array
+                return None
+            partition = _I32.unpack_from(view, stop + 1)[0]
+            size, pos = _uvarint(view, stop + 5)
+            stop = pos + size - 1
+            # the records, then the partition's, the topic's and the request's empty tags
+            if not size or stop + 3 != end or view[stop] or view[stop + 1] or view[stop + 2]:
+                return None
+        else:
+            txn_len, acks, _, n_topics = _NO_TXN_ACKS_TIMEOUT_TOPICS.unpack_from(view, pos)
+            if txn_len != -1 or n_topics != 1:
+                return None
+            size = _I16.unpack_from(view, pos + 12)[0]
+            pos += 14
+            stop = pos + size
+            if size < 0:
+                return None
+            topic = str(view[pos:stop], "utf-8")
+            n_partitions, partition, size = _I32_I32_I32.unpack_from(view, stop)
+            pos = stop + 12
+            stop = pos + size
+            if n_partitions != 1 or size < 0 or stop != end:
+                return None
+        return version, correlation_id, acks, topic, partition, view[pos:stop]
+    except (IndexError, ValueError, struct.error):  # UnicodeDecodeError is a ValueError
+        return None
 
 
 def _finish(transactional_id, acks: int, timeout_ms: int, topics: list, pos: int, end: int) -> ProduceRequest:

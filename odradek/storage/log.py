@@ -217,6 +217,14 @@ class Log:
         self._codec = config.compression_codec
         self._ts_before = config.timestamp_before_max_ms
         self._ts_after = config.timestamp_after_max_ms
+        # Whether a batch may be written as it came, after the checks alone: no key check
+        # (compaction), no broker timestamp, no timestamp bounds. See _append_plain_batch.
+        self._plain_appends = (
+            not config.compact
+            and config.timestamp_type != B.LOG_APPEND_TIME
+            and self._ts_before == LONG_MAX
+            and self._ts_after == LONG_MAX
+        )
         self._flush_messages = config.flush_messages
         self._flush_ms = config.flush_ms
 
@@ -506,9 +514,19 @@ class Log:
         ``"coordinator"`` (group/transaction coordinators: control batches allowed, only
         producer epochs checked), as Kafka's AppendOrigin.
         """
-        from_client = origin == "client"
         if now_ms is None:
             now_ms = _now_ms()
+        if (
+            self._plain_appends
+            and origin == "client"
+            and timestamp_type is None
+            and max_message_bytes is None
+            and compression_type is None
+        ):
+            info = self._append_plain_batch(buf, leader_epoch, now_ms)
+            if info is not None:
+                return info
+        from_client = origin == "client"
         if timestamp_type is None:
             timestamp_type = self._timestamp_type
         elif isinstance(timestamp_type, str):
@@ -665,6 +683,41 @@ class Log:
             total,
             len(infos),
         )
+
+    def _append_plain_batch(self, buf, leader_epoch: int, now_ms: int) -> LogAppendInfo | None:
+        """The usual append, shortened: ``buf`` is a single valid v2 batch without producer id,
+        transactional or control bit, in the topic's codec. Returns None, having changed
+        nothing, for anything else, valid or not: the general path then appends it, or
+        raises the error that explains it."""
+        if len(buf) < B.HEADER_SIZE:
+            return None
+        _, batch_length, _, magic, crc, attributes, delta, _, max_ts, pid, _, _, count = B.header_fields(buf)
+        size = batch_length + 12
+        if (
+            size != len(buf)
+            or magic != 2
+            or pid >= 0
+            or attributes & (_CONTROL | B.TRANSACTIONAL_BIT)
+            or count <= 0
+            or delta != count - 1
+            or size > self._max_message_bytes
+            or (self._codec is not None and self._codec != attributes & 7)
+        ):
+            return None
+        mv = memoryview(buf)
+        if _crc(mv[_ATTR:]) != crc:
+            return None
+        if max_ts < _NO_TS:  # a negative timestamp counts as none, as in the general path
+            max_ts = _NO_TS
+        base = self._leo
+        last = base + delta
+        parts = [_pack_prefix(base, batch_length, leader_epoch), mv[16:]]
+        self._write(parts, size, ((size, last, max_ts),), base, last, max_ts, now_ms)
+        if leader_epoch >= 0 and leader_epoch != self.leader_epoch_cache.latest_epoch:
+            self.leader_epoch_cache.assign(leader_epoch, base)
+        self._after_append(count, last + 1)
+        offset_of_max = last if max_ts > _NO_TS else -1
+        return LogAppendInfo(base, last, -1, self._log_start, count, False, max_ts, offset_of_max, size, 1)
 
     def append_as_follower(self, buf, *, now_ms: int | None = None) -> LogAppendInfo | None:
         """Append batches that already carry offsets (replication). A partial trailing batch is

@@ -11,6 +11,12 @@ implements. A handler is ``handler(broker, request) -> result`` where result is
 Raising ``KafkaError`` from a handler answers nothing and closes the connection, as
 Kafka does for requests it cannot make sense of; per-item failures belong in the
 response's error codes instead.
+
+An API may also register a fast lane, ``lane(broker, frame) -> bytes | None``: it is
+offered each whole request frame of that API key first and returns the complete
+response frame (empty bytes: no response), or None to decline, having changed nothing,
+so that the handler gets the request as usual. Produce has one for its usual shape
+(see handlers/produce.py); a lane raises ``KafkaError`` like a handler.
 """
 
 from __future__ import annotations
@@ -55,6 +61,7 @@ class RawResponse:
 
 
 REGISTRY: dict[int, ApiSpec] = {}
+FAST_LANES: dict[int, Callable] = {}
 
 
 def api(api_key: int, min_version: int, max_version: int, name: str | None = None):
@@ -69,6 +76,16 @@ def api(api_key: int, min_version: int, max_version: int, name: str | None = Non
         if api_key in REGISTRY:
             raise ValueError(f"{api_name(api_key)} registered twice")
         REGISTRY[api_key] = ApiSpec(api_key, name or api_name(api_key), min_version, max_version, fn)
+        return fn
+
+    return register
+
+
+def fast_lane(api_key: int):
+    """Register ``fn`` as the fast lane of ``api_key`` (see the module docstring)."""
+
+    def register(fn: Callable) -> Callable:
+        FAST_LANES[api_key] = fn
         return fn
 
     return register

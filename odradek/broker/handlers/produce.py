@@ -13,8 +13,8 @@ must be in the producer's open transaction (INVALID_TXN_STATE) and its epoch cur
 (INVALID_PRODUCER_EPOCH), so a fenced producer cannot leave data no marker will decide.
 """
 
-from odradek.broker.handlers import RawResponse, api
-from odradek.protocol import errors
+from odradek.broker.handlers import RawResponse, api, fast_lane
+from odradek.protocol import errors, messages
 from odradek.protocol.batch import (
     ATTRIBUTES_OFFSET,
     HEADER_SIZE,
@@ -23,7 +23,8 @@ from odradek.protocol.batch import (
     read_header,
 )
 from odradek.protocol.errors import ErrorCode
-from odradek.protocol.hot_responses import produce_response
+from odradek.protocol.hot_responses import one_partition_produce_frame, produce_response
+from odradek.protocol.produce_request import parse_single_partition
 from odradek.protocol.records import convert_legacy_to_v2
 
 
@@ -74,6 +75,34 @@ def handle_produce(broker, request):
             raise failed  # the connection is closed: the only signal an acks=0 producer gets
         return None
     return RawResponse(produce_response(request.api_version, results))
+
+
+@fast_lane(0)
+def produce_one_partition(broker, frame):
+    """The fast lane: a v3-v11 request with no transactional id writing one partition of a
+    known, non-internal topic, the shape of every request a client sends at linger.ms=0.
+    The same append as above, minus the request objects; the answer is packed from a
+    cached template. Anything else is declined (None) for ``handle_produce``."""
+    request = parse_single_partition(frame)
+    if request is None:
+        return None
+    version, correlation_id, acks, name, index, records = request
+    topic = broker.image.topics.get(name)
+    if topic is None or topic.internal or acks not in (-1, 0, 1):
+        return None
+    try:
+        _, info = broker.replica_manager.append(name, index, records, acks)
+    except errors.KafkaError as exc:
+        if acks == 0:
+            raise
+        results = [(name, [(index, exc.code, -1, -1, -1, exc.message)])]
+        body = produce_response(version, results)[0]
+        return messages.response_prefix(0, version, correlation_id, len(body)) + body
+    if acks == 0:
+        return b""
+    return one_partition_produce_frame(
+        version, correlation_id, name, index, info.first_offset, info.log_append_time, info.log_start_offset
+    )
 
 
 def _verify_transactional(txn, txn_id: str, records, tp) -> None:
