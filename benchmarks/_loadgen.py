@@ -9,6 +9,7 @@ own main-thread CPU around the timed section, so the report can say who was busy
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import sys
@@ -271,6 +272,7 @@ def consume(job: dict) -> dict:
         "fetch.queue.backoff.ms": 10,
         "enable.partition.eof": False,
     }
+    conf.update(job.get("extra_conf", {}))
     errors = _silence(conf)
     stats = _stats(conf)
     c = Consumer(conf)
@@ -282,6 +284,9 @@ def consume(job: dict) -> dict:
     msg_errors: list[str] = []
     started = False
     idle_deadline = time.monotonic() + 30
+    # Every consume() returns up to 10k Message objects, which the cyclic collector would
+    # keep traversing (16% of the generator's CPU in a perf profile); they hold no cycles.
+    gc.disable()
     while total < expect:
         # never ask for more than is left: consume() blocks until it has num_messages or times out
         batch = consume_(min(10_000, expect - total), 0.5)
@@ -307,6 +312,7 @@ def consume(job: dict) -> dict:
     if not started:
         s.start()
     r = s.stop()
+    gc.enable()
     c.consume(1, 0.3)  # let a fresh statistics report through
     req = _request_stats(stats[0], "Fetch")
     c.close()

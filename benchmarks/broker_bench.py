@@ -37,8 +37,12 @@ throughput cell shows the broker's CPU (in cores), the generator's Python thread
 and the CPU other processes on the machine used meanwhile, so one can tell who was
 saturated. Where the generator is still the bottleneck: the 100 B produce rows (the
 Python thread runs at 80–100 % and both brokers sit mostly idle; the enqueue ceiling is
-~1–1.6M records/s), and the 100 B consume row when the broker answers fast (consume()
-builds one Python object per record). On a 2-core machine the broker, the Python loop and
+~1–1.6M records/s), and the 100 B consume row: consume() builds one Python object per
+record, and the consumer process (its Python thread plus librdkafka's fetch thread) needs
+~0.6–0.9 µs of CPU per record against either broker, so it tops out at ~2–2.5M records/s
+(with the cyclic GC off during the loop, as here) whichever broker feeds it. A consume
+row whose generator thread ran ≥ 85 % busy says how much any broker could have shown
+("generator-bound: ≤ N× reachable"). On a 2-core machine the broker, the Python loop and
 librdkafka's threads also compete for the same cores, so the 1 KB rows measure
 broker + client CPU together.
 """
@@ -62,7 +66,7 @@ from pathlib import Path
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from _brokers import BROKERS, Broker, OdradekBroker, cpu_seconds, proc_status, tansu_version  # noqa: E402
-from _machine import disk_write_mb_s, loopback_mb_s  # noqa: E402
+from _machine import disk_write_mb_s, loopback_mb_s, sustained_write_mb_s  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
@@ -603,6 +607,14 @@ def build_table(res: dict, names: list[str]) -> Table:
             f"{m['disk_mb_s']:,.0f} MB/s\n[dim]{m['disk_fsync_mb_s']:,.0f} MB/s incl. fsync[/dim]",
             "Odradek's log fs",
         )
+    sw = m.get("sustained_write")
+    if sw:
+        ref(
+            f"disk write sustained, {sw['bytes'] / 1e9:.1f} GB",
+            f"{sw['first_mb_s']:,.0f} → {sw['slowest_mb_s']:,.0f} MB/s\n"
+            f"[dim]first vs slowest 256 MB · {sw['sys_s_per_gb']:.2f} s kernel CPU/GB[/dim]",
+            "after the rows",
+        )
     for size, _ in sizes:
         e = m.get(f"enqueue_{size}")
         if e:
@@ -969,6 +981,10 @@ def main(argv: list[str] | None = None) -> int:
         time.sleep(2.0)
         for n, b in brokers.items():
             res["brokers"][n]["mem_after"] = memory(b.pid)
+
+        # After the rows, so that it cannot change the conditions they ran in.
+        err.log("machine reference: sustained disk write")
+        res["machine"]["sustained_write"] = sustained_write_mb_s(workdir, (2560 << 20) // div)
 
         # -- optional profiles (extra load, after every measured number) -----------------------
         if args.profile and "odradek" in brokers:
