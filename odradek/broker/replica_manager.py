@@ -24,7 +24,7 @@ class ReplicaManager:
         self.store = store
         self.log_config_for = log_config_for  # topic name -> LogConfig
         self.partitions: dict[tuple[str, int], Partition] = {}
-        self.on_append = on_append or (lambda topic, partition: None)
+        self.on_append = on_append or (lambda key: 0)  # (topic, partition) appended to
 
     # -- keeping in step with metadata ------------------------------------------------------
 
@@ -89,5 +89,5 @@ class ReplicaManager:
         info = partition.append_as_leader(
             records, required_acks, int(time.time() * 1000) if now_ms is None else now_ms, origin
         )
-        self.on_append(topic, index)
+        self.on_append((topic, index))
         return partition, info

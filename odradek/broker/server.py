@@ -107,7 +107,7 @@ class Broker:
             self.log_manager,
             self.store,
             self.log_config_for,
-            on_append=lambda topic, index: self.fetch_purgatory.check_and_complete((topic, index)),
+            on_append=self.fetch_purgatory.check_and_complete,
         )
         self.replica_manager.sync_all()
         self.controller.on_change(self._on_metadata_change)

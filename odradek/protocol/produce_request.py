@@ -195,7 +195,11 @@ def parse_single_partition(frame) -> tuple | None:
             if view[pos] or view[pos + 1] or view[pos + 8] != 2:
                 return None
             acks = _I16.unpack_from(view, pos + 2)[0]
-            size, pos = _uvarint(view, pos + 9)
+            size = view[pos + 9]
+            if size < 0x80:
+                pos += 10
+            else:
+                size, pos = _uvarint(view, pos + 9)
             if not size:
                 return None
             stop = pos + size - 1
@@ -203,7 +207,7 @@ def parse_single_partition(frame) -> tuple | None:
             if view[stop] != 2:  # a 1-partition array
                 return None
             partition = _I32.unpack_from(view, stop + 1)[0]
-            size, pos = _uvarint(view, stop + 5)
+            size, pos = _uvarint(view, stop + 5)  # records: mostly two or three bytes
             stop = pos + size - 1
             # the records, then the partition's, the topic's and the request's empty tags
             if not size or stop + 3 != end or view[stop] or view[stop + 1] or view[stop + 2]:

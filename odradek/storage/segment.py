@@ -282,13 +282,6 @@ class LogSegment:
         """Max timestamp of the first batch (max.compaction.lag.ms); None if the segment is empty."""
         return self._first_batch_timestamp()
 
-    def time_waited_for_roll(self, now_ms: int, message_timestamp: int) -> int:
-        """How old the segment is for ``segment.ms``: by the first batch's timestamp if it has one."""
-        first = self._first_batch_timestamp()
-        if first is not None and first >= 0:
-            return message_timestamp - first
-        return now_ms - self.created_ms
-
     def should_roll(
         self,
         append_size: int,
@@ -302,8 +295,13 @@ class LogSegment:
         size = self.log.size
         if size > segment_bytes - append_size:
             return True
-        if size > 0 and self.time_waited_for_roll(now_ms, max_timestamp) > segment_ms - self.roll_jitter_ms:
-            return True
+        if size > 0:  # age: by the first batch's timestamp if it has one, else by creation
+            first = self._rolling_based_ts
+            if first is None:
+                first = self._first_batch_timestamp()
+            waited = max_timestamp - first if first is not None and first >= 0 else now_ms - self.created_ms
+            if waited > segment_ms - self.roll_jitter_ms:
+                return True
         if self.offset_index.is_full() or self.time_index.is_full():
             return True
         return not 0 <= max_offset - self.base_offset <= INT32_MAX
