@@ -1,7 +1,7 @@
 """The load generator: one confluent-kafka job per process.
 
 Run as ``python _loadgen.py '<json job>'``; prints one JSON object with the result on stdout.
-Jobs: ``create`` (topics), ``produce``, ``consume``, ``cpu_per_request`` and ``enqueue``
+Jobs: ``create`` (topics), ``produce``, ``consume``, ``fetch_raw``, ``cpu_per_request`` and ``enqueue``
 (the generator's own ceiling: how fast this Python loop can hand records to librdkafka with
 no broker at all). Each timed job also samples the broker's CPU (``/proc/PID/stat``) and its
 own main-thread CPU around the timed section, so the report can say who was busy.
@@ -12,6 +12,8 @@ from __future__ import annotations
 import gc
 import json
 import os
+import socket
+import struct
 import sys
 import time
 
@@ -404,10 +406,115 @@ def enqueue(job: dict) -> dict:
     return r
 
 
+# -- raw Fetch: the broker's side of consuming, without a client's per-record work ------------
+
+_FETCH_V11_HEAD = struct.Struct(">hhih")  # api key, version, correlation id, client id length
+_FETCH_V11_LIMITS = struct.Struct(
+    ">iiiibii"
+)  # replica, max wait, min bytes, max bytes, isolation, session, epoch
+_FETCH_V11_PARTITION = struct.Struct(
+    ">iiiqqi"
+)  # 1 partition: index, leader epoch, offset, log start, max bytes
+
+
+def _fetch_v11(correlation_id: int, topic: bytes, offset: int, partition_max_bytes: int) -> bytes:
+    body = b"".join(
+        (
+            _FETCH_V11_HEAD.pack(1, 11, correlation_id, 3),
+            b"raw",
+            _FETCH_V11_LIMITS.pack(-1, 500, 1, 50 << 20, 0, 0, -1),
+            struct.pack(">ih", 1, len(topic)),
+            topic,
+            _FETCH_V11_PARTITION.pack(1, 0, -1, offset, -1, partition_max_bytes),
+            struct.pack(">ih", 0, 0),  # no forgotten topics, empty rack id
+        )
+    )
+    return struct.pack(">i", len(body)) + body
+
+
+def _records_of_fetch_v11(frame: memoryview) -> memoryview:
+    """The records of the one partition in a FetchResponse v11 frame (after the size)."""
+    pos = 4 + 4 + 2 + 4 + 4  # correlation id, throttle, error, session id, topics count
+    (name_len,) = struct.unpack_from(">h", frame, pos)
+    pos += 2 + name_len + 4 + 4  # name, partitions count, partition index
+    (error,) = struct.unpack_from(">h", frame, pos)
+    if error:
+        raise RuntimeError(f"Fetch answered error {error}")
+    pos += 2 + 8 + 8 + 8  # error, high watermark, last stable offset, log start offset
+    (aborted,) = struct.unpack_from(">i", frame, pos)
+    pos += 4 + max(aborted, 0) * 16 + 4  # aborted transactions, preferred read replica
+    (size,) = struct.unpack_from(">i", frame, pos)
+    return frame[pos + 4 : pos + 4 + max(size, 0)]
+
+
+def fetch_raw(job: dict) -> dict:
+    """Read the topic (partition 0) from the start with back-to-back Fetch v11 requests on a
+    raw socket, as a consumer's fetcher would (``max.partition.fetch.bytes`` 1 MB), but
+    counting records from the batch headers instead of building a message per record:
+    what the broker can serve, with the client's per-record cost taken out."""
+    topic, expect = job["topic"].encode(), job["expect"]
+    host, port = job["bootstrap"].rsplit(":", 1)
+    sock = socket.create_connection((host, int(port)))
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    buf = bytearray(64 << 20)
+    view = memoryview(buf)
+
+    def read_frame() -> memoryview:
+        got = 0
+        while got < 4:
+            got += sock.recv_into(view[got:4])
+        (size,) = struct.unpack_from(">i", buf)
+        got = 0
+        while got < size:
+            n = sock.recv_into(view[got:size])
+            if not n:
+                raise RuntimeError("connection closed")
+            got += n
+        return view[:size]
+
+    s = Sampler(job.get("broker_pid"))
+    passes = job.get("passes", 1)  # a short topic is read several times over
+    records = nbytes = fetches = 0
+    s.start()
+    for _ in range(passes):
+        offset = read = 0
+        while read < expect:
+            sock.sendall(_fetch_v11(fetches, topic, offset, job.get("partition_max_bytes", 1 << 20)))
+            data = _records_of_fetch_v11(read_frame())
+            fetches += 1
+            pos = 0
+            while pos + 61 <= len(data):  # whole v2 batches only; a fetch may end in a partial one
+                base, length = struct.unpack_from(">qi", data, pos)
+                if pos + 12 + length > len(data):
+                    break
+                (delta,) = struct.unpack_from(">i", data, pos + 23)
+                (count,) = struct.unpack_from(">i", data, pos + 57)
+                offset = base + delta + 1
+                read += count
+                nbytes += 12 + length
+                pos += 12 + length
+            if not pos:
+                raise RuntimeError(f"no complete batch at offset {offset}")
+        records += read
+    r = s.stop()
+    sock.close()
+    r.update(
+        count=records,
+        size=job["size"],
+        fetches=fetches,
+        kb_per_fetch=nbytes / fetches / 1024,
+        msgs_per_s=records / r["seconds"],
+        mb_per_s=records * job["size"] / r["seconds"] / 1e6,
+        batch_mb_per_s=nbytes / r["seconds"] / 1e6,
+    )
+    return r
+
+
 JOBS = {
     "create": create,
     "produce": produce,
     "consume": consume,
+    "fetch_raw": fetch_raw,
     "cpu_per_request": cpu_per_request,
     "enqueue": enqueue,
 }

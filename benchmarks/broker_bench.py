@@ -18,6 +18,9 @@ Rows
   returns (every record acknowledged). One warm-up record per producer goes first.
 - consume the acks=1 topics back from the beginning with ``fetch.queue.backoff.ms=10``,
   timed from the first non-empty ``consume()`` batch to the last record.
+- the same topics read again by a raw Fetch v11 loop on one socket (1 MB per partition and
+  request, records counted from batch headers, the topic read 10 times over): the broker's
+  side of consuming, where the confluent-kafka consumer's per-record cost would hide it.
 - startup: spawn → first successful Metadata v1 answer on a raw socket (median of several
   fresh starts; Odradek's include creating its empty data dir).
 - RSS (``VmRSS``, /proc/PID/status) idle after startup, and after every row has run.
@@ -510,6 +513,21 @@ def build_table(res: dict, names: list[str]) -> Table:
             v_txt,
         )
 
+    for size, _count in sizes:
+        label = "100 B" if size == 100 else "1 KB"
+        key = f"fetch_raw_{size}"
+        od, ta = get("odradek", "rows", key), get("tansu", "rows", key)
+        if not od and not ta:
+            continue
+        ratio = f"{od['msgs_per_s'] / ta['msgs_per_s']:.2f}×" if od and ta else "—"
+        row(
+            f"consume {label}, broker side: raw Fetch loop",
+            {n: fmt_rate(get(n, "rows", key), fetch=True) for n in names},
+            ratio,
+            "no client per-record work",
+            "reference",
+        )
+
     # startup
     cells = {}
     for n in names:
@@ -955,6 +973,27 @@ def main(argv: list[str] | None = None) -> int:
                     r = steady(lambda attempt, job=job: run_job(job), args, f"{n} {key}")
                     res["brokers"][n]["runs"].setdefault(key, []).append(r)
                     time.sleep(0.3)
+            for n in brokers:
+                res["brokers"][n]["rows"][key] = pick_run(res["brokers"][n]["runs"][key], args.pick)
+
+        # The broker's side of the consume rows: the same topics read by a raw Fetch loop that
+        # does no per-record work, so the client's ceiling does not hide the broker's.
+        for size, count in sizes:
+            key = f"fetch_raw_{size}"
+            for rep in range(repeat):
+                for n, b in in_order(rep):
+                    err.log(f"{n}: {key} run {rep + 1}/{repeat}")
+                    job = {
+                        "job": "fetch_raw",
+                        "bootstrap": b.bootstrap,
+                        "topic": accepted[(n, size, rep)],
+                        "size": size,
+                        "expect": count + args.producers,
+                        "passes": 3 if args.quick else 10,
+                        "broker_pid": b.pid,
+                    }
+                    r = steady(lambda attempt, job=job: run_job(job), args, f"{n} {key}")
+                    res["brokers"][n]["runs"].setdefault(key, []).append(r)
             for n in brokers:
                 res["brokers"][n]["rows"][key] = pick_run(res["brokers"][n]["runs"][key], args.pick)
 
