@@ -881,20 +881,20 @@ def main(argv: list[str] | None = None) -> int:
         return items if rep % 2 == 0 else items[::-1]
 
     try:
+        res["machine"]["busy_before"] = machine_busy_now(1.0)
+        # -- startup (first: the reference probes below write and drop a GB of page cache) ----
+        for n in names:
+            err.log(f"{n}: startup x{startup_runs}")
+            res["brokers"][n]["startup"] = measure_startup(BROKERS[n], workdir, startup_runs)
+
         # -- reference points ---------------------------------------------------------------
         err.log("machine reference: background load, loopback, disk, generator ceiling")
-        res["machine"]["busy_before"] = machine_busy_now(1.0)
         res["machine"]["loopback_mb_s"] = loopback_mb_s((2 << 30) // div)
         res["machine"]["disk_mb_s"], res["machine"]["disk_fsync_mb_s"] = disk_write_mb_s(
             workdir, (512 << 20) // div
         )
         for size, count in sizes:
             res["machine"][f"enqueue_{size}"] = run_job({"job": "enqueue", "size": size, "count": count})
-
-        # -- startup -------------------------------------------------------------------------
-        for n in names:
-            err.log(f"{n}: startup x{startup_runs}")
-            res["brokers"][n]["startup"] = measure_startup(BROKERS[n], workdir, startup_runs)
 
         # -- the brokers under load ------------------------------------------------------------
         for n in names:
