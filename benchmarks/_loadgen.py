@@ -1,7 +1,7 @@
 """The load generator: one confluent-kafka job per process.
 
 Run as ``python _loadgen.py '<json job>'``; prints one JSON object with the result on stdout.
-Jobs: ``create`` (topics), ``produce``, ``consume``, ``fetch_raw``, ``cpu_per_request`` and ``enqueue``
+Jobs: ``create`` and ``delete`` (topics), ``produce``, ``consume``, ``fetch_raw``, ``cpu_per_request`` and ``enqueue``
 (the generator's own ceiling: how fast this Python loop can hand records to librdkafka with
 no broker at all). Each timed job also samples the broker's CPU (``/proc/PID/stat``) and its
 own main-thread CPU around the timed section, so the report can say who was busy.
@@ -161,6 +161,18 @@ def warm_group(bootstrap: str, topic: str) -> float:
         elapsed = time.perf_counter() - t0
         c.close()
     return elapsed
+
+
+def delete(job: dict) -> dict:
+    """Delete topics (a run's data, once measured) and wait for the answer."""
+    admin = AdminClient({"bootstrap.servers": job["bootstrap"]})
+    errors = {}
+    for topic, fut in admin.delete_topics(job["topics"], operation_timeout=30, request_timeout=30).items():
+        try:
+            fut.result(30)
+        except KafkaException as exc:
+            errors[topic] = str(exc)
+    return {"deleted": len(job["topics"]) - len(errors), "errors": errors}
 
 
 def produce(job: dict) -> dict:
@@ -512,6 +524,7 @@ def fetch_raw(job: dict) -> dict:
 
 JOBS = {
     "create": create,
+    "delete": delete,
     "produce": produce,
     "consume": consume,
     "fetch_raw": fetch_raw,

@@ -23,7 +23,13 @@ Rows
   side of consuming, where the confluent-kafka consumer's per-record cost would hide it.
 - startup: spawn → first successful Metadata v1 answer on a raw socket (median of several
   fresh starts; Odradek's include creating its empty data dir).
-- RSS (``VmRSS``, /proc/PID/status) idle after startup, and after every row has run.
+- RSS (``VmRSS``, /proc/PID/status) idle after startup, after every row has run, and the
+  most it reached while a run's data was still held.
+
+Each run (per size) produces its acks=1 and acks=all topics, consumes the acks=1 topic, reads
+it again raw, and then deletes both topics, so the machine holds one run's data at a time:
+on this VM, page cache beyond about a GB slows every write ~10x (the sustained disk-write
+reference row), which would otherwise decide the later rows instead of the broker.
 - broker CPU per one-record Produce request: ``linger.ms=0``, ``max.in.flight=1``, each record
   awaited (``flush()``) before the next, so each request carries exactly one record; broker
   utime+stime (/proc/PID/stat) over the loop divided by the number of requests; the
@@ -558,9 +564,16 @@ def build_table(res: dict, names: list[str]) -> Table:
     for n in names:
         m, i = get(n, "mem_after"), get(n, "mem_idle")
         if m and i:
+            held = get(n, "mem_with_data") or {}
+            holding = (
+                f"\nmax {held['rss_mib']:.0f} holding {held['held_bytes'] / 1e6:,.0f} MB"
+                if held.get("held_bytes")
+                else ""
+            )
             cells[n] = (
                 f"{m['rss_mib']:.1f} MiB (+{m['rss_mib'] - i['rss_mib']:.1f})\n"
-                f"[dim]peak {m['hwm_mib']:.0f} · anon {m['anon_mib']:.0f} · file {m['file_mib']:.0f}[/dim]"
+                f"[dim]peak {m['hwm_mib']:.0f} · anon {m['anon_mib']:.0f} · file {m['file_mib']:.0f}"
+                f"{holding}[/dim]"
             )
     od_a, ta_a = get("odradek", "mem_after"), get("tansu", "mem_after", "rss_mib")
     written = max((get(n, "bytes_written") or 0) for n in names)
@@ -917,18 +930,31 @@ def main(argv: list[str] | None = None) -> int:
                 }
             ).get("group_warmup_s")
 
-        accepted: dict[tuple[str, int, int], str] = {}  # (broker, size, rep) -> acks=1 topic to consume
+        # Per size and run: produce (acks=1, then acks=all), consume the acks=1 topic, read it
+        # again with raw fetches, then delete the run's topics. Keeping at most one run's data
+        # matters on this VM: past ~1 GB of fresh page cache, writes slow down ~10x (see the
+        # sustained disk-write reference row), which would decide the later rows, not the broker.
         for size, count in sizes:
-            for acks in ("1", "all"):
-                key = f"produce_{size}_acks{acks}"
-                for rep in range(repeat):
+            for rep in range(repeat):
+                created: dict[str, list[str]] = {n: [] for n in brokers}
+                accepted: dict[str, str] = {}  # broker -> this run's acks=1 topic
+                for acks in ("1", "all"):
+                    key = f"produce_{size}_acks{acks}"
                     for n, b in in_order(rep):
                         err.log(f"{n}: {key} run {rep + 1}/{repeat} ({count:,} records)")
 
                         def produce_once(
-                            attempt: int, n=n, b=b, size=size, count=count, acks=acks, rep=rep
+                            attempt: int,
+                            n=n,
+                            b=b,
+                            size=size,
+                            count=count,
+                            acks=acks,
+                            rep=rep,
+                            created=created,
                         ) -> dict:
                             topic = f"p{size}-acks{acks}-r{rep}-a{attempt}"
+                            created[n].append(topic)
                             job = {
                                 "job": "produce",
                                 "bootstrap": b.bootstrap,
@@ -951,51 +977,49 @@ def main(argv: list[str] | None = None) -> int:
                         r = steady(produce_once, args, f"{n} {key}")
                         res["brokers"][n]["runs"].setdefault(key, []).append(r)
                         if acks == "1":
-                            accepted[(n, size, rep)] = r["topic"]
+                            accepted[n] = r["topic"]
                         time.sleep(0.3)
+                for key, job_name, extra in (
+                    (f"consume_{size}", "consume", {"partitions": args.partitions}),
+                    # The broker's side of consuming: a raw Fetch loop that does no per-record
+                    # work, so the client's ceiling does not hide the broker's.
+                    (f"fetch_raw_{size}", "fetch_raw", {"passes": 3 if args.quick else 10}),
+                ):
+                    for n, b in in_order(rep):
+                        err.log(f"{n}: {key} run {rep + 1}/{repeat}")
+                        job = {
+                            "job": job_name,
+                            "bootstrap": b.bootstrap,
+                            "topic": accepted[n],
+                            "size": size,
+                            "expect": count + args.producers,  # + each producer's warm-up record
+                            "broker_pid": b.pid,
+                            **extra,
+                        }
+                        r = steady(lambda attempt, job=job: run_job(job), args, f"{n} {key}")
+                        res["brokers"][n]["runs"].setdefault(key, []).append(r)
+                        time.sleep(0.3)
+                for n, b in brokers.items():
+                    # RSS while the run's data is still held, then let it go
+                    held = res["brokers"][n].setdefault("mem_with_data", {"rss_mib": 0.0})
+                    rss = memory(b.pid)["rss_mib"]
+                    if rss >= held["rss_mib"]:
+                        res["brokers"][n]["mem_with_data"] = {
+                            "rss_mib": rss,
+                            "held_bytes": sum(
+                                res["brokers"][n]["runs"][f"produce_{size}_acks{a}"][-1]["bytes"]
+                                for a in ("1", "all")
+                            ),
+                        }
+                    run_job({"job": "delete", "bootstrap": b.bootstrap, "topics": created[n]})
+            for key in (
+                f"produce_{size}_acks1",
+                f"produce_{size}_acksall",
+                f"consume_{size}",
+                f"fetch_raw_{size}",
+            ):
                 for n in brokers:
                     res["brokers"][n]["rows"][key] = pick_run(res["brokers"][n]["runs"][key], args.pick)
-
-        for size, count in sizes:
-            key = f"consume_{size}"
-            for rep in range(repeat):
-                for n, b in in_order(rep):
-                    err.log(f"{n}: {key} run {rep + 1}/{repeat}")
-                    job = {
-                        "job": "consume",
-                        "bootstrap": b.bootstrap,
-                        "topic": accepted[(n, size, rep)],
-                        "size": size,
-                        "expect": count + args.producers,  # + each producer's warm-up record
-                        "partitions": args.partitions,
-                        "broker_pid": b.pid,
-                    }
-                    r = steady(lambda attempt, job=job: run_job(job), args, f"{n} {key}")
-                    res["brokers"][n]["runs"].setdefault(key, []).append(r)
-                    time.sleep(0.3)
-            for n in brokers:
-                res["brokers"][n]["rows"][key] = pick_run(res["brokers"][n]["runs"][key], args.pick)
-
-        # The broker's side of the consume rows: the same topics read by a raw Fetch loop that
-        # does no per-record work, so the client's ceiling does not hide the broker's.
-        for size, count in sizes:
-            key = f"fetch_raw_{size}"
-            for rep in range(repeat):
-                for n, b in in_order(rep):
-                    err.log(f"{n}: {key} run {rep + 1}/{repeat}")
-                    job = {
-                        "job": "fetch_raw",
-                        "bootstrap": b.bootstrap,
-                        "topic": accepted[(n, size, rep)],
-                        "size": size,
-                        "expect": count + args.producers,
-                        "passes": 3 if args.quick else 10,
-                        "broker_pid": b.pid,
-                    }
-                    r = steady(lambda attempt, job=job: run_job(job), args, f"{n} {key}")
-                    res["brokers"][n]["runs"].setdefault(key, []).append(r)
-            for n in brokers:
-                res["brokers"][n]["rows"][key] = pick_run(res["brokers"][n]["runs"][key], args.pick)
 
         # Per-request CPU swings with how idle the CPUs were (wake-ups cost more from deep
         # idle), so the brokers take turns, several times, and the median run counts.

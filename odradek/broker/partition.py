@@ -62,18 +62,10 @@ class Partition:
     def _maybe_advance_high_watermark(self) -> bool:
         isr = self.state.isr
         if len(isr) == 1 and isr[0] == self.node_id:  # a single in-sync replica: this one
-            leo = self.log.log_end_offset
-            if leo > self.log.high_watermark:
-                self.log.high_watermark = leo
-                return True
-            return False
+            return self.log.raise_high_watermark(self.log.log_end_offset)
         leos = [self.log.log_end_offset]
         leos += [self.follower_leos.get(r, 0) for r in self.state.isr if r != self.node_id]
-        new_hw = min(leos)
-        if new_hw > self.log.high_watermark:
-            self.log.high_watermark = new_hw
-            return True
-        return False
+        return self.log.raise_high_watermark(min(leos))
 
     # -- data ----------------------------------------------------------------------------
 

@@ -472,6 +472,15 @@ class Log:
     def high_watermark(self, offset: int) -> None:
         self._hw = min(max(offset, self._log_start), self._leo)
 
+    def raise_high_watermark(self, offset: int) -> bool:
+        """Move the high watermark up to ``offset`` (never past the log end); whether it moved."""
+        if offset > self._hw:
+            hw = min(offset, self._leo)
+            if hw > self._hw:
+                self._hw = hw
+                return True
+        return False
+
     @property
     def segments(self) -> list[LogSegment]:
         return list(self._segments)
