@@ -8,7 +8,7 @@
 
 Odradek writes to disk (a temporary log dir); tansu runs with ``memory://`` storage. Both run
 as child processes on 127.0.0.1 and are measured in the same run, row by row and never at
-the same time; with ``--repeat`` (3 by default) each row alternates which broker goes first
+the same time; with ``--repeat`` (5 by default) each row alternates which broker goes first
 and the table shows the median run. Every load job runs in its own ``python _loadgen.py``
 process, separate from the brokers and from this orchestrator.
 
@@ -766,7 +766,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", choices=sorted(BROKERS), help="run one broker only")
     ap.add_argument("--json", metavar="PATH", help="save all numbers as JSON")
     ap.add_argument("--partitions", type=int, default=1, help="partitions per topic (default 1)")
-    ap.add_argument("--repeat", type=int, default=None, help="runs per throughput row (default 3, quick 1)")
+    ap.add_argument("--repeat", type=int, default=None, help="runs per throughput row (default 5, quick 1)")
     ap.add_argument(
         "--pick",
         choices=["median", "best", "quietest"],
@@ -829,7 +829,7 @@ def main(argv: list[str] | None = None) -> int:
     div = 10 if args.quick else 1
     sizes = [(100, 1_000_000 // div), (1024, 300_000 // div)]
     names = [args.only] if args.only else ["odradek", "tansu"]
-    repeat = args.repeat or (1 if args.quick else 3)
+    repeat = args.repeat or (1 if args.quick else 5)
     startup_runs = args.startup_runs or (3 if args.quick else 7)
     cpu_requests = args.cpu_requests or (1000 if args.quick else 10_000)
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix="odradek-bench-"))
