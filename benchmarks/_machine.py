@@ -55,6 +55,14 @@ def loopback_mb_s(total_bytes: int) -> float:
     return got / elapsed / 1e6
 
 
+def _fill(fd: int, buf: bytes, nbytes: int) -> int:
+    """``os.write`` ``buf`` into ``fd`` until ``nbytes`` have gone; returns the bytes written."""
+    written = 0
+    while written < nbytes:
+        written += os.write(fd, buf)
+    return written
+
+
 def disk_write_mb_s(directory: Path, total_bytes: int) -> tuple[float, float]:
     """Returns (page-cache MB/s, MB/s including fsync)."""
     path = Path(directory) / "disk-probe.bin"
@@ -62,9 +70,7 @@ def disk_write_mb_s(directory: Path, total_bytes: int) -> tuple[float, float]:
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
         t0 = time.perf_counter()
-        written = 0
-        while written < total_bytes:
-            written += os.write(fd, buf)
+        written = _fill(fd, buf, total_bytes)
         t1 = time.perf_counter()
         os.fsync(fd)
         t2 = time.perf_counter()
@@ -90,9 +96,7 @@ def sustained_write_mb_s(directory: Path, total_bytes: int, window: int = 256 <<
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
             try:
                 t0 = time.perf_counter()
-                chunk = 0
-                while chunk < window:
-                    chunk += os.write(fd, buf)
+                chunk = _fill(fd, buf, window)
                 rates.append(chunk / (time.perf_counter() - t0) / 1e6)
                 written += chunk
             finally:
