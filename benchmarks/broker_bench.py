@@ -59,6 +59,7 @@ broker + client CPU together.
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import os
 import platform
@@ -834,6 +835,8 @@ def main(argv: list[str] | None = None) -> int:
     cpu_requests = args.cpu_requests or (1000 if args.quick else 10_000)
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix="odradek-bench-"))
     workdir.mkdir(parents=True, exist_ok=True)
+    if not (args.keep or args.workdir):
+        atexit.register(shutil.rmtree, workdir, True)  # also when a run fails
 
     import confluent_kafka
 
@@ -885,8 +888,6 @@ def main(argv: list[str] | None = None) -> int:
             print(f"odradek log: {line}")
         if args.json:
             Path(args.json).write_text(json.dumps(res, indent=2, default=str))
-        if not (args.keep or args.workdir):
-            shutil.rmtree(workdir, ignore_errors=True)
         return 0
 
     def in_order(rep: int) -> list[tuple[str, Broker]]:
@@ -1060,15 +1061,12 @@ def main(argv: list[str] | None = None) -> int:
             res["brokers"][n]["log_problems"] = broker_problems(b.log_text(), n)
     res["meta"]["elapsed_s"] = time.perf_counter() - t_start
 
-    print_report(res, names, args.profile)
-
-    if args.json:
+    if args.json:  # first, so that the numbers survive a report that fails
         Path(args.json).write_text(json.dumps(res, indent=2, default=str))
         err.log(f"numbers saved to {args.json}")
+    print_report(res, names, args.profile)
     if args.keep or args.workdir:
         err.log(f"work dir kept: {workdir}")
-    else:
-        shutil.rmtree(workdir, ignore_errors=True)
     return 0
 
 
