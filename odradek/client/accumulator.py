@@ -28,7 +28,7 @@ import crc32c
 
 from odradek.protocol import batch as batch_header
 from odradek.protocol.compression import compress
-from odradek.protocol.varint import TABLE, encode_unsigned_varint
+from odradek.protocol.varint import TABLE, TABLE_SIZE, encode_raw
 
 from .errors import KafkaTimeoutError
 from .structs import RecordMetadata, TopicPartition
@@ -46,16 +46,7 @@ _callback_lock = threading.Lock()
 
 def _zz(n: int) -> bytes:
     z = (n << 1) ^ (n >> 63)
-    return TABLE[z] if z < 16384 else encode_unsigned_varint(z) if z <= 0xFFFFFFFF else _long_varint(z)
-
-
-def _long_varint(z: int) -> bytes:
-    out = bytearray()
-    while z >= 0x80:
-        out.append((z & 0x7F) | 0x80)
-        z >>= 7
-    out.append(z)
-    return bytes(out)
+    return TABLE[z] if z < TABLE_SIZE else encode_raw(z)
 
 
 def _encode_headers(headers) -> bytes:

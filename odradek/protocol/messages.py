@@ -24,6 +24,7 @@ from kio.serial import entity_reader, entity_writer
 from kio.static.constants import EntityType
 
 from odradek.protocol import produce_request
+from odradek.protocol.varint import VarintError, skip_tagged_fields
 
 PRODUCE_KEY = 0
 API_VERSIONS_KEY = 18
@@ -101,29 +102,10 @@ def _writer(cls: type):
 
 
 def _skip_tagged_fields(buf, pos: int) -> int:
-    count, pos = _read_uvarint(buf, pos)
-    for _ in range(count):
-        _, pos = _read_uvarint(buf, pos)
-        size, pos = _read_uvarint(buf, pos)
-        pos += size
-    if pos > len(buf):
-        raise MalformedRequest("tagged fields run past the end of the request")
-    return pos
-
-
-def _read_uvarint(buf, pos: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        if pos >= len(buf):
-            raise MalformedRequest("truncated varint")
-        byte = buf[pos]
-        pos += 1
-        value |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return value, pos
-        shift += 7
-        if shift > 28:
-            raise MalformedRequest("varint too long")
+    try:
+        return skip_tagged_fields(buf, pos)
+    except (VarintError, IndexError) as exc:
+        raise MalformedRequest(f"malformed tagged fields: {exc or 'truncated'}") from None
 
 
 def parse_request_header(payload) -> tuple[RequestHeader, int]:

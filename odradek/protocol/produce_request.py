@@ -22,6 +22,8 @@ import datetime
 import struct
 from typing import NamedTuple
 
+from odradek.protocol.varint import decode_unsigned_varint, skip_tagged_fields
+
 FLEXIBLE_FROM = 9
 FIRST_KIO_VERSION = 3  # kio has schemas from here; we parse every version ourselves
 
@@ -49,34 +51,6 @@ class ProduceRequest(NamedTuple):
     acks: int
     timeout: datetime.timedelta
     topic_data: tuple
-
-
-def _uvarint(view: memoryview, pos: int) -> tuple[int, int]:
-    """(value, next position) of the unsigned varint at ``pos``."""
-    byte = view[pos]
-    if byte < 0x80:  # the usual one-byte case
-        return byte, pos + 1
-    value = shift = 0
-    while True:
-        byte = view[pos]
-        pos += 1
-        value |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return value, pos
-        shift += 7
-        if shift > 28:
-            raise ValueError("varint too long")
-
-
-def _skip_tagged_fields(view: memoryview, pos: int) -> int:
-    if view[pos] == 0:  # no tagged fields: the usual case
-        return pos + 1
-    count, pos = _uvarint(view, pos)
-    for _ in range(count):
-        _, pos = _uvarint(view, pos)
-        size, pos = _uvarint(view, pos)
-        pos += size
-    return pos
 
 
 def _take(view: memoryview, pos: int, size: int, end: int) -> tuple[memoryview, int]:
@@ -107,7 +81,7 @@ def _decode_flexible(view: memoryview, pos: int) -> ProduceRequest:
     """v9+: compact strings, arrays and bytes (length + 1 as a varint, 0 for null) and tagged
     fields after each structure."""
     end = len(view)
-    size, pos = _uvarint(view, pos)
+    size, pos = decode_unsigned_varint(view, pos)
     transactional_id = None
     if size:
         raw, pos = _take(view, pos, size - 1, end)
@@ -115,26 +89,26 @@ def _decode_flexible(view: memoryview, pos: int) -> ProduceRequest:
     acks, timeout_ms = _ACKS_TIMEOUT.unpack_from(view, pos)
     pos += 6
     topics = []
-    n_topics, pos = _uvarint(view, pos)
+    n_topics, pos = decode_unsigned_varint(view, pos)
     for _ in range(_array_length(n_topics - 1, pos, end)):
-        size, pos = _uvarint(view, pos)
+        size, pos = decode_unsigned_varint(view, pos)
         if not size:
             raise ValueError("null topic name")
         raw, pos = _take(view, pos, size - 1, end)
         name = str(raw, "utf-8")
         partitions = []
-        n_partitions, pos = _uvarint(view, pos)
+        n_partitions, pos = decode_unsigned_varint(view, pos)
         for _ in range(_array_length(n_partitions - 1, pos, end)):
             index = _I32.unpack_from(view, pos)[0]
-            size, pos = _uvarint(view, pos + 4)
+            size, pos = decode_unsigned_varint(view, pos + 4)
             records = None
             if size:
                 records, pos = _take(view, pos, size - 1, end)
             partitions.append(PartitionProduceData(index, records))
-            pos = _skip_tagged_fields(view, pos)
+            pos = skip_tagged_fields(view, pos)
         topics.append(TopicProduceData(name, tuple(partitions)))
-        pos = _skip_tagged_fields(view, pos)
-    pos = _skip_tagged_fields(view, pos)
+        pos = skip_tagged_fields(view, pos)
+    pos = skip_tagged_fields(view, pos)
     return _finish(transactional_id, acks, timeout_ms, topics, pos, end)
 
 
@@ -199,7 +173,7 @@ def parse_single_partition(frame) -> tuple | None:
             if size < 0x80:
                 pos += 10
             else:
-                size, pos = _uvarint(view, pos + 9)
+                size, pos = decode_unsigned_varint(view, pos + 9)
             if not size:
                 return None
             stop = pos + size - 1
@@ -207,7 +181,7 @@ def parse_single_partition(frame) -> tuple | None:
             if view[stop] != 2:  # a 1-partition array
                 return None
             partition = _I32.unpack_from(view, stop + 1)[0]
-            size, pos = _uvarint(view, stop + 5)  # records: mostly two or three bytes
+            size, pos = decode_unsigned_varint(view, stop + 5)  # records: mostly two or three bytes
             stop = pos + size - 1
             # the records, then the partition's, the topic's and the request's empty tags
             if not size or stop + 3 != end or view[stop] or view[stop + 1] or view[stop + 2]:

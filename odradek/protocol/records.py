@@ -81,7 +81,7 @@ from odradek.protocol.batch import (
     BatchHeader,
     read_header,
 )
-from odradek.protocol.varint import TABLE, TABLE_SIZE, VarintError, read_raw
+from odradek.protocol.varint import TABLE, TABLE_SIZE, VarintError, encode_raw, read_raw
 
 __all__ = [
     "ABORT",
@@ -149,16 +149,6 @@ def _now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-def _varint(z: int) -> bytes:
-    """Unsigned varint of an already zigzagged value (the slow path of the table lookups)."""
-    out = bytearray()
-    while z >= 0x80:
-        out.append((z & 0x7F) | 0x80)
-        z >>= 7
-    out.append(z)
-    return bytes(out)
-
-
 class Record(NamedTuple):
     """A record as a v2 batch stores it: offset and timestamp relative to the batch."""
 
@@ -195,17 +185,17 @@ class NewRecord(NamedTuple):
 
 
 def _encode_headers(headers: Sequence[Header]) -> bytes:
-    parts = [_varint(len(headers) << 1)]
+    parts = [encode_raw(len(headers) << 1)]
     for key, value in headers:
         if key is None:
             raise errors.InvalidRecordError("record header keys cannot be null")
         raw_key = key.encode() if isinstance(key, str) else bytes(key)
-        parts.append(_varint(len(raw_key) << 1))
+        parts.append(encode_raw(len(raw_key) << 1))
         parts.append(raw_key)
         if value is None:
             parts.append(_NULL)
         else:
-            parts.append(_varint(len(value) << 1))
+            parts.append(encode_raw(len(value) << 1))
             parts.append(value)
     return b"".join(parts)
 
@@ -217,21 +207,21 @@ def _append_record(parts: list, offset_delta: int, timestamp_delta: int, key, va
     except the length prefix, one join per batch.
     """
     z = (timestamp_delta << 1) ^ (timestamp_delta >> 63)
-    ts_bytes = TABLE[z] if 0 <= z < TABLE_SIZE else _varint(z)
+    ts_bytes = TABLE[z] if 0 <= z < TABLE_SIZE else encode_raw(z)
     z = (offset_delta << 1) ^ (offset_delta >> 63)
-    offset_bytes = TABLE[z] if 0 <= z < TABLE_SIZE else _varint(z)
+    offset_bytes = TABLE[z] if 0 <= z < TABLE_SIZE else encode_raw(z)
     if key is None:
         key_len = _NULL
         key = b""
     else:
         z = len(key) << 1
-        key_len = TABLE[z] if z < TABLE_SIZE else _varint(z)
+        key_len = TABLE[z] if z < TABLE_SIZE else encode_raw(z)
     if value is None:
         value_len = _NULL
         value = b""
     else:
         z = len(value) << 1
-        value_len = TABLE[z] if z < TABLE_SIZE else _varint(z)
+        value_len = TABLE[z] if z < TABLE_SIZE else encode_raw(z)
     header_bytes = _encode_headers(headers) if headers else _ZERO
     size = (
         1
@@ -244,7 +234,7 @@ def _append_record(parts: list, offset_delta: int, timestamp_delta: int, key, va
         + len(header_bytes)
     )
     z = size << 1
-    size_bytes = TABLE[z] if z < TABLE_SIZE else _varint(z)
+    size_bytes = TABLE[z] if z < TABLE_SIZE else encode_raw(z)
     parts += (size_bytes, _ZERO, ts_bytes, offset_bytes, key_len, key, value_len, value, header_bytes)
     return size + len(size_bytes)
 

@@ -23,6 +23,7 @@ __all__ = [
     "decode_unsigned_varint",
     "decode_varint",
     "decode_varlong",
+    "encode_raw",
     "encode_unsigned_varint",
     "encode_varint",
     "encode_varlong",
@@ -30,6 +31,7 @@ __all__ = [
     "size_of_unsigned_varint",
     "size_of_varint",
     "size_of_varlong",
+    "skip_tagged_fields",
     "zigzag_decode",
     "zigzag_encode",
 ]
@@ -48,7 +50,9 @@ class VarintError(ValueError):
     """A varint longer than its type allows, out of range, or cut off by the end of the buffer."""
 
 
-def _encode_raw(n: int) -> bytes:
+def encode_raw(n: int) -> bytes:
+    """Base-128 bytes of any non-negative int, unbounded (a zigzagged varlong, say); the
+    slow path behind the table lookups."""
     out = bytearray()
     while n >= 0x80:
         out.append((n & 0x7F) | 0x80)
@@ -59,7 +63,7 @@ def _encode_raw(n: int) -> bytes:
 
 # Encodings of every value below 2**14 (one and two byte varints), shared and immutable.
 TABLE_SIZE = 1 << 14
-TABLE: tuple[bytes, ...] = tuple(_encode_raw(n) for n in range(TABLE_SIZE))
+TABLE: tuple[bytes, ...] = tuple(encode_raw(n) for n in range(TABLE_SIZE))
 
 
 def zigzag_encode(n: int) -> int:
@@ -99,7 +103,7 @@ def encode_unsigned_varint(n: int) -> bytes:
         return TABLE[n]
     if n > UINT32_MAX:
         raise VarintError(f"unsigned varint cannot hold {n}")
-    return _encode_raw(n)
+    return encode_raw(n)
 
 
 def decode_unsigned_varint(buf, pos: int = 0) -> tuple[int, int]:
@@ -118,7 +122,7 @@ def encode_varint(n: int) -> bytes:
     if not INT32_MIN <= n <= INT32_MAX:
         raise VarintError(f"{n} does not fit in an int32 varint")
     z = (n << 1) ^ (n >> 63)
-    return TABLE[z] if z < TABLE_SIZE else _encode_raw(z)
+    return TABLE[z] if z < TABLE_SIZE else encode_raw(z)
 
 
 def encode_varlong(n: int) -> bytes:
@@ -126,7 +130,7 @@ def encode_varlong(n: int) -> bytes:
     if not INT64_MIN <= n <= INT64_MAX:
         raise VarintError(f"{n} does not fit in an int64 varlong")
     z = (n << 1) ^ (n >> 63)
-    return TABLE[z] if z < TABLE_SIZE else _encode_raw(z)
+    return TABLE[z] if z < TABLE_SIZE else encode_raw(z)
 
 
 def decode_varint(buf, pos: int = 0) -> tuple[int, int]:
@@ -164,3 +168,19 @@ def size_of_varint(n: int) -> int:
 
 
 size_of_varlong = size_of_varint
+
+
+def skip_tagged_fields(buf, pos: int) -> int:
+    """Position after the tagged-field section at ``pos`` (flexible protocol versions): a
+    count, then per field a tag, a size and that many bytes. VarintError when it runs past
+    the end of ``buf``."""
+    if buf[pos] == 0:  # no tagged fields: the usual case
+        return pos + 1
+    count, pos = decode_unsigned_varint(buf, pos)
+    for _ in range(count):
+        _, pos = decode_unsigned_varint(buf, pos)
+        size, pos = decode_unsigned_varint(buf, pos)
+        pos += size
+    if pos > len(buf):
+        raise VarintError("tagged fields run past the end of the buffer")
+    return pos

@@ -66,7 +66,7 @@ import crc32c
 from ..protocol import batch as B
 from ..protocol import compression as codecs
 from ..protocol.records import scan_records
-from ..protocol.varint import read_raw
+from ..protocol.varint import encode_varlong, read_raw
 from ._faults import fault_point
 from ._record_scan import batch_records_buffer
 from .checkpoint import fsync_dir
@@ -387,16 +387,6 @@ def build_batch(
     return bytes(header) + payload
 
 
-def _zigzag_varint(n: int) -> bytes:
-    z = (n << 1) ^ (n >> 63)
-    out = bytearray()
-    while z >= 0x80:
-        out.append((z & 0x7F) | 0x80)
-        z >>= 7
-    out.append(z)
-    return bytes(out)
-
-
 def rebase_record(data: bytes, start: int, end: int, ts_delta: int) -> bytes:
     """The record at ``data[start:end]`` with its timestamp delta replaced by ``ts_delta``."""
     z, pos = read_raw(data, start, 5)
@@ -404,8 +394,8 @@ def rebase_record(data: bytes, start: int, end: int, ts_delta: int) -> bytes:
     attributes = data[pos - 1 : pos]
     _, after_ts = read_raw(data, pos, 10)
     rest = data[after_ts:end]
-    body = attributes + _zigzag_varint(ts_delta) + rest
-    return _zigzag_varint(len(body)) + body
+    body = attributes + encode_varlong(ts_delta) + rest
+    return encode_varlong(len(body)) + body
 
 
 # ---- the cleaner --------------------------------------------------------------------------

@@ -12,12 +12,14 @@ from odradek.protocol.varint import (
     decode_unsigned_varint,
     decode_varint,
     decode_varlong,
+    encode_raw,
     encode_unsigned_varint,
     encode_varint,
     encode_varlong,
     size_of_unsigned_varint,
     size_of_varint,
     size_of_varlong,
+    skip_tagged_fields,
     zigzag_decode,
     zigzag_encode,
 )
@@ -103,3 +105,18 @@ def test_out_of_range_encodes():
         encode_varint(2**31)
     with pytest.raises(VarintError):
         encode_varlong(2**63)
+
+
+def test_skip_tagged_fields():
+    # none; two fields (tag 0 with 2 bytes, tag 300 with 0 bytes); then a marker byte after
+    assert skip_tagged_fields(b"\x00\xff", 0) == 1
+    section = encode_unsigned_varint(2) + b"\x00\x02hi" + encode_unsigned_varint(300) + b"\x00"
+    assert skip_tagged_fields(section + b"\xff", 0) == len(section)
+    for cut in range(1, len(section)):
+        with pytest.raises((VarintError, IndexError)):
+            skip_tagged_fields(section[:cut], 0)
+
+
+def test_encode_raw_beyond_int32():
+    z = (1 << 63) - 1
+    assert decode_varlong(encode_raw(z << 1)) == (z, 10)
