@@ -22,6 +22,7 @@ import socket
 import time
 from collections import deque
 
+from odradek._tasks import cancel_and_wait
 from odradek.broker.handlers import RawResponse, Request
 from odradek.protocol import messages
 from odradek.protocol.errors import KafkaError
@@ -419,12 +420,7 @@ class NetworkServer:
     async def stop(self) -> None:
         for server in self._servers:
             server.close()
-        if self._sweeper is not None:
-            self._sweeper.cancel()
-            try:
-                await self._sweeper
-            except asyncio.CancelledError:
-                pass
+        await cancel_and_wait(self._sweeper)
         for conn in list(self.connections):
             if conn.transport is not None:
                 conn.transport.close()

@@ -18,6 +18,7 @@ import time
 import uuid
 from pathlib import Path
 
+from odradek._tasks import cancel_and_wait
 from odradek.broker import handlers
 from odradek.broker.config import (
     BrokerConfig,
@@ -203,13 +204,7 @@ class Broker:
         log.info("odradek broker %d shutting down", self.node_id)
         if hasattr(self, "network"):
             await self.network.stop()
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            try:
-                await task
-            except asyncio.CancelledError:
-                pass
+        await cancel_and_wait(*self._tasks)
         if hasattr(self, "fetch_purgatory"):
             self.fetch_purgatory.close()
         if hasattr(self, "transaction_coordinator"):

@@ -34,6 +34,7 @@ import logging
 import threading
 from typing import NamedTuple
 
+from odradek._tasks import cancel_and_wait
 from odradek.protocol.errors import ErrorCode, error_for
 
 from . import wire
@@ -177,12 +178,7 @@ class TransactionManager:
 
     async def close(self) -> None:
         task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            try:
-                await task
-            except asyncio.CancelledError:
-                pass
+        await cancel_and_wait(task)
 
     # -- what the sender and the send path ask ---------------------------------------------
 

@@ -36,6 +36,7 @@ import time
 from collections.abc import Callable
 from typing import NamedTuple
 
+from odradek._tasks import cancel_and_wait
 from odradek.broker.group import schema
 from odradek.broker.group.delayed import DelayedHeartbeat, DelayedJoin, DelayedSync, InitialDelayedJoin
 from odradek.broker.group.group import CONSUMER_PROTOCOL_TYPE, GroupMetadata, OffsetAndMetadata
@@ -218,18 +219,10 @@ class GroupCoordinator:
         if not self.active and self._expiry_task is None:
             return
         self.active = False
-        tasks = [t for t in (self._expiry_task, *self._tasks) if t is not None]
+        tasks = (self._expiry_task, *self._tasks)
         self._expiry_task = None
         self._tasks.clear()
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            try:
-                await task
-            except asyncio.CancelledError:
-                pass
-            except Exception:
-                log.exception("group coordinator task failed")
+        await cancel_and_wait(*tasks)
         for partition in sorted(self.owned | self.loading):
             self._unload(partition)
         self.join_purgatory.close()

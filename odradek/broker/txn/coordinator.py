@@ -45,6 +45,7 @@ import re
 import time
 from typing import NamedTuple
 
+from odradek._tasks import cancel_and_wait
 from odradek.broker.group.partitioning import partition_for
 from odradek.broker.txn import markers, schema
 from odradek.broker.txn.metadata import (
@@ -177,14 +178,7 @@ class TransactionCoordinator:
         """Stop serving; safe to call twice."""
         self.active = False
         task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            try:
-                await task
-            except asyncio.CancelledError:
-                pass
-            except Exception:
-                log.exception("transaction coordinator task failed")
+        await cancel_and_wait(task)
         for partition in list(self.owned) + list(self.loading):
             self._unload(partition)
 
