@@ -120,6 +120,16 @@ def read_properties(path: str) -> dict[str, str]:
     return out
 
 
+def topic_arguments(help_text: str = "Topic (or give it as an argument)."):
+    """A command's topic, positional or ``--topic``/``-t`` (read it with ``one_name``)."""
+
+    def decorate(fn):
+        fn = click.option("--topic", "-t", "topic_opt", metavar="TOPIC", help=help_text)(fn)
+        return click.argument("topic", required=False)(fn)
+
+    return decorate
+
+
 def one_name(positional, option, what: str, required: bool = True) -> str | None:
     """The name given positionally or through ``--topic``/``--group``, not both differently."""
     if positional and option and positional != option:

@@ -17,7 +17,15 @@ import time
 
 import click
 
-from odradek.cli.common import CliError, client_command, millis_to_iso, one_name, parse_key_values, parse_time
+from odradek.cli.common import (
+    CliError,
+    client_command,
+    millis_to_iso,
+    one_name,
+    parse_key_values,
+    parse_time,
+    topic_arguments,
+)
 
 _FORMATTER_PROPERTIES = {
     "print.timestamp",
@@ -158,10 +166,7 @@ class Formatter:
 
 
 @click.command()
-@click.argument("topic", required=False)
-@click.option(
-    "--topic", "-t", "topic_opt", metavar="TOPIC", help="Topic to read (or give it as an argument)."
-)
+@topic_arguments("Topic to read (or give it as an argument).")
 @click.option(
     "--group", "-g", metavar="GROUP", help="Consume as a member of GROUP and commit the offsets printed."
 )

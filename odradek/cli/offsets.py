@@ -4,12 +4,19 @@ from __future__ import annotations
 
 import click
 
-from odradek.cli.common import CliError, client_command, millis_to_iso, one_name, parse_int_list, parse_time
+from odradek.cli.common import (
+    CliError,
+    client_command,
+    millis_to_iso,
+    one_name,
+    parse_int_list,
+    parse_time,
+    topic_arguments,
+)
 
 
 @click.command()
-@click.argument("topic", required=False)
-@click.option("--topic", "-t", "topic_opt", metavar="TOPIC", help="Topic (or give it as an argument).")
+@topic_arguments()
 @click.option(
     "--time",
     "when",

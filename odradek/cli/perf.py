@@ -16,7 +16,7 @@ import time
 
 import click
 
-from odradek.cli.common import CliError, client_command, parse_key_values
+from odradek.cli.common import CliError, client_command, one_name, parse_key_values, topic_arguments
 
 
 def percentile(sorted_values: list[float], q: float) -> float:
@@ -75,8 +75,7 @@ def perf():
 
 
 @perf.command("produce")
-@click.argument("topic", required=False)
-@click.option("--topic", "-t", "topic_opt", metavar="TOPIC")
+@topic_arguments()
 @click.option(
     "--num-records",
     "-n",
@@ -145,11 +144,7 @@ def produce_perf(
       odradek perf produce perf -n 50000 --throughput 10000 --acks 1 --producer-props linger.ms=10,batch.size=65536
       odradek perf produce perf -n 10000 -o json
     """
-    if topic and topic_opt and topic != topic_opt:
-        raise click.UsageError("Topic given twice.")
-    name = topic or topic_opt
-    if not name:
-        raise click.UsageError("Missing topic: give it as an argument or with --topic.")
+    name = one_name(topic, topic_opt, "topic")
     props = parse_key_values(producer_props, "--producer-props")
     props.setdefault("acks", acks)
     props.setdefault("compression.type", compression_type)
@@ -256,8 +251,7 @@ def _interval_line(latencies, acked, acked_bytes, window, now, last_report) -> f
 
 
 @perf.command("consume")
-@click.argument("topic", required=False)
-@click.option("--topic", "-t", "topic_opt", metavar="TOPIC")
+@topic_arguments()
 @click.option(
     "--messages",
     "-n",
@@ -305,11 +299,7 @@ def consume_perf(
     """
     from odradek.client.structs import TopicPartition
 
-    if topic and topic_opt and topic != topic_opt:
-        raise click.UsageError("Topic given twice.")
-    name = topic or topic_opt
-    if not name:
-        raise click.UsageError("Missing topic: give it as an argument or with --topic.")
+    name = one_name(topic, topic_opt, "topic")
     props = parse_key_values(consumer_props, "--consumer-props")
     props.setdefault("allow.auto.create.topics", "false")
     props.setdefault("auto.offset.reset", "latest" if from_latest else "earliest")

@@ -7,7 +7,7 @@ import threading
 
 import click
 
-from odradek.cli.common import CliError, client_command, one_name, parse_key_values
+from odradek.cli.common import CliError, client_command, one_name, parse_key_values, topic_arguments
 
 _READER_PROPERTIES = {
     "parse.key",
@@ -121,10 +121,7 @@ def _lines(stream):
 
 
 @click.command()
-@click.argument("topic", required=False)
-@click.option(
-    "--topic", "-t", "topic_opt", metavar="TOPIC", help="Topic to write to (or give it as an argument)."
-)
+@topic_arguments("Topic to write to (or give it as an argument).")
 @click.option(
     "--file", "-f", "file_", type=click.File("rb"), default="-", help="Read lines from FILE instead of stdin."
 )

@@ -7,10 +7,13 @@ import uuid
 
 import click
 
-from odradek.cli.common import CliError, client_command, one_name, parse_int_list, parse_key_values
-
-_TOPIC_OPTION = click.option(
-    "--topic", "-t", "topic_opt", metavar="TOPIC", help="Topic name (or give it as an argument)."
+from odradek.cli.common import (
+    CliError,
+    client_command,
+    one_name,
+    parse_int_list,
+    parse_key_values,
+    topic_arguments,
 )
 
 
@@ -68,8 +71,7 @@ def topics():
 
 
 @topics.command()
-@click.argument("topic", required=False)
-@_TOPIC_OPTION
+@topic_arguments("Topic name (or give it as an argument).")
 @click.option(
     "--partitions",
     "-p",
@@ -313,8 +315,7 @@ def describe(
 
 
 @topics.command()
-@click.argument("topic", required=False)
-@_TOPIC_OPTION
+@topic_arguments("Topic name (or give it as an argument).")
 @click.option("--partitions", "-p", type=click.IntRange(min=1), help="The new, larger partition count.")
 @click.option(
     "--replica-assignment",
