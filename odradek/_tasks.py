@@ -21,3 +21,13 @@ async def cancel_and_wait(*tasks: asyncio.Task | None) -> None:
             pass
         except Exception:
             log.exception("background task %s failed", task.get_name())
+
+
+def start_task(make_coro, name: str) -> asyncio.Task | None:
+    """Run ``make_coro()`` as a task on the running loop; None when no loop runs (a component
+    driven synchronously, as some tests do)."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+    return loop.create_task(make_coro(), name=name)

@@ -36,7 +36,7 @@ import time
 from collections.abc import Callable
 from typing import NamedTuple
 
-from odradek._tasks import cancel_and_wait
+from odradek._tasks import cancel_and_wait, start_task
 from odradek.broker.group import schema
 from odradek.broker.group.delayed import DelayedHeartbeat, DelayedJoin, DelayedSync, InitialDelayedJoin
 from odradek.broker.group.group import CONSUMER_PROTOCOL_TYPE, GroupMetadata, OffsetAndMetadata
@@ -208,11 +208,7 @@ class GroupCoordinator:
         """Load the partitions this broker leads and start the offset expiry task."""
         self.active = True
         self.sync_partitions()
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            return
-        self._expiry_task = loop.create_task(self._expiry_loop(), name="group-offset-expiry")
+        self._expiry_task = start_task(self._expiry_loop, "group-offset-expiry")
 
     async def close(self) -> None:
         """Stop serving: unload every group (waiting requests get NOT_COORDINATOR). Idempotent."""

@@ -45,7 +45,7 @@ import re
 import time
 from typing import NamedTuple
 
-from odradek._tasks import cancel_and_wait
+from odradek._tasks import cancel_and_wait, start_task
 from odradek.broker.group.partitioning import partition_for
 from odradek.broker.txn import markers, schema
 from odradek.broker.txn.metadata import (
@@ -167,12 +167,8 @@ class TransactionCoordinator:
         """Load the partitions this broker leads and start the coordinator's task."""
         self.active = True
         self.sync_partitions()
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            return
         self._wake = asyncio.Event()
-        self._task = loop.create_task(self._run(), name="txn-coordinator")
+        self._task = start_task(self._run, "txn-coordinator")
 
     async def close(self) -> None:
         """Stop serving; safe to call twice."""
