@@ -305,28 +305,15 @@ _NUMERIC_COLUMNS = {
 
 
 def parse_bootstrap(text: str) -> list[tuple[str, int]]:
-    out = []
-    for item in text.split(","):
-        item = item.strip()
-        if not item:
-            continue
-        if "://" in item:
-            item = item.split("://", 1)[1]
-        host, sep, port = item.rpartition(":")
-        if not sep:
-            host, port = item, "9092"
-        host = host.strip("[]") or "127.0.0.1"
-        try:
-            out.append((host, int(port)))
-        except ValueError:
-            raise click.BadParameter(
-                f"bad address {item!r}; expected HOST:PORT", param_hint="--bootstrap-server"
-            ) from None
-    if not out:
+    from odradek.client.config import parse_bootstrap as parse
+    from odradek.client.errors import ConfigError
+
+    try:
+        return parse(text, "address")
+    except ConfigError as exc:
         raise click.BadParameter(
-            "no address given; expected HOST:PORT[,HOST:PORT...]", param_hint="--bootstrap-server"
-        )
-    return out
+            f"{exc}; expected HOST:PORT[,HOST:PORT...]", param_hint="--bootstrap-server"
+        ) from None
 
 
 def _json_default(value):

@@ -73,7 +73,9 @@ def _any(name, value):
     return value
 
 
-def _bootstrap(name, value):
+def parse_bootstrap(value, name: str = "bootstrap_servers") -> list[tuple[str, int]]:
+    """``host:port[,host:port...]`` (or a list of them; a ``PLAINTEXT://`` prefix and IPv6
+    brackets allowed, port 9092 by default) as ``[(host, port), ...]``; ConfigError if bad."""
     if isinstance(value, str):
         items = [v.strip() for v in value.split(",") if v.strip()]
     elif isinstance(value, list | tuple):
@@ -149,7 +151,7 @@ def _strategies(name, value):
 Spec = tuple[object, Callable]
 
 COMMON: dict[str, Spec] = {
-    "bootstrap_servers": (_UNSET, _bootstrap),
+    "bootstrap_servers": (_UNSET, lambda name, value: parse_bootstrap(value, name)),
     "client_id": (None, _optional_str),
     "request_timeout_ms": (30000, _int(1)),
     "retry_backoff_ms": (100, _int(0)),

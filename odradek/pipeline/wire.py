@@ -24,6 +24,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from odradek.client import wire
+from odradek.client.config import parse_bootstrap
 from odradek.protocol import errors, messages
 
 _SIZE = struct.Struct(">i")
@@ -165,23 +166,6 @@ class Connection:
     @property
     def closed(self) -> bool:
         return self._sock is None
-
-
-def parse_bootstrap(servers: str) -> list[tuple[str, int]]:
-    out = []
-    for item in servers.split(","):
-        item = item.strip()
-        if not item:
-            continue
-        if "://" in item:
-            item = item.split("://", 1)[1]
-        host, _, port = item.rpartition(":")
-        if not host:
-            host, port = port, "9092"
-        out.append((host.strip("[]"), int(port)))
-    if not out:
-        raise ValueError(f"no bootstrap servers in {servers!r}")
-    return out
 
 
 class Cluster:
