@@ -436,20 +436,9 @@ class Admin:
     # -- groups ----------------------------------------------------------------------------
 
     async def _coordinator(self, group_id: str, timeout: float) -> int:
-        resp = await self._any(
-            wire.FIND_COORDINATOR,
-            lambda v: (
-                {"key_type": 0, "coordinator_keys": [group_id]}
-                if v >= 4
-                else {"key": group_id, "key_type": 0}
-            ),
-            timeout,
+        code, node, host, port = await self._retrying(
+            lambda: self._client.find_coordinator(0, group_id), timeout, "FindCoordinator"
         )
-        if hasattr(resp, "coordinators"):
-            c = resp.coordinators[0]
-            code, node, host, port = int(c.error_code), int(c.node_id), c.host, int(c.port)
-        else:
-            code, node, host, port = int(resp.error_code), int(resp.node_id), resp.host, int(resp.port)
         if code:
             raise error_for(code)(f"FindCoordinator for group {group_id!r}")
         conn_id = 0x7FFFFFFF - node

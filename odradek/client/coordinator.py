@@ -337,24 +337,7 @@ class ConsumerCoordinator:
         while self.coordinator_id is None:
             self.client.check_open()
             try:
-                conn = await self.client.any_connection()
-
-                def values(v):
-                    if v >= 4:
-                        return {"key_type": 0, "coordinator_keys": [self.group_id]}
-                    return {"key": self.group_id, "key_type": 0}
-
-                resp = await conn.send(wire.FIND_COORDINATOR, values)
-                if hasattr(resp, "coordinators"):
-                    c = resp.coordinators[0]
-                    code, node, host, port = int(c.error_code), int(c.node_id), c.host, int(c.port)
-                else:
-                    code, node, host, port = (
-                        int(resp.error_code),
-                        int(resp.node_id),
-                        resp.host,
-                        int(resp.port),
-                    )
+                code, node, host, port = await self.client.find_coordinator(0, self.group_id)
                 if code:
                     err = error_for(code)(f"FindCoordinator for group {self.group_id!r}")
                     if not err.retriable and code not in _COORDINATOR_ERRORS:

@@ -261,6 +261,20 @@ class NetClient:
                     last = exc
             raise last from None
 
+    async def find_coordinator(self, key_type: int, key: str) -> tuple[int, int, str, int]:
+        """One FindCoordinator round trip on any connection, for a group (key type 0) or a
+        transactional id (1): ``(error code, node id, host, port)``."""
+        conn = await self.any_connection()
+
+        def values(version):
+            if version >= 4:  # KIP-699: batched keys
+                return {"key_type": key_type, "coordinator_keys": [key]}
+            return {"key": key, "key_type": key_type}
+
+        resp = await conn.send(wire.FIND_COORDINATOR, values)
+        found = resp.coordinators[0] if hasattr(resp, "coordinators") else resp
+        return int(found.error_code), int(found.node_id), found.host, int(found.port)
+
     def api_version(self, api_key: int) -> int | None:
         """The negotiated version on any open connection (None if none is open)."""
         for conn in self._conns.values():

@@ -257,24 +257,7 @@ class TransactionManager:
         while True:
             self.client.check_open()
             try:
-                conn = await self.client.any_connection()
-
-                def values(v):
-                    if v >= 4:
-                        return {"key_type": key_type, "coordinator_keys": [key]}
-                    return {"key": key, "key_type": key_type}
-
-                resp = await conn.send(wire.FIND_COORDINATOR, values)
-                if hasattr(resp, "coordinators"):
-                    c = resp.coordinators[0]
-                    code, node, host, port = int(c.error_code), int(c.node_id), c.host, int(c.port)
-                else:
-                    code, node, host, port = (
-                        int(resp.error_code),
-                        int(resp.node_id),
-                        resp.host,
-                        int(resp.port),
-                    )
+                code, node, host, port = await self.client.find_coordinator(key_type, key)
                 if code == 0:
                     conn_id = conn_base - node
                     self.client.register_node(conn_id, host, port)
