@@ -84,7 +84,10 @@ def test_user_and_client_names_are_sanitized_like_kafkas_sanitizer():
 
 
 def test_sequence_number_of_a_notification():
-    assert zk_data.sequence_number("/isr_change_notification/isr_change_0000000042", "isr_change_") == "0000000042"
+    assert (
+        zk_data.sequence_number("/isr_change_notification/isr_change_0000000042", "isr_change_")
+        == "0000000042"
+    )
     assert zk_data.sequence_number("config_change_0000000001", zk_data.CONFIG_CHANGE_PREFIX) == "0000000001"
     with pytest.raises(ZkDataError):
         zk_data.sequence_number("/isr_change_notification/other", "isr_change_")
@@ -112,13 +115,20 @@ def test_kafka_uuid_text_round_trip():
 
 
 def test_controller_znode():
-    assert zk_data.encode_controller(1, 1643692590537) == b'{"version":1,"brokerid":1,"timestamp":"1643692590537"}'
+    assert (
+        zk_data.encode_controller(1, 1643692590537)
+        == b'{"version":1,"brokerid":1,"timestamp":"1643692590537"}'
+    )
     v1 = zk_data.decode_controller(b'{"version":1,"brokerid":0,"timestamp":"1643692590537"}')
     assert (v1.broker_id, v1.timestamp_ms, v1.kraft_controller_epoch) == (0, 1643692590537, None)
     # Kafka 3.4+ writes version 2 with kraftControllerEpoch -1 when no migration is running.
-    v2 = zk_data.decode_controller(b'{"version":2,"brokerid":2,"timestamp":"1676813353461","kraftControllerEpoch":-1}')
+    v2 = zk_data.decode_controller(
+        b'{"version":2,"brokerid":2,"timestamp":"1676813353461","kraftControllerEpoch":-1}'
+    )
     assert (v2.broker_id, v2.kraft_controller_epoch) == (2, None)
-    migrating = zk_data.decode_controller(b'{"version":2,"brokerid":3000,"timestamp":"1","kraftControllerEpoch":5}')
+    migrating = zk_data.decode_controller(
+        b'{"version":2,"brokerid":3000,"timestamp":"1","kraftControllerEpoch":5}'
+    )
     assert migrating.kraft_controller_epoch == 5
 
 
@@ -176,9 +186,14 @@ def test_decode_older_registrations():
     assert (reg.rack, reg.jmx_port, reg.version) == ("dc1", 9999, 4)
     # Version 2 had no protocol map: listener names are protocol names.
     v2 = b'{"version":2,"host":"h","port":9092,"jmx_port":-1,"timestamp":"1","endpoints":["PLAINTEXT://h:9092","SSL://h:9093"]}'
-    assert [e.security_protocol for e in zk_data.decode_broker_registration(3, v2).endpoints] == ["PLAINTEXT", "SSL"]
+    assert [e.security_protocol for e in zk_data.decode_broker_registration(3, v2).endpoints] == [
+        "PLAINTEXT",
+        "SSL",
+    ]
     v1 = b'{"version":1,"host":"localhost","port":9092,"jmx_port":9999,"timestamp":"2233345666"}'
-    assert zk_data.decode_broker_registration(4, v1).endpoints == (BrokerEndpoint("PLAINTEXT", "localhost", 9092),)
+    assert zk_data.decode_broker_registration(4, v1).endpoints == (
+        BrokerEndpoint("PLAINTEXT", "localhost", 9092),
+    )
 
 
 def test_encode_broker_registration_matches_kafkas_json():
@@ -186,7 +201,10 @@ def test_encode_broker_registration_matches_kafkas_json():
     assert zk_data.encode_broker_registration(reg) == KAFKA_3_9_REGISTRATION
     racked = BrokerRegistration(
         5,
-        (BrokerEndpoint("INTERNAL", "10.0.0.5", 9093, "PLAINTEXT"), BrokerEndpoint("EXTERNAL", "::1", 19093, "SSL")),
+        (
+            BrokerEndpoint("INTERNAL", "10.0.0.5", 9093, "PLAINTEXT"),
+            BrokerEndpoint("EXTERNAL", "::1", 19093, "SSL"),
+        ),
         rack="us-east-1a",
         timestamp_ms=42,
         features={"metadata.version": (1, 14)},
@@ -286,9 +304,14 @@ def test_partition_state_carries_recovery_state_only_while_recovering():
     tp = TopicPartition("t", 0)
     recovering = LeaderIsrAndControllerEpoch(LeaderAndIsr(3, 7, (3,), LeaderRecoveryState.RECOVERING), 2)
     data = zk_data.encode_partition_state(recovering)
-    assert data == b'{"controller_epoch":2,"leader":3,"version":1,"leader_epoch":7,"isr":[3],"leader_recovery_state":1}'
+    assert (
+        data
+        == b'{"controller_epoch":2,"leader":3,"version":1,"leader_epoch":7,"isr":[3],"leader_recovery_state":1}'
+    )
     assert zk_data.decode_partition_state(tp, data, 0) == recovering
-    explicit_zero = b'{"controller_epoch":2,"leader":3,"version":1,"leader_epoch":7,"isr":[3],"leader_recovery_state":0}'
+    explicit_zero = (
+        b'{"controller_epoch":2,"leader":3,"version":1,"leader_epoch":7,"isr":[3],"leader_recovery_state":0}'
+    )
     assert zk_data.decode_partition_state(tp, explicit_zero, 0).leader_and_isr.leader_recovery_state == 0
 
 
@@ -298,7 +321,10 @@ def test_partition_state_carries_recovery_state_only_while_recovering():
         (b'{"controller_epoch":1,"version":1,"leader_epoch":0,"isr":[1]}', "no 'leader'"),
         (b'{"controller_epoch":1,"leader":"1","version":1,"leader_epoch":0,"isr":[1]}', "'leader' is '1'"),
         (b'{"controller_epoch":1,"leader":1,"version":1,"leader_epoch":0,"isr":"1"}', "isr"),
-        (b'{"controller_epoch":1,"leader":1,"version":1,"leader_epoch":0,"isr":[1],"leader_recovery_state":7}', "recovery"),
+        (
+            b'{"controller_epoch":1,"leader":1,"version":1,"leader_epoch":0,"isr":[1],"leader_recovery_state":7}',
+            "recovery",
+        ),
     ],
 )
 def test_bad_partition_state_names_the_znode(data, message):
@@ -314,7 +340,10 @@ def test_entity_config():
     assert zk_data.decode_entity_config(b'{"version":1,"config":{"flush.messages":"12345"}}') == {
         "flush.messages": "12345"
     }
-    assert zk_data.encode_entity_config({"retention.ms": "1000"}) == b'{"version":1,"config":{"retention.ms":"1000"}}'
+    assert (
+        zk_data.encode_entity_config({"retention.ms": "1000"})
+        == b'{"version":1,"config":{"retention.ms":"1000"}}'
+    )
     assert zk_data.decode_entity_config(b"") == {}
     assert zk_data.decode_entity_config(b'{"version":1,"config":{}}') == {}
     with pytest.raises(ZkDataError, match="strings"):
@@ -337,7 +366,9 @@ def test_legacy_reassignment_request():
     assert zk_data.decode_reassignment(data) == {TopicPartition("foo", 1): (1, 2, 3)}
     assert zk_data.encode_reassignment({TopicPartition("foo", 1): [1, 2, 3]}) == data
     # kafka-reassign-partitions' own file format also carries log_dirs; the znode reader ignores it.
-    with_dirs = b'{"version":1,"partitions":[{"topic":"foo","partition":0,"replicas":[2],"log_dirs":["any"]}]}'
+    with_dirs = (
+        b'{"version":1,"partitions":[{"topic":"foo","partition":0,"replicas":[2],"log_dirs":["any"]}]}'
+    )
     assert zk_data.decode_reassignment(with_dirs) == {TopicPartition("foo", 0): (2,)}
 
 
@@ -400,7 +431,12 @@ def test_acl_change_notifications():
     # Brokers before 2.0 wrote the resource type in Pascal case; names may contain ':'.
     assert zk_data.decode_acl_change(b"Group:a:b") == ("GROUP", "a:b", "LITERAL")
     prefixed = zk_data.encode_acl_change("TOPIC", "ord", "PREFIXED")
-    assert json.loads(prefixed) == {"version": 1, "resourceType": "TOPIC", "name": "ord", "patternType": "PREFIXED"}
+    assert json.loads(prefixed) == {
+        "version": 1,
+        "resourceType": "TOPIC",
+        "name": "ord",
+        "patternType": "PREFIXED",
+    }
     assert zk_data.decode_acl_change(prefixed, "PREFIXED") == ("TOPIC", "ord", "PREFIXED")
     with pytest.raises(ZkDataError):
         zk_data.decode_acl_change(b"no-separator")
