@@ -1,4 +1,4 @@
-"""Helpers for cluster tests: run an async body with a deadline, wait on conditions and events."""
+"""Helpers for cluster tests: run an async body with a deadline, wait for a matching event."""
 
 from __future__ import annotations
 
@@ -9,20 +9,6 @@ import time
 def run(coro, timeout: float = 30.0):
     """Run an async test body on a fresh event loop, failing it if it takes longer than ``timeout``."""
     return asyncio.run(asyncio.wait_for(coro, timeout))
-
-
-async def wait_for(condition, timeout: float = 10.0, interval: float = 0.02, what: str = "condition"):
-    """Poll ``condition()`` (sync or async) until it is truthy; fail after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if asyncio.iscoroutine(value):
-            value = await value
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        await asyncio.sleep(interval)
 
 
 async def next_event(queue: asyncio.Queue, match, timeout: float = 10.0, what: str = "event"):
