@@ -269,15 +269,27 @@ class ZooKeeperServer:
 
 
 def expire_session(connect_string: str, client_id: tuple[int, bytes], timeout: float = 10.0) -> None:
-    """Expire a client's ZooKeeper session from outside, as the server does when a client
-    goes silent for longer than its session timeout: a second connection takes the session
-    over with its id and password, then closes it. The session's ephemeral znodes vanish and
-    its owner sees LOST, then a new session."""
+    """Expire a client's ZooKeeper session from outside, as the server does when a client goes
+    silent for longer than its session timeout: a second connection takes the session over
+    with its id and password, then closes it. The session's ephemeral znodes vanish and its
+    owner sees LOST, then a new session.
+
+    The owner may reconnect (taking the session back) between the takeover and the close; so
+    take over again until a connection finds the session gone."""
     from kazoo.client import KazooClient
 
-    twin = KazooClient(hosts=connect_string, client_id=client_id)
-    try:
-        twin.start(timeout)
-        twin.stop()
-    finally:
-        twin.close()
+    session_id = client_id[0]
+    for _ in range(10):
+        twin = KazooClient(hosts=connect_string, client_id=client_id)
+        try:
+            twin.start(timeout)
+            # An expired session id is refused and the twin gets a new session instead.
+            session_was_alive = twin.client_id is not None and twin.client_id[0] == session_id
+            twin.stop()
+        finally:
+            twin.close()
+        if not session_was_alive:
+            return
+    raise RuntimeError(
+        f"ZooKeeper session 0x{session_id:x} could not be expired: its owner kept taking it back"
+    )
