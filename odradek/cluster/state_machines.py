@@ -111,26 +111,40 @@ def _names(states: Iterable[Enum]) -> str:
     return ",".join(sorted(str(s) for s in states))
 
 
+def _check_transition(kind: str, subject, current: Enum, target: Enum, table: Mapping) -> None:
+    allowed = table[target]
+    if current not in allowed:
+        raise IllegalStateTransitionError(
+            f"{kind} {subject} should be in one of {_names(allowed)} states before moving to {target} state. "
+            f"Instead it is in {current} state"
+        )
+
+
 def check_partition_transition(
     tp: TopicPartition, current: PartitionLifecycle, target: PartitionLifecycle
 ) -> None:
-    allowed = VALID_PREVIOUS_PARTITION_STATES[target]
-    if current not in allowed:
-        raise IllegalStateTransitionError(
-            f"Partition {tp} should be in one of {_names(allowed)} states before moving to {target} state. "
-            f"Instead it is in {current} state"
-        )
+    _check_transition("Partition", tp, current, target, VALID_PREVIOUS_PARTITION_STATES)
 
 
 def check_replica_transition(
     replica: PartitionAndReplica, current: ReplicaLifecycle, target: ReplicaLifecycle
 ) -> None:
-    allowed = VALID_PREVIOUS_REPLICA_STATES[target]
-    if current not in allowed:
-        raise IllegalStateTransitionError(
-            f"Replica {replica} should be in one of {_names(allowed)} states before moving to {target} state. "
-            f"Instead it is in {current} state"
-        )
+    _check_transition("Replica", replica, current, target, VALID_PREVIOUS_REPLICA_STATES)
+
+
+def _split_legal(
+    items: Iterable, target: Enum, current_of: Callable, check: Callable, log
+) -> tuple[list, list]:
+    """(legal, illegal) moves to ``target``; each illegal one is logged as an error and skipped."""
+    legal, illegal = [], []
+    for item in items:
+        try:
+            check(item, current_of(item), target)
+            legal.append(item)
+        except IllegalStateTransitionError as exc:
+            log.error(str(exc))
+            illegal.append(item)
+    return legal, illegal
 
 
 class StateChangeLogger:
@@ -201,15 +215,9 @@ class PartitionStateMachine:
         self, partitions: Iterable[TopicPartition], target: PartitionLifecycle
     ) -> tuple[list[TopicPartition], list[TopicPartition]]:
         """(legal, illegal) for moving to ``target``; each illegal one is logged as an error."""
-        valid, invalid = [], []
-        for tp in partitions:
-            try:
-                check_partition_transition(tp, self.context.partition_state(tp), target)
-                valid.append(tp)
-            except IllegalStateTransitionError as exc:
-                self.log.error(str(exc))
-                invalid.append(tp)
-        return valid, invalid
+        return _split_legal(
+            partitions, target, self.context.partition_state, check_partition_transition, self.log
+        )
 
     def set_state(
         self, partitions: Iterable[TopicPartition], target: PartitionLifecycle, reason: str
@@ -337,15 +345,7 @@ class ReplicaStateMachine:
     def split_valid(
         self, replicas: Iterable[PartitionAndReplica], target: ReplicaLifecycle
     ) -> tuple[list[PartitionAndReplica], list[PartitionAndReplica]]:
-        valid, invalid = [], []
-        for replica in replicas:
-            try:
-                check_replica_transition(replica, self.context.replica_state(replica), target)
-                valid.append(replica)
-            except IllegalStateTransitionError as exc:
-                self.log.error(str(exc))
-                invalid.append(replica)
-        return valid, invalid
+        return _split_legal(replicas, target, self.context.replica_state, check_replica_transition, self.log)
 
     def set_state(
         self, replicas: Iterable[PartitionAndReplica], target: ReplicaLifecycle, reason: str
