@@ -49,6 +49,10 @@ from kazoo.protocol.states import EventType, KazooState
 from odradek.cluster.zk_data import CONTROLLER_EPOCH_PATH
 
 log = logging.getLogger(__name__)
+# kazoo warns on every reconnect attempt; while ZooKeeper is down that is a line a second. Our
+# own INFO line per session-state change says it once. Lower this logger's level to debug kazoo.
+kazoo_log = logging.getLogger(f"{__name__}.kazoo")
+kazoo_log.setLevel(logging.ERROR)
 
 DEFAULT_SESSION_TIMEOUT_MS = 18_000
 MATCH_ANY_VERSION = -1
@@ -321,7 +325,7 @@ class ZkClient:
             hosts=hosts,
             timeout=self.session_timeout_ms / 1000,
             connection_retry=dict(_RECONNECT_RETRY),
-            logger=logging.getLogger("kazoo.client"),
+            logger=kazoo_log,
         )
 
     def _unreachable(self) -> ZooKeeperUnreachableError:
@@ -371,7 +375,7 @@ class ZkClient:
             kazoo.remove_listener(self._on_kazoo_state)
             await asyncio.get_running_loop().run_in_executor(None, _stop_kazoo, kazoo)
         self.state = SessionState.LOST
-        self._connected.clear()
+        self._connected.set()  # wake requests waiting for a connection: they now find the client closed
 
     async def __aenter__(self) -> ZkClient:
         return await self.start()

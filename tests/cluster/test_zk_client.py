@@ -322,9 +322,10 @@ def test_reconnects_after_zookeeper_restart_with_session_and_data_intact(zookeep
             zookeeper.start()
 
 
-def test_unreachable_zookeeper_is_one_clear_error():
+@pytest.mark.parametrize("chroot", ["/odradek", ""])
+def test_unreachable_zookeeper_is_one_clear_error(chroot):
     port = free_port()  # nothing listens here
-    connect = f"127.0.0.1:{port}/odradek"
+    connect = f"127.0.0.1:{port}{chroot}"
 
     async def body():
         zk = ZkClient.from_config({"zookeeper.connect": connect, "zookeeper.connection.timeout.ms": "700"})
