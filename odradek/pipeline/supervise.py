@@ -171,7 +171,7 @@ def supervise(spark, name: str, queries: list, *, console=None) -> RunSummary:
         if len(per_query) > 1:
             text += f" [{', '.join(per_query)}]"
         if signals.requested.is_set():
-            text += "; stopping after the current micro-batch (Ctrl-C again to stop now)"
+            text += "; stopping (Ctrl-C again: at once)"
         return text
 
     try:
@@ -184,7 +184,10 @@ def supervise(spark, name: str, queries: list, *, console=None) -> RunSummary:
                 if signals.requested.is_set():
                     if not stopping:
                         spark.sparkContext.setLogLevel("ERROR")  # stopping makes Spark log warnings
-                        console.print(f"{name}: stopping after the current micro-batch…", highlight=False)
+                        console.print(
+                            f"{name}: stopping after the current micro-batch… (Ctrl-C again to stop at once)",
+                            highlight=False,
+                        )
                         stopping = {str(q.id): _last_report(q) for q in queries if q.isActive}
                     for q in queries:
                         if q.isActive and _between_batches(q, stopping.get(str(q.id))):
