@@ -19,6 +19,7 @@ JAVA_DEBIAN_PACKAGE := openjdk-17-jre-headless
 HAVE_JAVA := $(shell command -v java 2>/dev/null || ls "$$JAVA_HOME/bin/java" 2>/dev/null)
 
 .PHONY: broker test install install-test debian-packages check-java lint bench
+.DEFAULT_GOAL := install
 
 broker: install
 	$(PY) -m odradek server config/server.properties
@@ -63,12 +64,12 @@ $(PY):
 	@echo "Creating the virtual environment $(VENV) (from $$($(PYTHON) -c 'import sys; print(sys.executable)'))"
 	@$(PYTHON) -m venv --system-site-packages $(VENV) || { rm -rf $(VENV); exit 1; }
 
-# Installed again when pyproject.toml changes. No -q: a first install downloads PySpark
-# (about 400 MB) and pip's progress shows it.
+# Installed again when pyproject.toml changes.
 $(VENV)/.installed: pyproject.toml | $(PY)
 	$(PIP) install -e .
 	@touch $@
 
+# No -q: the first install downloads PySpark (about 400 MB), and pip shows its progress.
 $(VENV)/.installed-test: pyproject.toml | $(PY)
 	$(PIP) install -e '.[test]'
 	@touch $@ $(VENV)/.installed
