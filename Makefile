@@ -1,29 +1,75 @@
 # Two commands get a newcomer going; each installs what it needs on first use.
-#   make broker   start a broker on PLAINTEXT://127.0.0.1:9092 with data in ./odradek-data
-#   make test     run the test suite against real clients (installs them and kcat first)
+#   make broker   a development broker on PLAINTEXT://127.0.0.1:9092, data in ./odradek-data,
+#                 configured by config/server.properties
+#   make test     the test suite against real clients (installs them, kcat and Java first)
+#
+# Python packages go into a virtual environment, .venv, made from $(PYTHON). It sees the
+# packages already installed for $(PYTHON) (--system-site-packages) and installs only what
+# is missing or too old. Debian packages are installed with apt-get, as root or via sudo.
 
 PYTHON ?= python3
-PIP := $(PYTHON) -m pip --disable-pip-version-check -q
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip --disable-pip-version-check
 
-.PHONY: broker test install install-test lint bench
+# Debian packages the tests need: add one by adding its name.
+TEST_DEBIAN_PACKAGES := kcat
+# Java for the Spark tests: Debian's JRE, unless a java is already there.
+JAVA_DEBIAN_PACKAGE := openjdk-17-jre-headless
+HAVE_JAVA := $(shell command -v java 2>/dev/null || ls "$$JAVA_HOME/bin/java" 2>/dev/null)
+
+.PHONY: broker test install install-test debian-packages check-java lint bench
+.DEFAULT_GOAL := install
+
+broker: install
+	$(PY) -m odradek server config/server.properties
+
+test: install-test lint
+	$(PY) -m pytest -q
+
+lint: $(VENV)/.installed-test
+	$(PY) -m ruff check odradek tests benchmarks
+
+bench: install-test
+	$(PY) benchmarks/broker_bench.py
 
 # Byte-compile as a wheel install would, even where PYTHONDONTWRITEBYTECODE is set: the
 # broker then starts in a fraction of a second instead of compiling itself at each start.
-install:
-	@$(PYTHON) -c "import odradek.cli.main, kio, crc32c, cramjam" 2>/dev/null || $(PIP) install -e .
-	@$(PYTHON) -m compileall -q odradek
+install: $(VENV)/.installed
+	@$(PY) -m compileall -q odradek
 
-install-test:
-	@command -v kcat >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq kcat; }
-	@$(PIP) install -e '.[test]'
-	@$(PYTHON) -m compileall -q odradek
+install-test: debian-packages check-java $(VENV)/.installed-test
+	@$(PY) -m compileall -q odradek
 
-broker: install
-	$(PYTHON) -m odradek server
+debian-packages:
+	@.ci/apt-install $(TEST_DEBIAN_PACKAGES) $(if $(HAVE_JAVA),,$(JAVA_DEBIAN_PACKAGE))
 
-test: install-test
-	$(PYTHON) -m ruff check odradek tests benchmarks
-	$(PYTHON) -m pytest -q
+# Spark 4 runs on Java 17 or newer, found through JAVA_HOME or PATH (as spark-submit does).
+check-java:
+	@java="$${JAVA_HOME:+$$JAVA_HOME/bin/}java"; found="no java on PATH or in JAVA_HOME"; version=0; \
+	if command -v "$$java" >/dev/null; then \
+	  version=$$("$$java" -version 2>&1 | sed -n 's/.* version "\(1\.\)\{0,1\}\([0-9]*\).*/\2/p' | head -n 1); \
+	  found="found Java $${version:-of an unknown version}"; \
+	fi; \
+	[ "$${version:-0}" -ge 17 ] || { \
+	  echo "error: the Spark tests need Java 17 or newer ($$found): apt-get install $(JAVA_DEBIAN_PACKAGE), or point JAVA_HOME at one" >&2; \
+	  exit 1; }
 
-bench: install-test
-	$(PYTHON) benchmarks/broker_bench.py
+$(PY):
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null || { \
+	  echo "error: Odradek needs Python 3.11 or newer; $(PYTHON) is $$($(PYTHON) --version 2>&1): run make PYTHON=python3.11" >&2; \
+	  exit 1; }
+	@$(PYTHON) -c 'import ensurepip' 2>/dev/null || \
+	  .ci/apt-install $$($(PYTHON) -c 'import sys; print("python%d.%d-venv" % sys.version_info[:2])')
+	@echo "Creating the virtual environment $(VENV) (from $$($(PYTHON) -c 'import sys; print(sys.executable)'))"
+	@$(PYTHON) -m venv --system-site-packages $(VENV) || { rm -rf $(VENV); exit 1; }
+
+# Installed again when pyproject.toml changes.
+$(VENV)/.installed: pyproject.toml | $(PY)
+	$(PIP) install -e .
+	@touch $@
+
+# No -q: the first install downloads PySpark (about 400 MB), and pip shows its progress.
+$(VENV)/.installed-test: pyproject.toml | $(PY)
+	$(PIP) install -e '.[test]'
+	@touch $@ $(VENV)/.installed

@@ -2,12 +2,48 @@
 
 from __future__ import annotations
 
+import logging
 import re
 import uuid
 
 import pytest
 
 from odradek.testing.process import BrokerProcess
+
+
+def _log_librdkafka_through_logging() -> None:
+    """librdkafka writes its log lines to stderr from its own threads, also after a test
+    has ended and pytest has stopped capturing (a client still alive when its broker
+    stops), so they land in the middle of the progress dots. The confluent-kafka clients
+    the tests make get a ``logger`` unless they name one: their lines then go through
+    Python's logging, which pytest captures and shows with the test that failed."""
+    try:
+        import confluent_kafka
+        import confluent_kafka.admin
+    except ImportError:
+        return
+    logger = logging.getLogger("librdkafka")
+
+    def with_logger(init):
+        def __init__(self, *args, **kwargs):
+            if args and isinstance(args[0], dict):
+                args = ({"logger": logger, **args[0]}, *args[1:])
+            else:
+                kwargs.setdefault("logger", logger)
+            init(self, *args, **kwargs)
+
+        return __init__
+
+    # Producer and Consumer are C types: subclass them. AdminClient is a Python class whose
+    # __init__ names itself (super(AdminClient, self)): wrap its __init__ in place.
+    for name in ("Producer", "Consumer"):
+        cls = getattr(confluent_kafka, name)
+        setattr(confluent_kafka, name, type(name, (cls,), {"__init__": with_logger(cls.__init__)}))
+    admin = confluent_kafka.admin.AdminClient
+    admin.__init__ = with_logger(admin.__init__)
+
+
+_log_librdkafka_through_logging()
 
 
 @pytest.fixture(scope="session")

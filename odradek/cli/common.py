@@ -351,6 +351,23 @@ _HINTS = {
 }
 
 
+# A record the producer refuses before sending names the producer's own limit it passed
+# (with the Python option name); the fix is then on the producer, not the topic.
+_CLIENT_LIMITS = {"max_request_size": "max.request.size", "buffer_memory": "buffer.memory"}
+
+
+def _client_limit(text: str) -> tuple[str, str | None]:
+    """``text`` with Kafka's property name for a producer limit it names, and the hint."""
+    for option, prop in _CLIENT_LIMITS.items():
+        if f"larger than {option}" in text:
+            hint = (
+                f"send smaller records, or raise the producer's {prop} (a producer property, e.g. "
+                f"--producer-property {prop}=BYTES); the broker's own limit is the topic's max.message.bytes"
+            )
+            return text.replace(f"larger than {option}", f"larger than the producer's {prop}"), hint
+    return text, None
+
+
 def translate(exc: BaseException, session: Session | None = None) -> CliError | None:
     """A CliError for a client or Kafka error, or None for anything else."""
     from odradek.protocol.errors import KafkaError
@@ -360,12 +377,13 @@ def translate(exc: BaseException, session: Session | None = None) -> CliError | 
     if isinstance(exc, KafkaError):
         name = exc.code.name
         text = str(getattr(exc, "message", "") or exc)
+        text, limit_hint = _client_limit(text)
         if text.endswith(name):  # "group 'x': group_id_not_found" → "group 'x': group id not found"
             text = text[: -len(name)] + name.replace("_", " ")
         text = re.sub(
             r"(?:config resource )?ConfigResource\(resource_type='(\w+)', name='([^']*)'\)", r"\1 '\2'", text
         )
-        return CliError(f"{text} ({name.upper()})", _HINTS.get(name))
+        return CliError(f"{text} ({name.upper()})", limit_hint or _HINTS.get(name))
     from odradek.client import errors as cerr
 
     where = session.bootstrap if session is not None else "the broker"

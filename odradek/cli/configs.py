@@ -206,8 +206,9 @@ def alter(session, pos_type, pos_name, entity_type, entity_name, topic, broker, 
             )
         except InvalidRequestError as exc:
             if rtype == "broker":
+                reason = exc.message.removeprefix(f"config resource {ConfigResource(rtype, name)}: ")
                 raise CliError(
-                    f"broker {name}: {exc.message}",
+                    f"broker {name}: {reason}",
                     "set broker configs in server.properties (or with `odradek server --override KEY=VALUE`) and restart",
                 ) from None
             raise

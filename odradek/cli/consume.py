@@ -18,6 +18,7 @@ import time
 import click
 
 from odradek.cli.common import (
+    EXIT_INTERRUPTED,
     CliError,
     client_command,
     millis_to_iso,
@@ -47,6 +48,16 @@ def _text(data: bytes | None, null: str = "null") -> str:
     if data is None:
         return null
     return data.decode("utf-8", errors="replace")
+
+
+def _is_utf8(data: bytes | None) -> bool:
+    if data is None or data.isascii():
+        return True
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def _json_bytes(out: dict, field: str, data: bytes | None) -> None:
@@ -79,11 +90,16 @@ class Formatter:
     """Kafka's DefaultMessageFormatter, or a ``--format`` template.
 
     Template fields: {topic} {partition} {offset} {timestamp} {datetime} {timestamp_type}
-    {key} {value} {headers} {key_length} {value_length}.
+    {key} {value} {headers} {key_length} {value_length}. The template ``raw`` writes each
+    value's bytes unchanged (``format_bytes``).
+
+    Text is UTF-8: bytes that are not valid UTF-8 show as U+FFFD (``lossy`` tells).
     """
 
     def __init__(self, template: str | None, props: dict[str, str]):
-        self.template = template
+        self.raw = template == "raw"
+        self.template = None if self.raw else template
+        template = self.template
         self.p = props
 
         def flag(name, default=False):
@@ -144,6 +160,24 @@ class Formatter:
             "key_length": -1 if r.key is None else len(r.key),
             "value_length": -1 if r.value is None else len(r.value),
         }
+
+    def lossy(self, r) -> bool:
+        """Whether the text of ``r`` replaces bytes that are not UTF-8 with U+FFFD."""
+        shown = []
+        if self.template is not None:
+            shown = [r.key, r.value] + [v for _, v in r.headers or ()]
+        else:
+            if self.print_key:
+                shown.append(r.key)
+            if self.print_value:
+                shown.append(r.value)
+            if self.print_headers:
+                shown.extend(v for _, v in r.headers or ())
+        return not all(_is_utf8(data) for data in shown)
+
+    def format_bytes(self, r) -> bytes:
+        """``--format raw``: the value's bytes as they are (nothing for a null value)."""
+        return (r.value or b"") + self.line_sep.encode()
 
     def format(self, r) -> str:
         if self.template is not None:
@@ -207,7 +241,8 @@ class Formatter:
     "-F",
     "template",
     metavar="TEMPLATE",
-    help="Print each record with TEMPLATE, e.g. '{partition}:{offset} {key}={value}'.",
+    help="Print each record with TEMPLATE, e.g. '{partition}:{offset} {key}={value}'; "
+    "'raw' writes each value's bytes unchanged.",
 )
 @click.option("--print-key", "-K", is_flag=True, help="Print the key, a TAB, then the value.")
 @click.option(
@@ -257,6 +292,13 @@ def consume(
     --output json prints one JSON object per record and line (topic, partition, offset,
     timestamp, key, value, headers); bytes that are not UTF-8 come as key_base64/value_base64.
 
+    Text output decodes keys, values and headers as UTF-8 and shows bytes that are not
+    valid UTF-8 as U+FFFD (a note on stderr says so, once). For the exact bytes use
+    --output json (base64), or --format raw (each value's bytes, unchanged).
+
+    Ctrl-C (or SIGTERM) stops it: with --group the offsets printed are committed, then the
+    count is printed and the exit status is 130.
+
     \b
     Examples:
       odradek consume orders --from-beginning
@@ -265,6 +307,7 @@ def consume(
       odradek consume orders --partition 0 --offset 42 --max-messages 1
       odradek consume orders --from-timestamp 2024-05-01T12:00:00 -e -o json
       odradek consume orders --group billing --from-beginning --timeout-ms 5000
+      odradek consume images --partition 0 --offset 7 -n 1 --format raw > image.png
       kafka-style: odradek consume --topic orders --property print.key=true --property print.offset=true
     """
     name = one_name(topic, topic_opt, "topic")
@@ -312,6 +355,8 @@ def consume(
     from odradek.client.structs import OffsetAndMetadata, TopicPartition
 
     printed = 0
+    interrupted = False
+    warned_lossy = False
     out = sys.stdout
     with session.consumer(**options) as consumer:
         if name not in consumer.topics():
@@ -372,7 +417,16 @@ def consume(
                     for r in records:
                         if session.json:
                             out.write(record_json(r) + "\n")
+                        elif formatter.raw:
+                            out.flush()
+                            out.buffer.write(formatter.format_bytes(r))
                         else:
+                            if not warned_lossy and formatter.lossy(r):
+                                warned_lossy = True
+                                session.info(
+                                    f"Note: record {r.partition}@{r.offset} holds bytes that are not UTF-8; they "
+                                    "show as U+FFFD. For the exact bytes use --output json (base64) or --format raw."
+                                )
                             out.write(formatter.format(r) + line_sep)
                         last_seen[r.topic_partition] = r.offset
                         printed += 1
@@ -389,7 +443,7 @@ def consume(
                 if deadline_idle is not None and time.monotonic() >= deadline_idle:
                     break
         except KeyboardInterrupt:
-            pass  # Ctrl-C (or SIGTERM) is how a console consumer is stopped: commit, report, exit 0
+            interrupted = True  # Ctrl-C or SIGTERM: commit and report, then exit 130
         finally:
             if group and last_seen:
                 try:
@@ -398,6 +452,8 @@ def consume(
                     session.info(f"Warning: could not commit the offsets of group {group!r}: {exc}")
             if not quiet and not session.json:
                 click.echo(f"Processed a total of {printed} messages", err=True)
+    if interrupted:
+        sys.exit(EXIT_INTERRUPTED)
 
 
 def _sigterm_stops() -> None:

@@ -99,7 +99,7 @@ def cli():
       kcat -b 127.0.0.1:9092 -t greetings -C -e
     Every client command takes --bootstrap-server HOST:PORT (default 127.0.0.1:9092),
     --command-config FILE and --output table|json; `odradek COMMAND --help` shows examples.
-    Exit status: 0 ok, 1 error, 2 usage error.
+    Exit status: 0 ok, 1 error, 2 usage error, 130 interrupted (Ctrl-C).
     """
 
 

@@ -4,19 +4,28 @@ Both show a live progress bar on stderr (when it is a terminal) and end with
 records/s, MB/s and latency percentiles: for produce, send → acknowledgement per record
 (Kafka's definition); for consume, record timestamp → receipt (end to end: meaningful
 when the records are being produced while the test runs), plus the time between polls
-that returned records.
+that returned records. Ctrl-C ends a test early: the statistics so far are printed,
+then the exit status is 130.
 """
 
 from __future__ import annotations
 
 import random
 import string
+import sys
 import threading
 import time
 
 import click
 
-from odradek.cli.common import CliError, client_command, one_name, parse_key_values, topic_arguments
+from odradek.cli.common import (
+    EXIT_INTERRUPTED,
+    CliError,
+    client_command,
+    one_name,
+    parse_key_values,
+    topic_arguments,
+)
 
 
 def percentile(sorted_values: list[float], q: float) -> float:
@@ -187,26 +196,30 @@ def produce_perf(
         start = time.perf_counter()
         last_report = start
         window = [0, 0, 0.0, 0.0]  # records, bytes, latency sum, latency max (since last report)
+        interrupted = False
         with progress:
-            for i in range(num_records):
-                payload = payloads[i % len(payloads)]
-                now = time.perf_counter()
-                if throughput > 0:
-                    ahead = (i / throughput) - (now - start)
-                    if ahead > 0:
-                        time.sleep(ahead)
-                        now = time.perf_counter()
-                producer.send(name, payload).add_done_callback(make_callback(now, len(payload)))
-                sent_bytes += len(payload)
-                if errors:
-                    break
-                if i % 2000 == 0:
-                    elapsed = now - start
-                    progress.update(
-                        task, completed=acked[0], rate=_rate_text(acked[0], acked_bytes[0], elapsed)
-                    )
-                    if reporting_interval and (now - last_report) * 1000 >= reporting_interval:
-                        last_report = _interval_line(latencies, acked, acked_bytes, window, now, last_report)
+            try:
+                for i in range(num_records):
+                    payload = payloads[i % len(payloads)]
+                    now = time.perf_counter()
+                    if throughput > 0:
+                        ahead = (i / throughput) - (now - start)
+                        if ahead > 0:
+                            time.sleep(ahead)
+                            now = time.perf_counter()
+                    producer.send(name, payload).add_done_callback(make_callback(now, len(payload)))
+                    sent_bytes += len(payload)
+                    if errors:
+                        break
+                    if i % 2000 == 0:
+                        elapsed = now - start
+                        progress.update(
+                            task, completed=acked[0], rate=_rate_text(acked[0], acked_bytes[0], elapsed)
+                        )
+                        if reporting_interval and (now - last_report) * 1000 >= reporting_interval:
+                            last_report = _interval_line(latencies, acked, acked_bytes, window, now, last_report)
+            except KeyboardInterrupt:
+                interrupted = True  # report what was acknowledged so far
             producer.flush()
             end = time.perf_counter()
             progress.update(task, completed=acked[0], rate=_rate_text(acked[0], acked_bytes[0], end - start))
@@ -224,16 +237,21 @@ def produce_perf(
         "records_per_sec": acked[0] / elapsed if elapsed else 0.0,
         "mb_per_sec": acked_bytes[0] / elapsed / 1048576 if elapsed else 0.0,
         **latency_summary(latencies),
+        "interrupted": interrupted,
     }
     if session.json:
         session.print_json(summary)
-        return
-    s = summary
-    click.echo(
-        f"{s['records']} records sent, {s['records_per_sec']:.1f} records/sec ({s['mb_per_sec']:.2f} MB/sec), "
-        f"{s['avg_ms']:.2f} ms avg latency, {s['max_ms']:.2f} ms max latency, {s['p50_ms']:.0f} ms 50th, "
-        f"{s['p95_ms']:.0f} ms 95th, {s['p99_ms']:.0f} ms 99th, {s['p999_ms']:.0f} ms 99.9th."
-    )
+    else:
+        s = summary
+        if interrupted:
+            session.info(f"Interrupted: {acked[0]} of {num_records} records sent.")
+        click.echo(
+            f"{s['records']} records sent, {s['records_per_sec']:.1f} records/sec ({s['mb_per_sec']:.2f} MB/sec), "
+            f"{s['avg_ms']:.2f} ms avg latency, {s['max_ms']:.2f} ms max latency, {s['p50_ms']:.0f} ms 50th, "
+            f"{s['p95_ms']:.0f} ms 95th, {s['p99_ms']:.0f} ms 99th, {s['p999_ms']:.0f} ms 99.9th."
+        )
+    if interrupted:
+        sys.exit(EXIT_INTERRUPTED)
 
 
 def _interval_line(latencies, acked, acked_bytes, window, now, last_report) -> float:
@@ -336,25 +354,29 @@ def consume_perf(
         start = time.perf_counter()
         first = last = None
         idle_since = time.perf_counter()
+        interrupted = False
         with progress:
-            while target is None or count < target:
-                records = consumer.poll(0.1)
-                now = time.perf_counter()
-                if not records:
-                    if (now - idle_since) * 1000 >= timeout_ms:
-                        break
-                    continue
-                wall_ms = time.time() * 1000
-                if last is not None:
-                    gaps.append((now - last) * 1000)
-                first = first or now
-                last = idle_since = now
-                for r in records:
-                    count += 1
-                    nbytes += (len(r.value) if r.value else 0) + (len(r.key) if r.key else 0)
-                    if r.timestamp >= 0:
-                        e2e.append(max(wall_ms - r.timestamp, 0.0))
-                progress.update(task, completed=count, rate=_rate_text(count, nbytes, now - start))
+            try:
+                while target is None or count < target:
+                    records = consumer.poll(0.1)
+                    now = time.perf_counter()
+                    if not records:
+                        if (now - idle_since) * 1000 >= timeout_ms:
+                            break
+                        continue
+                    wall_ms = time.time() * 1000
+                    if last is not None:
+                        gaps.append((now - last) * 1000)
+                    first = first or now
+                    last = idle_since = now
+                    for r in records:
+                        count += 1
+                        nbytes += (len(r.value) if r.value else 0) + (len(r.key) if r.key else 0)
+                        if r.timestamp >= 0:
+                            e2e.append(max(wall_ms - r.timestamp, 0.0))
+                    progress.update(task, completed=count, rate=_rate_text(count, nbytes, now - start))
+            except KeyboardInterrupt:
+                interrupted = True  # report what was consumed so far
     end = last or time.perf_counter()
     elapsed = max(end - start, 1e-9)
     summary = {
@@ -366,15 +388,24 @@ def consume_perf(
         "mb_per_sec": nbytes / elapsed / 1048576,
         "end_to_end_latency": latency_summary(e2e),
         "poll_interval": latency_summary(gaps),
+        "interrupted": interrupted,
     }
     if session.json:
         session.print_json(summary)
-        return
-    if target is not None and count < target:
+    else:
+        _print_consume_summary(summary, target, timeout_ms, session)
+    if interrupted:
+        sys.exit(EXIT_INTERRUPTED)
+
+
+def _print_consume_summary(s: dict, target: int | None, timeout_ms: int, session) -> None:
+    count, elapsed = s["records"], s["elapsed_s"]
+    if s["interrupted"]:
+        session.info(f"Interrupted: {count}{f' of {target}' if target is not None else ''} records consumed.")
+    elif target is not None and count < target:
         session.info(
             f"Warning: consumed {count} of {target} records before --timeout ({timeout_ms} ms) without new ones."
         )
-    s = summary
     lat = s["end_to_end_latency"]
     click.echo(
         f"{count} records consumed, {s['records_per_sec']:.1f} records/sec ({s['mb_per_sec']:.2f} MB/sec) in {elapsed:.2f} s"

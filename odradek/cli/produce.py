@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import sys
 import threading
 
@@ -264,17 +265,23 @@ def produce(
             span[0], span[1] = min(span[0], md.offset), max(span[1], md.offset)
 
     options.setdefault("max.block.ms", 15000)
+    records = (parser.parse(line, lineno) for lineno, line in _lines(file_))
     with session.producer(**options) as producer:
-        count = _partition_count(producer, name)
-        if partition is not None:
-            if partition >= count:
+        # The topic is looked up (and, where the broker does that, created) once the first
+        # line has parsed: input that is wrong from the start leaves no empty topic behind.
+        first = next(records, None)
+        if first is None:
+            records = iter(())
+        else:
+            count = _partition_count(producer, name)
+            if partition is not None and partition >= count:
                 raise CliError(
                     f"topic {name!r} has {count} partition{'s' if count != 1 else ''}; there is no partition {partition}",
                     f"use --partition 0..{count - 1}, or add partitions with `odradek topics alter {name} --partitions N`",
                 )
+            records = itertools.chain([first], records)
         try:
-            for lineno, line in _lines(file_):
-                key, value, headers = parser.parse(line, lineno)
+            for key, value, headers in records:
                 fut = producer.send(
                     name, value=value, key=key, headers=(headers + fixed_headers) or None, partition=partition
                 )

@@ -13,7 +13,8 @@ thread, ``await_memory`` on the loop) up to ``max_block_ms``.
 
 Each record gets a ``FutureRecordMetadata``: a small view onto its batch's
 ``BatchResult`` (one per batch), usable from threads (``result(timeout)``) and from
-asyncio (``await``).
+asyncio (``await``). ``result()`` on the thread of the event loop that delivers the
+record could only time out, so it raises ``IllegalStateError`` at once there.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from odradek.protocol import batch as batch_header
 from odradek.protocol.compression import compress
 from odradek.protocol.varint import TABLE, TABLE_SIZE, encode_raw
 
-from .errors import KafkaTimeoutError
+from .errors import IllegalStateError, KafkaTimeoutError
 from .structs import RecordMetadata, TopicPartition
 
 NEED_MEMORY = object()
@@ -76,10 +77,11 @@ def estimate_record_size(key, value, headers) -> int:
 class BatchResult:
     """The fate of one batch, shared by the futures of its records."""
 
-    __slots__ = ("tp", "base_offset", "log_append_time", "error", "done", "_event", "_callbacks", "_afut")
+    __slots__ = ("tp", "base_offset", "log_append_time", "error", "done", "_event", "_callbacks", "_afut", "loop")
 
-    def __init__(self, tp: TopicPartition):
+    def __init__(self, tp: TopicPartition, loop: asyncio.AbstractEventLoop | None = None):
         self.tp = tp
+        self.loop = loop  # the event loop whose sender completes this batch
         self.base_offset = -1
         self.log_append_time = -1
         self.error: BaseException | None = None
@@ -119,6 +121,13 @@ class BatchResult:
         fn(fut)
 
     def wait(self, timeout: float | None) -> bool:
+        if timeout != 0 and self.loop is not None and _running_loop() is self.loop:
+            raise IllegalStateError(
+                f"result() was called on the event loop that delivers this record to {self.tp.topic}-"
+                f"{self.tp.partition} (in a coroutine of odradek.aio.Producer, or in a delivery callback), "
+                "so it could only block the loop and time out: await the future instead, "
+                "`md = await (await producer.send(...))`, or `md = await producer.send_and_wait(...)`"
+            )
         return self._event.wait(timeout)
 
     def async_future(self) -> asyncio.Future:
@@ -127,6 +136,13 @@ class BatchResult:
             if self.done:
                 self._afut.set_result(None)
         return self._afut
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
 
 
 class FutureRecordMetadata:
@@ -212,14 +228,16 @@ class ProducerBatch:
         "drained_at",
     )
 
-    def __init__(self, tp: TopicPartition, base_ts: int, created: float, reserved: int, limit: int):
+    def __init__(
+        self, tp: TopicPartition, base_ts: int, created: float, reserved: int, limit: int, loop=None
+    ):
         self.tp = tp
         self.buf = bytearray()
         self.count = 0
         self.base_ts = base_ts
         self.max_ts = base_ts
         self.created = created
-        self.result = BatchResult(tp)
+        self.result = BatchResult(tp, loop)
         self.futures = None  # per-record futures, kept only when interceptors need them
         self.reserved = reserved
         self.limit = limit  # batch_size: appends stop once the batch would pass it
@@ -367,6 +385,7 @@ class RecordAccumulator:
         self._flushes = 0
         self.closed = False
         self.muted: set[TopicPartition] = set()
+        self.loop: asyncio.AbstractEventLoop | None = None  # the sender's, set when it starts
 
     # -- appending (any thread) ------------------------------------------------------------
 
@@ -386,7 +405,7 @@ class RecordAccumulator:
             if pool.available < need:
                 return NEED_MEMORY, False
             pool.available -= need
-            batch = ProducerBatch(tp, timestamp, time.monotonic(), need, self.batch_size)
+            batch = ProducerBatch(tp, timestamp, time.monotonic(), need, self.batch_size, self.loop)
             fut = batch.try_append(timestamp, key, value, headers_bytes, size_hint, self.keep_futures)
             if dq is None:
                 dq = self._batches[tp] = deque()

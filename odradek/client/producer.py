@@ -157,6 +157,7 @@ class ProducerCore:
             self.started = True
             self.client.start()
             self.sender.start()
+            self.acc.loop = asyncio.get_running_loop()
 
     def _wrap_completion(self) -> None:
         acc = self.acc

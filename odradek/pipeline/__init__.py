@@ -1,4 +1,4 @@
-"""Spark pipelines on Odradek: a native PySpark data source and the seeds' pipelines.
+"""Spark pipelines on Odradek: a native PySpark data source and ready pipelines.
 
     from odradek.pipeline import register, spark_session
     spark = spark_session()          # local[*], PYSPARK_PYTHON set, source registered
@@ -12,7 +12,7 @@ takes the options and gives the schema of Spark's Kafka source (``source.py``,
 
 Pipelines (``odradek pipeline run NAME``): ``page-views`` (views per page per minute
 and a top-N table), ``offline-load`` (resumable export to Parquet partitioned by date)
-and ``value-length`` (the seeds' Streams example, ``mapValues(value -> length)``).
+and ``value-length`` (Kafka Streams' introductory example, ``mapValues(value -> length)``).
 
 PySpark and PyArrow are optional dependencies (``pip install odradek[spark]``); nothing
 here imports them until it is used.
@@ -33,17 +33,27 @@ def register(spark) -> None:
     spark.dataSource.register(OdradekDataSource)
 
 
-def spark_session(master: str | None = None, app_name: str = "odradek-pipeline", config: dict | None = None):
+def spark_session(
+    master: str | None = None,
+    app_name: str = "odradek-pipeline",
+    config: dict | None = None,
+    *,
+    own_process_group: bool = False,
+):
     """A SparkSession for pipelines: ``local[*]`` unless ``master``, Python workers on this interpreter.
 
     Workers must run the interpreter that has odradek installed, so ``PYSPARK_PYTHON``
     (and the driver's) default to ``sys.executable``. The ``odradek`` format is registered.
+
+    ``own_process_group`` starts Spark's JVM (and so its Python workers) in a session of
+    its own when this call starts it: Ctrl-C in a terminal then reaches this process
+    only, instead of also interrupting the workers in the middle of a task.
     """
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    from pyspark import SparkConf, SparkContext
     from pyspark.sql import SparkSession
 
-    builder = SparkSession.builder.master(master or "local[*]").appName(app_name)
     defaults = {
         "spark.ui.enabled": "false",
         "spark.sql.shuffle.partitions": "4",
@@ -51,7 +61,15 @@ def spark_session(master: str | None = None, app_name: str = "odradek-pipeline",
         "spark.sql.streaming.forceDeleteTempCheckpointLocation": "true",
         "spark.python.worker.reuse": "true",
     }
-    for key, value in {**defaults, **(config or {})}.items():
+    settings = {**defaults, **(config or {})}
+    master = master or "local[*]"
+    if own_process_group and SparkContext._active_spark_context is None:
+        from pyspark.java_gateway import launch_gateway
+
+        conf = SparkConf().setMaster(master).setAppName(app_name).setAll(list(settings.items()))
+        SparkContext(conf=conf, gateway=launch_gateway(conf, popen_kwargs={"start_new_session": True}))
+    builder = SparkSession.builder.master(master).appName(app_name)
+    for key, value in settings.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     register(spark)

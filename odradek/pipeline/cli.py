@@ -1,12 +1,13 @@
 """``odradek pipeline``: run the Spark pipelines and feed them.
 
-    odradek pipeline generate page-views --rate 200
-    odradek pipeline run page-views --checkpoint ./ckpt
+    odradek pipeline generate page-views --rate 200      # in one terminal
+    odradek pipeline run page-views --checkpoint ./ckpt  # in another, side by side
     odradek pipeline run offline-load --topic page-views --output ./warehouse/page-views
     odradek pipeline run value-length --input my-input-topic --output my-output-topic
 
 Pipelines run on a local Spark (``local[*]``) unless ``--master`` names a cluster; they
-need PySpark (``pip install odradek[spark]``). Streaming pipelines run until Ctrl-C;
+need PySpark (``pip install odradek[spark]``) and Java 17 or newer. Streaming pipelines
+run until Ctrl-C, which stops them after the current micro-batch (``supervise.py``);
 ``--available-now`` processes what is in the topics now and stops.
 """
 
@@ -15,6 +16,10 @@ from __future__ import annotations
 import functools
 import importlib
 import logging
+import os
+import re
+import shutil
+import subprocess
 import sys
 import time
 
@@ -23,6 +28,31 @@ import click
 from odradek.pipeline.pipelines import PIPELINES
 
 log = logging.getLogger(__name__)
+
+DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
+EXIT_INTERRUPTED = 130
+
+
+def bootstrap_option(fn):
+    """``--bootstrap-server``/``-b`` as every odradek command spells it (and the env var);
+    the plural ``--bootstrap-servers`` of earlier versions still works, unlisted."""
+
+    @click.option(
+        "-b",
+        "--bootstrap-server",
+        "bootstrap_server",
+        envvar="ODRADEK_BOOTSTRAP_SERVER",
+        default=DEFAULT_BOOTSTRAP,
+        show_default=True,
+        metavar="HOST:PORT",
+        help="Broker(s) to connect to, comma-separated. Env: ODRADEK_BOOTSTRAP_SERVER.",
+    )
+    @click.option("--bootstrap-servers", "bootstrap_servers_alias", hidden=True, metavar="HOST:PORT")
+    @functools.wraps(fn)
+    def wrapper(bootstrap_server, bootstrap_servers_alias, **kwargs):
+        return fn(bootstrap_servers=bootstrap_servers_alias or bootstrap_server, **kwargs)
+
+    return wrapper
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -39,7 +69,7 @@ def generate():
 
 
 @generate.command("page-views")
-@click.option("-b", "--bootstrap-servers", default="127.0.0.1:9092", show_default=True)
+@bootstrap_option
 @click.option("-t", "--topic", default="page-views", show_default=True)
 @click.option(
     "--rate", type=float, default=100.0, show_default=True, help="Events per second (0: as fast as possible)."
@@ -68,7 +98,15 @@ def generate():
 def generate_page_views(
     bootstrap_servers, topic, rate, count, pages, users, seed, partitions, start_ms, step_ms
 ):
-    """JSON page-view events, keyed by user, to TOPIC (created if missing)."""
+    """JSON page-view events, keyed by user, to TOPIC (created if missing).
+
+    Runs side by side with `odradek pipeline run page-views`: start one in each terminal.
+
+    \b
+    Examples:
+      odradek pipeline generate page-views --rate 200
+      odradek pipeline generate page-views --count 10000 --rate 0 --seed 1
+    """
     from odradek.pipeline.pipelines.page_views import generate as run_generate
 
     ensure_topics(bootstrap_servers, {topic: partitions})
@@ -82,7 +120,9 @@ def generate_page_views(
             last[0] = now
             click.echo(f"{sent} events sent", err=True)
 
-    try:
+    from odradek.pipeline.supervise import StopSignals
+
+    with StopSignals() as signals:
         sent = run_generate(
             bootstrap_servers,
             topic,
@@ -94,11 +134,11 @@ def generate_page_views(
             start_ms=start_ms,
             step_ms=step_ms,
             on_progress=progress,
+            stop=signals.requested,
         )
-    except KeyboardInterrupt:
-        click.echo("stopped", err=True)
-        return
     click.echo(f"sent {sent} page-view events to {topic} in {time.monotonic() - started:.1f}s")
+    if signals.requested.is_set():
+        sys.exit(EXIT_INTERRUPTED)
 
 
 def ensure_topics(bootstrap_servers: str, topics: dict[str, int], configs: dict | None = None) -> None:
@@ -117,11 +157,16 @@ def ensure_topics(bootstrap_servers: str, topics: dict[str, int], configs: dict 
 
 @pipeline.group()
 def run():
-    """Run a pipeline (NAME: page-views, offline-load, value-length)."""
+    """Run a pipeline (NAME: page-views, offline-load, value-length).
+
+    A streaming pipeline shows the rows it has processed while it runs. Ctrl-C (or
+    SIGTERM) stops it after the current micro-batch and prints a summary (exit status
+    130); a second Ctrl-C stops at once. The next run resumes from the checkpoint.
+    """
 
 
 def run_options(fn):
-    @click.option("-b", "--bootstrap-servers", default="127.0.0.1:9092", show_default=True)
+    @bootstrap_option
     @click.option("--master", default="local[*]", show_default=True, help="Spark master URL.")
     @click.option(
         "--checkpoint", default="odradek-checkpoints", show_default=True, help="Checkpoint directory."
@@ -154,6 +199,10 @@ def run_options(fn):
     ):
         from odradek.pipeline.pipelines.common import RunConfig
 
+        problem = java_problem()
+        if problem:
+            raise click.ClickException(problem)
+
         config = RunConfig(
             bootstrap_servers=bootstrap_servers,
             checkpoint=checkpoint,
@@ -172,6 +221,27 @@ def run_options(fn):
     return wrapper
 
 
+def java_problem() -> str | None:
+    """Why Spark cannot start here (no Java 17+), in one line; None when it can."""
+    java_home = os.environ.get("JAVA_HOME")
+    java = os.path.join(java_home, "bin", "java") if java_home else shutil.which("java")
+    where = f"JAVA_HOME ({java_home})" if java_home else "PATH"
+    fix = "install one (on Debian: apt-get install openjdk-17-jre-headless) or point JAVA_HOME at one"
+    if not java or not os.access(java, os.X_OK):
+        return f"Spark needs Java 17 or newer and there is no java in {where}: {fix}"
+    try:
+        out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30).stderr
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"Spark needs Java 17 or newer and {java} -version failed ({exc}): {fix}"
+    match = re.search(r'version "(\d+)(?:\.(\d+))?', out)
+    major = int(match.group(1)) if match else 0
+    if major == 1 and match.group(2):  # "1.8.0_392" is Java 8
+        major = int(match.group(2))
+    if major < 17:
+        return f"Spark needs Java 17 or newer and {java} is Java {major or '(unknown version)'}: {fix}"
+    return None
+
+
 def _session(master: str, spark_conf: dict, log_level: str, name: str):
     """A session for the run, and whether this command made it (and so must stop it)."""
     try:
@@ -184,36 +254,44 @@ def _session(master: str, spark_conf: dict, log_level: str, name: str):
     if active is not None:  # called from a program that already has one (tests, notebooks)
         register(active)
         return active, False
-    spark = spark_session(master, app_name=f"odradek-{name}", config=spark_conf)
+    # Spark's console progress bar would fight with the live line of rows processed.
+    conf = {"spark.ui.showConsoleProgress": "false", **spark_conf}
+    spark = spark_session(master, app_name=f"odradek-{name}", config=conf, own_process_group=True)
     spark.sparkContext.setLogLevel(log_level.upper())
     return spark, True
 
 
-def _run(name: str, master: str, spark_conf: dict, log_level: str, config, **kwargs) -> None:
+def _run(
+    name: str,
+    master: str,
+    spark_conf: dict,
+    log_level: str,
+    config,
+    output: str | None = None,
+    note: str | None = None,
+    **kwargs,
+) -> None:
+    from odradek.pipeline.supervise import supervise
+
     spark, own = _session(master, spark_conf, log_level, name)
-    module = importlib.import_module(PIPELINES[name])
-    queries = module.start(spark, config, **kwargs)
-    click.echo(
-        f"{name}: {len(queries)} streaming quer{'y' if len(queries) == 1 else 'ies'} started", err=True
-    )
     try:
-        if config.available_now:
-            for q in queries:
-                q.awaitTermination()
-        else:
-            spark.streams.awaitAnyTermination()
-    except KeyboardInterrupt:
-        click.echo("stopping…", err=True)
+        module = importlib.import_module(PIPELINES[name])
+        queries = module.start(spark, config, **kwargs)
+        names = ", ".join(q.name or str(q.id) for q in queries)
+        until = "processes what is there now" if config.available_now else "runs until Ctrl-C"
+        click.echo(f"{name}: started {names}; {until}", err=True)
+        if note and not config.available_now:
+            click.echo(f"{name}: {note}", err=True)
+        summary = supervise(spark, name, queries)
     finally:
-        for q in queries:
-            if q.isActive:
-                q.stop()
-        errors = [q.exception() for q in queries if q.exception() is not None]
         if own:
+            spark.sparkContext.setLogLevel("ERROR")  # a stopping session logs warnings
             spark.stop()
-    if errors:
-        raise click.ClickException(f"{name} failed: {errors[0]}")
-    click.echo(f"{name}: done", err=True)
+    if summary.errors:
+        raise click.ClickException(f"{name} failed: {'; '.join(summary.errors)}")
+    click.echo(summary.text() + (f"; output in {output}" if output else ""))
+    if summary.interrupted:
+        sys.exit(EXIT_INTERRUPTED)
 
 
 @run.command("page-views")
@@ -229,7 +307,19 @@ def _run(name: str, master: str, spark_conf: dict, log_level: str, config, **kwa
 def run_page_views(
     config, master, spark_conf, log_level, input_topic, output_topic, top_topic, top_n, window, watermark
 ):
-    """Views per page per minute (event time, watermark) and a top-N pages table."""
+    """Views per page per minute (event time, watermark) and a top-N pages table.
+
+    Feed it with `odradek pipeline generate page-views` running side by side (another
+    terminal). The top-N table (--top-topic) changes with every micro-batch. A window's
+    count reaches --output only once the watermark has passed the window's end, that is
+    once events about --window plus --watermark newer than the window's start have
+    arrived (two minutes with the defaults): until then --output stays empty.
+
+    \b
+    Examples:
+      odradek pipeline run page-views
+      odradek pipeline run page-views --window '10 seconds' --watermark '5 seconds' --trigger '2 seconds'
+    """
     ensure_topics(
         config.bootstrap_servers,
         {output_topic: 3, top_topic: 1},
@@ -241,6 +331,10 @@ def run_page_views(
         spark_conf,
         log_level,
         config,
+        output=f"{output_topic} and {top_topic}",
+        note=f"the top pages reach {top_topic} with every micro-batch; a window's count reaches "
+        f"{output_topic} once the watermark passes the window's end (events {window} + {watermark} "
+        f"newer). Feed {input_topic} with `odradek pipeline generate page-views`, side by side.",
         input_topic=input_topic,
         output_topic=output_topic,
         top_topic=top_topic,
@@ -264,7 +358,12 @@ def run_page_views(
 def run_offline_load(
     config, master, spark_conf, log_level, input_topic, output_path, binary, max_records_per_batch, repeat
 ):
-    """Export the topic's new records to Parquet by date; each run resumes where the last stopped."""
+    """Export the topic's new records to Parquet by date; each run resumes where the last stopped.
+
+    \b
+    Examples:
+      odradek pipeline run offline-load -t page-views -o ./warehouse/page-views
+    """
     config.available_now = config.available_now or not repeat
     _run(
         "offline-load",
@@ -272,6 +371,7 @@ def run_offline_load(
         spark_conf,
         log_level,
         config,
+        output=output_path,
         input_topic=input_topic,
         output_path=output_path,
         binary=binary,
@@ -284,7 +384,12 @@ def run_offline_load(
 @click.option("--input", "input_topic", default="my-input-topic", show_default=True)
 @click.option("--output", "output_topic", default="my-output-topic", show_default=True)
 def run_value_length(config, master, spark_conf, log_level, input_topic, output_topic):
-    """mapValues(value -> value.length()) from INPUT to OUTPUT, exactly once."""
+    """mapValues(value -> value.length()) from INPUT to OUTPUT, exactly once.
+
+    \b
+    Examples:
+      odradek pipeline run value-length --input my-input-topic --output my-output-topic
+    """
     with_partitions = _partitions(config.bootstrap_servers, input_topic)
     ensure_topics(config.bootstrap_servers, {output_topic: with_partitions})
     _run(
@@ -294,6 +399,7 @@ def run_value_length(config, master, spark_conf, log_level, input_topic, output_
         log_level,
         config,
         input_topic=input_topic,
+        output=output_topic,
         output_topic=output_topic,
     )
 

@@ -8,8 +8,9 @@ import time
 import pytest
 from client_support import GROUP_OPTIONS
 
+import odradek
 from odradek import aio
-from odradek.client.errors import ClientClosedError, KafkaTimeoutError
+from odradek.client.errors import ClientClosedError, IllegalStateError, KafkaTimeoutError
 
 
 def run(coro):
@@ -125,3 +126,37 @@ def test_async_iteration_and_group(bootstrap, make_topic, topic, group):
             assert got == [b"%d" % i for i in range(5)]
 
     run(main())
+
+
+def test_blocking_result_on_an_asyncio_send_future_fails_at_once(bootstrap, make_topic, topic):
+    """``(await p.send(...)).result(timeout=5)``, a port of the blocking example, would stall
+    the loop that delivers the record and time out: it raises a clear error instead."""
+    make_topic(topic, 1)
+
+    async def main():
+        async with aio.Producer(bootstrap_servers=bootstrap, linger_ms=20) as p:
+            fut = await p.send(topic, b"x")
+            assert not fut.done()
+            with pytest.raises(IllegalStateError, match=r"await \(await producer.send"):
+                fut.result(timeout=5)  # a TimeoutError after 5 s without the check
+            with pytest.raises(IllegalStateError):
+                fut.exception(timeout=5)
+            with pytest.raises(TimeoutError, match="within 0s"):
+                fut.exception(0)  # a zero timeout never blocks: the usual answer
+            md = await fut
+            assert (md.topic, md.offset) == (topic, 0)
+            assert fut.result(timeout=5) == md  # a finished future answers anywhere
+
+    run(main())
+
+
+def test_blocking_producer_future_waits_inside_a_coroutine(bootstrap, make_topic, topic):
+    """The blocking producer delivers on its own loop thread, so its futures may still be
+    waited for from a coroutine running on another loop."""
+    make_topic(topic, 1)
+
+    async def main():
+        with odradek.Producer(bootstrap_servers=bootstrap, linger_ms=20) as p:
+            return p.send(topic, b"x").result(timeout=10)
+
+    assert run(main()).offset == 0

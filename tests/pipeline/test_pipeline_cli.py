@@ -3,6 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
 
 import pytest
 from click.testing import CliRunner
@@ -54,3 +60,78 @@ def test_run_value_length_from_the_command_line(spark, broker, topic_name, tmp_p
         str(i).encode() for i in range(30)
     ]
     assert not spark.sparkContext._jsc.sc().isStopped()
+
+
+def test_bootstrap_server_is_spelled_like_every_other_command(broker, topic_name):
+    help_text = CliRunner().invoke(pipeline, ["generate", "page-views", "--help"]).output
+    assert "--bootstrap-server " in help_text and "--bootstrap-servers" not in help_text
+    # The plural spelling of earlier versions still works.
+    result = CliRunner().invoke(
+        pipeline,
+        ["generate", "page-views", "--bootstrap-servers", broker.bootstrap_servers, "-t", topic_name,
+         "--count", "5", "--rate", "0"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert len(read_topic(broker.bootstrap_servers, topic_name)) == 5
+
+
+def _odradek(*args, env=None, **kwargs) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "odradek", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
+        **kwargs,
+    )
+
+
+def test_run_without_java_says_so_in_one_line(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "JAVA_HOME"}
+    env["PATH"] = str(tmp_path)  # no java there
+    proc = subprocess.run(
+        [sys.executable, "-m", "odradek", "pipeline", "run", "value-length", "-b", "127.0.0.1:1"],
+        capture_output=True, text=True, env=env, timeout=60,
+    )  # fmt: skip
+    assert proc.returncode == 1
+    assert proc.stderr.strip().splitlines() == [
+        "Error: Spark needs Java 17 or newer and there is no java in PATH: install one "
+        "(on Debian: apt-get install openjdk-17-jre-headless) or point JAVA_HOME at one"
+    ]
+
+
+def test_ctrl_c_stops_a_streaming_pipeline_quietly_after_the_batch(broker, topic_name, tmp_path):
+    """Ctrl-C in a terminal (SIGINT to the foreground process group) on a running pipeline:
+    it finishes the micro-batch, prints a summary and exits 130, with no Python, Py4J or
+    Java trace."""
+    source, target = f"{topic_name}-in", f"{topic_name}-out"
+    create_topic(broker.bootstrap_servers, source, 1)
+    produce(broker.bootstrap_servers, source, [{"key": b"k", "value": b"x" * i} for i in range(30)])
+    proc = _odradek(
+        "pipeline", "run", "value-length", "-b", broker.bootstrap_servers, "--input", source,
+        "--output", target, "--checkpoint", str(tmp_path / "ckpt"), "--master", "local[1]",
+        "--trigger", "1 second", "--conf", "spark.sql.shuffle.partitions=1",
+        start_new_session=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 180
+        while len(read_topic(broker.bootstrap_servers, target)) < 30:
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "the pipeline wrote nothing"
+            time.sleep(0.5)
+        os.killpg(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, err
+    for trace in ("Traceback", "py4j", "Py4J", "Exception", "\tat ", "KeyboardInterrupt"):
+        assert trace not in err, err
+    assert "value-length: stopping after the current micro-batch" in err
+    assert re.fullmatch(
+        rf"value-length: stopped; 30 rows in \d batch(es)?; [\d.]+ s \([\d,]+ rows/s\); output in {target}\n", out
+    ), out
+    assert [r.value for r in read_topic(broker.bootstrap_servers, target)] == [
+        str(i).encode() for i in range(30)
+    ]

@@ -35,6 +35,11 @@ def _collecting(df, checkpoint, sink: list, **trigger):
     )
 
 
+def _input_rows(q) -> list[int]:
+    """Rows read by each micro-batch of ``q`` that read any, from its progress reports."""
+    return [p["numInputRows"] for p in q.recentProgress if p["numInputRows"]]
+
+
 def _wait_for(predicate, timeout=60.0, what="condition"):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -56,9 +61,12 @@ def test_restart_from_checkpoint_has_no_gaps_or_duplicates(spark, broker, topic_
         got,
         processingTime="100 milliseconds",
     )
-    _wait_for(lambda: len(got) >= 200, what="the first 200 records")
+    # foreachBatch sees a batch's rows before the batch commits; its progress report comes
+    # after the commit. Stopping before that report would cut the last batch short (and
+    # the restart would replay it): wait for the reports of all 200 rows.
+    _wait_for(lambda: sum(_input_rows(q)) >= 200, what="progress reports of the first 200 records")
     q.stop()
-    sizes = [p["numInputRows"] for p in q.recentProgress if p["numInputRows"]]
+    sizes = _input_rows(q)
     assert max(sizes) <= 70 and sum(sizes) == 200
 
     produce(

@@ -1,10 +1,10 @@
-"""The seeds' pipelines, each a function ``start(spark, config) -> [StreamingQuery, ...]``.
+"""The ready pipelines, each a function ``start(spark, config) -> [StreamingQuery, ...]``.
 
 * ``page-views`` — website activity tracking: views per page per event-time minute
   (with a watermark) to one topic, and a top-N pages table to a compacted topic;
 * ``offline-load`` — periodic loading into an offline system: a topic's new records to
   Parquet partitioned by date, resuming where the last run stopped;
-* ``value-length`` — the Streams API example ``mapValues(value -> value.length())``.
+* ``value-length`` — Kafka Streams' introductory example ``mapValues(value -> value.length())``.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Periodic loading into an offline system (seeds 2.2.2, 2.1.10): a topic to Parquet by date.
+"""Periodic loading into an offline system: a topic to Parquet by date.
 
 Each run exports the records that arrived since the last run and stops: a streaming
 query with ``Trigger.AvailableNow`` whose checkpoint is the memory of how far it got,

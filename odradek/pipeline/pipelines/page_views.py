@@ -1,4 +1,4 @@
-"""Website activity tracking (seeds 2.2.2): page views per page per minute, and the top pages.
+"""Website activity tracking: page views per page per minute, and the top pages.
 
 Events are JSON page views published to one topic per activity type (``page-views``)::
 
@@ -72,8 +72,10 @@ def generate(
     start_ms: int | None = None,
     step_ms: int = 0,
     on_progress=None,
+    stop=None,
 ) -> int:
-    """Publish events at ``rate`` per second (0: as fast as possible); returns how many."""
+    """Publish events at ``rate`` per second (0: as fast as possible); returns how many.
+    Stops early once ``stop`` (a ``threading.Event``) is set."""
     from odradek.pipeline.publish import Publisher
 
     sent = 0
@@ -82,6 +84,8 @@ def generate(
         for event in events(count, seed=seed, pages=pages, users=users, start_ms=start_ms, step_ms=step_ms):
             out.send(json.dumps(event, separators=(",", ":")).encode(), key=event["user"].encode())
             sent += 1
+            if stop is not None and stop.is_set():
+                break
             if rate > 0:
                 ahead = sent / rate - (time.monotonic() - started)
                 if ahead > 0.05:

@@ -1,6 +1,6 @@
-"""The seeds' Streams API example, mapValues(value -> value.length()), as a Spark job.
+"""Kafka Streams' introductory example, mapValues(value -> value.length()), as a Spark job.
 
-From the seeds (2.3.3)::
+The Kafka Streams version::
 
     builder.<String, String>stream("my-input-topic")
            .mapValues(value -> value.length().toString())
