@@ -232,6 +232,37 @@ class NonEmptyUnique(Validator):
         return value
 
 
+class HostCounts(Validator):
+    """``host:count,...`` (``max.connections.per.ip.overrides``); the string is kept."""
+
+    description = "comma-separated host:count pairs, e.g. 10.0.0.7:50,client.example.com:10"
+
+    def __call__(self, value):
+        if value is None:
+            return value
+        try:
+            _parse_host_counts(value)
+        except ValueError:
+            raise _Invalid(self.description) from None
+        return value
+
+
+_HOST_RE = re.compile(r"[A-Za-z0-9._%:\-]+")
+
+
+def _parse_host_counts(text: str) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for item in (part.strip() for part in text.split(",")):
+        if not item:
+            continue
+        host, sep, count = item.rpartition(":")
+        host = host.strip().strip("[]")
+        if not sep or not _HOST_RE.fullmatch(host) or not count.strip().isdigit():
+            raise ValueError(item)
+        out[host] = int(count)
+    return out
+
+
 class ThrottledReplicas(Validator):
     description = "'*' or a comma-separated list of partition:broker pairs"
 
@@ -334,13 +365,13 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
     _CD("socket.listen.backlog.size", INT, 50, AtLeast(1), "Pending connections the listen socket queues."),
     _CD("max.connections", INT, INT_MAX, AtLeast(0), "Most connections open at once."),
     _CD("max.connections.per.ip", INT, INT_MAX, AtLeast(0), "Most connections open at once from one address."),
-    _CD("max.connections.per.ip.overrides", STR, "", None, "Per-address limits, as host:count,..."),
+    _CD("max.connections.per.ip.overrides", STR, "", HostCounts(), "Per-address limits, as host:count,...; host names are resolved at start."),
     _CD("max.connection.creation.rate", INT, INT_MAX, AtLeast(0), "Most new connections per second."),
     _CD("connections.max.idle.ms", LONG, 600000, None, "Close connections idle for longer than this."),
     _CD("connection.failed.authentication.delay.ms", INT, 100, AtLeast(0), "Delay before closing a connection that failed to authenticate."),
     _CD("connections.max.reauth.ms", LONG, 0, None, "Most time a SASL session may live before re-authenticating; 0 disables."),
     _CD("queued.max.requests", INT, 500, AtLeast(1), "Requests read ahead per connection before reading pauses."),
-    _CD("queued.max.request.bytes", LONG, -1, None, "Bytes of queued requests before reading pauses; -1: no limit."),
+    _CD("queued.max.request.bytes", LONG, -1, None, "Bytes of large requests being received, all connections together, before connections starting another wait; -1: no limit."),
     _CD("num.network.threads", INT, 3, AtLeast(1), "Network threads.", _INFO),
     _CD("num.io.threads", INT, 8, AtLeast(1), "Request handler threads.", _INFO),
     _CD("background.threads", INT, 10, AtLeast(1), "Background task threads.", _INFO),
@@ -1093,6 +1124,11 @@ class BrokerConfig:
         return out
 
     @property
+    def max_connections_per_ip_overrides(self) -> dict[str, int]:
+        """``max.connections.per.ip.overrides`` as {host: limit} (hosts as written)."""
+        return dict(self._ip_overrides)
+
+    @property
     def security_protocol_map(self) -> dict[str, str]:
         return dict(self._protocols)
 
@@ -1178,6 +1214,21 @@ class BrokerConfig:
             )
             raise ConfigError(f"{key}: expected -1 (unlimited) or a positive value, got 0", key)
         self._retention_ms = -1 if retention < 0 else retention
+        # connections and requests
+        self._ip_overrides = _parse_host_counts(v["max.connections.per.ip.overrides"] or "")
+        if v["max.connections.per.ip"] == 0 and not self._ip_overrides:
+            raise ConfigError(
+                "max.connections.per.ip: 0 is allowed only with max.connections.per.ip.overrides "
+                "naming the addresses that may connect",
+                "max.connections.per.ip",
+            )
+        queued = v["queued.max.request.bytes"]
+        if 0 < queued < v["socket.request.max.bytes"]:
+            raise ConfigError(
+                f"queued.max.request.bytes: must be -1 (no limit) or at least socket.request.max.bytes "
+                f"({v['socket.request.max.bytes']}), so that the largest request fits; got {queued}",
+                "queued.max.request.bytes",
+            )
         # replication timing
         wait = v["replica.fetch.wait.max.ms"]
         if wait > v["replica.socket.timeout.ms"]:
