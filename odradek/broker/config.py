@@ -27,6 +27,8 @@ chooses differently from Kafka it says so here:
   ...) and a few other Kafka tuning keys are validated and reported but have no effect:
   Odradek runs on one event loop.
 * ``server.properties`` is read as UTF-8 (falling back to Latin-1, Java's encoding).
+* ``auto.create.topics.max.per.request`` is Odradek's own key: the most topics one Metadata
+  request may auto-create (the rest get THROTTLING_QUOTA_EXCEEDED and may be asked again).
 
 Topic-level configs (``TOPIC_CONFIGS``) take their defaults from broker synonyms
 (``retention.ms`` ← ``log.retention.ms``/``minutes``/``hours``, ...). The DescribeConfigs,
@@ -383,6 +385,7 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
     _CD("num.partitions", INT, 1, AtLeast(1), "Partitions of an auto-created topic."),
     _CD("default.replication.factor", INT, 1, AtLeast(1), "Replication factor of an auto-created topic."),
     _CD("auto.create.topics.enable", BOOL, True, None, "Create a topic when a client asks for metadata of one that does not exist."),
+    _CD("auto.create.topics.max.per.request", INT, 100, AtLeast(1), "Most topics one Metadata request may auto-create; the others get THROTTLING_QUOTA_EXCEEDED (Odradek's own key)."),
     _CD("delete.topic.enable", BOOL, True, None, "Allow topics to be deleted."),
     _CD("num.recovery.threads.per.data.dir", INT, 1, AtLeast(1), "Threads per log dir for recovery and shutdown flush.", _INFO),
     _CD("log.segment.bytes", INT, 1073741824, AtLeast(14), "Largest size of a log segment file."),
