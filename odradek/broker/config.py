@@ -29,6 +29,10 @@ chooses differently from Kafka it says so here:
 * ``server.properties`` is read as UTF-8 (falling back to Latin-1, Java's encoding).
 * ``auto.create.topics.max.per.request`` is Odradek's own key: the most topics one Metadata
   request may auto-create (the rest get THROTTLING_QUOTA_EXCEEDED and may be asked again).
+* security: until TLS, SASL and ACLs are implemented, ``check_security()`` (called before a
+  broker serves) refuses a listener whose protocol is not PLAINTEXT, ``authorizer.class.name``
+  and ``ssl.client.auth=required``, so a broker never serves in a weaker mode than
+  configured; other ``ssl.*`` / ``sasl.*`` keys are accepted with a warning.
 
 Topic-level configs (``TOPIC_CONFIGS``) take their defaults from broker synonyms
 (``retention.ms`` ← ``log.retention.ms``/``minutes``/``hours``, ...). The DescribeConfigs,
@@ -577,6 +581,13 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
 # Prefixes whose keys are accepted as free-form strings.
 _FREE_PREFIXES = ("sasl.oauthbearer.", "sasl.login.", "sasl.kerberos.", "config.providers.")
 _LISTENER_PREFIX = "listener.name."
+_SECURITY_PREFIXES = (
+    "ssl.",
+    "sasl.",
+    "super.users",
+    "allow.everyone.if.no.acl.found",
+    "principal.builder.class",
+)
 _NOT_BROKER_KEYS = {
     "cluster.id": "the cluster id is not a broker config; it lives in meta.properties in each log dir",
 }
@@ -1023,6 +1034,7 @@ class BrokerConfig:
         self._values = values
         self._explicit = explicit
         self._extra = extra
+        self._security_checked = False
         try:
             self._derive()
         except ConfigError as exc:
@@ -1130,6 +1142,44 @@ class BrokerConfig:
     def max_connections_per_ip_overrides(self) -> dict[str, int]:
         """``max.connections.per.ip.overrides`` as {host: limit} (hosts as written)."""
         return dict(self._ip_overrides)
+
+    def check_security(self) -> None:
+        """Refuse what asks for security Odradek does not implement yet (TLS, SASL, ACLs):
+        serving without it would be weaker than configured. Raises ``ConfigError`` naming
+        the first such key; warns (once) about ``ssl.*`` / ``sasl.*`` keys no listener uses."""
+        if self._security_checked:
+            return
+        for e in self._listeners:
+            if e.security_protocol != "PLAINTEXT":
+                key = "listeners" if e.name == e.security_protocol else "listener.security.protocol.map"
+                raise ConfigError(
+                    f"{key}: listener {e} is {e.security_protocol}, but Odradek serves PLAINTEXT only "
+                    "(TLS and SASL are not implemented yet); refusing to serve it unprotected",
+                    key,
+                )
+        if self._values["authorizer.class.name"]:
+            raise ConfigError(
+                "authorizer.class.name: authorization (ACLs) is not implemented yet; refusing to start "
+                "with every client allowed everything (remove the key to run without authorization)",
+                "authorizer.class.name",
+            )
+        client_auth = {k: v for k, v in self._extra.items() if k.endswith(".ssl.client.auth")}
+        client_auth["ssl.client.auth"] = self._values["ssl.client.auth"]
+        for key, value in client_auth.items():
+            if str(value).strip().lower() == "required":
+                raise ConfigError(
+                    f"{key}: client certificates need TLS, which Odradek does not implement yet; "
+                    "refusing to accept clients without them",
+                    key,
+                )
+        unused = sorted(
+            k for k in self.originals if k.startswith(_SECURITY_PREFIXES) or ".ssl." in k or ".sasl." in k
+        )
+        if unused:
+            log.warning(
+                "ignoring %s: no listener uses SSL or SASL (Odradek serves PLAINTEXT only)", ", ".join(unused)
+            )
+        self._security_checked = True
 
     @property
     def security_protocol_map(self) -> dict[str, str]:

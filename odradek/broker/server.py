@@ -53,6 +53,7 @@ def new_cluster_id() -> str:
 
 class Broker:
     def __init__(self, config: BrokerConfig):
+        config.check_security()
         self.config = config
         self.node_id: int = config.node_id
         self.rack = config.get("broker.rack")
