@@ -73,23 +73,16 @@ def produce_request(topic: str, correlation: int, batch: bytes) -> bytes:
 
 
 def start_broker(tree: str, workdir: Path) -> tuple[subprocess.Popen, int]:
-    from odradek.testing.process import free_port, wait_for_port
+    """``odradek server`` from ``tree`` (its own PYTHONPATH) on a free port."""
+    from odradek.testing.process import BrokerProcess, wait_for_port
 
-    port = free_port()
+    spec = BrokerProcess(workdir)
     env = dict(os.environ, PYTHONPATH=tree)
-    cmd = [
-        sys.executable,
-        "-m",
-        "odradek",
-        "server",
-        "--override",
-        f"listeners=PLAINTEXT://127.0.0.1:{port}",
-        "--override",
-        f"log.dirs={workdir}",
-    ]
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tree)
-    wait_for_port("127.0.0.1", port, 30, proc)
-    return proc, port
+    proc = subprocess.Popen(
+        spec.command(), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tree
+    )
+    wait_for_port(spec.host, spec.port, 30, proc)
+    return proc, spec.port
 
 
 def measure(pid: int, work) -> float:

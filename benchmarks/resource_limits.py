@@ -37,7 +37,7 @@ from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from _brokers import proc_status  # noqa: E402
+from _brokers import _recv_exact, proc_status  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
@@ -61,21 +61,9 @@ def peak_rss_kib(pid: int, seconds: float, interval: float = 0.05) -> int:
     return peak
 
 
-def recv_exact(sock: socket.socket, n: int) -> bytes:
-    buf = bytearray(n)
-    view = memoryview(buf)
-    got = 0
-    while got < n:
-        k = sock.recv_into(view[got:])
-        if k == 0:
-            raise ConnectionError("connection closed mid-response")
-        got += k
-    return bytes(buf)
-
-
 def read_frame(sock: socket.socket) -> bytes:
-    (size,) = struct.unpack(">i", recv_exact(sock, 4))
-    return recv_exact(sock, size)
+    (size,) = struct.unpack(">i", _recv_exact(sock, 4))
+    return _recv_exact(sock, size)
 
 
 def request_bytes(api_key: int, version: int, correlation: int, body: dict) -> bytes:

@@ -3,7 +3,6 @@ other clients, and auto-creation is capped per request (issue 12)."""
 
 from __future__ import annotations
 
-import socket
 import struct
 import threading
 import time
@@ -30,22 +29,6 @@ def metadata_v4_frame(names: list[str], allow_auto_create: bool, correlation: in
     parts.append(b"\x01" if allow_auto_create else b"\x00")
     payload = b"".join(parts)
     return struct.pack(">i", len(payload)) + payload
-
-
-def read_exactly(sock: socket.socket, n: int) -> bytes:
-    buf = bytearray(n)
-    view = memoryview(buf)
-    got = 0
-    while got < n:
-        k = sock.recv_into(view[got:])
-        assert k, "the broker closed the connection"
-        got += k
-    return bytes(buf)
-
-
-def read_frame(sock: socket.socket) -> bytes:
-    (size,) = struct.unpack(">i", read_exactly(sock, 4))
-    return read_exactly(sock, size)
 
 
 def v4_topics(payload: bytes) -> tuple[int, int, str]:
@@ -84,9 +67,9 @@ def test_million_name_metadata_does_not_stall_another_clients_produce(broker, to
     other = threading.Thread(target=produce_one_at_a_time)
     other.start()
     try:
-        with socket.create_connection((broker.host, broker.port), timeout=120) as s:
-            s.sendall(request)
-            response = read_frame(s)
+        with RawClient(broker, timeout=120) as raw:
+            raw.send_raw(request)
+            response = raw.read_frame()
     finally:
         done.set()
         other.join()

@@ -14,6 +14,7 @@ from broker_e2e import (
     RawClient,
     assert_serving,
     create_topic,
+    fetch_body,
     log_mentions,
     produce_and_flush,
     produce_body,
@@ -44,20 +45,16 @@ def frame(api_key: int, version: int, body: dict, correlation: int = 1) -> bytes
 
 
 def fetch_frame(topic: str, correlation: int, *, max_bytes: int, min_bytes: int, max_wait_ms: int) -> bytes:
-    body = {
-        "max_wait": max_wait_ms,
-        "min_bytes": min_bytes,
-        "max_bytes": max_bytes,
-        "isolation_level": 0,
-        "topics": [
-            {
-                "topic": topic,
-                "partitions": [{"partition": 0, "fetch_offset": 0, "partition_max_bytes": max_bytes}],
-            }
-        ],
-        "forgotten_topics_data": [],
-    }
+    body = dict(fetch_body(topic, 0, 0, max_wait_ms=max_wait_ms, max_bytes=max_bytes), min_bytes=min_bytes)
     return frame(FETCH, 12, body, correlation)
+
+
+def answered_connections(broker, n: int) -> list[RawClient]:
+    """n connections that each had an ApiVersions request answered."""
+    raws = [RawClient(broker) for _ in range(n)]
+    for raw in raws:
+        assert raw.request(API_VERSIONS, 3, API_VERSIONS_BODY).error_code == ErrorCode.none
+    return raws
 
 
 def connect(broker, rcvbuf: int | None = None) -> socket.socket:
@@ -172,10 +169,8 @@ def test_non_reading_pipelined_fetches_hold_bounded_memory_and_free_it(own_broke
 
 def test_max_connections_per_ip_refuses_the_extra_connection(own_broker, topic_name):
     b = own_broker(**{"max.connections.per.ip": 3})
-    raws = [RawClient(b) for _ in range(3)]
+    raws = answered_connections(b, 3)
     try:
-        for raw in raws:
-            assert raw.request(API_VERSIONS, 3, API_VERSIONS_BODY).error_code == ErrorCode.none
         with RawClient(b) as extra:
             assert extra.closed_by_broker(timeout=10)
         assert "max.connections.per.ip: 3" in log_mentions(b, "127.0.0.1 already has 3 connections")
@@ -194,10 +189,8 @@ def test_max_connections_per_ip_refuses_the_extra_connection(own_broker, topic_n
 
 def test_max_connections_per_ip_overrides_raise_the_limit_by_host_name(own_broker):
     b = own_broker(**{"max.connections.per.ip": 1, "max.connections.per.ip.overrides": "localhost:4"})
-    raws = [RawClient(b) for _ in range(4)]
+    raws = answered_connections(b, 4)
     try:
-        for raw in raws:
-            assert raw.request(API_VERSIONS, 3, API_VERSIONS_BODY).error_code == ErrorCode.none
         with RawClient(b) as extra:
             assert extra.closed_by_broker(timeout=10)
         assert "max.connections.per.ip.overrides: 4" in log_mentions(b, "already has 4 connections")
