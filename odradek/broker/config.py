@@ -376,7 +376,7 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
     _CD("connections.max.idle.ms", LONG, 600000, None, "Close connections idle for longer than this."),
     _CD("connection.failed.authentication.delay.ms", INT, 100, AtLeast(0), "Delay before closing a connection that failed to authenticate."),
     _CD("connections.max.reauth.ms", LONG, 0, None, "Most time a SASL session may live before re-authenticating; 0 disables."),
-    _CD("queued.max.requests", INT, 500, AtLeast(1), "Requests read ahead per connection before reading pauses."),
+    _CD("queued.max.requests", INT, 500, AtLeast(1), "Requests queued for the handler threads (Odradek handles one request per connection at a time).", _INFO),
     _CD("queued.max.request.bytes", LONG, -1, None, "Bytes of large requests being received, all connections together, before connections starting another wait; -1: no limit."),
     _CD("num.network.threads", INT, 3, AtLeast(1), "Network threads.", _INFO),
     _CD("num.io.threads", INT, 8, AtLeast(1), "Request handler threads.", _INFO),
