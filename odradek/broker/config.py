@@ -27,6 +27,12 @@ chooses differently from Kafka it says so here:
   ...) and a few other Kafka tuning keys are validated and reported but have no effect:
   Odradek runs on one event loop.
 * ``server.properties`` is read as UTF-8 (falling back to Latin-1, Java's encoding).
+* ``auto.create.topics.max.per.request`` is Odradek's own key: the most topics one Metadata
+  request may auto-create (the rest get THROTTLING_QUOTA_EXCEEDED and may be asked again).
+* security: until TLS, SASL and ACLs are implemented, ``check_security()`` (called before a
+  broker serves) refuses a listener whose protocol is not PLAINTEXT, ``authorizer.class.name``
+  and ``ssl.client.auth=required``, so a broker never serves in a weaker mode than
+  configured; other ``ssl.*`` / ``sasl.*`` keys are accepted with a warning.
 
 Topic-level configs (``TOPIC_CONFIGS``) take their defaults from broker synonyms
 (``retention.ms`` ← ``log.retention.ms``/``minutes``/``hours``, ...). The DescribeConfigs,
@@ -232,6 +238,37 @@ class NonEmptyUnique(Validator):
         return value
 
 
+class HostCounts(Validator):
+    """``host:count,...`` (``max.connections.per.ip.overrides``); the string is kept."""
+
+    description = "comma-separated host:count pairs, e.g. 10.0.0.7:50,client.example.com:10"
+
+    def __call__(self, value):
+        if value is None:
+            return value
+        try:
+            _parse_host_counts(value)
+        except ValueError:
+            raise _Invalid(self.description) from None
+        return value
+
+
+_HOST_RE = re.compile(r"[A-Za-z0-9._%:\-]+")
+
+
+def _parse_host_counts(text: str) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for item in (part.strip() for part in text.split(",")):
+        if not item:
+            continue
+        host, sep, count = item.rpartition(":")
+        host = host.strip().strip("[]")
+        if not sep or not _HOST_RE.fullmatch(host) or not count.strip().isdigit():
+            raise ValueError(item)
+        out[host] = int(count)
+    return out
+
+
 class ThrottledReplicas(Validator):
     description = "'*' or a comma-separated list of partition:broker pairs"
 
@@ -334,13 +371,13 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
     _CD("socket.listen.backlog.size", INT, 50, AtLeast(1), "Pending connections the listen socket queues."),
     _CD("max.connections", INT, INT_MAX, AtLeast(0), "Most connections open at once."),
     _CD("max.connections.per.ip", INT, INT_MAX, AtLeast(0), "Most connections open at once from one address."),
-    _CD("max.connections.per.ip.overrides", STR, "", None, "Per-address limits, as host:count,..."),
+    _CD("max.connections.per.ip.overrides", STR, "", HostCounts(), "Per-address limits, as host:count,...; host names are resolved at start."),
     _CD("max.connection.creation.rate", INT, INT_MAX, AtLeast(0), "Most new connections per second."),
     _CD("connections.max.idle.ms", LONG, 600000, None, "Close connections idle for longer than this."),
     _CD("connection.failed.authentication.delay.ms", INT, 100, AtLeast(0), "Delay before closing a connection that failed to authenticate."),
     _CD("connections.max.reauth.ms", LONG, 0, None, "Most time a SASL session may live before re-authenticating; 0 disables."),
-    _CD("queued.max.requests", INT, 500, AtLeast(1), "Requests read ahead per connection before reading pauses."),
-    _CD("queued.max.request.bytes", LONG, -1, None, "Bytes of queued requests before reading pauses; -1: no limit."),
+    _CD("queued.max.requests", INT, 500, AtLeast(1), "Requests queued for the handler threads (Odradek handles one request per connection at a time).", _INFO),
+    _CD("queued.max.request.bytes", LONG, -1, None, "Bytes of large requests being received, all connections together, before connections starting another wait; -1: no limit."),
     _CD("num.network.threads", INT, 3, AtLeast(1), "Network threads.", _INFO),
     _CD("num.io.threads", INT, 8, AtLeast(1), "Request handler threads.", _INFO),
     _CD("background.threads", INT, 10, AtLeast(1), "Background task threads.", _INFO),
@@ -352,6 +389,7 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
     _CD("num.partitions", INT, 1, AtLeast(1), "Partitions of an auto-created topic."),
     _CD("default.replication.factor", INT, 1, AtLeast(1), "Replication factor of an auto-created topic."),
     _CD("auto.create.topics.enable", BOOL, True, None, "Create a topic when a client asks for metadata of one that does not exist."),
+    _CD("auto.create.topics.max.per.request", INT, 100, AtLeast(1), "Most topics one Metadata request may auto-create; the others get THROTTLING_QUOTA_EXCEEDED (Odradek's own key)."),
     _CD("delete.topic.enable", BOOL, True, None, "Allow topics to be deleted."),
     _CD("num.recovery.threads.per.data.dir", INT, 1, AtLeast(1), "Threads per log dir for recovery and shutdown flush.", _INFO),
     _CD("log.segment.bytes", INT, 1073741824, AtLeast(14), "Largest size of a log segment file."),
@@ -543,6 +581,13 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
 # Prefixes whose keys are accepted as free-form strings.
 _FREE_PREFIXES = ("sasl.oauthbearer.", "sasl.login.", "sasl.kerberos.", "config.providers.")
 _LISTENER_PREFIX = "listener.name."
+_SECURITY_PREFIXES = (
+    "ssl.",
+    "sasl.",
+    "super.users",
+    "allow.everyone.if.no.acl.found",
+    "principal.builder.class",
+)
 _NOT_BROKER_KEYS = {
     "cluster.id": "the cluster id is not a broker config; it lives in meta.properties in each log dir",
 }
@@ -989,6 +1034,7 @@ class BrokerConfig:
         self._values = values
         self._explicit = explicit
         self._extra = extra
+        self._security_checked = False
         try:
             self._derive()
         except ConfigError as exc:
@@ -1093,6 +1139,49 @@ class BrokerConfig:
         return out
 
     @property
+    def max_connections_per_ip_overrides(self) -> dict[str, int]:
+        """``max.connections.per.ip.overrides`` as {host: limit} (hosts as written)."""
+        return dict(self._ip_overrides)
+
+    def check_security(self) -> None:
+        """Refuse what asks for security Odradek does not implement yet (TLS, SASL, ACLs):
+        serving without it would be weaker than configured. Raises ``ConfigError`` naming
+        the first such key; warns (once) about ``ssl.*`` / ``sasl.*`` keys no listener uses."""
+        if self._security_checked:
+            return
+        for e in self._listeners:
+            if e.security_protocol != "PLAINTEXT":
+                key = "listeners" if e.name == e.security_protocol else "listener.security.protocol.map"
+                raise ConfigError(
+                    f"{key}: listener {e} is {e.security_protocol}, but Odradek serves PLAINTEXT only "
+                    "(TLS and SASL are not implemented yet); refusing to serve it unprotected",
+                    key,
+                )
+        if self._values["authorizer.class.name"]:
+            raise ConfigError(
+                "authorizer.class.name: authorization (ACLs) is not implemented yet; refusing to start "
+                "with every client allowed everything (remove the key to run without authorization)",
+                "authorizer.class.name",
+            )
+        client_auth = {k: v for k, v in self._extra.items() if k.endswith(".ssl.client.auth")}
+        client_auth["ssl.client.auth"] = self._values["ssl.client.auth"]
+        for key, value in client_auth.items():
+            if str(value).strip().lower() == "required":
+                raise ConfigError(
+                    f"{key}: client certificates need TLS, which Odradek does not implement yet; "
+                    "refusing to accept clients without them",
+                    key,
+                )
+        unused = sorted(
+            k for k in self.originals if k.startswith(_SECURITY_PREFIXES) or ".ssl." in k or ".sasl." in k
+        )
+        if unused:
+            log.warning(
+                "ignoring %s: no listener uses SSL or SASL (Odradek serves PLAINTEXT only)", ", ".join(unused)
+            )
+        self._security_checked = True
+
+    @property
     def security_protocol_map(self) -> dict[str, str]:
         return dict(self._protocols)
 
@@ -1178,6 +1267,21 @@ class BrokerConfig:
             )
             raise ConfigError(f"{key}: expected -1 (unlimited) or a positive value, got 0", key)
         self._retention_ms = -1 if retention < 0 else retention
+        # connections and requests
+        self._ip_overrides = _parse_host_counts(v["max.connections.per.ip.overrides"] or "")
+        if v["max.connections.per.ip"] == 0 and not self._ip_overrides:
+            raise ConfigError(
+                "max.connections.per.ip: 0 is allowed only with max.connections.per.ip.overrides "
+                "naming the addresses that may connect",
+                "max.connections.per.ip",
+            )
+        queued = v["queued.max.request.bytes"]
+        if 0 < queued < v["socket.request.max.bytes"]:
+            raise ConfigError(
+                f"queued.max.request.bytes: must be -1 (no limit) or at least socket.request.max.bytes "
+                f"({v['socket.request.max.bytes']}), so that the largest request fits; got {queued}",
+                "queued.max.request.bytes",
+            )
         # replication timing
         wait = v["replica.fetch.wait.max.ms"]
         if wait > v["replica.socket.timeout.ms"]:

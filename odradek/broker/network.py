@@ -1,26 +1,41 @@
 """The transport: asyncio listeners and one protocol object per connection.
 
 Theory of operation. Each connection receives into its ``FrameReader``'s buffers
-(``BufferedProtocol``: no concatenation of chunks). Every complete frame is parsed and
-handed to its API handler at once, on the event loop, so requests of one connection take
-effect in arrival order. A handler answers synchronously or returns a coroutine (delayed
-operations: a Fetch waiting for data); responses leave strictly in request order, each
-waiting behind any earlier one still pending — Kafka's per-connection ordering rule.
+(``BufferedProtocol``: no concatenation of chunks) and takes the complete frames one at a
+time. Each is parsed and handed to its API handler at once, on the event loop, so the
+requests of one connection take effect in arrival order. A handler answers synchronously
+or returns a coroutine (a delayed operation: a Fetch waiting for data, a JoinGroup
+waiting for the rebalance); like Kafka, which reads nothing more from a connection while
+one of its requests is in progress, the connection then handles its next request only
+once that answer is out, so responses leave strictly in request order.
 
-Back-pressure: when the socket's send buffer fills (a slow reader) or too many responses
-are queued, the connection stops reading until it drains, so one stalled client holds
-only its own memory. Anything a connection sends that we cannot make sense of closes
-that connection alone, with the reason logged.
+Back-pressure and memory. A connection stops taking requests, and stops reading, while
+an answer is pending, while its unsent responses exceed the transport's high-water mark
+(a peer that does not read), or while it waits for ``queued.max.request.bytes``; the
+requests it has not handled stay in its receive buffer or in the socket, so a stalled
+peer holds at most one response beyond the high-water mark. Receive buffers grow with
+the bytes that arrive, never with the size a frame announces, and are given back when a
+connection goes idle. ``queued.max.request.bytes`` counts the announced size of every
+request that outgrows its connection's small buffer while it is being received (Kafka's
+memory pool); once the count reaches the limit, a connection starting such a request
+waits, without reading, until enough of the others are done. ``max.connections`` and
+``max.connections.per.ip`` (with ``max.connections.per.ip.overrides``) close connections
+over the limit as they are accepted. Request frames of ``BIG_REQUEST_BYTES`` or more are
+decoded out of the garbage collector's way (``_decode_big``): a request of a million items
+then costs the loop a tenth of a second instead of half a second of collections. Anything
+a connection sends that we cannot make sense of closes that connection alone, with the
+reason logged.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
+import gc
 import logging
 import os
 import socket
 import time
-from collections import deque
 
 from odradek._tasks import cancel_and_wait
 from odradek.broker.handlers import RawResponse, Request
@@ -30,15 +45,9 @@ from odradek.protocol.frames import FrameReader, FrameTooLarge, InvalidFrameSize
 
 log = logging.getLogger(__name__)
 
-MAX_QUEUED_RESPONSES = 64
-
-
-class _Slot:
-    __slots__ = ("data", "ready")
-
-    def __init__(self):
-        self.data = None
-        self.ready = False
+BIG_REQUEST_BYTES = 1 << 20
+RELEASE_BUFFERS_AFTER_IDLE_S = 1.0
+_LOG_EVERY_S = 10.0
 
 
 class Connection(asyncio.BufferedProtocol):
@@ -49,12 +58,14 @@ class Connection(asyncio.BufferedProtocol):
         self.reader = FrameReader(server.max_request_size)
         self.transport: asyncio.Transport | None = None
         self.peer = "?"
+        self.ip = ""
         self.last_active = time.monotonic()
         self.closed = False
-        self._slots: deque[_Slot] = deque()
-        self._tasks: set[asyncio.Task] = set()
+        self.pending: asyncio.Task | None = None  # the request being answered later
         self._write_paused = False
         self._read_paused = False
+        self._in_pump = False
+        self._reserved = 0  # queued.max.request.bytes held by the frame being received
         self._socket_fd: int | None = None
 
     # -- asyncio callbacks -------------------------------------------------------------
@@ -62,13 +73,10 @@ class Connection(asyncio.BufferedProtocol):
     def connection_made(self, transport):
         self.transport = transport
         peer = transport.get_extra_info("peername")
-        self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
+        if peer:
+            self.ip = _plain_ip(peer[0])
+            self.peer = f"{peer[0]}:{peer[1]}"
         if not self.server.register(self):
-            log.warning(
-                "closing connection from %s: max.connections (%d) reached",
-                self.peer,
-                self.server.max_connections,
-            )
             self.closed = True
             transport.abort()
             return
@@ -83,30 +91,16 @@ class Connection(asyncio.BufferedProtocol):
 
     def connection_lost(self, exc):
         self.closed = True
+        self._drop_work()
         self.server.unregister(self)
-        for task in self._tasks:
-            task.cancel()
-        self._slots.clear()
 
     def get_buffer(self, sizehint):
         return self.reader.get_buffer()
 
     def buffer_updated(self, nbytes):
-        try:
-            frames = self.reader.buffer_updated(nbytes)
-        except (FrameTooLarge, InvalidFrameSize) as exc:
-            self.close(f"{exc} (socket.request.max.bytes)")
-            return
+        self.reader.received(nbytes)
         self.last_active = time.monotonic()
-        lanes = self.server.fast_lanes
-        for payload in frames:
-            if self.closed:
-                return
-            # A fast lane answers at once, so only when no earlier response is pending.
-            if not self._slots and len(payload) > 1 and payload[0] == 0 and payload[1] in lanes:
-                if self._try_fast_lane(lanes[payload[1]], payload):
-                    continue
-            self._handle_frame(payload)
+        self._pump()
 
     def pause_writing(self):
         self._write_paused = True
@@ -114,6 +108,66 @@ class Connection(asyncio.BufferedProtocol):
 
     def resume_writing(self):
         self._write_paused = False
+        self._pump()
+
+    # -- taking requests ---------------------------------------------------------------
+
+    def _pump(self):
+        """Handle the requests waiting in the receive buffer, one at a time, until one
+        holds the connection back; then read more only if nothing does."""
+        if self._in_pump:
+            return
+        self._in_pump = True
+        try:
+            reader = self.reader
+            lanes = self.server.fast_lanes
+            while not self.closed and self.pending is None and not self._write_paused:
+                try:
+                    payload = reader.next_frame()
+                except (FrameTooLarge, InvalidFrameSize) as exc:
+                    self.close(f"{exc} (socket.request.max.bytes)")
+                    return
+                if payload is None:
+                    break
+                if len(payload) > 1 and payload[0] == 0 and payload[1] in lanes:
+                    if not self._try_fast_lane(lanes[payload[1]], payload):
+                        self._handle_frame(payload)
+                else:
+                    self._handle_frame(payload)
+                if self._reserved:  # that was the frame the reservation was for
+                    self.server.queued.release(self._reserved)
+                    self._reserved = 0
+        finally:
+            self._in_pump = False
+        self._update_reading()
+
+    def _update_reading(self):
+        if self.closed or self.transport is None:
+            return
+        hold = self.pending is not None or self._write_paused or not self._may_grow()
+        if hold and not self._read_paused:
+            self._read_paused = True
+            self.transport.pause_reading()
+        elif not hold and self._read_paused:
+            self._read_paused = False
+            self.transport.resume_reading()
+
+    def _may_grow(self) -> bool:
+        """Whether the frame being received may grow past the small buffer: always, unless
+        queued.max.request.bytes is set and reached (the pool then calls back)."""
+        queued = self.server.queued
+        if queued is None or self._reserved:
+            return True
+        size = self.reader.outgrowing_frame()
+        if not size:
+            return True
+        if queued.reserve(self, size):
+            self._reserved = size
+            return True
+        return False
+
+    def memory_available(self) -> None:
+        """Called by the pool when bytes were released while this connection waited."""
         self._update_reading()
 
     # -- request handling --------------------------------------------------------------
@@ -154,14 +208,38 @@ class Connection(asyncio.BufferedProtocol):
                     f"(supported {spec.min_version}-{spec.max_version})"
                 )
                 return
-            self._push_ready(fallback)
+            self._write(fallback)
             return
+        decode = _decode_big if len(payload) >= BIG_REQUEST_BYTES else messages.decode_request_body
         try:
-            body = messages.decode_request_body(header, payload, pos)
+            body = decode(header, payload, pos)
         except messages.MalformedRequest as exc:
             self.close(str(exc))
             return
-        request = Request(
+        self._handle_request(spec, self._request(header, body))
+
+    def _handle_request(self, spec, request: Request):
+        try:
+            result = spec.handler(self.broker, request)
+        except KafkaError as exc:
+            self.close(f"{spec.name} v{request.api_version} rejected: {exc}")
+            return
+        except Exception:
+            log.exception(
+                "%s v%d from %s failed; closing the connection", spec.name, request.api_version, self.peer
+            )
+            self.close("internal error")
+            return
+        if result is None:
+            return
+        # RawResponse (Produce, Fetch) first: asyncio.iscoroutine is an ABC check.
+        if type(result) is not RawResponse and asyncio.iscoroutine(result):
+            self._answer_later(self._encode_when_done(request, result), spec.name)
+        else:
+            self._write(self._encode(request, result))
+
+    def _request(self, header, body) -> Request:
+        return Request(
             header.api_key,
             header.api_version,
             header.correlation_id,
@@ -170,51 +248,35 @@ class Connection(asyncio.BufferedProtocol):
             peer=self.peer,
             listener=self.listener,
         )
-        try:
-            result = spec.handler(self.broker, request)
-        except KafkaError as exc:
-            self.close(f"{spec.name} v{header.api_version} rejected: {exc}")
-            return
-        except Exception:
-            log.exception(
-                "%s v%d from %s failed; closing the connection", spec.name, header.api_version, self.peer
-            )
-            self.close("internal error")
-            return
-        if result is None:
-            return
-        # RawResponse (Produce, Fetch) first: asyncio.iscoroutine is an ABC check.
-        if type(result) is not RawResponse and asyncio.iscoroutine(result):
-            slot = _Slot()
-            self._slots.append(slot)
-            task = asyncio.get_running_loop().create_task(result)
-            self._tasks.add(task)
-            task.add_done_callback(lambda t, s=slot, r=request: self._on_done(t, s, r))
-            self._update_reading()
-        else:
-            self._push_ready(self._encode(request, result))
 
-    def _on_done(self, task: asyncio.Task, slot: _Slot, request: Request):
-        self._tasks.discard(task)
-        if task.cancelled() or self.closed:
+    async def _encode_when_done(self, request: Request, result):
+        result = await result
+        return None if result is None else self._encode(request, result)
+
+    def _answer_later(self, coro, api: str):
+        task = asyncio.get_running_loop().create_task(coro)
+        self.pending = task
+        task.add_done_callback(functools.partial(self._on_done, api=api))
+
+    def _on_done(self, task: asyncio.Task, api: str):
+        if self.pending is task:
+            self.pending = None
+        if task.cancelled():
             return
         exc = task.exception()
+        if self.closed:
+            return
         if exc is not None:
             if isinstance(exc, KafkaError):
-                self.close(f"{messages.api_name(request.api_key)} rejected: {exc}")
+                self.close(f"{api} rejected: {exc}")
             else:
-                log.error(
-                    "%s from %s failed; closing the connection",
-                    messages.api_name(request.api_key),
-                    self.peer,
-                    exc_info=exc,
-                )
+                log.error("%s from %s failed; closing the connection", api, self.peer, exc_info=exc)
                 self.close("internal error")
             return
-        result = task.result()
-        slot.data = None if result is None else self._encode(request, result)
-        slot.ready = True
-        self._flush()
+        data = task.result()
+        if data is not None:
+            self._write(data)
+        self._pump()
 
     def _encode(self, request: Request, result):
         """The response as one bytes object, or a list of buffers when it carries record
@@ -234,22 +296,6 @@ class Connection(asyncio.BufferedProtocol):
         if isinstance(result, bytes):
             return result
         return messages.encode_response(request.api_key, request.api_version, request.correlation_id, result)
-
-    def _push_ready(self, data):
-        if not self._slots:
-            self._write(data)
-            return
-        slot = _Slot()
-        slot.data, slot.ready = data, True
-        self._slots.append(slot)
-
-    def _flush(self):
-        slots = self._slots
-        while slots and slots[0].ready:
-            data = slots.popleft().data
-            if data is not None:
-                self._write(data)
-        self._update_reading()
 
     def _write(self, data):
         if self.closed:
@@ -300,24 +346,33 @@ class Connection(asyncio.BufferedProtocol):
             if left:
                 transport.writelines(left)
 
-    def _update_reading(self):
-        if self.closed or self.transport is None:
-            return
-        should_pause = self._write_paused or len(self._slots) >= MAX_QUEUED_RESPONSES
-        if should_pause and not self._read_paused:
-            self._read_paused = True
-            self.transport.pause_reading()
-        elif not should_pause and self._read_paused:
-            self._read_paused = False
-            self.transport.resume_reading()
+    # -- closing -----------------------------------------------------------------------
 
     def close(self, reason: str):
         if self.closed:
             return
         log.warning("closing connection from %s: %s", self.peer, reason)
         self.closed = True
-        if self.transport is not None:
-            self.transport.close()
+        self._drop_work()
+        transport = self.transport
+        if transport is not None:
+            # Unsent responses would keep the connection, and their memory, for as long as
+            # the peer does not read them; drop them, as Kafka does when it closes a channel.
+            if transport.get_write_buffer_size():
+                transport.abort()
+            else:
+                transport.close()
+
+    def _drop_work(self):
+        """Forget what this connection was doing: its pending answer (a delayed fetch
+        leaves the purgatory), its receive buffers and its share of the request pool."""
+        if self.pending is not None:
+            self.pending.cancel()
+            self.pending = None
+        if self._reserved:
+            self.server.queued.release(self._reserved)
+            self._reserved = 0
+        self.reader = _CLOSED_READER
 
 
 _JOIN_BELOW = 64 * 1024
@@ -353,8 +408,106 @@ def _send_direct(fd: int, parts: list) -> list:
     return []
 
 
+def _decode_big(header, payload, pos):
+    """Decode a big request out of the cyclic garbage collector's way. A request of a
+    million items makes a million objects; the collector would walk them over and over
+    while they are made (four fifths of the decode time, all of it holding up the loop),
+    and each young collection after that would walk them again. So the collector is paused
+    for the decode, and the new objects then go straight to the oldest generation
+    (``gc.freeze`` then ``gc.unfreeze``, both O(1)), where only the rare full collection
+    looks. They hold no reference cycles; reference counting frees them as usual."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return messages.decode_request_body(header, payload, pos)
+    finally:
+        gc.freeze()
+        gc.unfreeze()
+        if enabled:
+            gc.enable()
+
+
+class _ClosedReader(FrameReader):
+    """What a closed connection reads into: nothing is kept."""
+
+    def __init__(self):
+        super().__init__(0, min_buffer=4096, busy_buffer=4096)
+
+    def received(self, nbytes: int) -> None:
+        pass
+
+    def next_frame(self):
+        return None
+
+
+_CLOSED_READER = _ClosedReader()
+
+
+def _plain_ip(host: str) -> str:
+    """The address without an IPv4-mapped IPv6 prefix or a scope id."""
+    if host.startswith("::ffff:") and "." in host:
+        return host[7:]
+    return host.split("%", 1)[0]
+
+
+class QueuedRequestBytes:
+    """``queued.max.request.bytes``: the pool of request bytes every connection draws on.
+
+    Kafka's semantics (its MemoryPool): a request reserves its announced size when it
+    starts to arrive and gives it back once handled; while anything is left in the pool a
+    request may reserve more than is left, so one request of ``socket.request.max.bytes``
+    always fits. Once the pool is spent, connections that start a large request wait
+    without reading, and are called back in order as bytes are released. Requests that fit
+    a connection's small receive buffer take nothing from the pool.
+    """
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self.used = 0
+        self._waiting: dict[Connection, None] = {}  # insertion-ordered
+        self._last_log = -_LOG_EVERY_S
+
+    @property
+    def waiting(self) -> int:
+        return len(self._waiting)
+
+    def reserve(self, conn: Connection, size: int) -> bool:
+        if self.used < self.limit:
+            self.used += size
+            return True
+        if not self._waiting and time.monotonic() - self._last_log >= _LOG_EVERY_S:
+            self._last_log = time.monotonic()
+            log.warning(
+                "queued.max.request.bytes (%d) reached: %d bytes of requests are being received; "
+                "connections starting another large request (%s, %d bytes) wait until it drops",
+                self.limit,
+                self.used,
+                conn.peer,
+                size,
+            )
+        self._waiting[conn] = None
+        return False
+
+    def release(self, size: int) -> None:
+        self.used -= size
+        while self._waiting and self.used < self.limit:
+            conn = next(iter(self._waiting))
+            del self._waiting[conn]
+            conn.memory_available()
+            if not self._waiting:
+                log.info(
+                    "requests being received dropped below queued.max.request.bytes (%d); "
+                    "every connection reads again",
+                    self.limit,
+                )
+
+    def forget(self, conn: Connection) -> None:
+        self._waiting.pop(conn, None)
+
+
 class NetworkServer:
-    """Listeners, the set of live connections, and the idle-connection sweeper."""
+    """Listeners, the set of live connections and their limits, and the sweeper that
+    closes idle connections and gives back the buffers of quiet ones."""
 
     def __init__(
         self,
@@ -366,27 +519,65 @@ class NetworkServer:
         registry,
         fast_lanes=None,
         zero_copy: bool = True,
+        max_connections_per_ip: int = (1 << 31) - 1,
+        max_connections_per_ip_overrides: dict[str, int] | None = None,
+        queued_max_request_bytes: int = -1,
     ):
         self.broker = broker
         self.zero_copy = zero_copy
         self.max_request_size = max_request_size
         self.max_connections = max_connections
+        self.max_connections_per_ip = max_connections_per_ip
+        self.ip_limits = _resolve_overrides(max_connections_per_ip_overrides or {})
+        self.queued = QueuedRequestBytes(queued_max_request_bytes) if queued_max_request_bytes > 0 else None
         self.idle_timeout_s = idle_timeout_s
         self.registry = registry
         self.fast_lanes = fast_lanes or {}
         self.connections: set[Connection] = set()
+        self.per_ip: dict[str, int] = {}
         self.bound: dict[str, tuple[str, int]] = {}
         self._servers: list[asyncio.AbstractServer] = []
         self._sweeper: asyncio.Task | None = None
+        self._refused = 0
+        self._last_refusal_log = -_LOG_EVERY_S
 
     def register(self, conn: Connection) -> bool:
         if len(self.connections) >= self.max_connections:
+            self._refuse(conn, f"max.connections ({self.max_connections}) reached")
             return False
+        count = self.per_ip.get(conn.ip, 0)
+        limit = self.ip_limits.get(conn.ip, self.max_connections_per_ip)
+        if count >= limit:
+            key = (
+                "max.connections.per.ip.overrides" if conn.ip in self.ip_limits else "max.connections.per.ip"
+            )
+            self._refuse(conn, f"{conn.ip} already has {count} connections ({key}: {limit})")
+            return False
+        self.per_ip[conn.ip] = count + 1
         self.connections.add(conn)
         return True
 
+    def _refuse(self, conn: Connection, why: str) -> None:
+        """Log a refused connection; under a flood, one line per interval with a count."""
+        self._refused += 1
+        now = time.monotonic()
+        if now - self._last_refusal_log >= _LOG_EVERY_S:
+            more = f" ({self._refused - 1} more refused since the last report)" if self._refused > 1 else ""
+            log.warning("closing connection from %s: %s%s", conn.peer, why, more)
+            self._last_refusal_log = now
+            self._refused = 0
+
     def unregister(self, conn: Connection) -> None:
+        if conn not in self.connections:
+            return
         self.connections.discard(conn)
+        left = self.per_ip[conn.ip] - 1
+        if left:
+            self.per_ip[conn.ip] = left
+        else:
+            del self.per_ip[conn.ip]
+        if self.queued is not None:
+            self.queued.forget(conn)
 
     async def bind(self, listeners) -> None:
         """Bind every listener (so ephemeral ports are known) without accepting yet."""
@@ -407,15 +598,22 @@ class NetworkServer:
     async def start_serving(self) -> None:
         for server in self._servers:
             await server.start_serving()
-        self._sweeper = asyncio.get_running_loop().create_task(self._sweep_idle())
+        self._sweeper = asyncio.get_running_loop().create_task(self._sweep())
 
-    async def _sweep_idle(self) -> None:
-        interval = min(max(self.idle_timeout_s / 10, 0.05), 5.0)
+    async def _sweep(self) -> None:
+        interval = min(max(self.idle_timeout_s / 10, 0.05), RELEASE_BUFFERS_AFTER_IDLE_S)
         while True:
             await asyncio.sleep(interval)
-            deadline = time.monotonic() - self.idle_timeout_s
-            for conn in [c for c in self.connections if c.last_active < deadline and not c._slots]:
-                conn.close(f"idle for more than {self.idle_timeout_s:.0f}s (connections.max.idle.ms)")
+            now = time.monotonic()
+            idle_since = now - self.idle_timeout_s
+            quiet_since = now - RELEASE_BUFFERS_AFTER_IDLE_S
+            for conn in list(self.connections):
+                if conn.pending is not None or conn.last_active >= quiet_since:
+                    continue
+                if conn.last_active < idle_since:
+                    conn.close(f"idle for more than {self.idle_timeout_s:.0f}s (connections.max.idle.ms)")
+                else:
+                    conn.reader.release()
 
     async def stop(self) -> None:
         for server in self._servers:
@@ -426,3 +624,19 @@ class NetworkServer:
                 conn.transport.close()
         for server in self._servers:
             await server.wait_closed()
+
+
+def _resolve_overrides(overrides: dict[str, int]) -> dict[str, int]:
+    """``max.connections.per.ip.overrides`` by address: host names are resolved once, at start."""
+    out: dict[str, int] = {}
+    for host, limit in overrides.items():
+        try:
+            addresses = {_plain_ip(info[4][0]) for info in socket.getaddrinfo(host, None)}
+        except OSError as exc:
+            log.warning(
+                "max.connections.per.ip.overrides: cannot resolve %s (%s); its limit is ignored", host, exc
+            )
+            continue
+        for address in addresses:
+            out[address] = limit
+    return out

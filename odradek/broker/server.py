@@ -53,6 +53,7 @@ def new_cluster_id() -> str:
 
 class Broker:
     def __init__(self, config: BrokerConfig):
+        config.check_security()
         self.config = config
         self.node_id: int = config.node_id
         self.rack = config.get("broker.rack")
@@ -81,6 +82,9 @@ class Broker:
             self,
             max_request_size=self.config.get("socket.request.max.bytes"),
             max_connections=self.config.get("max.connections"),
+            max_connections_per_ip=self.config.get("max.connections.per.ip"),
+            max_connections_per_ip_overrides=self.config.max_connections_per_ip_overrides,
+            queued_max_request_bytes=self.config.get("queued.max.request.bytes"),
             idle_timeout_s=self.config.get("connections.max.idle.ms") / 1000,
             registry=registry,
             fast_lanes=handlers.FAST_LANES,

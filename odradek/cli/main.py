@@ -149,6 +149,7 @@ def server(properties, overrides, log_level):
         pairs[key.strip()] = value.strip()
     try:
         config = BrokerConfig.load(properties, pairs)
+        config.check_security()
     except ConfigError as exc:
         raise click.ClickException(f"invalid broker configuration: {exc}") from None
     run(config)

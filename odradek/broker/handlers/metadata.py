@@ -6,11 +6,31 @@ partitions with leader, leader epoch, replicas and ISR. Unknown topics are creat
 ``auto.create.topics.enable`` is on and the request allows it (v4+ flag); invalid names
 get INVALID_TOPIC_EXCEPTION. Topic ids (v10+) may be asked for instead of names.
 Authorized-operations fields are answered with Kafka's "not requested" default.
+
+One request creates at most ``auto.create.topics.max.per.request`` topics (Odradek's own
+key); the others get THROTTLING_QUOTA_EXCEEDED, retriable, so a client asking again gets
+the next ones, and the broker logs it. A request naming more than ``CHUNK`` topics, or
+creating any, is answered by a coroutine that lets the event loop serve other clients
+every ``CHUNK`` topics and after each creation, encoding each topic as it goes: a
+Metadata request naming a million topics takes seconds but stalls no one.
 """
+
+import asyncio
+import dataclasses
+import logging
+import struct
+import typing
+from functools import cache
 
 from odradek.broker.handlers import api
 from odradek.protocol import errors, messages
 from odradek.protocol.errors import ErrorCode
+from odradek.protocol.varint import encode_unsigned_varint
+
+log = logging.getLogger(__name__)
+
+CHUNK = 1000
+_INT32 = struct.Struct(">i")
 
 
 def _topic_entry(broker, topic) -> dict:
@@ -38,54 +58,142 @@ def _error_entry(name, code, topic_id=None) -> dict:
     return {"error_code": code, "name": name, "topic_id": topic_id, "is_internal": False, "partitions": []}
 
 
+def _wanted_names(body, api_version: int):
+    """The topics asked for, or None for all of them."""
+    if body.topics is None or (api_version == 0 and not body.topics):
+        return None
+    return body.topics
+
+
 @api(3, 0, 12)
 def handle_metadata(broker, request):
     body = request.body
+    wanted = _wanted_names(body, request.api_version)
+    allow_create = bool(
+        getattr(body, "allow_auto_topic_creation", True) and broker.config.get("auto.create.topics.enable")
+    )
     image = broker.image
-    if body.topics is None or (request.api_version == 0 and not body.topics):
-        wanted = None
+    count = len(image.topics) if wanted is None else len(wanted)
+    if count > CHUNK or (allow_create and _any_unknown(image, wanted)):
+        return _answer_in_steps(broker, request, wanted, allow_create)
+    topics = [entry for entry, _ in _entries(broker, request, wanted, allow_create)]
+    return messages.build_response(3, request.api_version, _response(broker, topics))
+
+
+async def _answer_in_steps(broker, request, wanted, allow_create: bool):
+    """The answer as a whole frame, each topic encoded as soon as it is known (so a million
+    of them never live as objects at once), with the loop served in between."""
+    topic_class = _topic_class(request.api_version)
+    chunks: list[bytes] = []
+    chunk: list[bytes] = []
+    count = 0
+    for entry, created in _entries(broker, request, wanted, allow_create):
+        chunk.append(messages.encode_body(messages.build(topic_class, entry)))
+        count += 1
+        if created or len(chunk) == CHUNK:
+            chunks.append(b"".join(chunk))
+            chunk.clear()
+            await asyncio.sleep(0)
+    chunks.append(b"".join(chunk))
+    return _frame_with_topics(broker, request, count, chunks)
+
+
+def _frame_with_topics(broker, request, count: int, topics: list[bytes]) -> bytes:
+    """The response frame: the answer encoded with no topics, and ``count`` topics' encodings
+    spliced in where its empty topics array was (only trailing fixed fields follow it)."""
+    version = request.api_version
+    cls = messages.response_class(3, version)
+    empty = messages.encode_body(messages.build(cls, _response(broker, [])))
+    flexible = messages.is_flexible(3, version)
+    has_cluster_ops = any(f.name == "cluster_authorized_operations" for f in dataclasses.fields(cls))
+    cut = len(empty) - (4 if has_cluster_ops else 0) - (1 if flexible else 0)
+    if flexible:
+        no_topics, array_length = b"\x01", encode_unsigned_varint(count + 1)
     else:
-        wanted = body.topics
-    allow_create = getattr(body, "allow_auto_topic_creation", True) and broker.config.get(
-        "auto.create.topics.enable"
-    )
-    topics = []
+        no_topics, array_length = _INT32.pack(0), _INT32.pack(count)
+    start = cut - len(no_topics)
+    if empty[start:cut] != no_topics:
+        raise RuntimeError(f"Metadata v{version}: the topics array is not where expected")
+    parts = [messages.response_header(3, version, request.correlation_id), empty[:start], array_length]
+    parts += topics
+    parts.append(empty[cut:])
+    parts.insert(0, messages.size_prefix(sum(len(p) for p in parts)))
+    return b"".join(parts)
+
+
+def _entries(broker, request, wanted, allow_create: bool):
+    """(topic entry, whether it was just created) for each topic of the answer, in order."""
     if wanted is None:
-        topics = [_topic_entry(broker, t) for t in image.topics.values()]
-    else:
-        for item in wanted:
-            name = getattr(item, "name", item)
-            topic_id = getattr(item, "topic_id", None)
-            if name is None and topic_id is not None:
-                topic = image.topic_by_id(topic_id)
-                topics.append(
-                    _topic_entry(broker, topic)
-                    if topic
-                    else _error_entry(None, ErrorCode.unknown_topic_id, topic_id)
-                )
-                continue
-            topic = image.topics.get(name)
-            if topic is None and allow_create:
-                try:
-                    topic = broker.auto_create_topic(name)
-                except errors.KafkaError as exc:
-                    topics.append(_error_entry(name, exc.code))
-                    continue
+        for topic in list(broker.image.topics.values()):
+            yield _topic_entry(broker, topic), False
+        return
+    cap = broker.config.get("auto.create.topics.max.per.request")
+    created = refused = 0
+    for item in wanted:
+        name = getattr(item, "name", item)
+        topic_id = getattr(item, "topic_id", None)
+        image = broker.image
+        if name is None and topic_id is not None:
+            topic = image.topic_by_id(topic_id)
             if topic is None:
-                topics.append(_error_entry(name, ErrorCode.unknown_topic_or_partition))
+                yield _error_entry(None, ErrorCode.unknown_topic_id, topic_id), False
             else:
-                topics.append(_topic_entry(broker, topic))
-    return messages.build_response(
-        3,
-        request.api_version,
-        {
-            "throttle_time": 0,
-            "brokers": [
-                {"node_id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack}
-                for b in image.brokers.values()
-            ],
-            "cluster_id": broker.cluster_id,
-            "controller_id": image.controller_id,
-            "topics": topics,
-        },
-    )
+                yield _topic_entry(broker, topic), False
+            continue
+        topic = image.topics.get(name)
+        if topic is not None:
+            yield _topic_entry(broker, topic), False
+        elif not allow_create:
+            yield _error_entry(name, ErrorCode.unknown_topic_or_partition), False
+        elif created >= cap:
+            refused += 1
+            yield _error_entry(name, ErrorCode.throttling_quota_exceeded), False
+        else:
+            try:
+                topic = broker.auto_create_topic(name)
+            except errors.KafkaError as exc:
+                yield _error_entry(name, exc.code), False
+                continue
+            created += 1
+            yield _topic_entry(broker, topic), True
+    if refused:
+        log.warning(
+            "Metadata from %s (client id %r) would auto-create %d topics: created %d "
+            "(auto.create.topics.max.per.request), answered the other %d with THROTTLING_QUOTA_EXCEEDED",
+            request.peer,
+            request.client_id,
+            created + refused,
+            created,
+            refused,
+        )
+
+
+def _any_unknown(image, wanted) -> bool:
+    if wanted is None:
+        return False
+    topics = image.topics
+    for item in wanted:
+        name = getattr(item, "name", item)
+        if name is not None and name not in topics:
+            return True
+    return False
+
+
+def _response(broker, topics: list) -> dict:
+    image = broker.image
+    return {
+        "throttle_time": 0,
+        "brokers": [
+            {"node_id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack}
+            for b in image.brokers.values()
+        ],
+        "cluster_id": broker.cluster_id,
+        "controller_id": image.controller_id,
+        "topics": topics,
+    }
+
+
+@cache
+def _topic_class(api_version: int) -> type:
+    hints = typing.get_type_hints(messages.response_class(3, api_version))
+    return typing.get_args(hints["topics"])[0]
