@@ -458,11 +458,16 @@ def write_snapshot(path: str, entries, sync: bool = False) -> None:
     tmp = path + ".tmp"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
-        os.write(fd, body)
+        view = memoryview(body)
+        while view:
+            view = view[os.write(fd, view) :]
         if sync:
             os.fsync(fd)
-    finally:
+    except OSError:
         os.close(fd)
+        os.unlink(tmp)  # a full disk: leave no partial snapshot behind
+        raise
+    os.close(fd)
     os.replace(tmp, path)
 
 
