@@ -32,6 +32,11 @@ LAZY_COMMANDS = {
         "dump_log",
         "Print log segments, indexes and snapshots (kafka-dump-log).",
     ),
+    "verify-log": (
+        "odradek.cli.verify_log",
+        "verify_log",
+        "Check every record batch's CRC in log dirs, partitions or segments.",
+    ),
     "pipeline": ("odradek.pipeline.cli", "pipeline", "Spark pipelines on Odradek topics."),
 }
 
@@ -139,7 +144,7 @@ def server(properties, overrides, log_level):
     # a broker process has no use for them and they double its start-up time.
     sys.modules.setdefault("hypothesis", None)
     from odradek.broker.config import BrokerConfig, ConfigError
-    from odradek.broker.server import run
+    from odradek.broker.server import StartupError, run
 
     pairs = {}
     for item in overrides:
@@ -151,7 +156,10 @@ def server(properties, overrides, log_level):
         config = BrokerConfig.load(properties, pairs)
     except ConfigError as exc:
         raise click.ClickException(f"invalid broker configuration: {exc}") from None
-    run(config)
+    try:
+        run(config)
+    except StartupError as exc:
+        raise click.ClickException(f"the broker cannot start: {exc}") from None
 
 
 def main():
