@@ -61,8 +61,14 @@ class ReplicaManager:
         if not missing or name in self._creating:
             return  # a running creation task picks up new partitions before it ends
         if len(missing) <= INLINE_CREATES or not _loop_running():
+            failed = None
             for index in missing:
-                self._create_partition(name, index, config, sync_dir=True)
+                try:
+                    self._create_partition(name, index, config, sync_dir=True)
+                except errors.KafkaStorageErrorError as exc:
+                    failed = exc  # its log dir is offline: the other partitions go on
+            if failed is not None:
+                log.error("some partitions of %s have no log on this broker: %s", name, failed.message)
             return
         task = asyncio.get_running_loop().create_task(self._create_in_slices(name), name=f"create-logs-{name}")
         self._creating[name] = task

@@ -372,9 +372,14 @@ def _lock_log_dir(d: Path) -> DirLock:
     except LogDirInUseError as exc:
         raise StartupError(f"{exc}; stop the broker using it or choose another log.dirs") from None
     except OSError as exc:
+        if exc.errno == errno.EROFS or os.statvfs(d).f_flag & os.ST_RDONLY:
+            raise StartupError(
+                f"log dir {d} is not writable: it is on a read-only file system; remount it "
+                "read-write or choose another log.dirs"
+            ) from None
         raise StartupError(
-            f"log dir {d} is not writable ({exc.strerror}); give this user write access to it "
-            "or choose another log.dirs"
+            f"log dir {d} is not writable by user id {os.geteuid()} ({exc.strerror}); give that "
+            "user write access to it or choose another log.dirs"
         ) from None
 
 

@@ -9,7 +9,9 @@ knows nothing of logs or sockets.
 Limits, checked before any replica is placed (so an absurd count costs nothing): one request
 creates at most ``max_partitions_per_request`` partitions (INVALID_PARTITIONS; Kafka's
 controller caps this at 10000), and no broker may host more replicas than
-``broker_partition_limit(broker id)`` allows (POLICY_VIOLATION naming the limit and why).
+``broker_partition_limit(broker id)`` allows (POLICY_VIOLATION naming the limit and why),
+except for the internal topics the coordinators create, without which groups and
+transactions would stop working.
 
 Internal topics (``__consumer_offsets``, ``__transaction_state``) hold coordinator state
 keyed by a hash modulo their partition count: clients may not create them, change their
@@ -148,7 +150,8 @@ class Controller:
             self.check_request_size(name, count)
             rf = self.default_replication_factor if replication_factor == -1 else replication_factor
             assignments = self._assign(range(count), rf)
-        self._check_broker_capacity(assignments)
+        if not internal:  # the coordinators' own topics are needed however full the broker is
+            self._check_broker_capacity(assignments)
         if validate_only:
             return None
         topic = self.store.create_topic(

@@ -20,8 +20,11 @@ Thread rules: one owner (the log's owner) mutates; lookups from the owner's thre
 
 from __future__ import annotations
 
+import errno
 import mmap
 import os
+
+from .file_records import open_or_explain
 
 _MADV_RANDOM = getattr(mmap, "MADV_RANDOM", None)
 
@@ -52,7 +55,7 @@ class AbstractIndex:
         self.base_offset = base_offset
         self.max_index_size = max_index_size
         self._mm: mmap.mmap | None = None
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = open_or_explain(path, os.O_RDWR | os.O_CREAT)
         try:
             length = os.fstat(fd).st_size
             self._map(fd, length)
@@ -111,7 +114,15 @@ class AbstractIndex:
             return
         fd = os.open(self.path, os.O_WRONLY)
         try:
-            os.pwrite(fd, data, position)
+            written = 0
+            while written < len(data):  # an entry across two pages may be written in part
+                more = os.pwrite(fd, data[written:], position + written)
+                if more <= 0:
+                    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+                written += more
+        except OSError as e:
+            e.filename = self.path
+            raise
         finally:
             os.close(fd)
         self._backed_end = -(-end // mmap.PAGESIZE) * mmap.PAGESIZE

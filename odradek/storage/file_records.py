@@ -117,6 +117,7 @@ class FileRecords:
                     n += os.write(self.fd, view[n:])
         except OSError as e:
             self._undo(pos)
+            e.filename = self.path
             raise errors.KafkaStorageErrorError(f"Write to {self.path} failed: {e}") from e
         self._size = pos + n
         return pos
@@ -139,6 +140,7 @@ class FileRecords:
                         self._finish_short_write(chunk, n)
         except OSError as e:
             self._undo(pos)
+            e.filename = self.path
             raise errors.KafkaStorageErrorError(f"Write to {self.path} failed: {e}") from e
         self._size = pos + total
         return pos

@@ -49,6 +49,7 @@ never mutates the log: ``replace_segments`` runs on the owner thread.
 from __future__ import annotations
 
 import bisect
+import errno
 import logging
 import os
 import shutil
@@ -205,7 +206,7 @@ class Log:
             os.makedirs(self.dir, exist_ok=True)
         self.leader_epoch_cache = LeaderEpochFileCache(self.dir)
         self.producer_state = ProducerStateManager(self.dir, producer_id_expiration_ms)
-        with self.leader_epoch_cache.deferred_flush():
+        with self.leader_epoch_cache.deferred_flush(on_error=self.disk_error):
             self._load(log_start_offset, recovery_point, had_clean_shutdown, now, high_watermark)
         hw = self._log_start if high_watermark is None else high_watermark
         self._hw = min(max(hw, self._log_start), self._leo)
@@ -338,8 +339,8 @@ class Log:
         if high_watermark is not None and high_watermark > self._leo:
             _log.warning(
                 "Recovery of %s ended the log at offset %d, below its checkpointed high watermark %d: "
-                "%d acknowledged records were lost (they had not been fsynced before the crash; "
-                "flush.messages/flush.ms make writes durable before they are acknowledged)",
+                "%d acknowledged records were lost (a crash loses what was not fsynced yet, as in "
+                "Kafka; the topic config flush.messages=1 fsyncs each write before it is acknowledged)",
                 self.dir,
                 self._leo,
                 high_watermark,
@@ -732,7 +733,7 @@ class Log:
                 h.is_transactional,
             )
         if leader_epoch >= 0 and leader_epoch != self.leader_epoch_cache.latest_epoch:
-            self._assign_epoch(leader_epoch, first_offset)
+            self.assign_epoch(leader_epoch, first_offset)
         self._after_append(records, next_offset)
         return LogAppendInfo(
             first_offset,
@@ -777,7 +778,7 @@ class Log:
         parts = [_pack_prefix(base, batch_length, leader_epoch), mv[16:]]
         self._write(parts, size, ((size, last, max_ts),), base, last, max_ts, now_ms)
         if leader_epoch >= 0 and leader_epoch != self.leader_epoch_cache.latest_epoch:
-            self._assign_epoch(leader_epoch, base)
+            self.assign_epoch(leader_epoch, base)
         self._after_append(count, last + 1)
         offset_of_max = last if max_ts > _NO_TS else -1
         return LogAppendInfo(base, last, -1, self._log_start, count, False, max_ts, offset_of_max, size, 1)
@@ -842,7 +843,7 @@ class Log:
                 psm.replay(h)
             epoch = h.partition_leader_epoch
             if epoch >= 0 and epoch != cache.latest_epoch:
-                self._assign_epoch(epoch, h.base_offset)
+                self.assign_epoch(epoch, h.base_offset)
         self._after_append(records, expected)
         return LogAppendInfo(
             first_offset,
@@ -878,7 +879,11 @@ class Log:
         """Report a failed write of this log (a full disk, an I/O error) to the log manager,
         which takes the log dir offline; returns the error to answer with."""
         cause = exc if isinstance(exc, OSError) else exc.__cause__
-        if isinstance(cause, OSError) and self._on_disk_error is not None:
+        if (
+            isinstance(cause, OSError)
+            and cause.errno not in (errno.EMFILE, errno.ENFILE)  # descriptors ran out, not the disk
+            and self._on_disk_error is not None
+        ):
             self._on_disk_error(self, cause)
         if isinstance(exc, errors.KafkaStorageErrorError):
             return exc
@@ -889,9 +894,11 @@ class Log:
         self.offline_reason = reason
         self._write_limit = -1
 
-    def _assign_epoch(self, epoch: int, start_offset: int) -> None:
-        """Record a new leader epoch after its first batch was written. The data is in the log
-        already: a failed checkpoint write takes the dir offline but keeps the append."""
+    def assign_epoch(self, epoch: int, start_offset: int) -> None:
+        """Record that leader ``epoch`` starts at ``start_offset`` (a new leader, or the first
+        batch of its epoch, already written). A failed checkpoint write takes the dir offline
+        and keeps the epoch in memory: the append stands, and recovery reads epochs from the
+        batches anyway."""
         try:
             self.leader_epoch_cache.assign(epoch, start_offset)
         except OSError as e:
@@ -902,7 +909,10 @@ class Log:
         self.producer_state.map_end_offset = next_offset
         self._unflushed_messages += records
         if self._unflushed_messages >= self._flush_messages:
-            self.flush()
+            try:
+                self.flush()
+            except OSError as e:
+                raise self.disk_error(e) from e  # written, but maybe not durable: say so
 
     # ---- roll ----------------------------------------------------------------------------
 
@@ -1081,6 +1091,8 @@ class Log:
 
     def maybe_increment_log_start_offset(self, offset: int, now_ms: int | None = None) -> bool:
         """Advance the log start offset (DeleteRecords). Fails above the high watermark."""
+        if self.offline_reason is not None:
+            raise errors.KafkaStorageErrorError(f"{self.topic}-{self.partition} is read-only: {self.offline_reason}")
         if offset > self._hw:
             raise errors.OffsetOutOfRangeError(
                 f"Cannot increment the log start offset to {offset} of {self.topic}-{self.partition}: "

@@ -35,6 +35,8 @@ def handle_delete_records(broker, request):
                 entry["low_watermark"] = partition.log_start_offset
             except errors.KafkaError as exc:
                 entry["error_code"] = exc.code
+            except OSError as exc:  # the leader epoch checkpoint could not be written
+                entry["error_code"] = partition.log.disk_error(exc).code
             partitions.append(entry)
         topics.append({"name": t.name, "partitions": partitions})
     return messages.build_response(21, request.api_version, {"throttle_time": 0, "topics": topics})
