@@ -133,7 +133,12 @@ def server(properties, overrides, log_level):
       odradek server --override listeners=PLAINTEXT://0.0.0.0:9093 \\
                      --override advertised.listeners=PLAINTEXT://myhost:9093 \\
                      --override log.dirs=/var/lib/odradek
-    SIGTERM or Ctrl-C shuts down cleanly (logs flushed, checkpoints written).
+    SIGTERM or Ctrl-C shuts down cleanly (logs flushed, checkpoints written). A start
+    that cannot succeed (a log dir locked by another broker, unwritable or not a
+    directory; a port in use) prints one line saying what to do and exits with status 1,
+    having changed no data. The soft open-file limit is raised to the hard limit; each
+    partition in use holds 3 descriptors, so raise the hard limit (ulimit -n,
+    LimitNOFILE=) for many partitions.
     """
     logging.basicConfig(
         level=getattr(logging, log_level.upper(), logging.INFO),
