@@ -347,7 +347,9 @@ class Log:
                 high_watermark - self._leo,
             )
         cache = self.leader_epoch_cache
-        cache.truncate_from_end(self._leo)
+        # Epochs starting past the end are gone; one starting at the end stays (it is what
+        # becoming leader writes), so a never-written partition loads without a write.
+        cache.truncate_from_end(self._leo + 1)
         cache.truncate_from_start(self._log_start)
         self.producer_state.remove_stray_snapshots(self._bases)
         self._rebuild_producer_state(now)

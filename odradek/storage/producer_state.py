@@ -343,6 +343,8 @@ class ProducerStateManager:
         offset = self.map_end_offset
         if offset <= self.last_snap_offset and offset in self._snapshots:
             return None
+        if offset == 0 and not self.producers:
+            return None  # nothing comes before offset 0: the snapshot would say nothing
         path = snapshot_path(self.dir, offset)
         write_snapshot(path, self.producers.values(), sync=sync)
         if offset not in self._snapshots:
