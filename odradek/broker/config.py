@@ -391,6 +391,8 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
     _CD("auto.create.topics.enable", BOOL, True, None, "Create a topic when a client asks for metadata of one that does not exist."),
     _CD("auto.create.topics.max.per.request", INT, 100, AtLeast(1), "Most topics one Metadata request may auto-create; the others get THROTTLING_QUOTA_EXCEEDED (Odradek's own key)."),
     _CD("delete.topic.enable", BOOL, True, None, "Allow topics to be deleted."),
+    _CD("max.partitions.per.request", INT, 10000, AtLeast(1), "Most partitions one CreateTopics or CreatePartitions request may create (Kafka's controller caps this at 10000)."),
+    _CD("max.broker.partitions", INT, INT_MAX, AtLeast(1), "Most partition replicas this broker may host (KIP-578); the file-descriptor limit (RLIMIT_NOFILE, 3 per partition in use) caps it too."),
     _CD("num.recovery.threads.per.data.dir", INT, 1, AtLeast(1), "Threads per log dir for recovery and shutdown flush.", _INFO),
     _CD("log.segment.bytes", INT, 1073741824, AtLeast(14), "Largest size of a log segment file."),
     _CD("log.roll.ms", LONG, None, AtLeast(1), "Roll a new segment after this long; default: log.roll.hours."),

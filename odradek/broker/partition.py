@@ -37,7 +37,7 @@ class Partition:
 
     def become_leader(self, state: PartitionState) -> None:
         self.state = state
-        self.log.leader_epoch_cache.assign(state.leader_epoch, self.log.log_end_offset)
+        self.log.assign_epoch(state.leader_epoch, self.log.log_end_offset)
         self._maybe_advance_high_watermark()
 
     # -- offsets -------------------------------------------------------------------------

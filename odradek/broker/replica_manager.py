@@ -4,27 +4,40 @@ It keeps ``Partition`` objects in step with the metadata image (creating and del
 logs through the LogManager), applies produce requests partition by partition, reads
 for fetches, and wakes delayed fetches after each append. Handlers call it; it never
 sees a socket. Called only from the event loop.
+
+Creating a log costs a directory (about a millisecond on a journaling file system), so a
+topic with more than ``INLINE_CREATES`` new local partitions gets its logs from a background
+task that works in slices of ``CREATE_SLICE_S`` and yields to the loop between them; its
+partitions appear as their logs do, ``logs_ready(name)`` waits for the last, and
+``on_ready(name)`` is called then (the broker re-announces the topic to the coordinators).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 
+from odradek._tasks import cancel_and_wait
 from odradek.broker.partition import Partition
 from odradek.protocol import errors
 
 log = logging.getLogger(__name__)
 
+INLINE_CREATES = 64
+CREATE_SLICE_S = 0.02
+
 
 class ReplicaManager:
-    def __init__(self, node_id: int, log_manager, store, log_config_for, on_append=None):
+    def __init__(self, node_id: int, log_manager, store, log_config_for, on_append=None, on_ready=None):
         self.node_id = node_id
         self.log_manager = log_manager
         self.store = store
         self.log_config_for = log_config_for  # topic name -> LogConfig
         self.partitions: dict[tuple[str, int], Partition] = {}
         self.on_append = on_append or (lambda key: 0)  # (topic, partition) appended to
+        self.on_ready = on_ready or (lambda name: None)
+        self._creating: dict[str, asyncio.Task] = {}  # topic -> task creating its logs
 
     # -- keeping in step with metadata ------------------------------------------------------
 
@@ -35,29 +48,106 @@ class ReplicaManager:
             self.remove_topic(name)
             return
         config = self.log_config_for(name)
+        missing = []
         for index, state in topic.partitions.items():
             if self.node_id not in state.replicas:
                 continue
-            key = (name, index)
-            partition = self.partitions.get(key)
+            partition = self.partitions.get((name, index))
             if partition is None:
-                plog = self.log_manager.get_or_create_log(name, index, config)
-                partition = Partition(name, index, plog, state, self.node_id, config)
-                self.partitions[key] = partition
-                if partition.is_leader:
-                    partition.become_leader(state)
+                missing.append(index)
             else:
                 partition.log_config = config
                 partition.log.update_config(config)
+        if not missing or name in self._creating:
+            return  # a running creation task picks up new partitions before it ends
+        if len(missing) <= INLINE_CREATES or not _loop_running():
+            failed = None
+            for index in missing:
+                try:
+                    self._create_partition(name, index, config, sync_dir=True)
+                except errors.KafkaStorageErrorError as exc:
+                    failed = exc  # its log dir is offline: the other partitions go on
+            if failed is not None:
+                log.error("some partitions of %s have no log on this broker: %s", name, failed.message)
+            return
+        task = asyncio.get_running_loop().create_task(self._create_in_slices(name), name=f"create-logs-{name}")
+        self._creating[name] = task
+        task.add_done_callback(lambda done: self._creation_done(name, done))
+
+    def _create_partition(self, name: str, index: int, config, *, sync_dir: bool) -> None:
+        state = self.store.image.topics[name].partitions[index]
+        plog = self.log_manager.get_or_create_log(name, index, config, sync_dir=sync_dir)
+        partition = Partition(name, index, plog, state, self.node_id, config)
+        self.partitions[(name, index)] = partition
+        if partition.is_leader:
+            partition.become_leader(state)
+
+    async def _create_in_slices(self, name: str) -> None:
+        t0 = time.perf_counter()
+        created = 0
+        while True:
+            topic = self.store.image.topics.get(name)
+            if topic is None:
+                return  # deleted meanwhile: remove_topic took what was made
+            config = self.log_config_for(name)
+            missing = [
+                index
+                for index, state in topic.partitions.items()
+                if self.node_id in state.replicas and (name, index) not in self.partitions
+            ]
+            if not missing:
+                break
+            deadline = time.perf_counter() + CREATE_SLICE_S
+            for index in missing:
+                if self.store.image.topics.get(name) is not topic:
+                    break  # deleted (or recreated) during the last yield
+                self._create_partition(name, index, config, sync_dir=False)
+                created += 1
+                if time.perf_counter() >= deadline:
+                    self.log_manager.sync_dirs()
+                    await asyncio.sleep(0)
+                    config = self.log_config_for(name)  # it may have been altered meanwhile
+                    deadline = time.perf_counter() + CREATE_SLICE_S
+            self.log_manager.sync_dirs()
+        log.info("created %d logs of %s in %.1f s", created, name, time.perf_counter() - t0)
+
+    def _creation_done(self, name: str, task: asyncio.Task) -> None:
+        if self._creating.get(name) is task:
+            del self._creating[name]
+        if task.cancelled():
+            return
+        exc = task.exception()
+        if isinstance(exc, errors.KafkaError):
+            log.error("creating the logs of %s failed: %s", name, exc)
+            return
+        if exc is not None:
+            log.error("creating the logs of %s failed", name, exc_info=exc)
+            return
+        if name in self.store.image.topics:
+            self.sync_topic(name)  # partitions added after the task's last look
+            self.on_ready(name)
+
+    async def logs_ready(self, name: str) -> None:
+        """Wait until every local log of ``name`` exists (at once if none is being created)."""
+        task = self._creating.get(name)
+        if task is not None:
+            await asyncio.shield(task)  # a client hanging up must not stop the creation
 
     def sync_all(self) -> None:
         for name in list(self.store.image.topics):
             self.sync_topic(name)
 
     def remove_topic(self, name: str) -> None:
+        task = self._creating.pop(name, None)
+        if task is not None:
+            task.cancel()
         for key in [k for k in self.partitions if k[0] == name]:
             self.partitions.pop(key)
             self.log_manager.delete_log(*key)
+
+    async def close(self) -> None:
+        await cancel_and_wait(*self._creating.values())
+        self._creating.clear()
 
     # -- access ----------------------------------------------------------------------------
 
@@ -91,3 +181,11 @@ class ReplicaManager:
         )
         self.on_append((topic, index))
         return partition, info
+
+
+def _loop_running() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True

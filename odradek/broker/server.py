@@ -2,15 +2,20 @@
 
 ``Broker(config)`` is started and stopped inside a running event loop (``await
 broker.start()`` / ``await broker.shutdown()``); ``run(config)`` is the process entry
-point used by ``odradek server``: it installs uvloop when available, starts the broker,
-and shuts it down cleanly on SIGTERM or SIGINT (flush, checkpoints, clean-shutdown
-marker), so the next start skips recovery.
+point used by ``odradek server``: it raises the soft RLIMIT_NOFILE to the hard limit,
+installs uvloop when available, starts the broker, and shuts it down cleanly on SIGTERM
+or SIGINT (flush, checkpoints, clean-shutdown marker), so the next start skips recovery.
+
+Start order, so that a start that cannot succeed fails at once, in one line
+(``StartupError``) and before touching any data: check and lock every log dir (``.lock``,
+see storage.dir_lock), bind the listeners, then read identities, load the logs and serve.
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import errno
 import logging
 import os
 import signal
@@ -40,10 +45,21 @@ from odradek.cluster.store import LocalMetadataStore
 from odradek.protocol import errors
 from odradek.storage.checkpoint import read_meta_properties, write_meta_properties
 from odradek.storage.cleaner_manager import CleanerConfig, LogCleaner, loop_caller
+from odradek.storage.dir_lock import DirLock, LogDirInUseError
+from odradek.storage.fd_budget import (
+    FDS_PER_PARTITION,
+    open_files_limit,
+    partition_capacity,
+    raise_open_files_limit,
+)
 from odradek.storage.log_config import LogConfig
 from odradek.storage.log_manager import LogManager
 
 log = logging.getLogger(__name__)
+
+
+class StartupError(Exception):
+    """The broker cannot start; the message is one line that says what to do."""
 
 
 def new_cluster_id() -> str:
@@ -67,16 +83,16 @@ class Broker:
         self.started = asyncio.Event()
         self._tasks: list[asyncio.Task] = []
         self._stopped = False
+        self._dir_locks: list[DirLock] = []
 
     # -- lifecycle -------------------------------------------------------------------------
 
     async def start(self) -> None:
         t0 = time.perf_counter()
         registry = handlers.load_all()
-        log_dirs = [Path(d) for d in self.config.log_dirs]
+        log_dirs = [Path(d).absolute() for d in self.config.log_dirs]
         for d in log_dirs:
-            d.mkdir(parents=True, exist_ok=True)
-        self.cluster_id = self._load_or_create_identity(log_dirs)
+            self._dir_locks.append(_lock_log_dir(d))
 
         self.network = NetworkServer(
             self,
@@ -90,8 +106,12 @@ class Broker:
             fast_lanes=handlers.FAST_LANES,
             zero_copy=self.zero_copy,
         )
-        await self.network.bind(self.config.listeners)
+        await self._bind()
         advertised = self._advertised()
+        try:
+            self.cluster_id = self._load_or_create_identity(log_dirs)
+        except errors.InconsistentClusterIdError as exc:
+            raise StartupError(exc.message) from None
 
         self.store = LocalMetadataStore(
             log_dirs[0], self.cluster_id, BrokerInfo(self.node_id, advertised[0], advertised[1], self.rack)
@@ -101,10 +121,19 @@ class Broker:
             default_partitions=self.default_partitions,
             default_replication_factor=self.default_replication_factor,
             validate_configs=self._validate_topic_configs,
+            max_partitions_per_request=self.config.get("max.partitions.per.request"),
+            broker_partition_limit=self._partition_limit,
         )
-        self.log_manager = LogManager(
-            [str(d) for d in log_dirs], self.log_config_for(None), config_for=self.log_config_for
-        )
+        try:
+            self.log_manager = LogManager(
+                [str(d) for d in log_dirs], self.log_config_for(None), config_for=self.log_config_for
+            )
+        except OSError as exc:
+            raise StartupError(
+                f"cannot load the logs: {exc.strerror or exc} on {exc.filename or 'a log dir'}; fix "
+                "that file's permissions or disk, or move it out of the log dir"
+            ) from None
+        self._warn_if_over_capacity()
         self.timer = SystemTimer(loop=asyncio.get_running_loop())
         self.fetch_purgatory = DelayedOperationPurgatory("fetch", self.timer)
         self.replica_manager = ReplicaManager(
@@ -113,6 +142,7 @@ class Broker:
             self.store,
             self.log_config_for,
             on_append=self.fetch_purgatory.check_and_complete,
+            on_ready=lambda topic: self.controller.notify("ready", topic),
         )
         self.replica_manager.sync_all()
         self.controller.on_change(self._on_metadata_change)
@@ -136,12 +166,58 @@ class Broker:
         await self.network.start_serving()
         self.started.set()
         log.info(
-            "odradek broker %d started in %.0f ms, cluster %s, listening on %s",
+            "odradek broker %d started in %.0f ms, cluster %s, listening on %s, %d partitions, "
+            "open file limit %d",
             self.node_id,
             (time.perf_counter() - t0) * 1000,
             self.cluster_id,
             ", ".join(f"{n}://{h}:{p}" for n, (h, p) in self.network.bound.items()),
+            len(self.log_manager),
+            open_files_limit(),
         )
+
+    async def _bind(self) -> None:
+        try:
+            await self.network.bind(self.config.listeners)
+        except OSError as exc:
+            failed = next((lst for lst in self.config.listeners if lst.name not in self.network.bound), None)
+            where = f"{failed.name}://{failed.host}:{failed.port}" if failed else "the listeners"
+            if exc.errno == errno.EADDRINUSE:
+                problem = f"port {failed.port if failed else '?'} is already in use by another process"
+                fix = "stop that process or choose another port in listeners"
+            elif exc.errno == errno.EACCES:
+                problem = "permission denied (ports below 1024 need privileges)"
+                fix = "choose a port above 1023 in listeners"
+            elif exc.errno == errno.EADDRNOTAVAIL:
+                problem = "that address does not belong to this machine"
+                fix = "use one of its addresses (or 0.0.0.0) in listeners"
+            else:
+                problem, fix = exc.strerror or str(exc), "check listeners"
+            raise StartupError(f"cannot listen on {where}: {problem}; {fix}") from None
+
+    def _partition_limit(self, broker_id: int) -> tuple[int, str]:
+        """This broker's partition limit and where it comes from (the controller asks)."""
+        configured = self.config.get("max.broker.partitions")
+        capacity = partition_capacity()
+        if configured <= capacity:
+            return configured, "max.broker.partitions"
+        return capacity, (
+            f"RLIMIT_NOFILE={open_files_limit()} leaves descriptors for {capacity} partitions in use at "
+            f"{FDS_PER_PARTITION} each; raise the limit (ulimit -n, LimitNOFILE=) to host more"
+        )
+
+    def _warn_if_over_capacity(self) -> None:
+        hosted = len(self.log_manager)
+        limit, why = self._partition_limit(self.node_id)
+        if hosted > limit:
+            log.warning(
+                "this broker hosts %d partitions, more than its limit of %d (%s): they load, but "
+                "new partitions are refused, and using more than that many at once fails with "
+                "KAFKA_STORAGE_ERROR once descriptors run out",
+                hosted,
+                limit,
+                why,
+            )
 
     def _load_or_create_identity(self, log_dirs: list[Path]) -> str:
         cluster_id = None
@@ -205,10 +281,14 @@ class Broker:
         if self._stopped:
             return
         self._stopped = True
-        log.info("odradek broker %d shutting down", self.node_id)
+        started = self.started.is_set()
+        if started:
+            log.info("odradek broker %d shutting down", self.node_id)
         if hasattr(self, "network"):
             await self.network.stop()
         await cancel_and_wait(*self._tasks)
+        if hasattr(self, "replica_manager"):
+            await self.replica_manager.close()
         if hasattr(self, "fetch_purgatory"):
             self.fetch_purgatory.close()
         if hasattr(self, "transaction_coordinator"):
@@ -218,8 +298,21 @@ class Broker:
         if hasattr(self, "log_cleaner"):  # before the logs close; its threads may wait on the loop
             await asyncio.to_thread(self.log_cleaner.shutdown)
         if hasattr(self, "log_manager"):
-            self.log_manager.shutdown(self.replica_manager.high_watermarks())
-        log.info("odradek broker %d stopped cleanly", self.node_id)
+            hws = self.replica_manager.high_watermarks() if hasattr(self, "replica_manager") else None
+            self.log_manager.shutdown(hws)
+        for lock in self._dir_locks:
+            lock.release()
+        if not started:
+            return
+        offline = getattr(self, "log_manager", None) and self.log_manager.offline_dirs
+        if offline:
+            log.warning(
+                "odradek broker %d stopped; offline log dirs were not marked clean: %s",
+                self.node_id,
+                ", ".join(offline),
+            )
+        else:
+            log.info("odradek broker %d stopped cleanly", self.node_id)
 
     # -- what handlers use -----------------------------------------------------------------
 
@@ -245,6 +338,10 @@ class Broker:
         return validate_topic_configs(configs, self.config)
 
     def auto_create_topic(self, name: str):
+        for coordinator in (self.group_coordinator, self.transaction_coordinator):
+            if coordinator.topic.name == name:  # internal: created with the coordinator's layout
+                coordinator.topic.ensure_created()
+                return self.image.topics.get(name)
         return self.controller.create_topic(name)
 
     def _on_metadata_change(self, event: str, topic: str) -> None:
@@ -258,8 +355,41 @@ class Broker:
         return unsupported_version_response(header.correlation_id)
 
 
+def _lock_log_dir(d: Path) -> DirLock:
+    """Check that ``d`` is a usable log dir (creating it if missing) and lock it; raises
+    StartupError saying what is wrong and what to do."""
+    try:
+        if d.exists() and not d.is_dir():
+            raise StartupError(f"log dir {d} is a file, not a directory; point log.dirs at a directory")
+        d.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise StartupError(f"log dir {d} cannot be created: part of its path is a file; fix log.dirs") from None
+    except OSError as exc:
+        raise StartupError(
+            f"log dir {d} cannot be created: {exc.strerror}; create it with write access for this "
+            "user, or choose another log.dirs"
+        ) from None
+    try:
+        if not os.access(d, os.W_OK | os.X_OK):
+            raise PermissionError(errno.EACCES, "permission denied")
+        return DirLock(str(d))
+    except LogDirInUseError as exc:
+        raise StartupError(f"{exc}; stop the broker using it or choose another log.dirs") from None
+    except OSError as exc:
+        if exc.errno == errno.EROFS or os.statvfs(d).f_flag & os.ST_RDONLY:
+            raise StartupError(
+                f"log dir {d} is not writable: it is on a read-only file system; remount it "
+                "read-write or choose another log.dirs"
+            ) from None
+        raise StartupError(
+            f"log dir {d} is not writable by user id {os.geteuid()} ({exc.strerror}); give that "
+            "user write access to it or choose another log.dirs"
+        ) from None
+
+
 def run(config: BrokerConfig) -> None:
-    """Run a broker in this process until SIGTERM or SIGINT."""
+    """Run a broker in this process until SIGTERM or SIGINT. Raises StartupError."""
+    before, after = raise_open_files_limit()
     try:
         import uvloop
 
@@ -275,6 +405,8 @@ def run(config: BrokerConfig) -> None:
             loop.add_signal_handler(sig, stop.set)
         try:
             await broker.start()
+            if after != before:
+                log.info("raised the open file limit (RLIMIT_NOFILE) from %d to its hard limit %d", before, after)
             await stop.wait()
         finally:
             await broker.shutdown()

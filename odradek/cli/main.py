@@ -32,6 +32,11 @@ LAZY_COMMANDS = {
         "dump_log",
         "Print log segments, indexes and snapshots (kafka-dump-log).",
     ),
+    "verify-log": (
+        "odradek.cli.verify_log",
+        "verify_log",
+        "Check every record batch's CRC in log dirs, partitions or segments.",
+    ),
     "pipeline": ("odradek.pipeline.cli", "pipeline", "Spark pipelines on Odradek topics."),
 }
 
@@ -128,7 +133,12 @@ def server(properties, overrides, log_level):
       odradek server --override listeners=PLAINTEXT://0.0.0.0:9093 \\
                      --override advertised.listeners=PLAINTEXT://myhost:9093 \\
                      --override log.dirs=/var/lib/odradek
-    SIGTERM or Ctrl-C shuts down cleanly (logs flushed, checkpoints written).
+    SIGTERM or Ctrl-C shuts down cleanly (logs flushed, checkpoints written). A start
+    that cannot succeed (a log dir locked by another broker, unwritable or not a
+    directory; a port in use) prints one line saying what to do and exits with status 1,
+    having changed no data. The soft open-file limit is raised to the hard limit; each
+    partition in use holds 3 descriptors, so raise the hard limit (ulimit -n,
+    LimitNOFILE=) for many partitions.
     """
     logging.basicConfig(
         level=getattr(logging, log_level.upper(), logging.INFO),
@@ -139,7 +149,7 @@ def server(properties, overrides, log_level):
     # a broker process has no use for them and they double its start-up time.
     sys.modules.setdefault("hypothesis", None)
     from odradek.broker.config import BrokerConfig, ConfigError
-    from odradek.broker.server import run
+    from odradek.broker.server import StartupError, run
 
     pairs = {}
     for item in overrides:
@@ -152,7 +162,10 @@ def server(properties, overrides, log_level):
         config.check_security()
     except ConfigError as exc:
         raise click.ClickException(f"invalid broker configuration: {exc}") from None
-    run(config)
+    try:
+        run(config)
+    except StartupError as exc:
+        raise click.ClickException(f"the broker cannot start: {exc}") from None
 
 
 def main():

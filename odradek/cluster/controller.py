@@ -5,11 +5,23 @@ partition counts, replication factors and configs, assigns replicas round-robin 
 live brokers (starting at a random broker, as Kafka does), then persists through the
 store. Brokers learn about changes through listeners (``on_change``), so this module
 knows nothing of logs or sockets.
+
+Limits, checked before any replica is placed (so an absurd count costs nothing): one request
+creates at most ``max_partitions_per_request`` partitions (INVALID_PARTITIONS; Kafka's
+controller caps this at 10000), and no broker may host more replicas than
+``broker_partition_limit(broker id)`` allows (POLICY_VIOLATION naming the limit and why),
+except for the internal topics the coordinators create, without which groups and
+transactions would stop working.
+
+Internal topics (``__consumer_offsets``, ``__transaction_state``) hold coordinator state
+keyed by a hash modulo their partition count: clients may not create them, change their
+partition count, or make them anything but compacted (their records would be lost).
 """
 
 from __future__ import annotations
 
 import random
+from collections import Counter
 from collections.abc import Callable
 
 from odradek.cluster.metadata import TopicInfo
@@ -17,6 +29,7 @@ from odradek.cluster.store import MetadataStore, validate_topic_name
 from odradek.protocol import errors
 
 INTERNAL_TOPICS = {"__consumer_offsets", "__transaction_state"}
+MAX_PARTITIONS_PER_REQUEST = 10000  # Kafka's controller limit (QuorumController.MAX_RECORDS_PER_USER_OP)
 
 
 class Controller:
@@ -27,11 +40,15 @@ class Controller:
         default_partitions: int,
         default_replication_factor: int,
         validate_configs: Callable[[dict[str, str]], dict[str, str]],
+        max_partitions_per_request: int = MAX_PARTITIONS_PER_REQUEST,
+        broker_partition_limit: Callable[[int], tuple[int, str]] | None = None,
     ):
         self.store = store
         self.default_partitions = default_partitions
         self.default_replication_factor = default_replication_factor
         self.validate_configs = validate_configs
+        self.max_partitions_per_request = max_partitions_per_request
+        self.broker_partition_limit = broker_partition_limit  # broker id -> (limit, where it comes from)
         self.listeners: list[Callable[[str, str], None]] = []
 
     @property
@@ -42,9 +59,33 @@ class Controller:
         """``listener(event, topic)`` with event in created, deleted, partitions, configs."""
         self.listeners.append(listener)
 
-    def _notify(self, event: str, topic: str) -> None:
+    def notify(self, event: str, topic: str) -> None:
+        """Tell every listener; events: created, deleted, partitions, configs, and ready (the
+        broker's local logs of a topic created in the background now exist)."""
         for listener in self.listeners:
             listener(event, topic)
+
+    # -- limits ---------------------------------------------------------------------------
+
+    def check_request_size(self, name: str, count: int) -> None:
+        if count > self.max_partitions_per_request:
+            raise errors.InvalidPartitionsError(
+                f"{count} partitions for '{name}' is more than one request may create "
+                f"(max.partitions.per.request={self.max_partitions_per_request})"
+            )
+
+    def _check_broker_capacity(self, assignments: dict[int, list[int]]) -> None:
+        if self.broker_partition_limit is None:
+            return
+        added = Counter(b for replicas in assignments.values() for b in replicas)
+        hosted = Counter(b for t in self.image.topics.values() for p in t.partitions.values() for b in p.replicas)
+        for broker, n in sorted(added.items()):
+            limit, why = self.broker_partition_limit(broker)
+            if hosted[broker] + n > limit:
+                raise errors.PolicyViolationError(
+                    f"broker {broker} hosts {hosted[broker]} partitions; {n} more would pass its limit "
+                    f"of {limit} ({why})"
+                )
 
     def _assign(self, partitions: range, replication_factor: int) -> dict[int, list[int]]:
         brokers = sorted(self.image.brokers)
@@ -87,6 +128,11 @@ class Controller:
         internal: bool = False,
     ) -> TopicInfo | None:
         validate_topic_name(name)
+        if name in INTERNAL_TOPICS and not internal:
+            raise errors.InvalidRequestError(
+                f"'{name}' is an internal topic: the broker creates it on first use, with the "
+                "partitions and configs its coordinator needs"
+            )
         if name in self.image.topics:
             raise errors.TopicAlreadyExistsError(f"topic '{name}' already exists")
         configs = self.validate_configs(configs or {})
@@ -95,26 +141,33 @@ class Controller:
                 raise errors.InvalidRequestError(
                     "give either replica assignments or partitions/replication factor, not both"
                 )
+            self.check_request_size(name, len(assignments))
             self._check_assignments(assignments, 0, len(assignments))
         else:
             count = self.default_partitions if num_partitions == -1 else num_partitions
             if count < 1:
                 raise errors.InvalidPartitionsError(f"number of partitions must be at least 1, got {count}")
+            self.check_request_size(name, count)
             rf = self.default_replication_factor if replication_factor == -1 else replication_factor
             assignments = self._assign(range(count), rf)
+        if not internal:  # the coordinators' own topics are needed however full the broker is
+            self._check_broker_capacity(assignments)
         if validate_only:
             return None
         topic = self.store.create_topic(
             name, len(assignments), assignments, configs, internal or name in INTERNAL_TOPICS
         )
-        self._notify("created", name)
+        self.notify("created", name)
         return topic
 
     def delete_topic(self, name: str) -> None:
-        if name not in self.image.topics:
+        topic = self.image.topics.get(name)
+        if topic is None:
             raise errors.UnknownTopicOrPartitionError(f"topic '{name}' does not exist")
+        if topic.internal:
+            raise errors.InvalidRequestError(f"internal topic '{name}' cannot be deleted")
         self.store.delete_topic(name)
-        self._notify("deleted", name)
+        self.notify("deleted", name)
 
     def create_partitions(
         self,
@@ -127,7 +180,14 @@ class Controller:
         topic = self.image.topics.get(name)
         if topic is None:
             raise errors.UnknownTopicOrPartitionError(f"topic '{name}' does not exist")
+        if topic.internal:
+            raise errors.InvalidRequestError(
+                f"the partition count of internal topic '{name}' cannot change: its coordinator finds "
+                "each group's or transaction's records by a hash modulo that count, so they would be lost"
+            )
         current = len(topic.partitions)
+        if count > current:
+            self.check_request_size(name, count - current)
         if count < current:
             raise errors.InvalidPartitionsError(
                 f"topic '{name}' has {current} partitions; cannot shrink to {count}"
@@ -146,17 +206,26 @@ class Controller:
                 raise errors.InvalidReplicaAssignmentError(f"new partitions must have {rf} replicas")
         else:
             new = self._assign(range(current, count), rf)
+        self._check_broker_capacity(new)
         if validate_only:
             return
         self.store.add_partitions(name, new)
-        self._notify("partitions", name)
+        self.notify("partitions", name)
 
     def alter_topic_configs(self, name: str, configs: dict[str, str], *, validate_only: bool = False) -> None:
         topic = self.image.topics.get(name)
         if topic is None:
             raise errors.UnknownTopicOrPartitionError(f"topic '{name}' does not exist")
         configs = self.validate_configs(configs)
+        if topic.internal:
+            policy = configs.get("cleanup.policy")
+            if policy is None or {p.strip() for p in policy.split(",") if p.strip()} != {"compact"}:
+                raise errors.InvalidConfigError(
+                    f"cleanup.policy of internal topic '{name}' must stay compact (asked: "
+                    f"{policy if policy is not None else 'the broker default'}): its records are "
+                    "its coordinator's state and deleting them loses it"
+                )
         if validate_only:
             return
         self.store.set_topic_configs(name, configs)
-        self._notify("configs", name)
+        self.notify("configs", name)

@@ -88,6 +88,17 @@ class LocalMetadataStore(MetadataStore):
             self.broker_configs = dict(data.get("broker_configs", {}))
             self.next_producer_id = data.get("next_producer_id", 0)
 
+    def _commit(self, undo) -> None:
+        """Persist the image just changed; if the file cannot be written (a full disk), call
+        ``undo`` to take the change back and raise KafkaStorageErrorError."""
+        try:
+            self._save()
+        except OSError as exc:
+            undo()
+            raise errors.KafkaStorageErrorError(
+                f"cannot write the cluster metadata {self.path}: {exc.strerror or exc}"
+            ) from exc
+
     def _save(self) -> None:
         data = {
             "version": 1,
@@ -96,10 +107,14 @@ class LocalMetadataStore(MetadataStore):
             "next_producer_id": self.next_producer_id,
         }
         tmp = self.path.with_suffix(".tmp")
-        with open(tmp, "w") as f:
-            json.dump(data, f, indent=1, sort_keys=True)
-            f.flush()
-            os.fsync(f.fileno())
+        try:
+            with open(tmp, "w") as f:
+                json.dump(data, f, indent=1, sort_keys=True)
+                f.flush()
+                os.fsync(f.fileno())
+        except OSError:
+            tmp.unlink(missing_ok=True)
+            raise
         os.replace(tmp, self.path)
 
     def create_topic(self, name, partitions, replicas, configs, internal=False) -> TopicInfo:
@@ -113,37 +128,47 @@ class LocalMetadataStore(MetadataStore):
             internal,
         )
         self.image.topics[name] = topic
-        self._save()
+        self._commit(lambda: self.image.topics.pop(name, None))
         return topic
 
     def delete_topic(self, name) -> TopicInfo:
         topic = self.image.topics.pop(name, None)
         if topic is None:
             raise errors.UnknownTopicOrPartitionError(f"topic '{name}' does not exist")
-        self._save()
+        self._commit(lambda: self.image.topics.__setitem__(name, topic))
         return topic
 
     def add_partitions(self, name, assignments) -> TopicInfo:
         topic = self.image.topics[name]
         for p, r in assignments.items():
             topic.partitions[p] = PartitionState(r[0], 0, list(r), list(r))
-        self._save()
+
+        def undo():
+            for p in assignments:
+                topic.partitions.pop(p, None)
+
+        self._commit(undo)
         return topic
 
     def set_topic_configs(self, name, configs) -> None:
-        self.image.topics[name].configs = dict(configs)
-        self._save()
+        topic = self.image.topics[name]
+        old = topic.configs
+        topic.configs = dict(configs)
+        self._commit(lambda: setattr(topic, "configs", old))
 
     def set_broker_configs(self, configs) -> None:
+        old = self.broker_configs
         self.broker_configs = dict(configs)
-        self._save()
+        self._commit(lambda: setattr(self, "broker_configs", old))
 
     def update_partition(self, topic, partition, state) -> None:
-        self.image.topics[topic].partitions[partition] = state
-        self._save()
+        partitions = self.image.topics[topic].partitions
+        old = partitions[partition]
+        partitions[partition] = state
+        self._commit(lambda: partitions.__setitem__(partition, old))
 
     def reserve_producer_id_block(self, size) -> int:
         start = self.next_producer_id
         self.next_producer_id = start + size
-        self._save()
+        self._commit(lambda: setattr(self, "next_producer_id", start))
         return start

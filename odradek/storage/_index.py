@@ -10,14 +10,21 @@ all-zero entries (an index entry is never all zeros in practice: the first entry
 added after ``index.interval.bytes`` of data, so its position is > 0). Indexes are caches:
 ``sanity_check`` spots the obvious damage and the segment rebuilds the index from the log.
 
+An open index holds one file descriptor, the mapping's own (Python's mmap keeps a duplicate):
+the descriptor used to open the file is closed at once, and the rare truncations go through
+the mapping or reopen the file by its path.
+
 Thread rules: one owner (the log's owner) mutates; lookups from the owner's thread only.
 ``flush`` (msync) may run in a worker thread concurrently with lookups.
 """
 
 from __future__ import annotations
 
+import errno
 import mmap
 import os
+
+from .file_records import open_or_explain
 
 _MADV_RANDOM = getattr(mmap, "MADV_RANDOM", None)
 
@@ -32,12 +39,13 @@ class AbstractIndex:
         "path",
         "base_offset",
         "max_index_size",
-        "_fd",
         "_mm",
+        "_open",
         "_entries",
         "_max_entries",
         "_length",
         "_opened_length",
+        "_backed_end",
     )
 
     def __init__(
@@ -47,15 +55,19 @@ class AbstractIndex:
         self.base_offset = base_offset
         self.max_index_size = max_index_size
         self._mm: mmap.mmap | None = None
-        self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        length = os.fstat(self._fd).st_size
+        fd = open_or_explain(path, os.O_RDWR | os.O_CREAT)
+        try:
+            length = os.fstat(fd).st_size
+            self._map(fd, length)
+        finally:
+            os.close(fd)  # the mapping keeps a descriptor of its own: one per open index
+        self._open = True
         self._opened_length = length
         entries = length // self.ENTRY_SIZE
-        self._length = length
-        self._map(length)
         if entries and self._entry_is_zero(entries - 1):
             entries = self._count_nonzero_prefix(entries)
         self._entries = entries
+        self._backed_end = entries * self.ENTRY_SIZE
         if writable:
             self.resize(max_index_size)
         else:
@@ -63,17 +75,57 @@ class AbstractIndex:
 
     # ---- mapping --------------------------------------------------------------------
 
-    def _map(self, length: int) -> None:
-        if self._mm is not None:
-            self._mm.close()
-            self._mm = None
+    def _map(self, fd: int, length: int) -> None:
+        self._length = length
         if length > 0:
-            self._mm = mmap.mmap(self._fd, length)
+            self._mm = mmap.mmap(fd, length)
             if _MADV_RANDOM is not None:
                 # Lookups are binary searches: readahead around each probe only costs time
                 # (a probe into the preallocated hole is ~40x slower without this).
                 self._mm.madvise(_MADV_RANDOM)
-        self._length = length
+
+    def _set_length(self, length: int) -> None:
+        """Truncate or extend the file (sparse) to ``length`` bytes and map all of it."""
+        if self._mm is not None and length > 0:
+            self._mm.resize(length)  # ftruncate through the mapping's own descriptor, then mremap
+            if _MADV_RANDOM is not None:
+                self._mm.madvise(_MADV_RANDOM)
+            self._length = length
+        else:
+            if self._mm is not None:
+                self._mm.close()
+                self._mm = None
+            fd = os.open(self.path, os.O_RDWR)
+            try:
+                os.ftruncate(fd, length)
+                self._map(fd, length)
+            finally:
+                os.close(fd)
+        self._backed_end = min(self._backed_end, length)
+
+    def _write_entry(self, n: int, data: bytes) -> None:
+        """Write entry ``n``. The preallocated part of the file is a hole: the first store into
+        each of its pages goes through ``pwrite``, which fails with ENOSPC on a full disk,
+        where a store through the mapping would kill the process with SIGBUS."""
+        position = n * self.ENTRY_SIZE
+        end = position + len(data)
+        if end <= self._backed_end:
+            self._mm[position:end] = data
+            return
+        fd = os.open(self.path, os.O_WRONLY)
+        try:
+            written = 0
+            while written < len(data):  # an entry across two pages may be written in part
+                more = os.pwrite(fd, data[written:], position + written)
+                if more <= 0:
+                    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+                written += more
+        except OSError as e:
+            e.filename = self.path
+            raise
+        finally:
+            os.close(fd)
+        self._backed_end = -(-end // mmap.PAGESIZE) * mmap.PAGESIZE
 
     def _entry_is_zero(self, n: int) -> bool:
         e = self.ENTRY_SIZE
@@ -96,11 +148,7 @@ class AbstractIndex:
         self._max_entries = rounded // e
         if rounded == self._length:
             return False
-        if self._mm is not None:
-            self._mm.close()
-            self._mm = None
-        os.ftruncate(self._fd, rounded)
-        self._map(rounded)
+        self._set_length(rounded)
         return True
 
     def trim_to_valid_size(self) -> None:
@@ -142,27 +190,20 @@ class AbstractIndex:
                 pass  # closed concurrently
 
     def close(self) -> None:
-        """Trim to the valid entries, unmap and close the file."""
-        if self._fd < 0:
+        """Trim to the valid entries and unmap."""
+        if not self._open:
             return
         try:
             self.trim_to_valid_size()
         finally:
-            if self._mm is not None:
-                self._mm.close()
-                self._mm = None
-            os.close(self._fd)
-            self._fd = -1
+            self.close_handler()
 
     def close_handler(self) -> None:
-        """Unmap and close without touching the file (for a deleted or renamed index)."""
-        if self._fd < 0:
-            return
+        """Unmap without touching the file (for a deleted or renamed index)."""
+        self._open = False
         if self._mm is not None:
             self._mm.close()
             self._mm = None
-        os.close(self._fd)
-        self._fd = -1
 
     def rename(self, new_path: str) -> None:
         os.replace(self.path, new_path)

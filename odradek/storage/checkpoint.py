@@ -62,8 +62,12 @@ def atomic_write(path: str, data: bytes) -> None:
             n = os.write(fd, view)
             view = view[n:]
         os.fsync(fd)
-    finally:
+    except OSError as e:
         os.close(fd)
+        os.unlink(tmp)  # a full disk: give back what the partial file took
+        e.filename = path
+        raise
+    os.close(fd)
     os.replace(tmp, path)
     fsync_dir(os.path.dirname(os.path.abspath(path)))
 

@@ -14,14 +14,25 @@ A FileSlice holds a reference to its FileRecords, so the descriptor stays open f
 slice's life even after the segment is rolled or renamed to ``.deleted``; deleted files are
 closed only after ``file.delete.delay.ms`` (the log's job), like Kafka's async delete.
 
+Descriptors are opened lazily (``FileRecords(path, lazy=True)``, what segments use): the
+file is only stat'ed until its first read or write opens it, and ``release`` closes it again
+(to be reopened on next use), so loading thousands of partitions needs a handful of
+descriptors at a time. An unopened FileRecords is a ``_Unopened`` (same slots) whose first
+use of ``fd`` opens the file and turns it back into a plain FileRecords, so an open one keeps
+CPython's fast attribute access and appends pay nothing for the laziness.
+An open refused for want of descriptors (EMFILE) raises KafkaStorageErrorError, not OSError:
+it says nothing about the disk.
+
 Thread rules: one owner appends/truncates (the log's owner); ``pread``/``FileSlice.read``/
 sendfile and ``flush`` are safe from any thread concurrently with appends.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import struct
+import threading
 
 from ..protocol import batch as B
 from ..protocol import errors
@@ -29,16 +40,55 @@ from ..protocol import errors
 _IOV_MAX = 1024
 _OFFSET_AND_LENGTH = struct.Struct(">qi")
 _fdatasync = getattr(os, "fdatasync", os.fsync)
+_OPEN_FLAGS = os.O_RDWR | os.O_CREAT | os.O_APPEND
+_open_lock = threading.Lock()  # a lazy open may race with a reader thread (the cleaner)
+
+
+def open_or_explain(path: str, flags: int, mode: int = 0o644) -> int:
+    """``os.open``, but running out of descriptors raises KafkaStorageErrorError saying so."""
+    try:
+        return os.open(path, flags, mode)
+    except OSError as e:
+        if e.errno in (errno.EMFILE, errno.ENFILE):
+            raise errors.KafkaStorageErrorError(
+                f"Cannot open {path}: too many open files; raise the broker's RLIMIT_NOFILE "
+                "(ulimit -n) or host fewer partitions"
+            ) from e
+        raise
 
 
 class FileRecords:
     __slots__ = ("path", "fd", "_size", "closed")
 
-    def __init__(self, path: str):
+    def __init__(self, path: str, *, lazy: bool = False):
         self.path = path
-        self.fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
-        self._size = os.fstat(self.fd).st_size
         self.closed = False
+        if lazy:
+            try:
+                self._size = os.stat(path).st_size
+            except FileNotFoundError:
+                self._size = 0  # created by the first write
+            self.__class__ = _Unopened
+        else:
+            self.fd = open_or_explain(path, _OPEN_FLAGS)
+            self._size = os.fstat(self.fd).st_size
+
+    @property
+    def is_open(self) -> bool:
+        return not self.closed and _open_fd(self) is not None
+
+    def release(self, sync: bool = False) -> None:
+        """Close the descriptor (fdatasync first when ``sync``); the next use reopens the file."""
+        fd = _open_fd(self)
+        if fd is None or self.closed:
+            return
+        try:
+            if sync:
+                _fdatasync(fd)
+        finally:
+            del self.fd
+            self.__class__ = _Unopened
+            os.close(fd)
 
     @classmethod
     def open_read_only(cls, path: str) -> FileRecords:
@@ -67,6 +117,7 @@ class FileRecords:
                     n += os.write(self.fd, view[n:])
         except OSError as e:
             self._undo(pos)
+            e.filename = self.path
             raise errors.KafkaStorageErrorError(f"Write to {self.path} failed: {e}") from e
         self._size = pos + n
         return pos
@@ -89,6 +140,7 @@ class FileRecords:
                         self._finish_short_write(chunk, n)
         except OSError as e:
             self._undo(pos)
+            e.filename = self.path
             raise errors.KafkaStorageErrorError(f"Write to {self.path} failed: {e}") from e
         self._size = pos + total
         return pos
@@ -122,8 +174,9 @@ class FileRecords:
         return removed
 
     def flush(self) -> None:
-        if not self.closed:
-            _fdatasync(self.fd)
+        fd = _open_fd(self)
+        if fd is not None and not self.closed:  # never opened since the last release: nothing to sync
+            _fdatasync(fd)
 
     # ---- reading ---------------------------------------------------------------------
 
@@ -191,7 +244,9 @@ class FileRecords:
     def close(self) -> None:
         if not self.closed:
             self.closed = True
-            os.close(self.fd)
+            fd = _open_fd(self)
+            if fd is not None:
+                os.close(fd)
 
     def delete(self) -> None:
         self.close()
@@ -199,6 +254,37 @@ class FileRecords:
             os.unlink(self.path)
         except FileNotFoundError:
             pass
+
+
+class _Unopened(FileRecords):
+    """A FileRecords whose file is not open: the first use of ``fd`` opens it. (Only this
+    class has ``__getattr__``: defining it on FileRecords would slow every attribute access.)"""
+
+    __slots__ = ()
+
+    def __getattr__(self, name: str):
+        # Only reached while the ``fd`` slot is unset.
+        if name != "fd":
+            raise AttributeError(name)
+        with _open_lock:
+            fd = _open_fd(self)
+            if fd is None:
+                if self.closed:
+                    raise OSError(errno.EBADF, f"{self.path} is closed")
+                fd = self.fd = open_or_explain(self.path, _OPEN_FLAGS)
+                self.__class__ = FileRecords
+            return fd
+
+
+_FD_SLOT = FileRecords.fd
+
+
+def _open_fd(records: FileRecords) -> int | None:
+    """The descriptor if the file is open, without opening it."""
+    try:
+        return _FD_SLOT.__get__(records, FileRecords)
+    except AttributeError:
+        return None
 
 
 class FileSlice:

@@ -151,8 +151,9 @@ class LeaderEpochFileCache:
         self._dirty = False
 
     @contextlib.contextmanager
-    def deferred_flush(self):
-        """Group many changes (log recovery) into at most one file write at the end."""
+    def deferred_flush(self, on_error=None):
+        """Group many changes (log recovery) into at most one file write at the end; an
+        OSError from that write goes to ``on_error`` if given (the entries stay in memory)."""
         before = self.entries()
         self._deferred = True
         try:
@@ -160,5 +161,10 @@ class LeaderEpochFileCache:
         finally:
             self._deferred = False
             if self._dirty and self.entries() != before:
-                self.flush()
+                try:
+                    self.flush()
+                except OSError as e:
+                    if on_error is None:
+                        raise
+                    on_error(e)
             self._dirty = False

@@ -49,6 +49,8 @@ never mutates the log: ``replace_segments`` runs on the owner thread.
 from __future__ import annotations
 
 import bisect
+import errno
+import logging
 import os
 import shutil
 import struct
@@ -89,6 +91,9 @@ _ATTR = B.ATTRIBUTES_OFFSET
 _CONTROL = B.CONTROL_BIT
 _NO_TS = B.NO_TIMESTAMP
 _ABORT = 0  # control record type of an ABORT marker (protocol.records.ABORT)
+
+
+_log = logging.getLogger(__name__)
 
 
 def _now_ms() -> int:
@@ -173,6 +178,7 @@ class Log:
         had_clean_shutdown: bool = True,
         now_ms: int | None = None,
         producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
+        on_disk_error=None,
     ):
         self.dir = os.path.abspath(dir)
         name = os.path.basename(self.dir)
@@ -191,22 +197,33 @@ class Log:
         self._closed = False
         self.cleaning = False  # set by the cleaner manager (owner thread) while a pass runs
         self._truncations = 0  # bumped by every truncation: the cleaner's swap checks it
+        self.offline_reason: str | None = None  # set once a write to the disk failed
+        self._on_disk_error = on_disk_error  # (log, OSError) -> None: the log manager's
         self.update_config(config or LogConfig())
         now = _now_ms() if now_ms is None else now_ms
         self._last_flush_ms = now
-        os.makedirs(self.dir, exist_ok=True)
+        if not os.path.isdir(self.dir):
+            os.makedirs(self.dir, exist_ok=True)
         self.leader_epoch_cache = LeaderEpochFileCache(self.dir)
         self.producer_state = ProducerStateManager(self.dir, producer_id_expiration_ms)
-        with self.leader_epoch_cache.deferred_flush():
-            self._load(log_start_offset, recovery_point, had_clean_shutdown, now)
+        with self.leader_epoch_cache.deferred_flush(on_error=self.disk_error):
+            self._load(log_start_offset, recovery_point, had_clean_shutdown, now, high_watermark)
         hw = self._log_start if high_watermark is None else high_watermark
         self._hw = min(max(hw, self._log_start), self._leo)
+        for seg in self._segments:  # a loaded log holds no descriptor until it is used
+            seg.release()
+        # Writable (preallocated) indexes once the active segment is next used; reading them
+        # while loading needed no preallocation.
+        self._segments[-1].resize_indexes(self.config.segment_index_bytes)
 
     # ---- configuration -------------------------------------------------------------------
 
     def update_config(self, config: LogConfig) -> None:
         self.config = config
         self._segment_bytes = config.segment_bytes
+        # Appends larger than this are refused; -1 once the log dir is offline, so that
+        # _write's size check also refuses every write, at no cost to the hot path.
+        self._write_limit = -1 if self.offline_reason else config.segment_bytes
         self._segment_ms = config.segment_ms
         if config.compact and config.max_compaction_lag_ms > 0:
             # KIP-354: roll in time for the cleaner to honour max.compaction.lag.ms.
@@ -234,7 +251,7 @@ class Log:
             return 0
         return int.from_bytes(os.urandom(4), "big") % min(cfg.segment_jitter_ms, cfg.segment_ms)
 
-    def _new_segment(self, base_offset: int, now_ms: int, active: bool = True) -> LogSegment:
+    def _new_segment(self, base_offset: int, now_ms: int, active: bool = True, create: bool = True) -> LogSegment:
         cfg = self.config
         return LogSegment(
             self.dir,
@@ -244,11 +261,14 @@ class Log:
             roll_jitter_ms=self._jitter(),
             now_ms=now_ms,
             active=active,
+            create=create,
         )
 
     # ---- loading ------------------------------------------------------------------------
 
-    def _load(self, log_start_offset: int, recovery_point: int, clean: bool, now: int) -> None:
+    def _load(
+        self, log_start_offset: int, recovery_point: int, clean: bool, now: int, high_watermark: int | None
+    ) -> None:
         self._complete_swaps()
         bases = []
         for name in os.listdir(self.dir):
@@ -268,7 +288,7 @@ class Log:
         bases.sort()
         segments = []
         for base in bases:
-            segments.append(self._new_segment(base, now, active=False))
+            segments.append(self._new_segment(base, now, active=False, create=False))
         self._segments = segments
         self._bases = bases
         recover_from = len(segments)
@@ -278,35 +298,72 @@ class Log:
         i = 0
         while i < len(segments):
             seg = segments[i]
-            if i >= recover_from or not seg.indexes_exist():
-                truncated = seg.recover(self._on_recovered_batch)
+            if seg.size == 0:
+                seg.empty_index_files()  # nothing to index; stale entries would point past the end
+            elif i >= recover_from or not seg.indexes_exist():
+                truncated = seg.recover(
+                    self._on_recovered_batch, on_cut=self._warn_cut, on_index_error=self.disk_error
+                )
                 if i < len(segments) - 1:
                     if truncated:
                         # Everything after a corrupt point is suspect: drop the later segments.
                         for later in segments[i + 1 :]:
+                            _log.warning(
+                                "Recovery of %s removed segment %s: it follows the cut above "
+                                "(%d bytes, offsets from %d on)",
+                                self.dir,
+                                os.path.basename(later.log.path),
+                                later.size,
+                                later.base_offset,
+                            )
                             later.delete_files()
                         del segments[i + 1 :]
                         del bases[i + 1 :]
                     else:
                         seg.on_become_inactive()
+                seg.release(sync=bool(truncated))
             i += 1
         if not self._segments:
-            seg = self._new_segment(log_start_offset, now)
+            # A log without segments starts at offset 0 with no file until its first write
+            # (creating thousands of partitions then costs one mkdir each); any other start
+            # offset is written down at once in the segment's file name.
+            seg = self._new_segment(log_start_offset, now, create=log_start_offset != 0)
             self._segments = [seg]
             self._bases = [log_start_offset]
             self._dir_dirty = True
-        active = self._segments[-1]
-        active.resize_indexes(self.config.segment_index_bytes)
         self._leo = self._compute_leo()
         self._log_start = max(log_start_offset, self._bases[0])
         if self._log_start > self._leo:
             self._log_start = self._leo
         self._recovery_point = self._leo if clean else min(recovery_point, self._leo)
+        if high_watermark is not None and high_watermark > self._leo:
+            _log.warning(
+                "Recovery of %s ended the log at offset %d, below its checkpointed high watermark %d: "
+                "%d acknowledged records were lost (a crash loses what was not fsynced yet, as in "
+                "Kafka; the topic config flush.messages=1 fsyncs each write before it is acknowledged)",
+                self.dir,
+                self._leo,
+                high_watermark,
+                high_watermark - self._leo,
+            )
         cache = self.leader_epoch_cache
-        cache.truncate_from_end(self._leo)
+        # Epochs starting past the end are gone; one starting at the end stays (it is what
+        # becoming leader writes), so a never-written partition loads without a write.
+        cache.truncate_from_end(self._leo + 1)
         cache.truncate_from_start(self._log_start)
         self.producer_state.remove_stray_snapshots(self._bases)
         self._rebuild_producer_state(now)
+
+    def _warn_cut(self, path: str, position: int, next_offset: int, reason: str, removed: int) -> None:
+        _log.warning(
+            "Recovery of %s cut %s at byte %d: %s; removed %d bytes holding offsets from %d on",
+            self.dir,
+            os.path.basename(path),
+            position,
+            reason,
+            removed,
+            next_offset,
+        )
 
     def _complete_swaps(self) -> None:
         """Finish what a crash interrupted in ``replace_segments`` (see the module docstring).
@@ -678,7 +735,7 @@ class Log:
                 h.is_transactional,
             )
         if leader_epoch >= 0 and leader_epoch != self.leader_epoch_cache.latest_epoch:
-            self.leader_epoch_cache.assign(leader_epoch, first_offset)
+            self.assign_epoch(leader_epoch, first_offset)
         self._after_append(records, next_offset)
         return LogAppendInfo(
             first_offset,
@@ -723,7 +780,7 @@ class Log:
         parts = [_pack_prefix(base, batch_length, leader_epoch), mv[16:]]
         self._write(parts, size, ((size, last, max_ts),), base, last, max_ts, now_ms)
         if leader_epoch >= 0 and leader_epoch != self.leader_epoch_cache.latest_epoch:
-            self.leader_epoch_cache.assign(leader_epoch, base)
+            self.assign_epoch(leader_epoch, base)
         self._after_append(count, last + 1)
         offset_of_max = last if max_ts > _NO_TS else -1
         return LogAppendInfo(base, last, -1, self._log_start, count, False, max_ts, offset_of_max, size, 1)
@@ -788,7 +845,7 @@ class Log:
                 psm.replay(h)
             epoch = h.partition_leader_epoch
             if epoch >= 0 and epoch != cache.latest_epoch:
-                cache.assign(epoch, h.base_offset)
+                self.assign_epoch(epoch, h.base_offset)
         self._after_append(records, expected)
         return LogAppendInfo(
             first_offset,
@@ -804,21 +861,60 @@ class Log:
         )
 
     def _write(self, parts, total, infos, first_offset, last_offset, max_ts, now_ms) -> None:
-        if total > self._segment_bytes:
+        if total > self._write_limit:
+            if self.offline_reason is not None:
+                raise errors.KafkaStorageErrorError(
+                    f"{self.topic}-{self.partition} is read-only: {self.offline_reason}"
+                )
             raise errors.RecordListTooLargeError(
                 f"Append of {total} bytes exceeds segment.bytes {self._segment_bytes}"
             )
-        seg = self._segments[-1]
-        if seg.should_roll(total, max_ts, last_offset, now_ms, self._segment_bytes, self._segment_ms):
-            seg = self.roll(now_ms, first_offset)
-        seg.append(parts, total, infos)
+        try:
+            seg = self._segments[-1]
+            if seg.should_roll(total, max_ts, last_offset, now_ms, self._segment_bytes, self._segment_ms):
+                seg = self.roll(now_ms, first_offset)
+            seg.append(parts, total, infos)
+        except (OSError, errors.KafkaStorageErrorError) as e:
+            raise self.disk_error(e) from e
+
+    def disk_error(self, exc: BaseException) -> errors.KafkaStorageErrorError:
+        """Report a failed write of this log (a full disk, an I/O error) to the log manager,
+        which takes the log dir offline; returns the error to answer with."""
+        cause = exc if isinstance(exc, OSError) else exc.__cause__
+        if (
+            isinstance(cause, OSError)
+            and cause.errno not in (errno.EMFILE, errno.ENFILE)  # descriptors ran out, not the disk
+            and self._on_disk_error is not None
+        ):
+            self._on_disk_error(self, cause)
+        if isinstance(exc, errors.KafkaStorageErrorError):
+            return exc
+        return errors.KafkaStorageErrorError(f"Write to {self.dir} failed: {exc}")
+
+    def set_offline(self, reason: str) -> None:
+        """Refuse every further write (its log dir failed); reads go on."""
+        self.offline_reason = reason
+        self._write_limit = -1
+
+    def assign_epoch(self, epoch: int, start_offset: int) -> None:
+        """Record that leader ``epoch`` starts at ``start_offset`` (a new leader, or the first
+        batch of its epoch, already written). A failed checkpoint write takes the dir offline
+        and keeps the epoch in memory: the append stands, and recovery reads epochs from the
+        batches anyway."""
+        try:
+            self.leader_epoch_cache.assign(epoch, start_offset)
+        except OSError as e:
+            self.disk_error(e)
 
     def _after_append(self, records: int, next_offset: int) -> None:
         self._leo = next_offset
         self.producer_state.map_end_offset = next_offset
         self._unflushed_messages += records
         if self._unflushed_messages >= self._flush_messages:
-            self.flush()
+            try:
+                self.flush()
+            except OSError as e:
+                raise self.disk_error(e) from e  # written, but maybe not durable: say so
 
     # ---- roll ----------------------------------------------------------------------------
 
@@ -997,6 +1093,8 @@ class Log:
 
     def maybe_increment_log_start_offset(self, offset: int, now_ms: int | None = None) -> bool:
         """Advance the log start offset (DeleteRecords). Fails above the high watermark."""
+        if self.offline_reason is not None:
+            raise errors.KafkaStorageErrorError(f"{self.topic}-{self.partition} is read-only: {self.offline_reason}")
         if offset > self._hw:
             raise errors.OffsetOutOfRangeError(
                 f"Cannot increment the log start offset to {offset} of {self.topic}-{self.partition}: "
@@ -1237,9 +1335,16 @@ class Log:
         self._closed = True
         psm = self.producer_state
         psm.update_map_end_offset(self._leo)
-        psm.take_snapshot(sync=True)
+        if self.offline_reason is None:
+            try:
+                psm.take_snapshot(sync=True)
+            except OSError as e:
+                self.disk_error(e)  # the next load replays the log from an older snapshot
         for seg in self._segments:
-            seg.close()
+            try:
+                seg.close()
+            except OSError as e:
+                self.disk_error(e)
         for seg in self._pending_deletes:
             seg.delete_files()
         self._pending_deletes = []

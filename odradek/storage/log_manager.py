@@ -19,6 +19,16 @@ is seen as unclean next time. ``shutdown`` flushes, closes, checkpoints, then wr
 Retention (``cleanup``) skips a log while the cleaner works on it (``log.cleaning``), as
 Kafka's does, and a deleted log's files are closed only once the cleaner has let go of it.
 
+A failed write (a full disk, an I/O error) takes its log dir offline, as Kafka's
+LogDirFailureChannel does: logged once, every log in it refuses further writes with
+KAFKA_STORAGE_ERROR and stays readable, no new log goes there, and flushes, checkpoints,
+retention and the clean-shutdown marker skip it, so the next start recovers it (read-only
+again if the disk is still full). Nothing acknowledged is lost: a failed append is undone.
+
+Loading opens no file for good: each log releases its descriptors once loaded (see
+segment.LogSegment.release), so a data dir of any size loads within a small
+RLIMIT_NOFILE; a partition holds descriptors from its first use on (see fd_budget).
+
 Thread rules: the broker's event loop owns the manager (create/delete/get, ``cleanup``,
 ``shutdown``). ``flush_due`` and ``checkpoint_all`` may run in a worker thread. Stop the
 log cleaner (``cleaner_manager.LogCleaner.shutdown``) before ``shutdown``.
@@ -26,6 +36,7 @@ log cleaner (``cleaner_manager.LogCleaner.shutdown``) before ``shutdown``.
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import shutil
@@ -33,6 +44,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable
 
+from ..protocol import errors
 from .checkpoint import (
     LOG_START_OFFSET_CHECKPOINT,
     RECOVERY_POINT_CHECKPOINT,
@@ -84,6 +96,7 @@ class LogManager:
         self._dir_of: dict[TopicPartition, str] = {}
         self._pending_dir_deletes: list[tuple[int, Log]] = []
         self.had_clean_shutdown: dict[str, bool] = {}
+        self.offline_dirs: dict[str, str] = {}  # log dir -> why it went offline
         self._closed = False
         for d in self.log_dirs:
             os.makedirs(d, exist_ok=True)
@@ -106,6 +119,7 @@ class LogManager:
             return {}
 
     def _load_logs(self, now_ms: int) -> None:
+        configs: dict[str, LogConfig] = {}  # one per topic: building one costs more than loading a log
         for log_dir in self.log_dirs:
             marker = os.path.join(log_dir, CLEAN_SHUTDOWN_FILE)
             clean = os.path.exists(marker)
@@ -130,21 +144,57 @@ class LogManager:
                     raise RuntimeError(
                         f"Duplicate log directories for {tp[0]}-{tp[1]}: {self._dir_of[tp]} and {log_dir}"
                     )
+                config = configs.get(tp[0])
+                if config is None:
+                    config = configs[tp[0]] = self.config_for(tp[0])
                 log = Log(
                     entry.path,
-                    self.config_for(tp[0]),
+                    config,
                     log_start_offset=start_offsets.get(tp, 0),
                     recovery_point=recovery_points.get(tp, 0),
                     high_watermark=high_watermarks.get(tp),
                     had_clean_shutdown=clean,
                     now_ms=now_ms,
                     producer_id_expiration_ms=self._producer_id_expiration_ms,
+                    on_disk_error=self._on_log_disk_error,
                 )
                 self._logs[tp] = log
                 self._dir_of[tp] = log_dir
+            if log_dir in self.offline_dirs:
+                for tp, d in self._dir_of.items():
+                    if d == log_dir:
+                        self._logs[tp].set_offline(self.offline_dirs[log_dir])
             if clean:
                 os.unlink(marker)
                 fsync_dir(log_dir)
+
+    # ---- failed log dirs ---------------------------------------------------------------
+
+    def _on_log_disk_error(self, log: Log, exc: OSError) -> None:
+        self.set_dir_offline(os.path.dirname(log.dir), exc, exc.filename or log.dir)
+
+    def set_dir_offline(self, log_dir: str, exc: OSError, what: str) -> None:
+        """Take ``log_dir`` offline after ``exc`` (logged once per dir; any thread)."""
+        if log_dir in self.offline_dirs:
+            return
+        name = errno.errorcode.get(exc.errno, str(exc.errno)) if exc.errno else type(exc).__name__
+        reason = f"log dir {log_dir} is offline after {exc.strerror or exc} ({name}) writing {what}"
+        self.offline_dirs[log_dir] = reason
+        fix = "free space on its disk" if exc.errno in (errno.ENOSPC, errno.EDQUOT) else "repair its disk"
+        _log.error(
+            "%s. Its partitions stay readable but refuse writes with KAFKA_STORAGE_ERROR; "
+            "%s, then restart the broker",
+            reason,
+            fix,
+        )
+        for tp, d in list(self._dir_of.items()):
+            if d == log_dir:
+                log = self._logs.get(tp)
+                if log is not None:
+                    log.set_offline(reason)
+
+    def is_offline(self, topic: str, partition: int) -> bool:
+        return self._dir_of.get((topic, partition)) in self.offline_dirs
 
     # ---- access ------------------------------------------------------------------------
 
@@ -171,12 +221,22 @@ class LogManager:
         return tp in self._logs
 
     def _pick_log_dir(self) -> str:
-        counts = {d: 0 for d in self.log_dirs}
+        online = [d for d in self.log_dirs if d not in self.offline_dirs]
+        if not online:
+            raise errors.KafkaStorageErrorError(
+                "every log dir is offline: " + "; ".join(self.offline_dirs.values())
+            )
+        counts = {d: 0 for d in online}
         for d in self._dir_of.values():
-            counts[d] += 1
-        return min(self.log_dirs, key=lambda d: counts[d])
+            if d in counts:
+                counts[d] += 1
+        return min(online, key=lambda d: counts[d])
 
-    def get_or_create_log(self, topic: str, partition: int, config: LogConfig | None = None) -> Log:
+    def get_or_create_log(
+        self, topic: str, partition: int, config: LogConfig | None = None, *, sync_dir: bool = True
+    ) -> Log:
+        """The partition's log, created if it has none. ``sync_dir=False`` leaves the fsync of
+        the parent directory to the caller (``sync_dirs``), for creating many at once."""
         tp = (topic, partition)
         log = self._logs.get(tp)
         if log is not None:
@@ -187,15 +247,27 @@ class LogManager:
             raise ValueError(f"Invalid topic partition {topic!r} {partition}")
         log_dir = self._pick_log_dir()
         path = os.path.join(log_dir, f"{topic}-{partition}")
-        log = Log(
-            path,
-            config or self.config_for(topic),
-            producer_id_expiration_ms=self._producer_id_expiration_ms,
-        )
-        fsync_dir(log_dir)
+        try:
+            log = Log(
+                path,
+                config or self.config_for(topic),
+                producer_id_expiration_ms=self._producer_id_expiration_ms,
+                on_disk_error=self._on_log_disk_error,
+            )
+            if sync_dir:
+                fsync_dir(log_dir)
+        except OSError as e:
+            self.set_dir_offline(log_dir, e, path)
+            raise errors.KafkaStorageErrorError(f"Cannot create the log of {topic}-{partition}: {e}") from e
         self._logs[tp] = log
         self._dir_of[tp] = log_dir
         return log
+
+    def sync_dirs(self) -> None:
+        """fsync every log dir (after creating logs with ``sync_dir=False``)."""
+        for log_dir in self.log_dirs:
+            if log_dir not in self.offline_dirs:
+                fsync_dir(log_dir)
 
     def delete_log(self, topic: str, partition: int, *, now_ms: int | None = None) -> bool:
         """Rename the log's dir to ``<topic>-<partition>.<uuid>-delete``; remove it after
@@ -228,7 +300,7 @@ class LogManager:
                 if log.flush_if_due(now):
                     n += 1
             except OSError as e:
-                _log.error("Flush of %s failed: %s", log.dir, e)
+                self._on_log_disk_error(log, e)
         return n
 
     def cleanup(self, now_ms: int | None = None) -> int:
@@ -238,10 +310,15 @@ class LogManager:
         now = _now_ms() if now_ms is None else now_ms
         n = 0
         for log in list(self._logs.values()):
-            if not log.cleaning:
-                n += log.enforce_retention(now)
-                log.delete_expired_files(now)
-            log.remove_expired_producers(now)
+            if log.offline_reason is not None:
+                continue  # as in Kafka, an offline dir is left alone until the restart
+            try:
+                if not log.cleaning:
+                    n += log.enforce_retention(now)
+                    log.delete_expired_files(now)
+                log.remove_expired_producers(now)
+            except OSError as e:
+                self._on_log_disk_error(log, e)
         keep = []
         for deadline, log in self._pending_dir_deletes:
             if now >= deadline and not log.cleaning:
@@ -259,19 +336,24 @@ class LogManager:
         for tp, log in list(self._logs.items()):
             by_dir[self._dir_of[tp]].append((tp, log))
         for log_dir, items in by_dir.items():
-            write_offset_checkpoint(
-                os.path.join(log_dir, RECOVERY_POINT_CHECKPOINT),
-                {tp: log.recovery_point for tp, log in items},
-            )
-            write_offset_checkpoint(
-                os.path.join(log_dir, LOG_START_OFFSET_CHECKPOINT),
-                {tp: log.log_start_offset for tp, log in items},
-            )
+            if log_dir in self.offline_dirs:
+                continue
             hws = {}
             for tp, log in items:
                 hw = high_watermarks.get(tp) if high_watermarks else None
                 hws[tp] = log.high_watermark if hw is None else hw
-            write_offset_checkpoint(os.path.join(log_dir, REPLICATION_OFFSET_CHECKPOINT), hws)
+            files = (
+                (RECOVERY_POINT_CHECKPOINT, {tp: log.recovery_point for tp, log in items}),
+                (LOG_START_OFFSET_CHECKPOINT, {tp: log.log_start_offset for tp, log in items}),
+                (REPLICATION_OFFSET_CHECKPOINT, hws),
+            )
+            for name, offsets in files:
+                path = os.path.join(log_dir, name)
+                try:
+                    write_offset_checkpoint(path, offsets)
+                except OSError as e:
+                    self.set_dir_offline(log_dir, e, path)
+                    break
 
     def ensure_meta_properties(self, node_id: int, cluster_id: str) -> None:
         """Check each log dir's ``meta.properties`` matches (or write it if missing)."""
@@ -297,18 +379,32 @@ class LogManager:
             return
         self._closed = True
         for log in self._logs.values():
-            log.flush()
-            log.close()
+            try:
+                log.flush()
+            except OSError as e:
+                self._on_log_disk_error(log, e)
+            log.close()  # writes what it can; a failure takes the dir offline
         for _deadline, log in self._pending_dir_deletes:
             log.delete()
         self._pending_dir_deletes = []
         self.checkpoint_all(high_watermarks)
         for log_dir in self.log_dirs:
-            fd = os.open(
-                os.path.join(log_dir, CLEAN_SHUTDOWN_FILE), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644
-            )
+            if log_dir in self.offline_dirs:
+                _log.warning(
+                    "Not marking %s as cleanly shut down (%s): the next start recovers its logs",
+                    log_dir,
+                    self.offline_dirs[log_dir],
+                )
+                continue
             try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+                fd = os.open(
+                    os.path.join(log_dir, CLEAN_SHUTDOWN_FILE), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644
+                )
+                try:
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+            except OSError as e:
+                _log.warning("Cannot write the clean-shutdown marker of %s: %s; the next start recovers it", log_dir, e)
+                continue
             fsync_dir(log_dir)

@@ -21,7 +21,7 @@ from ._index import AbstractIndex, CorruptIndexError
 
 _ENTRY = struct.Struct(">ii")
 _unpack = _ENTRY.unpack_from
-_pack = _ENTRY.pack_into
+_pack_entry = _ENTRY.pack
 
 
 class OffsetIndex(AbstractIndex):
@@ -63,7 +63,7 @@ class OffsetIndex(AbstractIndex):
             )
         if n >= self._max_entries:
             raise ValueError(f"Attempt to append to a full index {self.path} ({n} entries)")
-        _pack(self._mm, n * 8, offset - self.base_offset, position)
+        self._write_entry(n, _pack_entry(offset - self.base_offset, position))
         self._entries = n + 1
         self._last_offset = offset
 

@@ -343,6 +343,8 @@ class ProducerStateManager:
         offset = self.map_end_offset
         if offset <= self.last_snap_offset and offset in self._snapshots:
             return None
+        if offset == 0 and not self.producers:
+            return None  # nothing comes before offset 0: the snapshot would say nothing
         path = snapshot_path(self.dir, offset)
         write_snapshot(path, self.producers.values(), sync=sync)
         if offset not in self._snapshots:
@@ -458,11 +460,16 @@ def write_snapshot(path: str, entries, sync: bool = False) -> None:
     tmp = path + ".tmp"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
-        os.write(fd, body)
+        view = memoryview(body)
+        while view:
+            view = view[os.write(fd, view) :]
         if sync:
             os.fsync(fd)
-    finally:
+    except OSError:
         os.close(fd)
+        os.unlink(tmp)  # a full disk: leave no partial snapshot behind
+        raise
+    os.close(fd)
     os.replace(tmp, path)
 
 

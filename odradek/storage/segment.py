@@ -14,7 +14,9 @@ rolls: its indexes are trimmed and it is never appended to again (except after a
 makes it the active one again). Deleting renames the files to ``*.deleted``; the log closes
 and unlinks them after ``file.delete.delay.ms`` so in-flight FileSlices stay valid.
 
-Indexes are opened lazily: loading a log with many segments only stats the ``.log`` files.
+Files are opened lazily: loading a log with many segments only stats the ``.log`` files,
+and ``release`` closes what a load opened, so an idle segment holds no descriptor (see
+file_records); the active one holds three while in use (``.log``, ``.index``, ``.timeindex``).
 An index that fails its sanity check on first use is rebuilt from the ``.log``.
 
 Thread rules: owned by its Log; called from the log owner's thread, except ``flush`` and
@@ -30,6 +32,7 @@ import zlib
 import crc32c
 
 from ..protocol import batch as B
+from ..protocol import errors
 from ._index import CorruptIndexError
 from ._timestamps import record_timestamps
 from .file_records import FileRecords, FileSlice
@@ -141,6 +144,7 @@ class LogSegment:
         now_ms: int = 0,
         active: bool = True,
         suffix: str = "",
+        create: bool = True,
     ):
         self.dir = dir
         self.base_offset = base_offset
@@ -149,7 +153,7 @@ class LogSegment:
         self.roll_jitter_ms = roll_jitter_ms
         self.created_ms = now_ms
         log_path, _, _ = segment_paths(dir, base_offset, suffix)
-        self.log = FileRecords(log_path)
+        self.log = FileRecords(log_path, lazy=not create)
         self._oi: OffsetIndex | None = None
         self._ti: TimeIndex | None = None
         self._txn: TransactionIndex | None = None
@@ -159,8 +163,8 @@ class LogSegment:
         self._offset_of_max_ts = base_offset
         self._rolling_based_ts: int | None = None
         self.deleted_at_ms = -1
-        if active:
-            # The active segment's indexes are always open: appends touch them.
+        if active and create:
+            # A new active segment gets its index files at once, as in Kafka.
             self.offset_index  # noqa: B018
             self.time_index  # noqa: B018
 
@@ -238,17 +242,36 @@ class LogSegment:
         return self.log.size
 
     def resize_indexes(self, size: int) -> None:
-        """Make the indexes writable up to ``size`` bytes (a segment becoming active again)."""
+        """Make the indexes writable up to ``size`` bytes (a segment becoming active again);
+        an index not open yet gets that size when it opens."""
         self._writable_indexes = True
-        self.offset_index.resize(size)
-        self.time_index.resize(size)
+        self.max_index_size = size
+        for index in (self._oi, self._ti):
+            if index is not None:
+                index.resize(size)
+
+    def release(self, sync: bool = False) -> None:
+        """Close the segment's descriptors and mappings; the next use reopens them. The
+        active segment's indexes are trimmed, and grow again when reopened."""
+        for index in (self._oi, self._ti):
+            if index is not None:
+                index.close()
+        self._oi = self._ti = None
+        self.log.release(sync)
 
     # ---- timestamps -------------------------------------------------------------------
 
     def _load_max_timestamp(self) -> None:
-        ts, offset = self.time_index.last_entry()
+        opened_here = self._ti is None and not self._writable_indexes
+        ti = self.time_index
+        ts, offset = ti.last_entry()
         self._max_ts = ts
         self._offset_of_max_ts = offset
+        if opened_here:
+            # Retention asks every segment for its max timestamp: an inactive segment
+            # need not keep its time index mapped for that.
+            ti.close_handler()
+            self._ti = None
 
     @property
     def max_timestamp_so_far(self) -> int:
@@ -320,32 +343,45 @@ class LogSegment:
             raise ValueError(
                 f"Offset {last_offset} cannot be stored relative to base offset {self.base_offset}"
             )
+        max_ts = self._max_ts
+        if max_ts is None:
+            self._load_max_timestamp()
+            max_ts = self._max_ts
         log = self.log
         if isinstance(parts, list):
             position = log.appendv(parts, total)
         else:
             position = log.append(parts)
-        max_ts = self._max_ts
-        if max_ts is None:
-            self._load_max_timestamp()
-            max_ts = self._max_ts
         interval = self.index_interval_bytes
         since = self._bytes_since_last_index_entry
         pos = position
+        offset_of_max = self._offset_of_max_ts
         for size, batch_last, batch_max_ts in batches:
             if batch_max_ts > max_ts:
-                max_ts = self._max_ts = batch_max_ts
-                self._offset_of_max_ts = batch_last
+                max_ts = batch_max_ts
+                offset_of_max = batch_last
             if since > interval:
-                self._oi.append(batch_last, pos)
-                self._ti.maybe_append(max_ts, self._offset_of_max_ts)
+                try:
+                    self.offset_index.append(batch_last, pos)
+                    self.time_index.maybe_append(max_ts, offset_of_max)
+                except OSError as e:
+                    self._undo_append(position, batches[0][1])
+                    raise errors.KafkaStorageErrorError(f"Write to {self.index_path} failed: {e}") from e
                 since = 0
             pos += size
             since += size
+        self._max_ts = max_ts
+        self._offset_of_max_ts = offset_of_max
         self._bytes_since_last_index_entry = since
         if position == 0:
             self._rolling_based_ts = max(b[2] for b in batches)
         return position
+
+    def _undo_append(self, position: int, first_batch_last_offset: int) -> None:
+        """Take back an append whose index entries could not be written (a full disk)."""
+        self.log.truncate_to(position)
+        self.offset_index.truncate_to(first_batch_last_offset)
+        self.time_index.truncate_to(first_batch_last_offset)
 
     # ---- reading ------------------------------------------------------------------------
 
@@ -389,6 +425,8 @@ class LogSegment:
 
     def read_next_offset(self) -> int:
         """Offset after the last batch (the base offset when empty); scans from the last index entry."""
+        if self.log.size == 0:
+            return self.base_offset
         _, position = self.offset_index.last_entry()
         next_offset = self.base_offset
         for _pos, buf, rel, _size in self.log.batches(position, chunk_size=_RECOVER_CHUNK):
@@ -434,10 +472,15 @@ class LogSegment:
 
     # ---- recovery -------------------------------------------------------------------------
 
-    def recover(self, on_batch=None, validate: bool = True) -> int:
+    def recover(self, on_batch=None, validate: bool = True, on_cut=None, on_index_error=None) -> int:
         """Re-read the whole ``.log``: validate every batch (size, magic, CRC), cut the file at
         the first invalid or torn one, and rebuild both indexes. ``on_batch(header)`` is called
-        for each valid v2 batch (leader epochs, producer state). Returns the bytes truncated.
+        for each valid v2 batch (leader epochs, producer state), ``on_cut(path, position,
+        next_offset, reason, bytes_removed)`` before a cut. Returns the bytes truncated.
+
+        Index entries that cannot be written (a full disk) are left out: the index stays
+        valid, only sparser. The OSError goes to ``on_index_error`` once the log itself is
+        recovered (raised without one).
         """
         oi = self.offset_index
         ti = self.time_index
@@ -453,22 +496,29 @@ class LogSegment:
         base = self.base_offset
         log = self.log
         prev_last = base - 1
+        reason = None
+        index_error = None
         for pos, buf, rel, size in log.batches(0, chunk_size=_RECOVER_CHUNK, full=validate):
-            if validate and (
-                validate_batch(buf, rel, size, base) is not None or _uq(buf, rel)[0] <= prev_last
-            ):
-                break
+            if validate:
+                reason = validate_batch(buf, rel, size, base)
+                if reason is None and _uq(buf, rel)[0] <= prev_last:
+                    reason = f"batch offset {_uq(buf, rel)[0]} is not above the previous batch's {prev_last}"
+                if reason is not None:
+                    break
             last = batch_last_offset(buf, rel)
             prev_last = last
             batch_ts = batch_max_timestamp(buf, rel)
             if batch_ts > max_ts:
                 max_ts = batch_ts
                 offset_of_max = last
-            if since > interval:
-                if not oi.is_full():
-                    oi.append(last, pos)
-                if not ti.is_full():
-                    ti.maybe_append(max_ts, offset_of_max)
+            if since > interval and index_error is None:
+                try:
+                    if not oi.is_full():
+                        oi.append(last, pos)
+                    if not ti.is_full():
+                        ti.maybe_append(max_ts, offset_of_max)
+                except OSError as e:
+                    index_error = e
                 since = 0
             since += size
             if on_batch is not None and buf[rel + B.MAGIC_OFFSET] == 2:
@@ -476,13 +526,38 @@ class LogSegment:
             valid = pos + size
         truncated = log.size - valid
         if truncated:
+            if on_cut is not None:
+                why = reason or "the last batch is incomplete or its length field is invalid (a torn write)"
+                on_cut(log.path, valid, prev_last + 1, why, truncated)
             log.truncate_to(valid)
-        ti.maybe_append(max_ts, offset_of_max, skip_full_check=True)
+        if index_error is None:
+            try:
+                ti.maybe_append(max_ts, offset_of_max, skip_full_check=True)
+            except OSError as e:
+                index_error = e
         self._max_ts = max_ts
         self._offset_of_max_ts = offset_of_max
         self._bytes_since_last_index_entry = since
         self._rolling_based_ts = None
+        if index_error is not None:
+            if on_index_error is None:
+                raise index_error
+            on_index_error(index_error)
         return truncated
+
+    def empty_index_files(self) -> None:
+        """Empty the index files of an empty segment: any entry would point past its end."""
+        for index in (self._oi, self._ti):
+            if index is not None:
+                index.close_handler()
+        self._oi = self._ti = None
+        for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+            path = self._index_file(suffix)
+            try:
+                if os.path.getsize(path):
+                    os.truncate(path, 0)
+            except FileNotFoundError:
+                pass
 
     def rebuild_indexes(self) -> None:
         """Rebuild the indexes from the ``.log`` without validating or truncating data."""
@@ -522,7 +597,7 @@ class LogSegment:
         """After a roll: record the final max timestamp and trim the indexes."""
         ti = self.time_index
         ti.maybe_append(self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far, skip_full_check=True)
-        self._oi.trim_to_valid_size()
+        self.offset_index.trim_to_valid_size()
         ti.trim_to_valid_size()
         self._writable_indexes = False
 
@@ -536,13 +611,24 @@ class LogSegment:
             self._txn.flush()
 
     def close(self) -> None:
-        if self._ti is not None and self._max_ts is not None and not self.log.closed:
-            self._ti.maybe_append(self._max_ts, self._offset_of_max_ts, skip_full_check=True)
-        if self._oi is not None:
-            self._oi.close()
-        if self._ti is not None:
-            self._ti.close()
+        """Add the final time index entry, trim the indexes and close everything; an OSError
+        (a full disk) is raised once every file is closed."""
+        error = None
+        try:
+            if self._ti is not None and self._max_ts is not None and not self.log.closed:
+                self._ti.maybe_append(self._max_ts, self._offset_of_max_ts, skip_full_check=True)
+        except OSError as e:
+            error = e
+        for index in (self._oi, self._ti):
+            if index is not None:
+                try:
+                    index.close()
+                except OSError as e:
+                    error = error or e
+                    index.close_handler()
         self.log.close()
+        if error is not None:
+            raise error
 
     def rename_to_deleted(self, now_ms: int) -> None:
         """Kafka's async delete, step one: rename every file to ``*.deleted``; keep them open."""

@@ -24,7 +24,7 @@ from ._index import AbstractIndex, CorruptIndexError
 
 _ENTRY = struct.Struct(">qi")
 _unpack = _ENTRY.unpack_from
-_pack = _ENTRY.pack_into
+_pack_entry = _ENTRY.pack
 
 NO_TIMESTAMP = -1
 
@@ -66,7 +66,7 @@ class TimeIndex(AbstractIndex):
             raise ValueError(f"Attempt to append offset {offset} to {self.path} after {self._last_offset}")
         if n >= self._max_entries or (not skip_full_check and n >= self._max_entries - 1):
             raise ValueError(f"Attempt to append to a full time index {self.path} ({n} entries)")
-        _pack(self._mm, n * 12, timestamp, offset - self.base_offset)
+        self._write_entry(n, _pack_entry(timestamp, offset - self.base_offset))
         self._entries = n + 1
         self._last_ts = timestamp
         self._last_offset = offset

@@ -2,7 +2,10 @@
 
 Grows a topic to ``count`` partitions, with optional replica assignments for the new
 ones; shrinking, an unchanged count, bad assignments and unknown topics get Kafka's
-errors. ``validate_only`` checks without changing anything.
+errors. ``validate_only`` checks without changing anything. Internal topics are refused
+(INVALID_REQUEST), so are more new partitions than max.partitions.per.request
+(INVALID_PARTITIONS) or than the broker can host (POLICY_VIOLATION). Many new logs are
+created in the background, yielding to the event loop; the answer waits for them.
 """
 
 from odradek.broker.handlers import api
@@ -10,7 +13,7 @@ from odradek.protocol import errors, messages
 
 
 @api(37, 0, 3)
-def handle_create_partitions(broker, request):
+async def handle_create_partitions(broker, request):
     body = request.body
     results = []
     for t in body.topics:
@@ -20,6 +23,8 @@ def handle_create_partitions(broker, request):
             broker.controller.create_partitions(
                 t.name, t.count, assignments, validate_only=body.validate_only
             )
+            if not body.validate_only:
+                await broker.replica_manager.logs_ready(t.name)
         except errors.KafkaError as exc:
             entry.update(error_code=exc.code, error_message=exc.message)
         results.append(entry)

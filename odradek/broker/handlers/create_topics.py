@@ -5,6 +5,12 @@ explicit replica assignment, and validated topic configs; ``validate_only`` chec
 without creating. v5+ answers with the topic's partitions, replication factor and full
 config list; v7 with its topic id. A name given twice fails both entries with
 INVALID_REQUEST.
+
+Limits (see cluster.controller): a topic asking for more than max.partitions.per.request
+partitions is INVALID_PARTITIONS; topics that each fit but together ask for more are all
+POLICY_VIOLATION, as in Kafka; more than the broker can host is POLICY_VIOLATION. Logs of
+a large topic are created in the background, yielding to the event loop; the answer waits
+for them.
 """
 
 from collections import Counter
@@ -14,16 +20,30 @@ from odradek.protocol import errors, messages
 from odradek.protocol.errors import ErrorCode
 
 
+def _requested(broker, t) -> int:
+    if t.assignments:
+        return len(t.assignments)
+    return broker.default_partitions if t.num_partitions == -1 else max(t.num_partitions, 0)
+
+
 @api(19, 2, 7)
-def handle_create_topics(broker, request):
+async def handle_create_topics(broker, request):
     body = request.body
     counts = Counter(t.name for t in body.topics)
+    limit = broker.controller.max_partitions_per_request
+    fitting = [_requested(broker, t) for t in body.topics]
+    total = sum(n for n in fitting if n <= limit)
     results = []
     for t in body.topics:
         entry = {"name": t.name, "error_code": 0, "error_message": None, "topic_id": None, "configs": []}
         try:
             if counts[t.name] > 1:
                 raise errors.InvalidRequestError(f"topic '{t.name}' appears more than once in the request")
+            if total > limit and _requested(broker, t) <= limit:
+                raise errors.PolicyViolationError(
+                    f"Excessively large number of partitions per request: {total} asked for, "
+                    f"max.partitions.per.request is {limit}; create the topics in several requests"
+                )
             assignments = {a.partition_index: list(a.broker_ids) for a in t.assignments}
             configs = {c.name: c.value for c in t.configs}
             created = broker.controller.create_topic(
@@ -34,6 +54,8 @@ def handle_create_topics(broker, request):
                 configs,
                 validate_only=body.validate_only,
             )
+            if created is not None:
+                await broker.replica_manager.logs_ready(t.name)
             info = created or broker.image.topics.get(t.name)
             if created is not None:
                 entry["topic_id"] = created.topic_id
