@@ -313,6 +313,9 @@ def consume(
 
     printed = 0
     out = sys.stdout
+    # Before the consumer exists: a SIGTERM while it joins its group must close it (and so
+    # leave the group) like Ctrl-C, not kill the process and leave a member behind.
+    _sigterm_stops()
     with session.consumer(**options) as consumer:
         if name not in consumer.topics():
             raise CliError(
@@ -348,7 +351,6 @@ def consume(
         if start_ms is not None and not (group and not partitions):
             _seek_to_time(consumer, consumer.assignment(), start_ms)
 
-        _sigterm_stops()
         seeked_time: set = set()
         last_seen: dict = {}
         last_commit = time.monotonic()

@@ -14,6 +14,10 @@ Theory of operation. ``ConsumerCoordinator`` owns one task; ``Heartbeat`` owns a
   Cooperative protocol (cooperative-sticky, when every configured assignor supports it):
   keep the partitions that stay, revoke only those that move, and rejoin at once when
   something was revoked so the next rebalance can hand it over (KIP-429).
+* Closing stops the coordinator task first (nothing may rejoin behind the LeaveGroup),
+  then leaves with whatever member id the broker has given, whatever step the join was
+  at: from MEMBER_ID_REQUIRED on, the broker holds a member under that id, and one left
+  behind would hold every later rebalance of the group until its session times out.
 * Static membership (``group_instance_id``, KIP-345): the id goes into every request;
   closing does not send LeaveGroup, so a restart within the session timeout keeps the
   assignment without a rebalance.
@@ -142,6 +146,14 @@ def decode_assignment(data: bytes) -> tuple[set[TopicPartition], bytes | None]:
 # -- the coordinator --------------------------------------------------------------------------
 
 
+async def _cancel(task: asyncio.Future) -> None:
+    task.cancel()
+    try:
+        await task
+    except BaseException:  # noqa: S110 - cancelled on purpose
+        pass
+
+
 class ConsumerCoordinator:
     def __init__(
         self, client: NetClient, subs: SubscriptionState, config: dict, assignors, run_callback, interceptors
@@ -190,6 +202,7 @@ class ConsumerCoordinator:
         self._group_topics: set[str] = set()
         self._prev_assignment: set[TopicPartition] = set()
         self._closing = False
+        self._unnamed_join: asyncio.Future | None = None  # a JoinGroup sent without a member id
         self.commit_fault = None  # test hook: f(offsets, attempt) -> exception or None
         self.rebalances = 0
 
@@ -232,11 +245,24 @@ class ConsumerCoordinator:
             raise err
 
     async def close(self, timeout: float) -> None:
+        """Stop the group work and leave the group, whatever state the join is in.
+
+        The coordinator task stops first, so nothing rejoins behind the LeaveGroup. A
+        JoinGroup sent without a member id is still answered (the broker answers it at
+        once), because its answer names the member the broker now holds for us; then
+        LeaveGroup goes out with whatever member id the broker gave (MEMBER_ID_REQUIRED,
+        a JoinGroup answer, or a completed rebalance). A JoinGroup or SyncGroup still
+        waiting in the broker is answered there when the member leaves.
+        """
         if self._task is None:
             return
         self._closing = True
         try:
             async with asyncio.timeout(timeout):
+                await _cancel(self._task)
+                await self._heartbeat.close()
+                if self.instance_id is None:
+                    await self._learn_member_id()
                 if self.subs.group_managed and self.state == STABLE:
                     await self._commit_before_revoke()
                     assigned = self.subs.assigned()
@@ -253,12 +279,20 @@ class ConsumerCoordinator:
         finally:
             await self._heartbeat.close()
             for t in [self._task, *self._pending_commits]:
-                t.cancel()
-            for t in [self._task, *self._pending_commits]:
-                try:
-                    await t
-                except BaseException:  # noqa: S110 - cancelled on purpose
-                    pass
+                await _cancel(t)
+
+    async def _learn_member_id(self) -> None:
+        """Wait for the answer to a JoinGroup sent without a member id, for the id it gives."""
+        join, self._unnamed_join = self._unnamed_join, None
+        if join is None or self.member_id:
+            return
+        try:
+            resp = await join
+        except (KafkaConnectionError, KafkaTimeoutError, ClientClosedError) as exc:
+            log.info("group %s: no answer to the JoinGroup in flight: %s", self.group_id, exc)
+            return
+        if resp.member_id:
+            self.member_id = resp.member_id
 
     # -- the task --------------------------------------------------------------------------
 
@@ -266,7 +300,7 @@ class ConsumerCoordinator:
         backoff = Backoff(int(self.retry_backoff * 1000), 1000)
         while True:
             try:
-                if self.subs.group_managed and self._fatal is None:
+                if self.subs.group_managed and self._fatal is None and not self._closing:
                     await self.ensure_coordinator()
                     if self._lost:
                         await self._handle_lost()
@@ -445,7 +479,9 @@ class ConsumerCoordinator:
             for a in self.assignors
         ]
         join = await self._send_join(protocols)
-        if join is None:
+        if join is None or self._closing:
+            if self.state == REBALANCING:
+                self.state = UNJOINED
             return
         self.rebalances += 1
         generation = int(join.generation_id)
@@ -508,8 +544,14 @@ class ConsumerCoordinator:
         self._next_auto_commit = time.monotonic() + self.auto_commit_interval
 
     async def _send_join(self, protocols):
-        while True:
-            resp = await self._call(
+        while not self._closing:
+            node = await self.ensure_coordinator()
+            try:
+                conn = await self.client.get_connection(node)
+            except KafkaConnectionError:
+                self.coordinator_dead()
+                raise
+            sent = conn.send(
                 wire.JOIN_GROUP,
                 {
                     "group_id": self.group_id,
@@ -523,6 +565,11 @@ class ConsumerCoordinator:
                 },
                 timeout=self.rebalance_timeout_ms / 1000 + 5,
             )
+            try:
+                resp = await self._join_answer(sent)
+            except KafkaConnectionError:
+                self.coordinator_dead()
+                raise
             code = int(resp.error_code)
             if code == int(E.member_id_required):
                 self.member_id = resp.member_id
@@ -532,7 +579,26 @@ class ConsumerCoordinator:
                 if code in (int(E.rebalance_in_progress), int(E.coordinator_load_in_progress)):
                     await asyncio.sleep(self.retry_backoff)
                 return None
+            self.member_id = resp.member_id  # the broker holds a member under this id now
             return resp
+        return None
+
+    async def _join_answer(self, sent: asyncio.Future):
+        if self.member_id:
+            return await sent
+        # Without a member id, the answer names the member the broker now holds for us.
+        # close() cancels this task but still needs that name to leave: it takes the
+        # answer from ``_unnamed_join`` (shielded from the cancellation).
+        self._unnamed_join = sent
+        try:
+            resp = await asyncio.shield(sent)
+        except asyncio.CancelledError:
+            raise  # close() reads the answer
+        except BaseException:
+            self._unnamed_join = None
+            raise
+        self._unnamed_join = None
+        return resp
 
     def _handle_group_error(self, code: int, what: str) -> None:
         err = error_for(code)(f"{what} for group {self.group_id!r}")
@@ -586,13 +652,12 @@ class ConsumerCoordinator:
         return [{"member_id": m, "assignment": encode_assignment(result.get(m, []))} for m in subscriptions]
 
     async def leave_group(self, reason: str) -> None:
-        if self.coordinator_id is None or not self.member_id:
+        if not self.member_id:
             self.state = UNJOINED
             return
         log.info("group %s: member %s leaving: %s", self.group_id, self.member_id, reason)
         try:
-            await self.client.call(
-                self.coordinator_id,
+            await self._call(
                 wire.LEAVE_GROUP,
                 {
                     "group_id": self.group_id,
@@ -833,11 +898,7 @@ class Heartbeat:
 
     async def close(self) -> None:
         if self._task is not None:
-            self._task.cancel()
-            try:
-                await self._task
-            except BaseException:  # noqa: S110 - cancelled on purpose
-                pass
+            await _cancel(self._task)
             self._task = None
 
     async def _run(self) -> None:
