@@ -25,7 +25,11 @@ Theory of operation. ``ConsumerCoordinator`` owns one task; ``Heartbeat`` owns a
 Coordinator requests use their own connection (id ``2**31-1-node``, as Kafka's client
 does), so heartbeats never queue behind long-polling fetches.
 
-Commits: ``commit`` (sync) retries retriable errors until its timeout. ``commit_async``
+Commits: a group member commits in the generation it completed; in the middle of a
+rebalance a commit raises RebalanceInProgressError at once (commit again after it), as
+Kafka's client does. An answer saying the member left its generation (UNKNOWN_MEMBER_ID,
+ILLEGAL_GENERATION) loses its partitions, unless the member has moved on since it sent
+the commit. ``commit`` (sync) retries retriable errors until its timeout. ``commit_async``
 numbers every commit per partition; a failed async commit is retried only for the
 partitions whose newest commit it still is, so a late retry never overwrites a newer
 commit.
@@ -42,7 +46,7 @@ import time
 
 from kio.serial import entity_reader, entity_writer
 
-from odradek.protocol.errors import ErrorCode, KafkaError, error_for
+from odradek.protocol.errors import ErrorCode, KafkaError, RebalanceInProgressError, error_for
 
 from . import wire
 from .assignors import Subscription
@@ -263,11 +267,8 @@ class ConsumerCoordinator:
                 await self._heartbeat.close()
                 if self.instance_id is None:
                     await self._learn_member_id()
-                if self.subs.group_managed and self.state == STABLE:
-                    await self._commit_before_revoke()
-                    assigned = self.subs.assigned()
-                    if assigned:
-                        await self._call_listener("on_partitions_revoked", assigned)
+                if self.subs.group_managed:
+                    await self._give_up_partitions()
                 if self.instance_id is None:
                     await self.leave_group("the consumer is closing")
                 if self._pending_commits:
@@ -280,6 +281,17 @@ class ConsumerCoordinator:
             await self._heartbeat.close()
             for t in [self._task, *self._pending_commits]:
                 await _cancel(t)
+
+    async def _give_up_partitions(self) -> None:
+        """Closing: commit what was consumed, then tell the listener the partitions are gone:
+        revoked in a stable generation; lost in the middle of a rebalance (cooperative
+        members keep partitions through one), as nothing can be committed for them then."""
+        assigned = self.subs.assigned()
+        if self.state == STABLE:
+            await self._commit_before_revoke()
+        if assigned:
+            how = "on_partitions_revoked" if self.state == STABLE else "on_partitions_lost"
+            await self._call_listener(how, assigned)
 
     async def _learn_member_id(self) -> None:
         """Wait for the answer to a JoinGroup sent without a member id, for the id it gives."""
@@ -462,11 +474,11 @@ class ConsumerCoordinator:
         # (A pattern that matches nothing yet still joins, so the group knows the member.)
         topics = self._subscribed_topics()
         assigned_before = self.subs.assigned()
-        if self.state == STABLE or assigned_before:
+        if self.state == STABLE:
             await self._commit_before_revoke()
-            if self.protocol_kind == "eager" and assigned_before:
-                await self._call_listener("on_partitions_revoked", assigned_before)
-                self.subs.set_assignment(set())
+        if self.protocol_kind == "eager" and assigned_before:
+            await self._call_listener("on_partitions_revoked", assigned_before)
+            self.subs.set_assignment(set())
         owned = self.subs.assigned() if self.protocol_kind == "cooperative" else set()
         self.state = REBALANCING
         protocols = [
@@ -712,11 +724,32 @@ class ConsumerCoordinator:
             "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()],
         }
 
+    def _check_commit_allowed(self) -> None:
+        """A group member commits only in a generation it has completed (Kafka's rule).
+
+        Between generations it has none the broker would take: a commit without one is
+        refused (UNKNOWN_MEMBER_ID), and taking that answer for "we were removed" would
+        throw away a member id the group still waits for, stalling its rebalance.
+        """
+        if not self.subs.group_managed or self.state == STABLE:
+            return
+        if self.state == REBALANCING or self._need_rejoin:
+            raise RebalanceInProgressError(
+                f"cannot commit while group {self.group_id!r} rebalances; poll() to finish the "
+                "rebalance, then commit again"
+            )
+        raise CommitFailedError(
+            f"cannot commit: this consumer is not a member of group {self.group_id!r} now "
+            "(its partitions may belong to another member)"
+        )
+
     async def _send_commit(self, offsets, attempt: int) -> None:
+        self._check_commit_allowed()
         if self.commit_fault is not None:
             exc = self.commit_fault(offsets, attempt)
             if exc is not None:
                 raise exc
+        sent_as = (self.generation, self.member_id)
         resp = await self._call(wire.OFFSET_COMMIT, self._commit_values(offsets))
         first = None
         for t in resp.topics:
@@ -729,7 +762,9 @@ class ConsumerCoordinator:
             if code in _COORDINATOR_ERRORS:
                 self.coordinator_dead()
             if code in (int(E.unknown_member_id), int(E.illegal_generation), int(E.fenced_instance_id)):
-                self.reset_generation(member=code == int(E.unknown_member_id), lost=False)
+                if (self.generation, self.member_id) == sent_as:  # not a late answer to an older one
+                    # out of the generation its partitions came from: they are lost (Kafka)
+                    self.reset_generation(member=code == int(E.unknown_member_id), lost=True)
                 raise CommitFailedError(
                     f"commit failed for group {self.group_id!r}: the group rebalanced and the partitions "
                     f"may belong to another member ({error_for(code).code.name})"

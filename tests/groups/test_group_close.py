@@ -24,58 +24,16 @@ from group_raw import RawClient
 
 from odradek import aio
 from odradek.protocol.errors import ErrorCode as E
-from odradek.testing.process import BrokerProcess, free_port
+from odradek.testing.process import BrokerProcess
 
-FIND_COORDINATOR, JOIN, LEAVE, SYNC = 10, 11, 13, 14
+JOIN, LEAVE, SYNC = 11, 13, 14
 SUB = b"\x00\x00\x00\x00\x00\x01\x00\x01t\xff\xff\xff\xff"  # ConsumerProtocolSubscription v0 of topic "t"
 CLOSED_SESSION_MS = 30000  # how long a left-behind member would hold the group
 PROBE_DEADLINE_S = 10.0
 
 
-class Gated(NamedTuple):
-    broker: BrokerProcess
-    proxy: GateProxy
-
-    @property
-    def bootstrap(self) -> str:
-        return f"127.0.0.1:{self.proxy.port}"
-
-
-@pytest.fixture(scope="module")
-def gated(tmp_path_factory):
-    """A broker that advertises a GateProxy, so every client connection passes through it."""
-    proxy_port = free_port()
-    broker = BrokerProcess(
-        tmp_path_factory.mktemp("gated") / "data",
-        overrides={
-            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{proxy_port}",
-            "group.initial.rebalance.delay.ms": 1500,  # holds the first JoinGroup with an id in the broker
-            "group.min.session.timeout.ms": 500,
-        },
-    ).start()
-    proxy = GateProxy(proxy_port).start(broker.host, broker.port)
-    with RawClient(broker) as raw:
-        assert raw.request(FIND_COORDINATOR, 3, {"key": "warm-up", "key_type": 0}).error_code == E.none
-    yield Gated(broker, proxy)
-    proxy.stop()
-    broker.stop()
-    assert "Traceback" not in broker.log_text()
-
-
 def new_group() -> str:
     return f"close-{uuid.uuid4().hex[:8]}"
-
-
-def create_topic(gated: Gated) -> str:
-    topic = f"close-{uuid.uuid4().hex[:8]}"
-    with RawClient(gated.broker) as raw:
-        resp = raw.request(
-            19,
-            5,
-            {"topics": [{"name": topic, "num_partitions": 2, "replication_factor": 1}], "timeout": 10000},
-        )
-        assert resp.topics[0].error_code == E.none
-    return topic
 
 
 def join_body(group: str, member_id: str = "") -> dict:
@@ -156,7 +114,7 @@ STAGES = {
 @pytest.mark.parametrize("stage", list(STAGES))
 def test_consumer_closed_during_first_join_leaves_no_phantom_member(gated, stage):
     hold, release_after = STAGES[stage]
-    group, topic = new_group(), create_topic(gated)
+    group, topic = new_group(), gated.create_topic()
     proxy = gated.proxy
 
     async def main():
@@ -200,7 +158,7 @@ def test_consumer_closed_during_first_join_leaves_no_phantom_member(gated, stage
 
 def test_cli_consumer_stopped_during_join_leaves_no_phantom_member(gated):
     """`odradek consume --group`, SIGTERMed when the broker has answered its JoinGroup but it has not seen it."""
-    group, topic = new_group(), create_topic(gated)
+    group, topic = new_group(), gated.create_topic()
     proxy = gated.proxy
     gate = proxy.hold(
         RESPONSE, JOIN, lambda b: b.error_code == E.none and b.member_id.startswith("odradek-cli")
