@@ -4,6 +4,7 @@ commit made in the middle of one."""
 from __future__ import annotations
 
 import asyncio
+import struct
 import threading
 import time
 import uuid
@@ -12,6 +13,7 @@ from gate_proxy import RESPONSE
 from group_raw import RawClient
 
 from odradek import Admin, Consumer, Producer, TopicPartition, aio
+from odradek.client.assignors import CooperativeStickyAssignor, Subscription
 from odradek.client.errors import CommitFailedError
 from odradek.protocol.errors import RebalanceInProgressError
 
@@ -185,3 +187,15 @@ def test_commit_during_rebalance_keeps_the_member_in_the_group(gated):
             assert {tp.partition: om.offset for tp, om in committed.items()} == {0: 10, 1: 10}
 
     asyncio.run(main())
+
+
+def test_cooperative_sticky_keeps_a_partition_with_its_owner_over_a_stale_claim():
+    """Two members claim partition 0: its owner in generation 5 and one whose claim is left over
+    from generation 3. The owner keeps it, whichever order the members come in; it used to
+    depend on that order, and in one the owner had to revoke a partition it rightly held."""
+    t = [TopicPartition("t", p) for p in range(4)]
+    owner = Subscription(["t"], struct.pack(">i", 5), t[:2])
+    stale = Subscription(["t"], struct.pack(">i", 3), [t[0], t[2], t[3]])
+    for subscriptions in ({"X": owner, "Y": stale}, {"Y": stale, "X": owner}):
+        result = CooperativeStickyAssignor().assign({"t": 4}, subscriptions)
+        assert result == {"X": t[:2], "Y": t[2:]}
