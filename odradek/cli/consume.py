@@ -352,12 +352,17 @@ def consume(
         options.pop("group.id", None)
         options["enable.auto.commit"] = "false"
 
+    from odradek.client.errors import CommitFailedError
     from odradek.client.structs import OffsetAndMetadata, TopicPartition
+    from odradek.protocol.errors import RebalanceInProgressError
 
     printed = 0
     interrupted = False
     warned_lossy = False
     out = sys.stdout
+    # Before the consumer exists: a SIGTERM while it joins its group must close it (and so
+    # leave the group) like Ctrl-C, not kill the process and leave a member behind.
+    _sigterm_stops()
     with session.consumer(**options) as consumer:
         if name not in consumer.topics():
             raise CliError(
@@ -393,7 +398,6 @@ def consume(
         if start_ms is not None and not (group and not partitions):
             _seek_to_time(consumer, consumer.assignment(), start_ms)
 
-        _sigterm_stops()
         seeked_time: set = set()
         last_seen: dict = {}
         last_commit = time.monotonic()
@@ -436,8 +440,11 @@ def consume(
                 if max_messages and printed >= max_messages:
                     break
                 if group and time.monotonic() - last_commit > _COMMIT_INTERVAL_S and last_seen:
-                    _commit(consumer, last_seen, OffsetAndMetadata)
-                    last_commit = time.monotonic()
+                    try:
+                        _commit(consumer, last_seen, OffsetAndMetadata)
+                        last_commit = time.monotonic()
+                    except (RebalanceInProgressError, CommitFailedError):
+                        pass  # the group is between generations: commit once it has a new one
                 if exit_at_end and assigned and _at_end(consumer, assigned, ends, last_seen):
                     break
                 if deadline_idle is not None and time.monotonic() >= deadline_idle:
@@ -468,7 +475,13 @@ def _sigterm_stops() -> None:
 
 
 def _commit(consumer, last_seen: dict, OffsetAndMetadata) -> None:
-    consumer.commit({tp: OffsetAndMetadata(off + 1) for tp, off in last_seen.items()})
+    """Commit past the printed records of the partitions this consumer still owns (one that
+    moved to another member is that member's to commit: ours would rewind its offset)."""
+    owned = consumer.assignment()
+    for tp in [tp for tp in last_seen if tp not in owned]:
+        del last_seen[tp]
+    if last_seen:
+        consumer.commit({tp: OffsetAndMetadata(off + 1) for tp, off in last_seen.items()})
 
 
 def _seek_to_time(consumer, tps, start_ms: int) -> None:

@@ -191,14 +191,16 @@ class CooperativeStickyAssignor(StickyAssignor):
     def assign(self, partitions_per_topic, subscriptions):
         prev = self._previous(subscriptions)
         result = balanced_sticky_assign(partitions_per_topic, subscriptions, prev)
-        owner = {}
+        claims: dict[TopicPartition, set[str]] = defaultdict(set)
         for m, (owned, _) in prev.items():
             for tp in owned:
-                owner[tp] = m
-        # A partition still owned by another member is withheld this round: its owner
-        # revokes it and rejoins, and the next rebalance hands it over.
+                claims[tp].add(m)
+        # A partition that moves to a member is withheld this round while another member
+        # still claims it: that one revokes it and rejoins, and the next rebalance hands it
+        # over. A member that claims it itself keeps it (it won any stale claim by a higher
+        # generation), whichever order the members come in.
         for m, tps in result.items():
-            result[m] = [tp for tp in tps if owner.get(tp, m) == m]
+            result[m] = [tp for tp in tps if m in claims[tp] or not claims[tp]]
         return result
 
 

@@ -14,6 +14,10 @@ Theory of operation. ``ConsumerCoordinator`` owns one task; ``Heartbeat`` owns a
   Cooperative protocol (cooperative-sticky, when every configured assignor supports it):
   keep the partitions that stay, revoke only those that move, and rejoin at once when
   something was revoked so the next rebalance can hand it over (KIP-429).
+* Closing stops the coordinator task first (nothing may rejoin behind the LeaveGroup),
+  then leaves with whatever member id the broker has given, whatever step the join was
+  at: from MEMBER_ID_REQUIRED on, the broker holds a member under that id, and one left
+  behind would hold every later rebalance of the group until its session times out.
 * Static membership (``group_instance_id``, KIP-345): the id goes into every request;
   closing does not send LeaveGroup, so a restart within the session timeout keeps the
   assignment without a rebalance.
@@ -21,7 +25,11 @@ Theory of operation. ``ConsumerCoordinator`` owns one task; ``Heartbeat`` owns a
 Coordinator requests use their own connection (id ``2**31-1-node``, as Kafka's client
 does), so heartbeats never queue behind long-polling fetches.
 
-Commits: ``commit`` (sync) retries retriable errors until its timeout. ``commit_async``
+Commits: a group member commits in the generation it completed; in the middle of a
+rebalance a commit raises RebalanceInProgressError at once (commit again after it), as
+Kafka's client does. An answer saying the member left its generation (UNKNOWN_MEMBER_ID,
+ILLEGAL_GENERATION) loses its partitions, unless the member has moved on since it sent
+the commit. ``commit`` (sync) retries retriable errors until its timeout. ``commit_async``
 numbers every commit per partition; a failed async commit is retried only for the
 partitions whose newest commit it still is, so a late retry never overwrites a newer
 commit.
@@ -38,7 +46,7 @@ import time
 
 from kio.serial import entity_reader, entity_writer
 
-from odradek.protocol.errors import ErrorCode, KafkaError, error_for
+from odradek.protocol.errors import ErrorCode, KafkaError, RebalanceInProgressError, error_for
 
 from . import wire
 from .assignors import Subscription
@@ -142,6 +150,14 @@ def decode_assignment(data: bytes) -> tuple[set[TopicPartition], bytes | None]:
 # -- the coordinator --------------------------------------------------------------------------
 
 
+async def _cancel(task: asyncio.Future) -> None:
+    task.cancel()
+    try:
+        await task
+    except BaseException:  # noqa: S110 - cancelled on purpose
+        pass
+
+
 class ConsumerCoordinator:
     def __init__(
         self, client: NetClient, subs: SubscriptionState, config: dict, assignors, run_callback, interceptors
@@ -190,6 +206,7 @@ class ConsumerCoordinator:
         self._group_topics: set[str] = set()
         self._prev_assignment: set[TopicPartition] = set()
         self._closing = False
+        self._unnamed_join: asyncio.Future | None = None  # a JoinGroup sent without a member id
         self.commit_fault = None  # test hook: f(offsets, attempt) -> exception or None
         self.rebalances = 0
 
@@ -232,16 +249,26 @@ class ConsumerCoordinator:
             raise err
 
     async def close(self, timeout: float) -> None:
+        """Stop the group work and leave the group, whatever state the join is in.
+
+        The coordinator task stops first, so nothing rejoins behind the LeaveGroup. A
+        JoinGroup sent without a member id is still answered (the broker answers it at
+        once), because its answer names the member the broker now holds for us; then
+        LeaveGroup goes out with whatever member id the broker gave (MEMBER_ID_REQUIRED,
+        a JoinGroup answer, or a completed rebalance). A JoinGroup or SyncGroup still
+        waiting in the broker is answered there when the member leaves.
+        """
         if self._task is None:
             return
         self._closing = True
         try:
             async with asyncio.timeout(timeout):
-                if self.subs.group_managed and self.state == STABLE:
-                    await self._commit_before_revoke()
-                    assigned = self.subs.assigned()
-                    if assigned:
-                        await self._call_listener("on_partitions_revoked", assigned)
+                await _cancel(self._task)
+                await self._heartbeat.close()
+                if self.instance_id is None:
+                    await self._learn_member_id()
+                if self.subs.group_managed:
+                    await self._give_up_partitions()
                 if self.instance_id is None:
                     await self.leave_group("the consumer is closing")
                 if self._pending_commits:
@@ -253,12 +280,31 @@ class ConsumerCoordinator:
         finally:
             await self._heartbeat.close()
             for t in [self._task, *self._pending_commits]:
-                t.cancel()
-            for t in [self._task, *self._pending_commits]:
-                try:
-                    await t
-                except BaseException:  # noqa: S110 - cancelled on purpose
-                    pass
+                await _cancel(t)
+
+    async def _give_up_partitions(self) -> None:
+        """Closing: commit what was consumed, then tell the listener the partitions are gone:
+        revoked in a stable generation; lost in the middle of a rebalance (cooperative
+        members keep partitions through one), as nothing can be committed for them then."""
+        assigned = self.subs.assigned()
+        if self.state == STABLE:
+            await self._commit_before_revoke()
+        if assigned:
+            how = "on_partitions_revoked" if self.state == STABLE else "on_partitions_lost"
+            await self._call_listener(how, assigned)
+
+    async def _learn_member_id(self) -> None:
+        """Wait for the answer to a JoinGroup sent without a member id, for the id it gives."""
+        join, self._unnamed_join = self._unnamed_join, None
+        if join is None or self.member_id:
+            return
+        try:
+            resp = await join
+        except (KafkaConnectionError, KafkaTimeoutError, ClientClosedError) as exc:
+            log.info("group %s: no answer to the JoinGroup in flight: %s", self.group_id, exc)
+            return
+        if resp.member_id:
+            self.member_id = resp.member_id
 
     # -- the task --------------------------------------------------------------------------
 
@@ -266,7 +312,7 @@ class ConsumerCoordinator:
         backoff = Backoff(int(self.retry_backoff * 1000), 1000)
         while True:
             try:
-                if self.subs.group_managed and self._fatal is None:
+                if self.subs.group_managed and self._fatal is None and not self._closing:
                     await self.ensure_coordinator()
                     if self._lost:
                         await self._handle_lost()
@@ -428,11 +474,11 @@ class ConsumerCoordinator:
         # (A pattern that matches nothing yet still joins, so the group knows the member.)
         topics = self._subscribed_topics()
         assigned_before = self.subs.assigned()
-        if self.state == STABLE or assigned_before:
+        if self.state == STABLE:
             await self._commit_before_revoke()
-            if self.protocol_kind == "eager" and assigned_before:
-                await self._call_listener("on_partitions_revoked", assigned_before)
-                self.subs.set_assignment(set())
+        if self.protocol_kind == "eager" and assigned_before:
+            await self._call_listener("on_partitions_revoked", assigned_before)
+            self.subs.set_assignment(set())
         owned = self.subs.assigned() if self.protocol_kind == "cooperative" else set()
         self.state = REBALANCING
         protocols = [
@@ -445,7 +491,9 @@ class ConsumerCoordinator:
             for a in self.assignors
         ]
         join = await self._send_join(protocols)
-        if join is None:
+        if join is None or self._closing:
+            if self.state == REBALANCING:
+                self.state = UNJOINED
             return
         self.rebalances += 1
         generation = int(join.generation_id)
@@ -508,8 +556,14 @@ class ConsumerCoordinator:
         self._next_auto_commit = time.monotonic() + self.auto_commit_interval
 
     async def _send_join(self, protocols):
-        while True:
-            resp = await self._call(
+        while not self._closing:
+            node = await self.ensure_coordinator()
+            try:
+                conn = await self.client.get_connection(node)
+            except KafkaConnectionError:
+                self.coordinator_dead()
+                raise
+            sent = conn.send(
                 wire.JOIN_GROUP,
                 {
                     "group_id": self.group_id,
@@ -523,6 +577,11 @@ class ConsumerCoordinator:
                 },
                 timeout=self.rebalance_timeout_ms / 1000 + 5,
             )
+            try:
+                resp = await self._join_answer(sent)
+            except KafkaConnectionError:
+                self.coordinator_dead()
+                raise
             code = int(resp.error_code)
             if code == int(E.member_id_required):
                 self.member_id = resp.member_id
@@ -532,7 +591,26 @@ class ConsumerCoordinator:
                 if code in (int(E.rebalance_in_progress), int(E.coordinator_load_in_progress)):
                     await asyncio.sleep(self.retry_backoff)
                 return None
+            self.member_id = resp.member_id  # the broker holds a member under this id now
             return resp
+        return None
+
+    async def _join_answer(self, sent: asyncio.Future):
+        if self.member_id:
+            return await sent
+        # Without a member id, the answer names the member the broker now holds for us.
+        # close() cancels this task but still needs that name to leave: it takes the
+        # answer from ``_unnamed_join`` (shielded from the cancellation).
+        self._unnamed_join = sent
+        try:
+            resp = await asyncio.shield(sent)
+        except asyncio.CancelledError:
+            raise  # close() reads the answer
+        except BaseException:
+            self._unnamed_join = None
+            raise
+        self._unnamed_join = None
+        return resp
 
     def _handle_group_error(self, code: int, what: str) -> None:
         err = error_for(code)(f"{what} for group {self.group_id!r}")
@@ -586,13 +664,12 @@ class ConsumerCoordinator:
         return [{"member_id": m, "assignment": encode_assignment(result.get(m, []))} for m in subscriptions]
 
     async def leave_group(self, reason: str) -> None:
-        if self.coordinator_id is None or not self.member_id:
+        if not self.member_id:
             self.state = UNJOINED
             return
         log.info("group %s: member %s leaving: %s", self.group_id, self.member_id, reason)
         try:
-            await self.client.call(
-                self.coordinator_id,
+            await self._call(
                 wire.LEAVE_GROUP,
                 {
                     "group_id": self.group_id,
@@ -647,11 +724,32 @@ class ConsumerCoordinator:
             "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()],
         }
 
+    def _check_commit_allowed(self) -> None:
+        """A group member commits only in a generation it has completed (Kafka's rule).
+
+        Between generations it has none the broker would take: a commit without one is
+        refused (UNKNOWN_MEMBER_ID), and taking that answer for "we were removed" would
+        throw away a member id the group still waits for, stalling its rebalance.
+        """
+        if not self.subs.group_managed or self.state == STABLE:
+            return
+        if self.state == REBALANCING or self._need_rejoin:
+            raise RebalanceInProgressError(
+                f"cannot commit while group {self.group_id!r} rebalances; poll() to finish the "
+                "rebalance, then commit again"
+            )
+        raise CommitFailedError(
+            f"cannot commit: this consumer is not a member of group {self.group_id!r} now "
+            "(its partitions may belong to another member)"
+        )
+
     async def _send_commit(self, offsets, attempt: int) -> None:
+        self._check_commit_allowed()
         if self.commit_fault is not None:
             exc = self.commit_fault(offsets, attempt)
             if exc is not None:
                 raise exc
+        sent_as = (self.generation, self.member_id)
         resp = await self._call(wire.OFFSET_COMMIT, self._commit_values(offsets))
         first = None
         for t in resp.topics:
@@ -664,7 +762,9 @@ class ConsumerCoordinator:
             if code in _COORDINATOR_ERRORS:
                 self.coordinator_dead()
             if code in (int(E.unknown_member_id), int(E.illegal_generation), int(E.fenced_instance_id)):
-                self.reset_generation(member=code == int(E.unknown_member_id), lost=False)
+                if (self.generation, self.member_id) == sent_as:  # not a late answer to an older one
+                    # out of the generation its partitions came from: they are lost (Kafka)
+                    self.reset_generation(member=code == int(E.unknown_member_id), lost=True)
                 raise CommitFailedError(
                     f"commit failed for group {self.group_id!r}: the group rebalanced and the partitions "
                     f"may belong to another member ({error_for(code).code.name})"
@@ -833,11 +933,7 @@ class Heartbeat:
 
     async def close(self) -> None:
         if self._task is not None:
-            self._task.cancel()
-            try:
-                await self._task
-            except BaseException:  # noqa: S110 - cancelled on purpose
-                pass
+            await _cancel(self._task)
             self._task = None
 
     async def _run(self) -> None:

@@ -203,6 +203,61 @@ def test_pending_member_that_never_rejoins_expires():
     assert h.join("g", pending)[0].error == E.unknown_member_id
 
 
+def test_pending_member_holds_a_rebalance_only_until_its_session_expires():
+    """A client closed between MEMBER_ID_REQUIRED and its real JoinGroup leaves a pending
+    member behind; a rebalance waits for it (it may still come) until its session expires."""
+    h = Harness()
+    ids, leader, gen = stable_group(h, n=1, session_ms=10000, rebalance_ms=60000)
+    pending = h.join("g", session_ms=800)[0].member_id
+    rejoin = h.join("g", leader, session_ms=10000, rebalance_ms=60000)  # the leader asks for a round
+    group = h.coordinator.groups["g"]
+    assert not rejoin and group.state is PREPARING_REBALANCE and group.is_pending(pending)
+    h.advance(700)
+    assert not rejoin
+    h.advance(200)
+    assert rejoin and rejoin[0].error == 0 and rejoin[0].generation_id == gen + 1
+    assert [m[0] for m in rejoin[0].members] == [leader] and not group.is_pending(pending)
+
+
+def test_member_that_never_syncs_is_removed_after_rebalance_timeout():
+    """A member that got its JoinGroup answer but never sends SyncGroup is dropped one
+    rebalance timeout after the join phase ended, even while it heartbeats; the rest
+    rebalance without it."""
+    h = Harness()
+    (a, a_join), (b, _) = h.join_member("g", session_ms=10000, rebalance_ms=1000), h.join_member(
+        "g", session_ms=10000, rebalance_ms=1000
+    )
+    h.advance(150)
+    gen, leader = a_join[0].generation_id, a_join[0].leader
+    silent = b if leader == a else a
+    assert h.sync("g", gen, leader, {leader: b"L", silent: b"S"})[0].assignment == b"L"
+    group = h.coordinator.groups["g"]
+    assert group.state is STABLE and group.pending_sync_members == {silent}
+    h.advance(900)
+    assert h.coordinator.heartbeat("g", silent, None, gen) == 0  # alive, just never syncs
+    assert silent in group.members
+    h.advance(150)
+    assert silent not in group.members and group.state is PREPARING_REBALANCE
+    assert h.coordinator.heartbeat("g", leader, None, gen) == E.rebalance_in_progress
+    rejoin = h.join("g", leader, session_ms=10000, rebalance_ms=1000)
+    assert rejoin[0].error == 0 and rejoin[0].generation_id == gen + 1
+    assert [m[0] for m in rejoin[0].members] == [leader]
+
+
+def test_lone_member_that_never_syncs_leaves_the_group_empty():
+    h = Harness()
+    member, joined = h.join_member("g", session_ms=30000, rebalance_ms=1000)
+    h.advance(150)
+    group = h.coordinator.groups["g"]
+    assert joined[0].leader == member and group.state is COMPLETING_REBALANCE
+    h.advance(1000)
+    assert group.state is EMPTY and not group.members
+    # a consumer arriving now starts a fresh group at once, no session timeout to wait for
+    newcomer, answer = h.join_member("g", session_ms=30000, rebalance_ms=1000)
+    h.advance(150)
+    assert answer[0].error == 0 and [m[0] for m in answer[0].members] == [newcomer]
+
+
 def test_static_member_rejoins_without_rebalance():
     h = Harness()
     a = h.join("g", instance="i-a")  # static members never get MEMBER_ID_REQUIRED

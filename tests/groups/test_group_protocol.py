@@ -360,3 +360,38 @@ def test_member_that_misses_the_rebalance_timeout_is_removed(group_broker):
         assert {m.member_id for m in rejoined.members} == {lj.member_id, third.member_id}
         assert 0.4 < waited < 3
         assert follower.request(HEARTBEAT, 3, hb).error_code == E.unknown_member_id
+
+
+def test_member_that_never_syncs_is_removed_after_rebalance_timeout(group_broker):
+    """A member that joined but never sends SyncGroup (its client died between the two, or
+    closed without leaving) is dropped one rebalance timeout after the join phase, even while
+    something heartbeats for it; the survivor rebalances without it (Kafka's pending sync)."""
+    group = gid("nosync")
+    body = dict(join_body(group, session=10000), rebalance_timeout=1000)
+    with RawClient(group_broker) as a, RawClient(group_broker) as b:
+        find(a, group)
+        ids = [raw.request(JOIN, 5, body).member_id for raw in (a, b)]
+        a.send(JOIN, 5, dict(body, member_id=ids[0]))
+        b.send(JOIN, 5, dict(body, member_id=ids[1]))
+        ja, jb = a.receive(JOIN, 5)[1], b.receive(JOIN, 5)[1]
+        gen = ja.generation_id
+        assert ja.error_code == jb.error_code == E.none and jb.generation_id == gen
+        (leader, lid), (silent, sid) = (
+            ((a, ids[0]), (b, ids[1])) if ja.leader == ids[0] else ((b, ids[1]), (a, ids[0]))
+        )
+        assignments = [{"member_id": m, "assignment": m.encode()} for m in ids]
+        synced = leader.request(
+            SYNC, 5, {"group_id": group, "generation_id": gen, "member_id": lid, "assignments": assignments}
+        )
+        assert synced.error_code == E.none
+        hb = {"group_id": group, "generation_id": gen}
+        deadline = time.monotonic() + 10
+        # the silent member heartbeats (its session never runs out) until it is dropped
+        while (code := silent.request(HEARTBEAT, 3, dict(hb, member_id=sid)).error_code) == E.none:
+            assert time.monotonic() < deadline, "the member that never synced was never removed"
+            time.sleep(0.05)
+        assert code == E.unknown_member_id
+        assert leader.request(HEARTBEAT, 3, dict(hb, member_id=lid)).error_code == E.rebalance_in_progress
+        rejoined = leader.request(JOIN, 5, dict(body, member_id=lid))
+        assert rejoined.error_code == E.none and rejoined.generation_id == gen + 1
+        assert [m.member_id for m in rejoined.members] == [lid]
