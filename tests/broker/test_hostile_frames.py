@@ -17,6 +17,7 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 
 import pytest
 from broker_e2e import RawClient, create_topic, log_mentions
@@ -197,3 +198,37 @@ def test_hostile_api_versions_response_does_not_abort_the_client():
         listener.close()
     assert done.returncode == 0, done.stderr[-2000:]
     assert "client error:" in done.stdout and "cannot decode" in done.stdout, done.stdout
+
+
+# -- found by benchmarks/fuzz_broker.py ------------------------------------------------------------
+
+# Metadata v11 asking for a topic by id with a null name: v11 responses cannot carry a null
+# name, so encoding the answer failed outside the handler and the connection dropped with
+# no reason logged.
+METADATA_V11_NULL_NAME = (
+    "0003000b00000402000772646b61666b61000200000000008f23c14a9c0e1d5421000000000000000000000000313900010000"
+)
+
+
+def test_metadata_v11_null_topic_name_closes_connection_with_reason(broker, bystander):
+    payload = bytes.fromhex(METADATA_V11_NULL_NAME)
+    with RawClient(broker) as raw:
+        address = raw.local_address
+        raw.send_raw(len(payload).to_bytes(4, "big") + payload)
+        line = closed_with_reason(broker, raw, address, "topic name can not be null for version 11")
+        assert "INVALID_REQUEST" in line
+    bystander.check(more=5)
+
+
+def test_metadata_v12_null_topic_name_answers_unknown_topic_id(broker):
+    with RawClient(broker) as raw:
+        response = raw.request(
+            3,
+            12,
+            {
+                "topics": [{"name": None, "topic_id": None}, {"name": None, "topic_id": uuid.UUID(int=7)}],
+                "allow_auto_topic_creation": True,
+                "include_topic_authorized_operations": False,
+            },
+        )
+    assert [(t.name, t.error_code) for t in response.topics] == [(None, 100), (None, 100)]
