@@ -236,6 +236,16 @@ def decode_response(api_key: int, api_version: int, payload) -> tuple[int, objec
     return correlation_id, entity
 
 
+def decode_entity(cls: type, data, pos: int = 0) -> tuple[object, int]:
+    """``(entity, size)`` of kio class ``cls`` read from ``data`` at ``pos``, after the schema
+    check: for messages carried inside others (the consumer protocol's subscription and
+    assignment bytes, which any group member writes). Raises wellformed.MalformedMessage
+    (a ValueError), or kio's own errors, never aborts."""
+    view = memoryview(data).toreadonly()
+    wellformed.check(cls, view, pos)
+    return _reader(cls)(view, pos)
+
+
 def peek_correlation_id(payload) -> int:
     return _CORRELATION.unpack_from(payload, 0)[0]
 

@@ -176,3 +176,16 @@ def test_hostile_response_is_malformed_for_the_client():
         messages.decode_response(18, 3, payload)
     with pytest.raises(messages.MalformedResponse):
         messages.decode_response(18, 3, b"\x00\x00")
+
+
+def test_embedded_consumer_protocol_bytes_are_checked_too():
+    """A group member writes its subscription bytes; the group leader's client decodes them.
+    An array length of 2**31 - 1 there aborted the leader's process inside kio."""
+    from kio.schema.consumer_protocol_subscription.v1.data import ConsumerProtocolSubscription
+
+    hostile = b"\x00\x01" + b"\x7f\xff\xff\xff" + b"\x00" * 10
+    with pytest.raises(wellformed.MalformedMessage, match="2147483647 items"):
+        messages.decode_entity(ConsumerProtocolSubscription, hostile, 2)
+    good = b"\x00\x01" + b"\x00\x00\x00\x01\x00\x01a" + b"\xff\xff\xff\xff" + b"\x00\x00\x00\x00"
+    entity, size = messages.decode_entity(ConsumerProtocolSubscription, good, 2)
+    assert entity.topics == ("a",) and size == len(good) - 2
