@@ -28,6 +28,7 @@ import dataclasses
 import os
 import struct
 import tempfile
+from contextlib import suppress
 
 from odradek.broker.handlers import load_all
 from odradek.protocol import compression, errors, messages, produce_request, records
@@ -115,10 +116,8 @@ def response(data: bytes) -> None:
 
 def batch(data: bytes) -> None:
     for check in _BATCH_CHECKS:
-        try:
+        with suppress(errors.KafkaError):
             check(data)
-        except errors.KafkaError:
-            pass
 
 
 def _every_batch(data: bytes) -> None:
@@ -141,16 +140,19 @@ _BATCH_CHECKS = [
 def compressed(data: bytes) -> None:
     if len(data) < 2:
         return
-    try:
+    with suppress(errors.KafkaError):
         compression.decompress(data[0] % 6, data[2:], magic=data[1] % 3)
-    except errors.KafkaError:
-        pass
+
+
+def _file(name: str, data: bytes) -> str:
+    path = os.path.join(_WORKDIR, name)
+    with open(path, "wb") as f:
+        f.write(data)
+    return path
 
 
 def index(data: bytes) -> None:
-    path = os.path.join(_WORKDIR, "00000000000000000100.index")
-    with open(path, "wb") as f:
-        f.write(data)
+    path = _file("00000000000000000100.index", data)
     for cls, probes in ((OffsetIndex, (0, 100, 150, 1 << 40)), (TimeIndex, (-1, 0, 1 << 40))):
         idx = cls(path, 100, writable=False)
         try:
@@ -164,23 +166,16 @@ def index(data: bytes) -> None:
         finally:
             idx.close()
     txn_index.read_entries(path)
-    try:
+    with suppress(producer_state.CorruptSnapshotError):
         producer_state.read_snapshot(path)
-    except producer_state.CorruptSnapshotError:
-        pass
 
 
 def checkpoint_files(data: bytes) -> None:
-    path = os.path.join(_WORKDIR, "leader-epoch-checkpoint")
-    with open(path, "wb") as f:
-        f.write(data)
-    try:
+    path = _file("leader-epoch-checkpoint", data)
+    with suppress(checkpoint.CheckpointError):
         checkpoint.read_offset_checkpoint(path)
-    except checkpoint.CheckpointError:
-        pass
     LeaderEpochFileCache(_WORKDIR).entries()  # a cache: anything unreadable is dropped, never raised
-    with open(os.path.join(_WORKDIR, checkpoint.META_PROPERTIES), "wb") as f:
-        f.write(data)
+    _file(checkpoint.META_PROPERTIES, data)
     checkpoint.read_meta_properties(_WORKDIR)
 
 

@@ -27,29 +27,29 @@ def recorded(kind: str) -> list[bytes]:
     return [p.read_bytes() for p in sorted((CORPUS / kind).iterdir())]
 
 
+def advertised_kio_versions():
+    """(api key, version) of every version the broker advertises that kio has a schema for."""
+    for api_key, versions in sorted(ADVERTISED.items()):
+        for version in versions:
+            if not (api_key == messages.PRODUCE_KEY and version < 3):
+                yield api_key, version
+
+
 def request_seeds() -> list[bytes]:
     rng = random.Random(12)
     out = recorded("requests")
-    for api_key, versions in sorted(ADVERTISED.items()):
-        for version in versions:
-            if api_key == messages.PRODUCE_KEY and version < 3:
-                continue
-            cls = messages.request_class(api_key, version)
-            frame = messages.encode_request(api_key, version, 7, "fuzz", sample(cls, rng))
-            out.append(frame[4:])
+    for api_key, version in advertised_kio_versions():
+        entity = sample(messages.request_class(api_key, version), rng)
+        out.append(messages.encode_request(api_key, version, 7, "fuzz", entity)[4:])
     return out
 
 
 def response_seeds() -> list[bytes]:
     rng = random.Random(13)
     out = recorded("responses")
-    for api_key, versions in sorted(ADVERTISED.items()):
-        for version in versions:
-            if api_key == messages.PRODUCE_KEY and version < 3:
-                continue
-            cls = messages.response_class(api_key, version)
-            frame = messages.encode_response(api_key, version, 7, sample(cls, rng))
-            out.append(struct.pack(">hh", api_key, version) + frame[4:])
+    for api_key, version in advertised_kio_versions():
+        entity = sample(messages.response_class(api_key, version), rng)
+        out.append(struct.pack(">hh", api_key, version) + messages.encode_response(api_key, version, 7, entity)[4:])
     return out
 
 
