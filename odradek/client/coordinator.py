@@ -44,8 +44,9 @@ import itertools
 import logging
 import time
 
-from kio.serial import entity_reader, entity_writer
+from kio.serial import entity_writer
 
+from odradek.protocol import messages
 from odradek.protocol.errors import ErrorCode, KafkaError, RebalanceInProgressError, error_for
 
 from . import wire
@@ -105,7 +106,7 @@ def encode_subscription(topics, user_data, owned, version: int = 1) -> bytes:
 def decode_subscription(data: bytes, instance_id=None) -> Subscription:
     version = int.from_bytes(data[:2], "big", signed=True)
     mod, _ = _protocol_class("subscription", version)
-    entity, _ = entity_reader(mod.ConsumerProtocolSubscription)(data, 2)
+    entity, _ = messages.decode_entity(mod.ConsumerProtocolSubscription, data, 2)
     owned = [
         TopicPartition(t.topic, int(p)) for t in getattr(entity, "owned_partitions", ()) for p in t.partitions
     ]
@@ -141,7 +142,7 @@ def decode_assignment(data: bytes) -> tuple[set[TopicPartition], bytes | None]:
         return set(), None
     version = int.from_bytes(data[:2], "big", signed=True)
     mod, _ = _protocol_class("assignment", version)
-    entity, _ = entity_reader(mod.ConsumerProtocolAssignment)(data, 2)
+    entity, _ = messages.decode_entity(mod.ConsumerProtocolAssignment, data, 2)
     return {
         TopicPartition(t.topic, int(p)) for t in entity.assigned_partitions for p in t.partitions
     }, entity.user_data

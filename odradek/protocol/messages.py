@@ -23,7 +23,7 @@ from kio.schema.index import api_key_map, schema_name_map
 from kio.serial import entity_reader, entity_writer
 from kio.static.constants import EntityType
 
-from odradek.protocol import produce_request
+from odradek.protocol import produce_request, wellformed
 from odradek.protocol.varint import VarintError, skip_tagged_fields
 
 PRODUCE_KEY = 0
@@ -44,6 +44,10 @@ class RequestHeader(NamedTuple):
 
 class MalformedRequest(ValueError):
     """The bytes do not form a request we can parse; the connection should be closed."""
+
+
+class MalformedResponse(ValueError):
+    """The bytes do not form the response we asked for; the connection should be closed."""
 
 
 def api_name(api_key: int) -> str:
@@ -139,7 +143,11 @@ def _request_header_v2(api_key: int, api_version: int) -> bool:
 
 
 def decode_request_body(header: RequestHeader, payload, pos: int):
-    """Decode the body with kio; raise MalformedRequest on any parse failure."""
+    """Decode the body; raise MalformedRequest on any parse failure.
+
+    Produce has a parser of its own; every other body is checked against its schema
+    (``wellformed``) before kio, which would abort the process on a hostile length, reads it.
+    """
     if header.api_key == PRODUCE_KEY:
         try:
             return produce_request.decode_produce_request(payload, pos, header.api_version)
@@ -147,6 +155,10 @@ def decode_request_body(header: RequestHeader, payload, pos: int):
             raise MalformedRequest(f"cannot decode Produce v{header.api_version}: {exc}") from exc
     cls = request_class(header.api_key, header.api_version)
     view = memoryview(payload).toreadonly()
+    try:
+        wellformed.check(cls, view, pos)
+    except wellformed.MalformedMessage as exc:
+        raise MalformedRequest(f"malformed {cls.__name__} v{header.api_version}: {exc}") from None
     try:
         entity, _ = _reader(cls)(view, pos)
     except Exception as exc:  # kio raises a variety of errors on bad input
@@ -205,14 +217,33 @@ def encode_request(
 
 
 def decode_response(api_key: int, api_version: int, payload) -> tuple[int, object]:
-    """Decode a response frame (without its size prefix) into (correlation id, entity)."""
+    """Decode a response frame (without its size prefix) into (correlation id, entity).
+
+    Raises MalformedResponse: a hostile or broken broker cannot crash its client."""
+    if len(payload) < 4:
+        raise MalformedResponse(f"response of {len(payload)} bytes is shorter than a response header")
     (correlation_id,) = _CORRELATION.unpack_from(payload, 0)
-    pos = 4
-    if api_key != API_VERSIONS_KEY and is_flexible(api_key, api_version):
-        pos = _skip_tagged_fields(payload, pos)
+    view = memoryview(payload).toreadonly()
     cls = response_class(api_key, api_version)
-    entity, _ = _reader(cls)(memoryview(payload).toreadonly(), pos)
+    try:
+        pos = 4
+        if api_key != API_VERSIONS_KEY and is_flexible(api_key, api_version):
+            pos = skip_tagged_fields(view, pos)
+        wellformed.check(cls, view, pos)
+        entity, _ = _reader(cls)(view, pos)
+    except Exception as exc:  # kio raises a variety of errors on bad input
+        raise MalformedResponse(f"cannot decode {cls.__name__} v{api_version}: {exc or 'truncated'}") from None
     return correlation_id, entity
+
+
+def decode_entity(cls: type, data, pos: int = 0) -> tuple[object, int]:
+    """``(entity, size)`` of kio class ``cls`` read from ``data`` at ``pos``, after the schema
+    check: for messages carried inside others (the consumer protocol's subscription and
+    assignment bytes, which any group member writes). Raises wellformed.MalformedMessage
+    (a ValueError), or kio's own errors, never aborts."""
+    view = memoryview(data).toreadonly()
+    wellformed.check(cls, view, pos)
+    return _reader(cls)(view, pos)
 
 
 def peek_correlation_id(payload) -> int:

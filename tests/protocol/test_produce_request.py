@@ -1,9 +1,11 @@
 """Our zero-copy Produce parser must read exactly what kio's writer wrote, at every version."""
 
+import struct
+
 import pytest
 
 from odradek.protocol import messages
-from odradek.protocol.produce_request import decode_produce_request
+from odradek.protocol.produce_request import decode_produce_request, parse_single_partition
 
 
 def _frame(version, body):
@@ -58,3 +60,31 @@ def test_trailing_bytes_are_rejected():
     header, pos = messages.parse_request_header(payload)
     with pytest.raises(ValueError):
         decode_produce_request(payload, pos, 7)
+
+
+HUGE_COMPACT = b"\xff\xff\xff\xff\x0f"  # a compact length of 2**32 - 1
+
+
+@pytest.mark.parametrize(
+    "version,body",
+    [
+        # flexible: topics, partitions and records lengths of 2**32 - 1
+        (9, b"\x00" + b"\xff\xff\x00\x00\x07\xd0" + HUGE_COMPACT),
+        (9, b"\x00" + b"\xff\xff\x00\x00\x07\xd0" + b"\x02\x02t" + HUGE_COMPACT),
+        (9, b"\x00" + b"\xff\xff\x00\x00\x07\xd0" + b"\x02\x02t\x02\x00\x00\x00\x00" + HUGE_COMPACT),
+        # null topics array (compact 0)
+        (9, b"\x00" + b"\xff\xff\x00\x00\x07\xd0" + b"\x00\x00"),
+        # classic: an int32 topics count of 2**31 - 1, a records size of 2**31 - 1
+        (3, b"\xff\xff" + b"\xff\xff\x00\x00\x07\xd0" + b"\x7f\xff\xff\xff"),
+        (7, b"\xff\xff" + b"\xff\xff\x00\x00\x07\xd0" + b"\x00\x00\x00\x01\x00\x01t\x00\x00\x00\x01"
+         + b"\x00\x00\x00\x00\x7f\xff\xff\xff"),
+    ],
+)
+def test_hostile_lengths_are_malformed_and_never_allocated(version, body):
+    """The hand-written Produce parser bounds every count and size by the bytes left, as
+    wellformed.py does for the kio-decoded requests; the fast lane declines them."""
+    payload = struct.pack(">hhih", 0, version, 1, 1) + b"c" + (b"\x00" if version >= 9 else b"") + body
+    header, pos = messages.parse_request_header(payload)
+    with pytest.raises(messages.MalformedRequest):
+        messages.decode_request_body(header, payload, pos)
+    assert parse_single_partition(payload) is None

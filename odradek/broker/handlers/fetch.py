@@ -20,9 +20,10 @@ from odradek.protocol.hot_responses import fetch_response
 
 
 def _plan(broker, body):
-    """The partitions of the request as (topic, index, fetch offset, max bytes, epoch)."""
+    """The partitions of the request as (topic, index, fetch offset, max bytes, epoch); the
+    epoch is -1 (unchecked) before v9, which does not carry it."""
     return [
-        (t.topic, p.partition, p.fetch_offset, p.partition_max_bytes, p.current_leader_epoch)
+        (t.topic, p.partition, p.fetch_offset, p.partition_max_bytes, getattr(p, "current_leader_epoch", -1))
         for t in body.topics
         for p in t.partitions
     ]

@@ -4,7 +4,9 @@ Brokers (as advertised on the listener the request came in on), cluster id, cont
 and for each topic asked (all topics when the list is null, or empty at v0) its
 partitions with leader, leader epoch, replicas and ISR. Unknown topics are created when
 ``auto.create.topics.enable`` is on and the request allows it (v4+ flag); invalid names
-get INVALID_TOPIC_EXCEPTION. Topic ids (v10+) may be asked for instead of names.
+get INVALID_TOPIC_EXCEPTION. Topic ids may be asked for instead of names from v12 (v10
+and v11 carry the field, but their response cannot name a topic found by id: a null name
+there is an invalid request, as in Kafka, and closes the connection).
 Authorized-operations fields are answered with Kafka's "not requested" default.
 
 One request creates at most ``auto.create.topics.max.per.request`` topics (Odradek's own
@@ -133,8 +135,10 @@ def _entries(broker, request, wanted, allow_create: bool):
         name = getattr(item, "name", item)
         topic_id = getattr(item, "topic_id", None)
         image = broker.image
-        if name is None and topic_id is not None:
-            topic = image.topic_by_id(topic_id)
+        if name is None and request.api_version < 12:
+            raise errors.InvalidRequestError(f"topic name can not be null for version {request.api_version}")
+        if name is None:
+            topic = image.topic_by_id(topic_id) if topic_id is not None else None
             if topic is None:
                 yield _error_entry(None, ErrorCode.unknown_topic_id, topic_id), False
             else:
