@@ -99,6 +99,8 @@ class CheckpointFile:
                 text = f.read().decode()
         except FileNotFoundError:
             return []
+        except UnicodeDecodeError as exc:
+            raise CheckpointError(f"Checkpoint file {self.path} is not text: {exc}") from None
         lines = text.split("\n")
         if lines and lines[-1] == "":
             lines.pop()
