@@ -46,7 +46,8 @@ _NULL_STRING = {False: _I16.pack(-1), True: b"\x00"}
 _NO_TAGS = b"\x00"
 
 
-# (index, error_code, base_offset, log_append_time, log_start_offset, error_message)
+# (index, error_code, base_offset, log_append_time, log_start_offset, error_message
+#  [, record_errors]): record_errors (v8+, KIP-467) is [(batch_index, message or None), ...].
 PartitionProduceResult = tuple
 
 
@@ -58,7 +59,7 @@ _RESULT_V5 = (struct.Struct(">ihqqq"), 5)  # + log start offset
 
 def produce_response(version: int, topics: list[tuple[str, list[PartitionProduceResult]]]) -> list[bytes]:
     """ProduceResponse body (v0+): ``topics`` is [(name, [(index, error, base_offset,
-    log_append_time, log_start_offset, error_message), ...]), ...]."""
+    log_append_time, log_start_offset, error_message[, record_errors]), ...]), ...]."""
     flexible = version >= PRODUCE_FLEXIBLE_FROM
     fixed, n_fixed = _RESULT_V5 if version >= 5 else _RESULT_V2 if version >= 2 else _RESULT_V0
     with_errors = version >= 8  # record_errors and error_message
@@ -73,7 +74,11 @@ def produce_response(version: int, topics: list[tuple[str, list[PartitionProduce
             append(fixed.pack(*result[:n_fixed]))
             if with_errors:
                 message = result[5]
-                append(no_record_errors)
+                record_errors = result[6] if len(result) > 6 else None
+                if record_errors:
+                    append(_record_errors(record_errors, flexible))
+                else:
+                    append(no_record_errors)
                 append(null_string if message is None else _string(message, flexible))
             if flexible:
                 append(_NO_TAGS)
@@ -84,6 +89,18 @@ def produce_response(version: int, topics: list[tuple[str, list[PartitionProduce
     if flexible:
         append(_NO_TAGS)
     return [b"".join(out)]  # small: one buffer is cheaper to frame and send than a dozen
+
+
+def _record_errors(record_errors, flexible: bool) -> bytes:
+    """The ``record_errors`` array: (batch_index int32, batch_index_error_message)."""
+    null_string = _NULL_STRING[flexible]
+    out = [_array_len(len(record_errors), flexible)]
+    for index, message in record_errors:
+        out.append(_I32.pack(index))
+        out.append(null_string if message is None else _string(message, flexible))
+        if flexible:
+            out.append(_NO_TAGS)
+    return b"".join(out)
 
 
 _SIZE_AND_CORRELATION = struct.Struct(">ii")

@@ -32,6 +32,21 @@ def test_produce_response_decodes_with_kio(version):
     assert resp.responses[1].name == "x"
 
 
+@pytest.mark.parametrize("version", range(3, 12))
+def test_produce_response_record_errors_decode_with_kio(version):
+    """KIP-467: the indexes and messages of the records that failed a batch (v8+)."""
+    bad = (0, 87, -1, -1, -1, "2 record errors", [(3, "no key"), (7, None)])
+    resp = _decode(0, version, hot_responses.produce_response(version, [("c", [bad])]))
+    partition = resp.responses[0].partition_responses[0]
+    assert partition.error_code == 87
+    if version >= 8:
+        assert [(e.batch_index, e.batch_index_error_message) for e in partition.record_errors] == [
+            (3, "no key"),
+            (7, None),
+        ]
+        assert partition.error_message == "2 record errors"
+
+
 @pytest.mark.parametrize("version", range(4, 13))
 def test_fetch_response_decodes_with_kio(version):
     records = b"\x01\x02\x03" * 10
