@@ -19,8 +19,8 @@ from tests.broker.broker_e2e import (
     RawClient,
     consume,
     create_topic,
-    producer,
     produce_body,
+    producer,
     record_batch,
 )
 
