@@ -2,7 +2,8 @@
 
 A single node is its own controller: ``LocalMetadataStore`` keeps the image in
 ``odradek-metadata.json`` in the first log dir (written to a temporary file, fsynced,
-renamed), so topics, partition counts, topic configs and leader epochs survive restarts.
+renamed), so topics, partition counts, topic configs, dynamic broker configs (by entity: a
+broker id or ``<default>``) and leader epochs survive restarts.
 A ZooKeeper-backed store implements the same methods for a cluster.
 """
 
@@ -19,6 +20,7 @@ from odradek.cluster.metadata import BrokerInfo, MetadataImage, PartitionState, 
 from odradek.protocol import errors
 
 MAX_TOPIC_NAME = 249
+DEFAULT_BROKER_ENTITY = "<default>"  # Kafka's name for the cluster-wide default (zk_data.DEFAULT_ENTITY)
 _LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
 METADATA_FILE = "odradek-metadata.json"
 
@@ -60,7 +62,14 @@ class MetadataStore(ABC):
     def set_topic_configs(self, name: str, configs: dict[str, str]) -> None: ...
 
     @abstractmethod
-    def set_broker_configs(self, configs: dict[str, str]) -> None: ...
+    def broker_configs(self, entity: str) -> dict[str, str]:
+        """The dynamic configs (KIP-226) of one broker (``entity`` is its id, "0") or the
+        cluster-wide defaults (``entity`` is ``DEFAULT_BROKER_ENTITY``); {} when none. Kafka
+        keeps them in ``/config/brokers/<entity>``."""
+
+    @abstractmethod
+    def set_broker_configs(self, entity: str, configs: dict[str, str]) -> None:
+        """Replace the dynamic configs of ``entity`` (see ``broker_configs``); {} removes them."""
 
     @abstractmethod
     def update_partition(self, topic: str, partition: int, state: PartitionState) -> None: ...
@@ -78,21 +87,25 @@ class LocalMetadataStore(MetadataStore):
         self.image = MetadataImage(
             cluster_id=cluster_id, controller_id=node.node_id, brokers={node.node_id: node}
         )
-        self.broker_configs: dict[str, str] = {}
+        self._broker_configs: dict[str, dict[str, str]] = {}
         self.next_producer_id = 0
         if self.path.exists():
             data = json.loads(self.path.read_text())
             self.image.topics = {
                 name: TopicInfo.from_json(name, t) for name, t in data.get("topics", {}).items()
             }
-            self.broker_configs = dict(data.get("broker_configs", {}))
+            self._broker_configs = {
+                entity: dict(configs)
+                for entity, configs in data.get("broker_configs", {}).items()
+                if isinstance(configs, dict)
+            }
             self.next_producer_id = data.get("next_producer_id", 0)
 
     def _save(self) -> None:
         data = {
             "version": 1,
             "topics": {name: t.to_json() for name, t in self.image.topics.items()},
-            "broker_configs": self.broker_configs,
+            "broker_configs": self._broker_configs,
             "next_producer_id": self.next_producer_id,
         }
         tmp = self.path.with_suffix(".tmp")
@@ -134,8 +147,14 @@ class LocalMetadataStore(MetadataStore):
         self.image.topics[name].configs = dict(configs)
         self._save()
 
-    def set_broker_configs(self, configs) -> None:
-        self.broker_configs = dict(configs)
+    def broker_configs(self, entity) -> dict[str, str]:
+        return dict(self._broker_configs.get(entity, {}))
+
+    def set_broker_configs(self, entity, configs) -> None:
+        if configs:
+            self._broker_configs[entity] = dict(configs)
+        else:
+            self._broker_configs.pop(entity, None)
         self._save()
 
     def update_partition(self, topic, partition, state) -> None:
