@@ -19,8 +19,10 @@ is seen as unclean next time. ``shutdown`` flushes, closes, checkpoints, then wr
 Retention (``cleanup``) skips a log while the cleaner works on it (``log.cleaning``), as
 Kafka's does, and a deleted log's files are closed only once the cleaner has let go of it.
 
+Several log dirs (JBOD), failed dirs and moves between dirs: ``log_dirs.LogDirs``, a mixin.
+
 Thread rules: the broker's event loop owns the manager (create/delete/get, ``cleanup``,
-``shutdown``). ``flush_due`` and ``checkpoint_all`` may run in a worker thread. Stop the
+``checkpoint_all``, ``shutdown``). ``flush_due`` may run in a worker thread. Stop the
 log cleaner (``cleaner_manager.LogCleaner.shutdown``) before ``shutdown``.
 """
 
@@ -46,11 +48,10 @@ from .checkpoint import (
 )
 from .log import Log, parse_topic_partition
 from .log_config import LogConfig
+from .log_dirs import DELETE_DIR_SUFFIX, FUTURE_DIR_SUFFIX, LogDirs
 from .producer_state import DEFAULT_PRODUCER_ID_EXPIRATION_MS
 
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
-DELETE_DIR_SUFFIX = "-delete"
-FUTURE_DIR_SUFFIX = "-future"
 STRAY_DIR_SUFFIX = "-stray"
 
 _log = logging.getLogger(__name__)
@@ -62,7 +63,7 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
-class LogManager:
+class LogManager(LogDirs):
     def __init__(
         self,
         log_dirs: str | Iterable[str],
@@ -85,8 +86,7 @@ class LogManager:
         self._pending_dir_deletes: list[tuple[int, Log]] = []
         self.had_clean_shutdown: dict[str, bool] = {}
         self._closed = False
-        for d in self.log_dirs:
-            os.makedirs(d, exist_ok=True)
+        self._init_jbod()
         self._load_logs(_now_ms() if now_ms is None else now_ms)
 
     # ---- loading -----------------------------------------------------------------------
@@ -107,6 +107,8 @@ class LogManager:
 
     def _load_logs(self, now_ms: int) -> None:
         for log_dir in self.log_dirs:
+            if log_dir in self.offline_dirs:
+                continue
             marker = os.path.join(log_dir, CLEAN_SHUTDOWN_FILE)
             clean = os.path.exists(marker)
             self.had_clean_shutdown[log_dir] = clean
@@ -145,6 +147,7 @@ class LogManager:
             if clean:
                 os.unlink(marker)
                 fsync_dir(log_dir)
+        self._resolve_future_dirs(now_ms)
 
     # ---- access ------------------------------------------------------------------------
 
@@ -170,12 +173,6 @@ class LogManager:
     def __contains__(self, tp: TopicPartition) -> bool:
         return tp in self._logs
 
-    def _pick_log_dir(self) -> str:
-        counts = {d: 0 for d in self.log_dirs}
-        for d in self._dir_of.values():
-            counts[d] += 1
-        return min(self.log_dirs, key=lambda d: counts[d])
-
     def get_or_create_log(self, topic: str, partition: int, config: LogConfig | None = None) -> Log:
         tp = (topic, partition)
         log = self._logs.get(tp)
@@ -185,7 +182,7 @@ class LogManager:
             return log
         if not topic or "/" in topic or topic in (".", "..") or partition < 0:
             raise ValueError(f"Invalid topic partition {topic!r} {partition}")
-        log_dir = self._pick_log_dir()
+        log_dir = self._online_dir_for(tp)
         path = os.path.join(log_dir, f"{topic}-{partition}")
         log = Log(
             path,
@@ -202,8 +199,10 @@ class LogManager:
         ``file.delete.delay.ms`` (``cleanup``) so in-flight reads finish. Returns whether it existed.
         """
         tp = (topic, partition)
+        self.abandon_future_log(topic, partition)
         log = self._logs.pop(tp, None)
         if log is None:
+            self._offline_partitions.pop(tp, None)
             return False
         log_dir = self._dir_of.pop(tp)
         now = _now_ms() if now_ms is None else now_ms
@@ -253,25 +252,34 @@ class LogManager:
 
     def checkpoint_all(self, high_watermarks: dict[TopicPartition, int] | None = None) -> None:
         """Write the recovery-point, log-start-offset and replication-offset checkpoints of every
-        log dir. ``high_watermarks`` overrides the logs' own values (worker-safe).
+        log dir. ``high_watermarks`` overrides the logs' own values. A dir whose checkpoints
+        cannot be written is taken offline (``mark_dir_offline``: call this on the owner thread).
         """
-        by_dir: dict[str, list[tuple[TopicPartition, Log]]] = {d: [] for d in self.log_dirs}
+        by_dir: dict[str, list[tuple[TopicPartition, Log]]] = {
+            d: [] for d in self.log_dirs if d not in self.offline_dirs
+        }
         for tp, log in list(self._logs.items()):
             by_dir[self._dir_of[tp]].append((tp, log))
         for log_dir, items in by_dir.items():
-            write_offset_checkpoint(
-                os.path.join(log_dir, RECOVERY_POINT_CHECKPOINT),
-                {tp: log.recovery_point for tp, log in items},
-            )
-            write_offset_checkpoint(
-                os.path.join(log_dir, LOG_START_OFFSET_CHECKPOINT),
-                {tp: log.log_start_offset for tp, log in items},
-            )
-            hws = {}
-            for tp, log in items:
-                hw = high_watermarks.get(tp) if high_watermarks else None
-                hws[tp] = log.high_watermark if hw is None else hw
-            write_offset_checkpoint(os.path.join(log_dir, REPLICATION_OFFSET_CHECKPOINT), hws)
+            try:
+                self._write_checkpoints(log_dir, items, high_watermarks)
+            except OSError as e:
+                self.mark_dir_offline(log_dir, f"its checkpoints cannot be written: {e}")
+
+    def _write_checkpoints(self, log_dir: str, items, high_watermarks) -> None:
+        write_offset_checkpoint(
+            os.path.join(log_dir, RECOVERY_POINT_CHECKPOINT),
+            {tp: log.recovery_point for tp, log in items},
+        )
+        write_offset_checkpoint(
+            os.path.join(log_dir, LOG_START_OFFSET_CHECKPOINT),
+            {tp: log.log_start_offset for tp, log in items},
+        )
+        hws = {}
+        for tp, log in items:
+            hw = high_watermarks.get(tp) if high_watermarks else None
+            hws[tp] = log.high_watermark if hw is None else hw
+        write_offset_checkpoint(os.path.join(log_dir, REPLICATION_OFFSET_CHECKPOINT), hws)
 
     def ensure_meta_properties(self, node_id: int, cluster_id: str) -> None:
         """Check each log dir's ``meta.properties`` matches (or write it if missing)."""
@@ -299,11 +307,15 @@ class LogManager:
         for log in self._logs.values():
             log.flush()
             log.close()
+        for future, _ in self._futures.values():  # an unfinished move is rolled back at the next start
+            future.close()
         for _deadline, log in self._pending_dir_deletes:
             log.delete()
         self._pending_dir_deletes = []
         self.checkpoint_all(high_watermarks)
         for log_dir in self.log_dirs:
+            if log_dir in self.offline_dirs:
+                continue
             fd = os.open(
                 os.path.join(log_dir, CLEAN_SHUTDOWN_FILE), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644
             )
@@ -312,3 +324,4 @@ class LogManager:
             finally:
                 os.close(fd)
             fsync_dir(log_dir)
+

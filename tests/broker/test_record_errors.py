@@ -12,10 +12,7 @@ from __future__ import annotations
 import threading
 import time
 
-from confluent_kafka import KafkaError
-from kafka.record.default_records import DefaultRecordBatchBuilder
-
-from tests.broker.broker_e2e import (
+from broker_e2e import (
     RawClient,
     consume,
     create_topic,
@@ -23,6 +20,8 @@ from tests.broker.broker_e2e import (
     producer,
     record_batch,
 )
+from confluent_kafka import KafkaError
+from kafka.record.default_records import DefaultRecordBatchBuilder
 
 COMPACTED = {"cleanup.policy": "compact"}
 
