@@ -17,6 +17,7 @@ _I64 = struct.Struct(">q")
 
 PRODUCE_FLEXIBLE_FROM = 9
 FETCH_FLEXIBLE_FROM = 12
+FETCH_TOPIC_IDS_FROM = 13
 
 
 _ONE_BYTE_VARINTS = [bytes((v,)) for v in range(0x80)]
@@ -153,15 +154,17 @@ def fetch_response(
     error_code: int = 0,
     session_id: int = 0,
 ) -> list:
-    """FetchResponse v4..v12 body; record buffers are included as given (not copied)."""
+    """FetchResponse v4..v17 body; record buffers are included as given (not copied). Topics
+    are named by name up to v12 and by topic id (a ``uuid.UUID``) from v13 (KIP-516)."""
     flexible = version >= FETCH_FLEXIBLE_FROM
+    by_id = version >= FETCH_TOPIC_IDS_FROM
     out = [_I32.pack(0)]  # throttle_time_ms
     append = out.append
     if version >= 7:
         append(struct.pack(">hi", error_code, session_id))
     append(_array_len(len(topics), flexible))
     for name, partitions in topics:
-        append(_string(name, flexible))
+        append(name.bytes if by_id else _string(name, flexible))
         append(_array_len(len(partitions), flexible))
         for partition, error, hw, lso, start_offset, aborted, records in partitions:
             append(struct.pack(">ihqq", partition, error, hw, lso))

@@ -1,5 +1,7 @@
 """The hand-packed Produce and Fetch responses must decode with kio exactly as intended."""
 
+import uuid
+
 import pytest
 
 from odradek.protocol import hot_responses, messages
@@ -63,3 +65,17 @@ def test_fetch_response_decodes_with_kio(version):
     assert p1.error_code == 1 and p1.records is None
     if version >= 5:
         assert p0.log_start_offset == 5
+
+
+@pytest.mark.parametrize("version", range(13, 18))
+def test_fetch_response_names_topics_by_id_from_v13(version):
+    topic_id = uuid.uuid4()
+    records = b"\x05" * 7
+    parts = hot_responses.fetch_response(
+        version, [(topic_id, [(2, 0, 10, 10, 0, None, memoryview(records))])], session_id=0
+    )
+    resp = _decode(1, version, parts)
+    (topic,) = resp.responses
+    assert topic.topic_id == topic_id
+    (p,) = topic.partitions
+    assert (p.partition_index, p.high_watermark, bytes(p.records)) == (2, 10, records)
