@@ -90,7 +90,9 @@ class DynamicBrokerConfig:
         try:
             node = int(resource_name)
         except ValueError:
-            raise errors.InvalidRequestError(f"Node id must be an integer, but it is: {resource_name}") from None
+            raise errors.InvalidRequestError(
+                f"Node id must be an integer, but it is: {resource_name}"
+            ) from None
         if node != self.node_id:
             raise errors.InvalidRequestError(
                 f"Unexpected broker id, expected {self.node_id}, but received {resource_name}"
@@ -110,12 +112,18 @@ class DynamicBrokerConfig:
         try:
             return self.static.with_dynamic(levels[DEFAULT_BROKER_ENTITY], levels[str(self.node_id)])
         except ConfigError as exc:
-            log.error("dynamic broker configs could not be applied together (%s); using server.properties", exc)
+            log.error(
+                "dynamic broker configs could not be applied together (%s); using server.properties", exc
+            )
             return self.static
 
     def _loadable(self, entity: str, key: str, value: str) -> bool:
         if key not in DYNAMIC_BROKER_CONFIGS:
-            log.error("ignoring stored dynamic config %s of broker entity %s: it cannot be set dynamically", key, entity)
+            log.error(
+                "ignoring stored dynamic config %s of broker entity %s: it cannot be set dynamically",
+                key,
+                entity,
+            )
             return False
         try:
             BrokerConfig({key: value})
@@ -182,7 +190,9 @@ class DynamicBrokerConfig:
             if new < 1:
                 raise errors.InvalidRequestError(f"{what}, value should be at least 1")
             if new < old / 2:
-                raise errors.InvalidRequestError(f"{what}, value should be at least half the current value {old}")
+                raise errors.InvalidRequestError(
+                    f"{what}, value should be at least half the current value {old}"
+                )
             if new > old * 2:
                 raise errors.InvalidRequestError(
                     f"{what}, value should not be greater than double the current value {old}"
@@ -211,7 +221,9 @@ def _apply_to_broker(broker, old: BrokerConfig, new: BrokerConfig, restarter: _C
         for plog in broker.log_manager.logs():
             plog.producer_state.producer_id_expiration_ms = expiration
         txn = broker.transaction_coordinator
-        txn.config = txn.config._replace(verify_partitions=new.get("transaction.partition.verification.enable"))
+        txn.config = txn.config._replace(
+            verify_partitions=new.get("transaction.partition.verification.enable")
+        )
 
 
 class _CleanerRestarter:

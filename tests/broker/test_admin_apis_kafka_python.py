@@ -50,7 +50,12 @@ def test_describe_topic_partitions_pages_with_its_cursor(broker, kp_admin, topic
         for topic in page["topics"]:
             assert topic["error_code"] == 0 and topic["topic_id"] is not None and not topic["is_internal"]
             for p in topic["partitions"]:
-                assert (p["leader_id"], p["replica_nodes"], p["isr_nodes"], p["offline_replicas"]) == (0, [0], [0], [])
+                assert (p["leader_id"], p["replica_nodes"], p["isr_nodes"], p["offline_replicas"]) == (
+                    0,
+                    [0],
+                    [0],
+                    [],
+                )
                 assert p["eligible_leader_replicas"] is None
                 seen.append((topic["name"], p["partition_index"]))
         cursor = page["next_cursor"]

@@ -135,7 +135,10 @@ def test_sources_read_only_and_precedence_of_the_levels(own_broker):
 
     configs = describe(broker, BROKER, "0")
     retention = configs["log.retention.ms"]
-    assert (retention.value, retention.source) == ("3600000", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value)
+    assert (retention.value, retention.source) == (
+        "3600000",
+        ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value,
+    )
     assert [(s.name, s.value, s.source) for s in raw_synonyms(broker, "0", "log.retention.ms")] == [
         ("log.retention.ms", "3600000", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value),
         ("log.retention.ms", "86400000", ConfigSource.STATIC_BROKER_CONFIG.value),
@@ -144,8 +147,14 @@ def test_sources_read_only_and_precedence_of_the_levels(own_broker):
     backoff = configs["log.cleaner.backoff.ms"]
     assert (backoff.value, backoff.source) == ("30000", ConfigSource.DYNAMIC_BROKER_CONFIG.value)
     assert not backoff.is_read_only and not retention.is_read_only
-    assert configs["log.dirs"].is_read_only and configs["log.dirs"].source == ConfigSource.STATIC_BROKER_CONFIG.value
-    assert configs["num.partitions"].is_read_only and configs["num.partitions"].source == ConfigSource.DEFAULT_CONFIG.value
+    assert (
+        configs["log.dirs"].is_read_only
+        and configs["log.dirs"].source == ConfigSource.STATIC_BROKER_CONFIG.value
+    )
+    assert (
+        configs["num.partitions"].is_read_only
+        and configs["num.partitions"].source == ConfigSource.DEFAULT_CONFIG.value
+    )
 
     defaults = describe(broker, BROKER, "")  # the cluster-wide level lists only what is set there
     assert defaults == {
@@ -215,7 +224,9 @@ def test_cluster_default_retention_applies_to_topics_without_an_override(own_bro
     assert _log_start(broker, topic_name) == 0
 
     alter(broker, "", log_retention_ms="60000")
-    wait_until(lambda: _log_start(broker, topic_name) > 0, timeout=15, message="retention to delete old segments")
+    wait_until(
+        lambda: _log_start(broker, topic_name) > 0, timeout=15, message="retention to delete old segments"
+    )
     assert _log_start(broker, kept) == 0
 
 
@@ -229,7 +240,9 @@ def test_log_cleaner_restarts_with_its_new_settings(own_broker, topic_name):
         config={"cleanup.policy": "compact", "segment.bytes": "2048", "min.cleanable.dirty.ratio": "0.01"},
     )
     prod = producer(broker, linger_ms=0, batch_size=1000)
-    items = [{"key": b"k%d" % (i % 5), "value": b"v%03d" % i + b"." * 100, "partition": 0} for i in range(200)]
+    items = [
+        {"key": b"k%d" % (i % 5), "value": b"v%03d" % i + b"." * 100, "partition": 0} for i in range(200)
+    ]
     produce_and_flush(prod, topic_name, items)
     assert len(consume(broker, topic_name, [0])[0]) == 200  # the cleaner's pass at start found nothing
 
@@ -252,7 +265,9 @@ def test_kafka_python_sees_and_alters_broker_configs(own_broker):
     broker = own_broker()
     client = KafkaAdminClient(bootstrap_servers=broker.bootstrap_servers)
     try:
-        client.alter_configs([KConfigResource(ConfigResourceType.BROKER, "0", configs={"log.cleaner.backoff.ms": "25000"})])
+        client.alter_configs(
+            [KConfigResource(ConfigResourceType.BROKER, "0", configs={"log.cleaner.backoff.ms": "25000"})]
+        )
         result = client.describe_configs([KConfigResource(ConfigResourceType.BROKER, "0")])
     finally:
         client.close()

@@ -76,7 +76,7 @@ def test_new_partitions_spread_over_the_log_dirs(own_broker, tmp_path, kp_admin_
     assert sorted(counts.values()) == [2, 2, 2]
     for d, info in dirs_info.items():
         assert info["error"] == 0 and info["total"] > 0
-        for (t, p) in info["partitions"]:
+        for t, p in info["partitions"]:
             assert (tmp_path / d / f"{t}-{p}").is_dir()
 
 
@@ -95,7 +95,12 @@ def test_a_partition_moves_to_another_dir_while_it_is_written(own_broker, tmp_pa
     def keep_writing():
         i = 0
         while not stop.is_set():
-            acked.extend(r.value for r in produce_and_flush(prod, topic_name, [{"value": b"during-%05d" % i, "partition": 0}]).acked)
+            acked.extend(
+                r.value
+                for r in produce_and_flush(
+                    prod, topic_name, [{"value": b"during-%05d" % i, "partition": 0}]
+                ).acked
+            )
             i += 1
 
     writer = threading.Thread(target=keep_writing)
@@ -104,8 +109,10 @@ def test_a_partition_moves_to_another_dir_while_it_is_written(own_broker, tmp_pa
         result = client.alter_replica_log_dirs({TopicPartitionReplica(topic_name, 0, 0): dest})
         assert result == {TopicPartitionReplica(topic_name, 0, 0): kerrors.NoError}
         wait_until(
-            lambda: (topic_name, 0) in describe(client)[dest]["partitions"]
-            and not describe(client)[dest]["partitions"][(topic_name, 0)][2],
+            lambda: (
+                (topic_name, 0) in describe(client)[dest]["partitions"]
+                and not describe(client)[dest]["partitions"][(topic_name, 0)][2]
+            ),
             timeout=30,
             message="the move to finish",
         )
@@ -134,7 +141,9 @@ def test_alter_replica_log_dirs_errors_as_kafka(own_broker, tmp_path, kp_admin_o
     broker, (a, b) = jbod_broker(own_broker, tmp_path, 2)
     create_topic(broker, topic_name, 1)
     client = kp_admin_of(broker)
-    nowhere = client.alter_replica_log_dirs({TopicPartitionReplica(topic_name, 0, 0): str(tmp_path / "elsewhere")})
+    nowhere = client.alter_replica_log_dirs(
+        {TopicPartitionReplica(topic_name, 0, 0): str(tmp_path / "elsewhere")}
+    )
     assert list(nowhere.values()) == [kerrors.LogDirNotFoundError]
     later = topic_name + "-later"
     not_here = client.alter_replica_log_dirs({TopicPartitionReplica(later, 0, 0): str(b)})
@@ -143,7 +152,9 @@ def test_alter_replica_log_dirs_errors_as_kafka(own_broker, tmp_path, kp_admin_o
     assert (later, 0) in describe(client)[str(b)]["partitions"]
 
 
-def test_a_failed_log_dir_goes_offline_and_the_others_keep_serving(own_broker, tmp_path, kp_admin_of, topic_name):
+def test_a_failed_log_dir_goes_offline_and_the_others_keep_serving(
+    own_broker, tmp_path, kp_admin_of, topic_name
+):
     broker, dirs = jbod_broker(own_broker, tmp_path, 2, **{"log.flush.offset.checkpoint.interval.ms": "100"})
     create_topic(broker, topic_name, 2)  # one partition in each dir
     client = kp_admin_of(broker)
@@ -151,7 +162,9 @@ def test_a_failed_log_dir_goes_offline_and_the_others_keep_serving(own_broker, t
     doomed = next(d for d, i in info.items() if (topic_name, 0) in i["partitions"])
     other = next(d for d in info if d != doomed)
     (survivor,) = [p for (t, p) in info[other]["partitions"] if t == topic_name]
-    produce_and_flush(producer(broker, linger_ms=0), topic_name, [{"value": b"v", "partition": p} for p in (0, 1)])
+    produce_and_flush(
+        producer(broker, linger_ms=0), topic_name, [{"value": b"v", "partition": p} for p in (0, 1)]
+    )
 
     shutil.rmtree(doomed)  # the disk is gone
     wait_until(lambda: describe(client)[doomed]["error"] == 56, timeout=15, message="the dir to go offline")

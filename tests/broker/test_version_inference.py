@@ -50,4 +50,6 @@ def test_librdkafka_enables_the_features_of_a_modern_broker(broker):
     prod.list_topics(timeout=10)
     prod.poll(0.5)
     enabled = {m.group(1) for line in lines if (m := re.search(r"Enabling feature (\w+)", line))}
-    assert {"MsgVer2", "ApiVersion", "IdempotentProducer", "ZSTD", "BrokerGroupCoordinator"} <= enabled, enabled
+    assert {"MsgVer2", "ApiVersion", "IdempotentProducer", "ZSTD", "BrokerGroupCoordinator"} <= enabled, (
+        enabled
+    )

@@ -152,3 +152,27 @@ def test_cluster_matches_confluent_metadata(odradek, ck_admin, broker):
     assert text.code == 0, text
     assert f"Cluster id: {md.cluster_id}" in text.out
     assert "produce" in text.out and "fetch" in text.out
+
+
+def test_log_dirs_describe(own_broker, tmp_path, topic_name):
+    """`odradek log-dirs describe` lists each log dir with its partitions, as kafka-log-dirs.sh."""
+    dirs = [tmp_path / "d0", tmp_path / "d1"]
+    broker = own_broker(**{"log.dirs": ",".join(str(d) for d in dirs)})
+
+    def odradek(*args):
+        return run_odradek(*args, "--bootstrap-server", broker.bootstrap_servers)
+
+    assert odradek("topics", "create", topic_name, "-p", "2").code == 0
+    ck_produce(broker.bootstrap_servers, topic_name, [(None, b"x" * 100)] * 3, partition=0)
+    r = odradek("log-dirs", "describe", "--topic-list", topic_name, "-o", "json")
+    assert r.code == 0, r
+    (only,) = r.json()["brokers"]
+    assert only["broker"] == 0
+    by_dir = {d["logDir"]: d for d in only["logDirs"]}
+    assert sorted(by_dir) == sorted(str(d) for d in dirs)
+    placed = {p["partition"]: (d, p) for d, info in by_dir.items() for p in info["partitions"]}
+    assert sorted(placed) == [f"{topic_name}-0", f"{topic_name}-1"]
+    assert placed[f"{topic_name}-0"][0] != placed[f"{topic_name}-1"][0]  # spread over the dirs
+    assert placed[f"{topic_name}-0"][1]["size"] > 300 and placed[f"{topic_name}-0"][1]["offsetLag"] == 0
+    table = odradek("log-dirs", "describe")
+    assert table.code == 0 and f"{topic_name}-0" in table.out and "LOG-DIR" in table.out

@@ -50,4 +50,6 @@ def handle_describe_log_dirs(broker, request):
             )
         result["topics"] = [{"name": name, "partitions": parts} for name, parts in by_topic.items()]
         results.append(result)
-    return messages.build_response(35, request.api_version, {"throttle_time": 0, "error_code": 0, "results": results})
+    return messages.build_response(
+        35, request.api_version, {"throttle_time": 0, "error_code": 0, "results": results}
+    )
