@@ -108,9 +108,17 @@ class LogDirs:
                 log.close()
             except (OSError, ValueError):
                 pass  # its files are what failed
-        for tp, (_, d) in list(self._futures.items()):
-            if d == log_dir:
+        for tp, (future, d) in list(self._futures.items()):
+            if d == log_dir or tp in self._offline_partitions:
+                # A move into the failed dir, or of a partition that was in it, cannot finish.
                 del self._futures[tp]
+                try:
+                    if d == log_dir:
+                        future.close()
+                    else:
+                        future.delete()
+                except (OSError, ValueError):
+                    pass
         _log.error(
             "Log dir %s is offline (%s); %d partition(s) unavailable until a restart: %s",
             log_dir,
