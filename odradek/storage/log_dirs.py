@@ -42,10 +42,6 @@ _log = logging.getLogger(__name__)
 TopicPartition = tuple[str, int]
 
 
-def _now_ms() -> int:
-    return int(time.time() * 1000)
-
-
 class LogDirInfo(NamedTuple):
     """One log dir as DescribeLogDirs shows it; ``logs`` are (tp, Log, is_future) triples."""
 
@@ -225,7 +221,7 @@ class LogDirs:
         del self._futures[tp]
         self._logs[tp] = future
         self._dir_of[tp] = dest
-        now = _now_ms() if now_ms is None else now_ms
+        now = int(time.time() * 1000) if now_ms is None else now_ms
         # Reads in flight on the old files finish first, as for a deleted log.
         self._pending_dir_deletes.append((now + current.config.file_delete_delay_ms, current))
         self.checkpoint_all()

@@ -12,11 +12,12 @@ from broker_e2e import (
     admin,
     consume,
     create_topic,
+    log_start,
     produce_and_flush,
     producer,
     wait_until,
 )
-from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import (
     AlterConfigOpType,
     ConfigEntry,
@@ -43,15 +44,6 @@ def topic_exists(broker, name: str) -> bool:
 
 def partition_count(broker, name: str) -> int:
     return len(admin(broker).list_topics(name, timeout=10).topics[name].partitions)
-
-
-def log_start(broker, topic: str) -> int:
-    """The partition's log start offset (librdkafka's low watermark)."""
-    cons = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": "watermarks"})
-    try:
-        return cons.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)[0]
-    finally:
-        cons.close()
 
 
 def topic_configs(broker, name: str) -> dict[str, ConfigEntry]:

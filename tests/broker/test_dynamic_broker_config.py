@@ -15,11 +15,12 @@ from broker_e2e import (
     admin,
     consume,
     create_topic,
+    log_start,
     produce_and_flush,
     producer,
     wait_until,
 )
-from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import (
     AlterConfigOpType,
     ConfigEntry,
@@ -202,15 +203,6 @@ def test_dynamic_configs_survive_a_restart(own_broker):
     assert "odradek broker 0 started" in broker.log_text()
 
 
-def _log_start(broker, topic: str) -> int:
-    cons = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": "watermarks"})
-    try:
-        low, _ = cons.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)
-        return low
-    finally:
-        cons.close()
-
-
 def test_cluster_default_retention_applies_to_topics_without_an_override(own_broker, topic_name):
     broker = own_broker(**{"log.retention.check.interval.ms": "100", "log.segment.delete.delay.ms": "0"})
     kept = topic_name + "-kept"
@@ -221,13 +213,13 @@ def test_cluster_default_retention_applies_to_topics_without_an_override(own_bro
     prod = producer(broker, linger_ms=0, batch_size=400)  # a batch per record: many segments
     for topic in (topic_name, kept):
         produce_and_flush(prod, topic, records)
-    assert _log_start(broker, topic_name) == 0
+    assert log_start(broker, topic_name) == 0
 
     alter(broker, "", log_retention_ms="60000")
     wait_until(
-        lambda: _log_start(broker, topic_name) > 0, timeout=15, message="retention to delete old segments"
+        lambda: log_start(broker, topic_name) > 0, timeout=15, message="retention to delete old segments"
     )
-    assert _log_start(broker, kept) == 0
+    assert log_start(broker, kept) == 0
 
 
 def test_log_cleaner_restarts_with_its_new_settings(own_broker, topic_name):
