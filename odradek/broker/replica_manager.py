@@ -25,7 +25,6 @@ class ReplicaManager:
         self.log_config_for = log_config_for  # topic name -> LogConfig
         self.partitions: dict[tuple[str, int], Partition] = {}
         self.on_append = on_append or (lambda key: 0)  # (topic, partition) appended to
-        log_manager.dir_failure_listeners.append(self._on_dir_offline)
 
     # -- keeping in step with metadata ------------------------------------------------------
 
@@ -37,7 +36,7 @@ class ReplicaManager:
             return
         config = self.log_config_for(name)
         for index, state in topic.partitions.items():
-            if self.node_id not in state.replicas or self.log_manager.is_offline(name, index):
+            if self.node_id not in state.replicas:
                 continue
             key = (name, index)
             partition = self.partitions.get(key)
@@ -59,23 +58,16 @@ class ReplicaManager:
         for key in [k for k in self.partitions if k[0] == name]:
             self.partitions.pop(key)
             self.log_manager.delete_log(*key)
-        for key in self.log_manager.offline_partitions(name):
-            self.log_manager.delete_log(*key)  # forgets it: a new topic of that name starts afresh
 
     # -- access ----------------------------------------------------------------------------
 
     def get_partition(self, topic: str, index: int) -> Partition:
         partition = self.partitions.get((topic, index))
         if partition is None:
-            if self.log_manager.is_offline(topic, index):
-                raise errors.KafkaStorageErrorError(f"{topic}-{index} is in an offline log dir")
             raise errors.UnknownTopicOrPartitionError(f"this broker has no partition {topic}-{index}")
+        if self.log_manager.offline_dirs and self.log_manager.is_offline(topic, index):
+            raise errors.KafkaStorageErrorError(f"{topic}-{index} is in an offline log dir")
         return partition
-
-    def _on_dir_offline(self, log_dir: str, lost) -> None:
-        """The log dir failed: its partitions answer KAFKA_STORAGE_ERROR from now on."""
-        for key in lost:
-            self.partitions.pop(key, None)
 
     def high_watermarks(self) -> dict[tuple[str, int], int]:
         return {key: p.high_watermark for key, p in self.partitions.items()}
@@ -94,16 +86,14 @@ class ReplicaManager:
         """Append to one partition as leader; raises KafkaError on failure. ``origin``
         "coordinator" lets the group and transaction coordinators write transaction markers."""
         partition = self.partitions.get((topic, index))
-        if partition is None:
-            partition = self.get_partition(topic, index)  # raises
+        if partition is None or self.log_manager.offline_dirs:
+            partition = self.get_partition(topic, index)  # raises if missing or offline
         try:
             info = partition.append_as_leader(
                 records, required_acks, int(time.time() * 1000) if now_ms is None else now_ms, origin
             )
         except OSError as exc:  # the log's dir failed under it
-            log_dir = self.log_manager.log_dir_of(topic, index)
-            if log_dir is not None:
-                self.log_manager.mark_dir_offline(log_dir, f"an append to {topic}-{index} failed: {exc}")
-            raise errors.KafkaStorageErrorError(f"{topic}-{index}: {exc}") from None
+            self.log_manager._on_log_disk_error(partition.log, exc)
+            raise errors.KafkaStorageErrorError(f"{topic}-{index}: {exc.strerror or exc}") from None
         self.on_append((topic, index))
         return partition, info

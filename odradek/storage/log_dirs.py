@@ -1,10 +1,9 @@
-"""JBOD for the LogManager: several log dirs, failed dirs, and moving logs between dirs.
+"""JBOD for the LogManager: several log dirs, a failed dir, and moving logs between dirs.
 
-A log dir that fails (cannot be created or written at start, or an I/O error on its
-checkpoints or an append) is taken offline, as Kafka's LogDirFailureChannel does: its logs are
-closed and forgotten, their partitions answer KAFKA_STORAGE_ERROR until a restart
-(``is_offline``), the listeners in ``dir_failure_listeners`` hear of it, and the other dirs keep
-serving. New logs go to the online dir with the fewest partitions.
+A log dir that fails (an I/O error writing its checkpoints, or an append failing in it) is
+taken offline (``set_dir_offline``), as Kafka's LogDirFailureChannel does: its logs are closed
+and forgotten, their partitions answer KAFKA_STORAGE_ERROR until a restart (``is_offline``),
+no new log goes there (``LogManager._pick_log_dir``), and the other dirs keep serving.
 
 Moving a log to another dir (AlterReplicaLogDirs) goes through a future log,
 ``<topic>-<partition>.<uuid>-future`` in the destination dir, which the broker fills from the
@@ -15,25 +14,25 @@ current dir's rename to ``-delete`` (the future is complete and fsynced by then)
 (rolled back); one without is a committed move and takes the partition's name.
 
 ``LogDirs`` is a mixin of ``LogManager`` (log_manager.py) working on its ``log_dirs``,
-``_logs``, ``_dir_of`` and ``_pending_dir_deletes``. Owner thread only, like the LogManager's
-mutating methods (``checkpoint_all`` takes a dir it cannot write offline, so the broker calls
-it from the owner thread).
+``offline_dirs``, ``_logs``, ``_dir_of`` and ``_pending_dir_deletes``; ``_load_moves`` runs at
+the end of its loading. Owner thread only, like the LogManager's mutating methods.
 """
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import shutil
 import time
 import uuid
-from collections.abc import Callable
 from typing import NamedTuple
 
 from ..protocol.errors import KafkaStorageErrorError, LogDirNotFoundError
 from .checkpoint import fsync_dir
 from .log import Log, parse_topic_partition
 
+# The names LogManager gives these dirs (its DELETE_DIR_SUFFIX and FUTURE_DIR_SUFFIX).
 DELETE_DIR_SUFFIX = "-delete"
 FUTURE_DIR_SUFFIX = "-future"
 
@@ -53,49 +52,48 @@ class LogDirInfo(NamedTuple):
 
 
 class LogDirs:
-    def _init_jbod(self) -> None:
-        self.offline_dirs: set[str] = set()
-        self.dir_failure_listeners: list[Callable[[str, list[TopicPartition]], None]] = []
-        self._offline_partitions: dict[TopicPartition, str] = {}
+    def _load_moves(self, now_ms: int) -> None:
+        """At start: finish the committed moves, roll back the unfinished ones."""
         self._futures: dict[TopicPartition, tuple[Log, str]] = {}
         self._preferred_dirs: dict[TopicPartition, str] = {}
-        for d in self.log_dirs:
-            try:
-                os.makedirs(d, exist_ok=True)
-                if not os.access(d, os.W_OK | os.X_OK):
-                    raise PermissionError(f"{d} is not writable")
-            except OSError as e:
-                _log.error("Log dir %s is unusable and stays offline: %s", d, e)
-                self.offline_dirs.add(d)
-        if len(self.offline_dirs) == len(self.log_dirs):
-            raise RuntimeError(f"Every log dir is unusable: {', '.join(self.log_dirs)}")
+        self._offline_partitions: dict[TopicPartition, str] = {}
+        for log_dir in self.log_dirs:
+            for entry in os.scandir(log_dir):
+                if not (entry.is_dir(follow_symlinks=False) and entry.name.endswith(FUTURE_DIR_SUFFIX)):
+                    continue
+                stem = entry.name[: -len(FUTURE_DIR_SUFFIX)].rpartition(".")[0]
+                try:
+                    tp = parse_topic_partition(stem)
+                except ValueError:
+                    continue
+                if tp in self._logs:
+                    _log.info("Rolling back the unfinished move of %s-%d to %s", tp[0], tp[1], log_dir)
+                    shutil.rmtree(entry.path, ignore_errors=True)
+                    continue
+                target = os.path.join(log_dir, stem)
+                os.replace(entry.path, target)
+                fsync_dir(log_dir)
+                _log.info("Finishing the move of %s-%d to %s", tp[0], tp[1], log_dir)
+                self._logs[tp] = Log(
+                    target,
+                    self.config_for(tp[0]),
+                    had_clean_shutdown=False,
+                    now_ms=now_ms,
+                    producer_id_expiration_ms=self._producer_id_expiration_ms,
+                )
+                self._dir_of[tp] = log_dir
 
-    # ---- failed dirs ---------------------------------------------------------------------
+    # ---- a failed dir --------------------------------------------------------------------
 
-    def is_offline(self, topic: str, partition: int) -> bool:
-        """Whether the partition's log was in a dir that failed."""
-        return (topic, partition) in self._offline_partitions
-
-    def offline_partitions(self, topic: str) -> list[TopicPartition]:
-        """The partitions of ``topic`` whose log dir failed."""
-        return [tp for tp in self._offline_partitions if tp[0] == topic]
-
-    def check_log_dir(self, log_dir: str) -> str:
-        """``log_dir`` as an absolute path; LogDirNotFoundError unless it is one of ``log.dirs``."""
-        path = os.path.abspath(log_dir)
-        if path not in self.log_dirs:
-            raise LogDirNotFoundError(
-                f"Log dir {log_dir} is not found in the config ({', '.join(self.log_dirs)})"
-            )
-        return path
-
-    def mark_dir_offline(self, log_dir: str, reason: str) -> list[TopicPartition]:
-        """Take ``log_dir`` offline: its logs are closed and forgotten, their partitions
-        answer KAFKA_STORAGE_ERROR until a restart. Returns those partitions."""
+    def set_dir_offline(self, log_dir: str, exc: OSError, what: str) -> None:
+        """Take ``log_dir`` offline after ``exc`` writing ``what``: its logs are closed and
+        forgotten, their partitions answer KAFKA_STORAGE_ERROR until a restart."""
         if log_dir in self.offline_dirs:
-            return []
-        self.offline_dirs.add(log_dir)
-        lost = [tp for tp, d in self._dir_of.items() if d == log_dir]
+            return
+        name = errno.errorcode.get(exc.errno, str(exc.errno)) if exc.errno else type(exc).__name__
+        reason = f"log dir {log_dir} is offline after {exc.strerror or exc} ({name}) writing {what}"
+        self.offline_dirs[log_dir] = reason
+        lost = sorted(tp for tp, d in self._dir_of.items() if d == log_dir)
         for tp in lost:
             log = self._logs.pop(tp)
             del self._dir_of[tp]
@@ -116,57 +114,62 @@ class LogDirs:
                 except (OSError, ValueError):
                     pass
         _log.error(
-            "Log dir %s is offline (%s); %d partition(s) unavailable until a restart: %s",
-            log_dir,
+            "%s; %d partition(s) answer KAFKA_STORAGE_ERROR until the broker restarts: %s",
             reason,
             len(lost),
-            ", ".join(f"{t}-{p}" for t, p in sorted(lost)) or "none",
+            ", ".join(f"{t}-{p}" for t, p in lost) or "none",
         )
-        for listener in self.dir_failure_listeners:
-            listener(log_dir, lost)
-        return lost
+
+    def _on_log_disk_error(self, log: Log, exc: OSError) -> None:
+        self.set_dir_offline(os.path.dirname(log.dir), exc, exc.filename or log.dir)
+
+    def is_offline(self, topic: str, partition: int) -> bool:
+        """Whether the partition's log is in a dir that failed."""
+        tp = (topic, partition)
+        return tp in self._offline_partitions or self._dir_of.get(tp) in self.offline_dirs
+
+    def _forget_partition(self, topic: str, partition: int) -> None:
+        """The partition's log is deleted: no move of it goes on, no failure of it is kept."""
+        self.abandon_future_log(topic, partition)
+        self._offline_partitions.pop((topic, partition), None)
+
+    def check_log_dir(self, log_dir: str) -> str:
+        """``log_dir`` as an absolute path; LogDirNotFoundError unless it is one of ``log.dirs``."""
+        path = os.path.abspath(log_dir)
+        if path not in self.log_dirs:
+            raise LogDirNotFoundError(
+                f"Log dir {log_dir} is not found in the config ({', '.join(self.log_dirs)})"
+            )
+        return path
 
     def describe_dirs(self) -> list[LogDirInfo]:
-        """Every log dir with its logs (current and future) and its volume's size (-1 if unknown)."""
+        """Every log dir with its logs (current and future; none if it is offline) and its
+        volume's size (-1 if unknown)."""
         out = []
         for d in self.log_dirs:
-            logs = [(tp, log, False) for tp, log in self._logs.items() if self._dir_of[tp] == d]
-            logs += [(tp, future, True) for tp, (future, fd) in self._futures.items() if fd == d]
-            total = usable = -1
-            if d not in self.offline_dirs:
+            offline = d in self.offline_dirs
+            logs, total, usable = [], -1, -1
+            if not offline:
+                logs = [(tp, log, False) for tp, log in self._logs.items() if self._dir_of[tp] == d]
+                logs += [(tp, future, True) for tp, (future, fd) in self._futures.items() if fd == d]
                 try:
                     st = os.statvfs(d)
                     total, usable = st.f_blocks * st.f_frsize, st.f_bavail * st.f_frsize
                 except OSError:
                     pass
-            out.append(LogDirInfo(d, d in self.offline_dirs, logs, total, usable))
+            out.append(LogDirInfo(d, offline, logs, total, usable))
         return out
 
     # ---- placement and moves --------------------------------------------------------------
 
-    def _online_dir_for(self, tp: TopicPartition) -> str:
-        """Kafka's choice for a new log: the dir AlterReplicaLogDirs asked for, else the online
-        dir holding the fewest partitions."""
-        if tp in self._offline_partitions:
-            raise KafkaStorageErrorError(
-                f"{tp[0]}-{tp[1]} is in the offline log dir {self._offline_partitions[tp]}"
-            )
-        online = [d for d in self.log_dirs if d not in self.offline_dirs]
-        if not online:
-            raise KafkaStorageErrorError("every log dir is offline")
-        preferred = self._preferred_dirs.pop(tp, None)
-        if preferred in online:
-            return preferred
-        counts = {d: 0 for d in online}
-        for d in self._dir_of.values():
-            if d in counts:
-                counts[d] += 1
-        return min(online, key=lambda d: counts[d])
-
     def set_preferred_dir(self, topic: str, partition: int, log_dir: str) -> None:
         """Create the partition's log in ``log_dir`` when it is created (AlterReplicaLogDirs
-        for a replica this broker does not host yet)."""
+        for a replica this broker does not host yet), as Kafka does."""
         self._preferred_dirs[(topic, partition)] = log_dir
+
+    def _preferred_dir(self, tp: TopicPartition) -> str | None:
+        preferred = self._preferred_dirs.pop(tp, None)
+        return preferred if preferred is not None and preferred not in self.offline_dirs else None
 
     def future_log(self, topic: str, partition: int) -> tuple[Log, str] | None:
         """The future log of a move under way and its destination dir, or None."""
@@ -227,33 +230,3 @@ class LogDirs:
         self.checkpoint_all()
         _log.info("Moved %s-%d from %s to %s", topic, partition, source, dest)
         return future
-
-    def _resolve_future_dirs(self, now_ms: int) -> None:
-        """At start: finish the committed moves, roll back the unfinished ones."""
-        for log_dir in self.log_dirs:
-            if log_dir in self.offline_dirs:
-                continue
-            for entry in os.scandir(log_dir):
-                if not (entry.is_dir(follow_symlinks=False) and entry.name.endswith(FUTURE_DIR_SUFFIX)):
-                    continue
-                stem = entry.name[: -len(FUTURE_DIR_SUFFIX)].rpartition(".")[0]
-                try:
-                    tp = parse_topic_partition(stem)
-                except ValueError:
-                    continue
-                if tp in self._logs or tp in self._offline_partitions:
-                    _log.info("Rolling back the unfinished move of %s-%d to %s", tp[0], tp[1], log_dir)
-                    shutil.rmtree(entry.path, ignore_errors=True)
-                    continue
-                target = os.path.join(log_dir, stem)
-                os.replace(entry.path, target)
-                fsync_dir(log_dir)
-                _log.info("Finishing the move of %s-%d to %s", tp[0], tp[1], log_dir)
-                self._logs[tp] = Log(
-                    target,
-                    self.config_for(tp[0]),
-                    had_clean_shutdown=False,
-                    now_ms=now_ms,
-                    producer_id_expiration_ms=self._producer_id_expiration_ms,
-                )
-                self._dir_of[tp] = log_dir

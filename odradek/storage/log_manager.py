@@ -10,6 +10,7 @@ Each log dir (``log.dirs``) holds, as in Kafka::
     cleaner-offset-checkpoint              first dirty offsets (cleaner_manager.py owns it)
     <topic>-<partition>/                   one Log each
     <topic>-<partition>.<uuid>-delete/     a deleted log awaiting removal
+    <topic>-<partition>.<uuid>-future/     a log being moved here from another dir (log_dirs.py)
 
 Startup: with the clean-shutdown marker the logs are trusted and opened quickly; without it
 each log re-validates its segments from its checkpointed recovery point (torn tails cut,
@@ -19,10 +20,8 @@ is seen as unclean next time. ``shutdown`` flushes, closes, checkpoints, then wr
 Retention (``cleanup``) skips a log while the cleaner works on it (``log.cleaning``), as
 Kafka's does, and a deleted log's files are closed only once the cleaner has let go of it.
 
-Several log dirs (JBOD), failed dirs and moves between dirs: ``log_dirs.LogDirs``, a mixin.
-
 Thread rules: the broker's event loop owns the manager (create/delete/get, ``cleanup``,
-``checkpoint_all``, ``shutdown``). ``flush_due`` may run in a worker thread. Stop the
+``shutdown``). ``flush_due`` and ``checkpoint_all`` may run in a worker thread. Stop the
 log cleaner (``cleaner_manager.LogCleaner.shutdown``) before ``shutdown``.
 """
 
@@ -35,6 +34,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable
 
+from ..protocol import errors
 from .checkpoint import (
     LOG_START_OFFSET_CHECKPOINT,
     RECOVERY_POINT_CHECKPOINT,
@@ -48,10 +48,12 @@ from .checkpoint import (
 )
 from .log import Log, parse_topic_partition
 from .log_config import LogConfig
-from .log_dirs import DELETE_DIR_SUFFIX, FUTURE_DIR_SUFFIX, LogDirs
+from .log_dirs import LogDirs
 from .producer_state import DEFAULT_PRODUCER_ID_EXPIRATION_MS
 
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
+DELETE_DIR_SUFFIX = "-delete"
+FUTURE_DIR_SUFFIX = "-future"
 STRAY_DIR_SUFFIX = "-stray"
 
 _log = logging.getLogger(__name__)
@@ -85,8 +87,10 @@ class LogManager(LogDirs):
         self._dir_of: dict[TopicPartition, str] = {}
         self._pending_dir_deletes: list[tuple[int, Log]] = []
         self.had_clean_shutdown: dict[str, bool] = {}
+        self.offline_dirs: dict[str, str] = {}  # log dir -> why it went offline
         self._closed = False
-        self._init_jbod()
+        for d in self.log_dirs:
+            os.makedirs(d, exist_ok=True)
         self._load_logs(_now_ms() if now_ms is None else now_ms)
 
     # ---- loading -----------------------------------------------------------------------
@@ -107,8 +111,6 @@ class LogManager(LogDirs):
 
     def _load_logs(self, now_ms: int) -> None:
         for log_dir in self.log_dirs:
-            if log_dir in self.offline_dirs:
-                continue
             marker = os.path.join(log_dir, CLEAN_SHUTDOWN_FILE)
             clean = os.path.exists(marker)
             self.had_clean_shutdown[log_dir] = clean
@@ -147,7 +149,7 @@ class LogManager(LogDirs):
             if clean:
                 os.unlink(marker)
                 fsync_dir(log_dir)
-        self._resolve_future_dirs(now_ms)
+        self._load_moves(now_ms)
 
     # ---- access ------------------------------------------------------------------------
 
@@ -173,6 +175,18 @@ class LogManager(LogDirs):
     def __contains__(self, tp: TopicPartition) -> bool:
         return tp in self._logs
 
+    def _pick_log_dir(self) -> str:
+        online = [d for d in self.log_dirs if d not in self.offline_dirs]
+        if not online:
+            raise errors.KafkaStorageErrorError(
+                "every log dir is offline: " + "; ".join(self.offline_dirs.values())
+            )
+        counts = {d: 0 for d in online}
+        for d in self._dir_of.values():
+            if d in counts:
+                counts[d] += 1
+        return min(online, key=lambda d: counts[d])
+
     def get_or_create_log(self, topic: str, partition: int, config: LogConfig | None = None) -> Log:
         tp = (topic, partition)
         log = self._logs.get(tp)
@@ -182,7 +196,7 @@ class LogManager(LogDirs):
             return log
         if not topic or "/" in topic or topic in (".", "..") or partition < 0:
             raise ValueError(f"Invalid topic partition {topic!r} {partition}")
-        log_dir = self._online_dir_for(tp)
+        log_dir = self._preferred_dir(tp) or self._pick_log_dir()
         path = os.path.join(log_dir, f"{topic}-{partition}")
         log = Log(
             path,
@@ -199,10 +213,9 @@ class LogManager(LogDirs):
         ``file.delete.delay.ms`` (``cleanup``) so in-flight reads finish. Returns whether it existed.
         """
         tp = (topic, partition)
-        self.abandon_future_log(topic, partition)
+        self._forget_partition(topic, partition)
         log = self._logs.pop(tp, None)
         if log is None:
-            self._offline_partitions.pop(tp, None)
             return False
         log_dir = self._dir_of.pop(tp)
         now = _now_ms() if now_ms is None else now_ms
@@ -252,34 +265,30 @@ class LogManager(LogDirs):
 
     def checkpoint_all(self, high_watermarks: dict[TopicPartition, int] | None = None) -> None:
         """Write the recovery-point, log-start-offset and replication-offset checkpoints of every
-        log dir. ``high_watermarks`` overrides the logs' own values. A dir whose checkpoints
-        cannot be written is taken offline (``mark_dir_offline``: call this on the owner thread).
+        log dir. ``high_watermarks`` overrides the logs' own values (worker-safe).
         """
-        by_dir: dict[str, list[tuple[TopicPartition, Log]]] = {
-            d: [] for d in self.log_dirs if d not in self.offline_dirs
-        }
+        by_dir: dict[str, list[tuple[TopicPartition, Log]]] = {d: [] for d in self.log_dirs}
         for tp, log in list(self._logs.items()):
             by_dir[self._dir_of[tp]].append((tp, log))
         for log_dir, items in by_dir.items():
-            try:
-                self._write_checkpoints(log_dir, items, high_watermarks)
-            except OSError as e:
-                self.mark_dir_offline(log_dir, f"its checkpoints cannot be written: {e}")
-
-    def _write_checkpoints(self, log_dir: str, items, high_watermarks) -> None:
-        write_offset_checkpoint(
-            os.path.join(log_dir, RECOVERY_POINT_CHECKPOINT),
-            {tp: log.recovery_point for tp, log in items},
-        )
-        write_offset_checkpoint(
-            os.path.join(log_dir, LOG_START_OFFSET_CHECKPOINT),
-            {tp: log.log_start_offset for tp, log in items},
-        )
-        hws = {}
-        for tp, log in items:
-            hw = high_watermarks.get(tp) if high_watermarks else None
-            hws[tp] = log.high_watermark if hw is None else hw
-        write_offset_checkpoint(os.path.join(log_dir, REPLICATION_OFFSET_CHECKPOINT), hws)
+            if log_dir in self.offline_dirs:
+                continue
+            hws = {}
+            for tp, log in items:
+                hw = high_watermarks.get(tp) if high_watermarks else None
+                hws[tp] = log.high_watermark if hw is None else hw
+            files = (
+                (RECOVERY_POINT_CHECKPOINT, {tp: log.recovery_point for tp, log in items}),
+                (LOG_START_OFFSET_CHECKPOINT, {tp: log.log_start_offset for tp, log in items}),
+                (REPLICATION_OFFSET_CHECKPOINT, hws),
+            )
+            for name, offsets in files:
+                path = os.path.join(log_dir, name)
+                try:
+                    write_offset_checkpoint(path, offsets)
+                except OSError as e:
+                    self.set_dir_offline(log_dir, e, path)
+                    break
 
     def ensure_meta_properties(self, node_id: int, cluster_id: str) -> None:
         """Check each log dir's ``meta.properties`` matches (or write it if missing)."""
@@ -305,23 +314,32 @@ class LogManager(LogDirs):
             return
         self._closed = True
         for log in self._logs.values():
-            log.flush()
-            log.close()
-        for future, _ in self._futures.values():  # an unfinished move is rolled back at the next start
-            future.close()
+            try:
+                log.flush()
+            except OSError as e:
+                self._on_log_disk_error(log, e)
+            log.close()  # writes what it can; a failure takes the dir offline
         for _deadline, log in self._pending_dir_deletes:
             log.delete()
         self._pending_dir_deletes = []
         self.checkpoint_all(high_watermarks)
         for log_dir in self.log_dirs:
             if log_dir in self.offline_dirs:
+                _log.warning(
+                    "Not marking %s as cleanly shut down (%s): the next start recovers its logs",
+                    log_dir,
+                    self.offline_dirs[log_dir],
+                )
                 continue
-            fd = os.open(
-                os.path.join(log_dir, CLEAN_SHUTDOWN_FILE), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644
-            )
             try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+                fd = os.open(
+                    os.path.join(log_dir, CLEAN_SHUTDOWN_FILE), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644
+                )
+                try:
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+            except OSError as e:
+                _log.warning("Cannot write the clean-shutdown marker of %s: %s; the next start recovers it", log_dir, e)
+                continue
             fsync_dir(log_dir)
-

@@ -253,16 +253,3 @@ def test_a_completed_move_keeps_offsets_epochs_and_start(tmp_path):
     again = LogManager(dirs)
     assert (again.get_log("t", 0).log_start_offset, again.get_log("t", 0).log_end_offset) == (7, 100)
 
-
-def test_an_unusable_dir_at_start_stays_offline_and_new_logs_avoid_it(tmp_path):
-    broken = tmp_path / "not-a-dir"
-    broken.write_text("a file where a log dir should be")
-    good = tmp_path / "good"
-    lm = LogManager([str(broken), str(good)])
-    assert lm.offline_dirs == {str(broken)}
-    log = lm.get_or_create_log("t", 0)
-    assert lm.log_dir_of("t", 0) == str(good) and log.dir == str(good / "t-0")
-    lm.checkpoint_all()  # only the online dir is written
-    lm.shutdown()
-    with pytest.raises(RuntimeError, match="Every log dir is unusable"):
-        LogManager([str(broken)])
