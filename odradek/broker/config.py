@@ -1570,9 +1570,9 @@ DYNAMIC_CLEANER_CONFIGS = frozenset(
 DYNAMIC_THREAD_CONFIGS = frozenset(
     {"num.io.threads", "num.replica.fetchers", "num.recovery.threads.per.data.dir", "background.threads"}
 )
-DYNAMIC_SOCKET_CONFIGS = frozenset(
-    {"max.connections", "max.connections.per.ip", "max.connections.per.ip.overrides", "max.connection.creation.rate"}
-)
+# Kafka's SocketServer keys: only the connection limit is applied at run time here (the
+# per-address limits and the creation rate stay read-only until the network server takes them).
+DYNAMIC_SOCKET_CONFIGS = frozenset({"max.connections"})
 DYNAMIC_PRODUCER_STATE_CONFIGS = frozenset({"producer.id.expiration.ms", "transaction.partition.verification.enable"})
 DYNAMIC_BROKER_CONFIGS = (
     DYNAMIC_LOG_CONFIGS
