@@ -266,3 +266,28 @@ def test_kafka_python_sees_and_alters_broker_configs(own_broker):
     text = repr(result)
     assert "log.cleaner.backoff.ms" in text and "25000" in text
     assert describe(broker, BROKER, "0")["log.cleaner.backoff.ms"].value == "25000"
+
+
+def test_max_connections_changes_at_once(own_broker):
+    broker = own_broker()
+    with RawClient(broker) as first:
+
+        def set_limit(value):
+            op = {"name": "max.connections", "config_operation": 0, "value": value}
+            body = {
+                "resources": [{"resource_type": 4, "resource_name": "0", "configs": [op]}],
+                "validate_only": False,
+            }
+            (result,) = first.request(44, 1, body).responses
+            assert result.error_code == 0, result
+
+        set_limit("1")
+        with RawClient(broker) as second:
+            assert second.closed_by_broker(timeout=5)  # over the new limit: refused
+        set_limit("100")
+        with RawClient(broker) as third:
+            assert (
+                third.request(18, 3, {"client_software_name": "t", "client_software_version": "1"}).error_code
+                == 0
+            )
+    assert "max.connections (1) reached" in broker.log_text()
