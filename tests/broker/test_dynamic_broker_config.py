@@ -291,3 +291,34 @@ def test_max_connections_changes_at_once(own_broker):
                 == 0
             )
     assert "max.connections (1) reached" in broker.log_text()
+
+
+def test_aiokafka_alters_and_describes_a_broker_config(own_broker):
+    import asyncio
+
+    from aiokafka.admin import AIOKafkaAdminClient
+    from aiokafka.admin.config_resource import ConfigResource as AConfigResource
+    from aiokafka.admin.config_resource import ConfigResourceType
+
+    broker = own_broker()
+
+    async def run():
+        client = AIOKafkaAdminClient(bootstrap_servers=broker.bootstrap_servers)
+        await client.start()
+        try:
+            altered = await client.alter_configs(
+                [AConfigResource(ConfigResourceType.BROKER, "0", {"log.cleaner.backoff.ms": "20000"})]
+            )
+            (described,) = await client.describe_configs([AConfigResource(ConfigResourceType.BROKER, "0")])
+        finally:
+            await client.close()
+        return altered, described
+
+    altered, described = asyncio.run(run())
+    codes = [r[0] for response in altered for r in response.resources]
+    assert codes == [0]
+    (result,) = described.resources
+    entries = {c[0]: c for c in result[4]}  # (name, value, read_only, source or is_default, ...)
+    name, value, read_only, *_ = entries["log.cleaner.backoff.ms"]
+    assert (value, read_only) == ("20000", False)
+    assert entries["log.dirs"][2] is True
