@@ -65,8 +65,6 @@ class ReplicaManager:
         partition = self.partitions.get((topic, index))
         if partition is None:
             raise errors.UnknownTopicOrPartitionError(f"this broker has no partition {topic}-{index}")
-        if self.log_manager.offline_dirs and self.log_manager.is_offline(topic, index):
-            raise errors.KafkaStorageErrorError(f"{topic}-{index} is in an offline log dir")
         return partition
 
     def high_watermarks(self) -> dict[tuple[str, int], int]:
@@ -86,8 +84,12 @@ class ReplicaManager:
         """Append to one partition as leader; raises KafkaError on failure. ``origin``
         "coordinator" lets the group and transaction coordinators write transaction markers."""
         partition = self.partitions.get((topic, index))
-        if partition is None or self.log_manager.offline_dirs:
-            partition = self.get_partition(topic, index)  # raises if missing or offline
+        if partition is None:
+            partition = self.get_partition(topic, index)  # raises
+        if self.log_manager.offline_dirs and self.log_manager.is_offline(topic, index):
+            raise errors.KafkaStorageErrorError(
+                f"{topic}-{index} is in an offline log dir: writes are refused until the broker restarts"
+            )
         try:
             info = partition.append_as_leader(
                 records, required_acks, int(time.time() * 1000) if now_ms is None else now_ms, origin

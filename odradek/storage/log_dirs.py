@@ -1,9 +1,10 @@
 """JBOD for the LogManager: several log dirs, a failed dir, and moving logs between dirs.
 
 A log dir that fails (an I/O error writing its checkpoints, or an append failing in it) is
-taken offline (``set_dir_offline``), as Kafka's LogDirFailureChannel does: its logs are closed
-and forgotten, their partitions answer KAFKA_STORAGE_ERROR until a restart (``is_offline``),
-no new log goes there (``LogManager._pick_log_dir``), and the other dirs keep serving.
+taken offline (``set_dir_offline``), as Kafka's LogDirFailureChannel does: its partitions
+refuse writes with KAFKA_STORAGE_ERROR until a restart (``is_offline``) and stay readable, no
+new log goes there (``LogManager._pick_log_dir``), DescribeLogDirs reports it, and the other
+dirs keep serving.
 
 Moving a log to another dir (AlterReplicaLogDirs) goes through a future log,
 ``<topic>-<partition>.<uuid>-future`` in the destination dir, which the broker fills from the
@@ -56,7 +57,6 @@ class LogDirs:
         """At start: finish the committed moves, roll back the unfinished ones."""
         self._futures: dict[TopicPartition, tuple[Log, str]] = {}
         self._preferred_dirs: dict[TopicPartition, str] = {}
-        self._offline_partitions: dict[TopicPartition, str] = {}
         for log_dir in self.log_dirs:
             for entry in os.scandir(log_dir):
                 if not (entry.is_dir(follow_symlinks=False) and entry.name.endswith(FUTURE_DIR_SUFFIX)):
@@ -86,35 +86,24 @@ class LogDirs:
     # ---- a failed dir --------------------------------------------------------------------
 
     def set_dir_offline(self, log_dir: str, exc: OSError, what: str) -> None:
-        """Take ``log_dir`` offline after ``exc`` writing ``what``: its logs are closed and
-        forgotten, their partitions answer KAFKA_STORAGE_ERROR until a restart."""
+        """Take ``log_dir`` offline after ``exc`` writing ``what`` (logged once): its partitions
+        refuse writes with KAFKA_STORAGE_ERROR and stay readable until a restart; moves into it
+        or of its partitions stop."""
         if log_dir in self.offline_dirs:
             return
         name = errno.errorcode.get(exc.errno, str(exc.errno)) if exc.errno else type(exc).__name__
         reason = f"log dir {log_dir} is offline after {exc.strerror or exc} ({name}) writing {what}"
         self.offline_dirs[log_dir] = reason
-        lost = sorted(tp for tp, d in self._dir_of.items() if d == log_dir)
-        for tp in lost:
-            log = self._logs.pop(tp)
-            del self._dir_of[tp]
-            self._offline_partitions[tp] = log_dir
-            try:
-                log.close()
-            except (OSError, ValueError):
-                pass  # its files are what failed
         for tp, (future, d) in list(self._futures.items()):
-            if d == log_dir or tp in self._offline_partitions:
-                # A move into the failed dir, or of a partition that was in it, cannot finish.
+            if d == log_dir or self._dir_of.get(tp) == log_dir:
                 del self._futures[tp]
                 try:
-                    if d == log_dir:
-                        future.close()
-                    else:
-                        future.delete()
+                    future.delete()
                 except (OSError, ValueError):
                     pass
+        lost = sorted(tp for tp, d in self._dir_of.items() if d == log_dir)
         _log.error(
-            "%s; %d partition(s) answer KAFKA_STORAGE_ERROR until the broker restarts: %s",
+            "%s; %d partition(s) refuse writes with KAFKA_STORAGE_ERROR until the broker restarts: %s",
             reason,
             len(lost),
             ", ".join(f"{t}-{p}" for t, p in lost) or "none",
@@ -125,13 +114,11 @@ class LogDirs:
 
     def is_offline(self, topic: str, partition: int) -> bool:
         """Whether the partition's log is in a dir that failed."""
-        tp = (topic, partition)
-        return tp in self._offline_partitions or self._dir_of.get(tp) in self.offline_dirs
+        return self._dir_of.get((topic, partition)) in self.offline_dirs
 
     def _forget_partition(self, topic: str, partition: int) -> None:
-        """The partition's log is deleted: no move of it goes on, no failure of it is kept."""
+        """The partition's log is deleted: no move of it goes on."""
         self.abandon_future_log(topic, partition)
-        self._offline_partitions.pop((topic, partition), None)
 
     def check_log_dir(self, log_dir: str) -> str:
         """``log_dir`` as an absolute path; LogDirNotFoundError unless it is one of ``log.dirs``."""
