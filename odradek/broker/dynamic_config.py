@@ -100,15 +100,22 @@ class DynamicBrokerConfig:
         return str(node)
 
     def configs_of(self, entity: str) -> dict[str, str]:
-        """The dynamic configs stored for ``entity`` (as given, strings)."""
-        return self.store.broker_configs(entity)
+        """The dynamic configs stored for ``entity`` that still apply (strings, as given); as
+        Kafka, a stored key that no longer checks is left out (and dropped by the next change)."""
+        return {k: v for k, v in self.store.broker_configs(entity).items() if self._loadable(k, v)}
 
     def _load(self) -> BrokerConfig:
         levels = {}
         for entity in (DEFAULT_BROKER_ENTITY, str(self.node_id)):
             stored = self.store.broker_configs(entity)
-            kept = {k: v for k, v in stored.items() if self._loadable(entity, k, v)}
-            levels[entity] = kept
+            levels[entity] = self.configs_of(entity)
+            for key in sorted(set(stored) - set(levels[entity])):
+                log.error(
+                    "ignoring the stored dynamic config %s=%r of broker entity %s: it does not apply",
+                    key,
+                    stored[key],
+                    entity,
+                )
         try:
             return self.static.with_dynamic(levels[DEFAULT_BROKER_ENTITY], levels[str(self.node_id)])
         except ConfigError as exc:
@@ -117,18 +124,13 @@ class DynamicBrokerConfig:
             )
             return self.static
 
-    def _loadable(self, entity: str, key: str, value: str) -> bool:
+    @staticmethod
+    def _loadable(key: str, value: str) -> bool:
         if key not in DYNAMIC_BROKER_CONFIGS:
-            log.error(
-                "ignoring stored dynamic config %s of broker entity %s: it cannot be set dynamically",
-                key,
-                entity,
-            )
             return False
         try:
             BrokerConfig({key: value})
-        except ConfigError as exc:
-            log.error("ignoring stored dynamic config of broker entity %s: %s", entity, exc)
+        except ConfigError:
             return False
         return True
 
