@@ -55,12 +55,15 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import IntEnum
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from odradek.protocol.errors import InvalidConfigError
 
 __all__ = [
     "BROKER_CONFIGS",
+    "DYNAMIC_BROKER_CONFIGS",
+    "NO_OP_TOPIC_CONFIGS",
     "TOPIC_CONFIGS",
     "BrokerConfig",
     "ConfigDef",
@@ -71,6 +74,7 @@ __all__ = [
     "ConfigType",
     "Endpoint",
     "broker_config_entries",
+    "default_broker_config_entries",
     "effective_topic_config",
     "load_properties",
     "parse_properties",
@@ -613,7 +617,7 @@ def _topic(name, type_, default, validator, doc, *synonyms: str | tuple[str, int
 
 # fmt: off
 TOPIC_CONFIGS: dict[str, ConfigDef] = _defs(
-    _topic("cleanup.policy", LIST, ["delete"], ListOf("compact", "delete"), "delete (drop old segments), compact (keep the latest record per key), or both.", "log.cleanup.policy"),
+    _topic("cleanup.policy", LIST, ["delete"], ListOf("compact", "delete", allow_empty=True), "delete (drop old segments), compact (keep the latest record per key), both, or empty (neither: keep everything, as Kafka 4 allows).", "log.cleanup.policy"),
     _topic("compression.type", STR, "producer", OneOf(*BROKER_COMPRESSION_TYPES), "Compression of stored batches; producer keeps the producer's.", "compression.type"),
     _topic("compression.gzip.level", INT, -1, Either(-1, Between(1, 9)), "Gzip level when compression.type is gzip.", "compression.gzip.level"),
     _topic("compression.lz4.level", INT, 9, Between(1, 17), "LZ4 level when compression.type is lz4.", "compression.lz4.level"),
@@ -629,6 +633,7 @@ TOPIC_CONFIGS: dict[str, ConfigDef] = _defs(
     _topic("local.retention.ms", LONG, -2, AtLeast(-2), "Tiered storage: local retention time; -2: retention.ms.", "log.local.retention.ms"),
     _topic("max.compaction.lag.ms", LONG, LONG_MAX, AtLeast(1), "Most age of a record before it must be compacted.", "log.cleaner.max.compaction.lag.ms"),
     _topic("max.message.bytes", INT, 1048588, AtLeast(0), "Largest record batch accepted, in bytes.", "message.max.bytes"),
+    ConfigDef("message.format.version", STR, "3.0-IV1", None, "Message format version; ignored since format v2 is the only one written (Kafka 3.x: a no-op from inter-broker protocol 3.0 on; removed in Kafka 4).", DEPRECATED, (("log.message.format.version", 1),)),
     _topic("message.downconversion.enable", BOOL, True, None, "Down-convert batches for old fetchers (deprecated).", "log.message.downconversion.enable"),
     _topic("message.timestamp.after.max.ms", LONG, LONG_MAX, AtLeast(0), "How far in the future a CreateTime timestamp may be.", "log.message.timestamp.after.max.ms"),
     _topic("message.timestamp.before.max.ms", LONG, LONG_MAX, AtLeast(0), "How far in the past a CreateTime timestamp may be.", "log.message.timestamp.before.max.ms"),
@@ -648,6 +653,10 @@ TOPIC_CONFIGS: dict[str, ConfigDef] = _defs(
     _topic("unclean.leader.election.enable", BOOL, False, None, "Allow a replica outside the ISR to become leader.", "unclean.leader.election.enable"),
 )
 # fmt: on
+
+
+# Topic keys accepted and described for compatibility that change nothing (not in LogConfig).
+NO_OP_TOPIC_CONFIGS = frozenset({"message.format.version"})
 
 
 # -- parsing values --------------------------------------------------------------------------
@@ -1083,7 +1092,11 @@ class BrokerConfig:
         return name in self._explicit or name in self._extra
 
     def source(self, name: str) -> ConfigSource:
-        return ConfigSource.STATIC_BROKER_CONFIG if self.is_set(name) else ConfigSource.DEFAULT_CONFIG
+        for source, layer in self._dynamic.items():
+            if name in layer:
+                return source
+        static = self.static
+        return ConfigSource.STATIC_BROKER_CONFIG if static.is_set(name) else ConfigSource.DEFAULT_CONFIG
 
     @property
     def originals(self) -> dict[str, Any]:
@@ -1105,6 +1118,36 @@ class BrokerConfig:
             for k, v in self.originals.items()
         }
         return f"BrokerConfig({shown!r})"
+
+    # -- dynamic layers (KIP-226; odradek/broker/dynamic_config.py keeps and applies them) ------
+
+    _static: BrokerConfig | None = None
+    _dynamic: Mapping[ConfigSource, Mapping[str, str]] = MappingProxyType({})
+
+    def with_dynamic(self, defaults: Mapping[str, str], per_broker: Mapping[str, str]) -> BrokerConfig:
+        """The configuration in force: the static one (``server.properties``), under the
+        cluster-wide dynamic defaults, under this broker's dynamic configs (Kafka's precedence).
+        Raises ``ConfigError`` naming a bad key, like the constructor."""
+        static = self.static
+        props = {**static.originals, **defaults, **per_broker}
+        cfg = BrokerConfig(props)
+        cfg._static = static
+        cfg._dynamic = MappingProxyType(
+            {
+                ConfigSource.DYNAMIC_BROKER_CONFIG: dict(per_broker),
+                ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG: dict(defaults),
+            }
+        )
+        return cfg
+
+    @property
+    def static(self) -> BrokerConfig:
+        """The configuration the broker started with, without dynamic layers."""
+        return self._static or self
+
+    def dynamic_layer(self, source: ConfigSource) -> dict[str, str]:
+        """The dynamic keys given at one level (DYNAMIC_BROKER_CONFIG or DYNAMIC_DEFAULT_BROKER_CONFIG)."""
+        return dict(self._dynamic.get(source, {}))
 
     # -- derived values ------------------------------------------------------------------------
 
@@ -1457,11 +1500,13 @@ def _topic_default(d: ConfigDef, cfg: BrokerConfig | None) -> tuple[str | None, 
 
 
 def _broker_synonyms(cfg: BrokerConfig, keys: Iterable[str]) -> list[ConfigSynonym]:
-    out = []
+    keys = tuple(keys)
+    out = _dynamic_synonyms(cfg, keys)
+    static = cfg.static
     for key in keys:
         d = BROKER_CONFIGS[key]
-        if cfg.is_set(key):
-            value = None if d.sensitive else _render(d, cfg.get(key))
+        if static.is_set(key):
+            value = None if d.sensitive else _render(d, static.get(key))
             out.append(ConfigSynonym(key, value, ConfigSource.STATIC_BROKER_CONFIG))
         elif d.default is not None:
             out.append(
@@ -1501,7 +1546,8 @@ def topic_config_entries(
 
 
 def broker_config_entries(broker_config: BrokerConfig) -> list[ConfigEntry]:
-    """Every broker config, for DescribeConfigs on a broker resource. All read-only (static).
+    """Every broker config, for DescribeConfigs on a broker resource. Read-only unless
+    dynamically updatable (``DYNAMIC_BROKER_CONFIGS``); the source says which level set it.
 
     Passwords are sensitive and their value is None. Synonyms list the keys of the same
     setting in other units (log.retention.ms/minutes/hours, ...) that are set or defaulted.
@@ -1511,8 +1557,12 @@ def broker_config_entries(broker_config: BrokerConfig) -> list[ConfigEntry]:
         d = BROKER_CONFIGS[name]
         value, source = _broker_value(broker_config, name)
         synonyms = _broker_synonyms(broker_config, _BROKER_SYNONYMS.get(name, (name,)))
+        # As Kafka: higher-precedence synonyms set before this key's own entries are left out.
+        while synonyms and synonyms[0].name != name:
+            synonyms.pop(0)
+        read_only = name not in DYNAMIC_BROKER_CONFIGS
         entries.append(
-            ConfigEntry(name, value, int(source), d.sensitive, True, synonyms, int(d.type), d.documentation)
+            ConfigEntry(name, value, int(source), d.sensitive, read_only, synonyms, int(d.type), d.documentation)
         )
     for name in sorted(broker_config.extra):
         secret = _looks_secret(name)
@@ -1590,9 +1640,85 @@ def effective_topic_config(
     checked = validate_topic_configs(overrides, broker_config) if overrides else {}
     out: dict[str, str] = {}
     for name, d in TOPIC_CONFIGS.items():
+        if name in NO_OP_TOPIC_CONFIGS:
+            continue
         if name in checked:
             out[name] = checked[name]
         else:
             value, _ = _topic_default(d, broker_config)
             out[name] = "" if value is None else value
     return out
+
+
+# -- dynamic broker configs (KIP-226) --------------------------------------------------------
+#
+# Kafka's dynamically updatable broker keys (DynamicBrokerConfig.AllDynamicConfigs) that mean
+# something here. Listener, SSL and SASL keys (per broker in Kafka) wait for security support;
+# until then they are read-only like every other key. All of these may be set for one broker
+# or as the cluster-wide default.
+
+# The broker-wide defaults of topic configs: each topic key's first synonym (DynamicLogConfig).
+DYNAMIC_LOG_CONFIGS = frozenset(
+    d.synonyms[0][0] for d in TOPIC_CONFIGS.values() if d.synonyms and d.name not in NO_OP_TOPIC_CONFIGS
+)
+DYNAMIC_CLEANER_CONFIGS = frozenset(
+    {
+        "log.cleaner.threads",
+        "log.cleaner.dedupe.buffer.size",
+        "log.cleaner.io.buffer.load.factor",
+        "log.cleaner.io.buffer.size",
+        "log.cleaner.io.max.bytes.per.second",
+        "log.cleaner.backoff.ms",
+        "message.max.bytes",
+    }
+)
+# Thread pools (no effect here, one event loop), changed by at most a factor of two, as in Kafka.
+DYNAMIC_THREAD_CONFIGS = frozenset(
+    {"num.io.threads", "num.replica.fetchers", "num.recovery.threads.per.data.dir", "background.threads"}
+)
+# Kafka's SocketServer keys: only the connection limit is applied at run time here (the
+# per-address limits and the creation rate stay read-only until the network server takes them).
+DYNAMIC_SOCKET_CONFIGS = frozenset({"max.connections"})
+DYNAMIC_PRODUCER_STATE_CONFIGS = frozenset({"producer.id.expiration.ms", "transaction.partition.verification.enable"})
+DYNAMIC_BROKER_CONFIGS = (
+    DYNAMIC_LOG_CONFIGS
+    | DYNAMIC_CLEANER_CONFIGS
+    | DYNAMIC_THREAD_CONFIGS
+    | DYNAMIC_SOCKET_CONFIGS
+    | DYNAMIC_PRODUCER_STATE_CONFIGS
+    | {"metric.reporters"}
+)
+assert DYNAMIC_BROKER_CONFIGS <= set(BROKER_CONFIGS), DYNAMIC_BROKER_CONFIGS - set(BROKER_CONFIGS)
+
+
+def _dynamic_synonyms(cfg: BrokerConfig, keys: tuple[str, ...]) -> list[ConfigSynonym]:
+    """Synonyms set dynamically: this broker's first, then the cluster default's (Kafka's order)."""
+    out = []
+    for source in (ConfigSource.DYNAMIC_BROKER_CONFIG, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG):
+        layer = cfg.dynamic_layer(source)
+        for key in keys:
+            if key in layer:
+                d = BROKER_CONFIGS[key]
+                value = None if d.sensitive else _render(d, _parse(d, layer[key]))
+                out.append(ConfigSynonym(key, value, int(source)))
+    return out
+
+
+def default_broker_config_entries(broker_config: BrokerConfig) -> list[ConfigEntry]:
+    """DescribeConfigs of the cluster-wide default resource (an empty broker name): only the
+    keys set at that level, as Kafka answers, each with its DYNAMIC_DEFAULT_BROKER_CONFIG synonyms."""
+    source = ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG
+    layer = broker_config.dynamic_layer(source)
+    entries = []
+    for name in sorted(layer):
+        d = BROKER_CONFIGS[name]
+        value = None if d.sensitive else _render(d, _parse(d, layer[name]))
+        synonyms = [
+            s
+            for s in _dynamic_synonyms(broker_config, _BROKER_SYNONYMS.get(name, (name,)))
+            if s.source == source
+        ]
+        entries.append(
+            ConfigEntry(name, value, int(source), d.sensitive, False, synonyms, int(d.type), d.documentation)
+        )
+    return entries

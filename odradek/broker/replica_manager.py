@@ -176,9 +176,17 @@ class ReplicaManager:
         partition = self.partitions.get((topic, index))
         if partition is None:
             partition = self.get_partition(topic, index)  # raises
-        info = partition.append_as_leader(
-            records, required_acks, int(time.time() * 1000) if now_ms is None else now_ms, origin
-        )
+        if self.log_manager.offline_dirs and self.log_manager.is_offline(topic, index):
+            raise errors.KafkaStorageErrorError(
+                f"{topic}-{index} is in an offline log dir: writes are refused until the broker restarts"
+            )
+        try:
+            info = partition.append_as_leader(
+                records, required_acks, int(time.time() * 1000) if now_ms is None else now_ms, origin
+            )
+        except OSError as exc:  # the log's dir failed under it
+            self.log_manager._on_log_disk_error(partition.log, exc)
+            raise errors.KafkaStorageErrorError(f"{topic}-{index}: {exc.strerror or exc}") from None
         self.on_append((topic, index))
         return partition, info
 

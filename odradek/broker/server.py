@@ -32,6 +32,7 @@ from odradek.broker.config import (
     topic_config_entries,
     validate_topic_configs,
 )
+from odradek.broker.dynamic_config import DynamicBrokerConfig
 from odradek.broker.group.coordinator import GroupCoordinator
 from odradek.broker.network import NetworkServer
 from odradek.broker.producer_ids import ProducerIdManager
@@ -116,6 +117,8 @@ class Broker:
         self.store = LocalMetadataStore(
             log_dirs[0], self.cluster_id, BrokerInfo(self.node_id, advertised[0], advertised[1], self.rack)
         )
+        # KIP-226: the dynamic levels stored with the metadata; self.config is now the config in force.
+        self.dynamic_config = DynamicBrokerConfig.attach(self)
         self.controller = Controller(
             self.store,
             default_partitions=self.default_partitions,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from odradek.cli.common import CliError, client_command, parse_key_values
+from odradek.cli.common import CliError, client_command, parse_key_values, translate
 
 # DescribeConfigs config_source → the names kafka-configs.sh prints.
 SOURCES = {
@@ -21,8 +21,18 @@ SOURCES = {
 _TYPES = {"topic": "topics", "topics": "topics", "broker": "brokers", "brokers": "brokers"}
 
 
-def _entity(entity_type, entity_name, topic, broker, pos_type, pos_name) -> tuple[str, str | None]:
-    """Resolve the many spellings (Kafka's and positional) to ("topics"|"brokers", name|None)."""
+def _entity(
+    entity_type, entity_name, topic, broker, pos_type, pos_name, entity_default=False
+) -> tuple[str, str | None]:
+    """Resolve the many spellings (Kafka's and positional) to ("topics"|"brokers", name|None);
+    the cluster-wide broker defaults (--entity-default) are the broker named ""."""
+    if entity_default:
+        if entity_name is not None or topic is not None or broker is not None or pos_name is not None:
+            raise click.UsageError("--entity-default names the cluster-wide defaults: give no broker id.")
+        kind = _TYPES.get((entity_type or pos_type or "brokers").lower())
+        if kind != "brokers":
+            raise click.UsageError("--entity-default applies to brokers only (--entity-type brokers).")
+        return "brokers", ""
     given = []
     if topic is not None:
         given.append(("topics", topic))
@@ -54,6 +64,11 @@ def _entity_options(fn):
     fn = click.option(
         "--topic", "-t", metavar="TOPIC", help="A topic (same as --entity-type topics --entity-name TOPIC)."
     )(fn)
+    fn = click.option(
+        "--entity-default",
+        is_flag=True,
+        help="The cluster-wide broker defaults (dynamic configs every broker takes unless it has its own).",
+    )(fn)
     fn = click.option("--entity-name", metavar="NAME", help="Topic name or broker id.")(fn)
     fn = click.option("--entity-type", type=click.Choice(sorted(_TYPES)), help="topics or brokers.")(fn)
     fn = click.argument("pos_name", required=False, metavar="[NAME]")(fn)
@@ -65,12 +80,18 @@ def _entity_options(fn):
 def configs():
     """Describe and alter topic and broker configs (kafka-configs.sh).
 
+    Broker configs come from server.properties; those Kafka can change at run time
+    (read_only=false in `describe --all -o json`) can also be set dynamically, for one
+    broker or as the cluster-wide default. Dynamic configs apply at once and survive restarts.
+
     \b
     Examples:
       odradek configs describe --topic orders
       odradek configs describe --entity-type brokers --entity-name 0 --all
       odradek configs alter --topic orders --add-config retention.ms=86400000,cleanup.policy=compact
       odradek configs alter --topic orders --delete-config retention.ms
+      odradek configs alter --entity-type brokers --entity-default --add-config log.retention.ms=3600000
+      odradek configs alter --entity-type brokers --entity-name 0 --add-config message.max.bytes=2097152
     """
 
 
@@ -80,10 +101,13 @@ def configs():
     "--all", "show_all", is_flag=True, help="Every config, defaults included (default: only those set)."
 )
 @client_command
-def describe(session, pos_type, pos_name, entity_type, entity_name, topic, broker, show_all):
+def describe(session, pos_type, pos_name, entity_type, entity_name, entity_default, topic, broker, show_all):
     """Show the configs set on a topic or broker (with --all: every config in force).
 
-    Without a name, every topic (or broker) is described.
+    Without a name, every topic (or broker) is described. A broker's configs show where
+    each value comes from: DYNAMIC_BROKER_CONFIG (set for that broker at run time),
+    DYNAMIC_DEFAULT_BROKER_CONFIG (the cluster-wide default), STATIC_BROKER_CONFIG
+    (server.properties) or DEFAULT_CONFIG.
 
     \b
     Examples:
@@ -91,10 +115,11 @@ def describe(session, pos_type, pos_name, entity_type, entity_name, topic, broke
       odradek configs describe topics orders --all
       odradek configs describe --entity-type topics                 # every topic
       odradek configs describe --broker 0 --all -o json
+      odradek configs describe --entity-type brokers --entity-default
     """
     from odradek.client.structs import ConfigResource
 
-    kind, name = _entity(entity_type, entity_name, topic, broker, pos_type, pos_name)
+    kind, name = _entity(entity_type, entity_name, topic, broker, pos_type, pos_name, entity_default)
     with session.admin() as admin:
         if name is None:
             if kind == "topics":
@@ -139,7 +164,10 @@ def describe(session, pos_type, pos_name, entity_type, entity_name, topic, broke
         if i:
             click.echo()
         what = "topic" if kind == "topics" else "broker"
-        label = f"Configs for {what} '{n}'" if show_all else f"Configs set on {what} '{n}'"
+        if kind == "brokers" and n == "":
+            label = "Cluster-wide default configs for brokers"
+        else:
+            label = f"Configs for {what} '{n}'" if show_all else f"Configs set on {what} '{n}'"
         if not rows:
             click.echo(f"{label}: none (everything at its default; --all shows the values in force).")
             continue
@@ -171,8 +199,14 @@ def describe(session, pos_type, pos_name, entity_type, entity_name, topic, broke
 )
 @click.option("--validate-only", is_flag=True, help="Check the change on the broker without applying it.")
 @client_command
-def alter(session, pos_type, pos_name, entity_type, entity_name, topic, broker, add, delete, validate_only):
-    """Set or remove configs of a topic (incrementally: other configs stay).
+def alter(
+    session, pos_type, pos_name, entity_type, entity_name, entity_default, topic, broker, add, delete, validate_only
+):
+    """Set or remove configs of a topic or broker (incrementally: other configs stay).
+
+    A broker takes the keys Kafka can change at run time (log.retention.ms,
+    message.max.bytes, log.cleaner.*, ...) for itself (--entity-name ID) or for every
+    broker (--entity-default); --delete-config returns a key to the next level down.
 
     \b
     Examples:
@@ -180,13 +214,17 @@ def alter(session, pos_type, pos_name, entity_type, entity_name, topic, broker, 
       odradek configs alter --entity-type topics --entity-name orders \\
                             --add-config 'cleanup.policy=[compact,delete],min.compaction.lag.ms=0'
       odradek configs alter topics orders --delete-config retention.ms,cleanup.policy
-    Broker configs come from server.properties and are read-only at run time.
+      odradek configs alter --entity-type brokers --entity-name 0 --add-config log.cleaner.threads=2
+      odradek configs alter --entity-type brokers --entity-default --delete-config log.retention.ms
     """
     from odradek.client.structs import ConfigResource
 
-    kind, name = _entity(entity_type, entity_name, topic, broker, pos_type, pos_name)
+    kind, name = _entity(entity_type, entity_name, topic, broker, pos_type, pos_name, entity_default)
     if name is None:
-        raise click.UsageError(f"Name the {kind[:-1]} to alter (--entity-name).")
+        raise click.UsageError(
+            f"Name the {kind[:-1]} to alter (--entity-name)"
+            + (", or --entity-default for every broker." if kind == "brokers" else ".")
+        )
     to_set = parse_key_values(add, "--add-config")
     to_delete = [k.strip() for item in delete for k in item.split(",") if k.strip()]
     if not (to_set or to_delete):
@@ -197,21 +235,25 @@ def alter(session, pos_type, pos_name, entity_type, entity_name, topic, broker, 
     changes: dict = dict(to_set)
     changes.update({k: None for k in to_delete})
     rtype = "topic" if kind == "topics" else "broker"
-    from odradek.protocol.errors import InvalidRequestError
+    what = "the cluster-wide broker defaults" if name == "" else f"{rtype} '{name}'"
+    from odradek.protocol.errors import KafkaError
 
     with session.admin() as admin:
         try:
             admin.incremental_alter_configs(
                 {ConfigResource(rtype, name): changes}, validate_only=validate_only
             )
-        except InvalidRequestError as exc:
-            if rtype == "broker":
-                reason = exc.message.removeprefix(f"config resource {ConfigResource(rtype, name)}: ")
-                raise CliError(
-                    f"broker {name}: {reason}",
-                    "set broker configs in server.properties (or with `odradek server --override KEY=VALUE`) and restart",
-                ) from None
-            raise
+        except KafkaError as exc:
+            if rtype != "broker":
+                raise
+            message = translate(exc).message.replace("broker '':", "the cluster-wide broker defaults:")
+            hint = (
+                "only keys with read_only=false in `odradek configs describe --broker ID --all -o json` "
+                "change at run time; set the others in server.properties and restart"
+                if "dynamically" in exc.message
+                else None
+            )
+            raise CliError(message, hint) from None
     if session.json:
         session.print_json(
             {
@@ -223,6 +265,8 @@ def alter(session, pos_type, pos_name, entity_type, entity_name, topic, broker, 
             }
         )
     elif validate_only:
-        click.echo(f"The change to {rtype} '{name}' is valid (nothing applied).")
+        click.echo(f"The change to {what} is valid (nothing applied).")
+    elif name == "":
+        click.echo("Completed updating default config for brokers in the cluster.")
     else:
         click.echo(f"Completed updating config for {rtype} {name}.")

@@ -26,6 +26,7 @@ LAZY_COMMANDS = {
         "Earliest, latest or by-time offsets of a topic's partitions.",
     ),
     "cluster": ("odradek.cli.cluster", "cluster", "Cluster id, controller and brokers."),
+    "log-dirs": ("odradek.cli.log_dirs", "log_dirs", "The brokers' log dirs and the partitions in them."),
     "perf": ("odradek.cli.perf", "perf", "Producer and consumer performance tests."),
     "dump-log": (
         "odradek.cli.dump_log",

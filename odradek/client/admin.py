@@ -25,11 +25,13 @@ from .structs import (
     ConfigResource,
     GroupDescription,
     GroupListing,
+    LogDirDescription,
     MemberDescription,
     NewPartitions,
     NewTopic,
     OffsetAndMetadata,
     PartitionInfo,
+    ReplicaLogDirInfo,
     TopicDescription,
     TopicPartition,
 )
@@ -672,6 +674,48 @@ class Admin:
         return ClusterDescription(
             getattr(md, "cluster_id", None), int(getattr(md, "controller_id", -1)), sorted(brokers)
         )
+
+    async def describe_log_dirs(
+        self, topics=None, brokers=None, timeout: float | None = None
+    ) -> dict[int, list[LogDirDescription]]:
+        """Each broker's log dirs and the partition replicas in them (kafka-log-dirs.sh).
+        ``topics``: names to list (default all); ``brokers``: ids to ask (default all)."""
+        timeout = self._t(timeout)
+        if brokers is None:
+            brokers = [b.node_id for b in (await self.describe_cluster(timeout)).brokers]
+        values = {"topics": None}
+        if topics is not None:
+            md = await self._metadata(list(topics), timeout)
+            values["topics"] = [
+                {"topic": t.name, "partitions": [int(p.partition_index) for p in t.partitions]}
+                for t in md.topics
+                if not t.error_code
+            ]
+        await self._client.refresh(timeout)  # the connections to brokers go by its metadata
+        out = {}
+        for node in brokers:
+            async with asyncio.timeout(timeout):
+                conn = await self._client.get_connection(node)
+                resp = await conn.send(wire.DESCRIBE_LOG_DIRS, values)
+            if getattr(resp, "error_code", 0):
+                raise error_for(int(resp.error_code))(f"DescribeLogDirs on broker {node}")
+            out[node] = [
+                LogDirDescription(
+                    r.log_dir,
+                    int(r.error_code),
+                    [
+                        ReplicaLogDirInfo(
+                            t.name, int(p.partition_index), int(p.partition_size), int(p.offset_lag), bool(p.is_future_key)
+                        )
+                        for t in r.topics
+                        for p in t.partitions
+                    ],
+                    int(getattr(r, "total_bytes", -1)),
+                    int(getattr(r, "usable_bytes", -1)),
+                )
+                for r in resp.results
+            ]
+        return out
 
     async def api_versions(self, timeout: float | None = None) -> dict[int, tuple[int, int]]:
         """The versions the broker supports per API key (from the ApiVersions exchange)."""

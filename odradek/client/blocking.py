@@ -291,6 +291,7 @@ for _name in (
     "delete_group_offsets",
     "delete_records",
     "describe_cluster",
+    "describe_log_dirs",
     "api_versions",
 ):
     setattr(Admin, _name, _blocking(_name, aadmin.Admin))

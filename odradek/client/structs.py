@@ -197,3 +197,24 @@ class GroupDescription(NamedTuple):
 
 class DeletedRecords(NamedTuple):
     low_watermark: int
+
+
+class ReplicaLogDirInfo(NamedTuple):
+    """One partition replica in a log dir (DescribeLogDirs)."""
+
+    topic: str
+    partition: int
+    size: int
+    offset_lag: int
+    is_future: bool
+
+
+class LogDirDescription(NamedTuple):
+    """One log dir of a broker: its path, error (a Kafka error code, 0 if none), replicas
+    and its volume's total and usable bytes (-1 if unknown)."""
+
+    path: str
+    error_code: int
+    replicas: list[ReplicaLogDirInfo]
+    total_bytes: int
+    usable_bytes: int

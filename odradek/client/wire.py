@@ -51,6 +51,7 @@ DELETE_GROUPS = 42
 INCREMENTAL_ALTER_CONFIGS = 44
 OFFSET_DELETE = 47
 DESCRIBE_CLUSTER = 60
+DESCRIBE_LOG_DIRS = 35
 
 # Highest version the client code handles per API (newer ones switch to topic ids or
 # change semantics the client does not implement).
@@ -84,6 +85,7 @@ CLIENT_MAX = {
     INCREMENTAL_ALTER_CONFIGS: 1,
     OFFSET_DELETE: 0,
     DESCRIBE_CLUSTER: 1,
+    DESCRIBE_LOG_DIRS: 4,
 }
 
 

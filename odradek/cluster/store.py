@@ -2,7 +2,8 @@
 
 A single node is its own controller: ``LocalMetadataStore`` keeps the image in
 ``odradek-metadata.json`` in the first log dir (written to a temporary file, fsynced,
-renamed), so topics, partition counts, topic configs and leader epochs survive restarts.
+renamed), so topics, partition counts, topic configs, dynamic broker configs (by entity: a
+broker id or ``<default>``) and leader epochs survive restarts.
 A ZooKeeper-backed store implements the same methods for a cluster.
 """
 
@@ -19,6 +20,7 @@ from odradek.cluster.metadata import BrokerInfo, MetadataImage, PartitionState, 
 from odradek.protocol import errors
 
 MAX_TOPIC_NAME = 249
+DEFAULT_BROKER_ENTITY = "<default>"  # Kafka's name for the cluster-wide default (zk_data.DEFAULT_ENTITY)
 _LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
 METADATA_FILE = "odradek-metadata.json"
 
@@ -60,7 +62,14 @@ class MetadataStore(ABC):
     def set_topic_configs(self, name: str, configs: dict[str, str]) -> None: ...
 
     @abstractmethod
-    def set_broker_configs(self, configs: dict[str, str]) -> None: ...
+    def broker_configs(self, entity: str) -> dict[str, str]:
+        """The dynamic configs (KIP-226) of one broker (``entity`` is its id, "0") or the
+        cluster-wide defaults (``entity`` is ``DEFAULT_BROKER_ENTITY``); {} when none. Kafka
+        keeps them in ``/config/brokers/<entity>``."""
+
+    @abstractmethod
+    def set_broker_configs(self, entity: str, configs: dict[str, str]) -> None:
+        """Replace the dynamic configs of ``entity`` (see ``broker_configs``); {} removes them."""
 
     @abstractmethod
     def update_partition(self, topic: str, partition: int, state: PartitionState) -> None: ...
@@ -78,14 +87,18 @@ class LocalMetadataStore(MetadataStore):
         self.image = MetadataImage(
             cluster_id=cluster_id, controller_id=node.node_id, brokers={node.node_id: node}
         )
-        self.broker_configs: dict[str, str] = {}
+        self._broker_configs: dict[str, dict[str, str]] = {}
         self.next_producer_id = 0
         if self.path.exists():
             data = json.loads(self.path.read_text())
             self.image.topics = {
                 name: TopicInfo.from_json(name, t) for name, t in data.get("topics", {}).items()
             }
-            self.broker_configs = dict(data.get("broker_configs", {}))
+            self._broker_configs = {
+                entity: dict(configs)
+                for entity, configs in data.get("broker_configs", {}).items()
+                if isinstance(configs, dict)
+            }
             self.next_producer_id = data.get("next_producer_id", 0)
 
     def _commit(self, undo) -> None:
@@ -103,7 +116,7 @@ class LocalMetadataStore(MetadataStore):
         data = {
             "version": 1,
             "topics": {name: t.to_json() for name, t in self.image.topics.items()},
-            "broker_configs": self.broker_configs,
+            "broker_configs": self._broker_configs,
             "next_producer_id": self.next_producer_id,
         }
         tmp = self.path.with_suffix(".tmp")
@@ -156,10 +169,20 @@ class LocalMetadataStore(MetadataStore):
         topic.configs = dict(configs)
         self._commit(lambda: setattr(topic, "configs", old))
 
-    def set_broker_configs(self, configs) -> None:
-        old = self.broker_configs
-        self.broker_configs = dict(configs)
-        self._commit(lambda: setattr(self, "broker_configs", old))
+    def broker_configs(self, entity) -> dict[str, str]:
+        return dict(self._broker_configs.get(entity, {}))
+
+    def set_broker_configs(self, entity, configs) -> None:
+        old = self._broker_configs.get(entity)
+
+        def put(value) -> None:
+            if value:
+                self._broker_configs[entity] = dict(value)
+            else:
+                self._broker_configs.pop(entity, None)
+
+        put(configs)
+        self._commit(lambda: put(old))
 
     def update_partition(self, topic, partition, state) -> None:
         partitions = self.image.topics[topic].partitions

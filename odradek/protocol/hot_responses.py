@@ -17,6 +17,7 @@ _I64 = struct.Struct(">q")
 
 PRODUCE_FLEXIBLE_FROM = 9
 FETCH_FLEXIBLE_FROM = 12
+FETCH_TOPIC_IDS_FROM = 13
 
 
 _ONE_BYTE_VARINTS = [bytes((v,)) for v in range(0x80)]
@@ -46,7 +47,8 @@ _NULL_STRING = {False: _I16.pack(-1), True: b"\x00"}
 _NO_TAGS = b"\x00"
 
 
-# (index, error_code, base_offset, log_append_time, log_start_offset, error_message)
+# (index, error_code, base_offset, log_append_time, log_start_offset, error_message
+#  [, record_errors]): record_errors (v8+, KIP-467) is [(batch_index, message or None), ...].
 PartitionProduceResult = tuple
 
 
@@ -58,7 +60,7 @@ _RESULT_V5 = (struct.Struct(">ihqqq"), 5)  # + log start offset
 
 def produce_response(version: int, topics: list[tuple[str, list[PartitionProduceResult]]]) -> list[bytes]:
     """ProduceResponse body (v0+): ``topics`` is [(name, [(index, error, base_offset,
-    log_append_time, log_start_offset, error_message), ...]), ...]."""
+    log_append_time, log_start_offset, error_message[, record_errors]), ...]), ...]."""
     flexible = version >= PRODUCE_FLEXIBLE_FROM
     fixed, n_fixed = _RESULT_V5 if version >= 5 else _RESULT_V2 if version >= 2 else _RESULT_V0
     with_errors = version >= 8  # record_errors and error_message
@@ -73,7 +75,11 @@ def produce_response(version: int, topics: list[tuple[str, list[PartitionProduce
             append(fixed.pack(*result[:n_fixed]))
             if with_errors:
                 message = result[5]
-                append(no_record_errors)
+                record_errors = result[6] if len(result) > 6 else None
+                if record_errors:
+                    append(_record_errors(record_errors, flexible))
+                else:
+                    append(no_record_errors)
                 append(null_string if message is None else _string(message, flexible))
             if flexible:
                 append(_NO_TAGS)
@@ -84,6 +90,18 @@ def produce_response(version: int, topics: list[tuple[str, list[PartitionProduce
     if flexible:
         append(_NO_TAGS)
     return [b"".join(out)]  # small: one buffer is cheaper to frame and send than a dozen
+
+
+def _record_errors(record_errors, flexible: bool) -> bytes:
+    """The ``record_errors`` array: (batch_index int32, batch_index_error_message)."""
+    null_string = _NULL_STRING[flexible]
+    out = [_array_len(len(record_errors), flexible)]
+    for index, message in record_errors:
+        out.append(_I32.pack(index))
+        out.append(null_string if message is None else _string(message, flexible))
+        if flexible:
+            out.append(_NO_TAGS)
+    return b"".join(out)
 
 
 _SIZE_AND_CORRELATION = struct.Struct(">ii")
@@ -136,15 +154,17 @@ def fetch_response(
     error_code: int = 0,
     session_id: int = 0,
 ) -> list:
-    """FetchResponse v4..v12 body; record buffers are included as given (not copied)."""
+    """FetchResponse v4..v17 body; record buffers are included as given (not copied). Topics
+    are named by name up to v12 and by topic id (a ``uuid.UUID``) from v13 (KIP-516)."""
     flexible = version >= FETCH_FLEXIBLE_FROM
+    by_id = version >= FETCH_TOPIC_IDS_FROM
     out = [_I32.pack(0)]  # throttle_time_ms
     append = out.append
     if version >= 7:
         append(struct.pack(">hi", error_code, session_id))
     append(_array_len(len(topics), flexible))
     for name, partitions in topics:
-        append(_string(name, flexible))
+        append(name.bytes if by_id else _string(name, flexible))
         append(_array_len(len(partitions), flexible))
         for partition, error, hw, lso, start_offset, aborted, records in partitions:
             append(struct.pack(">ihqq", partition, error, hw, lso))

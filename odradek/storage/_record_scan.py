@@ -1,4 +1,5 @@
-"""Record-level scanning of v2 batches for compaction and for the key check on compacted topics.
+"""Record-level scanning of v2 batches for compaction, for the key check on compacted topics
+and for naming the records a batch is rejected for (KIP-467).
 
 The cleaner needs each record's offset and timestamp deltas, its key, whether its value is
 null (a tombstone) and where its bytes start and end, so a retained record can be copied into
@@ -28,7 +29,14 @@ def batch_records_buffer(buf, rel: int, header: B.BatchHeader) -> tuple[bytes, i
     return buf, start, end
 
 
-def batch_has_null_key(buf, rel: int, header: B.BatchHeader) -> bool:
-    """Whether any record of the v2 batch at ``buf[rel:]`` has a null key."""
+def null_key_indices(buf, rel: int, header: B.BatchHeader) -> list[int]:
+    """The indexes, within the v2 batch at ``buf[rel:]``, of its records with a null key."""
     data, start, end = batch_records_buffer(buf, rel, header)
-    return any(r[2] is None for r in scan_records(data, start, end, header.record_count))
+    return [i for i, r in enumerate(scan_records(data, start, end, header.record_count)) if r[2] is None]
+
+
+def record_timestamps(buf, rel: int, header: B.BatchHeader) -> list[int]:
+    """Each record's timestamp (base timestamp + delta) in the v2 batch at ``buf[rel:]``."""
+    data, start, end = batch_records_buffer(buf, rel, header)
+    base = header.base_timestamp
+    return [base + r[1] for r in scan_records(data, start, end, header.record_count)]

@@ -63,7 +63,7 @@ import crc32c
 from ..protocol import batch as B
 from ..protocol import errors
 from ._faults import fault_point
-from ._record_scan import batch_has_null_key
+from ._record_scan import null_key_indices, record_timestamps
 from .checkpoint import fsync_dir
 from .file_records import FileRecords, FileSlice
 from .leader_epoch_cache import LeaderEpochFileCache
@@ -641,20 +641,32 @@ class Log:
             attributes = h.attributes
             if attributes & _CONTROL and from_client:
                 raise errors.InvalidRecordError("Clients are not allowed to write control records")
-            if self._compact and not attributes & _CONTROL and batch_has_null_key(mv, pos, h):
-                # Kafka's LogValidator.validateKey: INVALID_RECORD.
-                raise errors.InvalidRecordError(
-                    "Compacted topic cannot accept message without key in topic partition "
-                    f"{self.topic}-{self.partition}"
-                )
+            if self._compact and not attributes & _CONTROL:
+                keyless = null_key_indices(mv, pos, h)
+                if keyless:
+                    # Kafka's LogValidator.validateKey: INVALID_RECORD, naming each record (KIP-467).
+                    why = (
+                        "Compacted topic cannot accept message without key in topic partition "
+                        f"{self.topic}-{self.partition}"
+                    )
+                    raise _rejected(errors.InvalidRecordError, count, [(i, why) for i in keyless])
             batch_max_ts = h.max_timestamp
-            if check_ts:
-                for ts in (h.base_timestamp, batch_max_ts):
-                    if ts != _NO_TS and not min_ts <= ts <= max_ts_allowed:
-                        raise errors.InvalidTimestampError(
-                            f"Timestamp {ts} of batch at position {pos} is out of the allowed range "
-                            f"[{min_ts}, {max_ts_allowed}]"
-                        )
+            if check_ts and any(
+                ts != _NO_TS and not min_ts <= ts <= max_ts_allowed for ts in (h.base_timestamp, batch_max_ts)
+            ):
+                # The batch's first or latest timestamp is out of bounds: name every record that
+                # is (decoding records only on this error path).
+                allowed = f"the allowed range [{min_ts}, {max_ts_allowed}]"
+                bad = [
+                    (i, f"Timestamp {t} of record {i} is out of {allowed}")
+                    for i, t in enumerate(record_timestamps(mv, pos, h))
+                    if t != _NO_TS and not min_ts <= t <= max_ts_allowed
+                ]
+                if bad:
+                    raise _rejected(errors.InvalidTimestampError, count, bad)
+                raise errors.InvalidTimestampError(
+                    f"Timestamp of the batch at position {pos} is out of {allowed}"
+                )
             pid = h.producer_id
             if pid < 0 and attributes & B.TRANSACTIONAL_BIT:
                 raise errors.InvalidRecordError("A transactional batch needs a producer id")
@@ -1381,6 +1393,17 @@ class Log:
             f"Log({self.dir!r}, start={self._log_start}, leo={self._leo}, hw={self._hw}, "
             f"segments={len(self._segments)})"
         )
+
+
+def _rejected(error: type[errors.KafkaError], count: int, record_errors: list[tuple[int, str | None]]):
+    """The error that rejects a whole batch for some of its records: ``record_errors`` lists
+    (index in the batch, why) so the producer can tell the bad records from the rest (KIP-467)."""
+    shown = "; ".join(f"record {i}: {why}" for i, why in record_errors[:3] if why)
+    more = f" (and {len(record_errors) - 3} more)" if len(record_errors) > 3 else ""
+    return error(
+        f"{len(record_errors)} of the batch's {count} records were rejected, so none was written: {shown}{more}",
+        record_errors=record_errors,
+    )
 
 
 def _marker_of(batch) -> tuple[int, int] | None:

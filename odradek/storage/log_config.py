@@ -119,13 +119,14 @@ class LogConfig:
 
 
 class _Spec:
-    __slots__ = ("kind", "low", "high", "choices")
+    __slots__ = ("kind", "low", "high", "choices", "allow_empty")
 
-    def __init__(self, kind, low=None, high=None, choices=None):
+    def __init__(self, kind, low=None, high=None, choices=None, allow_empty=False):
         self.kind = kind
         self.low = low
         self.high = high
         self.choices = choices
+        self.allow_empty = allow_empty
 
     def parse(self, key: str, raw: Any) -> Any:
         kind = self.kind
@@ -172,7 +173,7 @@ class _Spec:
                     raise ValueError(
                         f"Invalid value {raw!r} for topic config {key!r}: must be one of {list(self.choices)}"
                     )
-            if kind == "list" and not items:
+            if kind == "list" and not items and not self.allow_empty:
                 raise ValueError(f"Invalid value {raw!r} for topic config {key!r}: empty list")
         return value
 
@@ -201,7 +202,8 @@ _SPECS: dict[str, _Spec] = {
     "compression.gzip.level": _Spec("int", low=-1, high=9),
     "compression.lz4.level": _Spec("int", low=1, high=17),
     "compression.zstd.level": _Spec("int", low=-131072, high=22),
-    "cleanup.policy": _Spec("list", choices=CLEANUP_POLICIES),
+    # Empty: neither compaction nor retention deletes anything (Kafka 4 accepts it).
+    "cleanup.policy": _Spec("list", choices=CLEANUP_POLICIES, allow_empty=True),
     "retention.ms": _Spec("long", low=-1),
     "retention.bytes": _Spec("long"),
     "min.insync.replicas": _Spec("int", low=1),

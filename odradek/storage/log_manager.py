@@ -10,6 +10,7 @@ Each log dir (``log.dirs``) holds, as in Kafka::
     cleaner-offset-checkpoint              first dirty offsets (cleaner_manager.py owns it)
     <topic>-<partition>/                   one Log each
     <topic>-<partition>.<uuid>-delete/     a deleted log awaiting removal
+    <topic>-<partition>.<uuid>-future/     a log being moved here from another dir (log_dirs.py)
 
 Startup: with the clean-shutdown marker the logs are trusted and opened quickly; without it
 each log re-validates its segments from its checkpointed recovery point (torn tails cut,
@@ -58,6 +59,7 @@ from .checkpoint import (
 )
 from .log import Log, parse_topic_partition
 from .log_config import LogConfig
+from .log_dirs import LogDirs
 from .producer_state import DEFAULT_PRODUCER_ID_EXPIRATION_MS
 
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
@@ -74,7 +76,7 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
-class LogManager:
+class LogManager(LogDirs):
     def __init__(
         self,
         log_dirs: str | Iterable[str],
@@ -167,6 +169,7 @@ class LogManager:
             if clean:
                 os.unlink(marker)
                 fsync_dir(log_dir)
+        self._load_moves(now_ms)
 
     # ---- failed log dirs ---------------------------------------------------------------
 
@@ -245,7 +248,7 @@ class LogManager:
             return log
         if not topic or "/" in topic or topic in (".", "..") or partition < 0:
             raise ValueError(f"Invalid topic partition {topic!r} {partition}")
-        log_dir = self._pick_log_dir()
+        log_dir = self._preferred_dir(tp) or self._pick_log_dir()
         path = os.path.join(log_dir, f"{topic}-{partition}")
         try:
             log = Log(
@@ -274,6 +277,7 @@ class LogManager:
         ``file.delete.delay.ms`` (``cleanup``) so in-flight reads finish. Returns whether it existed.
         """
         tp = (topic, partition)
+        self._forget_partition(topic, partition)
         log = self._logs.pop(tp, None)
         if log is None:
             return False

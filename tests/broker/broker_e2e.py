@@ -208,6 +208,15 @@ def consume_with(cons: Consumer, topic: str, partitions, *, start: int = 0, time
     return out
 
 
+def log_start(broker, topic: str, partition: int = 0) -> int:
+    """The partition's log start offset, as librdkafka's low watermark."""
+    cons = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": "e2e-watermarks"})
+    try:
+        return cons.get_watermark_offsets(TopicPartition(topic, partition), timeout=10)[0]
+    finally:
+        cons.close()
+
+
 def assert_serving(broker, topic: str, timeout: float = 15.0) -> None:
     """A fresh client can still produce to and consume from ``broker``."""
     value = f"still-serving-{time.monotonic_ns()}".encode()

@@ -144,7 +144,7 @@ def test_api_versions_too_new_gets_unsupported_version_with_the_list(broker, bys
         assert correlation == 7
         assert response.error_code == ErrorCode.unsupported_version
         offered = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
-        assert offered[API_VERSIONS] == (0, 3)
+        assert offered[API_VERSIONS] == (0, 4)
         assert PRODUCE in offered and FETCH in offered and METADATA in offered
         # The client picks a version it shares with the broker, on the same connection.
         current = raw.request(

@@ -4,12 +4,15 @@ DescribeConfigs, AlterConfigs, IncrementalAlterConfigs and DescribeCluster."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from broker_e2e import (
     RawClient,
     admin,
     consume,
     create_topic,
+    log_start,
     produce_and_flush,
     producer,
     wait_until,
@@ -368,3 +371,72 @@ def test_metadata_auto_creates_topic_with_default_partitions(broker, topic_name)
     meta = admin(broker).list_topics(topic_name, timeout=10).topics[topic_name]
     assert meta.error is None
     assert list(meta.partitions) == [0]
+
+
+# -- IncrementalAlterConfigs edge cases clients rely on ------------------------------------------
+
+
+def test_subtract_may_leave_cleanup_policy_empty(broker, topic_name):
+    """Kafka 4 accepts an empty cleanup.policy (neither compaction nor retention deletes)."""
+    create_topic(broker, topic_name, 1, {"cleanup.policy": "delete"})
+    op = ConfigEntry("cleanup.policy", "delete", incremental_operation=AlterConfigOpType.SUBTRACT)
+    (future,) = admin(broker).incremental_alter_configs(
+        [ConfigResource(ResourceType.TOPIC, topic_name, incremental_configs=[op])]
+    ).values()
+    future.result(timeout=15)
+    entry = topic_configs(broker, topic_name)["cleanup.policy"]
+    assert (entry.value, entry.source) == ("", ConfigSource.DYNAMIC_TOPIC_CONFIG.value)
+    produce_and_flush(producer(broker, linger_ms=0), topic_name, [{"value": b"kept", "partition": 0}])
+    assert [r.value for r in consume(broker, topic_name, [0])[0]] == [b"kept"]
+
+
+def test_empty_cleanup_policy_keeps_everything(own_broker, topic_name):
+    broker = own_broker(**{"log.retention.check.interval.ms": "100", "log.segment.delete.delay.ms": "0"})
+    old = int(time.time() * 1000) - 3_600_000
+    records = [{"value": b"v" * 200, "partition": 0, "timestamp": old} for _ in range(20)]
+    prod = producer(broker, linger_ms=0, batch_size=400)
+    for name, policy in ((topic_name, "delete"), (topic_name + "-none", "")):
+        create_topic(broker, name, 1, {"cleanup.policy": policy, "retention.ms": "1000", "segment.bytes": "1024"})
+        produce_and_flush(prod, name, records)
+    wait_until(lambda: log_start(broker, topic_name) > 0, timeout=15, message="retention of the delete topic")
+    assert log_start(broker, topic_name + "-none") == 0
+
+
+def test_message_format_version_is_accepted_as_a_no_op(broker, topic_name):
+    """Kafka 3.x takes the deprecated topic key and ignores it; clients and tools still send it."""
+    create_topic(broker, topic_name, 1, {"message.format.version": "2.8"})
+    from kafka.admin import ConfigResource as KConfigResource
+    from kafka.admin import ConfigResourceType, KafkaAdminClient
+
+    client = KafkaAdminClient(bootstrap_servers=broker.bootstrap_servers)
+    try:
+        resource = KConfigResource(ConfigResourceType.TOPIC, topic_name, configs={"message.format.version": "3.0-IV1"})
+        result = client.alter_configs([resource])
+    finally:
+        client.close()
+    assert result == {"topic": {topic_name: "OK"}}
+    entry = topic_configs(broker, topic_name)["message.format.version"]
+    assert (entry.value, entry.source) == ("3.0-IV1", ConfigSource.DYNAMIC_TOPIC_CONFIG.value)
+    produce_and_flush(producer(broker, linger_ms=0), topic_name, [{"value": b"v2 batches", "partition": 0}])
+    assert [r.value for r in consume(broker, topic_name, [0])[0]] == [b"v2 batches"]
+
+
+def test_alter_configs_request_checks_as_kafka(broker, topic_name):
+    """A resource named twice, a key named twice, a null value: INVALID_REQUEST, nothing applied."""
+    create_topic(broker, topic_name, 1, {"retention.ms": "1000"})
+
+    def one(configs):
+        return {"resource_type": 2, "resource_name": topic_name, "configs": configs}
+
+    set_ = {"name": "retention.ms", "config_operation": 0, "value": "2000"}
+    cases = [
+        [one([set_]), one([set_])],
+        [one([set_, set_])],
+        [one([{"name": "retention.ms", "config_operation": 0, "value": None}])],
+        [{"resource_type": 2, "resource_name": "", "configs": [set_]}],
+    ]
+    with RawClient(broker) as raw:
+        for resources in cases:
+            got = raw.request(44, 1, {"resources": resources, "validate_only": False}).responses
+            assert {int(r.error_code) for r in got} == {ErrorCode.invalid_request}, got
+    assert topic_configs(broker, topic_name)["retention.ms"].value == "1000"

@@ -11,6 +11,8 @@ every version's fields.
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 from broker_e2e import RawClient, create_topic, decode_batches, produce_body, record_batch
 from kio.schema.errors import ErrorCode
@@ -53,6 +55,7 @@ def catalogue(api_key: int, version: int, records: bytes) -> dict:
             "topics": [
                 {
                     "topic": topic,
+                    "topic_id": uuid.UUID(int=0),  # v13+: names no topic, answered UNKNOWN_TOPIC_ID
                     "partitions": [
                         {
                             "partition": 0,
@@ -235,6 +238,8 @@ def catalogue(api_key: int, version: int, records: bytes) -> dict:
             ],
             "validate_only": True,
         },
+        34: lambda: {"dirs": [{"path": "/no-such-log-dir", "topics": [{"name": topic, "partitions": [0]}]}]},
+        35: lambda: {"topics": [{"topic": topic, "partitions": [0, 1]}]},
         37: lambda: {
             "topics": [{"name": topic, "count": 3, "assignments": None}],
             "timeout": 5000,
@@ -252,6 +257,9 @@ def catalogue(api_key: int, version: int, records: bytes) -> dict:
             "validate_only": True,
         },
         47: lambda: {"group_id": group, "topics": [{"name": topic, "partitions": [{"partition_index": 0}]}]},
+        61: lambda: {"topics": [{"name": topic, "partition_indexes": [0]}]},
+        74: lambda: {"resource_types": [2, 4]},
+        75: lambda: {"topics": [{"name": topic}], "response_partition_limit": 10, "cursor": None},
         60: lambda: {"include_cluster_authorized_operations": False, "endpoint_type": 1},
         65: lambda: {"transactional_ids": [txn]},
         66: lambda: {"state_filters": [], "producer_id_filters": [], "duration_filter": -1, "transactional_id_pattern": None},

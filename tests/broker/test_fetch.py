@@ -137,3 +137,36 @@ def test_offset_for_leader_epoch(broker, topic_name):
         0: (ErrorCode.none, 0, 4),
         9: (ErrorCode.unknown_topic_or_partition, -1, -1),
     }
+
+
+def test_fetch_v13_to_v17_names_topics_by_id(broker, topic_name):
+    """KIP-516: from v13 a consumer fetches by topic id; an id the broker does not know
+    answers UNKNOWN_TOPIC_ID (and does not hold the fetch back)."""
+    import uuid
+
+    from kafka import KafkaAdminClient
+
+    create_topic(broker, topic_name, 1)
+    fill(broker, topic_name, 3, size=10)
+    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap_servers)
+    try:
+        (described,) = admin.describe_topics([topic_name])
+    finally:
+        admin.close()
+    topic_id = uuid.UUID(str(described["topic_id"]))
+    stranger = uuid.uuid4()
+    for version in range(13, 18):
+        body = fetch_body(topic_name, 0, 0, max_wait_ms=5000)
+        body["min_bytes"] = 1_000_000
+        for t in body["topics"]:
+            del t["topic"]
+        body["topics"] = [dict(body["topics"][0], topic_id=topic_id), dict(body["topics"][0], topic_id=stranger)]
+        with RawClient(broker) as raw:
+            start = time.monotonic()
+            response = raw.request(FETCH, version, body)
+            assert time.monotonic() - start < 3  # the unknown id answers at once
+        by_id = {t.topic_id: t.partitions[0] for t in response.responses}
+        assert by_id[stranger].error_code == ErrorCode.unknown_topic_id
+        known = by_id[topic_id]
+        assert known.error_code == 0 and known.high_watermark == 3
+        assert sum(len(list(b)) for b in decode_batches(known.records)) == 3

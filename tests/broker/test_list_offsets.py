@@ -113,3 +113,31 @@ def test_list_offsets_errors(broker, timed_topic, topic_name):
         (timed_topic, 7, -1): ErrorCode.unknown_topic_or_partition,
         (missing, 0, -1): ErrorCode.unknown_topic_or_partition,
     }
+
+
+def test_earliest_local_and_latest_tiered_without_tiered_storage(broker, timed_topic):
+    """v8 (KIP-405) and v9 (KIP-1005): as Kafka answers when nothing is tiered, the earliest
+    local offset is the log start offset and the latest tiered offset is -1 with epoch -1;
+    kafka-python asks for them by name."""
+    from kafka import KafkaAdminClient
+    from kafka import TopicPartition as KTopicPartition
+    from kafka.admin import OffsetSpec as KOffsetSpec
+
+    with RawClient(broker) as raw:
+        for timestamp, expected in ((-4, (0, -1)), (-5, (-1, -1))):
+            body = {
+                "replica_id": -1,
+                "isolation_level": 0,
+                "topics": [{"name": timed_topic, "partitions": [{"partition_index": 0, "timestamp": timestamp}]}],
+            }
+            (p,) = raw.request(LIST_OFFSETS, 9, body).topics[0].partitions
+            assert (p.error_code, p.offset, p.timestamp) == (0, *expected)
+            if timestamp == -5:
+                assert p.leader_epoch == -1
+    client = KafkaAdminClient(bootstrap_servers=broker.bootstrap_servers)
+    try:
+        tp = KTopicPartition(timed_topic, 0)
+        got = client.list_partition_offsets({tp: KOffsetSpec.EARLIEST_LOCAL})
+    finally:
+        client.close()
+    assert got[tp].offset == 0

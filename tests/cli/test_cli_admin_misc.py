@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from cli_helpers import ck_produce
+from cli_helpers import ck_produce, run_odradek
 from confluent_kafka.admin import ConfigResource, ResourceType
 
 
@@ -69,9 +69,53 @@ def test_configs_brokers(odradek):
         "--entity-name",
         "0",
         "--add-config",
-        "log.retention.ms=1",
+        "log.dirs=/elsewhere",
     )
-    assert refused.code == 1 and "server.properties" in refused.err
+    assert refused.code == 1, refused
+    assert "Cannot update these configs dynamically: log.dirs" in refused.err
+    assert "INVALID_REQUEST" in refused.err and "server.properties" in refused.err
+    assert "ConfigResource(" not in refused.err
+
+
+def test_configs_alter_brokers_dynamically(own_broker):
+    """Per-broker and cluster-wide dynamic configs through the command, on a broker of its own."""
+    broker = own_broker()
+
+    def odradek(*args):
+        return run_odradek(*args, "--bootstrap-server", broker.bootstrap_servers)
+
+    default = odradek(
+        "configs", "alter", "--entity-type", "brokers", "--entity-default", "--add-config", "log.retention.ms=7200000"
+    )
+    assert default.code == 0, default
+    assert default.out.strip() == "Completed updating default config for brokers in the cluster."
+    mine = odradek("configs", "alter", "--broker", "0", "--add-config", "message.max.bytes=2000000")
+    assert mine.code == 0, mine
+
+    shown = odradek("configs", "describe", "--entity-type", "brokers", "--entity-default")
+    assert shown.lines()[0] == "Cluster-wide default configs for brokers:"
+    assert ["log.retention.ms", "7200000", "DYNAMIC_DEFAULT_BROKER_CONFIG"] in [line.split() for line in shown.lines()]
+    rows = odradek("configs", "describe", "--broker", "0", "-o", "json").json()[0]["configs"]
+    by_name = {c["name"]: c for c in rows}
+    assert (by_name["message.max.bytes"]["value"], by_name["message.max.bytes"]["source"]) == (
+        "2000000",
+        "DYNAMIC_BROKER_CONFIG",
+    )
+    assert by_name["log.retention.ms"]["source"] == "DYNAMIC_DEFAULT_BROKER_CONFIG"
+    assert by_name["message.max.bytes"]["read_only"] is False
+
+    back = odradek("configs", "alter", "--broker", "0", "--delete-config", "message.max.bytes")
+    assert back.code == 0, back
+    rows = odradek("configs", "describe", "--broker", "0", "--all", "-o", "json").json()[0]["configs"]
+    by_name = {c["name"]: c for c in rows}
+    assert (by_name["message.max.bytes"]["value"], by_name["message.max.bytes"]["source"]) == (
+        "1048588",
+        "DEFAULT_CONFIG",
+    )
+    bad = odradek("configs", "alter", "--entity-default", "--add-config", "num.io.threads=100")
+    assert bad.code == 1 and "double the current value 8" in bad.err
+    wrong = odradek("configs", "alter", "--topic", "x", "--entity-default", "--add-config", "a=1")
+    assert wrong.code == 2 and "--entity-default" in wrong.err
 
 
 def test_offsets_latest_earliest_and_by_time(odradek, broker, topic_name):
@@ -108,3 +152,27 @@ def test_cluster_matches_confluent_metadata(odradek, ck_admin, broker):
     assert text.code == 0, text
     assert f"Cluster id: {md.cluster_id}" in text.out
     assert "produce" in text.out and "fetch" in text.out
+
+
+def test_log_dirs_describe(own_broker, tmp_path, topic_name):
+    """`odradek log-dirs describe` lists each log dir with its partitions, as kafka-log-dirs.sh."""
+    dirs = [tmp_path / "d0", tmp_path / "d1"]
+    broker = own_broker(**{"log.dirs": ",".join(str(d) for d in dirs)})
+
+    def odradek(*args):
+        return run_odradek(*args, "--bootstrap-server", broker.bootstrap_servers)
+
+    assert odradek("topics", "create", topic_name, "-p", "2").code == 0
+    ck_produce(broker.bootstrap_servers, topic_name, [(None, b"x" * 100)] * 3, partition=0)
+    r = odradek("log-dirs", "describe", "--topic-list", topic_name, "-o", "json")
+    assert r.code == 0, r
+    (only,) = r.json()["brokers"]
+    assert only["broker"] == 0
+    by_dir = {d["logDir"]: d for d in only["logDirs"]}
+    assert sorted(by_dir) == sorted(str(d) for d in dirs)
+    placed = {p["partition"]: (d, p) for d, info in by_dir.items() for p in info["partitions"]}
+    assert sorted(placed) == [f"{topic_name}-0", f"{topic_name}-1"]
+    assert placed[f"{topic_name}-0"][0] != placed[f"{topic_name}-1"][0]  # spread over the dirs
+    assert placed[f"{topic_name}-0"][1]["size"] > 300 and placed[f"{topic_name}-0"][1]["offsetLag"] == 0
+    table = odradek("log-dirs", "describe")
+    assert table.code == 0 and f"{topic_name}-0" in table.out and "LOG-DIR" in table.out

@@ -110,9 +110,10 @@ def test_consume_text_says_when_it_is_not_the_bytes(odradek, broker, topic_name)
 
 
 def test_configs_alter_broker_error_reads_as_a_sentence(odradek):
-    refused = odradek("configs", "alter", "--broker", "0", "--add-config", "log.retention.ms=1")
+    refused = odradek("configs", "alter", "--broker", "0", "--add-config", "log.dirs=/elsewhere")
     assert refused.code == 1
-    assert refused.err.startswith("Error: broker 0: only topic configs can be altered")
+    assert refused.err.startswith("Error: broker '0':")
+    assert "Cannot update these configs dynamically" in refused.err
     assert "ConfigResource" not in refused.err
 
 

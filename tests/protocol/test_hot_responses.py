@@ -1,5 +1,7 @@
 """The hand-packed Produce and Fetch responses must decode with kio exactly as intended."""
 
+import uuid
+
 import pytest
 
 from odradek.protocol import hot_responses, messages
@@ -32,6 +34,21 @@ def test_produce_response_decodes_with_kio(version):
     assert resp.responses[1].name == "x"
 
 
+@pytest.mark.parametrize("version", range(3, 12))
+def test_produce_response_record_errors_decode_with_kio(version):
+    """KIP-467: the indexes and messages of the records that failed a batch (v8+)."""
+    bad = (0, 87, -1, -1, -1, "2 record errors", [(3, "no key"), (7, None)])
+    resp = _decode(0, version, hot_responses.produce_response(version, [("c", [bad])]))
+    partition = resp.responses[0].partition_responses[0]
+    assert partition.error_code == 87
+    if version >= 8:
+        assert [(e.batch_index, e.batch_index_error_message) for e in partition.record_errors] == [
+            (3, "no key"),
+            (7, None),
+        ]
+        assert partition.error_message == "2 record errors"
+
+
 @pytest.mark.parametrize("version", range(4, 13))
 def test_fetch_response_decodes_with_kio(version):
     records = b"\x01\x02\x03" * 10
@@ -48,3 +65,17 @@ def test_fetch_response_decodes_with_kio(version):
     assert p1.error_code == 1 and p1.records is None
     if version >= 5:
         assert p0.log_start_offset == 5
+
+
+@pytest.mark.parametrize("version", range(13, 18))
+def test_fetch_response_names_topics_by_id_from_v13(version):
+    topic_id = uuid.uuid4()
+    records = b"\x05" * 7
+    parts = hot_responses.fetch_response(
+        version, [(topic_id, [(2, 0, 10, 10, 0, None, memoryview(records))])], session_id=0
+    )
+    resp = _decode(1, version, parts)
+    (topic,) = resp.responses
+    assert topic.topic_id == topic_id
+    (p,) = topic.partitions
+    assert (p.partition_index, p.high_watermark, bytes(p.records)) == (2, 10, records)

@@ -216,6 +216,7 @@ def test_records_without_key_are_rejected_on_compacted_topics(tmp_path):
             log.append_as_leader(batch, 0)
         assert exc.value.code == 87  # INVALID_RECORD, as Kafka's LogValidator
         assert "Compacted topic cannot accept message without key" in str(exc.value)
+        assert [i for i, _ in exc.value.context["record_errors"]] == [1]  # KIP-467: which record
     assert log.log_end_offset == 0
     plain = lm.get_or_create_log("plain", 0, LogConfig())
     plain.append_as_leader(R.build_batch([R.NewRecord(None, b"v")]), 0)

@@ -1,28 +1,36 @@
 """AlterConfigs (key 33), v0-v2, and IncrementalAlterConfigs (key 44), v0-v1.
 
-Topic resources only: AlterConfigs replaces a topic's whole set of overrides;
-IncrementalAlterConfigs applies SET (0), DELETE (1), APPEND (2) and SUBTRACT (3) to
-single keys (append/subtract only on list-typed keys such as cleanup.policy). Values are
-validated like CreateTopics' (INVALID_CONFIG naming the key). ``validate_only`` checks
-without applying. Broker resources are refused with INVALID_REQUEST: broker configs are
-static, read from server.properties at start.
+Topic resources (2): AlterConfigs replaces a topic's whole set of overrides;
+IncrementalAlterConfigs applies SET (0), DELETE (1), APPEND (2) and SUBTRACT (3) to single
+keys (APPEND/SUBTRACT only on list-typed keys such as cleanup.policy, starting from the value
+in force; SUBTRACT may leave a list empty, which Kafka 4 accepts: an empty cleanup.policy keeps
+everything). Values are validated like CreateTopics' (INVALID_CONFIG naming the key);
+``message.format.version`` is accepted as a no-op, as in Kafka 3.x.
+
+Broker resources (4, KIP-226): the name is this broker's id (its own dynamic configs) or empty
+(the cluster-wide defaults); only dynamically updatable keys may be set, and a problem with
+the resulting configuration answers INVALID_REQUEST, as Kafka's brokers do (KAFKA-13609).
+AlterConfigs replaces that level's whole set. Changes take effect at once and persist
+(``broker/dynamic_config.py``).
+
+As Kafka: a resource named twice, a key named twice in one resource, or a null value (other
+than for DELETE) is refused with INVALID_REQUEST; other resource types (BROKER_LOGGER, ...)
+likewise. ``validate_only`` checks without applying.
 """
 
-from odradek.broker.config import effective_topic_config
+from collections import Counter
+
+from odradek.broker.config import BROKER_CONFIGS, TOPIC_CONFIGS, ConfigType, effective_topic_config
 from odradek.broker.handlers import api
 from odradek.protocol import errors, messages
 
-TOPIC = 2
+TOPIC, BROKER = 2, 4
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
-LIST_KEYS = {
-    "cleanup.policy",
-    "leader.replication.throttled.replicas",
-    "follower.replication.throttled.replicas",
-}
 
 
-def _alter(broker, request, compute):
+def _alter(broker, request, incremental: bool):
     body = request.body
+    named = Counter((r.resource_type, r.resource_name) for r in body.resources)
     responses = []
     for r in body.resources:
         entry = {
@@ -32,58 +40,97 @@ def _alter(broker, request, compute):
             "resource_name": r.resource_name,
         }
         try:
-            if r.resource_type != TOPIC:
+            if named[(r.resource_type, r.resource_name)] > 1:
+                raise errors.InvalidRequestError("Each resource must appear at most once.")
+            ops = _operations(r.configs, incremental)
+            if r.resource_type == TOPIC:
+                _alter_topic(broker, r.resource_name, ops, incremental, body.validate_only)
+            elif r.resource_type == BROKER:
+                _alter_broker(broker, r.resource_name, ops, incremental, body.validate_only)
+            else:
                 raise errors.InvalidRequestError(
-                    "only topic configs can be altered; broker configs come from server.properties"
+                    f"Unknown resource type {r.resource_type}: only topics (2) and brokers (4) can be altered"
                 )
-            topic = broker.image.topics.get(r.resource_name)
-            if topic is None:
-                raise errors.UnknownTopicOrPartitionError(f"topic '{r.resource_name}' does not exist")
-            new = compute(broker, dict(topic.configs), r.configs)
-            broker.controller.alter_topic_configs(r.resource_name, new, validate_only=body.validate_only)
         except errors.KafkaError as exc:
             entry.update(error_code=exc.code, error_message=exc.message)
         responses.append(entry)
     return {"throttle_time": 0, "responses": responses}
 
 
-def _replace(broker, current: dict, configs) -> dict:
-    return {c.name: c.value for c in configs if c.value is not None}
+def _operations(configs, incremental: bool) -> list[tuple[str, int, str | None]]:
+    """The request's (name, operation, value) triples, after Kafka's request-level checks."""
+    ops = [(c.name, c.config_operation if incremental else SET, c.value) for c in configs]
+    names = Counter(name for name, _, _ in ops)
+    if any(n > 1 for n in names.values()):
+        raise errors.InvalidRequestError("Error due to duplicate config keys")
+    nulls = [name for name, op, value in ops if value is None and op != DELETE]
+    if nulls:
+        raise errors.InvalidRequestError("Null value not supported for : " + ", ".join(nulls))
+    unknown = [op for _, op, _ in ops if op not in (SET, DELETE, APPEND, SUBTRACT)]
+    if unknown:
+        raise errors.InvalidRequestError(f"Unknown operations type {unknown[0]}")
+    return ops
 
 
-def _incremental(broker, current: dict, configs) -> dict:
-    for c in configs:
-        op = c.config_operation
+def _apply(current: dict, ops, definitions, in_force) -> dict:
+    """``current`` with ``ops`` applied. APPEND/SUBTRACT work on list keys only, starting from
+    the value in force (``in_force(name)``) when ``current`` has none, as in Kafka."""
+    for name, op, value in ops:
         if op == SET:
-            current[c.name] = c.value
+            current[name] = value
         elif op == DELETE:
-            current.pop(c.name, None)
-        elif op in (APPEND, SUBTRACT):
-            if c.name not in LIST_KEYS:
+            current.pop(name, None)
+        else:
+            d = definitions.get(name)
+            if d is None:
+                raise errors.InvalidConfigError(f"Unknown config name: {name}")
+            if d.type is not ConfigType.LIST:
+                verb = "append" if op == APPEND else "subtract"
                 raise errors.InvalidConfigError(
-                    f"{c.name} is not a list config; APPEND/SUBTRACT do not apply"
+                    f"Config value {verb} is not allowed for config key: {name} (it is not a list)"
                 )
-            # Like Kafka, a list without an override starts from the value in force.
-            in_force = current.get(c.name)
-            if in_force is None:
-                in_force = effective_topic_config({}, broker.config).get(c.name, "")
-            items = [v for v in in_force.split(",") if v]
-            given = [v for v in (c.value or "").split(",") if v]
+            base = current.get(name)
+            if base is None:
+                base = in_force(name) or ""
+            items = [v.strip() for v in base.split(",") if v.strip()]
+            given = [v.strip() for v in value.split(",") if v.strip()]
             if op == APPEND:
                 items += [v for v in given if v not in items]
             else:
                 items = [v for v in items if v not in given]
-            current[c.name] = ",".join(items)
-        else:
-            raise errors.InvalidRequestError(f"unknown config operation {op}")
+            current[name] = ",".join(items)
     return current
+
+
+def _alter_topic(broker, name: str, ops, incremental: bool, validate_only: bool) -> None:
+    if not name:
+        raise errors.InvalidRequestError("Default topic resources are not allowed.")
+    topic = broker.image.topics.get(name)
+    if topic is None:
+        raise errors.UnknownTopicOrPartitionError(f"topic '{name}' does not exist")
+    current = dict(topic.configs) if incremental else {}
+    new = _apply(current, ops, TOPIC_CONFIGS, lambda key: effective_topic_config({}, broker.config).get(key))
+    broker.controller.alter_topic_configs(name, new, validate_only=validate_only)
+
+
+def _alter_broker(broker, name: str, ops, incremental: bool, validate_only: bool) -> None:
+    dynamic = broker.dynamic_config
+    entity = dynamic.entity(name)
+    current = dynamic.configs_of(entity) if incremental else {}
+
+    def in_force(key: str) -> str:
+        value = broker.config.get(key)
+        return ",".join(value) if isinstance(value, list) else ("" if value is None else str(value))
+
+    new = _apply(current, ops, BROKER_CONFIGS, in_force)
+    dynamic.alter(entity, new, validate_only=validate_only)
 
 
 @api(33, 0, 2)
 def handle_alter_configs(broker, request):
-    return messages.build_response(33, request.api_version, _alter(broker, request, _replace))
+    return messages.build_response(33, request.api_version, _alter(broker, request, incremental=False))
 
 
 @api(44, 0, 1)
 def handle_incremental_alter_configs(broker, request):
-    return messages.build_response(44, request.api_version, _alter(broker, request, _incremental))
+    return messages.build_response(44, request.api_version, _alter(broker, request, incremental=True))

@@ -1,7 +1,8 @@
-"""ApiVersions (key 18), v0-v3.
+"""ApiVersions (key 18), v0-v4 (v4 only lets a supported feature's minimum be 0: KAFKA-17011).
 
 Answers with the registry's version ranges, so nothing is advertised that is not
-implemented. A request at a version we do not know gets the v0 layout with
+implemented; those ranges are Kafka 3.9's wherever Odradek has the feature, so clients that
+infer a release from them (kafka-python) infer 3.9, ZooKeeper mode's last release. A request at a version we do not know gets the v0 layout with
 UNSUPPORTED_VERSION and the list, so the client can pick a version and retry (KIP-511).
 """
 
@@ -17,7 +18,7 @@ def _api_keys():
     ]
 
 
-@api(18, 0, 3)
+@api(18, 0, 4)
 def handle_api_versions(broker, request):
     return messages.build_response(
         18, request.api_version, {"error_code": 0, "api_keys": _api_keys(), "throttle_time": 0}

@@ -1,12 +1,15 @@
 """DescribeConfigs (key 32), v1-v4.
 
 Topic resources (type 2) list every topic-level config with its value and source
-(dynamic topic override, static broker config, or default) and, when asked, synonyms
-(v1+) and documentation (v3+). Broker resources (type 4) list the broker's configs;
-the name must be this broker's id, or empty for cluster-wide defaults. Unknown topics
-get UNKNOWN_TOPIC_OR_PARTITION; other resource types INVALID_REQUEST.
+(dynamic topic override, dynamic broker or cluster-default config, static broker config, or
+default) and, when asked, synonyms (v1+) and documentation (v3+). Broker resources (type 4)
+named with this broker's id list every broker config with its source and ``read_only``
+(false for the dynamically updatable keys, KIP-226); an empty name lists the cluster-wide
+dynamic defaults only, as Kafka does. Unknown topics get UNKNOWN_TOPIC_OR_PARTITION; another
+broker's id and other resource types INVALID_REQUEST.
 """
 
+from odradek.broker.config import default_broker_config_entries
 from odradek.broker.handlers import api
 from odradek.protocol import errors, messages
 
@@ -26,6 +29,20 @@ def _entry(c, synonyms: bool, documentation: bool) -> dict:
         "config_type": c.type,
         "documentation": c.documentation if documentation else None,
     }
+
+
+def _broker_entries(broker, name: str):
+    if not name:
+        return default_broker_config_entries(broker.config)
+    try:
+        node = int(name)
+    except ValueError:
+        raise errors.InvalidRequestError(f"Broker id must be an integer, but it is: {name}") from None
+    if node != broker.node_id:
+        raise errors.InvalidRequestError(
+            f"Unexpected broker id, expected {broker.node_id} or empty string, but received {name}"
+        )
+    return broker.broker_config_entries()
 
 
 @api(32, 1, 4)
@@ -49,11 +66,7 @@ def handle_describe_configs(broker, request):
                     raise errors.UnknownTopicOrPartitionError(f"topic '{r.resource_name}' does not exist")
                 configs = broker.topic_config_entries(topic.configs)
             elif r.resource_type == BROKER:
-                if r.resource_name not in ("", str(broker.node_id)):
-                    raise errors.InvalidRequestError(
-                        f"this is broker {broker.node_id}, not {r.resource_name}"
-                    )
-                configs = broker.broker_config_entries()
+                configs = _broker_entries(broker, r.resource_name)
             else:
                 raise errors.InvalidRequestError(f"resource type {r.resource_type} is not supported")
             keys = set(r.configuration_keys) if r.configuration_keys else None

@@ -1,4 +1,4 @@
-"""Fetch (key 1), v4-v12, for consumers.
+"""Fetch (key 1), v4-v17, for consumers.
 
 Reads each partition from the fetch offset, bounded by the high watermark (or, for
 read_committed, the last stable offset, with the aborted transactions overlapping the
@@ -10,23 +10,70 @@ append brings enough bytes or the wait expires; ``max_wait_ms`` = 0 answers at o
 Fetch sessions (KIP-227) are not kept: every answer carries session id 0, which tells
 the client to send full requests. Follower fetches (replica_id >= 0) belong to
 replication. The response is packed by hand around the record bytes.
+From v13 topics are named by topic id (KIP-516), an unknown id answering UNKNOWN_TOPIC_ID;
+v15 moves the replica id into ``replica_state``; v16's current-leader hints (for
+NOT_LEADER_OR_FOLLOWER, which a single node never answers) and v17's replica directory id
+(KRaft) are left out.
 """
+
+import uuid
 
 from odradek.broker.delayed_fetch import DelayedFetch
 from odradek.broker.handlers import RawResponse, api
 from odradek.protocol import errors
 from odradek.protocol.errors import ErrorCode
-from odradek.protocol.hot_responses import fetch_response
+from odradek.protocol.hot_responses import FETCH_TOPIC_IDS_FROM, fetch_response
 
 
-def _plan(broker, body):
-    """The partitions of the request as (topic, index, fetch offset, max bytes, epoch); the
-    epoch is -1 (unchecked) before v9, which does not carry it."""
-    return [
-        (t.topic, p.partition, p.fetch_offset, p.partition_max_bytes, getattr(p, "current_leader_epoch", -1))
-        for t in body.topics
-        for p in t.partitions
-    ]
+def _plan(broker, body, version: int):
+    """The partitions of the request as (topic, index, fetch offset, max bytes, epoch); from
+    v13 also the topic ids asked for ({name: id}) and the unknown ones ({id: [index, ...]})."""
+    if version < FETCH_TOPIC_IDS_FROM:
+        plan = [
+            (t.topic, p.partition, p.fetch_offset, p.partition_max_bytes, getattr(p, "current_leader_epoch", -1))
+            for t in body.topics
+            for p in t.partitions
+        ]
+        return plan, None, None
+    plan, ids, unknown = [], {}, {}
+    for t in body.topics:
+        name = _topic_name(broker, t.topic_id)
+        if name is None:
+            unknown[t.topic_id] = [p.partition for p in t.partitions]
+            continue
+        ids[name] = t.topic_id
+        plan.extend(
+            (name, p.partition, p.fetch_offset, p.partition_max_bytes, p.current_leader_epoch)
+            for p in t.partitions
+        )
+    return plan, ids, unknown
+
+
+_NAMES_BY_ID: dict = {}
+_ZERO_ID = uuid.UUID(int=0)  # kio reads the all-zero id as None
+
+
+def _topic_name(broker, topic_id):
+    """The name of the topic with ``topic_id``, or None; the map is rebuilt when it misses."""
+    topics = broker.image.topics
+    name = _NAMES_BY_ID.get(topic_id)
+    topic = topics.get(name) if name is not None else None
+    if topic is None or topic.topic_id != topic_id:
+        _NAMES_BY_ID.clear()
+        _NAMES_BY_ID.update((t.topic_id, n) for n, t in topics.items())
+        name = _NAMES_BY_ID.get(topic_id)
+    return name
+
+
+def _response(version: int, topics, ids, unknown) -> RawResponse:
+    """The response body; from v13 each topic is named by the id the request used."""
+    if ids is not None:
+        topics = [(ids[name], partitions) for name, partitions in topics]
+        topics += [
+            (topic_id or _ZERO_ID, [(i, ErrorCode.unknown_topic_id, -1, -1, -1, None, b"") for i in indexes])
+            for topic_id, indexes in unknown.items()
+        ]
+    return fetch_response(version, topics)
 
 
 def read_partitions(broker, plan, max_bytes: int, isolation_level: int, *, sizes_only: bool = False):
@@ -77,32 +124,33 @@ def read_partitions(broker, plan, max_bytes: int, isolation_level: int, *, sizes
     return list(results.items()), total, had_error
 
 
-@api(1, 4, 12)
+@api(1, 4, 17)
 def handle_fetch(broker, request):
     """Answers at once when it can (the usual case under load, and no task to schedule);
     otherwise returns a coroutine that waits in the fetch purgatory."""
     body = request.body
-    if body.replica_id >= 0:
-        return RawResponse(fetch_response(request.api_version, [], error_code=ErrorCode.unknown_server_error))
-    if request.api_version >= 7 and body.session_id != 0:
-        return RawResponse(
-            fetch_response(request.api_version, [], error_code=ErrorCode.fetch_session_id_not_found)
-        )
-    plan = _plan(broker, body)
+    version = request.api_version
+    replica_id = body.replica_state.replica_id if version >= 15 else body.replica_id
+    if replica_id >= 0:
+        return RawResponse(fetch_response(version, [], error_code=ErrorCode.unknown_server_error))
+    if version >= 7 and body.session_id != 0:
+        return RawResponse(fetch_response(version, [], error_code=ErrorCode.fetch_session_id_not_found))
+    plan, ids, unknown = _plan(broker, body, version)
     isolation = body.isolation_level
     max_bytes = body.max_bytes
     topics, total, had_error = read_partitions(broker, plan, max_bytes, isolation)
     max_wait_ms = int(body.max_wait.total_seconds() * 1000)
-    if total < body.min_bytes and max_wait_ms > 0 and not had_error and plan:
-        return _wait_and_read(broker, request, plan, max_bytes, isolation, body.min_bytes, max_wait_ms)
-    return RawResponse(fetch_response(request.api_version, topics), has_files=broker.zero_copy)
+    if total < body.min_bytes and max_wait_ms > 0 and not had_error and not unknown and plan:
+        return _wait_and_read(broker, request, plan, ids, max_bytes, isolation, body.min_bytes, max_wait_ms)
+    response = _response(version, topics, ids, unknown)
+    return RawResponse(response, has_files=broker.zero_copy)
 
 
 async def _wait_and_read(
-    broker, request, plan, max_bytes: int, isolation: int, min_bytes: int, max_wait_ms: int
+    broker, request, plan, ids, max_bytes: int, isolation: int, min_bytes: int, max_wait_ms: int
 ):
     op = DelayedFetch(broker, plan, max_bytes, isolation, min_bytes, max_wait_ms)
     if not broker.fetch_purgatory.try_complete_else_watch(op, [(t, i) for t, i, *_ in plan]):
         await op
     topics, _, _ = read_partitions(broker, plan, max_bytes, isolation)
-    return RawResponse(fetch_response(request.api_version, topics), has_files=broker.zero_copy)
+    return RawResponse(_response(request.api_version, topics, ids, {}), has_files=broker.zero_copy)

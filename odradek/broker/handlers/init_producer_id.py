@@ -1,4 +1,4 @@
-"""InitProducerId (key 22), v0-v4: producer ids for idempotent and transactional producers.
+"""InitProducerId (key 22), v0-v5: producer ids for idempotent and transactional producers.
 
 Without a transactional id: a fresh producer id with epoch 0, or — when the producer
 sends its current id and epoch (KIP-360, v3+) — the same id with the epoch bumped, which
@@ -8,7 +8,7 @@ producers of the same id; an open transaction of theirs is aborted first.
 INVALID_TRANSACTION_TIMEOUT past ``transaction.max.timeout.ms``; NOT_COORDINATOR /
 COORDINATOR_LOAD_IN_PROGRESS / CONCURRENT_TRANSACTIONS make the client retry;
 PRODUCER_FENCED is INVALID_PRODUCER_EPOCH before v4. An empty transactional id is
-INVALID_REQUEST.
+INVALID_REQUEST. v5 only allows TRANSACTION_ABORTABLE (KIP-890), which is never answered here.
 """
 
 from odradek.broker.handlers import api
@@ -23,7 +23,7 @@ def _ms(value) -> int:
     return round(seconds() * 1000) if seconds is not None else int(value)
 
 
-@api(22, 0, 4)
+@api(22, 0, 5)
 def handle_init_producer_id(broker, request):
     body = request.body
     version = request.api_version

@@ -1,21 +1,24 @@
-"""ListOffsets (key 2), v1-v7.
+"""ListOffsets (key 2), v1-v9.
 
 Timestamp -2 gives the log start offset, -1 the high watermark (the last stable offset
 for read_committed, v2+), -3 the offset and timestamp of the record with the largest
 timestamp (v7, KIP-734); any other timestamp gives the first offset whose timestamp is
-at least that, or -1 when there is none. Offsets at or past the high watermark (the last
-stable offset for read_committed) are never answered, as in Kafka. The leader epoch (v4+) is the partition's.
+at least that, or -1 when there is none. Without tiered storage, as in Kafka: -4, the
+earliest local offset (v8, KIP-405), is the log start offset, and -5, the latest tiered
+offset (v9, KIP-1005), is -1 with leader epoch -1. Offsets at or past the high watermark
+(the last stable offset for read_committed) are never answered, as in Kafka. The leader
+epoch (v4+) is the partition's.
 """
 
 from odradek.broker.handlers import api
 from odradek.protocol import errors, messages
 
-EARLIEST, LATEST, MAX_TIMESTAMP = -2, -1, -3
+EARLIEST, LATEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -2, -1, -3, -4, -5
 
 
 def _lookup(partition, timestamp: int, isolation_level: int) -> tuple[int, int]:
     """(timestamp, offset) answering ``timestamp`` for this partition."""
-    if timestamp == EARLIEST:
+    if timestamp in (EARLIEST, EARLIEST_LOCAL):
         return -1, partition.log_start_offset
     fetchable = partition.last_stable_offset if isolation_level == 1 else partition.high_watermark
     if timestamp == LATEST:
@@ -30,7 +33,7 @@ def _lookup(partition, timestamp: int, isolation_level: int) -> tuple[int, int]:
     return ts, offset
 
 
-@api(2, 1, 7)
+@api(2, 1, 9)
 def handle_list_offsets(broker, request):
     body = request.body
     isolation = getattr(body, "isolation_level", 0)
@@ -42,8 +45,11 @@ def handle_list_offsets(broker, request):
             try:
                 partition = broker.replica_manager.get_partition(topic.name, p.partition_index)
                 partition.check_leader(getattr(p, "current_leader_epoch", -1))
-                ts, offset = _lookup(partition, p.timestamp, isolation)
-                entry.update(timestamp=ts, offset=offset, leader_epoch=partition.leader_epoch)
+                if p.timestamp == LATEST_TIERED:  # nothing is tiered
+                    entry.update(timestamp=-1, offset=-1, leader_epoch=-1)
+                else:
+                    ts, offset = _lookup(partition, p.timestamp, isolation)
+                    entry.update(timestamp=ts, offset=offset, leader_epoch=partition.leader_epoch)
             except errors.KafkaError as exc:
                 entry["error_code"] = exc.code
             partitions.append(entry)

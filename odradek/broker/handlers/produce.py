@@ -7,6 +7,9 @@ does); acks=1 and acks=-1 answer once the append is done — on a single node th
 this broker, so the high watermark has already passed the batch. Writes to internal
 topics are refused. The response is packed by hand (``protocol.hot_responses``).
 v0-v2 carry legacy message sets (magic 0/1), converted to v2 batches before the append.
+A batch rejected for some of its records (keyless records on a compacted topic, out-of-range
+timestamps) is refused whole, nothing appended, with INVALID_RECORD or INVALID_TIMESTAMP,
+``error_message`` and, v8+, ``record_errors`` listing each bad record's index and why (KIP-467).
 Transactional batches (v3+ with a transactional id) are checked against the transaction
 coordinator first (``transaction.partition.verification.enable``, KIP-890): the partition
 must be in the producer's open transaction (INVALID_TXN_STATE) and its epoch current
@@ -68,7 +71,7 @@ def handle_produce(broker, request):
                 )
             except errors.KafkaError as exc:
                 failed = exc
-                partitions.append((index, exc.code, -1, -1, -1, exc.message))
+                partitions.append(_failure(index, exc))
         results.append((name, partitions))
     if acks == 0:
         if failed is not None:
@@ -95,7 +98,7 @@ def produce_one_partition(broker, frame):
     except errors.KafkaError as exc:
         if acks == 0:
             raise
-        results = [(name, [(index, exc.code, -1, -1, -1, exc.message)])]
+        results = [(name, [_failure(index, exc)])]
         body = produce_response(version, results)[0]
         return messages.response_prefix(0, version, correlation_id, len(body)) + body
     if acks == 0:
@@ -103,6 +106,12 @@ def produce_one_partition(broker, frame):
     return one_partition_produce_frame(
         version, correlation_id, name, index, info.first_offset, info.log_append_time, info.log_start_offset
     )
+
+
+def _failure(index: int, exc: errors.KafkaError) -> tuple:
+    """A partition's failed result; ``record_errors`` names the records that failed a batch
+    (KIP-467, v8+) so that the client fails those and can tell the others apart."""
+    return (index, exc.code, -1, -1, -1, exc.message, exc.context.get("record_errors"))
 
 
 def _verify_transactional(txn, txn_id: str, records, tp) -> None:
