@@ -24,6 +24,7 @@ from collections import deque
 
 from odradek._tasks import cancel_and_wait
 from odradek.broker.handlers import RawResponse, Request
+from odradek.broker.metrics import RequestMetrics
 from odradek.protocol import messages
 from odradek.protocol.errors import KafkaError
 from odradek.protocol.frames import FrameReader, FrameTooLarge, InvalidFrameSize
@@ -31,6 +32,8 @@ from odradek.protocol.frames import FrameReader, FrameTooLarge, InvalidFrameSize
 log = logging.getLogger(__name__)
 
 MAX_QUEUED_RESPONSES = 64
+
+_now_ns = time.perf_counter_ns
 
 
 class _Slot:
@@ -56,6 +59,7 @@ class Connection(asyncio.BufferedProtocol):
         self._write_paused = False
         self._read_paused = False
         self._socket_fd: int | None = None
+        self._observe = server.request_metrics.observe  # (api key, total time in ns)
 
     # -- asyncio callbacks -------------------------------------------------------------
 
@@ -104,7 +108,9 @@ class Connection(asyncio.BufferedProtocol):
                 return
             # A fast lane answers at once, so only when no earlier response is pending.
             if not self._slots and len(payload) > 1 and payload[0] == 0 and payload[1] in lanes:
+                started = _now_ns()
                 if self._try_fast_lane(lanes[payload[1]], payload):
+                    self._observe(payload[1], _now_ns() - started)
                     continue
             self._handle_frame(payload)
 
@@ -137,6 +143,7 @@ class Connection(asyncio.BufferedProtocol):
         return True
 
     def _handle_frame(self, payload):
+        started = _now_ns()
         try:
             header, pos = messages.parse_request_header(payload)
         except messages.MalformedRequest as exc:
@@ -169,6 +176,7 @@ class Connection(asyncio.BufferedProtocol):
             body,
             peer=self.peer,
             listener=self.listener,
+            received_ns=started,
         )
         try:
             result = spec.handler(self.broker, request)
@@ -182,6 +190,7 @@ class Connection(asyncio.BufferedProtocol):
             self.close("internal error")
             return
         if result is None:
+            self._observe(header.api_key, _now_ns() - started)
             return
         # RawResponse (Produce, Fetch) first: asyncio.iscoroutine is an ABC check.
         if type(result) is not RawResponse and asyncio.iscoroutine(result):
@@ -193,6 +202,7 @@ class Connection(asyncio.BufferedProtocol):
             self._update_reading()
         else:
             self._push_ready(self._encode(request, result))
+            self._observe(header.api_key, _now_ns() - started)
 
     def _on_done(self, task: asyncio.Task, slot: _Slot, request: Request):
         self._tasks.discard(task)
@@ -213,6 +223,7 @@ class Connection(asyncio.BufferedProtocol):
             return
         result = task.result()
         slot.data = None if result is None else self._encode(request, result)
+        self._observe(request.api_key, _now_ns() - request.received_ns)
         slot.ready = True
         self._flush()
 
@@ -374,6 +385,7 @@ class NetworkServer:
         self.idle_timeout_s = idle_timeout_s
         self.registry = registry
         self.fast_lanes = fast_lanes or {}
+        self.request_metrics = RequestMetrics()
         self.connections: set[Connection] = set()
         self.bound: dict[str, tuple[str, int]] = {}
         self._servers: list[asyncio.AbstractServer] = []

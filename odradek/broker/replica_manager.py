@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import time
 
+from odradek.broker.metrics import BrokerTopicMetrics, ReplicaMetrics
 from odradek.broker.partition import Partition
 from odradek.protocol import errors
 
@@ -25,6 +26,8 @@ class ReplicaManager:
         self.log_config_for = log_config_for  # topic name -> LogConfig
         self.partitions: dict[tuple[str, int], Partition] = {}
         self.on_append = on_append or (lambda key: 0)  # (topic, partition) appended to
+        self.topic_metrics = BrokerTopicMetrics()
+        self.replica_metrics = ReplicaMetrics()
 
     # -- keeping in step with metadata ------------------------------------------------------
 
@@ -43,6 +46,7 @@ class ReplicaManager:
             if partition is None:
                 plog = self.log_manager.get_or_create_log(name, index, config)
                 partition = Partition(name, index, plog, state, self.node_id, config)
+                partition.counters = self.topic_metrics.for_topic(name)
                 self.partitions[key] = partition
                 if partition.is_leader:
                     partition.become_leader(state)
@@ -58,6 +62,7 @@ class ReplicaManager:
         for key in [k for k in self.partitions if k[0] == name]:
             self.partitions.pop(key)
             self.log_manager.delete_log(*key)
+        self.topic_metrics.remove_topic(name)
 
     # -- access ----------------------------------------------------------------------------
 
@@ -86,8 +91,33 @@ class ReplicaManager:
         partition = self.partitions.get((topic, index))
         if partition is None:
             partition = self.get_partition(topic, index)  # raises
-        info = partition.append_as_leader(
-            records, required_acks, int(time.time() * 1000) if now_ms is None else now_ms, origin
-        )
+        counters = partition.counters
+        counters.produce_requests += 1
+        try:
+            info = partition.append_as_leader(
+                records, required_acks, int(time.time() * 1000) if now_ms is None else now_ms, origin
+            )
+        except errors.KafkaError:
+            counters.failed_produce_requests += 1
+            raise
+        counters.messages_in += info.record_count
+        counters.bytes_in += len(records)
         self.on_append((topic, index))
         return partition, info
+
+    # -- delete records ------------------------------------------------------------------
+
+    def delete_records(self, topic: str, index: int, offset: int) -> int:
+        """Move a partition's log start offset up to ``offset`` (-1: the high watermark), as
+        DeleteRecords does; returns the new log start offset. Raises KafkaError."""
+        partition = self.get_partition(topic, index)
+        partition.check_leader()
+        high_watermark = partition.high_watermark
+        if offset == -1:
+            offset = high_watermark
+        if offset < 0 or offset > high_watermark:
+            raise errors.OffsetOutOfRangeError(
+                f"offset {offset} is outside [0, {high_watermark}] of {partition}"
+            )
+        partition.log.maybe_increment_log_start_offset(offset)
+        return partition.log_start_offset

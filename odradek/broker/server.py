@@ -37,6 +37,7 @@ from odradek.broker.txn.coordinator import TransactionCoordinator
 from odradek.cluster.controller import Controller
 from odradek.cluster.metadata import BrokerInfo
 from odradek.cluster.store import LocalMetadataStore
+from odradek.http.broker_http import BrokerHttp
 from odradek.protocol import errors
 from odradek.storage.checkpoint import read_meta_properties, write_meta_properties
 from odradek.storage.cleaner_manager import CleanerConfig, LogCleaner, loop_caller
@@ -66,6 +67,7 @@ class Broker:
         self.started = asyncio.Event()
         self._tasks: list[asyncio.Task] = []
         self._stopped = False
+        self.http: BrokerHttp | None = None
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -87,6 +89,7 @@ class Broker:
             zero_copy=self.zero_copy,
         )
         await self.network.bind(self.config.listeners)
+        self.http = BrokerHttp.for_broker(self)  # binds http.listeners; serves once Kafka does
         advertised = self._advertised()
 
         self.store = LocalMetadataStore(
@@ -130,6 +133,8 @@ class Broker:
 
         self._tasks.append(asyncio.get_running_loop().create_task(self._periodic_flush()))
         await self.network.start_serving()
+        if self.http is not None:
+            self.http.start()
         self.started.set()
         log.info(
             "odradek broker %d started in %.0f ms, cluster %s, listening on %s",
@@ -202,6 +207,8 @@ class Broker:
             return
         self._stopped = True
         log.info("odradek broker %d shutting down", self.node_id)
+        if self.http is not None:
+            await self.http.close()
         if hasattr(self, "network"):
             await self.network.stop()
         await cancel_and_wait(*self._tasks)

@@ -26,6 +26,11 @@ LAZY_COMMANDS = {
         "Earliest, latest or by-time offsets of a topic's partitions.",
     ),
     "cluster": ("odradek.cli.cluster", "cluster", "Cluster id, controller and brokers."),
+    "console": (
+        "odradek.cli.console",
+        "console",
+        "The web console and lag metrics for a cluster running elsewhere.",
+    ),
     "perf": ("odradek.cli.perf", "perf", "Producer and consumer performance tests."),
     "dump-log": (
         "odradek.cli.dump_log",

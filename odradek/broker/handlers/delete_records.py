@@ -17,15 +17,9 @@ def handle_delete_records(broker, request):
         for p in t.partitions:
             entry = {"partition_index": p.partition_index, "low_watermark": -1, "error_code": 0}
             try:
-                partition = broker.replica_manager.get_partition(t.name, p.partition_index)
-                partition.check_leader()
-                offset = partition.high_watermark if p.offset == -1 else p.offset
-                if offset < 0 or offset > partition.high_watermark:
-                    raise errors.OffsetOutOfRangeError(
-                        f"offset {offset} is outside [0, {partition.high_watermark}] of {partition}"
-                    )
-                partition.log.maybe_increment_log_start_offset(offset)
-                entry["low_watermark"] = partition.log_start_offset
+                entry["low_watermark"] = broker.replica_manager.delete_records(
+                    t.name, p.partition_index, p.offset
+                )
             except errors.KafkaError as exc:
                 entry["error_code"] = exc.code
             partitions.append(entry)
