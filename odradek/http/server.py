@@ -29,6 +29,7 @@ log = logging.getLogger(__name__)
 
 FIRST_REQUEST_TIMEOUT_S = 10.0
 KEEPALIVE_TIMEOUT_S = 15.0
+_BACKLOG = 4096  # as the Kafka listeners' (the kernel caps it at net.core.somaxconn)
 
 
 class HttpBindError(OSError):
@@ -110,7 +111,9 @@ class HttpServer:
         loop = asyncio.get_running_loop()
         factory = self._runner.server
         for sock in self.sockets:
-            server = await loop.create_server(lambda: _GatedConnection(self, factory()), sock=sock)
+            server = await loop.create_server(
+                lambda: _GatedConnection(self, factory()), sock=sock, backlog=_BACKLOG
+            )
             self._servers.append(server)
         self.serving.set()
         log.info("HTTP console, metrics and health checks on %s", ", ".join(self.urls))
@@ -214,10 +217,10 @@ class _GatedConnection(asyncio.Protocol):
 
 def _listen(host: str, port: int) -> socket.socket:
     if host == "" and socket.has_dualstack_ipv6():
-        sock = socket.create_server(("", port), family=socket.AF_INET6, dualstack_ipv6=True, backlog=1024)
+        sock = socket.create_server(("", port), family=socket.AF_INET6, dualstack_ipv6=True, backlog=_BACKLOG)
     else:
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        sock = socket.create_server((host, port), family=family, backlog=1024)
+        sock = socket.create_server((host, port), family=family, backlog=_BACKLOG)
     sock.setblocking(False)
     return sock
 

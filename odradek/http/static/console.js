@@ -512,7 +512,9 @@ async function groupPage(page, groupId) {
 }
 
 function resetOffsetsForm(holder, group) {
-  const topics = [...new Set(group.offsets.map((o) => o.topic))];
+  // The topics the group committed on or is assigned; any topic can be typed otherwise.
+  const assigned = group.members.flatMap((m) => (m.assignment || []).map(([t]) => t));
+  const topics = [...new Set([...group.offsets.map((o) => o.topic), ...assigned])].sort();
   const topic = topics.length
     ? h("select", { testid: "reset-topic" }, topics.map((t) => h("option", { value: t }, t)))
     : h("input", { placeholder: "topic", testid: "reset-topic" });
