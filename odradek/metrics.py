@@ -29,17 +29,17 @@ class Histogram:
     alone (not cumulative); the last slot is the +Inf bucket.
     """
 
-    __slots__ = ("bounds_ms", "_bounds_ns", "counts", "sum_ns", "count")
+    __slots__ = ("bounds_ms", "bounds_ns", "counts", "sum_ns", "count")
 
     def __init__(self, bounds_ms: tuple[float, ...] = LATENCY_BUCKETS_MS):
         self.bounds_ms = tuple(bounds_ms)
-        self._bounds_ns = [int(b * 1_000_000) for b in self.bounds_ms]
+        self.bounds_ns = [int(b * 1_000_000) for b in self.bounds_ms]
         self.counts = [0] * (len(self.bounds_ms) + 1)
         self.sum_ns = 0
         self.count = 0
 
     def observe_ns(self, elapsed_ns: int) -> None:
-        self.counts[bisect_left(self._bounds_ns, elapsed_ns)] += 1
+        self.counts[bisect_left(self.bounds_ns, elapsed_ns)] += 1
         self.sum_ns += elapsed_ns
         self.count += 1
 

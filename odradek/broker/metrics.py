@@ -20,6 +20,8 @@ time. Called only from the event loop.
 
 from __future__ import annotations
 
+from bisect import bisect_left
+
 from odradek.metrics import Histogram
 
 
@@ -77,7 +79,10 @@ class RequestMetrics:
         histogram = self.by_api.get(api_key)
         if histogram is None:
             histogram = self.by_api[api_key] = Histogram()
-        histogram.observe_ns(elapsed_ns)
+        # Histogram.observe_ns, inlined: this runs once per request.
+        histogram.counts[bisect_left(histogram.bounds_ns, elapsed_ns)] += 1
+        histogram.sum_ns += elapsed_ns
+        histogram.count += 1
 
 
 class ReplicaMetrics:

@@ -1,7 +1,8 @@
 """The broker's HTTP side: its listener, its view of the broker, and the console's authorizer.
 
 ``BrokerHttp.for_broker(broker)`` binds ``http.listeners`` at once (None when the key is
-empty); ``start()`` begins serving once the Kafka listener does; ``close()`` on shutdown.
+empty); ``start()``, once the Kafka listener serves, waits for the first HTTP connection
+to load aiohttp and serve; ``close()`` on shutdown.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ class BrokerHttp:
         return self.server.urls
 
     def start(self) -> None:
-        self.server.start()
+        self.server.start(lazy=True)  # aiohttp loads on the first HTTP connection
 
     async def close(self) -> None:
         await self.server.close()

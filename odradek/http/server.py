@@ -1,10 +1,12 @@
 """The HTTP listener: bound at once, served by aiohttp once it is loaded, connections capped.
 
 ``bind()`` opens the listening sockets synchronously (cheap; an ephemeral port is known
-at once). ``start()`` then returns immediately: a task imports aiohttp in a worker thread
-(about 150 ms of imports that would otherwise hold up the broker's first answers), builds
-the application, and starts accepting on those sockets. Until then connections wait in
-the listen backlog.
+at once). ``start()`` then returns immediately. aiohttp and the application are loaded by
+a task that imports them in a worker thread and then accepts on those sockets; until then
+connections wait in the listen backlog. With ``lazy=True`` (the broker) that task starts
+only when the first connection arrives, so a broker nobody asks over HTTP pays neither the
+imports (about 150 ms of CPU, which would compete with its first Kafka answers) nor their
+memory (about 14 MiB).
 
 A hostile or slow HTTP client costs only its own connection: each one is a transport on
 the shared event loop with its own buffers, a connection that sends nothing is closed
@@ -20,6 +22,7 @@ import asyncio
 import errno
 import logging
 import socket
+import time
 from collections import OrderedDict
 from collections.abc import Callable
 
@@ -94,12 +97,26 @@ class HttpServer:
                     exc.errno, f"{self.config_key}: cannot listen on {shown}: {exc.strerror}"
                 ) from None
 
-    def start(self) -> None:
-        """Start serving in the background (bind first)."""
-        self._task = asyncio.get_running_loop().create_task(self._serve(), name="http-listener")
-        self._task.add_done_callback(self._report_failure)
+    def start(self, *, lazy: bool = False) -> None:
+        """Start serving in the background (bind first); ``lazy``: on the first connection."""
+        log.info("HTTP console, metrics and health checks on %s", ", ".join(self.urls))
+        if not lazy:
+            self._load()
+            return
+        loop = asyncio.get_running_loop()
+        for sock in self.sockets:
+            loop.add_reader(sock.fileno(), self._load)
+
+    def _load(self) -> None:
+        loop = asyncio.get_running_loop()
+        for sock in self.sockets:
+            loop.remove_reader(sock.fileno())
+        if self._task is None:
+            self._task = loop.create_task(self._serve(), name="http-listener")
+            self._task.add_done_callback(self._report_failure)
 
     async def _serve(self) -> None:
+        started = time.perf_counter()
         await asyncio.to_thread(_import_aiohttp)
         from aiohttp import web
 
@@ -116,7 +133,7 @@ class HttpServer:
             )
             self._servers.append(server)
         self.serving.set()
-        log.info("HTTP console, metrics and health checks on %s", ", ".join(self.urls))
+        log.debug("HTTP serving, %.0f ms after its first connection", (time.perf_counter() - started) * 1000)
 
     def _report_failure(self, task: asyncio.Task) -> None:
         if not task.cancelled() and task.exception() is not None:
@@ -127,7 +144,7 @@ class HttpServer:
             )
 
     async def wait_serving(self, timeout: float | None = None) -> None:
-        """Wait until accepting, or raise what stopped the start."""
+        """Wait until accepting, or raise what stopped the start (not for ``lazy`` starts)."""
         waiter = asyncio.ensure_future(self.serving.wait())
         try:
             done, _ = await asyncio.wait({waiter, self._task}, timeout=timeout, return_when="FIRST_COMPLETED")
@@ -139,6 +156,10 @@ class HttpServer:
             raise TimeoutError("the HTTP listener did not start in time")
 
     async def close(self) -> None:
+        if self._task is None and self.sockets:
+            loop = asyncio.get_running_loop()
+            for sock in self.sockets:
+                loop.remove_reader(sock.fileno())
         await cancel_and_wait(self._task)
         for server in self._servers:
             server.close()

@@ -159,7 +159,7 @@ function liveChart(title, series, testid, format) {
       title, width, height: 220,
       scales: { x: { time: true } },
       series: [{}, ...series.map((name, i) => ({ label: name, stroke: colors[i % colors.length], width: 2 }))],
-      axes: [{}, { size: 80, values: (u, ticks) => ticks.map((v) => (format ? format(v) : fmtInt(v))) }],
+      axes: [{ space: 90 }, { size: 80, values: (u, ticks) => ticks.map((v) => (format ? format(v) : fmtInt(v))) }],
     }, data, box);
   }
   box.dataset.points = "0";
@@ -393,7 +393,7 @@ function messageBrowser(topic) {
       table([
         { label: "Offset", key: "offset", numeric: true },
         { label: "Timestamp", key: "timestamp", render: (r) => h("span", { title: r.timestamp_type }, fmtTime(r.timestamp)) },
-        { label: "Key", key: "key", render: (r) => payload(r.key, r.key_size, fmt) },
+        { label: "Key", key: "key", render: (r) => payload(r.key, r.key_size, fmt, true) },
         { label: "Value", key: "value", render: (r) => payload(r.value, r.value_size, fmt) },
         { label: "Headers", key: "headers", render: (r) => r.headers.length ? h("ul", { class: "headers" }, r.headers.map(([k, v]) => h("li", {}, `${k}: `, payload(v, v === null ? -1 : 1, "text")))) : "—" },
       ], last.records, { testid: "messages-table", rowTestid: "message-row", empty: "No records there." }));
@@ -431,8 +431,8 @@ function decode64(b64) {
   return bytes;
 }
 
-// A key, value or header value shown as text, pretty JSON or hex.
-function payload(b64, size, fmt) {
+// A key, value or header value shown as text, pretty JSON or hex (``quiet``: no "not JSON" note).
+function payload(b64, size, fmt, quiet) {
   if (b64 === null || b64 === undefined) return h("span", { class: "muted" }, "null");
   const bytes = decode64(b64);
   const cut = size > bytes.length ? h("span", { class: "muted" }, ` … (${fmtBytes(size)})`) : null;
@@ -445,7 +445,7 @@ function payload(b64, size, fmt) {
     try {
       return h("pre", { class: "payload" }, JSON.stringify(JSON.parse(text), null, 2), cut);
     } catch (e) {
-      return h("span", { class: "payload" }, text, h("span", { class: "muted" }, " (not JSON)"), cut);
+      return h("span", { class: "payload" }, text, quiet ? null : h("span", { class: "muted" }, " (not JSON)"), cut);
     }
   }
   return h("span", { class: "payload" }, text, cut);
