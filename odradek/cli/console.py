@@ -4,25 +4,18 @@ from __future__ import annotations
 
 import click
 
-from odradek.cli.common import DEFAULT_BOOTSTRAP, CliError, Session, handle_errors
+from odradek.cli.common import (
+    CliError,
+    Session,
+    bootstrap_server_option,
+    command_config_option,
+    handle_errors,
+)
 
 
 @click.command()
-@click.option(
-    "--bootstrap-server",
-    "-b",
-    envvar="ODRADEK_BOOTSTRAP_SERVER",
-    default=DEFAULT_BOOTSTRAP,
-    show_default=True,
-    metavar="HOST:PORT",
-    help="Broker(s) of the cluster to show, comma-separated. Env: ODRADEK_BOOTSTRAP_SERVER.",
-)
-@click.option(
-    "--command-config",
-    type=click.Path(dir_okay=False),
-    metavar="FILE",
-    help="Client properties file (Kafka's names, e.g. security.protocol=SSL).",
-)
+@bootstrap_server_option
+@command_config_option
 @click.option(
     "--listen",
     default="http://127.0.0.1:9644",
@@ -40,6 +33,9 @@ def console(bootstrap_server, command_config, listen, open_browser):
     consumer groups with their lag, brokers, and the actions (create topic, delete
     records, reset a group's offsets). /metrics carries the lag and offset families
     kafka-exporter names (kafka_consumergroup_lag, ...). Ctrl-C stops it.
+
+    There is no login: keep --listen on loopback, or put a proxy that authenticates in
+    front of it. More in docs/console.md.
 
     \b
     Examples:

@@ -45,7 +45,8 @@ class RemoteView:
     ):
         """``*_options``: client options (e.g. security settings) for the admin and the consumers."""
         self.bootstrap = bootstrap
-        timeouts = {"default_api_timeout_ms": 10000, "request_timeout_ms": 10000}
+        # A page refreshes every 2 s: say soon that the cluster does not answer.
+        timeouts = {"default_api_timeout_ms": 5000, "request_timeout_ms": 5000}
         self.admin = Admin({**timeouts, **(admin_options or {}), "bootstrap_servers": bootstrap})
         self.consumer_options = {
             **timeouts,
@@ -89,12 +90,17 @@ class RemoteView:
         end = await self.offsets.end_offsets(tps)
         return start, end
 
-    @_reachable
-    async def cluster(self) -> dict:
+    async def _everything(self) -> tuple:
+        """The cluster description, every topic, and the log start and end offsets of all partitions."""
         desc = await self.admin.describe_cluster()
         topics = await self._described()
         tps = [TopicPartition(t, p.partition) for t, d in topics.items() for p in d.partitions]
-        _, ends = await self._log_offsets(tps)
+        starts, ends = await self._log_offsets(tps)
+        return desc, topics, starts, ends
+
+    @_reachable
+    async def cluster(self) -> dict:
+        desc, topics, _, ends = await self._everything()
         out = shapes.cluster_json(
             desc.cluster_id,
             desc.controller_id,
@@ -330,10 +336,7 @@ class RemoteView:
 
     @_reachable
     async def exporter_snapshot(self) -> dict:
-        desc = await self.admin.describe_cluster()
-        topics = await self._described()
-        tps = [TopicPartition(t, p.partition) for t, d in topics.items() for p in d.partitions]
-        starts, ends = await self._log_offsets(tps)
+        desc, topics, starts, ends = await self._everything()
         partitions = [
             (name, p.partition, p.leader, len(p.replicas), len(p.isr),
              starts.get(TopicPartition(name, p.partition), -1), ends.get(TopicPartition(name, p.partition), -1))

@@ -10,20 +10,10 @@ from __future__ import annotations
 
 import base64
 
+from odradek.broker.config import ConfigSource
+
 MAX_SHOWN_BYTES = 16 * 1024
 MAX_RECORDS = 200
-
-# Kafka's DescribeConfigs config_source numbers.
-CONFIG_SOURCES = {
-    0: "UNKNOWN",
-    1: "DYNAMIC_TOPIC_CONFIG",
-    2: "DYNAMIC_BROKER_CONFIG",
-    3: "DYNAMIC_DEFAULT_BROKER_CONFIG",
-    4: "STATIC_BROKER_CONFIG",
-    5: "DEFAULT_CONFIG",
-    6: "DYNAMIC_BROKER_LOGGER_CONFIG",
-}
-
 
 class ApiError(Exception):
     """An answer other than 200: ``status`` and a sentence saying what to do."""
@@ -64,11 +54,19 @@ def config_json(name, value, source, sensitive, read_only) -> dict:
     return {
         "name": name,
         "value": None if sensitive else value,
-        "source": CONFIG_SOURCES.get(int(source), str(source)),
+        "source": _source_name(int(source)),
         "is_default": int(source) == 5,
         "sensitive": bool(sensitive),
         "read_only": bool(read_only),
     }
+
+
+def _source_name(source: int) -> str:
+    """Kafka's name for a DescribeConfigs config_source (DEFAULT_CONFIG, ...)."""
+    try:
+        return ConfigSource(source).name
+    except ValueError:
+        return str(source)
 
 
 def lag(committed: int | None, end: int | None) -> int | None:

@@ -47,8 +47,8 @@ def request(base: str, method: str, path: str, body=None, headers=None, timeout:
         conn.close()
 
 
-def get_json(base: str, path: str, expect: int = 200):
-    status, _, body = request(base, "GET", path)
+def get_json(base: str, path: str, expect: int = 200, timeout: float = 10.0):
+    status, _, body = request(base, "GET", path, timeout=timeout)
     assert status == expect, f"GET {path}: {status} {body[:500]!r}"
     return json.loads(body)
 

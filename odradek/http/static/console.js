@@ -316,6 +316,7 @@ async function topicPage(page, name) {
       { label: "Replicas", key: "replicas" }, { label: "ISR", key: "isr" },
       { label: "Log start", key: "log_start", numeric: true },
       { label: "High watermark", key: "high_watermark", numeric: true },
+      { label: "Log end", key: "log_end", numeric: true },
       { label: "Size", key: "size", numeric: true, render: (p) => fmtBytes(p.size) },
       { label: "Segments", key: "segments", numeric: true },
     ], t.partitions, { testid: "partitions-table" }));
@@ -594,13 +595,19 @@ async function router() {
   if (mine !== generation || !refresh) return;
   page.dataset.loaded = hash;
   const live = document.getElementById("live");
+  let busy = false; // a slow answer delays the next refresh instead of piling requests up
   timer = setInterval(async () => {
+    if (busy) return;
+    busy = true;
     try {
       await refresh();
       live.classList.remove("stale");
+      live.title = "Refreshing every 2 seconds";
     } catch (e) {
       live.classList.add("stale");
       live.title = `Refresh failed: ${e.message}`;
+    } finally {
+      busy = false;
     }
   }, REFRESH_MS);
 }
