@@ -109,7 +109,13 @@ class ReplicaManager:
 
     def delete_records(self, topic: str, index: int, offset: int) -> int:
         """Move a partition's log start offset up to ``offset`` (-1: the high watermark), as
-        DeleteRecords does; returns the new log start offset. Raises KafkaError."""
+        DeleteRecords does; returns the new log start offset. Raises KafkaError. Internal
+        topics are refused (INVALID_TOPIC_EXCEPTION), as in Kafka."""
+        info = self.store.image.topics.get(topic)
+        if info is not None and info.internal:
+            raise errors.InvalidTopicExceptionError(
+                f"records of internal topic '{topic}' cannot be deleted: they are its coordinator's state"
+            )
         partition = self.get_partition(topic, index)
         partition.check_leader()
         high_watermark = partition.high_watermark

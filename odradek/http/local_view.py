@@ -308,7 +308,11 @@ class LocalView:
             if partition is None:
                 raise ApiError(409, f"partition {index} of {topic!r} is not on this broker")
             targets[(topic, index)] = _target_offset(partition, to, value)
-        results = self.broker.group_coordinator.commit_offsets(
+        coordinator = self.broker.group_coordinator
+        node = coordinator.find_coordinator(group_id)  # creates __consumer_offsets on first use
+        if node != self.broker.node_id:
+            raise ApiError(409, f"group {group_id!r} is coordinated by broker {node}: use that broker's console")
+        results = coordinator.commit_offsets(
             group_id, "", None, -1, {tp: OffsetAndMetadata(off) for tp, off in targets.items()}
         )
         failed = {tp: code for tp, code in results.items() if code}

@@ -146,6 +146,21 @@ def test_actions_create_delete_records_and_reset_offsets(http_broker, topic_name
     c.close()
     assert committed[0].offset == 7
 
+    internal = post_json(http_broker.http_url, "/v1/topics/__consumer_offsets/delete-records", {"partitions": {"0": -1}})
+    assert internal["partitions"]["0"]["code"] == "INVALID_TOPIC_EXCEPTION"
+    assert "coordinator's state" in internal["partitions"]["0"]["error"]
+
+
+def test_resetting_offsets_on_a_fresh_broker_creates_the_offsets_topic():
+    """As FindCoordinator does for a client: the console's reset must not fail with
+    NOT_COORDINATOR because no group ever used the broker."""
+    with EmbeddedBroker() as broker:
+        wait_serving(broker.http_url)
+        broker.create_topic("first")
+        reset = post_json(broker.http_url, "/v1/groups/first-group/reset-offsets", {"topic": "first", "to": "latest"})
+        assert reset["offsets"] == {"0": 0}
+        assert get_json(broker.http_url, "/v1/groups/first-group")["offsets"][0]["committed"] == 0
+
 
 def test_resetting_a_group_with_members_is_refused_with_the_reason(http_broker, topic_name):
     group = f"g-{topic_name}"

@@ -94,7 +94,9 @@ def test_the_produce_time_histogram_counts_every_produce_request(http_broker, to
     assert value(after, PRODUCE_TIME + "_bucket", request="Produce", le="+Inf") == value(
         after, PRODUCE_TIME + "_count", request="Produce"
     )
-    assert value(after, PRODUCE_TIME + "_sum", request="Produce") > value(before, PRODUCE_TIME + "_sum", request="Produce") or 0
+    assert value(after, PRODUCE_TIME + "_sum", request="Produce") > (
+        value(before, PRODUCE_TIME + "_sum", request="Produce") or 0
+    )
     buckets = sorted(
         (float(dict(labels)["le"]), v)
         for labels, v in series(after, PRODUCE_TIME + "_bucket").items()
@@ -178,7 +180,6 @@ def test_single_node_cluster_gauges(http_broker, topic_name):
 
 def test_connections_and_waiting_fetches_are_gauged(http_broker, topic_name):
     create_topic(http_broker, topic_name)
-    fetch = ("Fetch",)
     c = Consumer(
         {
             "bootstrap.servers": http_broker.bootstrap_servers,
@@ -199,7 +200,7 @@ def test_connections_and_waiting_fetches_are_gauged(http_broker, topic_name):
     try:
         samples = wait_until(
             lambda: (s := scrape(http_broker.http_url))
-            and (value(s, "kafka_server_delayedoperationpurgatory_numdelayedoperations", delayedOperation=fetch[0]) or 0)
+            and (value(s, "kafka_server_delayedoperationpurgatory_numdelayedoperations", delayedOperation="Fetch") or 0)
             >= 1
             and s,
             message="a fetch waiting in the purgatory",
