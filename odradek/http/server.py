@@ -156,17 +156,21 @@ class HttpServer:
             raise TimeoutError("the HTTP listener did not start in time")
 
     async def close(self) -> None:
-        if self._task is None and self.sockets:
+        """Stop accepting, close every connection, release the sockets. Safe to call twice."""
+        if self._task is None:
             loop = asyncio.get_running_loop()
             for sock in self.sockets:
-                loop.remove_reader(sock.fileno())
+                if sock.fileno() >= 0:
+                    loop.remove_reader(sock.fileno())
         await cancel_and_wait(self._task)
-        for server in self._servers:
+        servers, self._servers = self._servers, []
+        for server in servers:
             server.close()
         for conn in list(self.connections):
             conn.close()
-        if self._runner is not None:
-            await self._runner.cleanup()
+        runner, self._runner = self._runner, None
+        if runner is not None:
+            await runner.cleanup()
         self.close_sockets()
 
     def close_sockets(self) -> None:
