@@ -252,6 +252,8 @@ def start_broker(kind: str, workdir: str):
             f"listeners=PLAINTEXT://127.0.0.1:{port}",
             "--override",
             f"log.dirs={os.path.join(workdir, 'data')}",
+            "--override",
+            "http.listeners=",  # no console: this measures clients (and 9644 may be taken)
         ]
     else:
         raise SystemExit(f"unknown broker {kind!r}")

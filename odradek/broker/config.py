@@ -285,6 +285,29 @@ class ThrottledReplicas(Validator):
         return [re.sub(r"\s+", "", v) for v in value]
 
 
+_HTTP_LISTENER_RE = re.compile(r"^http://(\[[0-9a-fA-F:.%\w]+\]|[\w.\-]*):([0-9]{1,5})/?$")
+
+
+def parse_http_listener(text: str) -> tuple[str, int] | None:
+    """``http://host:port`` as (host, port): brackets dropped, "" for every interface; None if malformed."""
+    match = _HTTP_LISTENER_RE.match(text.strip())
+    if not match or int(match.group(2)) > 65535:
+        return None
+    return match.group(1).strip("[]"), int(match.group(2))
+
+
+class HttpListeners(Validator):
+    description = "a comma-separated list of http://host:port (port 0: a free one; empty: no HTTP listener)"
+
+    def __call__(self, value):
+        for item in value or ():
+            if item.lower().startswith("https://"):
+                raise _Invalid("http://host:port (HTTPS is not served; put a TLS proxy in front)")
+            if parse_http_listener(item) is None:
+                raise _Invalid(self.description)
+        return value
+
+
 # -- definitions -----------------------------------------------------------------------------
 
 ACTIVE = ""
@@ -387,6 +410,9 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
     _CD("background.threads", INT, 10, AtLeast(1), "Background task threads.", _INFO),
     _CD("request.timeout.ms", INT, 30000, None, "Timeout of requests this broker sends."),
     _CD("early.start.listeners", LIST, None, None, "Listeners started before the authorizer is ready.", _INFO),
+    # HTTP: metrics, health, JSON API and console (Odradek's own keys; odradek/http/)
+    _CD("http.listeners", LIST, ["http://127.0.0.1:9644"], HttpListeners(), "Where /metrics, /healthz, /readyz, the JSON API (/v1) and the console are served, as http://host:port; port 0 picks a free port (logged); empty turns HTTP off."),
+    _CD("http.max.connections", INT, 1000, AtLeast(1), "Most HTTP connections open at once; a new one beyond this closes the oldest."),
     # log directories and segments
     _CD("log.dirs", LIST, None, NonEmptyUnique(), "Directories holding the logs; default: log.dir."),
     _CD("log.dir", LIST, ["./odradek-data"], NonEmptyUnique(), "Directory holding the logs, when log.dirs is unset."),
@@ -687,7 +713,7 @@ def _expectation(d: ConfigDef) -> str:
     v = d.validator
     if v is None:
         return _type_expectation(d.type)
-    if isinstance(v, (OneOf, ListOf, NonEmptyUnique, ThrottledReplicas)):
+    if isinstance(v, (OneOf, ListOf, NonEmptyUnique, ThrottledReplicas, HttpListeners)):
         return v.description
     return f"{_type_expectation(d.type)} {v.description}"
 

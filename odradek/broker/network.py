@@ -39,6 +39,7 @@ import time
 
 from odradek._tasks import cancel_and_wait
 from odradek.broker.handlers import RawResponse, Request
+from odradek.broker.metrics import RequestMetrics
 from odradek.protocol import messages
 from odradek.protocol.errors import KafkaError
 from odradek.protocol.frames import FrameReader, FrameTooLarge, InvalidFrameSize
@@ -48,6 +49,8 @@ log = logging.getLogger(__name__)
 BIG_REQUEST_BYTES = 1 << 20
 RELEASE_BUFFERS_AFTER_IDLE_S = 1.0
 _LOG_EVERY_S = 10.0
+
+_now_ns = time.perf_counter_ns
 
 
 class Connection(asyncio.BufferedProtocol):
@@ -67,6 +70,7 @@ class Connection(asyncio.BufferedProtocol):
         self._in_pump = False
         self._reserved = 0  # queued.max.request.bytes held by the frame being received
         self._socket_fd: int | None = None
+        self._observe = server.request_metrics.observe  # (api key, total time in ns)
 
     # -- asyncio callbacks -------------------------------------------------------------
 
@@ -130,7 +134,10 @@ class Connection(asyncio.BufferedProtocol):
                 if payload is None:
                     break
                 if len(payload) > 1 and payload[0] == 0 and payload[1] in lanes:
-                    if not self._try_fast_lane(lanes[payload[1]], payload):
+                    started = _now_ns()
+                    if self._try_fast_lane(lanes[payload[1]], payload):
+                        self._observe(payload[1], _now_ns() - started)
+                    else:
                         self._handle_frame(payload)
                 else:
                     self._handle_frame(payload)
@@ -191,6 +198,7 @@ class Connection(asyncio.BufferedProtocol):
         return True
 
     def _handle_frame(self, payload):
+        started = _now_ns()
         try:
             header, pos = messages.parse_request_header(payload)
         except messages.MalformedRequest as exc:
@@ -216,7 +224,7 @@ class Connection(asyncio.BufferedProtocol):
         except messages.MalformedRequest as exc:
             self.close(str(exc))
             return
-        self._handle_request(spec, self._request(header, body))
+        self._handle_request(spec, self._request(header, body, started))
 
     def _handle_request(self, spec, request: Request):
         try:
@@ -231,14 +239,16 @@ class Connection(asyncio.BufferedProtocol):
             self.close("internal error")
             return
         if result is None:
+            self._observe(request.api_key, _now_ns() - request.received_ns)
             return
         # RawResponse (Produce, Fetch) first: asyncio.iscoroutine is an ABC check.
         if type(result) is not RawResponse and asyncio.iscoroutine(result):
             self._answer_later(self._encode_when_done(request, result), spec.name)
         else:
             self._write(self._encode(request, result))
+            self._observe(request.api_key, _now_ns() - request.received_ns)
 
-    def _request(self, header, body) -> Request:
+    def _request(self, header, body, received_ns: int) -> Request:
         return Request(
             header.api_key,
             header.api_version,
@@ -247,11 +257,14 @@ class Connection(asyncio.BufferedProtocol):
             body,
             peer=self.peer,
             listener=self.listener,
+            received_ns=received_ns,
         )
 
     async def _encode_when_done(self, request: Request, result):
         result = await result
-        return None if result is None else self._encode(request, result)
+        data = None if result is None else self._encode(request, result)
+        self._observe(request.api_key, _now_ns() - request.received_ns)
+        return data
 
     def _answer_later(self, coro, api: str):
         task = asyncio.get_running_loop().create_task(coro)
@@ -533,6 +546,7 @@ class NetworkServer:
         self.idle_timeout_s = idle_timeout_s
         self.registry = registry
         self.fast_lanes = fast_lanes or {}
+        self.request_metrics = RequestMetrics()
         self.connections: set[Connection] = set()
         self.per_ip: dict[str, int] = {}
         self.bound: dict[str, tuple[str, int]] = {}

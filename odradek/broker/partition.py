@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 
+from odradek.broker.metrics import TopicCounters
 from odradek.cluster.metadata import PartitionState
 from odradek.protocol import errors
 
@@ -24,6 +25,7 @@ class Partition:
         self.log_config = log_config
         self.state = state
         self.follower_leos: dict[int, int] = {}
+        self.counters = TopicCounters()  # the replica manager shares one per topic
 
     # -- role ----------------------------------------------------------------------------
 

@@ -19,6 +19,7 @@ import logging
 import time
 
 from odradek._tasks import cancel_and_wait
+from odradek.broker.metrics import BrokerTopicMetrics, ReplicaMetrics
 from odradek.broker.partition import Partition
 from odradek.protocol import errors
 
@@ -38,6 +39,8 @@ class ReplicaManager:
         self.on_append = on_append or (lambda key: 0)  # (topic, partition) appended to
         self.on_ready = on_ready or (lambda name: None)
         self._creating: dict[str, asyncio.Task] = {}  # topic -> task creating its logs
+        self.topic_metrics = BrokerTopicMetrics()
+        self.replica_metrics = ReplicaMetrics()
 
     # -- keeping in step with metadata ------------------------------------------------------
 
@@ -78,6 +81,7 @@ class ReplicaManager:
         state = self.store.image.topics[name].partitions[index]
         plog = self.log_manager.get_or_create_log(name, index, config, sync_dir=sync_dir)
         partition = Partition(name, index, plog, state, self.node_id, config)
+        partition.counters = self.topic_metrics.for_topic(name)
         self.partitions[(name, index)] = partition
         if partition.is_leader:
             partition.become_leader(state)
@@ -144,6 +148,7 @@ class ReplicaManager:
         for key in [k for k in self.partitions if k[0] == name]:
             self.partitions.pop(key)
             self.log_manager.delete_log(*key)
+        self.topic_metrics.remove_topic(name)
 
     async def close(self) -> None:
         await cancel_and_wait(*self._creating.values())
@@ -180,15 +185,49 @@ class ReplicaManager:
             raise errors.KafkaStorageErrorError(
                 f"{topic}-{index} is in an offline log dir: writes are refused until the broker restarts"
             )
+        counters = partition.counters
+        counters.produce_requests += 1
         try:
             info = partition.append_as_leader(
                 records, required_acks, int(time.time() * 1000) if now_ms is None else now_ms, origin
             )
+        except errors.KafkaError:
+            counters.failed_produce_requests += 1
+            raise
         except OSError as exc:  # the log's dir failed under it
+            counters.failed_produce_requests += 1
             self.log_manager._on_log_disk_error(partition.log, exc)
             raise errors.KafkaStorageErrorError(f"{topic}-{index}: {exc.strerror or exc}") from None
+        counters.messages_in += info.record_count
+        counters.bytes_in += len(records)
         self.on_append((topic, index))
         return partition, info
+
+    # -- delete records ------------------------------------------------------------------
+
+    def delete_records(self, topic: str, index: int, offset: int) -> int:
+        """Move a partition's log start offset up to ``offset`` (-1: the high watermark), as
+        DeleteRecords does; returns the new log start offset. Raises KafkaError. Internal
+        topics are refused (INVALID_TOPIC_EXCEPTION), as in Kafka."""
+        info = self.store.image.topics.get(topic)
+        if info is not None and info.internal:
+            raise errors.InvalidTopicExceptionError(
+                f"records of internal topic '{topic}' cannot be deleted: they are its coordinator's state"
+            )
+        partition = self.get_partition(topic, index)
+        partition.check_leader()
+        high_watermark = partition.high_watermark
+        if offset == -1:
+            offset = high_watermark
+        if offset < 0 or offset > high_watermark:
+            raise errors.OffsetOutOfRangeError(
+                f"offset {offset} is outside [0, {high_watermark}] of {partition}"
+            )
+        try:
+            partition.log.maybe_increment_log_start_offset(offset)
+        except OSError as exc:  # the leader epoch checkpoint could not be written
+            raise partition.log.disk_error(exc) from None
+        return partition.log_start_offset
 
 
 def _loop_running() -> bool:

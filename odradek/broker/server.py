@@ -43,6 +43,8 @@ from odradek.broker.txn.coordinator import TransactionCoordinator
 from odradek.cluster.controller import Controller
 from odradek.cluster.metadata import BrokerInfo
 from odradek.cluster.store import LocalMetadataStore
+from odradek.http.broker_http import BrokerHttp
+from odradek.http.server import HttpBindError
 from odradek.protocol import errors
 from odradek.storage.checkpoint import read_meta_properties, write_meta_properties
 from odradek.storage.cleaner_manager import CleanerConfig, LogCleaner, loop_caller
@@ -85,6 +87,7 @@ class Broker:
         self._tasks: list[asyncio.Task] = []
         self._stopped = False
         self._dir_locks: list[DirLock] = []
+        self.http: BrokerHttp | None = None
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -108,6 +111,10 @@ class Broker:
             zero_copy=self.zero_copy,
         )
         await self._bind()
+        try:
+            self.http = BrokerHttp.for_broker(self)  # binds http.listeners; serves once Kafka does
+        except HttpBindError as exc:
+            raise StartupError(str(exc)) from None
         advertised = self._advertised()
         try:
             self.cluster_id = self._load_or_create_identity(log_dirs)
@@ -167,6 +174,8 @@ class Broker:
 
         self._tasks.append(asyncio.get_running_loop().create_task(self._periodic_flush()))
         await self.network.start_serving()
+        if self.http is not None:
+            self.http.start()
         self.started.set()
         log.info(
             "odradek broker %d started in %.0f ms, cluster %s, listening on %s, %d partitions, "
@@ -287,6 +296,8 @@ class Broker:
         started = self.started.is_set()
         if started:
             log.info("odradek broker %d shutting down", self.node_id)
+        if self.http is not None:
+            await self.http.close()
         if hasattr(self, "network"):
             await self.network.stop()
         await cancel_and_wait(*self._tasks)

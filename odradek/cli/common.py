@@ -428,6 +428,23 @@ def handle_errors(session_getter=lambda: None):
     return manager()
 
 
+command_config_option = click.option(
+    "--command-config",
+    type=click.Path(dir_okay=False),
+    metavar="FILE",
+    help="Client properties file (Kafka's names, e.g. request.timeout.ms=5000).",
+)
+bootstrap_server_option = click.option(
+    "--bootstrap-server",
+    "-b",
+    envvar="ODRADEK_BOOTSTRAP_SERVER",
+    default=DEFAULT_BOOTSTRAP,
+    show_default=True,
+    metavar="HOST:PORT",
+    help="Broker(s) to connect to, comma-separated. Env: ODRADEK_BOOTSTRAP_SERVER.",
+)
+
+
 def client_command(fn):
     """Add the connection and output options; call ``fn(session, **rest)`` with errors handled."""
 
@@ -439,21 +456,8 @@ def client_command(fn):
         show_default=True,
         help="Human tables, or JSON for scripts.",
     )
-    @click.option(
-        "--command-config",
-        type=click.Path(dir_okay=False),
-        metavar="FILE",
-        help="Client properties file (Kafka's names, e.g. request.timeout.ms=5000).",
-    )
-    @click.option(
-        "--bootstrap-server",
-        "-b",
-        envvar="ODRADEK_BOOTSTRAP_SERVER",
-        default=DEFAULT_BOOTSTRAP,
-        show_default=True,
-        metavar="HOST:PORT",
-        help="Broker(s) to connect to, comma-separated. Env: ODRADEK_BOOTSTRAP_SERVER.",
-    )
+    @command_config_option
+    @bootstrap_server_option
     @functools.wraps(fn)
     def wrapper(bootstrap_server, command_config, output, **kwargs):
         holder: list[Session] = []

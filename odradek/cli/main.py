@@ -27,6 +27,11 @@ LAZY_COMMANDS = {
     ),
     "cluster": ("odradek.cli.cluster", "cluster", "Cluster id, controller and brokers."),
     "log-dirs": ("odradek.cli.log_dirs", "log_dirs", "The brokers' log dirs and the partitions in them."),
+    "console": (
+        "odradek.cli.console",
+        "console",
+        "The web console and lag metrics for a cluster running elsewhere.",
+    ),
     "perf": ("odradek.cli.perf", "perf", "Producer and consumer performance tests."),
     "dump-log": (
         "odradek.cli.dump_log",

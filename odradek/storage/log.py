@@ -60,6 +60,7 @@ from typing import NamedTuple
 
 import crc32c
 
+from ..metrics import LockedHistogram
 from ..protocol import batch as B
 from ..protocol import errors
 from ._faults import fault_point
@@ -91,6 +92,10 @@ _ATTR = B.ATTRIBUTES_OFFSET
 _CONTROL = B.CONTROL_BIT
 _NO_TS = B.NO_TIMESTAMP
 _ABORT = 0  # control record type of an ABORT marker (protocol.records.ABORT)
+
+# How long each flush that wrote something took, for the whole process as Kafka's
+# LogFlushStats is (exported as kafka_log_logflushstats_logflushrateandtimems).
+LOG_FLUSH_TIMES = LockedHistogram()
 
 
 _log = logging.getLogger(__name__)
@@ -1291,6 +1296,7 @@ class Log:
             self._dir_dirty = False
         if target <= rp and not dir_dirty:
             return
+        started = time.perf_counter_ns()
         first = max(bisect.bisect_right(bases, rp) - 1, 0)
         for seg in segments[first:]:
             if seg.base_offset >= target and seg.base_offset > rp:
@@ -1309,6 +1315,7 @@ class Log:
             if target >= leo:
                 self._unflushed_messages = 0
             self._last_flush_ms = _now_ms()
+        LOG_FLUSH_TIMES.observe_ns(time.perf_counter_ns() - started)
 
     def flush_if_due(self, now_ms: int | None = None) -> bool:
         """Flush what a roll left behind, and everything if ``flush.ms`` has passed. For the

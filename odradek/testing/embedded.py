@@ -16,7 +16,8 @@ an ephemeral loopback port and keeps its data in a temporary directory removed o
 Test-friendly defaults, each overridable through ``overrides`` (Kafka's broker keys):
 ``group.initial.rebalance.delay.ms=0`` (consumer groups form at once instead of after 3 s),
 5 partitions (instead of 50) and replication factor 1 for ``__consumer_offsets`` and
-``__transaction_state``. Everything else is Kafka's default, including
+``__transaction_state``, and the HTTP side (console, /metrics) on a free loopback port
+(``http_url``) instead of 9644. Everything else is Kafka's default, including
 ``auto.create.topics.enable=true`` and ``num.partitions=1``.
 
 Thread safety: ``start``/``stop``/``restart``/``create_topic`` may be called from any
@@ -41,6 +42,7 @@ TEST_DEFAULTS = {
     "transaction.state.log.num.partitions": "5",
     "transaction.state.log.replication.factor": "1",
     "transaction.state.log.min.isr": "1",
+    "http.listeners": "http://127.0.0.1:0",
 }
 
 MODES = ("thread", "process")
@@ -106,6 +108,14 @@ class EmbeddedBroker:
     @property
     def port(self) -> int | None:
         return self._port
+
+    @property
+    def http_url(self) -> str | None:
+        """The console and /metrics, e.g. ``http://127.0.0.1:39181`` (None with ``http.listeners=``)."""
+        if self.mode == "process":
+            return self._process.http_url if self._process is not None else None
+        http = self._broker.http if self._broker is not None else None
+        return http.urls[0] if http is not None else None
 
     @property
     def data_dir(self) -> Path | None:

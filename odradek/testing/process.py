@@ -1,7 +1,8 @@
 """A broker in a child process, for tests and tools: start, stop, kill -9, restart.
 
 ``BrokerProcess`` runs ``python -m odradek server`` on a free loopback port with its own
-data directory and waits until the port accepts connections. ``kill()`` sends SIGKILL
+data directory (and its HTTP side, ``http_url``, on another free port) and waits until
+the Kafka port accepts connections. ``kill()`` sends SIGKILL
 (a crash); ``stop()`` sends SIGTERM (a clean shutdown). Only the process it started is
 ever signalled.
 """
@@ -75,12 +76,23 @@ class BrokerProcess:
         self.host = "127.0.0.1"
         self.node_id = node_id
         self.overrides = {str(k): str(v) for k, v in (overrides or {}).items()}
+        # The HTTP side (console, /metrics) on a port of its own, unless the caller chose one.
+        if "http.listeners" not in self.overrides:
+            self.overrides["http.listeners"] = f"http://127.0.0.1:{free_port()}"
         self.log_path = Path(log_path) if log_path else self.data_dir.parent / f"broker-{self.port}.log"
         self.proc: subprocess.Popen | None = None
 
     @property
     def bootstrap_servers(self) -> str:
         return f"{self.host}:{self.port}"
+
+    @property
+    def http_url(self) -> str | None:
+        """Where the console and /metrics are served (None when HTTP is off or on port 0)."""
+        first = self.overrides["http.listeners"].split(",")[0].strip().rstrip("/")
+        if not first or first.endswith(":0"):
+            return None
+        return first
 
     def command(self) -> list[str]:
         settings = {

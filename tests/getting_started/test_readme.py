@@ -35,7 +35,8 @@ def dev_broker(tmp_path_factory):
     with open(workdir / "broker.log", "wb") as log:
         proc = subprocess.Popen(
             [sys.executable, "-m", "odradek", "server", str(REPO / "config" / "server.properties"),
-             "--override", f"listeners=PLAINTEXT://127.0.0.1:{port}"],
+             "--override", f"listeners=PLAINTEXT://127.0.0.1:{port}",
+             "--override", "http.listeners=http://127.0.0.1:0"],
             cwd=workdir, stdout=log, stderr=subprocess.STDOUT,
         )  # fmt: skip
     try:

@@ -14,29 +14,15 @@ from odradek.protocol import errors, messages
 def handle_delete_records(broker, request):
     topics = []
     for t in request.body.topics:
-        info = broker.image.topics.get(t.name)
-        internal = info is not None and info.internal
         partitions = []
         for p in t.partitions:
             entry = {"partition_index": p.partition_index, "low_watermark": -1, "error_code": 0}
             try:
-                if internal:
-                    raise errors.InvalidTopicExceptionError(
-                        f"records of internal topic '{t.name}' cannot be deleted: they are its coordinator's state"
-                    )
-                partition = broker.replica_manager.get_partition(t.name, p.partition_index)
-                partition.check_leader()
-                offset = partition.high_watermark if p.offset == -1 else p.offset
-                if offset < 0 or offset > partition.high_watermark:
-                    raise errors.OffsetOutOfRangeError(
-                        f"offset {offset} is outside [0, {partition.high_watermark}] of {partition}"
-                    )
-                partition.log.maybe_increment_log_start_offset(offset)
-                entry["low_watermark"] = partition.log_start_offset
+                entry["low_watermark"] = broker.replica_manager.delete_records(
+                    t.name, p.partition_index, p.offset
+                )
             except errors.KafkaError as exc:
                 entry["error_code"] = exc.code
-            except OSError as exc:  # the leader epoch checkpoint could not be written
-                entry["error_code"] = partition.log.disk_error(exc).code
             partitions.append(entry)
         topics.append({"name": t.name, "partitions": partitions})
     return messages.build_response(21, request.api_version, {"throttle_time": 0, "topics": topics})

@@ -142,6 +142,7 @@ def handle_fetch(broker, request):
     max_wait_ms = int(body.max_wait.total_seconds() * 1000)
     if total < body.min_bytes and max_wait_ms > 0 and not had_error and not unknown and plan:
         return _wait_and_read(broker, request, plan, ids, max_bytes, isolation, body.min_bytes, max_wait_ms)
+    _count(broker, topics)
     response = _response(version, topics, ids, unknown)
     return RawResponse(response, has_files=broker.zero_copy)
 
@@ -153,4 +154,20 @@ async def _wait_and_read(
     if not broker.fetch_purgatory.try_complete_else_watch(op, [(t, i) for t, i, *_ in plan]):
         await op
     topics, _, _ = read_partitions(broker, plan, max_bytes, isolation)
+    _count(broker, topics)
     return RawResponse(_response(request.api_version, topics, ids, {}), has_files=broker.zero_copy)
+
+
+def _count(broker, topics) -> None:
+    """Per topic, the request, its failed partitions and the record bytes sent (Kafka's
+    TotalFetchRequestsPerSec, FailedFetchRequestsPerSec, BytesOutPerSec)."""
+    metrics = broker.replica_manager.topic_metrics.topics
+    for name, partitions in topics:
+        counters = metrics.get(name)
+        if counters is None:
+            continue
+        counters.fetch_requests += 1
+        for entry in partitions:
+            if entry[1]:
+                counters.failed_fetch_requests += 1
+            counters.bytes_out += len(entry[6])

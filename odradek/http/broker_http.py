@@ -1,0 +1,53 @@
+"""The broker's HTTP side: its listener, its view of the broker, and the console's authorizer.
+
+``BrokerHttp.for_broker(broker)`` binds ``http.listeners`` at once (None when the key is
+empty); ``start()``, once the Kafka listener serves, waits for the first HTTP connection
+to load aiohttp and serve; ``close()`` on shutdown.
+"""
+
+from __future__ import annotations
+
+from odradek.broker.config import parse_http_listener
+from odradek.http.authz import ConsoleAuthorizer
+from odradek.http.local_view import LocalView
+from odradek.http.server import HttpServer
+
+
+class BrokerHttp:
+    def __init__(self, broker, addresses: list[tuple[str, int]]):
+        self.broker = broker
+        self.view = LocalView(broker)
+        self.authorizer = ConsoleAuthorizer()
+        self.server = HttpServer(
+            addresses, self._make_app, max_connections=broker.config.get("http.max.connections")
+        )
+
+    @classmethod
+    def for_broker(cls, broker) -> BrokerHttp | None:
+        addresses = [parse_http_listener(url) for url in broker.config.get("http.listeners")]
+        if not addresses:
+            return None
+        http = cls(broker, addresses)
+        http.server.bind()
+        return http
+
+    @property
+    def urls(self) -> list[str]:
+        return self.server.urls
+
+    def start(self) -> None:
+        self.server.start(lazy=True)  # aiohttp loads on the first HTTP connection
+
+    async def close(self) -> None:
+        await self.server.close()
+
+    def _make_app(self):
+        from odradek.http.app import make_app
+
+        return make_app(self.view, self.metrics, self.authorizer)
+
+    async def metrics(self) -> bytes:
+        from odradek.http.exporter import broker_families, exporter_families, render
+
+        snapshot = await self.view.exporter_snapshot()
+        return render(broker_families(self.broker, self.server) + exporter_families(snapshot))
