@@ -60,9 +60,9 @@ from typing import NamedTuple
 
 import crc32c
 
+from ..faults import fault_point
 from ..protocol import batch as B
 from ..protocol import errors
-from ._faults import fault_point
 from ._record_scan import batch_has_null_key
 from .checkpoint import fsync_dir
 from .file_records import FileRecords, FileSlice
