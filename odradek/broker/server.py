@@ -32,7 +32,7 @@ from odradek.broker.config import (
     topic_config_entries,
     validate_topic_configs,
 )
-from odradek.broker.group.coordinator import GroupCoordinator
+from odradek.broker.group.group_coordinator import GroupCoordinator
 from odradek.broker.network import NetworkServer
 from odradek.broker.producer_ids import ProducerIdManager
 from odradek.broker.purgatory import DelayedOperationPurgatory

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import struct
 
-from odradek.broker.group.coordinator import GroupConfig, GroupCoordinator, JoinRequest
+from odradek.broker.group.group_coordinator import GroupConfig, GroupCoordinator, JoinRequest
 from odradek.broker.group.partitioning import partition_for
 from odradek.broker.timing_wheel import SystemTimer
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from group_harness import Harness, subscription
 
-from odradek.broker.group import schema
-from odradek.broker.group.group import OffsetAndMetadata
-from odradek.broker.group.state import (
+from odradek.broker.group import consumer_offsets_schema as schema
+from odradek.broker.group.classic_group import OffsetAndMetadata
+from odradek.broker.group.classic_group_state import (
     COMPLETING_REBALANCE,
     DEAD,
     EMPTY,

@@ -13,9 +13,9 @@ import uuid
 from collections import Counter
 from typing import NamedTuple
 
-from odradek.broker.group import schema
-from odradek.broker.group.member import JoinResult, MemberMetadata, SyncResult
-from odradek.broker.group.state import (
+from odradek.broker.group import consumer_offsets_schema as schema
+from odradek.broker.group.classic_group_member import ClassicGroupMember, JoinResult, SyncResult
+from odradek.broker.group.classic_group_state import (
     COMPLETING_REBALANCE,
     EMPTY,
     GroupState,
@@ -48,7 +48,7 @@ class OffsetAndMetadata(NamedTuple):
         )
 
 
-class GroupMetadata:
+class ClassicGroup:
     def __init__(self, group_id: str, now_ms: int, state: GroupState = EMPTY):
         self.group_id = group_id
         self.state = state
@@ -58,7 +58,7 @@ class GroupMetadata:
         self.protocol_type: str | None = None
         self.protocol_name: str | None = None
         self.leader_id: str | None = None
-        self.members: dict[str, MemberMetadata] = {}  # in join order: the leader falls back to the first
+        self.members: dict[str, ClassicGroupMember] = {}  # in join order: the leader falls back to the first
         self.static_members: dict[str, str] = {}  # group.instance.id -> member id
         self.pending_members: set[str] = set()  # got an id with MEMBER_ID_REQUIRED, not joined yet
         self.pending_sync_members: set[str] = set()
@@ -81,7 +81,7 @@ class GroupMetadata:
     def has(self, member_id: str) -> bool:
         return member_id in self.members
 
-    def get(self, member_id: str) -> MemberMetadata:
+    def get(self, member_id: str) -> ClassicGroupMember:
         return self.members[member_id]
 
     def is_leader(self, member_id: str) -> bool:
@@ -104,7 +104,7 @@ class GroupMetadata:
     def has_all_members_joined(self) -> bool:
         return len(self.members) == self.num_awaiting_join and not self.pending_members
 
-    def not_yet_rejoined(self) -> list[MemberMetadata]:
+    def not_yet_rejoined(self) -> list[ClassicGroupMember]:
         return [m for m in self.members.values() if not m.is_awaiting_join]
 
     def is_static_member_fenced(self, group_instance_id: str | None, member_id: str) -> bool:
@@ -200,7 +200,7 @@ class GroupMetadata:
     def new_member_id(client_id: str, group_instance_id: str | None) -> str:
         return f"{group_instance_id if group_instance_id is not None else client_id}-{uuid.uuid4()}"
 
-    def add(self, member: MemberMetadata, join_callback=None) -> None:
+    def add(self, member: ClassicGroupMember, join_callback=None) -> None:
         if member.group_instance_id is not None:
             if member.group_instance_id in self.static_members:
                 raise ValueError(f"static member {member.group_instance_id!r} is already in {self.group_id}")
@@ -216,7 +216,7 @@ class GroupMetadata:
             self.num_awaiting_join += 1
         self.pending_members.discard(member.member_id)
 
-    def remove(self, member_id: str) -> MemberMetadata | None:
+    def remove(self, member_id: str) -> ClassicGroupMember | None:
         member = self.members.pop(member_id, None)
         if member is not None:
             self.supported_protocols.subtract(member.protocol_names())
@@ -233,7 +233,7 @@ class GroupMetadata:
 
     def update_member(
         self,
-        member: MemberMetadata,
+        member: ClassicGroupMember,
         protocols: list[tuple[str, bytes]],
         rebalance_timeout_ms: int,
         session_timeout_ms: int,
@@ -251,21 +251,21 @@ class GroupMetadata:
             self.num_awaiting_join -= 1
         member.join_callback = join_callback
 
-    def complete_join(self, member: MemberMetadata, result: JoinResult) -> bool:
+    def complete_join(self, member: ClassicGroupMember, result: JoinResult) -> bool:
         if member.is_awaiting_join:
             self.num_awaiting_join -= 1
         return member.complete_join(result)
 
     def replace_static_member(
         self, group_instance_id: str, old_member_id: str, new_member_id: str
-    ) -> MemberMetadata:
+    ) -> ClassicGroupMember:
         """A static member came back with a new id: fence the old id, keep everything else."""
         old = self.members.pop(old_member_id)
         if old.is_awaiting_join:
             self.num_awaiting_join -= 1
         old.complete_join(JoinResult.failed(errors.ErrorCode.fenced_instance_id, old_member_id))
         old.complete_sync(SyncResult.failed(errors.ErrorCode.fenced_instance_id))
-        member = MemberMetadata(
+        member = ClassicGroupMember(
             new_member_id,
             old.group_instance_id,
             old.client_id,
@@ -343,7 +343,7 @@ class GroupMetadata:
     @classmethod
     def from_record(
         cls, group_id: str, value: schema.GroupMetadataValue | None, offsets: dict, now_ms: int
-    ) -> GroupMetadata:
+    ) -> ClassicGroup:
         """Rebuild a group from its last record: Stable with its members, or Empty."""
         group = cls(group_id, now_ms)
         group.offsets = dict(offsets)
@@ -355,7 +355,7 @@ class GroupMetadata:
         group.state_timestamp = value.current_state_timestamp if value.current_state_timestamp >= 0 else None
         if value.members and value.protocol:
             for rec in value.members:
-                member = MemberMetadata(
+                member = ClassicGroupMember(
                     rec.member_id,
                     rec.group_instance_id,
                     rec.client_id,

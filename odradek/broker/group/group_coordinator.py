@@ -1,7 +1,7 @@
 """The group coordinator: classic consumer groups and their committed offsets.
 
 It owns every group whose ``__consumer_offsets`` partition this broker leads (the state
-machine is described in ``state.py``). Handlers call one method per API; a method checks
+machine is described in ``classic_group_state.py``). Handlers call one method per API; a method checks
 that this broker coordinates the group (INVALID_GROUP_ID, NOT_COORDINATOR,
 COORDINATOR_LOAD_IN_PROGRESS), applies the request, writes what must survive a restart
 to the group's partition, and answers — at once, or later through a callback for
@@ -37,12 +37,10 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 from odradek._tasks import cancel_and_wait, start_task
-from odradek.broker.group import schema
-from odradek.broker.group.delayed import DelayedHeartbeat, DelayedJoin, DelayedSync, InitialDelayedJoin
-from odradek.broker.group.group import CONSUMER_PROTOCOL_TYPE, GroupMetadata, OffsetAndMetadata
-from odradek.broker.group.member import JoinResult, MemberMetadata, SyncResult
-from odradek.broker.group.partitioning import OFFSETS_TOPIC, partition_for
-from odradek.broker.group.state import (
+from odradek.broker.group import consumer_offsets_schema as schema
+from odradek.broker.group.classic_group import CONSUMER_PROTOCOL_TYPE, ClassicGroup, OffsetAndMetadata
+from odradek.broker.group.classic_group_member import ClassicGroupMember, JoinResult, SyncResult
+from odradek.broker.group.classic_group_state import (
     COMMIT_REFUSAL,
     COMPLETING_REBALANCE,
     DEAD,
@@ -52,6 +50,8 @@ from odradek.broker.group.state import (
     PREPARING_REBALANCE,
     STABLE,
 )
+from odradek.broker.group.delayed import DelayedHeartbeat, DelayedJoin, DelayedSync, InitialDelayedJoin
+from odradek.broker.group.partitioning import OFFSETS_TOPIC, partition_for
 from odradek.broker.purgatory import DelayedOperationPurgatory
 from odradek.protocol import errors
 from odradek.protocol.errors import ErrorCode, KafkaError
@@ -174,7 +174,7 @@ class GroupCoordinator:
         self.topic = offsets_topic
         self.timer = timer
         self.config = config or GroupConfig()
-        self.groups: dict[str, GroupMetadata] = {}
+        self.groups: dict[str, ClassicGroup] = {}
         self.owned: set[int] = set()  # partitions loaded and served
         self.loading: set[int] = set()
         self.active = False
@@ -304,7 +304,7 @@ class GroupCoordinator:
             offsets = replay.offsets.get(group_id, {})
             if value is None and not offsets:
                 continue
-            group = GroupMetadata.from_record(group_id, value, offsets, now)
+            group = ClassicGroup.from_record(group_id, value, offsets, now)
             old = self.groups.get(group_id)
             if old is not None:
                 self._retire(old)
@@ -332,7 +332,7 @@ class GroupCoordinator:
                 del self.groups[group_id]
                 self._retire(group)
 
-    def _retire(self, group: GroupMetadata) -> None:
+    def _retire(self, group: ClassicGroup) -> None:
         """The group leaves this coordinator: stop its timers, send its waiters elsewhere."""
         if group.join_op is not None:
             group.join_op.abandon()
@@ -396,7 +396,7 @@ class GroupCoordinator:
             if not unknown:
                 callback(JoinResult.failed(ErrorCode.unknown_member_id, req.member_id))
                 return
-            group = self.groups[req.group_id] = GroupMetadata(req.group_id, self._now())
+            group = self.groups[req.group_id] = ClassicGroup(req.group_id, self._now())
         if not self._accept_joining_member(group, req.member_id):
             if group.has(req.member_id):
                 self._remove_member(group, group.get(req.member_id))
@@ -409,7 +409,7 @@ class GroupCoordinator:
             self._join_existing_member(group, req, callback)
         self._maybe_complete_join(group)
 
-    def _accept_joining_member(self, group: GroupMetadata, member_id: str) -> bool:
+    def _accept_joining_member(self, group: ClassicGroup, member_id: str) -> bool:
         limit = self.config.max_size
         if group.state in (EMPTY, DEAD):
             return True
@@ -420,14 +420,14 @@ class GroupCoordinator:
             return group.num_awaiting_join < limit
         return group.has(member_id) or group.size < limit
 
-    def _join_new_member(self, group: GroupMetadata, req: JoinRequest, callback) -> None:
+    def _join_new_member(self, group: ClassicGroup, req: JoinRequest, callback) -> None:
         if group.is_(DEAD):
             callback(JoinResult.failed(ErrorCode.coordinator_not_available))
             return
         if not group.supports_protocols(req.protocol_type, [name for name, _ in req.protocols]):
             callback(JoinResult.failed(ErrorCode.inconsistent_group_protocol))
             return
-        new_id = GroupMetadata.new_member_id(req.client_id, req.group_instance_id)
+        new_id = ClassicGroup.new_member_id(req.client_id, req.group_instance_id)
         if req.group_instance_id is not None:
             existing = group.static_members.get(req.group_instance_id)
             if existing is not None:
@@ -443,7 +443,7 @@ class GroupCoordinator:
         else:
             self._add_member_and_rebalance(group, req, new_id, callback)
 
-    def _join_existing_member(self, group: GroupMetadata, req: JoinRequest, callback) -> None:
+    def _join_existing_member(self, group: ClassicGroup, req: JoinRequest, callback) -> None:
         member_id = req.member_id
         if group.is_(DEAD):
             callback(JoinResult.failed(ErrorCode.coordinator_not_available, member_id))
@@ -485,7 +485,7 @@ class GroupCoordinator:
 
     def _join_result(
         self,
-        group: GroupMetadata,
+        group: ClassicGroup,
         member_id: str,
         *,
         with_members: bool,
@@ -504,9 +504,9 @@ class GroupCoordinator:
         )
 
     def _add_member_and_rebalance(
-        self, group: GroupMetadata, req: JoinRequest, member_id: str, callback
+        self, group: ClassicGroup, req: JoinRequest, member_id: str, callback
     ) -> None:
-        member = MemberMetadata(
+        member = ClassicGroupMember(
             member_id,
             req.group_instance_id,
             req.client_id,
@@ -575,17 +575,17 @@ class GroupCoordinator:
         else:
             self._maybe_complete_join(group)
 
-    def _maybe_prepare_rebalance_or_complete_join(self, group: GroupMetadata, reason: str) -> None:
+    def _maybe_prepare_rebalance_or_complete_join(self, group: ClassicGroup, reason: str) -> None:
         if group.can_rebalance():
             self._prepare_rebalance(group, reason)
         else:
             self._maybe_complete_join(group)
 
-    def _maybe_complete_join(self, group: GroupMetadata) -> None:
+    def _maybe_complete_join(self, group: ClassicGroup) -> None:
         if group.is_(PREPARING_REBALANCE) and group.join_op is not None:
             self.join_purgatory.check_and_complete(group.group_id)
 
-    def _prepare_rebalance(self, group: GroupMetadata, reason: str) -> None:
+    def _prepare_rebalance(self, group: ClassicGroup, reason: str) -> None:
         if group.is_(COMPLETING_REBALANCE):
             self._reset_and_propagate_assignment_error(group, ErrorCode.rebalance_in_progress)
         self._cancel_sync_expiration(group)
@@ -609,7 +609,7 @@ class GroupCoordinator:
             op = DelayedJoin(self, group, group.rebalance_timeout_ms)
         self._watch_join(group, op)
 
-    def _watch_join(self, group: GroupMetadata, op) -> None:
+    def _watch_join(self, group: ClassicGroup, op) -> None:
         if group.join_op is not None and group.join_op is not op:
             group.join_op.abandon()
         group.join_op = op
@@ -645,7 +645,7 @@ class GroupCoordinator:
         except Exception:
             log.exception("group %s: closing the join phase failed", group.group_id)
 
-    def _complete_join(self, group: GroupMetadata) -> None:
+    def _complete_join(self, group: ClassicGroup) -> None:
         """Close the join phase: drop dynamic members that did not rejoin, start a generation."""
         gone = [m for m in group.members.values() if not m.is_awaiting_join and not m.is_static]
         for member in gone:
@@ -737,7 +737,7 @@ class GroupCoordinator:
                 self._apply_assignment(group, generation_id, assignments)
 
     def _apply_assignment(
-        self, group: GroupMetadata, generation_id: int, assignments: dict[str, bytes]
+        self, group: ClassicGroup, generation_id: int, assignments: dict[str, bytes]
     ) -> None:
         full = {mid: assignments.get(mid, b"") for mid in group.members}
         missing = [mid for mid in group.members if mid not in assignments]
@@ -758,12 +758,12 @@ class GroupCoordinator:
         self._propagate_assignment(group, NONE)
         log.info("group %s: generation %d is stable", group.group_id, group.generation_id)
 
-    def _reset_and_propagate_assignment_error(self, group: GroupMetadata, error) -> None:
+    def _reset_and_propagate_assignment_error(self, group: ClassicGroup, error) -> None:
         for member in group.members.values():
             member.assignment = b""
         self._propagate_assignment(group, int(error))
 
-    def _propagate_assignment(self, group: GroupMetadata, error: int) -> None:
+    def _propagate_assignment(self, group: ClassicGroup, error: int) -> None:
         protocol_type, protocol_name = (
             (group.protocol_type, group.protocol_name) if error == NONE else (None, None)
         )
@@ -771,19 +771,19 @@ class GroupCoordinator:
             if member.complete_sync(SyncResult(error, protocol_type, protocol_name, member.assignment)):
                 self._schedule_heartbeat(group, member)
 
-    def _remove_pending_sync_member(self, group: GroupMetadata, member_id: str) -> None:
+    def _remove_pending_sync_member(self, group: ClassicGroup, member_id: str) -> None:
         group.pending_sync_members.discard(member_id)
         if group.state not in (COMPLETING_REBALANCE, STABLE) or not group.pending_sync_members:
             self._cancel_sync_expiration(group)
 
-    def _schedule_pending_sync(self, group: GroupMetadata) -> None:
+    def _schedule_pending_sync(self, group: ClassicGroup) -> None:
         self._cancel_sync_expiration(group)
         op = DelayedSync(self, group, group.generation_id, group.rebalance_timeout_ms)
         group.sync_op = op
         self.join_purgatory.try_complete_else_watch(op, ())
 
     @staticmethod
-    def _cancel_sync_expiration(group: GroupMetadata) -> None:
+    def _cancel_sync_expiration(group: ClassicGroup) -> None:
         if group.sync_op is not None:
             group.sync_op.abandon()
             group.sync_op = None
@@ -829,7 +829,7 @@ class GroupCoordinator:
         return int(answer)
 
     def _schedule_heartbeat(
-        self, group: GroupMetadata, member: MemberMetadata, timeout_ms: int | None = None
+        self, group: ClassicGroup, member: ClassicGroupMember, timeout_ms: int | None = None
     ) -> None:
         self._cancel_heartbeat(member)
         op = DelayedHeartbeat(self, group, member.member_id, timeout_ms or member.session_timeout_ms)
@@ -837,7 +837,7 @@ class GroupCoordinator:
         self.heartbeat_purgatory.try_complete_else_watch(op, ())
 
     @staticmethod
-    def _cancel_heartbeat(member: MemberMetadata) -> None:
+    def _cancel_heartbeat(member: ClassicGroupMember) -> None:
         if member.heartbeat_op is not None:
             member.heartbeat_op.abandon()
             member.heartbeat_op = None
@@ -865,21 +865,21 @@ class GroupCoordinator:
         except Exception:
             log.exception("group %s: session expiry of %s failed", group.group_id, member_id)
 
-    def _remove_member(self, group: GroupMetadata, member: MemberMetadata) -> None:
+    def _remove_member(self, group: ClassicGroup, member: ClassicGroupMember) -> None:
         self._cancel_heartbeat(member)
         group.complete_join(member, JoinResult.failed(ErrorCode.unknown_member_id))
         member.complete_sync(SyncResult.failed(ErrorCode.unknown_member_id))
         group.remove(member.member_id)
 
     @staticmethod
-    def _remove_pending(group: GroupMetadata, member_id: str) -> None:
+    def _remove_pending(group: ClassicGroup, member_id: str) -> None:
         group.remove(member_id)
         op = group.pending_heartbeats.pop(member_id, None)
         if op is not None:
             op.abandon()
 
     def _remove_member_and_update_group(
-        self, group: GroupMetadata, member: MemberMetadata, reason: str
+        self, group: ClassicGroup, member: ClassicGroupMember, reason: str
     ) -> None:
         self._remove_member(group, member)
         if group.state in (STABLE, COMPLETING_REBALANCE):
@@ -958,7 +958,7 @@ class GroupCoordinator:
             if generation_id >= 0:
                 return dict.fromkeys(offsets, int(ErrorCode.illegal_generation))
             # a consumer that assigns partitions itself: a group that only stores offsets
-            group = self.groups[group_id] = GroupMetadata(group_id, now)
+            group = self.groups[group_id] = ClassicGroup(group_id, now)
         error = self._validate_offset_commit(group, member_id, group_instance_id, generation_id)
         if error != NONE:
             return dict.fromkeys(offsets, error)
@@ -999,7 +999,7 @@ class GroupCoordinator:
 
     @staticmethod
     def _validate_offset_commit(
-        group: GroupMetadata, member_id: str, group_instance_id: str | None, generation_id: int
+        group: ClassicGroup, member_id: str, group_instance_id: str | None, generation_id: int
     ) -> int:
         if group.is_(DEAD):
             return int(ErrorCode.coordinator_not_available)
@@ -1049,7 +1049,7 @@ class GroupCoordinator:
             results[tp] = NONE
         return results
 
-    def _remove_offsets(self, group: GroupMetadata, partition: int, removed: list[TopicPartition]) -> None:
+    def _remove_offsets(self, group: ClassicGroup, partition: int, removed: list[TopicPartition]) -> None:
         """Drop offsets (tombstones); a group left Empty without offsets disappears."""
         entries: list[tuple[bytes, bytes | None]] = []
         for tp in removed:
@@ -1160,7 +1160,7 @@ class GroupCoordinator:
         for group_id, offsets in by_group.items():
             group = self.groups.get(group_id)
             if group is None or group.is_(DEAD):
-                group = self.groups[group_id] = GroupMetadata(group_id, now)
+                group = self.groups[group_id] = ClassicGroup(group_id, now)
             group.offsets.update(offsets)
 
     def pending_transactional_offsets(self, group_id: str) -> set[TopicPartition]:
@@ -1246,14 +1246,14 @@ class GroupCoordinator:
 
     # -- persistence -----------------------------------------------------------------------
 
-    def _store_group(self, group: GroupMetadata, assignment: dict[str, bytes]) -> None:
+    def _store_group(self, group: ClassicGroup, assignment: dict[str, bytes]) -> None:
         partition = self.partition_of(group.group_id)
         if partition is None or partition not in self.owned:
             raise errors.NotCoordinatorError(f"no longer the coordinator of {group.group_id}")
         value = schema.encode_group_metadata_value(group.to_record(assignment))
         self.topic.append(partition, [(schema.encode_group_metadata_key(group.group_id), value)], self._now())
 
-    def _store_group_quietly(self, group: GroupMetadata, assignment: dict[str, bytes]) -> None:
+    def _store_group_quietly(self, group: ClassicGroup, assignment: dict[str, bytes]) -> None:
         try:
             self._store_group(group, assignment)
         except KafkaError as exc:
@@ -1288,7 +1288,7 @@ class GroupCoordinator:
         return total
 
     @staticmethod
-    def _expired_offsets(group: GroupMetadata, now: int, retention: int) -> list[TopicPartition]:
+    def _expired_offsets(group: ClassicGroup, now: int, retention: int) -> list[TopicPartition]:
         skip: set[str] = set()
         if group.protocol_type is not None:
             if group.is_(EMPTY):
