@@ -1,8 +1,9 @@
-"""One classic group's state: members, generation, protocol, committed offsets.
+"""One classic group's state: members, generation, protocol (its committed offsets are the
+offset manager's, ``offset_manager.py``).
 
 Plain data plus the bookkeeping that must stay consistent (who is waiting, which
 protocols every member supports, the static-member index). Decisions — when to
-rebalance, when a phase ends — are the coordinator's; this class only answers
+rebalance, when a phase ends — are the classic group manager's; this class only answers
 questions and applies changes. Called only from the event loop.
 """
 
@@ -11,41 +12,24 @@ from __future__ import annotations
 import logging
 import uuid
 from collections import Counter
-from typing import NamedTuple
 
 from odradek.broker.group import consumer_offsets_schema as schema
 from odradek.broker.group.classic_group_member import ClassicGroupMember, JoinResult, SyncResult
 from odradek.broker.group.classic_group_state import (
+    COMMIT_REFUSAL,
     COMPLETING_REBALANCE,
+    DEAD,
     EMPTY,
     GroupState,
     can_rebalance,
     check_transition,
 )
 from odradek.protocol import errors
+from odradek.protocol.errors import ErrorCode
 
 log = logging.getLogger(__name__)
 
 CONSUMER_PROTOCOL_TYPE = "consumer"
-
-
-class OffsetAndMetadata(NamedTuple):
-    offset: int
-    leader_epoch: int = -1
-    metadata: str = ""
-    commit_timestamp: int = -1
-    expire_timestamp: int = -1  # set only by commits that carried a retention time (v2-v4)
-
-    def to_record(self) -> schema.OffsetCommitValue:
-        return schema.OffsetCommitValue(
-            self.offset, self.metadata, self.commit_timestamp, self.leader_epoch, self.expire_timestamp
-        )
-
-    @classmethod
-    def from_record(cls, value: schema.OffsetCommitValue) -> OffsetAndMetadata:
-        return cls(
-            value.offset, value.leader_epoch, value.metadata, value.commit_timestamp, value.expire_timestamp
-        )
 
 
 class ClassicGroup:
@@ -67,8 +51,7 @@ class ClassicGroup:
         self.new_member_added = False
         self.last_new_member_ms = 0.0
         self.subscribed_topics: set[str] | None = None
-        self.offsets: dict[tuple[str, int], OffsetAndMetadata] = {}
-        # delayed operations owned by the coordinator
+        # delayed operations owned by the classic group manager
         self.join_op = None
         self.sync_op = None
         self.pending_heartbeats: dict[str, object] = {}  # pending member id -> its expiry
@@ -179,6 +162,39 @@ class ClassicGroup:
         if self.subscribed_topics is not None:
             return topic in self.subscribed_topics
         return self.protocol_type == CONSUMER_PROTOCOL_TYPE
+
+    def validate_offset_commit(self, member_id: str, group_instance_id: str | None, generation_id: int) -> int:
+        """The error code of an OffsetCommit from this member (NONE: accepted)."""
+        if self.is_(DEAD):
+            return int(ErrorCode.coordinator_not_available)
+        if generation_id < 0 and self.is_(EMPTY):
+            return int(ErrorCode.none)  # admin tools and consumers without group management
+        if generation_id >= 0 or member_id or group_instance_id is not None:
+            try:
+                self.validate_member(member_id, group_instance_id)
+            except errors.KafkaError as exc:
+                return int(exc.code)
+            if generation_id != self.generation_id:
+                return int(ErrorCode.illegal_generation)
+        elif not self.is_(EMPTY):
+            return int(ErrorCode.unknown_member_id)  # only members commit to a group with members
+        return int(COMMIT_REFUSAL[self.state])
+
+    def validate_transactional_offset_commit(
+        self, member_id: str, group_instance_id: str | None, generation_id: int
+    ) -> int:
+        """The error code of a TxnOffsetCommit from this member (NONE: accepted). Kafka's
+        checks: the member and generation when given (v3+), but no rebalance check — a
+        transaction may commit while its group rebalances."""
+        if self.is_(DEAD):
+            return int(ErrorCode.coordinator_not_available)
+        if self.is_static_member_fenced(group_instance_id, member_id):
+            return int(ErrorCode.fenced_instance_id)
+        if member_id and not self.has(member_id):
+            return int(ErrorCode.unknown_member_id)
+        if generation_id >= 0 and generation_id != self.generation_id:
+            return int(ErrorCode.illegal_generation)
+        return int(ErrorCode.none)
 
     def current_member_metadata(self) -> tuple:
         return tuple(
@@ -341,14 +357,9 @@ class ClassicGroup:
         )
 
     @classmethod
-    def from_record(
-        cls, group_id: str, value: schema.GroupMetadataValue | None, offsets: dict, now_ms: int
-    ) -> ClassicGroup:
+    def from_record(cls, group_id: str, value: schema.GroupMetadataValue, now_ms: int) -> ClassicGroup:
         """Rebuild a group from its last record: Stable with its members, or Empty."""
         group = cls(group_id, now_ms)
-        group.offsets = dict(offsets)
-        if value is None:
-            return group
         group.protocol_type = value.protocol_type or None
         group.generation_id = value.generation
         group.protocol_name = value.protocol

@@ -16,8 +16,8 @@ version); every non-null value starts with an int16 schema version::
 
     GroupMetadataValue
       protocolType string, generation int32, protocol string?, leader string?,
-      currentStateTimestamp int64 (v2+), members [ClassicGroupMember]
-      ClassicGroupMember: memberId string, groupInstanceId string? (v3+), clientId string,
+      currentStateTimestamp int64 (v2+), members [MemberMetadata]
+      MemberMetadata: memberId string, groupInstanceId string? (v3+), clientId string,
         clientHost string, rebalanceTimeout int32 (v1+), sessionTimeout int32,
         subscription bytes, assignment bytes
       v4 is v3, flexible

@@ -10,8 +10,8 @@ get MEMBER_ID_REQUIRED with their id first (KIP-394); v5+ static membership
 (KIP-814). An empty group id gets INVALID_GROUP_ID.
 """
 
+from odradek.broker.group.classic_group_manager import JoinRequest
 from odradek.broker.group.classic_group_member import JoinResult
-from odradek.broker.group.group_coordinator import JoinRequest
 from odradek.broker.group.group_handler_support import answer_later, client_host, coordinator_of, ms
 from odradek.broker.handlers import api
 from odradek.protocol import errors, messages

@@ -13,8 +13,8 @@ current one and AddOffsetsToTxn put the group's partition into its open transact
 (transactions v2) is not advertised.
 """
 
-from odradek.broker.group.classic_group import OffsetAndMetadata
 from odradek.broker.group.group_handler_support import coordinator_of as group_coordinator_of
+from odradek.broker.group.offset_and_metadata import OffsetAndMetadata
 from odradek.broker.group.partitioning import OFFSETS_TOPIC
 from odradek.broker.handlers import api
 from odradek.broker.txn.txn_handler_support import coordinator_of
