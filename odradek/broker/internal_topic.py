@@ -91,11 +91,10 @@ class InternalTopic:
         ``(offset, batches)``: the chunk's first offset and the batches that reach it (a
         batch's records before ``offset`` were in the chunk before). Raises KafkaError."""
         p = self.broker.replica_manager.get_partition(self.name, partition)
-        plog = p.log
-        offset = plog.log_start_offset
+        offset = p.log_start_offset
         end = p.high_watermark
         while offset < end:
-            result = plog.read(offset, chunk_bytes, max_offset=end, min_one_message=True)
+            result = p.read_up_to(offset, chunk_bytes, end)
             if result.records is None or result.records.size == 0:
                 break
             batches = []

@@ -56,8 +56,7 @@ class ReplicaManager:
             if partition is None:
                 missing.append(index)
             else:
-                partition.log_config = config
-                partition.log.update_config(config)
+                partition.update_config(config)
         if not missing or name in self._creating:
             return  # a running creation task picks up new partitions before it ends
         if len(missing) <= INLINE_CREATES or not _loop_running():

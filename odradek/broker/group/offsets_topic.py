@@ -65,7 +65,7 @@ class OffsetsTopic(InternalTopic):
 
     def log_size(self, partition: int) -> int:
         try:
-            return self.broker.replica_manager.get_partition(OFFSETS_TOPIC, partition).log.size
+            return self.broker.replica_manager.get_partition(OFFSETS_TOPIC, partition).log_size
         except errors.KafkaError:
             return 0
 

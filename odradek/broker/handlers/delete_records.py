@@ -3,7 +3,8 @@
 Moves each partition's log start offset up to the given offset (-1 means the high
 watermark); records below it are no longer readable and whole segments below it are
 removed by retention. An offset above the high watermark is OFFSET_OUT_OF_RANGE. Internal
-topics (coordinator state) are refused with INVALID_TOPIC_EXCEPTION, as in Kafka.
+topics (coordinator state) are refused with INVALID_TOPIC_EXCEPTION, as in Kafka. The
+move is ``Partition.delete_records_on_leader``.
 """
 
 from odradek.broker.handlers import api
@@ -26,17 +27,9 @@ def handle_delete_records(broker, request):
                     )
                 partition = broker.replica_manager.get_partition(t.name, p.partition_index)
                 partition.check_leader()
-                offset = partition.high_watermark if p.offset == -1 else p.offset
-                if offset < 0 or offset > partition.high_watermark:
-                    raise errors.OffsetOutOfRangeError(
-                        f"offset {offset} is outside [0, {partition.high_watermark}] of {partition}"
-                    )
-                partition.log.maybe_increment_log_start_offset(offset)
-                entry["low_watermark"] = partition.log_start_offset
+                entry["low_watermark"] = partition.delete_records_on_leader(p.offset)
             except errors.KafkaError as exc:
                 entry["error_code"] = exc.code
-            except OSError as exc:  # the leader epoch checkpoint could not be written
-                entry["error_code"] = partition.log.disk_error(exc).code
             partitions.append(entry)
         topics.append({"name": t.name, "partitions": partitions})
     return messages.build_response(21, request.api_version, {"throttle_time": 0, "topics": topics})

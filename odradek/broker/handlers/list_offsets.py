@@ -4,30 +4,12 @@ Timestamp -2 gives the log start offset, -1 the high watermark (the last stable 
 for read_committed, v2+), -3 the offset and timestamp of the record with the largest
 timestamp (v7, KIP-734); any other timestamp gives the first offset whose timestamp is
 at least that, or -1 when there is none. Offsets at or past the high watermark (the last
-stable offset for read_committed) are never answered, as in Kafka. The leader epoch (v4+) is the partition's.
+stable offset for read_committed) are never answered, as in Kafka. The leader epoch (v4+)
+is the partition's. The lookup is ``Partition.fetch_offset_for_timestamp``.
 """
 
 from odradek.broker.handlers import api
 from odradek.protocol import errors, messages
-
-EARLIEST, LATEST, MAX_TIMESTAMP = -2, -1, -3
-
-
-def _lookup(partition, timestamp: int, isolation_level: int) -> tuple[int, int]:
-    """(timestamp, offset) answering ``timestamp`` for this partition."""
-    if timestamp == EARLIEST:
-        return -1, partition.log_start_offset
-    fetchable = partition.last_stable_offset if isolation_level == 1 else partition.high_watermark
-    if timestamp == LATEST:
-        return -1, fetchable
-    if timestamp == MAX_TIMESTAMP:
-        found = partition.log.max_timestamp_and_offset()
-    else:
-        found = partition.log.fetch_offset_by_timestamp(timestamp)
-    if found is None or found[0] >= fetchable:
-        return -1, -1
-    offset, ts = found
-    return ts, offset
 
 
 @api(2, 1, 7)
@@ -42,7 +24,7 @@ def handle_list_offsets(broker, request):
             try:
                 partition = broker.replica_manager.get_partition(topic.name, p.partition_index)
                 partition.check_leader(getattr(p, "current_leader_epoch", -1))
-                ts, offset = _lookup(partition, p.timestamp, isolation)
+                ts, offset = partition.fetch_offset_for_timestamp(p.timestamp, isolation)
                 entry.update(timestamp=ts, offset=offset, leader_epoch=partition.leader_epoch)
             except errors.KafkaError as exc:
                 entry["error_code"] = exc.code
