@@ -181,6 +181,64 @@ class ReplicaManager:
         self.on_append((topic, index))
         return partition, info
 
+    # -- fetch -----------------------------------------------------------------------------
+
+    def read(self, plan, max_bytes: int, isolation_level: int, *, file_slices: bool = False, sizes_only: bool = False):
+        """Read the partitions of a fetch (Kafka's ``readFromLocalLog``): ``plan`` is
+        ``(topic, partition, fetch offset, partition max bytes, current leader epoch or -1)``
+        in request order. Returns (per topic, in request order, the partitions' results as
+        ``protocol.hot_responses.fetch_response`` takes them; total bytes; whether any
+        partition failed). Each partition reads up to the high watermark (read_committed: the
+        last stable offset, with the aborted transactions its records overlap) and
+        ``min(partition max bytes, what is left of max_bytes)``; the first partition with
+        data returns at least one whole batch (KIP-74).
+
+        Record data comes back as file slices with ``file_slices`` (the connection sends them
+        with zero copy), else as bytes read from the page cache; ``sizes_only`` reads only how
+        much there is (a waiting fetch asking whether it can complete).
+        """
+        partitions = self.partitions
+        results: dict[str, list] = {}
+        total = 0
+        had_error = False
+        for topic, index, offset, partition_max, epoch in plan:
+            out = results.setdefault(topic, [])
+            try:
+                partition = partitions.get((topic, index))
+                if partition is None:
+                    partition = self.get_partition(topic, index)  # raises
+                partition.check_leader(epoch)
+                budget = min(partition_max, max_bytes - total)
+                lso = partition.last_stable_offset
+                read = partition.read(
+                    offset, max(budget, 0), isolation_level=isolation_level, min_one_message=total == 0
+                )
+                records = None
+                size = 0
+                aborted = None
+                if read.records is not None:
+                    size = read.records.size
+                    if not sizes_only and size:
+                        records = read.records if file_slices else read.records.read()
+                        if isolation_level == 1:
+                            aborted = partition.aborted_transactions(offset, read.records, lso)
+                total += size
+                out.append(
+                    (
+                        index,
+                        0,
+                        partition.high_watermark,
+                        lso,
+                        partition.log_start_offset,
+                        (aborted or []) if isolation_level == 1 else None,
+                        records if records is not None else b"",
+                    )
+                )
+            except errors.KafkaError as exc:
+                had_error = True
+                out.append((index, exc.code, -1, -1, -1, None, b""))
+        return list(results.items()), total, had_error
+
 
 def _loop_running() -> bool:
     try:
