@@ -10,7 +10,9 @@ from odradek.broker.purgatory import DelayedOperation
 
 
 class DelayedFetch(DelayedOperation):
-    def __init__(self, replicas, plan, max_bytes: int, isolation_level: int, min_bytes: int, max_wait_ms: int):
+    def __init__(
+        self, replicas, plan, max_bytes: int, isolation_level: int, min_bytes: int, max_wait_ms: int
+    ):
         super().__init__(max_wait_ms)
         self.replicas = replicas  # the ReplicaManager
         self.plan = plan
@@ -19,7 +21,9 @@ class DelayedFetch(DelayedOperation):
         self.min_bytes = min_bytes
 
     def try_complete(self) -> bool:
-        _, total, had_error = self.replicas.read(self.plan, self.max_bytes, self.isolation_level, sizes_only=True)
+        _, total, had_error = self.replicas.read(
+            self.plan, self.max_bytes, self.isolation_level, sizes_only=True
+        )
         if total >= self.min_bytes or had_error:
             return self.force_complete()
         return False

@@ -183,7 +183,15 @@ class ReplicaManager:
 
     # -- fetch -----------------------------------------------------------------------------
 
-    def read(self, plan, max_bytes: int, isolation_level: int, *, file_slices: bool = False, sizes_only: bool = False):
+    def read(
+        self,
+        plan,
+        max_bytes: int,
+        isolation_level: int,
+        *,
+        file_slices: bool = False,
+        sizes_only: bool = False,
+    ):
         """Read the partitions of a fetch (Kafka's ``readFromLocalLog``): ``plan`` is
         ``(topic, partition, fetch offset, partition max bytes, current leader epoch or -1)``
         in request order. Returns (per topic, in request order, the partitions' results as

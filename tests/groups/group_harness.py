@@ -56,7 +56,9 @@ class FakeOffsetsTopic:
     def replay(self, partition, chunk_bytes):
         """Like OffsetsTopic.replay: what the log holds when reading starts (up to its high watermark)."""
         self.replays_started[partition] += 1
-        entries = [entry if len(entry) == 4 else (*entry, -1, None)[:3] + (None,) for entry in self.logs[partition]]
+        entries = [
+            entry if len(entry) == 4 else (*entry, -1, None)[:3] + (None,) for entry in self.logs[partition]
+        ]
         for i in range(0, len(entries), self.chunk_records):
             yield entries[i : i + self.chunk_records]
 

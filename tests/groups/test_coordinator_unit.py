@@ -229,8 +229,9 @@ def test_member_that_never_syncs_is_removed_after_rebalance_timeout():
     rebalance timeout after the join phase ended, even while it heartbeats; the rest
     rebalance without it."""
     h = Harness()
-    (a, a_join), (b, _) = h.join_member("g", session_ms=10000, rebalance_ms=1000), h.join_member(
-        "g", session_ms=10000, rebalance_ms=1000
+    (a, a_join), (b, _) = (
+        h.join_member("g", session_ms=10000, rebalance_ms=1000),
+        h.join_member("g", session_ms=10000, rebalance_ms=1000),
     )
     h.advance(150)
     gen, leader = a_join[0].generation_id, a_join[0].leader
@@ -486,7 +487,9 @@ def test_transaction_marker_written_while_loading_completes_after_the_load():
     h = Harness()
     p = h.topic.partition_for("g")
     om = OffsetAndMetadata(42, -1, "")
-    assert h.coordinator.commit_transactional_offsets("g", 7, 0, "", None, -1, {("t", 0): om}) == {("t", 0): 0}
+    assert h.coordinator.commit_transactional_offsets("g", 7, 0, "", None, -1, {("t", 0): om}) == {
+        ("t", 0): 0
+    }
     assert h.coordinator.fetch_offsets("g", [("t", 0)]) == [(("t", 0), None)]
     assert h.coordinator.pending_transactional_offsets("g") == {("t", 0)}
     h.topic.size = 10 * h.coordinator.config.load_buffer_size

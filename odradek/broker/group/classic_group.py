@@ -163,7 +163,9 @@ class ClassicGroup:
             return topic in self.subscribed_topics
         return self.protocol_type == CONSUMER_PROTOCOL_TYPE
 
-    def validate_offset_commit(self, member_id: str, group_instance_id: str | None, generation_id: int) -> int:
+    def validate_offset_commit(
+        self, member_id: str, group_instance_id: str | None, generation_id: int
+    ) -> int:
         """The error code of an OffsetCommit from this member (NONE: accepted)."""
         if self.is_(DEAD):
             return int(ErrorCode.coordinator_not_available)

@@ -255,7 +255,9 @@ class GroupCoordinator:
         self, group_id: str, member_id: str, group_instance_id: str | None, generation_id: int
     ) -> int:
         """The error code of a Heartbeat; raises KafkaError for failed checks."""
-        return self._shard_of(group_id).classic.heartbeat(group_id, member_id, group_instance_id, generation_id)
+        return self._shard_of(group_id).classic.heartbeat(
+            group_id, member_id, group_instance_id, generation_id
+        )
 
     def leave_group(self, group_id: str, leaving: list[tuple[str, str | None, str | None]]) -> list[int]:
         """Per leaving ``(member_id, group_instance_id, reason)``, its error code.
@@ -280,7 +282,9 @@ class GroupCoordinator:
             shard = self._shard_of(group_id, allow_empty=True)
         except KafkaError as exc:
             return dict.fromkeys(offsets, int(exc.code))
-        return shard.offsets.commit(group_id, member_id, group_instance_id, generation_id, offsets, retention_ms)
+        return shard.offsets.commit(
+            group_id, member_id, group_instance_id, generation_id, offsets, retention_ms
+        )
 
     def fetch_offsets(
         self, group_id: str, partitions: list[TopicPartition] | None

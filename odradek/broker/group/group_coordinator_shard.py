@@ -74,7 +74,11 @@ class GroupCoordinatorShard:
         return self.context.wall_ms()
 
     def append(
-        self, entries: list[tuple[bytes, bytes | None]], now_ms: int, producer_id: int = -1, producer_epoch: int = -1
+        self,
+        entries: list[tuple[bytes, bytes | None]],
+        now_ms: int,
+        producer_id: int = -1,
+        producer_epoch: int = -1,
     ) -> None:
         """Write ``(key, value)`` records to this partition as one batch; raises KafkaError."""
         self.context.topic.append(self.partition, entries, now_ms, producer_id, producer_epoch)
@@ -136,7 +140,8 @@ class GroupCoordinatorShard:
         if group.state in NON_EMPTY_STATES:
             return int(ErrorCode.non_empty_group)
         entries: list[tuple[bytes, bytes | None]] = [
-            (schema.encode_offset_commit_key(group_id, t, p), None) for (t, p) in self.offsets.partitions_of(group_id)
+            (schema.encode_offset_commit_key(group_id, t, p), None)
+            for (t, p) in self.offsets.partitions_of(group_id)
         ]
         entries.append((schema.encode_group_metadata_key(group_id), None))
         try:

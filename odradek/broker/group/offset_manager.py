@@ -115,13 +115,18 @@ class OffsetManager:
             if om.metadata is not None and len(om.metadata) > limit:
                 refused[tp] = int(ErrorCode.offset_metadata_too_large)
                 continue
-            accepted[tp] = om._replace(metadata=om.metadata or "", commit_timestamp=now, expire_timestamp=expire)
+            accepted[tp] = om._replace(
+                metadata=om.metadata or "", commit_timestamp=now, expire_timestamp=expire
+            )
         return refused, accepted
 
     @staticmethod
     def _records(group_id: str, offsets: Offsets) -> list[tuple[bytes, bytes | None]]:
         return [
-            (schema.encode_offset_commit_key(group_id, t, p), schema.encode_offset_commit_value(om.to_record()))
+            (
+                schema.encode_offset_commit_key(group_id, t, p),
+                schema.encode_offset_commit_value(om.to_record()),
+            )
             for (t, p), om in offsets.items()
         ]
 
@@ -200,7 +205,9 @@ class OffsetManager:
             try:
                 self.shard.append(self._records(group_id, accepted), now, producer_id, producer_epoch)
             except KafkaError as exc:
-                log.info("group %s: a transactional commit of producer %d failed: %s", group_id, producer_id, exc)
+                log.info(
+                    "group %s: a transactional commit of producer %d failed: %s", group_id, producer_id, exc
+                )
                 results.update(dict.fromkeys(accepted, commit_append_error(exc.code)))
             else:
                 self.pending.setdefault(producer_id, {}).setdefault(group_id, {}).update(accepted)

@@ -39,7 +39,9 @@ def replay_chunk(shard, chunk: Iterable[tuple]) -> None:
 
 
 class OffsetsLoader:
-    def __init__(self, topic, chunk_bytes: int, *, on_loaded: Callable, on_failed: Callable, still_loading: Callable):
+    def __init__(
+        self, topic, chunk_bytes: int, *, on_loaded: Callable, on_failed: Callable, still_loading: Callable
+    ):
         self.topic = topic
         self.chunk_bytes = chunk_bytes
         self.on_loaded = on_loaded  # (shard) once the shard holds the whole partition

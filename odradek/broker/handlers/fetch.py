@@ -43,7 +43,9 @@ def handle_fetch(broker, request):
     plan = _plan(broker, body)
     isolation = body.isolation_level
     max_bytes = body.max_bytes
-    topics, total, had_error = broker.replica_manager.read(plan, max_bytes, isolation, file_slices=broker.zero_copy)
+    topics, total, had_error = broker.replica_manager.read(
+        plan, max_bytes, isolation, file_slices=broker.zero_copy
+    )
     max_wait_ms = int(body.max_wait.total_seconds() * 1000)
     if total < body.min_bytes and max_wait_ms > 0 and not had_error and plan:
         return _wait_and_read(broker, request, plan, max_bytes, isolation, body.min_bytes, max_wait_ms)
