@@ -24,6 +24,7 @@ class FakeOffsetsTopic:
         self.size = 0
         self.chunk_records = 1000
         self.replays_started: dict[int, int] = dict.fromkeys(range(partitions), 0)
+        self.unreadable: set[int] = set()  # partitions whose log cannot be read
 
     def partition_count(self):
         return self.count
@@ -56,6 +57,8 @@ class FakeOffsetsTopic:
     def replay(self, partition, chunk_bytes):
         """Like OffsetsTopic.replay: what the log holds when reading starts (up to its high watermark)."""
         self.replays_started[partition] += 1
+        if partition in self.unreadable:
+            raise OSError(f"cannot read __consumer_offsets-{partition}")
         entries = [
             entry if len(entry) == 4 else (*entry, -1, None)[:3] + (None,) for entry in self.logs[partition]
         ]

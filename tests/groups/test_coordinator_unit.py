@@ -513,3 +513,18 @@ def test_transaction_marker_written_while_loading_completes_after_the_load():
     h.topic.size = 0
     reloaded = Harness(topic=h.topic).coordinator  # and the marker replays the same way
     assert dict(reloaded.fetch_offsets("g", [("t", 0)]))[("t", 0)].offset == 42
+
+
+def test_partition_that_fails_to_load_is_not_served_until_loaded_again():
+    h = Harness()
+    h.coordinator.commit_offsets("g", "", None, -1, {("t", 0): OffsetAndMetadata(5)})
+    p = h.topic.partition_for("g")
+    h.topic.unreadable.add(p)
+    h2 = Harness(topic=h.topic)
+    with pytest.raises(errors.NotCoordinatorError):
+        h2.coordinator.fetch_offsets("g", None)
+    other = next(g for g in (f"g{i}" for i in range(100)) if h.topic.partition_for(g) != p)
+    assert h2.coordinator.fetch_offsets(other, None) == []  # the other partitions are served
+    h.topic.unreadable.clear()
+    h2.coordinator.sync_partitions()  # the next leadership change loads it
+    assert dict(h2.coordinator.fetch_offsets("g", None))[("t", 0)].offset == 5
