@@ -16,19 +16,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from odradek.broker.group.partitioning import OFFSETS_TOPIC
-from odradek.broker.internal_topic import InternalTopic
+from odradek.broker.internal_topic import COORDINATOR_APPEND_ERRORS, InternalTopic
 from odradek.protocol import errors, records
 from odradek.protocol.errors import ErrorCode
 
-# Errors of an append to __consumer_offsets, as clients should see them (Kafka's mapping).
-_APPEND_ERRORS = {
-    ErrorCode.unknown_topic_or_partition: ErrorCode.coordinator_not_available,
-    ErrorCode.not_enough_replicas: ErrorCode.coordinator_not_available,
-    ErrorCode.not_enough_replicas_after_append: ErrorCode.coordinator_not_available,
-    ErrorCode.request_timed_out: ErrorCode.coordinator_not_available,
-    ErrorCode.not_leader_or_follower: ErrorCode.not_coordinator,
-    ErrorCode.kafka_storage_error: ErrorCode.not_coordinator,
-}
+# Records too large for the topic; any other error maps as for every coordinator.
 _TOO_LARGE = (ErrorCode.message_too_large, ErrorCode.record_list_too_large, ErrorCode.invalid_fetch_size)
 
 
@@ -37,7 +29,7 @@ def group_append_error(code) -> int:
     code = ErrorCode(int(code))
     if code in _TOO_LARGE:
         return int(ErrorCode.unknown_server_error)
-    return int(_APPEND_ERRORS.get(code, code))
+    return int(COORDINATOR_APPEND_ERRORS.get(code, code))
 
 
 def commit_append_error(code) -> int:
@@ -45,7 +37,7 @@ def commit_append_error(code) -> int:
     code = ErrorCode(int(code))
     if code in _TOO_LARGE:
         return int(ErrorCode.invalid_commit_offset_size)
-    return int(_APPEND_ERRORS.get(code, code))
+    return int(COORDINATOR_APPEND_ERRORS.get(code, code))
 
 
 class OffsetsTopic(InternalTopic):

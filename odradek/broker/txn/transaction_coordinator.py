@@ -47,6 +47,7 @@ from typing import NamedTuple
 
 from odradek._tasks import cancel_and_wait, start_task
 from odradek.broker.group.partitioning import partition_for
+from odradek.broker.internal_topic import COORDINATOR_APPEND_ERRORS
 from odradek.broker.txn import markers
 from odradek.broker.txn import transaction_state_schema as schema
 from odradek.broker.txn.state_topic import TRANSACTION_STATE_TOPIC, TransactionStateTopic
@@ -86,12 +87,7 @@ MARKER_RETRY_MS = 100
 
 # Errors of an append to __transaction_state, as clients should see them (Kafka's mapping).
 _APPEND_ERRORS = {
-    ErrorCode.unknown_topic_or_partition: ErrorCode.coordinator_not_available,
-    ErrorCode.not_enough_replicas: ErrorCode.coordinator_not_available,
-    ErrorCode.not_enough_replicas_after_append: ErrorCode.coordinator_not_available,
-    ErrorCode.request_timed_out: ErrorCode.coordinator_not_available,
-    ErrorCode.not_leader_or_follower: ErrorCode.not_coordinator,
-    ErrorCode.kafka_storage_error: ErrorCode.not_coordinator,
+    **COORDINATOR_APPEND_ERRORS,
     ErrorCode.message_too_large: ErrorCode.unknown_server_error,
     ErrorCode.record_list_too_large: ErrorCode.unknown_server_error,
 }
