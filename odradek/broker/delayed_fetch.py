@@ -1,4 +1,8 @@
-"""A fetch parked until enough bytes arrive or its wait expires (Kafka's DelayedFetch)."""
+"""A fetch parked until enough bytes arrive or its wait expires (Kafka's DelayedFetch).
+
+Watched in the broker's fetch purgatory under its partitions; each append to one of them
+asks it again (``ReplicaManager.read`` with ``sizes_only``) whether ``min_bytes`` are there
+or a partition failed."""
 
 from __future__ import annotations
 
@@ -6,19 +10,19 @@ from odradek.broker.purgatory import DelayedOperation
 
 
 class DelayedFetch(DelayedOperation):
-    def __init__(self, broker, plan, max_bytes: int, isolation_level: int, min_bytes: int, max_wait_ms: int):
+    def __init__(
+        self, replicas, plan, max_bytes: int, isolation_level: int, min_bytes: int, max_wait_ms: int
+    ):
         super().__init__(max_wait_ms)
-        self.broker = broker
+        self.replicas = replicas  # the ReplicaManager
         self.plan = plan
         self.max_bytes = max_bytes
         self.isolation_level = isolation_level
         self.min_bytes = min_bytes
 
     def try_complete(self) -> bool:
-        from odradek.broker.handlers.fetch import read_partitions
-
-        _, total, had_error = read_partitions(
-            self.broker, self.plan, self.max_bytes, self.isolation_level, sizes_only=True
+        _, total, had_error = self.replicas.read(
+            self.plan, self.max_bytes, self.isolation_level, sizes_only=True
         )
         if total >= self.min_bytes or had_error:
             return self.force_complete()

@@ -17,8 +17,20 @@ from collections.abc import Iterator
 
 from odradek.broker.group.partitioning import partition_for
 from odradek.protocol import errors, records
+from odradek.protocol.errors import ErrorCode
 
 log = logging.getLogger(__name__)
+
+# Errors of an append to a coordinator's topic, as the coordinator's clients should see them
+# (Kafka's mapping, in both coordinators): the partition is not ready here, or not here.
+COORDINATOR_APPEND_ERRORS = {
+    ErrorCode.unknown_topic_or_partition: ErrorCode.coordinator_not_available,
+    ErrorCode.not_enough_replicas: ErrorCode.coordinator_not_available,
+    ErrorCode.not_enough_replicas_after_append: ErrorCode.coordinator_not_available,
+    ErrorCode.request_timed_out: ErrorCode.coordinator_not_available,
+    ErrorCode.not_leader_or_follower: ErrorCode.not_coordinator,
+    ErrorCode.kafka_storage_error: ErrorCode.not_coordinator,
+}
 
 
 class InternalTopic:
@@ -91,11 +103,10 @@ class InternalTopic:
         ``(offset, batches)``: the chunk's first offset and the batches that reach it (a
         batch's records before ``offset`` were in the chunk before). Raises KafkaError."""
         p = self.broker.replica_manager.get_partition(self.name, partition)
-        plog = p.log
-        offset = plog.log_start_offset
+        offset = p.log_start_offset
         end = p.high_watermark
         while offset < end:
-            result = plog.read(offset, chunk_bytes, max_offset=end, min_one_message=True)
+            result = p.read_up_to(offset, chunk_bytes, end)
             if result.records is None or result.records.size == 0:
                 break
             batches = []

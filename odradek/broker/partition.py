@@ -1,10 +1,14 @@
-"""One partition replica on this broker: its log, its role, its high watermark.
+"""One partition replica on this broker: its log, its role, its high watermark (Kafka's
+cluster/Partition.scala).
 
-The leader appends, tracks the in-sync replicas and advances the high watermark to the
-smallest log end offset among them; on a single node the ISR is this broker alone, so
-the high watermark follows the log end offset at once. Followers (cluster mode) append
-what they fetch from the leader with ``append_as_follower``. Called only from the event
-loop.
+The owner of the replica's log: handlers and coordinators go through these methods, never
+to the log itself. The leader appends (``append_as_leader``), is told how far each
+follower's log reaches (``update_follower_fetch_state``) and advances the high watermark
+to the smallest log end offset in the ISR; on a single node the ISR is this broker alone,
+so the high watermark follows the log end offset at once. Reads for fetches, offset
+lookups by timestamp (ListOffsets), by leader epoch (OffsetForLeaderEpoch) and moving the
+log start offset (DeleteRecords) are the leader's too. Followers, ISR changes and
+truncation come with replication. Called only from the event loop.
 """
 
 from __future__ import annotations
@@ -15,6 +19,10 @@ from odradek.broker.metrics import TopicCounters
 from odradek.cluster.metadata import PartitionState
 from odradek.protocol import errors
 
+# ListOffsets' special timestamps
+EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP = -2, -1, -3
+EARLIEST_LOCAL_TIMESTAMP = -4  # KIP-405: without tiered storage, the log start offset
+
 
 class Partition:
     def __init__(self, topic: str, index: int, log, state: PartitionState, node_id: int, log_config):
@@ -24,7 +32,7 @@ class Partition:
         self.node_id = node_id
         self.log_config = log_config
         self.state = state
-        self.follower_leos: dict[int, int] = {}
+        self._follower_leos: dict[int, int] = {}  # replica id -> its log end offset, as last fetched
         self.counters = TopicCounters()  # the replica manager shares one per topic
 
     # -- role ----------------------------------------------------------------------------
@@ -41,6 +49,10 @@ class Partition:
         self.state = state
         self.log.assign_epoch(state.leader_epoch, self.log.log_end_offset)
         self._maybe_advance_high_watermark()
+
+    def update_config(self, log_config) -> None:
+        self.log_config = log_config
+        self.log.update_config(log_config)
 
     # -- offsets -------------------------------------------------------------------------
 
@@ -61,12 +73,25 @@ class Partition:
         """The high watermark, or the first offset of the oldest undecided transaction below it."""
         return self.log.last_stable_offset
 
+    @property
+    def log_size(self) -> int:
+        """Bytes of the local log, every segment."""
+        return self.log.size
+
+    def update_follower_fetch_state(self, replica_id: int, log_end_offset: int) -> bool:
+        """A follower fetched from ``log_end_offset``: everything below is in its log. Returns
+        whether the high watermark moved."""
+        self._follower_leos[replica_id] = log_end_offset
+        return self._maybe_advance_high_watermark()
+
     def _maybe_advance_high_watermark(self) -> bool:
+        """The high watermark follows the smallest log end offset in the ISR (a follower not
+        heard from yet counts as 0); it never moves back."""
         isr = self.state.isr
         if len(isr) == 1 and isr[0] == self.node_id:  # a single in-sync replica: this one
             return self.log.raise_high_watermark(self.log.log_end_offset)
         leos = [self.log.log_end_offset]
-        leos += [self.follower_leos.get(r, 0) for r in self.state.isr if r != self.node_id]
+        leos += [self._follower_leos.get(r, 0) for r in isr if r != self.node_id]
         return self.log.raise_high_watermark(min(leos))
 
     # -- data ----------------------------------------------------------------------------
@@ -116,6 +141,59 @@ class Partition:
             (t.producer_id, t.first_offset)
             for t in self.log.collect_aborted_transactions(fetch_offset, upper)
         ]
+
+    def read_up_to(self, fetch_offset: int, max_bytes: int, max_offset: int):
+        """Batches from ``fetch_offset`` holding no offset at or past ``max_offset`` (at most
+        the high watermark), at least one whole batch: how a coordinator reads its partition
+        back when it loads (up to the high watermark it saw when it began)."""
+        upper = min(max_offset, self.high_watermark)
+        return self.log.read(fetch_offset, max_bytes, max_offset=upper, min_one_message=True)
+
+    # -- offsets by timestamp and by epoch (ListOffsets, OffsetForLeaderEpoch) ----------
+
+    def fetch_offset_for_timestamp(self, timestamp: int, isolation_level: int = 0) -> tuple[int, int]:
+        """``(timestamp, offset)`` answering ListOffsets: the log start offset for
+        EARLIEST_TIMESTAMP, the high watermark (read_committed: the last stable offset) for
+        LATEST_TIMESTAMP, the record with the largest timestamp for MAX_TIMESTAMP (KIP-734),
+        else the first offset whose timestamp is at least ``timestamp``; ``(-1, -1)`` when
+        there is none below what consumers may read (Kafka never answers past it)."""
+        if timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
+            return -1, self.log_start_offset
+        fetchable = self.last_stable_offset if isolation_level == 1 else self.high_watermark
+        if timestamp == LATEST_TIMESTAMP:
+            return -1, fetchable
+        if timestamp == MAX_TIMESTAMP:
+            found = self.log.max_timestamp_and_offset()
+        else:
+            found = self.log.fetch_offset_by_timestamp(timestamp)
+        if found is None or found[0] >= fetchable:
+            return -1, -1
+        offset, ts = found
+        return ts, offset
+
+    def last_offset_for_leader_epoch(self, leader_epoch: int) -> tuple[int, int]:
+        """``(epoch, end offset)`` for OffsetForLeaderEpoch: the start offset of the first
+        epoch above ``leader_epoch``, or the log end offset for the current epoch; (-1, -1)
+        for an epoch below the oldest known (the leader-epoch cache's rules)."""
+        return self.log.end_offset_for_epoch(leader_epoch)
+
+    # -- DeleteRecords -------------------------------------------------------------------
+
+    def delete_records_on_leader(self, offset: int) -> int:
+        """Move the log start offset up to ``offset`` (-1: the high watermark); records below
+        it are no longer readable and whole segments below it go. Returns the new log start
+        offset (the low watermark). OFFSET_OUT_OF_RANGE above the high watermark;
+        KAFKA_STORAGE_ERROR when the leader-epoch checkpoint cannot be written."""
+        hw = self.high_watermark
+        if offset == -1:
+            offset = hw
+        if offset < 0 or offset > hw:
+            raise errors.OffsetOutOfRangeError(f"offset {offset} is outside [0, {hw}] of {self}")
+        try:
+            self.log.maybe_increment_log_start_offset(offset)
+        except OSError as exc:
+            raise self.log.disk_error(exc) from exc
+        return self.log_start_offset
 
     def __str__(self) -> str:
         return f"{self.topic}-{self.index}"

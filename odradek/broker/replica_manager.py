@@ -59,8 +59,7 @@ class ReplicaManager:
             if partition is None:
                 missing.append(index)
             else:
-                partition.log_config = config
-                partition.log.update_config(config)
+                partition.update_config(config)
         if not missing or name in self._creating:
             return  # a running creation task picks up new partitions before it ends
         if len(missing) <= INLINE_CREATES or not _loop_running():
@@ -216,18 +215,73 @@ class ReplicaManager:
             )
         partition = self.get_partition(topic, index)
         partition.check_leader()
-        high_watermark = partition.high_watermark
-        if offset == -1:
-            offset = high_watermark
-        if offset < 0 or offset > high_watermark:
-            raise errors.OffsetOutOfRangeError(
-                f"offset {offset} is outside [0, {high_watermark}] of {partition}"
-            )
-        try:
-            partition.log.maybe_increment_log_start_offset(offset)
-        except OSError as exc:  # the leader epoch checkpoint could not be written
-            raise partition.log.disk_error(exc) from None
-        return partition.log_start_offset
+        return partition.delete_records_on_leader(offset)
+
+    # -- fetch -----------------------------------------------------------------------------
+
+    def read(
+        self,
+        plan,
+        max_bytes: int,
+        isolation_level: int,
+        *,
+        file_slices: bool = False,
+        sizes_only: bool = False,
+    ):
+        """Read the partitions of a fetch (Kafka's ``readFromLocalLog``): ``plan`` is
+        ``(topic, partition, fetch offset, partition max bytes, current leader epoch or -1)``
+        in request order. Returns (per topic, in request order, the partitions' results as
+        ``protocol.hot_responses.fetch_response`` takes them; total bytes; whether any
+        partition failed). Each partition reads up to the high watermark (read_committed: the
+        last stable offset, with the aborted transactions its records overlap) and
+        ``min(partition max bytes, what is left of max_bytes)``; the first partition with
+        data returns at least one whole batch (KIP-74).
+
+        Record data comes back as file slices with ``file_slices`` (the connection sends them
+        with zero copy), else as bytes read from the page cache; ``sizes_only`` reads only how
+        much there is (a waiting fetch asking whether it can complete).
+        """
+        partitions = self.partitions
+        results: dict[str, list] = {}
+        total = 0
+        had_error = False
+        for topic, index, offset, partition_max, epoch in plan:
+            out = results.setdefault(topic, [])
+            try:
+                partition = partitions.get((topic, index))
+                if partition is None:
+                    partition = self.get_partition(topic, index)  # raises
+                partition.check_leader(epoch)
+                budget = min(partition_max, max_bytes - total)
+                lso = partition.last_stable_offset
+                read = partition.read(
+                    offset, max(budget, 0), isolation_level=isolation_level, min_one_message=total == 0
+                )
+                records = None
+                size = 0
+                aborted = None
+                if read.records is not None:
+                    size = read.records.size
+                    if not sizes_only and size:
+                        records = read.records if file_slices else read.records.read()
+                        if isolation_level == 1:
+                            aborted = partition.aborted_transactions(offset, read.records, lso)
+                total += size
+                out.append(
+                    (
+                        index,
+                        0,
+                        partition.high_watermark,
+                        lso,
+                        partition.log_start_offset,
+                        (aborted or []) if isolation_level == 1 else None,
+                        records if records is not None else b"",
+                    )
+                )
+            except errors.KafkaError as exc:
+                had_error = True
+                out.append((index, exc.code, -1, -1, -1, None, b""))
+        return list(results.items()), total, had_error
 
 
 def _loop_running() -> bool:

@@ -33,13 +33,13 @@ from odradek.broker.config import (
     validate_topic_configs,
 )
 from odradek.broker.dynamic_config import DynamicBrokerConfig
-from odradek.broker.group.coordinator import GroupCoordinator
+from odradek.broker.group.group_coordinator import GroupCoordinator
 from odradek.broker.network import NetworkServer
 from odradek.broker.producer_ids import ProducerIdManager
 from odradek.broker.purgatory import DelayedOperationPurgatory
 from odradek.broker.replica_manager import ReplicaManager
 from odradek.broker.timing_wheel import SystemTimer
-from odradek.broker.txn.coordinator import TransactionCoordinator
+from odradek.broker.txn.transaction_coordinator import TransactionCoordinator
 from odradek.cluster.controller import Controller
 from odradek.cluster.metadata import BrokerInfo
 from odradek.cluster.store import LocalMetadataStore

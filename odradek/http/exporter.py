@@ -194,24 +194,24 @@ def broker_families(broker, http_server=None) -> list:
         labels=["delayedOperation"],
     )
     coordinator = broker.group_coordinator
-    for purgatory in (broker.fetch_purgatory, coordinator.join_purgatory, coordinator.heartbeat_purgatory):
+    for purgatory in (broker.fetch_purgatory, *coordinator.purgatories):
         name = _PURGATORY_NAMES.get(purgatory.name, purgatory.name.capitalize())
         size.add_metric([name], purgatory.watched)
         delayed.add_metric([name], purgatory.delayed)
     out += [size, delayed]
 
     # kafka.coordinator.group:type=GroupMetadataManager
-    groups = list(coordinator.groups.values())
+    group_count, offset_count = coordinator.counts()
     out += [
         GaugeMetricFamily(
             "kafka_coordinator_group_groupmetadatamanager_numgroups",
             "Groups this coordinator holds",
-            value=len(groups),
+            value=group_count,
         ),
         GaugeMetricFamily(
             "kafka_coordinator_group_groupmetadatamanager_numoffsets",
             "Committed offsets this coordinator holds",
-            value=sum(len(g.offsets) for g in groups),
+            value=offset_count,
         ),
     ]
 

@@ -297,7 +297,7 @@ class LocalView:
         return {"topic": topic, "partitions": results}
 
     async def reset_offsets(self, group_id: str, topic: str, to: str, value: int | None) -> dict:
-        from odradek.broker.group.group import OffsetAndMetadata
+        from odradek.broker.group.offset_and_metadata import OffsetAndMetadata
 
         info = self.broker.image.topics.get(topic)
         if info is None:

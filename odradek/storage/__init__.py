@@ -1,6 +1,6 @@
 """The storage engine: Kafka's on-disk log format, segments, indexes, recovery and checkpoints.
 
-Knows nothing of the network; depends only on ``odradek.protocol.batch`` and ``.errors``.
+Knows nothing of the network; depends only on ``odradek.protocol`` (and ``odradek.faults``, the crash points of the tests).
 """
 
 from .cleaner_manager import CleanerConfig, LogCleaner

@@ -63,11 +63,11 @@ from dataclasses import dataclass, field
 
 import crc32c
 
+from ..faults import fault_point
 from ..protocol import batch as B
 from ..protocol import compression as codecs
 from ..protocol.records import scan_records
 from ..protocol.varint import encode_varlong, read_raw
-from ._faults import fault_point
 from ._record_scan import batch_records_buffer
 from .checkpoint import fsync_dir
 from .file_records import FileRecords

@@ -39,7 +39,7 @@ import threading
 import traceback
 from multiprocessing.connection import Connection
 
-from . import _faults
+from .. import faults
 from .cleaner import Cleaner, CleanerAborted, CleaningPlan, Throttler
 
 _log = logging.getLogger(__name__)
@@ -200,7 +200,7 @@ def _die_with_parent() -> None:
 
 def worker_main(read_fd: int, write_fd: int) -> None:
     _die_with_parent()
-    _faults.IN_CLEANER_WORKER = True
+    faults.IN_CLEANER_WORKER = True
     try:
         os.nice(WORKER_NICE)
     except OSError:

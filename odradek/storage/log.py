@@ -60,10 +60,10 @@ from typing import NamedTuple
 
 import crc32c
 
+from ..faults import fault_point
 from ..metrics import LockedHistogram
 from ..protocol import batch as B
 from ..protocol import errors
-from ._faults import fault_point
 from ._record_scan import null_key_indices, record_timestamps
 from .checkpoint import fsync_dir
 from .file_records import FileRecords, FileSlice

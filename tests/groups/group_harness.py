@@ -4,19 +4,27 @@ from __future__ import annotations
 
 import struct
 
-from odradek.broker.group.coordinator import GroupConfig, GroupCoordinator, JoinRequest
+from odradek.broker.group.classic_group_manager import JoinRequest
+from odradek.broker.group.group_coordinator import GroupConfig, GroupCoordinator
 from odradek.broker.group.partitioning import partition_for
 from odradek.broker.timing_wheel import SystemTimer
 
 
 class FakeOffsetsTopic:
-    """Records kept in lists; ``fail`` makes the next appends raise."""
+    """Records kept in lists: ``(key, value)``, ``(key, value, producer_id)`` when
+    transactional, ``(None, None, producer_id, committed)`` for a transaction marker.
+    ``fail`` makes the next appends raise; ``size`` is what ``log_size`` answers, and
+    ``chunk_records`` how many records ``replay`` yields at a time."""
 
     def __init__(self, partitions: int = 3):
         self.count = partitions
         self.logs: dict[int, list] = {p: [] for p in range(partitions)}
         self.led = set(range(partitions))
         self.fail: Exception | None = None
+        self.size = 0
+        self.chunk_records = 1000
+        self.replays_started: dict[int, int] = dict.fromkeys(range(partitions), 0)
+        self.unreadable: set[int] = set()  # partitions whose log cannot be read
 
     def partition_count(self):
         return self.count
@@ -34,15 +42,28 @@ class FakeOffsetsTopic:
         return set(self.led)
 
     def log_size(self, partition):
-        return 0
+        return self.size
 
-    def append(self, partition, entries, now_ms):
+    def append(self, partition, entries, now_ms, producer_id=-1, producer_epoch=-1):
         if self.fail is not None:
             raise self.fail
+        if producer_id >= 0:
+            entries = [(key, value, producer_id) for key, value in entries]
         self.logs[partition].extend(entries)
 
+    def write_marker(self, partition, producer_id, committed):
+        self.logs[partition].append((None, None, producer_id, committed))
+
     def replay(self, partition, chunk_bytes):
-        yield list(self.logs[partition])
+        """Like OffsetsTopic.replay: what the log holds when reading starts (up to its high watermark)."""
+        self.replays_started[partition] += 1
+        if partition in self.unreadable:
+            raise OSError(f"cannot read __consumer_offsets-{partition}")
+        entries = [
+            entry if len(entry) == 4 else (*entry, -1, None)[:3] + (None,) for entry in self.logs[partition]
+        ]
+        for i in range(0, len(entries), self.chunk_records):
+            yield entries[i : i + self.chunk_records]
 
 
 def subscription(*topics: str) -> bytes:
@@ -53,10 +74,10 @@ def subscription(*topics: str) -> bytes:
 
 
 class Harness:
-    def __init__(self, **config):
+    def __init__(self, topic: FakeOffsetsTopic | None = None, **config):
         self.now = 1_000_000
         self.timer = SystemTimer(loop=None, start_ms=0)
-        self.topic = FakeOffsetsTopic()
+        self.topic = topic if topic is not None else FakeOffsetsTopic()
         defaults = {"initial_rebalance_delay_ms": 100, "min_session_timeout_ms": 100}
         defaults.update(config)
         self.coordinator = GroupCoordinator(

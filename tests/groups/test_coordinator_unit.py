@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from group_harness import Harness, subscription
 
-from odradek.broker.group import schema
-from odradek.broker.group.group import OffsetAndMetadata
-from odradek.broker.group.state import (
+from odradek.broker.group import consumer_offsets_schema as schema
+from odradek.broker.group.classic_group_state import (
     COMPLETING_REBALANCE,
     DEAD,
     EMPTY,
@@ -17,6 +18,8 @@ from odradek.broker.group.state import (
     IllegalStateTransition,
     check_transition,
 )
+from odradek.broker.group.group_coordinator_shard import LOADING
+from odradek.broker.group.offset_and_metadata import OffsetAndMetadata
 from odradek.protocol import errors
 from odradek.protocol.errors import ErrorCode as E
 
@@ -48,7 +51,7 @@ def stable_group(h: Harness, group: str = "g", n: int = 2, **kw):
     assert lead[0].error == 0 and lead[0].assignment == leader.encode()
     for m, s in syncs.items():
         assert s[0].assignment == m.encode()
-    assert h.coordinator.groups[group].state is STABLE
+    assert h.coordinator.group(group).state is STABLE
     return ids, leader, generation
 
 
@@ -56,7 +59,7 @@ def test_member_id_required_then_join_leader_and_vote():
     h = Harness()
     first = h.join("g")
     assert first[0].error == E.member_id_required and first[0].member_id.startswith("c-")
-    assert h.coordinator.groups["g"].is_pending(first[0].member_id)
+    assert h.coordinator.group("g").is_pending(first[0].member_id)
     a = h.join("g", first[0].member_id, protocols=[("roundrobin", b"A"), ("range", b"a")])
     b_id, b = h.join_member("g", protocols=[("range", b"b"), ("roundrobin", b"B")])
     c_id, c = h.join_member("g", protocols=[("roundrobin", b"C")])
@@ -105,7 +108,9 @@ def test_not_coordinator_and_loading():
     h.topic.led.clear()
     h.coordinator.sync_partitions()
     assert h.join("g")[0].error == E.not_coordinator
-    h.coordinator.loading.add(h.topic.partition_for("g"))
+    h.topic.led.add(h.topic.partition_for("g"))
+    h.coordinator.sync_partitions()
+    h.coordinator.shards[h.topic.partition_for("g")].state = LOADING  # as while a large partition loads
     assert h.join("g")[0].error == E.coordinator_load_in_progress
     with pytest.raises(errors.CoordinatorLoadInProgressError):
         h.coordinator.fetch_offsets("g", None)
@@ -161,7 +166,7 @@ def test_session_expiry_removes_member_and_rebalances():
         h.advance(300)
         assert h.coordinator.heartbeat("g", survivor, None, gen) == 0
     h.advance(150)  # 1050 ms without a heartbeat from ids[1]
-    group = h.coordinator.groups["g"]
+    group = h.coordinator.group("g")
     assert group.state is PREPARING_REBALANCE and ids[1] not in group.members
     assert h.coordinator.heartbeat("g", survivor, None, gen) == E.rebalance_in_progress
     rejoin = h.join("g", survivor)
@@ -172,7 +177,7 @@ def test_member_that_does_not_rejoin_is_dropped_after_rebalance_timeout():
     h = Harness()
     ids, leader, gen = stable_group(h, rebalance_ms=500, session_ms=10000)
     assert h.coordinator.leave_group("g", [(ids[0], None, "bye")]) == [0]
-    group = h.coordinator.groups["g"]
+    group = h.coordinator.group("g")
     assert group.state is PREPARING_REBALANCE
     # ids[1] keeps heartbeating but never rejoins (it is stuck past max.poll.interval.ms)
     h.advance(300)
@@ -188,7 +193,7 @@ def test_leave_group_batch_and_by_instance_id():
     ids, leader, gen = stable_group(h, n=3)
     codes = h.coordinator.leave_group("g", [(ids[0], None, None), ("ghost", None, None), ("", "nope", None)])
     assert codes == [0, E.unknown_member_id, E.unknown_member_id]
-    assert h.coordinator.groups["g"].state is PREPARING_REBALANCE
+    assert h.coordinator.group("g").state is PREPARING_REBALANCE
     assert h.coordinator.leave_group("nogroup", [("x", None, None)]) == [E.unknown_member_id]
 
 
@@ -196,7 +201,7 @@ def test_pending_member_that_never_rejoins_expires():
     h = Harness()
     first = h.join("g", session_ms=500)
     pending = first[0].member_id
-    group = h.coordinator.groups["g"]
+    group = h.coordinator.group("g")
     assert group.is_pending(pending)
     h.advance(600)
     assert not group.is_pending(pending)
@@ -210,7 +215,7 @@ def test_pending_member_holds_a_rebalance_only_until_its_session_expires():
     ids, leader, gen = stable_group(h, n=1, session_ms=10000, rebalance_ms=60000)
     pending = h.join("g", session_ms=800)[0].member_id
     rejoin = h.join("g", leader, session_ms=10000, rebalance_ms=60000)  # the leader asks for a round
-    group = h.coordinator.groups["g"]
+    group = h.coordinator.group("g")
     assert not rejoin and group.state is PREPARING_REBALANCE and group.is_pending(pending)
     h.advance(700)
     assert not rejoin
@@ -224,14 +229,15 @@ def test_member_that_never_syncs_is_removed_after_rebalance_timeout():
     rebalance timeout after the join phase ended, even while it heartbeats; the rest
     rebalance without it."""
     h = Harness()
-    (a, a_join), (b, _) = h.join_member("g", session_ms=10000, rebalance_ms=1000), h.join_member(
-        "g", session_ms=10000, rebalance_ms=1000
+    (a, a_join), (b, _) = (
+        h.join_member("g", session_ms=10000, rebalance_ms=1000),
+        h.join_member("g", session_ms=10000, rebalance_ms=1000),
     )
     h.advance(150)
     gen, leader = a_join[0].generation_id, a_join[0].leader
     silent = b if leader == a else a
     assert h.sync("g", gen, leader, {leader: b"L", silent: b"S"})[0].assignment == b"L"
-    group = h.coordinator.groups["g"]
+    group = h.coordinator.group("g")
     assert group.state is STABLE and group.pending_sync_members == {silent}
     h.advance(900)
     assert h.coordinator.heartbeat("g", silent, None, gen) == 0  # alive, just never syncs
@@ -248,7 +254,7 @@ def test_lone_member_that_never_syncs_leaves_the_group_empty():
     h = Harness()
     member, joined = h.join_member("g", session_ms=30000, rebalance_ms=1000)
     h.advance(150)
-    group = h.coordinator.groups["g"]
+    group = h.coordinator.group("g")
     assert joined[0].leader == member and group.state is COMPLETING_REBALANCE
     h.advance(1000)
     assert group.state is EMPTY and not group.members
@@ -276,7 +282,7 @@ def test_static_member_rejoins_without_rebalance():
     new_b = again[0].member_id
     assert new_b != b_id
     assert h.coordinator.rebalances == rebalances
-    assert h.coordinator.groups["g"].state is STABLE
+    assert h.coordinator.group("g").state is STABLE
     assert h.sync("g", gen, new_b, instance="i-b")[0].assignment == b"B"
     # the old identity is fenced
     with pytest.raises(errors.FencedInstanceIdError):
@@ -288,7 +294,7 @@ def test_static_member_rejoins_without_rebalance():
         assert again_a[0].skip_assignment and again_a[0].leader == again_a[0].member_id and again_a[0].members
     # admin removal by instance id
     assert h.coordinator.leave_group("g", [("", "i-b", "admin")]) == [0]
-    assert h.coordinator.groups["g"].state is PREPARING_REBALANCE
+    assert h.coordinator.group("g").state is PREPARING_REBALANCE
 
 
 def test_commit_rules():
@@ -297,7 +303,7 @@ def test_commit_rules():
     om = OffsetAndMetadata(5, -1, "meta")
     # standalone commits (no group management) create a group that only stores offsets
     assert c.commit_offsets("solo", "", None, -1, {("t", 0): om}) == {("t", 0): 0}
-    assert c.groups["solo"].state is EMPTY
+    assert c.group("solo").state is EMPTY
     assert c.commit_offsets("nogroup", "m", None, 3, {("t", 0): om}) == {("t", 0): E.illegal_generation}
     assert c.commit_offsets("solo", "", None, -1, {("t", 1): OffsetAndMetadata(1, -1, "x" * 11)}) == {
         ("t", 1): E.offset_metadata_too_large
@@ -315,8 +321,8 @@ def test_commit_rules():
     h.join("g", ids[0])
     h.join("g", ids[1])
     h.advance(10)
-    assert c.groups["g"].state is COMPLETING_REBALANCE
-    gen2 = c.groups["g"].generation_id
+    assert c.group("g").state is COMPLETING_REBALANCE
+    gen2 = c.group("g").generation_id
     assert c.commit_offsets("g", ids[1], None, gen2, {("t", 0): om}) == {("t", 0): E.rebalance_in_progress}
     # a failed append is reported per partition, mapped as Kafka does
     h.topic.fail = errors.NotLeaderOrFollowerError("moved")
@@ -334,9 +340,9 @@ def test_offset_delete_and_group_delete():
     with pytest.raises(errors.GroupIdNotFoundError):
         c.delete_offsets("missing", [("t", 0)])
     c.leave_group("g", [(m, None, None) for m in ids])
-    assert c.groups["g"].state is EMPTY
+    assert c.group("g").state is EMPTY
     assert c.delete_groups(["g"]) == {"g": 0}
-    assert "g" not in c.groups
+    assert c.group("g") is None
     tombstones = [k for k, v in h.topic.logs[h.topic.partition_for("g")] if v is None]
     assert schema.encode_group_metadata_key("g") in tombstones
     assert schema.encode_offset_commit_key("g", "t", 0) in tombstones
@@ -369,15 +375,15 @@ def test_offset_expiry_follows_kafka_rules():
     c.commit_offsets("g", ids[0], None, gen, {("t", 0): OffsetAndMetadata(1), ("u", 0): OffsetAndMetadata(2)})
     h.now += 61_000
     assert c.expire_offsets() == 2  # solo's offset, and g's offset of a topic it does not subscribe to
-    assert "solo" not in c.groups
+    assert c.group("solo") is None
     assert [tp for tp, _ in c.fetch_offsets("g", None)] == [("t", 0)]
     c.leave_group("g", [(m, None, None) for m in ids])
-    assert c.groups["g"].state is EMPTY
+    assert c.group("g").state is EMPTY
     h.now += 30_000
     assert c.expire_offsets() == 0  # an empty group's offsets age from when it became empty
     h.now += 31_000
     assert c.expire_offsets() == 1
-    assert "g" not in c.groups
+    assert c.group("g") is None
 
 
 def test_state_survives_replay():
@@ -389,21 +395,15 @@ def test_state_survives_replay():
     c.commit_offsets("gone", "", None, -1, {("t", 1): OffsetAndMetadata(9)})
     c.delete_groups(["gone"])
     # a new coordinator over the same log
-    h2 = Harness()
-    h2.topic = h.topic
-    h2.coordinator.topic = h.topic
-    h2.coordinator.sync_partitions()
-    for p in list(h2.coordinator.owned):
-        h2.coordinator._unload(p)
-    h2.coordinator.sync_partitions()
+    h2 = Harness(topic=h.topic)
     c2 = h2.coordinator
-    g = c2.groups["g"]
+    g = c2.group("g")
     assert (
         g.state is STABLE and g.generation_id == gen and set(g.members) == set(ids) and g.leader_id == leader
     )
     assert g.get(ids[1]).assignment == ids[1].encode()
     assert dict(c2.fetch_offsets("g", None))[("t", 0)] == OffsetAndMetadata(7, 3, "m", h.now)
-    assert "gone" not in c2.groups and "solo" in c2.groups
+    assert c2.group("gone") is None and c2.group("solo") is not None
     # loaded members keep their generation: heartbeats go on without a rebalance
     assert c2.heartbeat("g", ids[0], None, gen) == 0
     # ... and a member that does not come back times out
@@ -417,9 +417,9 @@ def test_partition_count_change_starts_a_rebalance():
     h = Harness()
     ids, leader, gen = stable_group(h, "g", protocols=[("range", subscription("t"))])
     h.coordinator.on_metadata_change("partitions", "other")
-    assert h.coordinator.groups["g"].state is STABLE
+    assert h.coordinator.group("g").state is STABLE
     h.coordinator.on_metadata_change("partitions", "t")
-    assert h.coordinator.groups["g"].state is PREPARING_REBALANCE
+    assert h.coordinator.group("g").state is PREPARING_REBALANCE
 
 
 def test_deleted_topic_offsets_are_dropped():
@@ -437,7 +437,7 @@ def test_unload_answers_waiters_with_not_coordinator():
     h.topic.led.discard(p)
     h.coordinator.sync_partitions()
     assert a[0].error == E.not_coordinator
-    assert "g" not in h.coordinator.groups
+    assert h.coordinator.group("g") is None
 
 
 def test_protocol_named_twice_counts_once():
@@ -445,3 +445,86 @@ def test_protocol_named_twice_counts_once():
     _, a = h.join_member("g", protocols=[("range", b"1"), ("range", b"2")])
     h.advance(150)
     assert a[0].error == 0 and a[0].protocol_name == "range" and a[0].members[0][2] == b"1"
+
+
+async def _until(condition, timeout_s: float = 5.0) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout_s
+    while not condition():
+        assert asyncio.get_running_loop().time() < deadline, "condition not met in time"
+        await asyncio.sleep(0)
+
+
+def test_large_partition_loads_chunk_by_chunk_answering_load_in_progress_meanwhile():
+    """A partition over the load budget is replayed in a task: its groups answer
+    COORDINATOR_LOAD_IN_PROGRESS until the last chunk is in, then are served as written."""
+    h = Harness()
+    c = h.coordinator
+    ids, leader, gen = stable_group(h, "g")
+    for i in range(50):
+        c.commit_offsets("g", ids[0], None, gen, {("t", i): OffsetAndMetadata(i)})
+    h.topic.size = 10 * h.coordinator.config.load_buffer_size
+    h.topic.chunk_records = 7
+
+    async def main():
+        h2 = Harness(topic=h.topic)
+        c2 = h2.coordinator
+        try:
+            with pytest.raises(errors.CoordinatorLoadInProgressError):
+                c2.fetch_offsets("g", None)
+            assert c2.list_groups()[0] == E.coordinator_load_in_progress
+            await _until(lambda: c2.group("g") is not None and c2.shards[h.topic.partition_for("g")].active)
+            assert dict(c2.fetch_offsets("g", None)) == dict(c.fetch_offsets("g", None))
+            assert c2.group("g").state is STABLE and c2.list_groups()[0] == 0
+        finally:
+            await c2.close()
+
+    asyncio.run(main())
+
+
+def test_transaction_marker_written_while_loading_completes_after_the_load():
+    """A COMMIT marker that lands past the end of the replay still commits the offsets the
+    replay found pending."""
+    h = Harness()
+    p = h.topic.partition_for("g")
+    om = OffsetAndMetadata(42, -1, "")
+    assert h.coordinator.commit_transactional_offsets("g", 7, 0, "", None, -1, {("t", 0): om}) == {
+        ("t", 0): 0
+    }
+    assert h.coordinator.fetch_offsets("g", [("t", 0)]) == [(("t", 0), None)]
+    assert h.coordinator.pending_transactional_offsets("g") == {("t", 0)}
+    h.topic.size = 10 * h.coordinator.config.load_buffer_size
+
+    async def main():
+        started = h.topic.replays_started[p]
+        h2 = Harness(topic=h.topic)
+        c2 = h2.coordinator
+        try:
+            assert not c2.shards[p].active
+            await _until(lambda: h.topic.replays_started[p] > started)  # the new coordinator's replay began
+            h.topic.write_marker(p, 7, True)
+            c2.complete_transaction(p, 7, True)  # what the transaction coordinator does after writing it
+            await _until(lambda: c2.shards[p].active)
+            assert dict(c2.fetch_offsets("g", [("t", 0)]))[("t", 0)].offset == 42
+            assert c2.pending_transactional_offsets("g") == set()
+        finally:
+            await c2.close()
+
+    asyncio.run(main())
+    h.topic.size = 0
+    reloaded = Harness(topic=h.topic).coordinator  # and the marker replays the same way
+    assert dict(reloaded.fetch_offsets("g", [("t", 0)]))[("t", 0)].offset == 42
+
+
+def test_partition_that_fails_to_load_is_not_served_until_loaded_again():
+    h = Harness()
+    h.coordinator.commit_offsets("g", "", None, -1, {("t", 0): OffsetAndMetadata(5)})
+    p = h.topic.partition_for("g")
+    h.topic.unreadable.add(p)
+    h2 = Harness(topic=h.topic)
+    with pytest.raises(errors.NotCoordinatorError):
+        h2.coordinator.fetch_offsets("g", None)
+    other = next(g for g in (f"g{i}" for i in range(100)) if h.topic.partition_for(g) != p)
+    assert h2.coordinator.fetch_offsets(other, None) == []  # the other partitions are served
+    h.topic.unreadable.clear()
+    h2.coordinator.sync_partitions()  # the next leadership change loads it
+    assert dict(h2.coordinator.fetch_offsets("g", None))[("t", 0)].offset == 5

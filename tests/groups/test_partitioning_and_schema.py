@@ -6,7 +6,7 @@ import struct
 
 import pytest
 
-from odradek.broker.group import schema
+from odradek.broker.group import consumer_offsets_schema as schema
 from odradek.broker.group.partitioning import java_string_hash, kafka_abs, partition_for
 from odradek.protocol import errors
 

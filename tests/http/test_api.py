@@ -33,14 +33,14 @@ def test_readiness_names_what_is_still_loading():
     with EmbeddedBroker() as broker:
         wait_serving(broker.http_url)
         assert get_json(broker.http_url, "/readyz") == {"status": "ready"}
-        broker.call(lambda b: b.group_coordinator.loading.add(3))  # as while partition 3 replays
+        broker.call(lambda b: b.transaction_coordinator.loading.add(3))  # as while partition 3 replays
         try:
             body = get_json(broker.http_url, "/readyz", expect=503)
             assert body["status"] == "not ready"
-            assert body["reasons"] == ["the group coordinator is loading __consumer_offsets partitions 3"]
+            assert body["reasons"] == ["the transaction coordinator is loading __transaction_state partitions 3"]
             assert get_json(broker.http_url, "/healthz")["status"] == "ok"  # alive all the same
         finally:
-            broker.call(lambda b: b.group_coordinator.loading.discard(3))
+            broker.call(lambda b: b.transaction_coordinator.loading.discard(3))
         assert get_json(broker.http_url, "/readyz") == {"status": "ready"}
 
 

@@ -6,9 +6,9 @@ import struct
 
 import pytest
 
-from odradek.broker.txn import schema
-from odradek.broker.txn.metadata import TxnMetadata
-from odradek.broker.txn.state import (
+from odradek.broker.txn import transaction_state_schema as schema
+from odradek.broker.txn.transaction_metadata import TxnMetadata
+from odradek.broker.txn.transaction_state import (
     BY_ID,
     COMPLETE_ABORT,
     EMPTY,

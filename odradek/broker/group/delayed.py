@@ -1,11 +1,12 @@
-"""The group coordinator's delayed operations, on the broker's timing wheel.
+"""The classic group protocol's delayed operations, on the broker's timing wheel.
 
 Kafka's names: ``DelayedJoin`` closes a join phase when every member has rejoined or
 the rebalance timeout runs out; ``InitialDelayedJoin`` holds a new group's first join
 phase open for ``group.initial.rebalance.delay.ms``; ``DelayedHeartbeat`` removes a
 member whose session runs out; ``DelayedSync`` drops members that got their JoinGroup
-answer but never sent SyncGroup. Each calls back into the coordinator, which owns all
-state; the operations hold no logic of their own beyond "is the join phase complete".
+answer but never sent SyncGroup. Each calls back into the classic group manager
+(``classic_group_manager.py``), which owns all state; the operations hold no logic of
+their own beyond "is the join phase complete".
 
 A timer that is no longer wanted is dropped with ``abandon()`` (no callbacks run).
 """
@@ -16,24 +17,24 @@ from odradek.broker.purgatory import DelayedOperation
 
 
 class DelayedJoin(DelayedOperation):
-    def __init__(self, coordinator, group, delay_ms: int):
+    def __init__(self, manager, group, delay_ms: int):
         super().__init__(delay_ms)
-        self.coordinator = coordinator
+        self.manager = manager
         self.group = group
 
     def try_complete(self) -> bool:
         return self.group.has_all_members_joined()
 
     def on_complete(self) -> None:
-        self.coordinator._on_join_phase_over(self)
+        self.manager._on_join_phase_over(self)
 
 
 class InitialDelayedJoin(DelayedOperation):
-    """Waits ``delay_ms`` without completing early; the coordinator may start another."""
+    """Waits ``delay_ms`` without completing early; the manager may start another."""
 
-    def __init__(self, coordinator, group, delay_ms: int, deadline_ms: float):
+    def __init__(self, manager, group, delay_ms: int, deadline_ms: float):
         super().__init__(delay_ms)
-        self.coordinator = coordinator
+        self.manager = manager
         self.group = group
         self.deadline_ms = deadline_ms  # the rebalance timeout caps the whole initial wait
 
@@ -41,13 +42,13 @@ class InitialDelayedJoin(DelayedOperation):
         return False
 
     def on_complete(self) -> None:
-        self.coordinator._on_initial_delay_over(self)
+        self.manager._on_initial_delay_over(self)
 
 
 class DelayedHeartbeat(DelayedOperation):
-    def __init__(self, coordinator, group, member_id: str, delay_ms: int):
+    def __init__(self, manager, group, member_id: str, delay_ms: int):
         super().__init__(delay_ms)
-        self.coordinator = coordinator
+        self.manager = manager
         self.group = group
         self.member_id = member_id
 
@@ -58,13 +59,13 @@ class DelayedHeartbeat(DelayedOperation):
         pass
 
     def on_expiration(self) -> None:
-        self.coordinator._on_session_expired(self)
+        self.manager._on_session_expired(self)
 
 
 class DelayedSync(DelayedOperation):
-    def __init__(self, coordinator, group, generation_id: int, delay_ms: int):
+    def __init__(self, manager, group, generation_id: int, delay_ms: int):
         super().__init__(delay_ms)
-        self.coordinator = coordinator
+        self.manager = manager
         self.group = group
         self.generation_id = generation_id
 
@@ -75,4 +76,4 @@ class DelayedSync(DelayedOperation):
         pass
 
     def on_expiration(self) -> None:
-        self.coordinator._on_sync_expired(self)
+        self.manager._on_sync_expired(self)

@@ -16,8 +16,28 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from odradek.broker.group.partitioning import OFFSETS_TOPIC
-from odradek.broker.internal_topic import InternalTopic
+from odradek.broker.internal_topic import COORDINATOR_APPEND_ERRORS, InternalTopic
 from odradek.protocol import errors, records
+from odradek.protocol.errors import ErrorCode
+
+# Records too large for the topic; any other error maps as for every coordinator.
+_TOO_LARGE = (ErrorCode.message_too_large, ErrorCode.record_list_too_large, ErrorCode.invalid_fetch_size)
+
+
+def group_append_error(code) -> int:
+    """The error a group request answers when writing the group failed with ``code``."""
+    code = ErrorCode(int(code))
+    if code in _TOO_LARGE:
+        return int(ErrorCode.unknown_server_error)
+    return int(COORDINATOR_APPEND_ERRORS.get(code, code))
+
+
+def commit_append_error(code) -> int:
+    """The error an offset commit answers when writing the offsets failed with ``code``."""
+    code = ErrorCode(int(code))
+    if code in _TOO_LARGE:
+        return int(ErrorCode.invalid_commit_offset_size)
+    return int(COORDINATOR_APPEND_ERRORS.get(code, code))
 
 
 class OffsetsTopic(InternalTopic):
@@ -37,7 +57,7 @@ class OffsetsTopic(InternalTopic):
 
     def log_size(self, partition: int) -> int:
         try:
-            return self.broker.replica_manager.get_partition(OFFSETS_TOPIC, partition).log.size
+            return self.broker.replica_manager.get_partition(OFFSETS_TOPIC, partition).log_size
         except errors.KafkaError:
             return 0
 

@@ -7,10 +7,10 @@ coordinator. Errors as for AddPartitionsToTxn; PRODUCER_FENCED is INVALID_PRODUC
 before v2. An empty group id is INVALID_GROUP_ID.
 """
 
-from odradek.broker.group.handler_support import coordinator_of as group_coordinator_of
+from odradek.broker.group.group_handler_support import coordinator_of as group_coordinator_of
 from odradek.broker.group.partitioning import OFFSETS_TOPIC, partition_for
 from odradek.broker.handlers import api
-from odradek.broker.txn.handler_support import coordinator_of, fenced_for_version
+from odradek.broker.txn.txn_handler_support import coordinator_of, fenced_for_version
 from odradek.protocol import errors, messages
 from odradek.protocol.errors import ErrorCode
 

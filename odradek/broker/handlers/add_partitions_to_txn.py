@@ -9,7 +9,7 @@ INVALID_PRODUCER_ID_MAPPING, PRODUCER_FENCED — INVALID_PRODUCER_EPOCH before v
 """
 
 from odradek.broker.handlers import api
-from odradek.broker.txn.handler_support import coordinator_of, fenced_for_version
+from odradek.broker.txn.txn_handler_support import coordinator_of, fenced_for_version
 from odradek.protocol import errors, messages
 from odradek.protocol.errors import ErrorCode
 

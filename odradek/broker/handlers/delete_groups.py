@@ -5,7 +5,7 @@ Deletes groups without members, with their committed offsets (tombstones in
 for unknown groups, NOT_COORDINATOR for groups coordinated elsewhere.
 """
 
-from odradek.broker.group.handler_support import coordinator_of
+from odradek.broker.group.group_handler_support import coordinator_of
 from odradek.broker.handlers import api
 from odradek.protocol import errors, messages
 

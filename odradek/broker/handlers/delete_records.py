@@ -3,7 +3,8 @@
 Moves each partition's log start offset up to the given offset (-1 means the high
 watermark); records below it are no longer readable and whole segments below it are
 removed by retention. An offset above the high watermark is OFFSET_OUT_OF_RANGE. Internal
-topics (coordinator state) are refused with INVALID_TOPIC_EXCEPTION, as in Kafka.
+topics (coordinator state) are refused with INVALID_TOPIC_EXCEPTION, as in Kafka. The
+move is ``Partition.delete_records_on_leader``.
 """
 
 from odradek.broker.handlers import api

@@ -7,7 +7,7 @@ which answers GROUP_ID_NOT_FOUND with a message. ``include_authorized_operations
 (v3+) gets every group operation, since there is no authorizer.
 """
 
-from odradek.broker.group.handler_support import coordinator_of
+from odradek.broker.group.group_handler_support import coordinator_of
 from odradek.broker.handlers import api
 from odradek.protocol import errors, messages
 from odradek.protocol.errors import ErrorCode

@@ -7,7 +7,7 @@ coordinator), COORDINATOR_LOAD_IN_PROGRESS, TRANSACTIONAL_ID_NOT_FOUND.
 """
 
 from odradek.broker.handlers import api
-from odradek.broker.txn.handler_support import coordinator_of
+from odradek.broker.txn.txn_handler_support import coordinator_of
 from odradek.protocol import errors, messages
 
 

@@ -9,7 +9,7 @@ an epoch bump per transaction) is not advertised.
 """
 
 from odradek.broker.handlers import api
-from odradek.broker.txn.handler_support import coordinator_of, fenced_for_version
+from odradek.broker.txn.txn_handler_support import coordinator_of, fenced_for_version
 from odradek.protocol import errors, messages
 
 

@@ -6,7 +6,8 @@ data listed so that clients drop their records), ``partition_max_bytes`` and the
 ``max_bytes``; the first partition with data may exceed the limits by one batch so
 that a consumer can always make progress (KIP-74). With fewer than ``min_bytes``
 available and ``max_wait_ms`` > 0, the request parks in the fetch purgatory until an
-append brings enough bytes or the wait expires; ``max_wait_ms`` = 0 answers at once.
+append brings enough bytes or the wait expires; ``max_wait_ms`` = 0 answers at once. The
+reading is ``ReplicaManager.read``; the waiting a ``DelayedFetch`` in the fetch purgatory.
 Fetch sessions (KIP-227) are not kept: every answer carries session id 0, which tells
 the client to send full requests. Follower fetches (replica_id >= 0) belong to
 replication. The response is packed by hand around the record bytes.
@@ -20,7 +21,6 @@ import uuid
 
 from odradek.broker.delayed_fetch import DelayedFetch
 from odradek.broker.handlers import RawResponse, api
-from odradek.protocol import errors
 from odradek.protocol.errors import ErrorCode
 from odradek.protocol.hot_responses import FETCH_TOPIC_IDS_FROM, fetch_response
 
@@ -76,54 +76,6 @@ def _response(version: int, topics, ids, unknown) -> RawResponse:
     return fetch_response(version, topics)
 
 
-def read_partitions(broker, plan, max_bytes: int, isolation_level: int, *, sizes_only: bool = False):
-    """Read the plan; returns (per-topic results in request order, total bytes, any error).
-
-    Record data is returned as file slices when the broker sends with zero copy, else as
-    bytes read from the page cache.
-    """
-    zero_copy = broker.zero_copy
-    replicas = broker.replica_manager
-    results: dict[str, list] = {}
-    total = 0
-    had_error = False
-    for topic, index, offset, partition_max, epoch in plan:
-        out = results.setdefault(topic, [])
-        try:
-            partition = replicas.get_partition(topic, index)
-            partition.check_leader(epoch)
-            budget = min(partition_max, max_bytes - total)
-            lso = partition.last_stable_offset
-            read = partition.read(
-                offset, max(budget, 0), isolation_level=isolation_level, min_one_message=total == 0
-            )
-            records = None
-            size = 0
-            aborted = None
-            if read.records is not None:
-                size = read.records.size
-                if not sizes_only and size:
-                    records = read.records if zero_copy else read.records.read()
-                    if isolation_level == 1:
-                        aborted = partition.aborted_transactions(offset, read.records, lso)
-            total += size
-            out.append(
-                (
-                    index,
-                    0,
-                    partition.high_watermark,
-                    lso,
-                    partition.log_start_offset,
-                    (aborted or []) if isolation_level == 1 else None,
-                    records if records is not None else b"",
-                )
-            )
-        except errors.KafkaError as exc:
-            had_error = True
-            out.append((index, exc.code, -1, -1, -1, None, b""))
-    return list(results.items()), total, had_error
-
-
 @api(1, 4, 17)
 def handle_fetch(broker, request):
     """Answers at once when it can (the usual case under load, and no task to schedule);
@@ -138,7 +90,9 @@ def handle_fetch(broker, request):
     plan, ids, unknown = _plan(broker, body, version)
     isolation = body.isolation_level
     max_bytes = body.max_bytes
-    topics, total, had_error = read_partitions(broker, plan, max_bytes, isolation)
+    topics, total, had_error = broker.replica_manager.read(
+        plan, max_bytes, isolation, file_slices=broker.zero_copy
+    )
     max_wait_ms = int(body.max_wait.total_seconds() * 1000)
     if total < body.min_bytes and max_wait_ms > 0 and not had_error and not unknown and plan:
         return _wait_and_read(broker, request, plan, ids, max_bytes, isolation, body.min_bytes, max_wait_ms)
@@ -150,10 +104,11 @@ def handle_fetch(broker, request):
 async def _wait_and_read(
     broker, request, plan, ids, max_bytes: int, isolation: int, min_bytes: int, max_wait_ms: int
 ):
-    op = DelayedFetch(broker, plan, max_bytes, isolation, min_bytes, max_wait_ms)
+    replicas = broker.replica_manager
+    op = DelayedFetch(replicas, plan, max_bytes, isolation, min_bytes, max_wait_ms)
     if not broker.fetch_purgatory.try_complete_else_watch(op, [(t, i) for t, i, *_ in plan]):
         await op
-    topics, _, _ = read_partitions(broker, plan, max_bytes, isolation)
+    topics, _, _ = replicas.read(plan, max_bytes, isolation, file_slices=broker.zero_copy)
     _count(broker, topics)
     return RawResponse(_response(request.api_version, topics, ids, {}), has_files=broker.zero_copy)
 

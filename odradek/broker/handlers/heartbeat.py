@@ -6,7 +6,7 @@ know (they were removed: rejoin from scratch), ILLEGAL_GENERATION for an old gen
 FENCED_INSTANCE_ID for a replaced static member (v3+ ``group_instance_id``).
 """
 
-from odradek.broker.group.handler_support import coordinator_of
+from odradek.broker.group.group_handler_support import coordinator_of
 from odradek.broker.handlers import api
 from odradek.protocol import errors, messages
 

@@ -3,7 +3,7 @@
 Without a transactional id: a fresh producer id with epoch 0, or — when the producer
 sends its current id and epoch (KIP-360, v3+) — the same id with the epoch bumped, which
 resets its sequences. With a transactional id the transaction coordinator answers (see
-``odradek/broker/txn/state.py``): the id's producer id with a bumped epoch, fencing older
+``odradek/broker/txn/transaction_state.py``): the id's producer id with a bumped epoch, fencing older
 producers of the same id; an open transaction of theirs is aborted first.
 INVALID_TRANSACTION_TIMEOUT past ``transaction.max.timeout.ms``; NOT_COORDINATOR /
 COORDINATOR_LOAD_IN_PROGRESS / CONCURRENT_TRANSACTIONS make the client retry;
@@ -12,7 +12,7 @@ INVALID_REQUEST. v5 only allows TRANSACTION_ABORTABLE (KIP-890), which is never 
 """
 
 from odradek.broker.handlers import api
-from odradek.broker.txn.handler_support import coordinator_of, fenced_for_version
+from odradek.broker.txn.txn_handler_support import coordinator_of, fenced_for_version
 from odradek.protocol import errors, messages
 
 MAX_EPOCH = 32767

@@ -1,6 +1,6 @@
 """JoinGroup (key 11), v0-v9.
 
-The join phase of the classic group protocol (see ``odradek/broker/group/state.py``):
+The join phase of the classic group protocol (see ``odradek/broker/group/classic_group_state.py``):
 the request waits until the group's join phase closes, then answers with the generation,
 the chosen protocol, the leader, and (for the leader) every member's metadata.
 v0 has no rebalance timeout (the session timeout stands in); v4+ new dynamic members
@@ -10,9 +10,9 @@ get MEMBER_ID_REQUIRED with their id first (KIP-394); v5+ static membership
 (KIP-814). An empty group id gets INVALID_GROUP_ID.
 """
 
-from odradek.broker.group.coordinator import JoinRequest
-from odradek.broker.group.handler_support import answer_later, client_host, coordinator_of, ms
-from odradek.broker.group.member import JoinResult
+from odradek.broker.group.classic_group_manager import JoinRequest
+from odradek.broker.group.classic_group_member import JoinResult
+from odradek.broker.group.group_handler_support import answer_later, client_host, coordinator_of, ms
 from odradek.broker.handlers import api
 from odradek.protocol import errors, messages
 

@@ -6,7 +6,7 @@ v3+ a batch of members, each by member id or (admin removal, KIP-345) by
 reason per member (logged). Before v3 the member's error is the top-level error.
 """
 
-from odradek.broker.group.handler_support import coordinator_of
+from odradek.broker.group.group_handler_support import coordinator_of
 from odradek.broker.handlers import api
 from odradek.protocol import errors, messages
 

@@ -6,7 +6,7 @@ The groups this broker coordinates (clients ask every broker). v4+ filter by sta
 loading the answer carries COORDINATOR_LOAD_IN_PROGRESS along with the groups known.
 """
 
-from odradek.broker.group.handler_support import coordinator_of
+from odradek.broker.group.group_handler_support import coordinator_of
 from odradek.broker.handlers import api
 from odradek.protocol import errors, messages
 

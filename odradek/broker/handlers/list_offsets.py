@@ -7,30 +7,13 @@ at least that, or -1 when there is none. Without tiered storage, as in Kafka: -4
 earliest local offset (v8, KIP-405), is the log start offset, and -5, the latest tiered
 offset (v9, KIP-1005), is -1 with leader epoch -1. Offsets at or past the high watermark
 (the last stable offset for read_committed) are never answered, as in Kafka. The leader
-epoch (v4+) is the partition's.
+epoch (v4+) is the partition's. The lookup is ``Partition.fetch_offset_for_timestamp``.
 """
 
 from odradek.broker.handlers import api
 from odradek.protocol import errors, messages
 
-EARLIEST, LATEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -2, -1, -3, -4, -5
-
-
-def _lookup(partition, timestamp: int, isolation_level: int) -> tuple[int, int]:
-    """(timestamp, offset) answering ``timestamp`` for this partition."""
-    if timestamp in (EARLIEST, EARLIEST_LOCAL):
-        return -1, partition.log_start_offset
-    fetchable = partition.last_stable_offset if isolation_level == 1 else partition.high_watermark
-    if timestamp == LATEST:
-        return -1, fetchable
-    if timestamp == MAX_TIMESTAMP:
-        found = partition.log.max_timestamp_and_offset()
-    else:
-        found = partition.log.fetch_offset_by_timestamp(timestamp)
-    if found is None or found[0] >= fetchable:
-        return -1, -1
-    offset, ts = found
-    return ts, offset
+LATEST_TIERED = -5
 
 
 @api(2, 1, 9)
@@ -48,7 +31,7 @@ def handle_list_offsets(broker, request):
                 if p.timestamp == LATEST_TIERED:  # nothing is tiered
                     entry.update(timestamp=-1, offset=-1, leader_epoch=-1)
                 else:
-                    ts, offset = _lookup(partition, p.timestamp, isolation)
+                    ts, offset = partition.fetch_offset_for_timestamp(p.timestamp, isolation)
                     entry.update(timestamp=ts, offset=offset, leader_epoch=partition.leader_epoch)
             except errors.KafkaError as exc:
                 entry["error_code"] = exc.code

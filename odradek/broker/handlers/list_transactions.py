@@ -7,7 +7,7 @@ COORDINATOR_LOAD_IN_PROGRESS while a partition loads (with what is known so far)
 """
 
 from odradek.broker.handlers import api
-from odradek.broker.txn.handler_support import coordinator_of
+from odradek.broker.txn.txn_handler_support import coordinator_of
 from odradek.protocol import errors, messages
 
 

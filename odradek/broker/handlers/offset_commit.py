@@ -10,8 +10,8 @@ expire timestamp); v6+ the leader epoch; v10 names topics by id. The client's co
 timestamp is ignored: the broker's clock is used, as in Kafka.
 """
 
-from odradek.broker.group.group import OffsetAndMetadata
-from odradek.broker.group.handler_support import coordinator_of, ms
+from odradek.broker.group.group_handler_support import coordinator_of, ms
+from odradek.broker.group.offset_and_metadata import OffsetAndMetadata
 from odradek.broker.handlers import api
 from odradek.protocol import errors, messages
 from odradek.protocol.errors import ErrorCode

@@ -7,7 +7,7 @@ not the consumer protocol, so its subscriptions are unknown). GROUP_ID_NOT_FOUND
 unknown group; UNKNOWN_TOPIC_OR_PARTITION per partition of a topic that does not exist.
 """
 
-from odradek.broker.group.handler_support import coordinator_of
+from odradek.broker.group.group_handler_support import coordinator_of
 from odradek.broker.handlers import api
 from odradek.protocol import errors, messages
 from odradek.protocol.errors import ErrorCode

@@ -11,7 +11,7 @@ at once, each answered on its own; v9 member id and epoch are for the KIP-848 pr
 and are ignored for classic groups; v10 names topics by id.
 """
 
-from odradek.broker.group.handler_support import coordinator_of
+from odradek.broker.group.group_handler_support import coordinator_of
 from odradek.broker.handlers import api
 from odradek.protocol import errors, messages
 from odradek.protocol.errors import ErrorCode

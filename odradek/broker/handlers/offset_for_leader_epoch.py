@@ -20,9 +20,7 @@ def handle_offset_for_leader_epoch(broker, request):
             try:
                 partition = broker.replica_manager.get_partition(t.topic, p.partition)
                 partition.check_leader(p.current_leader_epoch)
-                epoch, end_offset = partition.log.leader_epoch_cache.end_offset_for(
-                    p.leader_epoch, partition.log_end_offset
-                )
+                epoch, end_offset = partition.last_offset_for_leader_epoch(p.leader_epoch)
                 entry.update(leader_epoch=epoch, end_offset=end_offset)
             except errors.KafkaError as exc:
                 entry["error_code"] = exc.code

@@ -8,8 +8,8 @@ them. Assignments for unknown members are ignored; members the leader left out g
 empty assignment.
 """
 
-from odradek.broker.group.handler_support import answer_later, coordinator_of
-from odradek.broker.group.member import SyncResult
+from odradek.broker.group.classic_group_member import SyncResult
+from odradek.broker.group.group_handler_support import answer_later, coordinator_of
 from odradek.broker.handlers import api
 from odradek.protocol import errors, messages
 

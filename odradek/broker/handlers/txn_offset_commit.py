@@ -13,11 +13,11 @@ current one and AddOffsetsToTxn put the group's partition into its open transact
 (transactions v2) is not advertised.
 """
 
-from odradek.broker.group.group import OffsetAndMetadata
-from odradek.broker.group.handler_support import coordinator_of as group_coordinator_of
+from odradek.broker.group.group_handler_support import coordinator_of as group_coordinator_of
+from odradek.broker.group.offset_and_metadata import OffsetAndMetadata
 from odradek.broker.group.partitioning import OFFSETS_TOPIC
 from odradek.broker.handlers import api
-from odradek.broker.txn.handler_support import coordinator_of
+from odradek.broker.txn.txn_handler_support import coordinator_of
 from odradek.protocol import errors, messages
 from odradek.protocol.errors import ErrorCode
 

@@ -40,7 +40,7 @@ class SyncResult(NamedTuple):
         return cls(int(error))
 
 
-class MemberMetadata:
+class ClassicGroupMember:
     __slots__ = (
         "member_id",
         "group_instance_id",

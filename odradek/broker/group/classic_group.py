@@ -1,8 +1,9 @@
-"""One classic group's state: members, generation, protocol, committed offsets.
+"""One classic group's state: members, generation, protocol (its committed offsets are the
+offset manager's, ``offset_manager.py``).
 
 Plain data plus the bookkeeping that must stay consistent (who is waiting, which
 protocols every member supports, the static-member index). Decisions — when to
-rebalance, when a phase ends — are the coordinator's; this class only answers
+rebalance, when a phase ends — are the classic group manager's; this class only answers
 questions and applies changes. Called only from the event loop.
 """
 
@@ -11,44 +12,27 @@ from __future__ import annotations
 import logging
 import uuid
 from collections import Counter
-from typing import NamedTuple
 
-from odradek.broker.group import schema
-from odradek.broker.group.member import JoinResult, MemberMetadata, SyncResult
-from odradek.broker.group.state import (
+from odradek.broker.group import consumer_offsets_schema as schema
+from odradek.broker.group.classic_group_member import ClassicGroupMember, JoinResult, SyncResult
+from odradek.broker.group.classic_group_state import (
+    COMMIT_REFUSAL,
     COMPLETING_REBALANCE,
+    DEAD,
     EMPTY,
     GroupState,
     can_rebalance,
     check_transition,
 )
 from odradek.protocol import errors
+from odradek.protocol.errors import ErrorCode
 
 log = logging.getLogger(__name__)
 
 CONSUMER_PROTOCOL_TYPE = "consumer"
 
 
-class OffsetAndMetadata(NamedTuple):
-    offset: int
-    leader_epoch: int = -1
-    metadata: str = ""
-    commit_timestamp: int = -1
-    expire_timestamp: int = -1  # set only by commits that carried a retention time (v2-v4)
-
-    def to_record(self) -> schema.OffsetCommitValue:
-        return schema.OffsetCommitValue(
-            self.offset, self.metadata, self.commit_timestamp, self.leader_epoch, self.expire_timestamp
-        )
-
-    @classmethod
-    def from_record(cls, value: schema.OffsetCommitValue) -> OffsetAndMetadata:
-        return cls(
-            value.offset, value.leader_epoch, value.metadata, value.commit_timestamp, value.expire_timestamp
-        )
-
-
-class GroupMetadata:
+class ClassicGroup:
     def __init__(self, group_id: str, now_ms: int, state: GroupState = EMPTY):
         self.group_id = group_id
         self.state = state
@@ -58,7 +42,7 @@ class GroupMetadata:
         self.protocol_type: str | None = None
         self.protocol_name: str | None = None
         self.leader_id: str | None = None
-        self.members: dict[str, MemberMetadata] = {}  # in join order: the leader falls back to the first
+        self.members: dict[str, ClassicGroupMember] = {}  # in join order: the leader falls back to the first
         self.static_members: dict[str, str] = {}  # group.instance.id -> member id
         self.pending_members: set[str] = set()  # got an id with MEMBER_ID_REQUIRED, not joined yet
         self.pending_sync_members: set[str] = set()
@@ -67,8 +51,7 @@ class GroupMetadata:
         self.new_member_added = False
         self.last_new_member_ms = 0.0
         self.subscribed_topics: set[str] | None = None
-        self.offsets: dict[tuple[str, int], OffsetAndMetadata] = {}
-        # delayed operations owned by the coordinator
+        # delayed operations owned by the classic group manager
         self.join_op = None
         self.sync_op = None
         self.pending_heartbeats: dict[str, object] = {}  # pending member id -> its expiry
@@ -81,7 +64,7 @@ class GroupMetadata:
     def has(self, member_id: str) -> bool:
         return member_id in self.members
 
-    def get(self, member_id: str) -> MemberMetadata:
+    def get(self, member_id: str) -> ClassicGroupMember:
         return self.members[member_id]
 
     def is_leader(self, member_id: str) -> bool:
@@ -104,7 +87,7 @@ class GroupMetadata:
     def has_all_members_joined(self) -> bool:
         return len(self.members) == self.num_awaiting_join and not self.pending_members
 
-    def not_yet_rejoined(self) -> list[MemberMetadata]:
+    def not_yet_rejoined(self) -> list[ClassicGroupMember]:
         return [m for m in self.members.values() if not m.is_awaiting_join]
 
     def is_static_member_fenced(self, group_instance_id: str | None, member_id: str) -> bool:
@@ -180,6 +163,41 @@ class GroupMetadata:
             return topic in self.subscribed_topics
         return self.protocol_type == CONSUMER_PROTOCOL_TYPE
 
+    def validate_offset_commit(
+        self, member_id: str, group_instance_id: str | None, generation_id: int
+    ) -> int:
+        """The error code of an OffsetCommit from this member (NONE: accepted)."""
+        if self.is_(DEAD):
+            return int(ErrorCode.coordinator_not_available)
+        if generation_id < 0 and self.is_(EMPTY):
+            return int(ErrorCode.none)  # admin tools and consumers without group management
+        if generation_id >= 0 or member_id or group_instance_id is not None:
+            try:
+                self.validate_member(member_id, group_instance_id)
+            except errors.KafkaError as exc:
+                return int(exc.code)
+            if generation_id != self.generation_id:
+                return int(ErrorCode.illegal_generation)
+        elif not self.is_(EMPTY):
+            return int(ErrorCode.unknown_member_id)  # only members commit to a group with members
+        return int(COMMIT_REFUSAL[self.state])
+
+    def validate_transactional_offset_commit(
+        self, member_id: str, group_instance_id: str | None, generation_id: int
+    ) -> int:
+        """The error code of a TxnOffsetCommit from this member (NONE: accepted). Kafka's
+        checks: the member and generation when given (v3+), but no rebalance check — a
+        transaction may commit while its group rebalances."""
+        if self.is_(DEAD):
+            return int(ErrorCode.coordinator_not_available)
+        if self.is_static_member_fenced(group_instance_id, member_id):
+            return int(ErrorCode.fenced_instance_id)
+        if member_id and not self.has(member_id):
+            return int(ErrorCode.unknown_member_id)
+        if generation_id >= 0 and generation_id != self.generation_id:
+            return int(ErrorCode.illegal_generation)
+        return int(ErrorCode.none)
+
     def current_member_metadata(self) -> tuple:
         return tuple(
             (m.member_id, m.group_instance_id, m.metadata(self.protocol_name)) for m in self.members.values()
@@ -200,7 +218,7 @@ class GroupMetadata:
     def new_member_id(client_id: str, group_instance_id: str | None) -> str:
         return f"{group_instance_id if group_instance_id is not None else client_id}-{uuid.uuid4()}"
 
-    def add(self, member: MemberMetadata, join_callback=None) -> None:
+    def add(self, member: ClassicGroupMember, join_callback=None) -> None:
         if member.group_instance_id is not None:
             if member.group_instance_id in self.static_members:
                 raise ValueError(f"static member {member.group_instance_id!r} is already in {self.group_id}")
@@ -216,7 +234,7 @@ class GroupMetadata:
             self.num_awaiting_join += 1
         self.pending_members.discard(member.member_id)
 
-    def remove(self, member_id: str) -> MemberMetadata | None:
+    def remove(self, member_id: str) -> ClassicGroupMember | None:
         member = self.members.pop(member_id, None)
         if member is not None:
             self.supported_protocols.subtract(member.protocol_names())
@@ -233,7 +251,7 @@ class GroupMetadata:
 
     def update_member(
         self,
-        member: MemberMetadata,
+        member: ClassicGroupMember,
         protocols: list[tuple[str, bytes]],
         rebalance_timeout_ms: int,
         session_timeout_ms: int,
@@ -251,21 +269,21 @@ class GroupMetadata:
             self.num_awaiting_join -= 1
         member.join_callback = join_callback
 
-    def complete_join(self, member: MemberMetadata, result: JoinResult) -> bool:
+    def complete_join(self, member: ClassicGroupMember, result: JoinResult) -> bool:
         if member.is_awaiting_join:
             self.num_awaiting_join -= 1
         return member.complete_join(result)
 
     def replace_static_member(
         self, group_instance_id: str, old_member_id: str, new_member_id: str
-    ) -> MemberMetadata:
+    ) -> ClassicGroupMember:
         """A static member came back with a new id: fence the old id, keep everything else."""
         old = self.members.pop(old_member_id)
         if old.is_awaiting_join:
             self.num_awaiting_join -= 1
         old.complete_join(JoinResult.failed(errors.ErrorCode.fenced_instance_id, old_member_id))
         old.complete_sync(SyncResult.failed(errors.ErrorCode.fenced_instance_id))
-        member = MemberMetadata(
+        member = ClassicGroupMember(
             new_member_id,
             old.group_instance_id,
             old.client_id,
@@ -341,21 +359,16 @@ class GroupMetadata:
         )
 
     @classmethod
-    def from_record(
-        cls, group_id: str, value: schema.GroupMetadataValue | None, offsets: dict, now_ms: int
-    ) -> GroupMetadata:
+    def from_record(cls, group_id: str, value: schema.GroupMetadataValue, now_ms: int) -> ClassicGroup:
         """Rebuild a group from its last record: Stable with its members, or Empty."""
         group = cls(group_id, now_ms)
-        group.offsets = dict(offsets)
-        if value is None:
-            return group
         group.protocol_type = value.protocol_type or None
         group.generation_id = value.generation
         group.protocol_name = value.protocol
         group.state_timestamp = value.current_state_timestamp if value.current_state_timestamp >= 0 else None
         if value.members and value.protocol:
             for rec in value.members:
-                member = MemberMetadata(
+                member = ClassicGroupMember(
                     rec.member_id,
                     rec.group_instance_id,
                     rec.client_id,

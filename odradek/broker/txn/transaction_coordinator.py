@@ -1,7 +1,7 @@
 """The transaction coordinator: transactional ids, their producer epochs, and 2-phase commit.
 
 It owns every transactional id whose ``__transaction_state`` partition this broker leads
-(the protocol is described in ``state.py``). Handlers call one method per API; a method
+(the protocol is described in ``transaction_state.py``). Handlers call one method per API; a method
 checks that this broker coordinates the id (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS),
 checks the producer (INVALID_PRODUCER_ID_MAPPING, PRODUCER_FENCED), consults the state
 tables, writes the new state to the id's partition and only then installs it.
@@ -27,7 +27,7 @@ retries markers.
 
 Crash tests: ``ODRADEK_STORAGE_FAULT=txn-after-prepare`` (the decision written, no marker
 yet) or ``txn-after-markers`` (every marker written, not the Complete record) kills the
-broker there (``odradek.storage._faults``).
+broker there (``odradek.faults``).
 
 Differences from Kafka: InitProducerId over an Ongoing transaction from a new producer
 (no producer id given) fences, aborts and — when the abort completed at once, as it does
@@ -47,15 +47,18 @@ from typing import NamedTuple
 
 from odradek._tasks import cancel_and_wait, start_task
 from odradek.broker.group.partitioning import partition_for
-from odradek.broker.txn import markers, schema
-from odradek.broker.txn.metadata import (
+from odradek.broker.internal_topic import COORDINATOR_APPEND_ERRORS
+from odradek.broker.txn import markers
+from odradek.broker.txn import transaction_state_schema as schema
+from odradek.broker.txn.state_topic import TRANSACTION_STATE_TOPIC, TransactionStateTopic
+from odradek.broker.txn.transaction_metadata import (
     MAX_EPOCH,
     NO_PRODUCER_EPOCH,
     TopicPartition,
     TxnMetadata,
     epoch_exhausted,
 )
-from odradek.broker.txn.state import (
+from odradek.broker.txn.transaction_state import (
     ADD_ACTION,
     BY_NAME,
     COMPLETE_ABORT,
@@ -73,10 +76,9 @@ from odradek.broker.txn.state import (
     PREPARED,
     check_transition,
 )
-from odradek.broker.txn.state_topic import TRANSACTION_STATE_TOPIC, TransactionStateTopic
+from odradek.faults import fault_point
 from odradek.protocol import errors
 from odradek.protocol.errors import ErrorCode, KafkaError
-from odradek.storage._faults import fault_point
 
 log = logging.getLogger(__name__)
 
@@ -85,12 +87,7 @@ MARKER_RETRY_MS = 100
 
 # Errors of an append to __transaction_state, as clients should see them (Kafka's mapping).
 _APPEND_ERRORS = {
-    ErrorCode.unknown_topic_or_partition: ErrorCode.coordinator_not_available,
-    ErrorCode.not_enough_replicas: ErrorCode.coordinator_not_available,
-    ErrorCode.not_enough_replicas_after_append: ErrorCode.coordinator_not_available,
-    ErrorCode.request_timed_out: ErrorCode.coordinator_not_available,
-    ErrorCode.not_leader_or_follower: ErrorCode.not_coordinator,
-    ErrorCode.kafka_storage_error: ErrorCode.not_coordinator,
+    **COORDINATOR_APPEND_ERRORS,
     ErrorCode.message_too_large: ErrorCode.unknown_server_error,
     ErrorCode.record_list_too_large: ErrorCode.unknown_server_error,
 }
@@ -295,7 +292,7 @@ class TransactionCoordinator:
     def init_producer_id(
         self, transactional_id: str, timeout_ms: int, expected_pid: int = -1, expected_epoch: int = -1
     ) -> InitResult:
-        """A producer id and a new epoch for ``transactional_id`` (see ``state.py``)."""
+        """A producer id and a new epoch for ``transactional_id`` (see ``transaction_state.py``)."""
         if not 0 < timeout_ms <= self.config.max_timeout_ms:
             return InitResult(int(ErrorCode.invalid_transaction_timeout))
         try:

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from odradek.broker.txn import schema
-from odradek.broker.txn.state import BY_ID, EMPTY, TxnState, check_transition
+from odradek.broker.txn import transaction_state_schema as schema
+from odradek.broker.txn.transaction_state import BY_ID, EMPTY, TxnState, check_transition
 
 NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1

@@ -1,0 +1,395 @@
+"""The group coordinator: consumer groups and their committed offsets, as a service that
+the group handlers call (Kafka's GroupCoordinatorService and its runtime).
+
+A group lives in one ``__consumer_offsets`` partition (``partitioning.py``); the broker
+leading that partition coordinates it. The coordinator keeps one shard per partition this
+broker leads (``group_coordinator_shard.py``): when the broker becomes a partition's leader
+a shard is created and the partition replayed into it (``offsets_loader.py``; small
+partitions at once, large ones chunk by chunk in a task), and when the leadership moves
+the shard is dropped. Each API method routes the group to its shard after the checks every
+group request shares — INVALID_GROUP_ID, COORDINATOR_NOT_AVAILABLE while stopped,
+NOT_COORDINATOR when another broker leads the partition, COORDINATOR_LOAD_IN_PROGRESS
+while it loads — and the shard's managers do the rest: ``ClassicGroupManager`` (JoinGroup,
+SyncGroup, Heartbeat, LeaveGroup, DescribeGroups; its state machine in
+``classic_group_state.py``) and ``OffsetManager`` (OffsetCommit, OffsetFetch,
+OffsetDelete, TxnOffsetCommit, expiry). JoinGroup and SyncGroup answer through a callback,
+at once or when the rest of the group is there.
+
+It also runs the offset expiry task (every ``offsets.retention.check.interval.ms``), and
+follows metadata changes: a deleted topic's offsets are dropped (Kafka keeps them until
+they expire), and a partition-count change of a subscribed topic starts a rebalance.
+
+Threading: everything runs on the event loop; nothing here blocks for long.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from typing import NamedTuple
+
+from odradek._tasks import cancel_and_wait, start_task
+from odradek.broker.group.classic_group import ClassicGroup
+from odradek.broker.group.classic_group_manager import CLASSIC_GROUP_TYPE, JoinRequest
+from odradek.broker.group.classic_group_member import JoinResult, SyncResult
+from odradek.broker.group.group_coordinator_shard import LOADING, GroupCoordinatorShard, ShardContext
+from odradek.broker.group.offset_and_metadata import OffsetAndMetadata
+from odradek.broker.group.offsets_loader import OffsetsLoader
+from odradek.broker.group.offsets_topic import OffsetsTopic
+from odradek.broker.group.partitioning import OFFSETS_TOPIC, partition_for
+from odradek.protocol import errors
+from odradek.protocol.errors import ErrorCode, KafkaError
+
+log = logging.getLogger(__name__)
+
+NONE = int(ErrorCode.none)
+
+TopicPartition = tuple[str, int]
+
+
+class GroupConfig(NamedTuple):
+    initial_rebalance_delay_ms: int = 3000
+    min_session_timeout_ms: int = 6000
+    max_session_timeout_ms: int = 1800000
+    max_size: int = 2**31 - 1
+    offsets_retention_ms: int = 7 * 24 * 3600 * 1000
+    offsets_retention_check_interval_ms: int = 600000
+    offset_metadata_max_bytes: int = 4096
+    load_buffer_size: int = 5 * 1024 * 1024
+    new_member_join_timeout_ms: int = 300000
+
+    @classmethod
+    def from_broker_config(cls, config) -> GroupConfig:
+        return cls(
+            initial_rebalance_delay_ms=config.get("group.initial.rebalance.delay.ms"),
+            min_session_timeout_ms=config.get("group.min.session.timeout.ms"),
+            max_session_timeout_ms=config.get("group.max.session.timeout.ms"),
+            max_size=config.get("group.max.size"),
+            offsets_retention_ms=config.get("offsets.retention.minutes") * 60_000,
+            offsets_retention_check_interval_ms=config.get("offsets.retention.check.interval.ms"),
+            offset_metadata_max_bytes=config.get("offset.metadata.max.bytes"),
+            load_buffer_size=config.get("offsets.load.buffer.size"),
+        )
+
+
+class GroupCoordinator:
+    def __init__(self, offsets_topic, timer, config: GroupConfig | None = None, *, wall_clock_ms=None):
+        self.topic = offsets_topic
+        self.config = config or GroupConfig()
+        self.context = ShardContext(
+            offsets_topic, self.config, timer, wall_clock_ms or (lambda: int(time.time() * 1000))
+        )
+        self.shards: dict[int, GroupCoordinatorShard] = {}  # by partition: loading or serving
+        self.loader = OffsetsLoader(
+            offsets_topic,
+            self.config.load_buffer_size,
+            on_loaded=self._loaded,
+            on_failed=self._load_failed,
+            still_loading=self._is_current,
+        )
+        self.active = False
+        self._expiry_task: asyncio.Task | None = None
+
+    @property
+    def purgatories(self) -> tuple:
+        """The rebalance (join) and heartbeat purgatories every shard shares."""
+        return self.context.join_purgatory, self.context.heartbeat_purgatory
+
+    def counts(self) -> tuple[int, int]:
+        """(groups, committed offsets) held by the shards this broker serves."""
+        shards = self._serving()
+        groups = sum(len(shard.groups) for shard in shards)
+        offsets = sum(len(o) for shard in shards for o in shard.offsets.offsets.values())
+        return groups, offsets
+
+    @property
+    def loading(self) -> set[int]:
+        """The ``__consumer_offsets`` partitions being loaded (health checks report them)."""
+        return {p for p, shard in self.shards.items() if shard.state is LOADING}
+
+    @classmethod
+    def for_broker(cls, broker) -> GroupCoordinator:
+        config = broker.config
+        topic = OffsetsTopic(
+            broker,
+            num_partitions=config.get("offsets.topic.num.partitions"),
+            replication_factor=config.get("offsets.topic.replication.factor"),
+            segment_bytes=config.get("offsets.topic.segment.bytes"),
+        )
+        coordinator = cls(topic, broker.timer, GroupConfig.from_broker_config(config))
+        broker.controller.on_change(coordinator.on_metadata_change)
+        return coordinator
+
+    @property
+    def rebalances(self) -> int:
+        """Generations started since the coordinator started, over every group."""
+        return self.context.rebalances
+
+    def group(self, group_id: str) -> ClassicGroup | None:
+        """The group if a shard of this broker holds it (for tests and the console)."""
+        shard = self.shards.get(self.partition_of(group_id))
+        return shard.groups.get(group_id) if shard is not None else None
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Load the partitions this broker leads and start the offset expiry task."""
+        self.active = True
+        self.sync_partitions()
+        self._expiry_task = start_task(self._expiry_loop, "group-offset-expiry")
+
+    async def close(self) -> None:
+        """Stop serving: unload every group (waiting requests get NOT_COORDINATOR). Idempotent."""
+        if not self.active and self._expiry_task is None:
+            return
+        self.active = False
+        task, self._expiry_task = self._expiry_task, None
+        await cancel_and_wait(task)
+        await self.loader.close()
+        for partition in sorted(self.shards):
+            self._unload(partition)
+        self.context.close()
+
+    # -- partitions ------------------------------------------------------------------------
+
+    def on_metadata_change(self, event: str, topic: str) -> None:
+        try:
+            if topic == OFFSETS_TOPIC:
+                self.sync_partitions()
+            elif event == "deleted":
+                for shard in self._serving():
+                    shard.drop_offsets_of_topic(topic)
+            elif event == "partitions":
+                for shard in self._serving():
+                    shard.classic.on_partitions_changed(topic)
+        except Exception:
+            log.exception("group coordinator: handling %s of %s failed", event, topic)
+
+    def sync_partitions(self) -> None:
+        """Load newly led ``__consumer_offsets`` partitions; unload the ones led elsewhere now."""
+        if not self.active:
+            return
+        led = set(self.topic.led_partitions()) if self.topic.partition_count() is not None else set()
+        for partition in sorted(set(self.shards) - led):
+            self._unload(partition)
+        budget = self.config.load_buffer_size  # bytes replayed at once; larger partitions load in a task
+        for partition in sorted(led - set(self.shards)):
+            shard = self.shards[partition] = GroupCoordinatorShard(partition, self.context)
+            budget -= self.loader.load(shard, budget)
+
+    def partition_of(self, group_id: str) -> int | None:
+        return self.topic.partition_for(group_id)
+
+    def _is_current(self, shard: GroupCoordinatorShard) -> bool:
+        return self.shards.get(shard.partition) is shard
+
+    def _loaded(self, shard: GroupCoordinatorShard) -> None:
+        if not self._is_current(shard):
+            return
+        groups = shard.on_loaded()
+        if groups:
+            log.info("%s-%d: loaded %d groups", OFFSETS_TOPIC, shard.partition, groups)
+
+    def _load_failed(self, shard: GroupCoordinatorShard) -> None:
+        if self._is_current(shard):
+            del self.shards[shard.partition]  # not served; the next leadership change retries
+
+    def _unload(self, partition: int) -> None:
+        shard = self.shards.pop(partition, None)
+        if shard is not None:
+            shard.unload()
+
+    def _serving(self) -> list[GroupCoordinatorShard]:
+        return [shard for shard in self.shards.values() if shard.active]
+
+    def _shard_of(self, group_id: str | None, *, allow_empty: bool = False) -> GroupCoordinatorShard:
+        """The shard of the group, if this broker serves it now; else the error to answer."""
+        if group_id is None or (group_id == "" and not allow_empty):
+            raise errors.InvalidGroupIdError(f"invalid group id {group_id!r}")
+        if not self.active:
+            raise errors.CoordinatorNotAvailableError("the group coordinator is not running")
+        partition = self.partition_of(group_id)
+        if partition is None:
+            raise errors.NotCoordinatorError(f"{OFFSETS_TOPIC} does not exist yet")
+        shard = self.shards.get(partition)
+        if shard is None:
+            raise errors.NotCoordinatorError(f"this broker does not lead {OFFSETS_TOPIC}-{partition}")
+        if shard.state is LOADING:
+            raise errors.CoordinatorLoadInProgressError(f"{OFFSETS_TOPIC}-{partition} is loading")
+        return shard
+
+    # -- FindCoordinator -------------------------------------------------------------------
+
+    def find_coordinator(self, key: str) -> int:
+        """The node id of ``key``'s coordinator; creates ``__consumer_offsets`` on first use."""
+        count = self.topic.ensure_created()
+        leader = self.topic.leader(partition_for(key, count))
+        if leader is None:
+            raise errors.CoordinatorNotAvailableError(f"{OFFSETS_TOPIC} partition of {key!r} has no leader")
+        return leader
+
+    # -- classic groups: JoinGroup, SyncGroup, Heartbeat, LeaveGroup -----------------------
+
+    def join_group(self, req: JoinRequest, callback: Callable[[JoinResult], None]) -> None:
+        try:
+            shard = self._shard_of(req.group_id)
+        except KafkaError as exc:
+            callback(JoinResult.failed(exc.code, req.member_id))
+            return
+        shard.classic.join_group(req, callback)
+
+    def sync_group(
+        self,
+        *,
+        group_id: str,
+        generation_id: int,
+        member_id: str,
+        group_instance_id: str | None,
+        protocol_type: str | None,
+        protocol_name: str | None,
+        assignments: dict[str, bytes],
+        callback: Callable[[SyncResult], None],
+    ) -> None:
+        try:
+            shard = self._shard_of(group_id)
+        except KafkaError as exc:
+            callback(SyncResult.failed(exc.code))
+            return
+        shard.classic.sync_group(
+            group_id=group_id,
+            generation_id=generation_id,
+            member_id=member_id,
+            group_instance_id=group_instance_id,
+            protocol_type=protocol_type,
+            protocol_name=protocol_name,
+            assignments=assignments,
+            callback=callback,
+        )
+
+    def heartbeat(
+        self, group_id: str, member_id: str, group_instance_id: str | None, generation_id: int
+    ) -> int:
+        """The error code of a Heartbeat; raises KafkaError for failed checks."""
+        return self._shard_of(group_id).classic.heartbeat(
+            group_id, member_id, group_instance_id, generation_id
+        )
+
+    def leave_group(self, group_id: str, leaving: list[tuple[str, str | None, str | None]]) -> list[int]:
+        """Per leaving ``(member_id, group_instance_id, reason)``, its error code.
+
+        Raises KafkaError for a group-level failure.
+        """
+        return self._shard_of(group_id).classic.leave_group(group_id, leaving)
+
+    # -- offsets ---------------------------------------------------------------------------
+
+    def commit_offsets(
+        self,
+        group_id: str,
+        member_id: str,
+        group_instance_id: str | None,
+        generation_id: int,
+        offsets: dict[TopicPartition, OffsetAndMetadata],
+        retention_ms: int = -1,
+    ) -> dict[TopicPartition, int]:
+        """OffsetCommit: per partition, its error code (see ``OffsetManager.commit``)."""
+        try:
+            shard = self._shard_of(group_id, allow_empty=True)
+        except KafkaError as exc:
+            return dict.fromkeys(offsets, int(exc.code))
+        return shard.offsets.commit(
+            group_id, member_id, group_instance_id, generation_id, offsets, retention_ms
+        )
+
+    def fetch_offsets(
+        self, group_id: str, partitions: list[TopicPartition] | None
+    ) -> list[tuple[TopicPartition, OffsetAndMetadata | None]]:
+        """Committed offsets (None where there is none); all of them when ``partitions`` is None.
+
+        Raises KafkaError for a group-level failure.
+        """
+        return self._shard_of(group_id, allow_empty=True).offsets.fetch(group_id, partitions)
+
+    def delete_offsets(self, group_id: str, partitions: list[TopicPartition]) -> dict[TopicPartition, int]:
+        """OffsetDelete: per partition, its error code; raises KafkaError for the group."""
+        return self._shard_of(group_id).offsets.delete(group_id, partitions)
+
+    def commit_transactional_offsets(
+        self,
+        group_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        member_id: str,
+        group_instance_id: str | None,
+        generation_id: int,
+        offsets: dict[TopicPartition, OffsetAndMetadata],
+    ) -> dict[TopicPartition, int]:
+        """TxnOffsetCommit: per partition, its error code (see ``OffsetManager.commit_transactional``)."""
+        try:
+            shard = self._shard_of(group_id, allow_empty=True)
+        except KafkaError as exc:
+            return dict.fromkeys(offsets, int(exc.code))
+        return shard.offsets.commit_transactional(
+            group_id, producer_id, producer_epoch, member_id, group_instance_id, generation_id, offsets
+        )
+
+    def complete_transaction(self, partition: int, producer_id: int, committed: bool) -> None:
+        """A COMMIT or ABORT marker of ``producer_id`` was written to ``partition``: its pending
+        transactional offsets become committed offsets, or are dropped."""
+        shard = self.shards.get(partition)
+        if shard is not None:
+            shard.complete_transaction(producer_id, committed)
+
+    def pending_transactional_offsets(self, group_id: str) -> set[TopicPartition]:
+        """Partitions of ``group_id`` with a transactional commit still undecided."""
+        shard = self.shards.get(self.partition_of(group_id))
+        return shard.offsets.pending_partitions(group_id) if shard is not None and shard.active else set()
+
+    # -- groups: list, describe, delete ----------------------------------------------------
+
+    def list_groups(
+        self, states: list[str] | None = None, types: list[str] | None = None
+    ) -> tuple[int, list[dict]]:
+        if not self.active:
+            return int(ErrorCode.coordinator_not_available), []
+        loading = any(shard.state is LOADING for shard in self.shards.values())
+        error = int(ErrorCode.coordinator_load_in_progress) if loading else NONE
+        wanted_states = {s.lower() for s in states or ()}
+        wanted_types = {t.lower() for t in types or ()}
+        if wanted_types and CLASSIC_GROUP_TYPE not in wanted_types:
+            return error, []
+        return error, [entry for shard in self._serving() for entry in shard.classic.listed(wanted_states)]
+
+    def describe_group(self, group_id: str) -> dict | None:
+        """The group as DescribeGroups shows it, or None if there is no such group."""
+        return self._shard_of(group_id, allow_empty=True).classic.describe_group(group_id)
+
+    def delete_groups(self, group_ids: list[str]) -> dict[str, int]:
+        results = {}
+        for group_id in group_ids:
+            try:
+                results[group_id] = self._shard_of(group_id, allow_empty=True).delete_group(group_id)
+            except KafkaError as exc:
+                results[group_id] = int(exc.code)
+        return results
+
+    # -- expiry ----------------------------------------------------------------------------
+
+    async def _expiry_loop(self) -> None:
+        interval = max(self.config.offsets_retention_check_interval_ms, 10) / 1000
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                self.expire_offsets()
+            except Exception:
+                log.exception("offset expiry failed")
+
+    def expire_offsets(self, now_ms: int | None = None) -> int:
+        """Drop offsets past ``offsets.retention.minutes`` (Kafka's rules); return how many."""
+        now = self.context.wall_ms() if now_ms is None else now_ms
+        total = sum(shard.expire_offsets(now) for shard in self._serving())
+        if total:
+            log.info("expired %d committed offsets", total)
+        return total

@@ -1,0 +1,193 @@
+"""One ``__consumer_offsets`` partition's groups: Kafka's GroupCoordinatorShard.
+
+A broker coordinates the groups of the partitions it leads, one shard per partition: the
+coordinator (``group_coordinator.py``) creates a shard when this broker becomes the
+partition's leader, replays the partition into it (``offsets_loader.py``), serves it once
+loaded, and drops it when the leadership moves (every waiting request is answered
+NOT_COORDINATOR and goes to the new leader).
+
+The shard holds the groups and hands each request to the manager of its kind: membership
+and rebalances of classic groups to ``ClassicGroupManager``, committed offsets to
+``OffsetManager`` — the consumer protocol (KIP-848) and share groups (KIP-932) get managers
+of their own beside them. What touches both lives here: deleting a group with its offsets,
+expiring offsets (a group left with neither members nor offsets disappears), replaying a
+record into the manager that owns its type. Everything it writes goes to its partition as
+a leader append (acks=1).
+
+Threading: everything runs on the event loop.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from odradek.broker.group import consumer_offsets_schema as schema
+from odradek.broker.group.classic_group import ClassicGroup
+from odradek.broker.group.classic_group_manager import ClassicGroupManager
+from odradek.broker.group.classic_group_state import DEAD, EMPTY, NON_EMPTY_STATES
+from odradek.broker.group.offset_manager import OffsetManager
+from odradek.broker.group.offsets_topic import group_append_error
+from odradek.broker.purgatory import DelayedOperationPurgatory
+from odradek.protocol.errors import ErrorCode, KafkaError
+
+log = logging.getLogger(__name__)
+
+NONE = int(ErrorCode.none)
+
+LOADING, ACTIVE, CLOSED = "loading", "active", "closed"
+
+
+class ShardContext:
+    """What the shards of one coordinator share: the topic they write to, the settings,
+    the clocks, the timers, and the coordinator's counters."""
+
+    def __init__(self, topic, config, timer, wall_ms: Callable[[], int]):
+        self.topic = topic
+        self.config = config
+        self.timer = timer
+        self.wall_ms = wall_ms
+        self.join_purgatory = DelayedOperationPurgatory("rebalance", timer)
+        self.heartbeat_purgatory = DelayedOperationPurgatory("heartbeat", timer)
+        self.rebalances = 0
+
+    def close(self) -> None:
+        self.join_purgatory.close()
+        self.heartbeat_purgatory.close()
+
+
+class GroupCoordinatorShard:
+    def __init__(self, partition: int, context: ShardContext):
+        self.partition = partition
+        self.context = context
+        self.state = LOADING
+        self.groups: dict[str, ClassicGroup] = {}
+        self.classic = ClassicGroupManager(self)
+        self.offsets = OffsetManager(self)
+        self.deferred_markers: list[tuple[int, bool]] = []  # written while loading, past the replay's end
+
+    @property
+    def active(self) -> bool:
+        return self.state is ACTIVE
+
+    def now(self) -> int:
+        return self.context.wall_ms()
+
+    def append(
+        self,
+        entries: list[tuple[bytes, bytes | None]],
+        now_ms: int,
+        producer_id: int = -1,
+        producer_epoch: int = -1,
+    ) -> None:
+        """Write ``(key, value)`` records to this partition as one batch; raises KafkaError."""
+        self.context.topic.append(self.partition, entries, now_ms, producer_id, producer_epoch)
+
+    # -- loading and unloading -------------------------------------------------------------
+
+    def replay(self, key: bytes | None, value: bytes | None, producer_id: int = -1) -> None:
+        """Apply one record read back from the partition; raises CorruptMessageError (or
+        UnicodeDecodeError) for a record that cannot be read."""
+        k = schema.decode_key(key)
+        if isinstance(k, schema.OffsetCommitKey):
+            self.offsets.replay(k.group, (k.topic, k.partition), value, producer_id)
+        elif isinstance(k, schema.GroupMetadataKey):
+            self.classic.replay(k.group, value)
+        # other record types (the consumer protocol's) are not used here
+
+    def replay_transaction_marker(self, producer_id: int, committed: bool) -> None:
+        self.offsets.complete_transaction(producer_id, committed)
+
+    def on_loaded(self) -> int:
+        """The partition is replayed: serve it. Returns how many groups it holds."""
+        now = self.now()
+        for group_id in self.offsets.group_ids():
+            if group_id not in self.groups:
+                self.groups[group_id] = ClassicGroup(group_id, now)  # a group that only stores offsets
+        self.classic.on_loaded()
+        self.state = ACTIVE
+        for producer_id, committed in self.deferred_markers:
+            self.complete_transaction(producer_id, committed)
+        self.deferred_markers.clear()
+        return len(self.groups)
+
+    def unload(self) -> None:
+        """Stop serving: every group leaves, its waiting requests answered NOT_COORDINATOR."""
+        self.state = CLOSED
+        groups = list(self.groups.values())
+        self.groups.clear()
+        for group in groups:
+            self.classic.retire(group)
+
+    # -- across groups and offsets ---------------------------------------------------------
+
+    def complete_transaction(self, producer_id: int, committed: bool) -> None:
+        """A transaction marker was written to this partition (see ``OffsetManager``)."""
+        if self.state is LOADING:
+            self.deferred_markers.append((producer_id, committed))
+            return
+        now = self.now()
+        for group_id in self.offsets.complete_transaction(producer_id, committed):
+            group = self.groups.get(group_id)
+            if group is None or group.is_(DEAD):
+                self.groups[group_id] = ClassicGroup(group_id, now)
+
+    def delete_group(self, group_id: str) -> int:
+        """DeleteGroups for one group: its error code."""
+        group = self.groups.get(group_id)
+        if group is None or group.is_(DEAD):
+            return int(ErrorCode.group_id_not_found)
+        if group.state in NON_EMPTY_STATES:
+            return int(ErrorCode.non_empty_group)
+        entries: list[tuple[bytes, bytes | None]] = [
+            (schema.encode_offset_commit_key(group_id, t, p), None)
+            for (t, p) in self.offsets.partitions_of(group_id)
+        ]
+        entries.append((schema.encode_group_metadata_key(group_id), None))
+        try:
+            self.append(entries, self.now())
+        except KafkaError as exc:
+            return group_append_error(exc.code)
+        del self.groups[group_id]
+        self.offsets.forget(group_id)
+        for op in group.pending_heartbeats.values():
+            op.abandon()
+        group.pending_heartbeats.clear()
+        self.classic.retire(group)
+        log.info("group %s deleted", group_id)
+        return NONE
+
+    def remove_offsets(self, group: ClassicGroup, removed: list[tuple[str, int]]) -> None:
+        """Drop offsets (tombstones); a group left Empty without offsets disappears."""
+        entries = self.offsets.remove(group.group_id, removed)
+        if group.is_(EMPTY) and not self.offsets.has_offsets(group.group_id) and not group.pending_members:
+            group.transition_to(DEAD, self.now())
+            if group.generation_id > 0:
+                entries.append((schema.encode_group_metadata_key(group.group_id), None))
+            if self.groups.get(group.group_id) is group:
+                del self.groups[group.group_id]
+            self.classic.retire(group)
+            log.info("group %s: no members and no offsets left; removed", group.group_id)
+        if entries:
+            try:
+                self.append(entries, self.now())
+            except KafkaError as exc:
+                log.warning("group %s: writing tombstones failed: %s", group.group_id, exc)
+
+    def expire_offsets(self, now: int) -> int:
+        """Drop offsets past their retention; return how many."""
+        retention = self.context.config.offsets_retention_ms
+        total = 0
+        for group in list(self.groups.values()):
+            expired = self.offsets.expired(group, now, retention)
+            if expired or (group.is_(EMPTY) and not self.offsets.has_offsets(group.group_id)):
+                self.remove_offsets(group, expired)
+                total += len(expired)
+        return total
+
+    def drop_offsets_of_topic(self, topic: str) -> None:
+        """``topic`` was deleted: its offsets go (Kafka keeps them until they expire)."""
+        for group in list(self.groups.values()):
+            gone = self.offsets.partitions_of(group.group_id, topic)
+            if gone:
+                self.remove_offsets(group, gone)

@@ -1,0 +1,289 @@
+"""Committed offsets of the groups in one ``__consumer_offsets`` partition: Kafka's
+OffsetMetadataManager.
+
+One manager per coordinator shard (``group_coordinator_shard.py``), which has already
+checked that it serves the group. It owns the offsets (group -> partition -> offset) and
+the transactional commits not yet decided; whether a member may commit is the group's
+question (``ClassicGroup.validate_offset_commit``). Each OffsetCommit is one batch of
+OffsetCommitValue records; a TxnOffsetCommit is a transactional batch of the producer,
+whose offsets count once the transaction's COMMIT marker lands here
+(``complete_transaction``). Removing offsets (OffsetDelete, expiry, a deleted topic) goes
+through the shard, which also removes a group left with neither members nor offsets.
+
+Expiry follows Kafka's rules: an offset with an expire timestamp of its own (OffsetCommit
+v2-v4) expires then; otherwise after ``offsets.retention.minutes`` counted from the
+commit, or — for a group that became Empty — from when it did; a Stable consumer group
+keeps the offsets of the topics it subscribes to.
+
+Threading: everything runs on the event loop.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from odradek.broker.group import consumer_offsets_schema as schema
+from odradek.broker.group.classic_group import CONSUMER_PROTOCOL_TYPE, ClassicGroup
+from odradek.broker.group.classic_group_state import (
+    DEAD,
+    EMPTY,
+    NON_EMPTY_STATES,
+    PREPARING_REBALANCE,
+    STABLE,
+)
+from odradek.broker.group.offset_and_metadata import OffsetAndMetadata
+from odradek.broker.group.offsets_topic import commit_append_error
+from odradek.protocol import errors
+from odradek.protocol.errors import ErrorCode, KafkaError
+
+log = logging.getLogger(__name__)
+
+NONE = int(ErrorCode.none)
+
+TopicPartition = tuple[str, int]
+Offsets = dict[TopicPartition, OffsetAndMetadata]
+
+
+class OffsetManager:
+    def __init__(self, shard):
+        self.shard = shard
+        self.groups: dict[str, ClassicGroup] = shard.groups  # the shard's, shared with its group manager
+        self.config = shard.context.config
+        self.offsets: dict[str, Offsets] = {}  # by group; a group without offsets has no entry
+        self.pending: dict[int, dict[str, Offsets]] = {}  # producer id -> group -> undecided offsets
+
+    # -- questions -------------------------------------------------------------------------
+
+    def has_offsets(self, group_id: str) -> bool:
+        return group_id in self.offsets
+
+    def group_ids(self) -> list[str]:
+        return list(self.offsets)
+
+    def partitions_of(self, group_id: str, topic: str | None = None) -> list[TopicPartition]:
+        """The partitions ``group_id`` has committed offsets for (of ``topic`` when given)."""
+        return [tp for tp in self.offsets.get(group_id, ()) if topic is None or tp[0] == topic]
+
+    # -- OffsetCommit, OffsetFetch, OffsetDelete -------------------------------------------
+
+    def commit(
+        self,
+        group_id: str,
+        member_id: str,
+        group_instance_id: str | None,
+        generation_id: int,
+        offsets: Offsets,
+        retention_ms: int = -1,
+    ) -> dict[TopicPartition, int]:
+        """Per partition, its error code. Topics were checked by the handler.
+
+        ``retention_ms`` (OffsetCommit v2-v4; -1 for the broker's rule) gives the offsets an
+        expire timestamp of their own, as Kafka did before KIP-211.
+        """
+        now = self.shard.now()
+        group = self.groups.get(group_id)
+        if group is None:
+            if generation_id >= 0:
+                return dict.fromkeys(offsets, int(ErrorCode.illegal_generation))
+            # a consumer that assigns partitions itself: a group that only stores offsets
+            group = self.groups[group_id] = ClassicGroup(group_id, now)
+        error = group.validate_offset_commit(member_id, group_instance_id, generation_id)
+        if error != NONE:
+            return dict.fromkeys(offsets, error)
+        member = group.members.get(member_id)
+        if member is not None and group.state in (STABLE, PREPARING_REBALANCE):
+            self.shard.classic.schedule_heartbeat(group, member)
+        expire = now + retention_ms if retention_ms >= 0 else -1
+        results, accepted = self._accept(offsets, now, expire)
+        if accepted:
+            try:
+                self.shard.append(self._records(group_id, accepted), now)
+            except KafkaError as exc:
+                log.warning("group %s: writing a commit failed: %s", group_id, exc)
+                results.update(dict.fromkeys(accepted, commit_append_error(exc.code)))
+            else:
+                self.offsets.setdefault(group_id, {}).update(accepted)
+                results.update(dict.fromkeys(accepted, NONE))
+        return {tp: results[tp] for tp in offsets}
+
+    def _accept(self, offsets: Offsets, now: int, expire: int) -> tuple[dict[TopicPartition, int], Offsets]:
+        """(error codes of the refused, the accepted as they will be stored)."""
+        refused: dict[TopicPartition, int] = {}
+        accepted: Offsets = {}
+        limit = self.config.offset_metadata_max_bytes
+        for tp, om in offsets.items():
+            if om.metadata is not None and len(om.metadata) > limit:
+                refused[tp] = int(ErrorCode.offset_metadata_too_large)
+                continue
+            accepted[tp] = om._replace(
+                metadata=om.metadata or "", commit_timestamp=now, expire_timestamp=expire
+            )
+        return refused, accepted
+
+    @staticmethod
+    def _records(group_id: str, offsets: Offsets) -> list[tuple[bytes, bytes | None]]:
+        return [
+            (
+                schema.encode_offset_commit_key(group_id, t, p),
+                schema.encode_offset_commit_value(om.to_record()),
+            )
+            for (t, p), om in offsets.items()
+        ]
+
+    def fetch(
+        self, group_id: str, partitions: list[TopicPartition] | None
+    ) -> list[tuple[TopicPartition, OffsetAndMetadata | None]]:
+        """Committed offsets (None where there is none); all of them when ``partitions`` is None."""
+        group = self.groups.get(group_id)
+        offsets = self.offsets.get(group_id, {}) if group is not None and not group.is_(DEAD) else {}
+        if partitions is None:
+            return sorted(offsets.items())
+        return [(tp, offsets.get(tp)) for tp in partitions]
+
+    def delete(self, group_id: str, partitions: list[TopicPartition]) -> dict[TopicPartition, int]:
+        """OffsetDelete: per partition, its error code; raises KafkaError for the group."""
+        group = self.groups.get(group_id)
+        if group is None or group.is_(DEAD):
+            raise errors.GroupIdNotFoundError(f"no group {group_id}")
+        results: dict[TopicPartition, int] = {}
+        if group.state in NON_EMPTY_STATES:
+            if group.protocol_type != CONSUMER_PROTOCOL_TYPE:
+                raise errors.NonEmptyGroupError(f"group {group_id} has members")
+            for tp in partitions:
+                if group.is_subscribed_to(tp[0]):
+                    results[tp] = int(ErrorCode.group_subscribed_to_topic)
+        eligible = [tp for tp in partitions if tp not in results]
+        committed = self.offsets.get(group_id, {})
+        self.shard.remove_offsets(group, [tp for tp in eligible if tp in committed])
+        for tp in eligible:
+            results[tp] = NONE
+        return results
+
+    def remove(self, group_id: str, partitions: list[TopicPartition]) -> list[tuple[bytes, bytes | None]]:
+        """Forget these offsets; returns the tombstones that delete them from the log."""
+        committed = self.offsets.get(group_id)
+        tombstones: list[tuple[bytes, bytes | None]] = []
+        if committed is None:
+            return tombstones
+        for tp in partitions:
+            if committed.pop(tp, None) is not None:
+                tombstones.append((schema.encode_offset_commit_key(group_id, tp[0], tp[1]), None))
+        if not committed:
+            del self.offsets[group_id]
+        return tombstones
+
+    def forget(self, group_id: str) -> None:
+        """The group was deleted with its offsets."""
+        self.offsets.pop(group_id, None)
+
+    # -- TxnOffsetCommit and transaction markers -------------------------------------------
+
+    def commit_transactional(
+        self,
+        group_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        member_id: str,
+        group_instance_id: str | None,
+        generation_id: int,
+        offsets: Offsets,
+    ) -> dict[TopicPartition, int]:
+        """TxnOffsetCommit: write the offsets as a transactional batch of the producer; they
+        become the group's committed offsets when the transaction commits (``complete_transaction``)
+        and vanish if it aborts. Per partition, its error code. The log refuses a fenced
+        producer epoch (INVALID_PRODUCER_EPOCH)."""
+        now = self.shard.now()
+        group = self.groups.get(group_id)
+        if group is None:
+            error = int(ErrorCode.illegal_generation) if generation_id >= 0 else NONE
+        else:
+            error = group.validate_transactional_offset_commit(member_id, group_instance_id, generation_id)
+        if error != NONE:
+            return dict.fromkeys(offsets, error)
+        results, accepted = self._accept(offsets, now, -1)
+        if accepted:
+            try:
+                self.shard.append(self._records(group_id, accepted), now, producer_id, producer_epoch)
+            except KafkaError as exc:
+                log.info(
+                    "group %s: a transactional commit of producer %d failed: %s", group_id, producer_id, exc
+                )
+                results.update(dict.fromkeys(accepted, commit_append_error(exc.code)))
+            else:
+                self.pending.setdefault(producer_id, {}).setdefault(group_id, {}).update(accepted)
+                results.update(dict.fromkeys(accepted, NONE))
+        return {tp: results[tp] for tp in offsets}
+
+    def complete_transaction(self, producer_id: int, committed: bool) -> list[str]:
+        """A COMMIT or ABORT marker of ``producer_id``: its pending offsets become committed
+        offsets, or are dropped (Kafka's ``onTransactionCompleted``). Returns the groups
+        whose offsets it committed."""
+        by_group = self.pending.pop(producer_id, None)
+        if not by_group or not committed:
+            return []
+        for group_id, offsets in by_group.items():
+            self.offsets.setdefault(group_id, {}).update(offsets)
+        return list(by_group)
+
+    def pending_partitions(self, group_id: str) -> set[TopicPartition]:
+        """Partitions of ``group_id`` with a transactional commit still undecided (OffsetFetch
+        ``require_stable`` answers UNSTABLE_OFFSET_COMMIT for them)."""
+        out: set[TopicPartition] = set()
+        for by_group in self.pending.values():
+            out.update(by_group.get(group_id, ()))
+        return out
+
+    # -- loading ---------------------------------------------------------------------------
+
+    def replay(self, group_id: str, tp: TopicPartition, value: bytes | None, producer_id: int) -> None:
+        """An OffsetCommit record read back from the partition: a commit, a transactional
+        commit of ``producer_id`` (>= 0) waiting for its marker, or a tombstone."""
+        if value is None:
+            self.remove(group_id, [tp])
+            return
+        om = OffsetAndMetadata.from_record(schema.decode_offset_commit_value(value))
+        if producer_id >= 0:
+            self.pending.setdefault(producer_id, {}).setdefault(group_id, {})[tp] = om
+        else:
+            self.offsets.setdefault(group_id, {})[tp] = om
+
+    # -- expiry ----------------------------------------------------------------------------
+
+    def expired(self, group: ClassicGroup, now: int, retention: int) -> list[TopicPartition]:
+        """The group's offsets past their retention (Kafka's rules, see the module's docstring)."""
+        skip: set[str] = set()
+        if group.protocol_type is not None:
+            if group.is_(EMPTY):
+                # retention counts from when the group became empty
+
+                def base(om):
+                    return group.state_timestamp if group.state_timestamp is not None else om.commit_timestamp
+
+            elif (
+                group.protocol_type == CONSUMER_PROTOCOL_TYPE
+                and group.subscribed_topics is not None
+                and group.is_(STABLE)
+            ):
+                # a live group keeps what it subscribes to; other topics' offsets age from their commit
+                skip = group.subscribed_topics
+
+                def base(om):
+                    return om.commit_timestamp
+
+            else:
+                return []
+        else:
+
+            def base(om):
+                return om.commit_timestamp
+
+        out = []
+        for tp, om in self.offsets.get(group.group_id, {}).items():
+            if tp[0] in skip:
+                continue
+            if om.expire_timestamp >= 0:
+                if now >= om.expire_timestamp:
+                    out.append(tp)
+            elif now - base(om) >= retention:
+                out.append(tp)
+        return out
