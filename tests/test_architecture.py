@@ -31,7 +31,6 @@ KNOWN_LONG: dict[str, str] = {
     "broker/config.py": "the broker-config helper",
     "broker/group/coordinator.py": "the broker helper",
     "storage/log.py": "the storage helper",
-    "protocol/records.py": "r2-client (records split)",
     "client/coordinator.py": "r2-client (client/consumer/)",
 }
 

@@ -25,8 +25,9 @@ import gc
 import logging
 
 from odradek.protocol import batch as batch_header
-from odradek.protocol import records as rec
+from odradek.protocol.control_records import ABORT
 from odradek.protocol.errors import ErrorCode, KafkaError, error_for
+from odradek.protocol.record_batch import RecordBatch, iter_batches
 
 from . import wire
 from .errors import (
@@ -64,7 +65,7 @@ def next_fetch_offset(data, fetch_offset: int) -> int:
 
 def decode_records(batch, tp: TopicPartition) -> list:
     """The batch's records as ConsumerRecords, built by the record decoder directly."""
-    if isinstance(batch, rec.RecordBatch):
+    if isinstance(batch, RecordBatch):
         h = batch.header
         return batch.records(
             record_class(tp.topic, tp.partition, 1 if h.attributes & batch_header.TIMESTAMP_TYPE_BIT else 0)
@@ -92,7 +93,7 @@ class CompletedFetch:
     def __init__(self, tp, fetch_offset, data, aborted):
         self.tp = tp
         self.fetch_offset = fetch_offset
-        self.batches = rec.iter_batches(data)
+        self.batches = iter_batches(data)
         self.records = None
         self.index = 0
         self.batch_next = 0
@@ -487,7 +488,7 @@ class Fetcher:
                 if getattr(batch, "is_control", False):
                     if cf.aborted_pids and batch.producer_id in cf.aborted_pids:
                         marker = batch.end_txn_marker()
-                        if marker is not None and marker.control_type == rec.ABORT:
+                        if marker is not None and marker.control_type == ABORT:
                             cf.aborted_pids.discard(batch.producer_id)
                     position = st.position = next_offset
                     continue

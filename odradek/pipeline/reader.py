@@ -27,7 +27,7 @@ from odradek.pipeline.columns import AbortedFilter, Decoded, decode_response
 from odradek.pipeline.options import ReadOptions, projected_schema
 from odradek.pipeline.wire import EARLIEST, LATEST, READ_COMMITTED, Cluster, WireError
 from odradek.protocol import errors
-from odradek.protocol.records import iter_batches
+from odradek.protocol.record_batch import iter_batches
 
 log = logging.getLogger(__name__)
 

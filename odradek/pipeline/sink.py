@@ -44,7 +44,7 @@ from odradek.pipeline.exactly_once import (
 from odradek.pipeline.options import OptionError, WriteOptions, write_options
 from odradek.pipeline.wire import Cluster, WireError
 from odradek.protocol import errors
-from odradek.protocol.records import BatchBuilder
+from odradek.protocol.batch_builder import BatchBuilder
 
 log = logging.getLogger(__name__)
 

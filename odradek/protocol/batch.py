@@ -1,8 +1,9 @@
 """RecordBatch v2 headers, read and patched as bytes.
 
 This is the hot-path view of a record batch: the broker, the storage layer and the client
-look at the fixed 61-byte header only, never at the records inside. Record-level encoding
-and decoding (varints, headers, compression, legacy message sets) lives in ``records.py``.
+look at the fixed 61-byte header only, never at the records inside. Whole batches are
+written by ``batch_builder.py``, read by ``record_batch.py`` and checked by ``batch_checks.py``;
+one record is ``records.py``; legacy message sets are ``legacy_records.py``.
 
 Layout of a v2 batch (all big-endian)::
 

@@ -80,8 +80,6 @@ def test_idempotent_producer_numbers_batches(bootstrap, make_topic, topic, kafka
         assert p._core.sender.idempotent and p._core.sender.producer_id >= 0
         pid = p._core.sender.producer_id
     # The batches on the log carry the producer id and consecutive sequences per partition.
-    from odradek.protocol import records
-
     with Consumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest") as c:
         c.assign([TopicPartition(topic, i) for i in range(3)])
         seen = read_all(bootstrap, topic, 3, 3000)
@@ -93,7 +91,6 @@ def test_idempotent_producer_numbers_batches(bootstrap, make_topic, topic, kafka
             assert b.producer_id == pid
             assert b.base_sequence == expected_seq, part
             expected_seq += b.header.record_count
-    assert records  # imported for the batch type
 
 
 def _raw_batches(bootstrap, topic, partitions):
@@ -103,7 +100,7 @@ def _raw_batches(bootstrap, topic, partitions):
     from odradek.client import wire
     from odradek.client.config import resolve
     from odradek.client.netclient import NetClient
-    from odradek.protocol import records
+    from odradek.protocol.record_batch import iter_batches
 
     async def run():
         client = NetClient(resolve("admin", None, {"bootstrap_servers": bootstrap}), "test")
@@ -143,7 +140,7 @@ def _raw_batches(bootstrap, topic, partitions):
                         },
                     )
                     data = resp.responses[0].partitions[0].records
-                    new = list(records.iter_batches(data)) if data else []
+                    new = list(iter_batches(data)) if data else []
                     new = [b for b in new if b.next_offset > offset]
                     if not new:
                         break

@@ -20,7 +20,34 @@ from kafka.record.legacy_records import LegacyRecordBatchBuilder as KpLegacyBuil
 from odradek.protocol import batch as b
 from odradek.protocol import compression as codecs
 from odradek.protocol import errors
-from odradek.protocol import records as r
+from odradek.protocol.batch_builder import BatchBuilder, build_batch, encode_batch
+from odradek.protocol.batch_checks import validate_batch
+from odradek.protocol.control_records import (
+    ABORT,
+    COMMIT,
+    EndTxnMarker,
+    build_control_batch,
+    decode_control_key,
+    decode_end_txn_marker,
+)
+from odradek.protocol.legacy_records import LegacyBatch, convert_legacy_to_v2, validate_legacy
+from odradek.protocol.record_batch import (
+    RecordBatch,
+    decode_batch,
+    iter_batches,
+    iter_records,
+    recompress_batch,
+    records_have_null_keys,
+)
+from odradek.protocol.record_decoders import _decode_fast, _decode_uniform, decode_records
+from odradek.protocol.records import (
+    DecodedRecord,
+    NewRecord,
+    Record,
+    decode_records_one_by_one,
+    encode_record,
+    estimate_record_size,
+)
 
 CODECS = [codecs.NONE, codecs.GZIP, codecs.SNAPPY, codecs.LZ4, codecs.ZSTD]
 T0 = 1_700_000_000_000
@@ -54,9 +81,9 @@ def expected(records) -> list[tuple]:
 @pytest.mark.parametrize("codec", CODECS)
 def test_round_trip_every_codec(codec):
     records = sample()
-    data = r.build_batch(records, compression=codec, base_offset=1000)
-    batch = r.decode_batch(data)
-    assert isinstance(batch, r.RecordBatch)
+    data = build_batch(records, compression=codec, base_offset=1000)
+    batch = decode_batch(data)
+    assert isinstance(batch, RecordBatch)
     assert batch.compression == codec
     assert batch.header.record_count == len(records)
     assert batch.base_offset == 1000 and batch.last_offset == 1000 + len(records) - 1
@@ -71,7 +98,7 @@ def test_round_trip_every_codec(codec):
 
 
 def test_batch_header_fields():
-    data = r.build_batch(
+    data = build_batch(
         [(b"k", b"v", (), T0)],
         base_offset=42,
         producer_id=77,
@@ -93,44 +120,44 @@ def test_batch_header_fields():
 
 def test_large_batch_and_varint_boundaries():
     records = [(b"k" * (i % 200), b"v" * (i * 37 % 20_000), (), T0 + i * 1000) for i in range(10_000)]
-    data = r.build_batch(records, compression=codecs.ZSTD)
-    decoded = r.decode_batch(data).records()
+    data = build_batch(records, compression=codecs.ZSTD)
+    decoded = decode_batch(data).records()
     assert len(decoded) == 10_000
     assert decoded[-1].offset == 9_999 and decoded[-1].timestamp == T0 + 9_999_000
     assert as_plain(decoded) == expected(records)
 
 
 def test_timestamps_default_to_now_and_base_timestamp_is_honoured():
-    data = r.build_batch(
-        [r.NewRecord(b"a", b"1"), r.NewRecord(b"b", b"2", timestamp=T0)], base_timestamp=T0 - 5
+    data = build_batch(
+        [NewRecord(b"a", b"1"), NewRecord(b"b", b"2", timestamp=T0)], base_timestamp=T0 - 5
     )
     h = b.read_header(data)
     assert h.base_timestamp == T0 - 5
-    first, second = r.decode_batch(data).records()
+    first, second = decode_batch(data).records()
     assert first.timestamp > T0 and second.timestamp == T0
     assert h.max_timestamp == first.timestamp
 
 
 def test_empty_build_is_an_error_but_empty_encode_is_not():
     with pytest.raises(ValueError):
-        r.build_batch([])
-    data = r.encode_batch(
+        build_batch([])
+    data = encode_batch(
         [], base_offset=10, last_offset_delta=4, producer_id=1, producer_epoch=0, base_sequence=3
     )
     h = b.read_header(data)
     assert (h.record_count, h.last_offset_delta, h.next_offset) == (0, 4, 15)
-    assert r.decode_batch(data).records() == []
-    r.validate_batch(data, max_message_bytes=1 << 20, from_client=False)
+    assert decode_batch(data).records() == []
+    validate_batch(data, max_message_bytes=1 << 20, from_client=False)
 
 
 def test_encode_batch_with_gaps_keeps_deltas():
     records = [
-        r.Record(0, 0, b"a", b"1"),
-        r.Record(5, -3, b"b", None, [("h", b"x")]),
-        r.Record(9, 12, None, b"3"),
+        Record(0, 0, b"a", b"1"),
+        Record(5, -3, b"b", None, [("h", b"x")]),
+        Record(9, 12, None, b"3"),
     ]
-    data = r.encode_batch(records, base_offset=100, base_timestamp=T0)
-    batch = r.decode_batch(data)
+    data = encode_batch(records, base_offset=100, base_timestamp=T0)
+    batch = decode_batch(data)
     assert batch.header.last_offset_delta == 9 and batch.header.record_count == 3
     assert batch.max_timestamp == T0 + 12
     assert [(d.offset, d.timestamp) for d in batch] == [(100, T0), (105, T0 - 3), (109, T0 + 12)]
@@ -139,7 +166,7 @@ def test_encode_batch_with_gaps_keeps_deltas():
 
 def test_batch_builder_matches_build_batch():
     records = sample(100)
-    builder = r.BatchBuilder(codecs.SNAPPY)
+    builder = BatchBuilder(codecs.SNAPPY)
     sizes = b.HEADER_SIZE
     for i, (k, v, hs, t) in enumerate(records):
         assert builder.append(k, v, hs, t) == i
@@ -147,10 +174,10 @@ def test_batch_builder_matches_build_batch():
         sizes = builder.size_in_bytes
     assert len(builder) == 100
     built = builder.build(base_offset=7, producer_id=1, producer_epoch=2, base_sequence=3)
-    assert built == r.build_batch(
+    assert built == build_batch(
         records, compression=codecs.SNAPPY, base_offset=7, producer_id=1, producer_epoch=2, base_sequence=3
     )
-    uncompressed = r.BatchBuilder()
+    uncompressed = BatchBuilder()
     for k, v, hs, t in records:
         uncompressed.append(k, v, hs, t)
     assert uncompressed.size_in_bytes == len(uncompressed.build())
@@ -158,14 +185,14 @@ def test_batch_builder_matches_build_batch():
 
 def test_estimate_record_size_is_an_upper_bound():
     for k, v, hs, _ in sample(60):
-        exact = len(r.encode_record(r.Record(2**31 - 1, -(2**62), k, v, hs)))
-        assert exact <= r.estimate_record_size(k, v, hs)
+        exact = len(encode_record(Record(2**31 - 1, -(2**62), k, v, hs)))
+        assert exact <= estimate_record_size(k, v, hs)
 
 
 def test_encode_record_bytes():
     # length 7 | attrs 0 | ts delta 1 -> 02 | offset delta 2 -> 04 | key "k" | value null | no headers
     assert (
-        r.encode_record(r.Record(2, 1, b"k", None)).hex()
+        encode_record(Record(2, 1, b"k", None)).hex()
         == "0e" + "00" + "02" + "04" + "02" + "6b" + "01" + "00"
     )
 
@@ -176,7 +203,7 @@ def test_encode_record_bytes():
 @pytest.mark.parametrize("codec", [codecs.NONE, codecs.GZIP])
 def test_kafka_python_reads_ours(codec):
     records = sample()
-    data = r.build_batch(
+    data = build_batch(
         records, compression=codec, base_offset=5, producer_id=9, producer_epoch=1, base_sequence=0
     )
     theirs = KpBatch(bytearray(data))
@@ -202,8 +229,8 @@ def test_we_read_kafka_python(codec):
     for i, (k, v, hs, t) in enumerate(records):
         builder.append(i, timestamp=t, key=k, value=v, headers=hs)
     data = bytes(builder.build())
-    r.validate_batch(data, max_message_bytes=1 << 20)
-    assert as_plain(r.decode_batch(data)) == expected(records)
+    validate_batch(data, max_message_bytes=1 << 20)
+    assert as_plain(decode_batch(data)) == expected(records)
 
 
 AIO_BUILDERS = [aio_default.DefaultRecordBatchBuilder, aio_default._DefaultRecordBatchBuilderPy]
@@ -218,16 +245,16 @@ def test_we_read_aiokafka(codec, builder_cls):
     for i, (k, v, hs, t) in enumerate(records):
         builder.append(i, timestamp=t, key=k, value=v, headers=hs)
     data = bytes(builder.build())
-    h = r.validate_batch(data, max_message_bytes=1 << 20)
+    h = validate_batch(data, max_message_bytes=1 << 20)
     assert (h.producer_id, h.producer_epoch, h.base_sequence) == (3, 4, 5)
-    assert as_plain(r.decode_batch(data)) == expected(records)
+    assert as_plain(decode_batch(data)) == expected(records)
 
 
 @pytest.mark.parametrize("codec", CODECS)
 @pytest.mark.parametrize("reader_cls", AIO_READERS, ids=["cython", "python"])
 def test_aiokafka_reads_ours(codec, reader_cls):
     records = sample()
-    data = r.build_batch(records, compression=codec, base_offset=3)
+    data = build_batch(records, compression=codec, base_offset=3)
     theirs = reader_cls(data)
     assert theirs.validate_crc()
     got = list(theirs)
@@ -239,43 +266,43 @@ def test_aiokafka_reads_ours(codec, reader_cls):
 
 
 def test_log_append_time_overrides_record_timestamps():
-    data = bytearray(r.build_batch(sample(5)))
+    data = bytearray(build_batch(sample(5)))
     b.set_log_append_time(data, 0, T0 + 123)
-    batch = r.decode_batch(bytes(data))
+    batch = decode_batch(bytes(data))
     assert {d.timestamp for d in batch} == {T0 + 123}
     assert [d.timestamp_delta for d in batch.raw_records()] == [
-        x.timestamp_delta for x in r.decode_batch(r.build_batch(sample(5))).raw_records()
+        x.timestamp_delta for x in decode_batch(build_batch(sample(5))).raw_records()
     ]
 
 
 def test_crc_corruption_detected():
-    data = bytearray(r.build_batch(sample(), compression=codecs.GZIP))
+    data = bytearray(build_batch(sample(), compression=codecs.GZIP))
     data[-5] ^= 0x40
     with pytest.raises(errors.CorruptMessageError):
-        r.decode_batch(bytes(data))
+        decode_batch(bytes(data))
     with pytest.raises(errors.CorruptMessageError):
-        r.validate_batch(data, max_message_bytes=1 << 20)
+        validate_batch(data, max_message_bytes=1 << 20)
     with pytest.raises(errors.CorruptMessageError):
-        list(r.iter_batches(bytes(data)))
+        list(iter_batches(bytes(data)))
     # the offset prefix and the leader epoch are outside the CRC
-    ok = bytearray(r.build_batch(sample()))
+    ok = bytearray(build_batch(sample()))
     b.set_base_offset(ok, 0, 999)
     b.set_partition_leader_epoch(ok, 0, 12)
-    assert r.decode_batch(ok).base_offset == 999
+    assert decode_batch(ok).base_offset == 999
 
 
 def test_iter_batches_tolerates_a_partial_tail():
-    batches = [r.build_batch(sample(3 + i), base_offset=100 * i, compression=CODECS[i]) for i in range(4)]
+    batches = [build_batch(sample(3 + i), base_offset=100 * i, compression=CODECS[i]) for i in range(4)]
     whole = b"".join(batches)
     for cut in (len(whole) - 1, len(whole) - len(batches[-1]) + 30, len(whole) - len(batches[-1]) + 5):
-        got = list(r.iter_batches(whole[:cut]))
+        got = list(iter_batches(whole[:cut]))
         assert [x.base_offset for x in got] == [0, 100, 200]
-    got = list(r.iter_batches(whole))
+    got = list(iter_batches(whole))
     assert [x.base_offset for x in got] == [0, 100, 200, 300]
-    assert len(list(r.iter_records(bytearray(whole)))) == 3 + 4 + 5 + 6
-    assert list(r.iter_batches(memoryview(whole)[: len(batches[0])]))[0].data == batches[0]
+    assert len(list(iter_records(bytearray(whole)))) == 3 + 4 + 5 + 6
+    assert list(iter_batches(memoryview(whole)[: len(batches[0])]))[0].data == batches[0]
     with pytest.raises(errors.CorruptMessageError):
-        r.decode_batch(whole[: len(batches[0]) - 1])
+        decode_batch(whole[: len(batches[0]) - 1])
 
 
 def _patched(data: bytes, fmt: str, offset: int, value, fix_crc: bool = True) -> bytes:
@@ -296,9 +323,9 @@ def _patch_records(data: bytes, records_bytes: bytes, count: int | None = None) 
 
 
 def test_malformed_records_are_invalid_records():
-    data = r.build_batch([(b"k", b"value", [("h", b"x")], T0), (b"k2", b"v2", (), T0)])
+    data = build_batch([(b"k", b"value", [("h", b"x")], T0), (b"k2", b"v2", (), T0)])
     body = data[b.HEADER_SIZE :]
-    first = r.encode_record(r.Record(0, 0, b"k", b"value", [("h", b"x")]))
+    first = encode_record(Record(0, 0, b"k", b"value", [("h", b"x")]))
     cases = {
         "count too high": _patch_records(data, body, count=3),
         "count too low": _patch_records(data, body, count=1),
@@ -314,34 +341,34 @@ def test_malformed_records_are_invalid_records():
         "overlong varint": _patch_records(data, b"\xff\xff\xff\xff\xff\xff\x01" + body[7:]),
     }
     for name, bad in cases.items():
-        batch = r.decode_batch(bad)  # the CRC is fine
+        batch = decode_batch(bad)  # the CRC is fine
         with pytest.raises(errors.InvalidRecordError):
             batch.records()
             pytest.fail(name)
 
 
 def test_corrupt_compressed_payload():
-    data = r.build_batch(sample(), compression=codecs.ZSTD)
+    data = build_batch(sample(), compression=codecs.ZSTD)
     bad = _patch_records(data, data[b.HEADER_SIZE : -10] + b"\x00" * 10)
     with pytest.raises(errors.CorruptMessageError):
-        r.decode_batch(bad).records()
+        decode_batch(bad).records()
 
 
 # -- validation ---------------------------------------------------------------------------
 
 
 def test_validate_batch_accepts_good_batches():
-    data = r.build_batch(
+    data = build_batch(
         sample(), compression=codecs.SNAPPY, producer_id=1, producer_epoch=0, base_sequence=0
     )
-    h = r.validate_batch(data, max_message_bytes=len(data))
+    h = validate_batch(data, max_message_bytes=len(data))
     assert h == b.read_header(data)
     padded = b"\x00" * 7 + data
-    assert r.validate_batch(padded, 7, b.read_header(padded, 7), max_message_bytes=len(data)) == h
+    assert validate_batch(padded, 7, b.read_header(padded, 7), max_message_bytes=len(data)) == h
 
 
 def test_validate_batch_errors():
-    data = r.build_batch(sample(3), producer_id=1, producer_epoch=0, base_sequence=0)
+    data = build_batch(sample(3), producer_id=1, producer_epoch=0, base_sequence=0)
     mb = 1 << 20
     cases = [
         (_patched(data, ">b", 16, 3, fix_crc=False), errors.CorruptMessageError),  # unknown magic
@@ -358,62 +385,62 @@ def test_validate_batch_errors():
     ]
     for bad, error in cases:
         with pytest.raises(error):
-            r.validate_batch(bad, max_message_bytes=mb)
+            validate_batch(bad, max_message_bytes=mb)
     with pytest.raises(errors.MessageTooLargeError):
-        r.validate_batch(data, max_message_bytes=len(data) - 1)
+        validate_batch(data, max_message_bytes=len(data) - 1)
     # the broker's own batches (replication, recovery) may have compaction gaps
     gappy = _patched(data, ">i", 57, 2)
-    assert r.validate_batch(gappy, max_message_bytes=mb, from_client=False).record_count == 2
+    assert validate_batch(gappy, max_message_bytes=mb, from_client=False).record_count == 2
     with pytest.raises(errors.InvalidRecordError):
-        r.validate_batch(_patched(data, ">i", 57, 4), max_message_bytes=mb, from_client=False)
+        validate_batch(_patched(data, ">i", 57, 4), max_message_bytes=mb, from_client=False)
 
 
 # -- control batches ----------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("control_type", [r.ABORT, r.COMMIT])
+@pytest.mark.parametrize("control_type", [ABORT, COMMIT])
 def test_control_batches(control_type):
-    data = r.build_control_batch(
+    data = build_control_batch(
         control_type, producer_id=11, producer_epoch=2, coordinator_epoch=7, base_offset=50, timestamp=T0
     )
-    batch = r.decode_batch(data)
+    batch = decode_batch(data)
     assert batch.is_control and batch.is_transactional
     assert (batch.producer_id, batch.producer_epoch, batch.base_sequence) == (11, 2, -1)
-    assert batch.end_txn_marker() == r.EndTxnMarker(control_type, 7)
+    assert batch.end_txn_marker() == EndTxnMarker(control_type, 7)
     (record,) = batch.records()
     assert record.offset == 50 and record.timestamp == T0
-    assert r.decode_control_key(record.key) == (0, control_type)
-    assert r.decode_end_txn_marker(record.value) == (0, 7)
+    assert decode_control_key(record.key) == (0, control_type)
+    assert decode_end_txn_marker(record.value) == (0, 7)
     assert record.key == struct.pack(">hh", 0, control_type)
     assert record.value == struct.pack(">hi", 0, 7)
     (theirs,) = list(KpBatch(bytearray(data)))  # kafka-python sees a ControlRecord
     assert theirs.type == control_type and (theirs.commit if control_type else theirs.abort)
-    r.validate_batch(data, max_message_bytes=1 << 20, from_client=False)
+    validate_batch(data, max_message_bytes=1 << 20, from_client=False)
     with pytest.raises(errors.InvalidRecordError):
-        r.validate_batch(data, max_message_bytes=1 << 20)
+        validate_batch(data, max_message_bytes=1 << 20)
 
 
 def test_iter_records_skips_control_batches():
     stream = (
-        r.build_batch(
+        build_batch(
             [(b"a", b"1", (), T0)], base_offset=0, producer_id=1, producer_epoch=0, transactional=True
         )
-        + r.build_control_batch(r.COMMIT, producer_id=1, producer_epoch=0, base_offset=1)
-        + r.build_batch([(b"b", b"2", (), T0)], base_offset=2)
+        + build_control_batch(COMMIT, producer_id=1, producer_epoch=0, base_offset=1)
+        + build_batch([(b"b", b"2", (), T0)], base_offset=2)
     )
-    assert [x.offset for x in r.iter_records(stream)] == [0, 2]
-    assert [x.offset for x in r.iter_records(stream, include_control=True)] == [0, 1, 2]
-    assert r.decode_batch(stream).end_txn_marker() is None
+    assert [x.offset for x in iter_records(stream)] == [0, 2]
+    assert [x.offset for x in iter_records(stream, include_control=True)] == [0, 1, 2]
+    assert decode_batch(stream).end_txn_marker() is None
 
 
 def test_control_key_errors():
     with pytest.raises(errors.InvalidRecordError):
-        r.decode_control_key(b"\x00")
+        decode_control_key(b"\x00")
     with pytest.raises(errors.InvalidRecordError):
-        r.decode_control_key(struct.pack(">hh", -1, 0))
+        decode_control_key(struct.pack(">hh", -1, 0))
     with pytest.raises(errors.InvalidRecordError):
-        r.decode_end_txn_marker(None)
-    assert r.decode_control_key(struct.pack(">hhxx", 3, 1)) == (3, 1)  # newer versions still readable
+        decode_end_txn_marker(None)
+    assert decode_control_key(struct.pack(">hhxx", 3, 1)) == (3, 1)  # newer versions still readable
 
 
 # -- recompression and keys ---------------------------------------------------------------
@@ -424,7 +451,7 @@ def test_control_key_errors():
 def test_recompress_batch(source, target):
     records = sample(25)
     data = bytearray(
-        r.build_batch(
+        build_batch(
             records,
             compression=source,
             base_offset=500,
@@ -436,32 +463,32 @@ def test_recompress_batch(source, target):
         )
     )
     b.set_log_append_time(data, 0, T0 + 5000)
-    out = r.recompress_batch(b"junk" + bytes(data), target, pos=4)
+    out = recompress_batch(b"junk" + bytes(data), target, pos=4)
     before, after = b.read_header(data), b.read_header(out)
     assert after.compression == target
     assert after.attributes & ~b.COMPRESSION_MASK == before.attributes & ~b.COMPRESSION_MASK
     same = ("base_offset", "partition_leader_epoch", "last_offset_delta", "base_timestamp", "max_timestamp")
     same += ("producer_id", "producer_epoch", "base_sequence", "record_count")
     assert [getattr(after, f) for f in same] == [getattr(before, f) for f in same]
-    assert r.decode_batch(out).raw_records() == r.decode_batch(bytes(data)).raw_records()
-    r.validate_batch(out, max_message_bytes=1 << 20)
+    assert decode_batch(out).raw_records() == decode_batch(bytes(data)).raw_records()
+    validate_batch(out, max_message_bytes=1 << 20)
 
 
 def test_recompress_refuses_corrupt_input():
-    data = bytearray(r.build_batch(sample(5)))
+    data = bytearray(build_batch(sample(5)))
     data[-1] ^= 1
     with pytest.raises(errors.CorruptMessageError):
-        r.recompress_batch(data, codecs.GZIP)
+        recompress_batch(data, codecs.GZIP)
     with pytest.raises(errors.UnsupportedCompressionTypeError):
-        r.recompress_batch(r.build_batch(sample(5)), 6)
+        recompress_batch(build_batch(sample(5)), 6)
 
 
 def test_records_have_null_keys():
-    keyed = r.build_batch([(b"k", b"v", (), T0)] * 3, compression=codecs.LZ4)
-    keyless = r.build_batch([(b"k", b"v", (), T0), (None, b"v", (), T0)], compression=codecs.LZ4)
-    assert not r.records_have_null_keys(keyed)
-    assert r.records_have_null_keys(keyless)
-    assert r.records_have_null_keys(r.decode_batch(keyless))
+    keyed = build_batch([(b"k", b"v", (), T0)] * 3, compression=codecs.LZ4)
+    keyless = build_batch([(b"k", b"v", (), T0), (None, b"v", (), T0)], compression=codecs.LZ4)
+    assert not records_have_null_keys(keyed)
+    assert records_have_null_keys(keyless)
+    assert records_have_null_keys(decode_batch(keyless))
 
 
 # -- legacy message sets ------------------------------------------------------------------
@@ -505,18 +532,18 @@ LEGACY_CASES = [
 @pytest.mark.parametrize(("magic", "codec", "builder_cls"), LEGACY_CASES)
 def test_legacy_from_real_clients(magic, codec, builder_cls):
     data = kp_legacy(magic, codec, LEGACY_RECORDS, builder_cls)
-    assert r.validate_legacy(data) == len(LEGACY_RECORDS)
-    decoded = [rec for batch in r.iter_batches(data) for rec in batch]
+    assert validate_legacy(data) == len(LEGACY_RECORDS)
+    decoded = [rec for batch in iter_batches(data) for rec in batch]
     want_ts = [t if magic else -1 for *_, t in LEGACY_RECORDS]
     assert [(d.key, d.value, d.timestamp) for d in decoded] == [
         (k, v, t) for (k, v, _), t in zip(LEGACY_RECORDS, want_ts, strict=True)
     ]
     assert [d.offset for d in decoded] == list(range(len(LEGACY_RECORDS)))
 
-    converted = r.convert_legacy_to_v2(data)
-    batches = list(r.iter_batches(converted))
+    converted = convert_legacy_to_v2(data)
+    batches = list(iter_batches(converted))
     assert len(batches) == 1 and batches[0].compression == codec
-    r.validate_batch(converted, max_message_bytes=1 << 20)
+    validate_batch(converted, max_message_bytes=1 << 20)
     assert [(d.offset, d.key, d.value, d.timestamp) for d in batches[0]] == [
         (d.offset, d.key, d.value, d.timestamp) for d in decoded
     ]
@@ -530,10 +557,10 @@ def test_legacy_wrapper_offsets_and_log_append_time():
     wrapper = legacy(
         1002, codecs.compress(codecs.GZIP, inner), attributes=codecs.GZIP | lat, timestamp=T0 + 99
     )
-    (batch,) = r.iter_batches(wrapper)
-    assert isinstance(batch, r.LegacyBatch) and batch.base_offset == 1000 and batch.last_offset == 1002
+    (batch,) = iter_batches(wrapper)
+    assert isinstance(batch, LegacyBatch) and batch.base_offset == 1000 and batch.last_offset == 1002
     assert [(d.offset, d.timestamp) for d in batch] == [(1000, T0 + 99), (1001, T0 + 99), (1002, T0 + 99)]
-    converted = r.decode_batch(r.convert_legacy_to_v2(wrapper))
+    converted = decode_batch(convert_legacy_to_v2(wrapper))
     assert converted.timestamp_type == b.LOG_APPEND_TIME and converted.max_timestamp == T0 + 99
     assert [(d.offset, d.timestamp) for d in converted] == [(1000, T0 + 99), (1001, T0 + 99), (1002, T0 + 99)]
 
@@ -541,7 +568,7 @@ def test_legacy_wrapper_offsets_and_log_append_time():
 def test_legacy_magic_0_wrapper_has_absolute_offsets():
     inner = b"".join(legacy(10 + i, b"v", magic=0) for i in range(3))
     wrapper = legacy(12, codecs.compress(codecs.SNAPPY, inner), magic=0, attributes=codecs.SNAPPY)
-    assert [d.offset for d in r.decode_batch(wrapper)] == [10, 11, 12]
+    assert [d.offset for d in decode_batch(wrapper)] == [10, 11, 12]
 
 
 def test_legacy_lz4_magic_0():
@@ -549,8 +576,8 @@ def test_legacy_lz4_magic_0():
     frame = bytearray(codecs.compress(codecs.LZ4, inner))
     frame[6] = (codecs.xxh32_short(bytes(frame[:6])) >> 8) & 0xFF  # Kafka 0.8's checksum
     wrapper = legacy(0, bytes(frame), magic=0, attributes=codecs.LZ4)
-    assert [d.value for d in r.decode_batch(wrapper)] == [b"old lz4"]
-    assert r.validate_legacy(wrapper) == 1
+    assert [d.value for d in decode_batch(wrapper)] == [b"old lz4"]
+    assert validate_legacy(wrapper) == 1
 
 
 def test_convert_mixed_legacy_set():
@@ -562,7 +589,7 @@ def test_convert_mixed_legacy_set():
         + legacy(0, b"f")  # producers often leave offsets at 0: renumbered
         + legacy(0, b"g")
     )
-    converted = list(r.iter_batches(r.convert_legacy_to_v2(data)))
+    converted = list(iter_batches(convert_legacy_to_v2(data)))
     assert [(x.compression, x.timestamp_type) for x in converted] == [
         (0, b.CREATE_TIME),
         (0, b.LOG_APPEND_TIME),
@@ -584,61 +611,61 @@ def test_convert_mixed_legacy_set():
 def test_validate_legacy_errors():
     good = legacy(0, b"x")
     with pytest.raises(errors.CorruptMessageError):
-        r.validate_legacy(legacy(0, b"x", crc=123))
+        validate_legacy(legacy(0, b"x", crc=123))
     with pytest.raises(errors.CorruptMessageError):
-        r.validate_legacy(good[:-1])
+        validate_legacy(good[:-1])
     with pytest.raises(errors.CorruptMessageError):
-        r.validate_legacy(good[:16] + b"\x07" + good[17:])  # unknown magic
+        validate_legacy(good[:16] + b"\x07" + good[17:])  # unknown magic
     with pytest.raises(errors.MessageTooLargeError):
-        r.validate_legacy(good, max_message_bytes=len(good) - 1)
+        validate_legacy(good, max_message_bytes=len(good) - 1)
     bad_inner = legacy(0, codecs.compress(codecs.GZIP, legacy(0, b"x", crc=1)), attributes=codecs.GZIP)
     with pytest.raises(errors.CorruptMessageError):
-        r.validate_legacy(bad_inner)
+        validate_legacy(bad_inner)
     nested = legacy(0, codecs.compress(codecs.GZIP, legacy(0, b"zz", attributes=codecs.GZIP)), attributes=1)
     with pytest.raises(errors.InvalidRecordError):
-        r.validate_legacy(nested)
+        validate_legacy(nested)
     mixed_magic = legacy(0, codecs.compress(codecs.GZIP, legacy(0, b"x", magic=0)), attributes=codecs.GZIP)
     with pytest.raises(errors.InvalidRecordError):
-        r.validate_legacy(mixed_magic)
+        validate_legacy(mixed_magic)
     with pytest.raises(errors.UnsupportedCompressionTypeError):
-        r.validate_legacy(legacy(0, codecs.compress(codecs.ZSTD, good), attributes=codecs.ZSTD))
+        validate_legacy(legacy(0, codecs.compress(codecs.ZSTD, good), attributes=codecs.ZSTD))
     with pytest.raises(errors.UnsupportedCompressionTypeError):
-        r.validate_legacy(legacy(0, b"x", attributes=6))
+        validate_legacy(legacy(0, b"x", attributes=6))
     with pytest.raises(errors.InvalidRecordError):
-        r.validate_legacy(good + r.build_batch([(b"k", b"v", (), T0)]))
+        validate_legacy(good + build_batch([(b"k", b"v", (), T0)]))
     short = struct.pack(">qiIbb", 0, 6, 0, 0, 0)
     with pytest.raises(errors.CorruptMessageError):
-        r.validate_legacy(short)
+        validate_legacy(short)
     with pytest.raises(errors.CorruptMessageError):
-        r.decode_batch(legacy(0, b"x", crc=5))
+        decode_batch(legacy(0, b"x", crc=5))
 
 
 def test_mixed_fetch_response_of_legacy_and_v2():
     stream = (
-        legacy(0, b"old") + r.build_batch([(b"k", b"new", (), T0)], base_offset=1) + legacy(2, b"cut")[:-3]
+        legacy(0, b"old") + build_batch([(b"k", b"new", (), T0)], base_offset=1) + legacy(2, b"cut")[:-3]
     )
-    batches = list(r.iter_batches(stream))
+    batches = list(iter_batches(stream))
     assert [type(x).__name__ for x in batches] == ["LegacyBatch", "RecordBatch"]
-    assert [d.value for d in r.iter_records(stream)] == [b"old", b"new"]
-    assert r.records_have_null_keys(batches[0])
+    assert [d.value for d in iter_records(stream)] == [b"old", b"new"]
+    assert records_have_null_keys(batches[0])
 
 
 def test_iter_batches_rejects_garbage_but_not_short_tails():
-    data = r.build_batch(sample(3))
-    assert list(r.iter_batches(data + data[:16])) != []  # too short to read the magic: a tail
+    data = build_batch(sample(3))
+    assert list(iter_batches(data + data[:16])) != []  # too short to read the magic: a tail
     with pytest.raises(errors.CorruptMessageError):
-        list(r.iter_batches(data + struct.pack(">qi", 0, 3) + b"\x00" * 60))  # length below any message
+        list(iter_batches(data + struct.pack(">qi", 0, 3) + b"\x00" * 60))  # length below any message
     with pytest.raises(errors.CorruptMessageError):
-        list(r.iter_batches(data + _patched(data, ">b", 16, 9, fix_crc=False)))  # unknown magic
+        list(iter_batches(data + _patched(data, ">b", 16, 9, fix_crc=False)))  # unknown magic
     with pytest.raises(errors.CorruptMessageError):
-        list(r.iter_batches(_patched(data, ">i", 8, 30)))  # v2 batch smaller than its header
-    assert len(list(r.iter_batches(data + b"\xff" * 11))) == 1
+        list(iter_batches(_patched(data, ">i", 8, 30)))  # v2 batch smaller than its header
+    assert len(list(iter_batches(data + b"\xff" * 11))) == 1
 
 
 def test_mutated_input_raises_only_kafka_errors():
     """Hostile bytes must end in a Kafka error, never another exception."""
     rng = random.Random(1234)
-    seeds = [r.build_batch(sample(6), compression=codec) for codec in CODECS]
+    seeds = [build_batch(sample(6), compression=codec) for codec in CODECS]
     seeds += [kp_legacy(1, codecs.GZIP, LEGACY_RECORDS[:4]), legacy(0, b"v", b"k", magic=0)]
     for _ in range(3000):
         data = bytearray(rng.choice(seeds))
@@ -658,12 +685,12 @@ def test_mutated_input_raises_only_kafka_errors():
 
 
 ATTEMPTS = [
-    lambda data: [list(x) for x in r.iter_batches(data, check_crc=False)],
-    lambda data: list(r.decode_batch(data, check_crc=False)),
-    lambda data: r.validate_batch(data, max_message_bytes=1 << 20),
-    lambda data: r.validate_legacy(data),
-    lambda data: r.convert_legacy_to_v2(data),
-    lambda data: r.records_have_null_keys(data),
+    lambda data: [list(x) for x in iter_batches(data, check_crc=False)],
+    lambda data: list(decode_batch(data, check_crc=False)),
+    lambda data: validate_batch(data, max_message_bytes=1 << 20),
+    lambda data: validate_legacy(data),
+    lambda data: convert_legacy_to_v2(data),
+    lambda data: records_have_null_keys(data),
 ]
 
 
@@ -681,13 +708,13 @@ def test_bulk_decoders_match_the_record_loop(size, count, spread):
     """The uniform (regex) and fast paths give exactly what the general loop gives."""
     rng = random.Random(size * 1000 + count + spread)
     value = rng.randbytes(size)
-    data = r.build_batch([(None, value, (), T0 + rng.randrange(spread + 1)) for _ in range(count)])
-    batch = r.decode_batch(data)
+    data = build_batch([(None, value, (), T0 + rng.randrange(spread + 1)) for _ in range(count)])
+    batch = decode_batch(data)
     h = batch.header
     payload, start, end = batch._payload()
-    want = r._decode_records(payload, start, end, count, _MyRecord, 7, h.base_timestamp, None)
-    assert r.decode_records(payload, start, end, count, _MyRecord, 7, h.base_timestamp) == want
-    for decoder in (r._decode_uniform, r._decode_fast):
+    want = decode_records_one_by_one(payload, start, end, count, _MyRecord, 7, h.base_timestamp, None)
+    assert decode_records(payload, start, end, count, _MyRecord, 7, h.base_timestamp) == want
+    for decoder in (_decode_uniform, _decode_fast):
         got = decoder(payload, start, end, count, _MyRecord, 7, h.base_timestamp, None)
         assert got is None or got == want
     assert batch.records(_MyRecord) == [_MyRecord((o + h.base_offset - 7, *rest)) for o, *rest in want]
@@ -699,10 +726,10 @@ def test_bulk_decoders_match_the_record_loop(size, count, spread):
         bad[i] = rng.randrange(256)
         bad = bytes(bad)
         try:
-            slow = r._decode_records(bad, start, end, count, _MyRecord, 7, h.base_timestamp, None)
+            slow = decode_records_one_by_one(bad, start, end, count, _MyRecord, 7, h.base_timestamp, None)
         except errors.InvalidRecordError:
             slow = None
-        for decoder in (r._decode_uniform, r._decode_fast):
+        for decoder in (_decode_uniform, _decode_fast):
             got = decoder(bad, start, end, count, _MyRecord, 7, h.base_timestamp, None)
             assert got is None or got == slow
 
@@ -715,23 +742,23 @@ def test_bulk_decoders_decline_mixed_batches():
         (None, None, (), T0 + 2),
         (b"", b"", (), T0 + 3),
     ] * 5
-    data = r.build_batch(recs)
-    batch = r.decode_batch(data)
+    data = build_batch(recs)
+    batch = decode_batch(data)
     payload, start, end = batch._payload()
-    assert r._decode_uniform(payload, start, end, len(recs), r.DecodedRecord, 0, T0, None) is None
+    assert _decode_uniform(payload, start, end, len(recs), DecodedRecord, 0, T0, None) is None
     got = batch.records()
     assert [(x.key, x.value, tuple(x.headers)) for x in got] == [(k, v, h) for k, v, h, _ in recs]
     assert [x.offset for x in got] == list(range(len(recs)))
-    gap = r.encode_batch([r.Record(i * 2, i, None, b"x" * 5) for i in range(20)], base_offset=100)
-    gb = r.decode_batch(gap)
+    gap = encode_batch([Record(i * 2, i, None, b"x" * 5) for i in range(20)], base_offset=100)
+    gb = decode_batch(gap)
     assert [x.offset for x in gb.records()] == [100 + 2 * i for i in range(20)]
 
 
 def test_bulk_decoder_log_append_time():
-    data = r.build_batch(
+    data = build_batch(
         [(None, b"x" * 50, (), T0 + i) for i in range(100)], timestamp_type=b.LOG_APPEND_TIME
     )
-    batch = r.decode_batch(data)
+    batch = decode_batch(data)
     got = batch.records()
     assert [x.timestamp for x in got] == [batch.max_timestamp] * 100
     assert [x.offset for x in got] == list(range(100))

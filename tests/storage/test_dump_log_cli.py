@@ -12,7 +12,9 @@ from storage_batches import now_ms
 
 from odradek.cli.dump_log import dump_log
 from odradek.cli.main import cli
-from odradek.protocol import records as R
+from odradek.protocol.batch_builder import build_batch
+from odradek.protocol.control_records import COMMIT, build_control_batch
+from odradek.protocol.records import NewRecord
 from odradek.storage import Log, LogConfig
 
 
@@ -27,14 +29,14 @@ def make_log(tmp_path) -> Log:
     )
     ts = now_ms()
     log.append_as_leader(
-        R.build_batch(
-            [R.NewRecord(b"k1", b"hello", (("h", b"1"),), ts), R.NewRecord(None, b"world", (), ts + 1)]
+        build_batch(
+            [NewRecord(b"k1", b"hello", (("h", b"1"),), ts), NewRecord(None, b"world", (), ts + 1)]
         ),
         3,
     )
     log.append_as_leader(
-        R.build_batch(
-            [R.NewRecord(b"k%d" % i, b"v" * 50, (), ts + 2) for i in range(20)],
+        build_batch(
+            [NewRecord(b"k%d" % i, b"v" * 50, (), ts + 2) for i in range(20)],
             compression=1,
             producer_id=9,
             producer_epoch=2,
@@ -43,9 +45,9 @@ def make_log(tmp_path) -> Log:
         3,
     )
     for i in range(30):
-        log.append_as_leader(R.build_batch([R.NewRecord(b"x", b"y" * 100, (), ts + 3 + i)]), 3)
+        log.append_as_leader(build_batch([NewRecord(b"x", b"y" * 100, (), ts + 3 + i)]), 3)
     log.append_as_leader(
-        R.build_control_batch(R.COMMIT, producer_id=9, producer_epoch=2, coordinator_epoch=5),
+        build_control_batch(COMMIT, producer_id=9, producer_epoch=2, coordinator_epoch=5),
         3,
         origin="coordinator",
     )

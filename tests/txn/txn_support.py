@@ -155,9 +155,9 @@ class Raw:
 
     def produce_txn(self, tid, pid, epoch, seq, topic, partition, values) -> int:
         """A transactional batch by hand; returns the partition's error code."""
-        from odradek.protocol import records
+        from odradek.protocol.batch_builder import build_batch
 
-        batch = records.build_batch(
+        batch = build_batch(
             [(None, v, (), None) for v in values],
             producer_id=pid,
             producer_epoch=epoch,
