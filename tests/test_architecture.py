@@ -43,7 +43,6 @@ KNOWN_SAME_NAMES: dict[str, str] = {
     "state.py": "the broker helper (broker/group/ and broker/txn/)",
     "config.py": "r2-client (client/config.py)",
     "cluster.py": "r2-client",
-    "wire.py": "r2-client",
     "exactly_once.py": "r2-client",
     "errors.py": "r2-client",
     "common.py": "r2-client",

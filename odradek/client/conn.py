@@ -5,7 +5,7 @@ are sent; any number may be in flight (callers such as the sender enforce their 
 limit with ``in_flight``). Responses are decoded in ``buffer_updated`` (frames are only
 valid until the next receive) and resolve the future of the request with the same
 correlation id. After connecting, ``ApiVersions`` picks per API the highest version both
-sides support (see ``wire.negotiate``).
+sides support (see ``client_versions.negotiate``).
 
 A request that gets no answer within its timeout closes the connection: every request
 in flight fails with ``KafkaConnectionError`` (retriable), as Kafka's clients do.
@@ -18,11 +18,12 @@ import logging
 import socket
 import struct
 
-from odradek.protocol import messages
+from odradek.protocol import api_keys, messages
+from odradek.protocol.client_versions import client_versions, negotiate
 from odradek.protocol.errors import error_for
 from odradek.protocol.frames import FrameReader
+from odradek.protocol.request_builder import build_request
 
-from . import wire
 from .errors import KafkaConnectionError, KafkaTimeoutError, UnsupportedVersionError
 
 log = logging.getLogger("odradek.client.conn")
@@ -78,16 +79,16 @@ class Connection(asyncio.BufferedProtocol):
             raise
 
     async def _negotiate(self) -> None:
-        version = wire.client_versions(wire.API_VERSIONS).stop - 1
+        version = client_versions(api_keys.API_VERSIONS).stop - 1
         values = {
             "client_software_name": CLIENT_SOFTWARE_NAME,
             "client_software_version": CLIENT_SOFTWARE_VERSION,
         }
         while True:
-            resp = await self.send(wire.API_VERSIONS, values, version=version)
+            resp = await self.send(api_keys.API_VERSIONS, values, version=version)
             if resp.error_code == _UNSUPPORTED_VERSION and version > 0:
                 # The broker answered in v0 with the versions it supports.
-                top = next((k.max_version for k in resp.api_keys if k.api_key == wire.API_VERSIONS), 0)
+                top = next((k.max_version for k in resp.api_keys if k.api_key == api_keys.API_VERSIONS), 0)
                 version = min(version - 1, top)
                 continue
             if resp.error_code:
@@ -96,7 +97,7 @@ class Connection(asyncio.BufferedProtocol):
         self.broker_versions = {
             int(k.api_key): (int(k.min_version), int(k.max_version)) for k in resp.api_keys
         }
-        self.versions = wire.negotiate(self.broker_versions)
+        self.versions = negotiate(self.broker_versions)
 
     def connection_made(self, transport) -> None:
         self._transport = transport
@@ -180,7 +181,7 @@ class Connection(asyncio.BufferedProtocol):
     ):
         """Write one request; return a future of the decoded response entity.
 
-        ``values`` is a dict for ``wire.build``, a callable ``f(version) -> dict``, or a
+        ``values`` is a dict for ``request_builder.build``, a callable ``f(version) -> dict``, or a
         ready kio entity. With ``expect_response=False`` (acks=0 produce) the future is
         resolved with None once written.
         """
@@ -196,7 +197,7 @@ class Connection(asyncio.BufferedProtocol):
                 return fut
         if callable(values):
             values = values(version)
-        entity = wire.build_request(api_key, version, values) if isinstance(values, dict) else values
+        entity = build_request(api_key, version, values) if isinstance(values, dict) else values
         cid = self._correlation_id()
         try:
             frame = messages.encode_request(api_key, version, cid, self.client_id, entity)
@@ -282,7 +283,7 @@ class Connection(asyncio.BufferedProtocol):
                 try:
                     _, entity = messages.decode_response(api_key, version, frame)
                 except Exception:
-                    if api_key != wire.API_VERSIONS:
+                    if api_key != api_keys.API_VERSIONS:
                         raise
                     # A broker that does not support our ApiVersions version answers in v0.
                     _, entity = messages.decode_response(api_key, 0, frame)

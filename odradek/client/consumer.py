@@ -390,10 +390,10 @@ class Consumer:
         self._check()
         self._start()
         conn = await self._client.any_connection()
-        from . import wire
+        from odradek.protocol import api_keys
 
         resp = await conn.send(
-            wire.METADATA, lambda v: {"topics": () if v == 0 else None, "allow_auto_topic_creation": False}
+            api_keys.METADATA, lambda v: {"topics": () if v == 0 else None, "allow_auto_topic_creation": False}
         )
         return {t.name for t in resp.topics if not t.error_code}
 

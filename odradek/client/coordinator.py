@@ -46,10 +46,9 @@ import time
 
 from kio.serial import entity_writer
 
-from odradek.protocol import messages
+from odradek.protocol import api_keys, messages
 from odradek.protocol.errors import ErrorCode, KafkaError, RebalanceInProgressError, error_for
 
-from . import wire
 from .assignors import Subscription
 from .errors import ClientClosedError, CommitFailedError, KafkaConnectionError, KafkaTimeoutError
 from .netclient import Backoff, NetClient
@@ -505,7 +504,7 @@ class ConsumerCoordinator:
         if leader == member_id and not getattr(join, "skip_assignment", False):
             assignments = await self._assign(protocol, join.members)
         resp = await self._call(
-            wire.SYNC_GROUP,
+            api_keys.SYNC_GROUP,
             {
                 "group_id": self.group_id,
                 "generation_id": generation,
@@ -565,7 +564,7 @@ class ConsumerCoordinator:
                 self.coordinator_dead()
                 raise
             sent = conn.send(
-                wire.JOIN_GROUP,
+                api_keys.JOIN_GROUP,
                 {
                     "group_id": self.group_id,
                     "session_timeout": self.session_timeout_ms,
@@ -671,7 +670,7 @@ class ConsumerCoordinator:
         log.info("group %s: member %s leaving: %s", self.group_id, self.member_id, reason)
         try:
             await self._call(
-                wire.LEAVE_GROUP,
+                api_keys.LEAVE_GROUP,
                 {
                     "group_id": self.group_id,
                     "member_id": self.member_id,
@@ -751,7 +750,7 @@ class ConsumerCoordinator:
             if exc is not None:
                 raise exc
         sent_as = (self.generation, self.member_id)
-        resp = await self._call(wire.OFFSET_COMMIT, self._commit_values(offsets))
+        resp = await self._call(api_keys.OFFSET_COMMIT, self._commit_values(offsets))
         first = None
         for t in resp.topics:
             for p in t.partitions:
@@ -878,7 +877,7 @@ class ConsumerCoordinator:
         while True:
             try:
                 async with asyncio.timeout(max(deadline - loop.time(), 0.001)):
-                    resp = await self._call(wire.OFFSET_FETCH, values)
+                    resp = await self._call(api_keys.OFFSET_FETCH, values)
                 out = {}
                 if hasattr(resp, "groups") and resp.groups:
                     g = resp.groups[0]
@@ -962,7 +961,7 @@ class Heartbeat:
             try:
                 resp = await c.client.call(
                     c.coordinator_id,
-                    wire.HEARTBEAT,
+                    api_keys.HEARTBEAT,
                     {
                         "group_id": c.group_id,
                         "generation_id": c.generation,

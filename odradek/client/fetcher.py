@@ -24,12 +24,12 @@ import collections
 import gc
 import logging
 
+from odradek.protocol import api_keys
 from odradek.protocol import batch as batch_header
 from odradek.protocol.control_records import ABORT
 from odradek.protocol.errors import ErrorCode, KafkaError, error_for
 from odradek.protocol.record_batch import RecordBatch, iter_batches
 
-from . import wire
 from .errors import (
     CorruptRecordError,
     KafkaConnectionError,
@@ -302,7 +302,7 @@ class Fetcher:
             "rack_id": self.rack,
         }
         self._inflight_nodes.add(node)
-        fut = conn.send(wire.FETCH, values, timeout=self.request_timeout + self.max_wait_ms / 1000)
+        fut = conn.send(api_keys.FETCH, values, timeout=self.request_timeout + self.max_wait_ms / 1000)
         self._request_futures.add(fut)
         fut.add_done_callback(lambda f: self._on_fetch(node, offsets, f))
 
@@ -630,7 +630,7 @@ class Fetcher:
             )
         resp = await self.client.call(
             node,
-            wire.LIST_OFFSETS,
+            api_keys.LIST_OFFSETS,
             {
                 "replica_id": -1,
                 "isolation_level": self.isolation,

@@ -30,12 +30,12 @@ import logging
 import time
 from functools import partial
 
+from odradek.protocol import api_keys
 from odradek.protocol.errors import ErrorCode, error_for
+from odradek.protocol.hot_requests import produce_request
 
-from . import wire
 from .accumulator import ProducerBatch, RecordAccumulator
 from .errors import KafkaTimeoutError, UnsupportedVersionError
-from .hot_requests import produce_request
 from .netclient import Backoff, NetClient
 from .structs import TopicPartition
 
@@ -265,11 +265,11 @@ class Sender:
             self._inflight_batches.add(b)
             b.attempts += 1
         topic_data = list(by_topic.items())
-        version = conn.version(wire.PRODUCE)
+        version = conn.version(api_keys.PRODUCE)
         acks, timeout, client_id = self.acks, self.request_timeout_ms, conn.client_id
         txn_id = self.txn.transactional_id if self.txn is not None else None
         fut = conn.send_parts(
-            wire.PRODUCE,
+            api_keys.PRODUCE,
             version,
             lambda cid: produce_request(version, cid, client_id, acks, timeout, topic_data, txn_id),
             expect_response=acks != 0,
@@ -390,7 +390,7 @@ class Sender:
         while not self._closing or self.acc.has_undrained():
             try:
                 conn = await self.client.any_connection()
-                if not conn.supports(wire.INIT_PRODUCER_ID):
+                if not conn.supports(api_keys.INIT_PRODUCER_ID):
                     if self.idempotence == "on":
                         self._fatal = UnsupportedVersionError(
                             "enable_idempotence=True but the broker does not support InitProducerId"
@@ -401,7 +401,7 @@ class Sender:
                         self.guarantee_order = True
                     break
                 resp = await conn.send(
-                    wire.INIT_PRODUCER_ID,
+                    api_keys.INIT_PRODUCER_ID,
                     {
                         "transactional_id": None,
                         "transaction_timeout": 60000,

@@ -35,9 +35,9 @@ import threading
 from typing import NamedTuple
 
 from odradek._tasks import cancel_and_wait
+from odradek.protocol import api_keys
 from odradek.protocol.errors import ErrorCode, error_for
 
-from . import wire
 from .errors import (
     ClientError,
     CommitFailedError,
@@ -53,10 +53,10 @@ from .structs import OffsetAndMetadata, TopicPartition
 log = logging.getLogger("odradek.client.producer")
 
 E = ErrorCode
-ADD_PARTITIONS_TO_TXN = wire.ADD_PARTITIONS_TO_TXN
-ADD_OFFSETS_TO_TXN = wire.ADD_OFFSETS_TO_TXN
-END_TXN = wire.END_TXN
-TXN_OFFSET_COMMIT = wire.TXN_OFFSET_COMMIT
+ADD_PARTITIONS_TO_TXN = api_keys.ADD_PARTITIONS_TO_TXN
+ADD_OFFSETS_TO_TXN = api_keys.ADD_OFFSETS_TO_TXN
+END_TXN = api_keys.END_TXN
+TXN_OFFSET_COMMIT = api_keys.TXN_OFFSET_COMMIT
 
 _RETRY_SAME = {int(E.coordinator_load_in_progress), int(E.concurrent_transactions), int(E.request_timed_out)}
 _FIND_AGAIN = {int(E.not_coordinator), int(E.coordinator_not_available)}
@@ -315,7 +315,7 @@ class TransactionManager:
             "producer_epoch": epoch,
         }
         resp, code = await self._txn_call(
-            wire.INIT_PRODUCER_ID, values, lambda r: int(r.error_code), "InitProducerId", deadline
+            api_keys.INIT_PRODUCER_ID, values, lambda r: int(r.error_code), "InitProducerId", deadline
         )
         if code:
             err = error_for(code)(f"InitProducerId for transactional id {self.transactional_id!r}")

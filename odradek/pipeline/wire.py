@@ -4,7 +4,7 @@ Spark runs the data source's ``read`` and ``write`` in short-lived Python tasks 
 executors. They need a handful of requests, answered fast and in a fixed order, with no
 background threads to start or stop: this module is that, on the sans-IO protocol layer
 (``odradek.protocol.messages``) and the client's version-neutral request builder
-(``odradek.client.wire``). It speaks to Odradek or to any Kafka broker.
+(``odradek.protocol.request_builder``). It speaks to Odradek or to any Kafka broker.
 
 One ``Connection`` per broker, one socket, requests answered in order (Kafka's rule);
 ``send`` and ``receive`` are split so that a reader can ask for the next fetch before it
@@ -23,9 +23,9 @@ import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from odradek.client import wire
 from odradek.client.config import parse_bootstrap
-from odradek.protocol import errors, messages
+from odradek.protocol import api_keys, errors, messages
+from odradek.protocol.request_builder import build_request
 
 _SIZE = struct.Struct(">i")
 _RETRIES = 8
@@ -33,12 +33,12 @@ _BACKOFF_S = 0.1
 
 # Versions this module was written against (all use topic names, not ids).
 _MAX = {
-    wire.PRODUCE: 9,
-    wire.FETCH: 12,
-    wire.LIST_OFFSETS: 7,
-    wire.METADATA: 9,
-    wire.CREATE_TOPICS: 7,
-    wire.API_VERSIONS: 0,
+    api_keys.PRODUCE: 9,
+    api_keys.FETCH: 12,
+    api_keys.LIST_OFFSETS: 7,
+    api_keys.METADATA: 9,
+    api_keys.CREATE_TOPICS: 7,
+    api_keys.API_VERSIONS: 0,
 }
 
 EARLIEST = -2
@@ -80,12 +80,12 @@ class Connection:
         self.versions = self._negotiate()
 
     def _negotiate(self) -> dict[int, int]:
-        response = self.request(wire.API_VERSIONS, {}, version=0)
+        response = self.request(api_keys.API_VERSIONS, {}, version=0)
         errors.raise_for(response.error_code, "ApiVersions")
         offered = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
         chosen = {}
         for api_key, top in _MAX.items():
-            if api_key == wire.API_VERSIONS:
+            if api_key == api_keys.API_VERSIONS:
                 continue
             low, high = offered.get(api_key, (0, -1))
             version = min(top, high)
@@ -111,7 +111,7 @@ class Connection:
         if version is None:
             version = self.version(api_key)
         self._correlation = (self._correlation + 1) & 0x7FFFFFFF
-        body = wire.build_request(api_key, version, values)
+        body = build_request(api_key, version, values)
         frame = messages.encode_request(api_key, version, self._correlation, self.client_id, body)
         try:
             self._sock.sendall(frame)
@@ -234,10 +234,10 @@ class Cluster:
         conn = self._any_connection()
         names = None if topics is None else [{"name": t} for t in topics]
         try:
-            response = conn.request(wire.METADATA, {"topics": names, "allow_auto_topic_creation": False})
+            response = conn.request(api_keys.METADATA, {"topics": names, "allow_auto_topic_creation": False})
         except WireError:
             response = self._any_connection().request(
-                wire.METADATA, {"topics": names, "allow_auto_topic_creation": False}
+                api_keys.METADATA, {"topics": names, "allow_auto_topic_creation": False}
             )
         self.brokers = {b.node_id: (b.host, b.port) for b in response.brokers}
         found = {}
@@ -299,7 +299,7 @@ class Cluster:
         """Create a topic; returns False when it already existed."""
         conn = self._any_connection()
         response = conn.request(
-            wire.CREATE_TOPICS,
+            api_keys.CREATE_TOPICS,
             {
                 "topics": [
                     {
@@ -349,7 +349,7 @@ class Cluster:
                             }
                         )
                     response = self.connection(node).request(
-                        wire.LIST_OFFSETS,
+                        api_keys.LIST_OFFSETS,
                         {
                             "replica_id": -1,
                             "isolation_level": isolation_level,
@@ -384,7 +384,7 @@ class Cluster:
         """Send one Fetch for one partition; returns (connection, correlation id)."""
         conn = self.connection(self.leader(*tp))
         corr = conn.send(
-            wire.FETCH,
+            api_keys.FETCH,
             {
                 "replica_id": -1,
                 "max_wait": max_wait_ms,
@@ -435,9 +435,9 @@ class Cluster:
             "topic_data": [{"name": t, "partition_data": ps} for t, ps in topics.items()],
         }
         if acks == 0:
-            self.connection(node).send(wire.PRODUCE, values, expect_response=False)
+            self.connection(node).send(api_keys.PRODUCE, values, expect_response=False)
             return {tp: (0, -1, None) for tp in batches}
-        response = self.connection(node).request(wire.PRODUCE, values)
+        response = self.connection(node).request(api_keys.PRODUCE, values)
         out = {}
         for t in response.responses:
             for p in t.partition_responses:

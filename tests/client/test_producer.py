@@ -97,9 +97,9 @@ def _raw_batches(bootstrap, topic, partitions):
     """The record batches of each partition, straight from Fetch (bypassing the consumer)."""
     import asyncio
 
-    from odradek.client import wire
     from odradek.client.config import resolve
     from odradek.client.netclient import NetClient
+    from odradek.protocol import api_keys
     from odradek.protocol.record_batch import iter_batches
 
     async def run():
@@ -115,7 +115,7 @@ def _raw_batches(bootstrap, topic, partitions):
                 while True:
                     resp = await client.call(
                         leader,
-                        wire.FETCH,
+                        api_keys.FETCH,
                         {
                             "replica_id": -1,
                             "max_wait": 10,

@@ -2,12 +2,13 @@
 
 import pytest
 
-from odradek.client import wire
-from odradek.client.hot_requests import produce_request
-from odradek.protocol import messages
+from odradek.protocol import api_keys, messages
+from odradek.protocol.client_versions import client_versions
+from odradek.protocol.hot_requests import produce_request
+from odradek.protocol.request_builder import build_request
 
 
-@pytest.mark.parametrize("version", list(wire.client_versions(wire.PRODUCE)))
+@pytest.mark.parametrize("version", list(client_versions(api_keys.PRODUCE)))
 @pytest.mark.parametrize("txn", [None, "tx-1"])
 @pytest.mark.parametrize("client_id", ["odradek-producer-1", None])
 def test_produce_request_matches_kio(version, txn, client_id):
@@ -16,8 +17,8 @@ def test_produce_request_matches_kio(version, txn, client_id):
         ("x", [(1, [b"z"])]),
     ]
     ours = b"".join(produce_request(version, 77, client_id, -1, 30000, topic_data, txn))
-    entity = wire.build_request(
-        wire.PRODUCE,
+    entity = build_request(
+        api_keys.PRODUCE,
         version,
         {
             "transactional_id": txn,
@@ -32,4 +33,4 @@ def test_produce_request_matches_kio(version, txn, client_id):
             ],
         },
     )
-    assert ours == messages.encode_request(wire.PRODUCE, version, 77, client_id, entity)
+    assert ours == messages.encode_request(api_keys.PRODUCE, version, 77, client_id, entity)

@@ -13,16 +13,16 @@ they are. Layout (KIP-482 for the flexible versions 9+)::
     [| tags]
 
 where v3-v8 use int16/int32 length prefixes and v9+ compact (uvarint length + 1) ones.
-``tests/client/test_hot_requests.py`` checks the bytes against kio's encoding.
+``tests/protocol/test_hot_requests.py`` checks the bytes against kio's encoding.
 """
 
 from __future__ import annotations
 
 import struct
 
+from odradek.protocol.api_keys import PRODUCE
 from odradek.protocol.varint import encode_unsigned_varint
 
-PRODUCE = 0
 _HEAD = struct.Struct(">ihhih")  # size, api key, version, correlation id, client id length
 _INT16 = struct.Struct(">h")
 _INT32 = struct.Struct(">i")
