@@ -2,20 +2,21 @@
 
 Errors the broker reports come from ``odradek.protocol.errors``: one class per Kafka error
 code, with ``retriable`` and ``invalid_metadata`` flags (``error_for(code)``). The classes
-here are the client's own: failures that never crossed the wire.
+here are the client's own: failures that never crossed the wire. The connection's
+(``ClientError``, the base of them all, timeouts, lost connections, unsupported versions)
+come from ``odradek.net.connection_errors``.
 """
 
 from __future__ import annotations
 
+from odradek.net.connection_errors import (  # noqa: F401  (re-exported)
+    ClientError,
+    KafkaConnectionError,
+    KafkaTimeoutError,
+    UnsupportedVersionError,
+)
 from odradek.protocol.errors import KafkaError, error_for  # noqa: F401  (re-exported)
 from odradek.protocol.errors import MessageTooLargeError as RecordTooLargeError  # noqa: F401
-
-
-class ClientError(Exception):
-    """Base of the errors raised by the client itself."""
-
-    retriable = False
-    invalid_metadata = False
 
 
 class ConfigError(ClientError, ValueError):
@@ -26,25 +27,8 @@ class SerializationError(ClientError, ValueError):
     """A serializer or deserializer failed; the message names the record."""
 
 
-class KafkaTimeoutError(ClientError, TimeoutError):
-    """An operation did not complete within its time limit."""
-
-    retriable = True
-
-
-class KafkaConnectionError(ClientError, ConnectionError):
-    """A connection to a broker failed or was closed while requests were in flight."""
-
-    retriable = True
-    invalid_metadata = True
-
-
 class ClientClosedError(ClientError, RuntimeError):
     """The client was closed; create a new one."""
-
-
-class UnsupportedVersionError(ClientError):
-    """The broker does not support a request this operation needs."""
 
 
 class IllegalStateError(ClientError, RuntimeError):

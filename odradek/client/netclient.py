@@ -14,10 +14,10 @@ import itertools
 import logging
 import random
 
+from odradek.net.connection import Connection
 from odradek.protocol import api_keys
 
 from .cluster import ClusterMetadata
-from .conn import Connection
 from .errors import ClientClosedError, KafkaConnectionError, KafkaTimeoutError
 from .structs import BrokerInfo
 

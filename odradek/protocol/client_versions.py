@@ -8,6 +8,8 @@ connection cannot use.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from odradek.protocol import api_keys
 from odradek.protocol.messages import known_versions
 
@@ -59,14 +61,19 @@ def client_versions(api_key: int) -> range:
     return range(max(known.start, CLIENT_MIN.get(api_key, 0)), top + 1)
 
 
-def negotiate(broker_versions: dict[int, tuple[int, int]]) -> dict[int, int]:
-    """The version to use per API: the highest both sides support."""
+def negotiate(
+    broker_versions: Mapping[int, tuple[int, int]], caps: Mapping[int, int] | None = None
+) -> dict[int, int]:
+    """The version to use per API: the highest both sides support. With ``caps``, only the
+    APIs it names, at most at the version it gives (a caller speaking fewer of them)."""
     chosen = {}
     for api_key, (low, high) in broker_versions.items():
         ours = client_versions(api_key)
-        if not ours:
+        if not ours or (caps is not None and api_key not in caps):
             continue
         top = min(high, ours.stop - 1)
+        if caps is not None:
+            top = min(top, caps[api_key])
         if top >= max(low, ours.start):
             chosen[api_key] = top
     return chosen

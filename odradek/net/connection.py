@@ -1,11 +1,14 @@
-"""One TCP connection to one broker: pipelined requests matched by correlation id.
+"""One TCP connection to one broker over asyncio: pipelined requests matched by correlation id.
 
-``Connection`` is an asyncio ``BufferedProtocol``. Requests are written as soon as they
-are sent; any number may be in flight (callers such as the sender enforce their own
-limit with ``in_flight``). Responses are decoded in ``buffer_updated`` (frames are only
-valid until the next receive) and resolve the future of the request with the same
-correlation id. After connecting, ``ApiVersions`` picks per API the highest version both
-sides support (see ``client_versions.negotiate``).
+``Connection`` is an asyncio ``BufferedProtocol`` around the sans-IO
+``ClientConnection`` (``odradek.protocol.client_connection``), which frames requests,
+numbers them, tracks what is in flight, decodes answers and negotiates versions. This
+module adds what needs the event loop: the socket, one future per request, timers, and
+flow control. Requests are written as soon as they are sent; any number may be in flight
+(callers such as the client's sender enforce their own limit with ``in_flight``).
+Responses are decoded in ``buffer_updated`` (frames are only valid until the next
+receive) and resolve the future of their request. After connecting, ``ApiVersions``
+picks per API the highest version both sides support.
 
 A request that gets no answer within its timeout closes the connection: every request
 in flight fails with ``KafkaConnectionError`` (retriable), as Kafka's clients do.
@@ -16,39 +19,36 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
-import struct
+from collections.abc import Mapping
 
-from odradek.protocol import api_keys, messages
-from odradek.protocol.client_versions import client_versions, negotiate
-from odradek.protocol.errors import error_for
-from odradek.protocol.frames import FrameReader
-from odradek.protocol.request_builder import build_request
+from odradek.protocol import messages
+from odradek.protocol.api_keys import API_VERSIONS
+from odradek.protocol.client_connection import ClientConnection, FrameError
 
-from .errors import KafkaConnectionError, KafkaTimeoutError, UnsupportedVersionError
+from .connection_errors import KafkaConnectionError, KafkaTimeoutError, UnsupportedVersionError
 
-log = logging.getLogger("odradek.client.conn")
-
-CLIENT_SOFTWARE_NAME = "odradek-python"
-CLIENT_SOFTWARE_VERSION = "0.1.0"
-_UNSUPPORTED_VERSION = 35
-_MAX_FRAME = 512 * 1024 * 1024
-_CID = struct.Struct(">i")
+log = logging.getLogger("odradek.net")
 
 
 class Connection(asyncio.BufferedProtocol):
-    def __init__(self, host: str, port: int, node_id: int, client_id: str, request_timeout_ms: int):
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        node_id: int,
+        client_id: str,
+        request_timeout_ms: int,
+        *,
+        version_caps: Mapping[int, int] | None = None,
+    ):
         self.host = host
         self.port = port
         self.node_id = node_id
         self.client_id = client_id
         self.request_timeout = request_timeout_ms / 1000
-        self.versions: dict[int, int] = {}
-        self.broker_versions: dict[int, tuple[int, int]] = {}
+        self._core = ClientConnection(client_id, version_caps=version_caps)
         self._loop = asyncio.get_running_loop()
         self._transport: asyncio.Transport | None = None
-        self._reader = FrameReader(_MAX_FRAME)
-        self._pending: dict[int, tuple] = {}
-        self._next_cid = 1
         self._closed: BaseException | None = None
         self._write_ready: asyncio.Future | None = None
         self.on_close = None  # callable(conn, exc) set by the owner
@@ -56,6 +56,15 @@ class Connection(asyncio.BufferedProtocol):
 
     def __repr__(self) -> str:
         return f"<Connection node={self.node_id} {self.host}:{self.port}>"
+
+    @property
+    def versions(self) -> dict[int, int]:
+        """The version to use per API key, negotiated on connecting."""
+        return self._core.versions
+
+    @property
+    def broker_versions(self) -> dict[int, tuple[int, int]]:
+        return self._core.broker_versions
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -79,25 +88,11 @@ class Connection(asyncio.BufferedProtocol):
             raise
 
     async def _negotiate(self) -> None:
-        version = client_versions(api_keys.API_VERSIONS).stop - 1
-        values = {
-            "client_software_name": CLIENT_SOFTWARE_NAME,
-            "client_software_version": CLIENT_SOFTWARE_VERSION,
-        }
         while True:
-            resp = await self.send(api_keys.API_VERSIONS, values, version=version)
-            if resp.error_code == _UNSUPPORTED_VERSION and version > 0:
-                # The broker answered in v0 with the versions it supports.
-                top = next((k.max_version for k in resp.api_keys if k.api_key == api_keys.API_VERSIONS), 0)
-                version = min(version - 1, top)
-                continue
-            if resp.error_code:
-                raise error_for(resp.error_code)("ApiVersions failed")
-            break
-        self.broker_versions = {
-            int(k.api_key): (int(k.min_version), int(k.max_version)) for k in resp.api_keys
-        }
-        self.versions = negotiate(self.broker_versions)
+            version, values = self._core.api_versions_request()
+            response = await self.send(API_VERSIONS, values, version=version)
+            if self._core.api_versions_answered(response):
+                return
 
     def connection_made(self, transport) -> None:
         self._transport = transport
@@ -126,8 +121,7 @@ class Connection(asyncio.BufferedProtocol):
             err.__cause__ = exc
             exc = err
         self._closed = exc
-        pending, self._pending = self._pending, {}
-        for _, _, fut, timer in pending.values():
+        for fut, timer in self._core.fail_all():
             if timer is not None:
                 timer.cancel()
             if not fut.done():
@@ -143,7 +137,7 @@ class Connection(asyncio.BufferedProtocol):
 
     @property
     def in_flight(self) -> int:
-        return len(self._pending)
+        return self._core.in_flight
 
     # -- writing -------------------------------------------------------------------------
 
@@ -164,11 +158,11 @@ class Connection(asyncio.BufferedProtocol):
             await self._write_ready
 
     def supports(self, api_key: int) -> bool:
-        return api_key in self.versions
+        return self._core.supports(api_key)
 
     def version(self, api_key: int) -> int:
         try:
-            return self.versions[api_key]
+            return self._core.versions[api_key]
         except KeyError:
             name = messages.api_name(api_key)
             raise UnsupportedVersionError(
@@ -181,8 +175,8 @@ class Connection(asyncio.BufferedProtocol):
     ):
         """Write one request; return a future of the decoded response entity.
 
-        ``values`` is a dict for ``request_builder.build``, a callable ``f(version) -> dict``, or a
-        ready kio entity. With ``expect_response=False`` (acks=0 produce) the future is
+        ``values`` is a dict for ``request_builder.build``, a callable ``f(version) -> dict``,
+        or a ready kio entity. With ``expect_response=False`` (acks=0 produce) the future is
         resolved with None once written.
         """
         fut = self._loop.create_future()
@@ -195,16 +189,15 @@ class Connection(asyncio.BufferedProtocol):
             except UnsupportedVersionError as exc:
                 fut.set_exception(exc)
                 return fut
-        if callable(values):
-            values = values(version)
-        entity = build_request(api_key, version, values) if isinstance(values, dict) else values
-        cid = self._correlation_id()
+        token = [fut, None] if expect_response else None  # the timer is set once sent
         try:
-            frame = messages.encode_request(api_key, version, cid, self.client_id, entity)
+            correlation_id, frame = self._core.request(
+                api_key, version, values, token=token, expect_response=expect_response
+            )
         except Exception as exc:
             fut.set_exception(exc)
             return fut
-        self._sent(cid, api_key, version, fut, expect_response, timeout)
+        self._sent(correlation_id, fut, token, timeout)
         self._transport.write(frame)
         return fut
 
@@ -217,34 +210,31 @@ class Connection(asyncio.BufferedProtocol):
         if self._closed is not None:
             fut.set_exception(self._closed)
             return fut
-        cid = self._correlation_id()
+        token = [fut, None] if expect_response else None
         try:
-            parts = build(cid)
+            correlation_id, parts = self._core.request_parts(
+                api_key, version, build, token=token, expect_response=expect_response
+            )
         except Exception as exc:
             fut.set_exception(exc)
             return fut
-        self._sent(cid, api_key, version, fut, expect_response, timeout)
+        self._sent(correlation_id, fut, token, timeout)
         self._transport.writelines(parts)
         return fut
 
-    def _correlation_id(self) -> int:
-        cid = self._next_cid
-        self._next_cid = cid + 1 if cid < 0x7FFFFFFF else 1
-        return cid
-
-    def _sent(self, cid: int, api_key: int, version: int, fut, expect_response: bool, timeout) -> None:
-        """Note a request as sent now: its response is awaited (up to ``timeout``, else the
-        request timeout) under ``cid``, or, with none expected, ``fut`` is done."""
+    def _sent(self, correlation_id: int, fut, token: list | None, timeout) -> None:
+        """A request went out now: its answer is awaited up to ``timeout`` (else the request
+        timeout) and the token, ``[future, timer]``, gets its timer; with no answer expected
+        (no token), ``fut`` is done."""
         self.last_used = self._loop.time()
-        if expect_response:
-            t = self.request_timeout if timeout is None else timeout
-            timer = self._loop.call_later(t, self._on_timeout, cid, t)
-            self._pending[cid] = (api_key, version, fut, timer)
-        else:
+        if token is None:
             fut.set_result(None)
+            return
+        t = self.request_timeout if timeout is None else timeout
+        token[1] = self._loop.call_later(t, self._on_timeout, correlation_id, t)
 
-    def _on_timeout(self, cid: int, timeout: float) -> None:
-        item = self._pending.get(cid)
+    def _on_timeout(self, correlation_id: int, timeout: float) -> None:
+        item = self._core.in_flight_request(correlation_id)
         if item is None:
             return
         name = messages.api_name(item[0])
@@ -261,40 +251,35 @@ class Connection(asyncio.BufferedProtocol):
     # -- reading -------------------------------------------------------------------------
 
     def get_buffer(self, sizehint: int):
-        return self._reader.get_buffer()
+        return self._core.get_buffer()
 
     def buffer_updated(self, nbytes: int) -> None:
         try:
-            frames = self._reader.buffer_updated(nbytes)
-        except ValueError as exc:
+            responses = self._core.received(nbytes)
+        except FrameError as exc:
             self.close(KafkaConnectionError(f"bad frame from broker {self.node_id}: {exc}"))
             return
-        for frame in frames:
-            (cid,) = _CID.unpack_from(frame, 0)
-            item = self._pending.pop(cid, None)
-            if item is None:
-                log.warning("response with unknown correlation id %d from broker %s", cid, self.node_id)
+        for response in responses:
+            if response.token is None:
+                log.warning(
+                    "response with unknown correlation id %d from broker %s",
+                    response.correlation_id,
+                    self.node_id,
+                )
                 continue
-            api_key, version, fut, timer = item
+            fut, timer = response.token
             timer.cancel()
             if fut.done():
                 continue
-            try:
-                try:
-                    _, entity = messages.decode_response(api_key, version, frame)
-                except Exception:
-                    if api_key != api_keys.API_VERSIONS:
-                        raise
-                    # A broker that does not support our ApiVersions version answers in v0.
-                    _, entity = messages.decode_response(api_key, 0, frame)
-            except Exception as exc:
+            if response.error is not None:
                 fut.set_exception(
                     KafkaConnectionError(
-                        f"cannot decode {messages.api_name(api_key)} v{version} response: {exc}"
+                        f"cannot decode {messages.api_name(response.api_key)} v{response.version} "
+                        f"response: {response.error}"
                     )
                 )
                 continue
-            fut.set_result(entity)
+            fut.set_result(response.entity)
         self.last_used = self._loop.time()
 
     def eof_received(self):
