@@ -2,9 +2,9 @@
 
 Spark runs the data source's ``read`` and ``write`` in short-lived Python tasks on
 executors. They need a handful of requests, answered fast and in a fixed order, with no
-background threads to start or stop: this module is that, on the sans-IO protocol layer
-(``odradek.protocol.messages``) and the client's version-neutral request builder
-(``odradek.protocol.request_builder``). It speaks to Odradek or to any Kafka broker.
+background threads to start or stop: this module is that, a blocking transport around the
+sans-IO requesting side of a connection that the Python client also uses
+(``odradek.protocol.client_connection``). It speaks to Odradek or to any Kafka broker.
 
 One ``Connection`` per broker, one socket, requests answered in order (Kafka's rule);
 ``send`` and ``receive`` are split so that a reader can ask for the next fetch before it
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from odradek.client.config import parse_bootstrap
 from odradek.protocol import api_keys, errors, messages
-from odradek.protocol.request_builder import build_request
+from odradek.protocol.client_connection import MAX_RESPONSE_SIZE, ClientConnection, FrameError
 
 _SIZE = struct.Struct(">i")
 _RETRIES = 8
@@ -38,7 +38,6 @@ _MAX = {
     api_keys.LIST_OFFSETS: 7,
     api_keys.METADATA: 9,
     api_keys.CREATE_TOPICS: 7,
-    api_keys.API_VERSIONS: 0,
 }
 
 EARLIEST = -2
@@ -63,39 +62,44 @@ class PartitionInfo:
 
 
 class Connection:
-    """One socket to one broker; requests go out and answers come back in order."""
+    """One socket to one broker; requests go out and answers come back in order.
+
+    The blocking transport of ``ClientConnection``: that core frames, numbers and decodes,
+    negotiates versions (capped at ``_MAX``); this class moves the bytes, reading each
+    answer whole (a size prefix, then exactly that many bytes into one buffer).
+    """
 
     def __init__(self, host: str, port: int, *, client_id: str = "odradek-spark", timeout: float = 30.0):
         self.host, self.port = host, port
         self.client_id = client_id
         self.timeout = timeout
-        self._correlation = 0
-        self._pending: list[tuple[int, int, int]] = []
+        self._core = ClientConnection(client_id, version_caps=_MAX)
         try:
             self._sock = socket.create_connection((host, port), timeout=timeout)
         except OSError as exc:
             raise WireError(f"cannot connect to {host}:{port}: {exc}") from None
         self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
-        self.versions = self._negotiate()
+        self._negotiate()
 
-    def _negotiate(self) -> dict[int, int]:
-        response = self.request(api_keys.API_VERSIONS, {}, version=0)
-        errors.raise_for(response.error_code, "ApiVersions")
-        offered = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
-        chosen = {}
-        for api_key, top in _MAX.items():
-            if api_key == api_keys.API_VERSIONS:
-                continue
-            low, high = offered.get(api_key, (0, -1))
-            version = min(top, high)
-            if version >= low:
-                chosen[api_key] = version
-        return chosen
+    def _negotiate(self) -> None:
+        while True:
+            version, values = self._core.api_versions_request()
+            if self._core.api_versions_answered(self.request(api_keys.API_VERSIONS, values, version=version)):
+                return
+
+    @property
+    def versions(self) -> dict[int, int]:
+        return self._core.versions
+
+    @property
+    def in_flight(self) -> int:
+        """Requests sent whose answers are not read yet."""
+        return self._core.in_flight
 
     def version(self, api_key: int) -> int:
         try:
-            return self.versions[api_key]
+            return self._core.versions[api_key]
         except KeyError:
             raise errors.UnsupportedVersionError(
                 f"{messages.api_name(api_key)} is not supported by {self.host}:{self.port}"
@@ -110,29 +114,32 @@ class Connection:
         """
         if version is None:
             version = self.version(api_key)
-        self._correlation = (self._correlation + 1) & 0x7FFFFFFF
-        body = build_request(api_key, version, values)
-        frame = messages.encode_request(api_key, version, self._correlation, self.client_id, body)
+        correlation_id, frame = self._core.request(api_key, version, values, expect_response=expect_response)
         try:
             self._sock.sendall(frame)
         except OSError as exc:
             self.close()
             raise WireError(f"send to {self.host}:{self.port} failed: {exc}") from None
-        if expect_response:
-            self._pending.append((self._correlation, api_key, version))
-        return self._correlation
+        return correlation_id
 
     def receive(self, correlation_id: int):
         """The response to the oldest request in flight, which must be ``correlation_id``."""
-        expected, api_key, version = self._pending.pop(0)
+        expected = self._core.oldest_in_flight()
         if expected != correlation_id:
             raise RuntimeError(f"responses are read in order: expected {expected}, asked {correlation_id}")
-        payload = self._read_frame()
-        got, entity = messages.decode_response(api_key, version, payload)
-        if got != expected:
+        try:
+            response = self._core.response(self._read_frame())
+        except FrameError as exc:
             self.close()
-            raise WireError(f"{self.host}:{self.port} answered correlation id {got}, expected {expected}")
-        return entity
+            raise WireError(f"bad response from {self.host}:{self.port}: {exc}") from None
+        if response.correlation_id != expected:
+            self.close()
+            raise WireError(
+                f"{self.host}:{self.port} answered correlation id {response.correlation_id}, expected {expected}"
+            )
+        if response.error is not None:
+            raise response.error
+        return response.entity
 
     def request(self, api_key: int, values: dict, *, version: int | None = None):
         return self.receive(self.send(api_key, values, version=version))
@@ -140,6 +147,9 @@ class Connection:
     def _read_frame(self) -> memoryview:
         head = self._read_exactly(4)
         (size,) = _SIZE.unpack(head)
+        if not 0 <= size <= MAX_RESPONSE_SIZE:
+            self.close()
+            raise WireError(f"{self.host}:{self.port} sent a response size of {size} bytes")
         return self._read_exactly(size)
 
     def _read_exactly(self, n: int) -> memoryview:
@@ -189,7 +199,7 @@ class Cluster:
     def has_pending(self) -> bool:
         """Whether a request is still waiting for its answer on some connection."""
         conns = [*self._connections.values(), self._bootstrap_conn]
-        return any(c is not None and c._pending for c in conns)
+        return any(c is not None and c.in_flight for c in conns)
 
     def close(self) -> None:
         for conn in self._connections.values():
