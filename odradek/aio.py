@@ -6,7 +6,7 @@
 
 from odradek.client.admin import Admin
 from odradek.client.consumer import Consumer
-from odradek.client.producer import Producer
+from odradek.client.producer.producer import Producer
 from odradek.client.structs import (
     ConsumerRecord,
     NewPartitions,

@@ -18,8 +18,8 @@ _EXPORTS = {
     "NewPartitions": "odradek.client.structs",
     "ConfigResource": "odradek.client.structs",
     "ConsumerRebalanceListener": "odradek.client.subscription",
-    "ProducerRecord": "odradek.client.producer",
-    "ConsumerGroupMetadata": "odradek.client.transactions",
+    "ProducerRecord": "odradek.client.producer.producer",
+    "ConsumerGroupMetadata": "odradek.client.producer.transactions",
     "run_exactly_once": "odradek.client.exactly_once",
 }
 

@@ -32,7 +32,7 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import ArrayType, BinaryType, IntegerType, StringType, StructType
 
-from odradek.client.partitioner import murmur2
+from odradek.client.producer.partitioner import murmur2
 from odradek.pipeline.blocking_client import Cluster, WireError
 from odradek.pipeline.exactly_once import (
     SINK_HEADER,

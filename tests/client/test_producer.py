@@ -14,8 +14,8 @@ from odradek.client.errors import (
     RecordTooLargeError,
     SerializationError,
 )
-from odradek.client.partitioner import murmur2_partition
-from odradek.client.producer import ProducerRecord
+from odradek.client.producer.partitioner import murmur2_partition
+from odradek.client.producer.producer import ProducerRecord
 
 
 def read_all(bootstrap, topic, partitions, expected, timeout=20.0, **options):

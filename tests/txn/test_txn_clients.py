@@ -14,8 +14,8 @@ from txn_support import READERS, Raw, ck_producer, create_topic, plain_produce, 
 
 import odradek
 import odradek.aio
+from odradek.client.producer.transactions import ProducerFencedError
 from odradek.client.structs import TopicPartition
-from odradek.client.transactions import ProducerFencedError
 
 PARTS = 3
 

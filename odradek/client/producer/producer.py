@@ -16,22 +16,26 @@ import logging
 import time
 from typing import NamedTuple
 
-from odradek.protocol.compression import codec_for_name
-
-from . import config as config_mod
-from .accumulator import NEED_MEMORY, RECORD_BATCH_OVERHEAD, RecordAccumulator, _encode_headers
-from .errors import (
+from odradek.client import config as config_mod
+from odradek.client.errors import (
     ClientClosedError,
     ConfigError,
     KafkaTimeoutError,
     RecordTooLargeError,
     SerializationError,
 )
-from .netclient import NetClient
-from .partitioner import make_partitioner
-from .sender import Sender
-from .structs import RecordMetadata
-from .transactions import TransactionManager
+from odradek.client.netclient import NetClient
+from odradek.client.producer.accumulator import (
+    NEED_MEMORY,
+    RECORD_BATCH_OVERHEAD,
+    RecordAccumulator,
+    _encode_headers,
+)
+from odradek.client.producer.partitioner import make_partitioner
+from odradek.client.producer.sender import Sender
+from odradek.client.producer.transactions import TransactionManager
+from odradek.client.structs import RecordMetadata
+from odradek.protocol.compression import codec_for_name
 
 log = logging.getLogger("odradek.client.producer")
 
@@ -271,7 +275,7 @@ class ProducerCore:
         if self.closed:
             raise ClientClosedError("producer is closed")
         if self.txn is None:
-            from .errors import IllegalStateError
+            from odradek.client.errors import IllegalStateError
 
             raise IllegalStateError("transactions need a producer with transactional_id set")
         return self.txn

@@ -35,10 +35,7 @@ import threading
 from typing import NamedTuple
 
 from odradek._tasks import cancel_and_wait
-from odradek.protocol import api_keys
-from odradek.protocol.errors import ErrorCode, error_for
-
-from .errors import (
+from odradek.client.errors import (
     ClientError,
     CommitFailedError,
     IllegalStateError,
@@ -47,8 +44,10 @@ from .errors import (
     ProducerFencedError,
     UnsupportedVersionError,
 )
-from .netclient import Backoff, NetClient
-from .structs import OffsetAndMetadata, TopicPartition
+from odradek.client.netclient import Backoff, NetClient
+from odradek.client.structs import OffsetAndMetadata, TopicPartition
+from odradek.protocol import api_keys
+from odradek.protocol.errors import ErrorCode, error_for
 
 log = logging.getLogger("odradek.client.producer")
 

@@ -27,12 +27,11 @@ from collections import deque
 
 import crc32c
 
+from odradek.client.errors import IllegalStateError, KafkaTimeoutError
+from odradek.client.structs import RecordMetadata, TopicPartition
 from odradek.protocol import batch as batch_header
 from odradek.protocol.compression import compress
 from odradek.protocol.varint import TABLE, TABLE_SIZE, encode_raw
-
-from .errors import IllegalStateError, KafkaTimeoutError
-from .structs import RecordMetadata, TopicPartition
 
 NEED_MEMORY = object()
 RECORD_BATCH_OVERHEAD = batch_header.HEADER_SIZE

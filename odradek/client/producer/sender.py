@@ -30,14 +30,13 @@ import logging
 import time
 from functools import partial
 
+from odradek.client.errors import KafkaTimeoutError, UnsupportedVersionError
+from odradek.client.netclient import Backoff, NetClient
+from odradek.client.producer.accumulator import ProducerBatch, RecordAccumulator
+from odradek.client.structs import TopicPartition
 from odradek.protocol import api_keys
 from odradek.protocol.errors import ErrorCode, error_for
 from odradek.protocol.hot_requests import produce_request
-
-from .accumulator import ProducerBatch, RecordAccumulator
-from .errors import KafkaTimeoutError, UnsupportedVersionError
-from .netclient import Backoff, NetClient
-from .structs import TopicPartition
 
 log = logging.getLogger("odradek.client.producer")
 
@@ -138,7 +137,7 @@ class Sender:
                         await t
                     except BaseException:  # noqa: S110 - cancelled on purpose
                         pass
-            from .errors import ClientClosedError
+            from odradek.client.errors import ClientClosedError
 
             err = ClientClosedError("producer closed before the record was sent")
             self.acc.abort_all(err)
