@@ -36,31 +36,32 @@ from odradek.protocol.varint import TABLE, TABLE_SIZE, encode_raw
 NEED_MEMORY = object()
 RECORD_BATCH_OVERHEAD = batch_header.HEADER_SIZE
 
-_ZZ = tuple(TABLE[2 * n] for n in range(len(TABLE) // 2))  # zigzag varints of 0..8191
-_ZZ_LEN = len(_ZZ)
+_SMALL_VARINTS = tuple(TABLE[2 * n] for n in range(len(TABLE) // 2))  # the zigzag varints of 0..8191
+_SMALL_VARINTS_LEN = len(_SMALL_VARINTS)
 _HEADER_TAIL = struct.Struct(">hiqqqhii")  # attributes .. record count (offset 21..61)
 _HEADER_HEAD = struct.Struct(">qiib")  # base offset, length, leader epoch, magic
 _UINT32 = struct.Struct(">I")
 _callback_lock = threading.Lock()
 
 
-def _zz(n: int) -> bytes:
+def _varint(n: int) -> bytes:
+    """The zigzag varint of ``n`` (a record field: lengths, counts, deltas)."""
     z = (n << 1) ^ (n >> 63)
     return TABLE[z] if z < TABLE_SIZE else encode_raw(z)
 
 
 def _encode_headers(headers) -> bytes:
-    parts = [_zz(len(headers))]
+    parts = [_varint(len(headers))]
     for key, value in headers:
         kb = key.encode() if isinstance(key, str) else bytes(key)
-        parts.append(_zz(len(kb)))
+        parts.append(_varint(len(kb)))
         parts.append(kb)
         if value is None:
             parts.append(b"\x01")
         else:
             if isinstance(value, str):
                 value = value.encode()
-            parts.append(_zz(len(value)))
+            parts.append(_varint(len(value)))
             parts.append(value)
     return b"".join(parts)
 
@@ -263,29 +264,29 @@ class ProducerBatch:
         if count and RECORD_BATCH_OVERHEAD + len(buf) + size_hint > self.limit:
             return None
         d = timestamp - self.base_ts
-        if 0 <= d < _ZZ_LEN:
-            tsb = _ZZ[d]
+        if 0 <= d < _SMALL_VARINTS_LEN:
+            tsb = _SMALL_VARINTS[d]
         else:
-            tsb = _zz(d)
+            tsb = _varint(d)
         if key is None:
             kl = -1
             kpart = b"\x01"
             key = b""
         else:
             kl = len(key)
-            kpart = _ZZ[kl] if kl < _ZZ_LEN else _zz(kl)
+            kpart = _SMALL_VARINTS[kl] if kl < _SMALL_VARINTS_LEN else _varint(kl)
         if value is None:
             vl = -1
             vpart = b"\x01"
             value = b""
         else:
             vl = len(value)
-            vpart = _ZZ[vl] if vl < _ZZ_LEN else _zz(vl)
+            vpart = _SMALL_VARINTS[vl] if vl < _SMALL_VARINTS_LEN else _varint(vl)
         body = b"".join(
             (
                 b"\x00",
                 tsb,
-                _ZZ[count] if count < _ZZ_LEN else _zz(count),
+                _SMALL_VARINTS[count] if count < _SMALL_VARINTS_LEN else _varint(count),
                 kpart,
                 key,
                 vpart,
@@ -294,7 +295,7 @@ class ProducerBatch:
             )
         )
         n = len(body)
-        buf += _ZZ[n] if n < _ZZ_LEN else _zz(n)
+        buf += _SMALL_VARINTS[n] if n < _SMALL_VARINTS_LEN else _varint(n)
         buf += body
         self.count = count + 1
         if timestamp > self.max_ts:
