@@ -17,7 +17,7 @@ _EXPORTS = {
     "NewTopic": "odradek.client.structs",
     "NewPartitions": "odradek.client.structs",
     "ConfigResource": "odradek.client.structs",
-    "ConsumerRebalanceListener": "odradek.client.subscription",
+    "ConsumerRebalanceListener": "odradek.client.consumer.subscription",
     "ProducerRecord": "odradek.client.producer.producer",
     "ConsumerGroupMetadata": "odradek.client.producer.transactions",
     "run_exactly_once": "odradek.client.exactly_once",

@@ -11,11 +11,11 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from odradek.client.consumer.consumer_coordinator import decode_assignment
 from odradek.protocol import api_keys
 from odradek.protocol.errors import KafkaError, error_for
 
 from . import config as config_mod
-from .coordinator import decode_assignment
 from .errors import ClientClosedError, KafkaConnectionError, KafkaTimeoutError
 from .netclient import NetClient
 from .structs import (

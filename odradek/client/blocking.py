@@ -11,11 +11,11 @@ from __future__ import annotations
 import functools
 import time
 
+from odradek.client.consumer import consumer as aconsumer
 from odradek.client.producer import producer as aproducer
 from odradek.client.producer.producer import NeedMemory, NeedMetadata
 
 from . import admin as aadmin
-from . import consumer as aconsumer
 from .errors import ClientClosedError, KafkaTimeoutError
 from .sync import LoopThread, UserThreadCalls
 

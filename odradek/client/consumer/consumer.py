@@ -12,14 +12,14 @@ import asyncio
 import inspect
 import logging
 
-from . import config as config_mod
-from .assignors import make_assignors
-from .coordinator import ConsumerCoordinator
-from .errors import ClientClosedError, IllegalStateError, KafkaTimeoutError
-from .fetcher import EARLIEST, LATEST, Fetcher
-from .netclient import NetClient
-from .structs import OffsetAndMetadata, OffsetAndTimestamp, TopicPartition
-from .subscription import SubscriptionState
+from odradek.client import config as config_mod
+from odradek.client.consumer.assignors import make_assignors
+from odradek.client.consumer.consumer_coordinator import ConsumerCoordinator
+from odradek.client.consumer.fetcher import EARLIEST, LATEST, Fetcher
+from odradek.client.consumer.subscription import SubscriptionState
+from odradek.client.errors import ClientClosedError, IllegalStateError, KafkaTimeoutError
+from odradek.client.netclient import NetClient
+from odradek.client.structs import OffsetAndMetadata, OffsetAndTimestamp, TopicPartition
 
 log = logging.getLogger("odradek.client.consumer")
 

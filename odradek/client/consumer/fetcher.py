@@ -24,13 +24,8 @@ import collections
 import gc
 import logging
 
-from odradek.protocol import api_keys
-from odradek.protocol import batch as batch_header
-from odradek.protocol.control_records import ABORT
-from odradek.protocol.errors import ErrorCode, KafkaError, error_for
-from odradek.protocol.record_batch import RecordBatch, iter_batches
-
-from .errors import (
+from odradek.client.consumer.subscription import SubscriptionState
+from odradek.client.errors import (
     CorruptRecordError,
     KafkaConnectionError,
     KafkaTimeoutError,
@@ -38,9 +33,13 @@ from .errors import (
     OffsetOutOfRangeClientError,
     SerializationError,
 )
-from .netclient import NetClient
-from .structs import ConsumerRecord, TopicPartition, record_class
-from .subscription import SubscriptionState
+from odradek.client.netclient import NetClient
+from odradek.client.structs import ConsumerRecord, TopicPartition, record_class
+from odradek.protocol import api_keys
+from odradek.protocol import batch as batch_header
+from odradek.protocol.control_records import ABORT
+from odradek.protocol.errors import ErrorCode, KafkaError, error_for
+from odradek.protocol.record_batch import RecordBatch, iter_batches
 
 log = logging.getLogger("odradek.client.consumer")
 

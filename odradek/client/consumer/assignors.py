@@ -23,8 +23,8 @@ import struct
 from collections import defaultdict
 from typing import NamedTuple
 
-from .errors import ConfigError
-from .structs import TopicPartition
+from odradek.client.errors import ConfigError
+from odradek.client.structs import TopicPartition
 
 
 class Subscription(NamedTuple):

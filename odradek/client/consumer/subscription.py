@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import re
 
-from .errors import IllegalStateError
-from .structs import TopicPartition
+from odradek.client.errors import IllegalStateError
+from odradek.client.structs import TopicPartition
 
 
 class ConsumerRebalanceListener:

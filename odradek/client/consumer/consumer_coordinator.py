@@ -46,14 +46,18 @@ import time
 
 from kio.serial import entity_writer
 
+from odradek.client.consumer.assignors import Subscription
+from odradek.client.consumer.subscription import SubscriptionState
+from odradek.client.errors import (
+    ClientClosedError,
+    CommitFailedError,
+    KafkaConnectionError,
+    KafkaTimeoutError,
+)
+from odradek.client.netclient import Backoff, NetClient
+from odradek.client.structs import OffsetAndMetadata, TopicPartition
 from odradek.protocol import api_keys, messages
 from odradek.protocol.errors import ErrorCode, KafkaError, RebalanceInProgressError, error_for
-
-from .assignors import Subscription
-from .errors import ClientClosedError, CommitFailedError, KafkaConnectionError, KafkaTimeoutError
-from .netclient import Backoff, NetClient
-from .structs import OffsetAndMetadata, TopicPartition
-from .subscription import SubscriptionState
 
 log = logging.getLogger("odradek.client.consumer")
 
@@ -784,7 +788,7 @@ class ConsumerCoordinator:
 
     def _check_group(self) -> None:
         if self.group_id is None:
-            from .errors import IllegalStateError
+            from odradek.client.errors import IllegalStateError
 
             raise IllegalStateError("committing offsets needs a group_id")
 
