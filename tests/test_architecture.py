@@ -31,7 +31,6 @@ KNOWN_LONG: dict[str, str] = {
     "broker/config.py": "the broker-config helper",
     "broker/group/coordinator.py": "the broker helper",
     "storage/log.py": "the storage helper",
-    "client/consumer/consumer_coordinator.py": "r2-client (split next)",
 }
 
 # File names still used by more than one module: {name: who renames them}.

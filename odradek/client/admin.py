@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from odradek.client.consumer.consumer_coordinator import decode_assignment
+from odradek.client.consumer.consumer_protocol import decode_assignment
 from odradek.protocol import api_keys
 from odradek.protocol.errors import KafkaError, error_for
 

@@ -1,6 +1,6 @@
 """Consumer group membership and offset commits (the client side of the group coordinator).
 
-Theory of operation. ``ConsumerCoordinator`` owns one task; ``Heartbeat`` owns another.
+Theory of operation. ``ConsumerCoordinator`` owns one task; its ``Heartbeat`` owns another.
 
 * The coordinator task finds the group's coordinator (FindCoordinator), and whenever a
   rebalance is needed runs JoinGroup → (leader: run the agreed assignor over everyone's
@@ -25,141 +25,43 @@ Theory of operation. ``ConsumerCoordinator`` owns one task; ``Heartbeat`` owns a
 Coordinator requests use their own connection (id ``2**31-1-node``, as Kafka's client
 does), so heartbeats never queue behind long-polling fetches.
 
-Commits: a group member commits in the generation it completed; in the middle of a
-rebalance a commit raises RebalanceInProgressError at once (commit again after it), as
-Kafka's client does. An answer saying the member left its generation (UNKNOWN_MEMBER_ID,
-ILLEGAL_GENERATION) loses its partitions, unless the member has moved on since it sent
-the commit. ``commit`` (sync) retries retriable errors until its timeout. ``commit_async``
-numbers every commit per partition; a failed async commit is retried only for the
-partitions whose newest commit it still is, so a late retry never overwrites a newer
-commit.
+Offset commits and fetches are ``offset_commits.OffsetCommits`` (``self.offsets``), the
+heartbeat task ``heartbeat_task.Heartbeat``, the member's states and error-code sets
+``member_state``, the subscription and assignment bytes ``consumer_protocol``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import inspect
-import io
-import itertools
 import logging
 import time
 
-from kio.serial import entity_writer
-
-from odradek.client.consumer.assignors import Subscription
-from odradek.client.consumer.subscription import SubscriptionState
-from odradek.client.errors import (
-    ClientClosedError,
-    CommitFailedError,
-    KafkaConnectionError,
-    KafkaTimeoutError,
+from odradek._tasks import cancel_and_wait
+from odradek.client.consumer.consumer_protocol import (
+    decode_assignment,
+    decode_subscription,
+    encode_assignment,
+    encode_subscription,
 )
+from odradek.client.consumer.heartbeat_task import Heartbeat
+from odradek.client.consumer.member_state import (
+    COORDINATOR_ERRORS,
+    FATAL_JOIN,
+    REBALANCING,
+    RESET_GENERATION,
+    RESET_MEMBER,
+    STABLE,
+    UNJOINED,
+)
+from odradek.client.consumer.offset_commits import OffsetCommits
+from odradek.client.consumer.subscription import SubscriptionState
+from odradek.client.errors import ClientClosedError, KafkaConnectionError, KafkaTimeoutError
 from odradek.client.netclient import Backoff, NetClient
 from odradek.client.structs import OffsetAndMetadata, TopicPartition
-from odradek.protocol import api_keys, messages
-from odradek.protocol.errors import ErrorCode, KafkaError, RebalanceInProgressError, error_for
+from odradek.protocol import api_keys
+from odradek.protocol.errors import ErrorCode, KafkaError, error_for
 
 log = logging.getLogger("odradek.client.consumer")
-
-UNJOINED, REBALANCING, STABLE = "unjoined", "rebalancing", "stable"
-
-E = ErrorCode
-_COORDINATOR_ERRORS = {int(E.not_coordinator), int(E.coordinator_not_available)}
-_RESET_MEMBER = {int(E.unknown_member_id)}
-_RESET_GENERATION = {int(E.illegal_generation)}
-_FATAL_JOIN = {
-    int(E.fenced_instance_id),
-    int(E.inconsistent_group_protocol),
-    int(E.invalid_session_timeout),
-    int(E.group_max_size_reached),
-    int(E.group_authorization_failed),
-    int(E.invalid_group_id),
-    int(E.unsupported_version),
-}
-
-
-# -- the consumer protocol (JoinGroup metadata, SyncGroup assignment) -----------------------
-
-
-def _protocol_class(kind: str, version: int):
-    import importlib
-
-    v = min(max(version, 0), 3)
-    mod = importlib.import_module(f"kio.schema.consumer_protocol_{kind}.v{v}.data")
-    return mod, v
-
-
-def encode_subscription(topics, user_data, owned, version: int = 1) -> bytes:
-    mod, v = _protocol_class("subscription", version)
-    by_topic: dict[str, list[int]] = {}
-    for tp in owned:
-        by_topic.setdefault(tp.topic, []).append(tp.partition)
-    values = {"topics": tuple(sorted(topics)), "user_data": user_data}
-    if v >= 1:
-        values["owned_partitions"] = tuple(
-            mod.TopicPartition(topic=t, partitions=tuple(sorted(ps))) for t, ps in sorted(by_topic.items())
-        )
-    entity = mod.ConsumerProtocolSubscription(**values)
-    out = io.BytesIO()
-    out.write(v.to_bytes(2, "big"))
-    entity_writer(type(entity))(out, entity)
-    return out.getvalue()
-
-
-def decode_subscription(data: bytes, instance_id=None) -> Subscription:
-    version = int.from_bytes(data[:2], "big", signed=True)
-    mod, _ = _protocol_class("subscription", version)
-    entity, _ = messages.decode_entity(mod.ConsumerProtocolSubscription, data, 2)
-    owned = [
-        TopicPartition(t.topic, int(p)) for t in getattr(entity, "owned_partitions", ()) for p in t.partitions
-    ]
-    return Subscription(
-        list(entity.topics),
-        entity.user_data,
-        owned,
-        int(getattr(entity, "generation_id", -1)),
-        instance_id,
-        getattr(entity, "rack_id", None),
-    )
-
-
-def encode_assignment(partitions, user_data=None) -> bytes:
-    mod, v = _protocol_class("assignment", 0)
-    by_topic: dict[str, list[int]] = {}
-    for tp in partitions:
-        by_topic.setdefault(tp.topic, []).append(tp.partition)
-    entity = mod.ConsumerProtocolAssignment(
-        assigned_partitions=tuple(
-            mod.TopicPartition(topic=t, partitions=tuple(sorted(ps))) for t, ps in sorted(by_topic.items())
-        ),
-        user_data=user_data,
-    )
-    out = io.BytesIO()
-    out.write(v.to_bytes(2, "big"))
-    entity_writer(type(entity))(out, entity)
-    return out.getvalue()
-
-
-def decode_assignment(data: bytes) -> tuple[set[TopicPartition], bytes | None]:
-    if not data:
-        return set(), None
-    version = int.from_bytes(data[:2], "big", signed=True)
-    mod, _ = _protocol_class("assignment", version)
-    entity, _ = messages.decode_entity(mod.ConsumerProtocolAssignment, data, 2)
-    return {
-        TopicPartition(t.topic, int(p)) for t in entity.assigned_partitions for p in t.partitions
-    }, entity.user_data
-
-
-# -- the coordinator --------------------------------------------------------------------------
-
-
-async def _cancel(task: asyncio.Future) -> None:
-    task.cancel()
-    try:
-        await task
-    except BaseException:  # noqa: S110 - cancelled on purpose
-        pass
 
 
 class ConsumerCoordinator:
@@ -200,18 +102,14 @@ class ConsumerCoordinator:
         self._wake: asyncio.Event | None = None
         self._task: asyncio.Task | None = None
         self._heartbeat = Heartbeat(self)
+        self.offsets = OffsetCommits(self)
         self._last_poll = time.monotonic()
         self._next_auto_commit = time.monotonic() + self.auto_commit_interval
-        self._last_committed: dict[TopicPartition, int] = {}
-        self._commit_seq = itertools.count(1)
-        self._latest_commit: dict[TopicPartition, int] = {}
-        self._pending_commits: set[asyncio.Task] = set()
         self._assigned_snapshot: dict[str, int] = {}  # leader: partition counts it assigned with
         self._group_topics: set[str] = set()
         self._prev_assignment: set[TopicPartition] = set()
         self._closing = False
         self._unnamed_join: asyncio.Future | None = None  # a JoinGroup sent without a member id
-        self.commit_fault = None  # test hook: f(offsets, attempt) -> exception or None
         self.rebalances = 0
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -267,7 +165,7 @@ class ConsumerCoordinator:
         self._closing = True
         try:
             async with asyncio.timeout(timeout):
-                await _cancel(self._task)
+                await cancel_and_wait(self._task)
                 await self._heartbeat.close()
                 if self.instance_id is None:
                     await self._learn_member_id()
@@ -275,16 +173,15 @@ class ConsumerCoordinator:
                     await self._give_up_partitions()
                 if self.instance_id is None:
                     await self.leave_group("the consumer is closing")
-                if self._pending_commits:
-                    await asyncio.gather(*self._pending_commits, return_exceptions=True)
+                if self.offsets.pending:
+                    await asyncio.gather(*self.offsets.pending, return_exceptions=True)
         except TimeoutError:
             log.warning("consumer group close did not finish within %.1fs", timeout)
         except Exception as exc:
             log.warning("error while leaving group %s: %s", self.group_id, exc)
         finally:
             await self._heartbeat.close()
-            for t in [self._task, *self._pending_commits]:
-                await _cancel(t)
+            await cancel_and_wait(self._task, *self.offsets.pending)
 
     async def _give_up_partitions(self) -> None:
         """Closing: commit what was consumed, then tell the listener the partitions are gone:
@@ -331,7 +228,7 @@ class ConsumerCoordinator:
                 raise
             except Exception as exc:
                 log.info("group %s: %s", self.group_id, exc)
-                if isinstance(exc, KafkaConnectionError) or getattr(exc, "code", None) in _COORDINATOR_ERRORS:
+                if isinstance(exc, KafkaConnectionError) or getattr(exc, "code", None) in COORDINATOR_ERRORS:
                     self.coordinator_dead()
                 await asyncio.sleep(backoff.next())
 
@@ -390,7 +287,7 @@ class ConsumerCoordinator:
                 code, node, host, port = await self.client.find_coordinator(0, self.group_id)
                 if code:
                     err = error_for(code)(f"FindCoordinator for group {self.group_id!r}")
-                    if not err.retriable and code not in _COORDINATOR_ERRORS:
+                    if not err.retriable and code not in COORDINATOR_ERRORS:
                         raise err
                     raise KafkaConnectionError(str(err))
                 conn_id = 0x7FFFFFFF - node
@@ -403,7 +300,8 @@ class ConsumerCoordinator:
                 await asyncio.sleep(backoff.next())
         return self.coordinator_id
 
-    async def _call(self, api_key, values, timeout=None):
+    async def call(self, api_key, values, timeout=None):
+        """One request to the group coordinator (found first if need be)."""
         node = await self.ensure_coordinator()
         try:
             return await self.client.call(node, api_key, values, timeout=timeout)
@@ -431,11 +329,11 @@ class ConsumerCoordinator:
     async def _commit_before_revoke(self) -> None:
         if not self.auto_commit:
             return
-        offsets = self._consumed_offsets()
+        offsets = self.offsets.consumed()
         if not offsets:
             return
         try:
-            await self.commit(offsets, timeout=self.request_timeout)
+            await self.offsets.commit(offsets, timeout=self.request_timeout)
         except Exception as exc:
             log.warning("group %s: committing before rebalance failed: %s", self.group_id, exc)
 
@@ -455,6 +353,10 @@ class ConsumerCoordinator:
         if lost and self.subs.assigned():
             self._lost = True
         self.wakeup()
+
+    @property
+    def rejoin_needed(self) -> bool:
+        return self._need_rejoin
 
     def request_rejoin(self) -> None:
         self._need_rejoin = True
@@ -507,7 +409,7 @@ class ConsumerCoordinator:
         assignments = []
         if leader == member_id and not getattr(join, "skip_assignment", False):
             assignments = await self._assign(protocol, join.members)
-        resp = await self._call(
+        resp = await self.call(
             api_keys.SYNC_GROUP,
             {
                 "group_id": self.group_id,
@@ -587,12 +489,15 @@ class ConsumerCoordinator:
                 self.coordinator_dead()
                 raise
             code = int(resp.error_code)
-            if code == int(E.member_id_required):
+            if code == int(ErrorCode.member_id_required):
                 self.member_id = resp.member_id
                 continue
             if code:
                 self._handle_group_error(code, "JoinGroup")
-                if code in (int(E.rebalance_in_progress), int(E.coordinator_load_in_progress)):
+                if code in (
+                    int(ErrorCode.rebalance_in_progress),
+                    int(ErrorCode.coordinator_load_in_progress),
+                ):
                     await asyncio.sleep(self.retry_backoff)
                 return None
             self.member_id = resp.member_id  # the broker holds a member under this id now
@@ -618,16 +523,16 @@ class ConsumerCoordinator:
 
     def _handle_group_error(self, code: int, what: str) -> None:
         err = error_for(code)(f"{what} for group {self.group_id!r}")
-        if code in _COORDINATOR_ERRORS:
+        if code in COORDINATOR_ERRORS:
             self.coordinator_dead()
             self._need_rejoin = True
-        elif code in _RESET_MEMBER:
+        elif code in RESET_MEMBER:
             self.reset_generation(member=True, lost=True)
-        elif code in _RESET_GENERATION:
+        elif code in RESET_GENERATION:
             self.reset_generation(member=False, lost=True)
-        elif code == int(E.rebalance_in_progress):
+        elif code == int(ErrorCode.rebalance_in_progress):
             self._need_rejoin = True
-        elif code in _FATAL_JOIN:
+        elif code in FATAL_JOIN:
             log.error("group %s: %s", self.group_id, err)
             self._fatal = err
         else:
@@ -673,7 +578,7 @@ class ConsumerCoordinator:
             return
         log.info("group %s: member %s leaving: %s", self.group_id, self.member_id, reason)
         try:
-            await self._call(
+            await self.call(
                 api_keys.LEAVE_GROUP,
                 {
                     "group_id": self.group_id,
@@ -691,310 +596,21 @@ class ConsumerCoordinator:
 
     # -- offsets ---------------------------------------------------------------------------
 
-    def _consumed_offsets(self) -> dict[TopicPartition, OffsetAndMetadata]:
-        return {tp: OffsetAndMetadata(pos) for tp, pos in self.subs.positions().items()}
-
     async def _maybe_auto_commit(self) -> None:
         if not self.auto_commit or time.monotonic() < self._next_auto_commit:
             return
         self._next_auto_commit = time.monotonic() + self.auto_commit_interval
         if self.subs.group_managed and self.state != STABLE:
             return
-        offsets = {
-            tp: om for tp, om in self._consumed_offsets().items() if self._last_committed.get(tp) != om.offset
-        }
-        if offsets:
-            self.commit_async(offsets)
-
-    def _commit_values(self, offsets):
-        managed = self.subs.group_managed and self.state == STABLE
-        by_topic: dict[str, list] = {}
-        for tp, om in offsets.items():
-            by_topic.setdefault(tp.topic, []).append(
-                {
-                    "partition_index": tp.partition,
-                    "committed_offset": om.offset,
-                    "committed_leader_epoch": om.leader_epoch,
-                    "committed_metadata": om.metadata or "",
-                    "commit_timestamp": -1,
-                }
-            )
-        return {
-            "group_id": self.group_id,
-            "generation_id_or_member_epoch": self.generation if managed else -1,
-            "member_id": self.member_id if managed else "",
-            "group_instance_id": self.instance_id if managed else None,
-            "retention_time": -1,
-            "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()],
-        }
-
-    def _check_commit_allowed(self) -> None:
-        """A group member commits only in a generation it has completed (Kafka's rule).
-
-        Between generations it has none the broker would take: a commit without one is
-        refused (UNKNOWN_MEMBER_ID), and taking that answer for "we were removed" would
-        throw away a member id the group still waits for, stalling its rebalance.
-        """
-        if not self.subs.group_managed or self.state == STABLE:
-            return
-        if self.state == REBALANCING or self._need_rejoin:
-            raise RebalanceInProgressError(
-                f"cannot commit while group {self.group_id!r} rebalances; poll() to finish the "
-                "rebalance, then commit again"
-            )
-        raise CommitFailedError(
-            f"cannot commit: this consumer is not a member of group {self.group_id!r} now "
-            "(its partitions may belong to another member)"
-        )
-
-    async def _send_commit(self, offsets, attempt: int) -> None:
-        self._check_commit_allowed()
-        if self.commit_fault is not None:
-            exc = self.commit_fault(offsets, attempt)
-            if exc is not None:
-                raise exc
-        sent_as = (self.generation, self.member_id)
-        resp = await self._call(api_keys.OFFSET_COMMIT, self._commit_values(offsets))
-        first = None
-        for t in resp.topics:
-            for p in t.partitions:
-                code = int(p.error_code)
-                if code and first is None:
-                    first = (code, t.name, int(p.partition_index))
-        if first is not None:
-            code, topic, part = first
-            if code in _COORDINATOR_ERRORS:
-                self.coordinator_dead()
-            if code in (int(E.unknown_member_id), int(E.illegal_generation), int(E.fenced_instance_id)):
-                if (self.generation, self.member_id) == sent_as:  # not a late answer to an older one
-                    # out of the generation its partitions came from: they are lost (Kafka)
-                    self.reset_generation(member=code == int(E.unknown_member_id), lost=True)
-                raise CommitFailedError(
-                    f"commit failed for group {self.group_id!r}: the group rebalanced and the partitions "
-                    f"may belong to another member ({error_for(code).code.name})"
-                )
-            if code == int(E.rebalance_in_progress):
-                self.request_rejoin()
-            raise error_for(code)(f"OffsetCommit for {topic}-{part} in group {self.group_id!r}")
-        for tp, om in offsets.items():
-            self._last_committed[tp] = om.offset
-        for ic in self.interceptors:
-            fn = getattr(ic, "on_commit", None)
-            if fn is not None:
-                try:
-                    fn(dict(offsets))
-                except Exception:
-                    log.exception("consumer interceptor on_commit failed")
-
-    def _check_group(self) -> None:
-        if self.group_id is None:
-            from odradek.client.errors import IllegalStateError
-
-            raise IllegalStateError("committing offsets needs a group_id")
+        self.offsets.commit_consumed_async()
 
     async def commit(self, offsets, timeout: float) -> None:
-        """Commit and wait, retrying retriable errors until ``timeout``."""
-        self._check_group()
-        seq = next(self._commit_seq)
-        for tp in offsets:
-            self._latest_commit[tp] = seq
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        attempt = 0
-        while True:
-            attempt += 1
-            try:
-                async with asyncio.timeout(max(deadline - loop.time(), 0.001)):
-                    await self._send_commit(offsets, attempt)
-                return
-            except TimeoutError:
-                raise KafkaTimeoutError(
-                    f"commit for group {self.group_id!r} timed out after {timeout}s"
-                ) from None
-            except (KafkaError, KafkaConnectionError) as exc:
-                if not getattr(exc, "retriable", False) or loop.time() + self.retry_backoff >= deadline:
-                    raise
-                log.debug("commit retry after %s", exc)
-                await asyncio.sleep(self.retry_backoff)
+        await self.offsets.commit(offsets, timeout)
 
     def commit_async(self, offsets, callback=None) -> asyncio.Task:
-        self._check_group()
-        seq = next(self._commit_seq)
-        for tp in offsets:
-            self._latest_commit[tp] = seq
-        task = asyncio.get_running_loop().create_task(self._commit_async(dict(offsets), seq, callback))
-        self._pending_commits.add(task)
-        task.add_done_callback(self._pending_commits.discard)
-        return task
-
-    async def _commit_async(self, offsets, seq: int, callback) -> None:
-        original = dict(offsets)
-        attempt = 0
-        error = None
-        deadline = time.monotonic() + max(self.request_timeout, 5.0)
-        while offsets:
-            attempt += 1
-            try:
-                await self._send_commit(offsets, attempt)
-                error = None
-                break
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                error = exc
-                if not getattr(exc, "retriable", False) or time.monotonic() + self.retry_backoff > deadline:
-                    break
-                await asyncio.sleep(self.retry_backoff)
-                # Ordering protection: retry only what no newer commit has superseded
-                # (checked after the backoff: a newer commit may have gone out meanwhile).
-                offsets = {tp: om for tp, om in offsets.items() if self._latest_commit.get(tp) == seq}
-                if not offsets:
-                    log.debug("async commit %d superseded by a newer commit; not retrying", seq)
-                    break
-        if error is not None:
-            log.info("async commit for group %s failed: %s", self.group_id, error)
-        if callback is not None:
-            try:
-                result = callback(original, error)
-                if inspect.isawaitable(result):
-                    await result
-            except Exception:
-                log.exception("commit callback failed")
+        return self.offsets.commit_async(offsets, callback)
 
     async def fetch_committed(
         self, partitions, timeout: float
     ) -> dict[TopicPartition, OffsetAndMetadata | None]:
-        self._check_group()
-        partitions = list(partitions)
-        by_topic: dict[str, list[int]] = {}
-        for tp in partitions:
-            by_topic.setdefault(tp.topic, []).append(tp.partition)
-        topics = [{"name": t, "partition_indexes": ps} for t, ps in by_topic.items()]
-        values = {
-            "group_id": self.group_id,
-            "topics": topics,
-            "groups": [{"group_id": self.group_id, "member_id": None, "member_epoch": -1, "topics": topics}],
-            "require_stable": True,
-        }
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        while True:
-            try:
-                async with asyncio.timeout(max(deadline - loop.time(), 0.001)):
-                    resp = await self._call(api_keys.OFFSET_FETCH, values)
-                out = {}
-                if hasattr(resp, "groups") and resp.groups:
-                    g = resp.groups[0]
-                    code, rtopics = int(g.error_code), g.topics
-                else:
-                    code, rtopics = int(getattr(resp, "error_code", 0)), resp.topics
-                if code:
-                    if code in _COORDINATOR_ERRORS:
-                        self.coordinator_dead()
-                    raise error_for(code)(f"OffsetFetch for group {self.group_id!r}")
-                for t in rtopics:
-                    for p in t.partitions:
-                        pcode = int(p.error_code)
-                        if pcode:
-                            raise error_for(pcode)(f"OffsetFetch for {t.name}-{p.partition_index}")
-                        off = int(p.committed_offset)
-                        tp = TopicPartition(t.name, int(p.partition_index))
-                        out[tp] = (
-                            OffsetAndMetadata(
-                                off, p.metadata or "", int(getattr(p, "committed_leader_epoch", -1))
-                            )
-                            if off >= 0
-                            else None
-                        )
-                return {tp: out.get(tp) for tp in partitions}
-            except TimeoutError:
-                raise KafkaTimeoutError(f"fetching committed offsets timed out after {timeout}s") from None
-            except (KafkaError, KafkaConnectionError) as exc:
-                if not getattr(exc, "retriable", False) or loop.time() + self.retry_backoff >= deadline:
-                    raise
-                await asyncio.sleep(self.retry_backoff)
-
-
-class Heartbeat:
-    """Keeps the member alive between rebalances (one task)."""
-
-    def __init__(self, coordinator: ConsumerCoordinator):
-        self.c = coordinator
-        self._task: asyncio.Task | None = None
-        self._last_ok = time.monotonic()
-        self._wake: asyncio.Event | None = None
-
-    def start(self) -> None:
-        self._wake = asyncio.Event()
-        self._task = asyncio.get_running_loop().create_task(
-            self._run(), name=f"{self.c.client.client_id}-heartbeat"
-        )
-
-    def reset(self) -> None:
-        self._last_ok = time.monotonic()
-        if self._wake is not None:
-            self._wake.set()
-
-    async def close(self) -> None:
-        if self._task is not None:
-            await _cancel(self._task)
-            self._task = None
-
-    async def _run(self) -> None:
-        c = self.c
-        while True:
-            try:
-                async with asyncio.timeout(c.heartbeat_interval):
-                    await self._wake.wait()
-            except TimeoutError:
-                pass
-            self._wake.clear()
-            if c.state != STABLE or c.coordinator_id is None or c._closing:
-                continue
-            now = time.monotonic()
-            if now - c._last_poll > c.max_poll_interval:
-                log.warning(
-                    "group %s: poll() not called for %.0f ms (max_poll_interval_ms=%d); leaving the group",
-                    c.group_id,
-                    (now - c._last_poll) * 1000,
-                    c.max_poll_interval * 1000,
-                )
-                await c.leave_group("consumer poll timeout has expired")
-                c._lost = bool(c.subs.assigned())
-                continue
-            try:
-                resp = await c.client.call(
-                    c.coordinator_id,
-                    api_keys.HEARTBEAT,
-                    {
-                        "group_id": c.group_id,
-                        "generation_id": c.generation,
-                        "member_id": c.member_id,
-                        "group_instance_id": c.instance_id,
-                    },
-                    timeout=min(c.request_timeout, c.session_timeout_ms / 1000),
-                )
-            except asyncio.CancelledError:
-                raise
-            except (KafkaConnectionError, KafkaTimeoutError, ClientClosedError) as exc:
-                log.info("group %s: heartbeat failed: %s", c.group_id, exc)
-                c.coordinator_dead()
-                c.wakeup()
-                continue
-            except Exception:
-                log.exception("group %s: heartbeat failed", c.group_id)
-                continue
-            code = int(resp.error_code)
-            if not code:
-                self._last_ok = time.monotonic()
-                continue
-            if c.state != STABLE:
-                continue
-            if code == int(E.rebalance_in_progress):
-                log.info("group %s: rebalance in progress; rejoining", c.group_id)
-                c.request_rejoin()
-            elif code in _COORDINATOR_ERRORS:
-                c.coordinator_dead()
-                c.wakeup()
-            else:
-                c._handle_group_error(code, "Heartbeat")
+        return await self.offsets.fetch_committed(partitions, timeout)
