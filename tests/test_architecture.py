@@ -40,10 +40,6 @@ KNOWN_SAME_NAMES: dict[str, str] = {
     "metadata.py": "the broker helper (broker/txn/, broker/handlers/) and cluster/",
     "schema.py": "the broker helper (broker/group/ and broker/txn/)",
     "state.py": "the broker helper (broker/group/ and broker/txn/)",
-    "config.py": "r2-client (client/config.py)",
-    "cluster.py": "r2-client",
-    "exactly_once.py": "r2-client",
-    "errors.py": "r2-client",
     "common.py": "r2-client",
     "produce.py": "r2-client",
 }

@@ -352,7 +352,7 @@ def consume(
         options.pop("group.id", None)
         options["enable.auto.commit"] = "false"
 
-    from odradek.client.errors import CommitFailedError
+    from odradek.client.client_errors import CommitFailedError
     from odradek.client.structs import OffsetAndMetadata, TopicPartition
     from odradek.protocol.errors import RebalanceInProgressError
 

@@ -97,7 +97,7 @@ class LineParser:
 
 def _partition_count(producer, name: str) -> int:
     """The topic's partition count (the broker may create the topic now, if it auto-creates)."""
-    from odradek.client.errors import KafkaTimeoutError
+    from odradek.client.client_errors import KafkaTimeoutError
 
     try:
         return len(producer.partitions_for(name))

@@ -20,7 +20,7 @@ _EXPORTS = {
     "ConsumerRebalanceListener": "odradek.client.consumer.subscription",
     "ProducerRecord": "odradek.client.producer.producer",
     "ConsumerGroupMetadata": "odradek.client.producer.transactions",
-    "run_exactly_once": "odradek.client.exactly_once",
+    "run_exactly_once": "odradek.client.consume_transform_produce",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -11,12 +11,12 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from odradek.client import client_config as config_mod
+from odradek.client.client_errors import ClientClosedError, KafkaConnectionError, KafkaTimeoutError
 from odradek.client.consumer.consumer_protocol import decode_assignment
 from odradek.protocol import api_keys
 from odradek.protocol.errors import KafkaError, error_for
 
-from . import config as config_mod
-from .errors import ClientClosedError, KafkaConnectionError, KafkaTimeoutError
 from .netclient import NetClient
 from .structs import (
     BrokerInfo,
@@ -181,7 +181,7 @@ class Admin:
                 conn = await self._client.any_connection()
             else:
                 if node not in self._client.cluster.brokers:
-                    from .cluster import ClusterMetadata
+                    from odradek.client.cluster_metadata import ClusterMetadata
 
                     self._client.cluster = ClusterMetadata.from_response(md, self._client.cluster)
                 conn = await self._client.get_connection(node)

@@ -11,12 +11,12 @@ from __future__ import annotations
 import functools
 import time
 
+from odradek.client.client_errors import ClientClosedError, KafkaTimeoutError
 from odradek.client.consumer import consumer as aconsumer
 from odradek.client.producer import producer as aproducer
 from odradek.client.producer.producer import NeedMemory, NeedMetadata
 
 from . import admin as aadmin
-from .errors import ClientClosedError, KafkaTimeoutError
 from .sync import LoopThread, UserThreadCalls
 
 

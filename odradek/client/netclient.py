@@ -14,11 +14,11 @@ import itertools
 import logging
 import random
 
+from odradek.client.client_errors import ClientClosedError, KafkaConnectionError, KafkaTimeoutError
+from odradek.client.cluster_metadata import ClusterMetadata
 from odradek.net.connection import Connection
 from odradek.protocol import api_keys
 
-from .cluster import ClusterMetadata
-from .errors import ClientClosedError, KafkaConnectionError, KafkaTimeoutError
 from .structs import BrokerInfo
 
 log = logging.getLogger("odradek.client")

@@ -2,7 +2,7 @@
 
 Errors a broker reports come from ``odradek.protocol.errors`` (one class per Kafka error
 code). These are raised by the connection itself, and the client re-exports them
-(``odradek.client.errors``) as the base of its own errors.
+(``odradek.client.client_errors``) as the base of its own errors.
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from odradek.client.config import parse_bootstrap
+from odradek.client.client_config import parse_bootstrap
 from odradek.protocol import api_keys, errors, messages
 from odradek.protocol.client_connection import MAX_RESPONSE_SIZE, ClientConnection, FrameError
 

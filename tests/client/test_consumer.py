@@ -7,7 +7,7 @@ import time
 import pytest
 
 from odradek import Consumer, Producer, TopicPartition
-from odradek.client.errors import (
+from odradek.client.client_errors import (
     ClientClosedError,
     IllegalStateError,
     KafkaTimeoutError,

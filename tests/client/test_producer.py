@@ -8,7 +8,7 @@ import time
 import pytest
 
 from odradek import Consumer, Producer, TopicPartition
-from odradek.client.errors import (
+from odradek.client.client_errors import (
     ClientClosedError,
     KafkaTimeoutError,
     RecordTooLargeError,
@@ -97,7 +97,7 @@ def _raw_batches(bootstrap, topic, partitions):
     """The record batches of each partition, straight from Fetch (bypassing the consumer)."""
     import asyncio
 
-    from odradek.client.config import resolve
+    from odradek.client.client_config import resolve
     from odradek.client.netclient import NetClient
     from odradek.protocol import api_keys
     from odradek.protocol.record_batch import iter_batches

@@ -13,8 +13,8 @@ from gate_proxy import RESPONSE
 from group_raw import RawClient
 
 from odradek import Admin, Consumer, Producer, TopicPartition, aio
+from odradek.client.client_errors import CommitFailedError
 from odradek.client.consumer.assignors import CooperativeStickyAssignor, Subscription
-from odradek.client.errors import CommitFailedError
 from odradek.protocol.errors import RebalanceInProgressError
 
 SYNC = 14

@@ -78,7 +78,7 @@ def test_asyncio_loop_with_a_failing_transform_rewinds_and_retries(broker, topic
     import asyncio
 
     import odradek.aio
-    from odradek.client.exactly_once import arun_exactly_once
+    from odradek.client.consume_transform_produce import arun_exactly_once
     from odradek.client.structs import TopicPartition
 
     source, dest = topic_name + "-in", topic_name + "-out"

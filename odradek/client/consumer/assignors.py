@@ -23,7 +23,7 @@ import struct
 from collections import defaultdict
 from typing import NamedTuple
 
-from odradek.client.errors import ConfigError
+from odradek.client.client_errors import ConfigError
 from odradek.client.structs import TopicPartition
 
 

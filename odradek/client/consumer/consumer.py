@@ -12,12 +12,12 @@ import asyncio
 import inspect
 import logging
 
-from odradek.client import config as config_mod
+from odradek.client import client_config as config_mod
+from odradek.client.client_errors import ClientClosedError, IllegalStateError, KafkaTimeoutError
 from odradek.client.consumer.assignors import make_assignors
 from odradek.client.consumer.consumer_coordinator import ConsumerCoordinator
 from odradek.client.consumer.fetcher import EARLIEST, LATEST, Fetcher
 from odradek.client.consumer.subscription import SubscriptionState
-from odradek.client.errors import ClientClosedError, IllegalStateError, KafkaTimeoutError
 from odradek.client.netclient import NetClient
 from odradek.client.structs import OffsetAndMetadata, OffsetAndTimestamp, TopicPartition
 
@@ -56,7 +56,7 @@ def _tps(partitions) -> list[TopicPartition]:
 
 
 class Consumer:
-    """The asyncio consumer. Options are Kafka's config names (see ``odradek.client.config``)."""
+    """The asyncio consumer. Options are Kafka's config names (see ``odradek.client.client_config``)."""
 
     def __init__(self, config: dict | None = None, *, _run_callback=None, **options):
         cfg = config_mod.resolve("consumer", config, options)

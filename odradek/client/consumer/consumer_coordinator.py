@@ -37,6 +37,7 @@ import logging
 import time
 
 from odradek._tasks import cancel_and_wait
+from odradek.client.client_errors import ClientClosedError, KafkaConnectionError, KafkaTimeoutError
 from odradek.client.consumer.consumer_protocol import (
     decode_assignment,
     decode_subscription,
@@ -55,7 +56,6 @@ from odradek.client.consumer.member_state import (
 )
 from odradek.client.consumer.offset_commits import OffsetCommits
 from odradek.client.consumer.subscription import SubscriptionState
-from odradek.client.errors import ClientClosedError, KafkaConnectionError, KafkaTimeoutError
 from odradek.client.netclient import Backoff, NetClient
 from odradek.client.structs import OffsetAndMetadata, TopicPartition
 from odradek.protocol import api_keys

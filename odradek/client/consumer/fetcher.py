@@ -24,8 +24,7 @@ import collections
 import gc
 import logging
 
-from odradek.client.consumer.subscription import SubscriptionState
-from odradek.client.errors import (
+from odradek.client.client_errors import (
     CorruptRecordError,
     KafkaConnectionError,
     KafkaTimeoutError,
@@ -33,6 +32,7 @@ from odradek.client.errors import (
     OffsetOutOfRangeClientError,
     SerializationError,
 )
+from odradek.client.consumer.subscription import SubscriptionState
 from odradek.client.netclient import NetClient
 from odradek.client.structs import ConsumerRecord, TopicPartition, record_class
 from odradek.protocol import api_keys

@@ -17,8 +17,8 @@ import time
 from typing import TYPE_CHECKING
 
 from odradek._tasks import cancel_and_wait
+from odradek.client.client_errors import ClientClosedError, KafkaConnectionError, KafkaTimeoutError
 from odradek.client.consumer.member_state import COORDINATOR_ERRORS, STABLE
-from odradek.client.errors import ClientClosedError, KafkaConnectionError, KafkaTimeoutError
 from odradek.protocol import api_keys
 from odradek.protocol.errors import ErrorCode
 

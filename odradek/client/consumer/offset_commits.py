@@ -24,13 +24,13 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
-from odradek.client.consumer.member_state import COORDINATOR_ERRORS, REBALANCING, STABLE
-from odradek.client.errors import (
+from odradek.client.client_errors import (
     CommitFailedError,
     IllegalStateError,
     KafkaConnectionError,
     KafkaTimeoutError,
 )
+from odradek.client.consumer.member_state import COORDINATOR_ERRORS, REBALANCING, STABLE
 from odradek.client.structs import OffsetAndMetadata, TopicPartition
 from odradek.protocol import api_keys
 from odradek.protocol.errors import ErrorCode, KafkaError, RebalanceInProgressError, error_for

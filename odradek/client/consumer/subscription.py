@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from odradek.client.errors import IllegalStateError
+from odradek.client.client_errors import IllegalStateError
 from odradek.client.structs import TopicPartition
 
 

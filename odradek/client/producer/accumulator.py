@@ -27,7 +27,7 @@ from collections import deque
 
 import crc32c
 
-from odradek.client.errors import IllegalStateError, KafkaTimeoutError
+from odradek.client.client_errors import IllegalStateError, KafkaTimeoutError
 from odradek.client.structs import RecordMetadata, TopicPartition
 from odradek.protocol import batch as batch_header
 from odradek.protocol.compression import compress

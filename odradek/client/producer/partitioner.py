@@ -20,7 +20,7 @@ import threading
 import zlib
 from functools import lru_cache
 
-from odradek.client.errors import ConfigError
+from odradek.client.client_errors import ConfigError
 
 _M = 0x5BD1E995
 _MASK = 0xFFFFFFFF

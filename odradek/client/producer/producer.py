@@ -16,8 +16,8 @@ import logging
 import time
 from typing import NamedTuple
 
-from odradek.client import config as config_mod
-from odradek.client.errors import (
+from odradek.client import client_config as config_mod
+from odradek.client.client_errors import (
     ClientClosedError,
     ConfigError,
     KafkaTimeoutError,
@@ -275,7 +275,7 @@ class ProducerCore:
         if self.closed:
             raise ClientClosedError("producer is closed")
         if self.txn is None:
-            from odradek.client.errors import IllegalStateError
+            from odradek.client.client_errors import IllegalStateError
 
             raise IllegalStateError("transactions need a producer with transactional_id set")
         return self.txn
@@ -286,7 +286,7 @@ class ProducerCore:
 
 
 class Producer:
-    """The asyncio producer. Options are Kafka's config names (see ``odradek.client.config``).
+    """The asyncio producer. Options are Kafka's config names (see ``odradek.client.client_config``).
 
     ``send`` is a coroutine returning a future of ``RecordMetadata`` (``await`` it), or use
     ``send_and_wait``. Use ``async with Producer(...) as p:`` or ``start()``/``close()``.

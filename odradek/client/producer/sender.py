@@ -30,7 +30,7 @@ import logging
 import time
 from functools import partial
 
-from odradek.client.errors import KafkaTimeoutError, UnsupportedVersionError
+from odradek.client.client_errors import KafkaTimeoutError, UnsupportedVersionError
 from odradek.client.netclient import Backoff, NetClient
 from odradek.client.producer.accumulator import ProducerBatch, RecordAccumulator
 from odradek.client.structs import TopicPartition
@@ -137,7 +137,7 @@ class Sender:
                         await t
                     except BaseException:  # noqa: S110 - cancelled on purpose
                         pass
-            from odradek.client.errors import ClientClosedError
+            from odradek.client.client_errors import ClientClosedError
 
             err = ClientClosedError("producer closed before the record was sent")
             self.acc.abort_all(err)

@@ -35,7 +35,7 @@ import threading
 from typing import NamedTuple
 
 from odradek._tasks import cancel_and_wait
-from odradek.client.errors import (
+from odradek.client.client_errors import (
     ClientError,
     CommitFailedError,
     IllegalStateError,

@@ -26,8 +26,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable
 
-from .errors import ProducerFencedError
-from .structs import TopicPartition
+from odradek.client.client_errors import ProducerFencedError
+from odradek.client.structs import TopicPartition
 
 log = logging.getLogger("odradek.client.exactly_once")
 

@@ -11,7 +11,7 @@ import difflib
 import re
 from collections.abc import Callable
 
-from .errors import ConfigError
+from odradek.client.client_errors import ConfigError
 
 _UNSET = object()
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .structs import BrokerInfo, PartitionInfo, TopicPartition
+from odradek.client.structs import BrokerInfo, PartitionInfo, TopicPartition
 
 
 @dataclass(frozen=True, slots=True)
