@@ -41,7 +41,6 @@ KNOWN_SAME_NAMES: dict[str, str] = {
     "schema.py": "the broker helper (broker/group/ and broker/txn/)",
     "state.py": "the broker helper (broker/group/ and broker/txn/)",
     "common.py": "r2-client",
-    "produce.py": "r2-client",
 }
 
 # What each layer may import besides itself (``_tasks`` is a leaf utility module).
