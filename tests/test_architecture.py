@@ -40,7 +40,6 @@ KNOWN_SAME_NAMES: dict[str, str] = {
     "metadata.py": "the broker helper (broker/txn/, broker/handlers/) and cluster/",
     "schema.py": "the broker helper (broker/group/ and broker/txn/)",
     "state.py": "the broker helper (broker/group/ and broker/txn/)",
-    "common.py": "r2-client",
 }
 
 # What each layer may import besides itself (``_tasks`` is a leaf utility module).

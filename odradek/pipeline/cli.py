@@ -197,7 +197,7 @@ def run_options(fn):
         log_level,
         **kw,
     ):
-        from odradek.pipeline.pipelines.common import RunConfig
+        from odradek.pipeline.pipelines.run_config import RunConfig
 
         problem = java_problem()
         if problem:
