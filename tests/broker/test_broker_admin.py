@@ -12,7 +12,6 @@ from broker_e2e import (
     create_topic,
     produce_and_flush,
     producer,
-    wait_until,
 )
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import (
@@ -25,6 +24,7 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 from kio.schema.errors import ErrorCode
+from support import wait_until
 
 CREATE_TOPICS = 19
 

@@ -11,7 +11,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from txn_support import READERS, Raw, create_topic, plain_produce, read_ours, wait_until
+from support import wait_until
+from txn_support import READERS, Raw, create_topic, plain_produce, read_ours
 
 WORKER = Path(__file__).with_name("txn_eos_worker.py")
 PARTS = 3

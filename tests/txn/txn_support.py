@@ -26,16 +26,6 @@ SMALL_INTERNAL_TOPICS = {
 }
 
 
-def wait_until(predicate, timeout: float = 10.0, interval: float = 0.05, message: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {message}")
-        time.sleep(interval)
-
 
 _ADMINS: dict[int, tuple[object, AdminClient]] = {}
 
