@@ -8,11 +8,10 @@ import re
 import struct
 
 from click.testing import CliRunner
-from storage_batches import now_ms
 
 from odradek.cli.dump_log import dump_log
 from odradek.cli.main import cli
-from odradek.protocol.batch_builder import build_batch
+from odradek.protocol.batch_builder import build_batch, now_ms
 from odradek.protocol.control_records import COMMIT, build_control_batch
 from odradek.protocol.records import NewRecord
 from odradek.storage import Log, LogConfig

@@ -1,6 +1,6 @@
 """Append/read throughput of the storage engine (not a test; run by hand).
 
-    python tests/storage/bench_storage.py [--seconds 3]
+    python benchmarks/storage_bench.py [--seconds 3]
 
 Builds one real v2 batch per size with kafka-python, appends it repeatedly to a fresh Log
 in a temp dir (CreateTime, no fsync), then reads everything back through Log.read.
@@ -14,7 +14,7 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from kafka.record.default_records import DefaultRecordBatchBuilder  # noqa: E402
 
