@@ -196,6 +196,8 @@ class ClientConnection:
             frames = self._reader.buffer_updated(nbytes)
         except ValueError as exc:
             raise FrameError(str(exc)) from None
+        if any(len(frame) < 4 for frame in frames):  # checked first: no answer half taken
+            raise FrameError("a response too short to hold a correlation id")
         return [self.response(frame) for frame in frames]
 
     def response(self, frame) -> Response:

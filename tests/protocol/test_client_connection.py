@@ -123,6 +123,12 @@ def test_a_bad_size_prefix_is_a_frame_error():
         feed(ClientConnection("me"), struct.pack(">i", -1))
     with pytest.raises(FrameError):
         feed(ClientConnection("me"), struct.pack(">i", 2) + b"ab")  # no room for a correlation id
+    # a short frame behind a good one: nothing is taken out of flight before the error
+    conn = ClientConnection("me")
+    cid, _ = conn.request(api_keys.METADATA, METADATA_V, {}, token="kept")
+    with pytest.raises(FrameError):
+        feed(conn, metadata_answer(cid, "x") + struct.pack(">i", 2) + b"ab")
+    assert conn.fail_all() == ["kept"]
 
 
 def test_forget_and_fail_all_hand_the_tokens_back():
