@@ -259,27 +259,24 @@ class Connection(asyncio.BufferedProtocol):
         except FrameError as exc:
             self.close(KafkaConnectionError(f"bad frame from broker {self.node_id}: {exc}"))
             return
-        for response in responses:
-            if response.token is None:
+        for correlation_id, api_key, version, token, entity, error in responses:
+            if token is None:
                 log.warning(
-                    "response with unknown correlation id %d from broker %s",
-                    response.correlation_id,
-                    self.node_id,
+                    "response with unknown correlation id %d from broker %s", correlation_id, self.node_id
                 )
                 continue
-            fut, timer = response.token
+            fut, timer = token
             timer.cancel()
             if fut.done():
                 continue
-            if response.error is not None:
+            if error is not None:
                 fut.set_exception(
                     KafkaConnectionError(
-                        f"cannot decode {messages.api_name(response.api_key)} v{response.version} "
-                        f"response: {response.error}"
+                        f"cannot decode {messages.api_name(api_key)} v{version} response: {error}"
                     )
                 )
                 continue
-            fut.set_result(response.entity)
+            fut.set_result(entity)
         self.last_used = self._loop.time()
 
     def eof_received(self):

@@ -16,7 +16,7 @@ blocking socket.
   :meth:`forget` drops one (the transport timed it out), :meth:`fail_all` hands every token
   back when the connection is gone.
 * **Bytes in, responses out.** A stream transport receives into :meth:`get_buffer` and
-  calls :meth:`received`, which cuts frames (``frames.FrameReader``) and returns one
+  calls :meth:`received`, which cuts frames (``frames.FrameReader``) and yields one
   :class:`Response` per frame; a transport that reads whole frames itself hands each to
   :meth:`response`. A frame that does not decode becomes a Response carrying the error
   (``MalformedResponse``) and the connection carries on; a bad size prefix raises
@@ -33,7 +33,7 @@ Request timeouts are the transport's, since it owns the clock.
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import NamedTuple
 
 from odradek.protocol import messages
@@ -48,6 +48,7 @@ SOFTWARE_VERSION = "0.1.0"
 MAX_RESPONSE_SIZE = 512 * 1024 * 1024
 _MAX_CORRELATION_ID = 0x7FFFFFFF
 _CORRELATION_ID = struct.Struct(">i")
+_new_tuple = tuple.__new__  # builds a NamedTuple without its Python-level __new__ (the hot path)
 
 
 class FrameError(ValueError):
@@ -131,9 +132,11 @@ class ClientConnection:
         if callable(values):
             values = values(version)
         entity = build_request(api_key, version, values) if isinstance(values, dict) else values
-        correlation_id = self._peek_correlation_id()
+        correlation_id = self._next_correlation_id
         frame = messages.encode_request(api_key, version, correlation_id, self.client_id, entity)
-        self._sent(correlation_id, api_key, version, token, expect_response)
+        self._next_correlation_id = correlation_id + 1 if correlation_id < _MAX_CORRELATION_ID else 1
+        if expect_response:
+            self._in_flight[correlation_id] = (api_key, version, token)
         return correlation_id, frame
 
     def request_parts(
@@ -146,18 +149,12 @@ class ClientConnection:
         expect_response: bool = True,
     ) -> tuple[int, list]:
         """Like :meth:`request`, for a frame packed by hand: ``build(correlation_id) -> [buffers]``."""
-        correlation_id = self._peek_correlation_id()
+        correlation_id = self._next_correlation_id
         parts = build(correlation_id)
-        self._sent(correlation_id, api_key, version, token, expect_response)
-        return correlation_id, parts
-
-    def _peek_correlation_id(self) -> int:
-        return self._next_correlation_id
-
-    def _sent(self, correlation_id: int, api_key: int, version: int, token, expect_response: bool) -> None:
         self._next_correlation_id = correlation_id + 1 if correlation_id < _MAX_CORRELATION_ID else 1
         if expect_response:
             self._in_flight[correlation_id] = (api_key, version, token)
+        return correlation_id, parts
 
     # -- in flight -------------------------------------------------------------------------
 
@@ -189,42 +186,50 @@ class ClientConnection:
         """Where a stream transport should receive next."""
         return self._reader.get_buffer()
 
-    def received(self, nbytes: int) -> list[Response]:
-        """``nbytes`` arrived in the last :meth:`get_buffer`: a Response per complete frame.
-        Raises FrameError for a size prefix out of range."""
+    def received(self, nbytes: int) -> Iterator[Response]:
+        """``nbytes`` arrived in the last :meth:`get_buffer`: a Response per complete frame, to
+        iterate at once (the frames live until the next receive). Raises FrameError, before any
+        answer is taken out of flight, for a size prefix out of range or a frame too short for
+        a correlation id."""
         try:
             frames = self._reader.buffer_updated(nbytes)
         except ValueError as exc:
             raise FrameError(str(exc)) from None
-        if any(len(frame) < 4 for frame in frames):  # checked first: no answer half taken
-            raise FrameError("a response too short to hold a correlation id")
-        return [self.response(frame) for frame in frames]
+        return self.responses(frames)
 
     def response(self, frame) -> Response:
-        """The Response in one complete frame (without its size prefix); FrameError if the
-        frame is too short to hold a correlation id."""
-        if len(frame) < 4:
-            raise FrameError(f"a response of {len(frame)} bytes has no correlation id")
-        (correlation_id,) = _CORRELATION_ID.unpack_from(frame, 0)
-        item = self._in_flight.pop(correlation_id, None)
-        if item is None:
-            return Response(
-                correlation_id,
-                -1,
-                -1,
-                None,
-                None,
-                messages.MalformedResponse(f"response with unknown correlation id {correlation_id}"),
-            )
-        api_key, version, token = item
-        try:
+        """The Response in one complete frame (without its size prefix)."""
+        return next(self.responses((frame,)))
+
+    def responses(self, frames) -> Iterator[Response]:
+        """A Response per complete frame (without its size prefix), in order, decoded as it is
+        taken (a generator: the caller acts on each answer before the next is decoded).
+        FrameError, raised here and before any answer is taken out of flight, when a frame
+        is too short for a correlation id."""
+        for frame in frames:
+            if len(frame) < 4:
+                raise FrameError(f"a response of {len(frame)} bytes has no correlation id")
+        return self._decode(frames)
+
+    def _decode(self, frames) -> Iterator[Response]:
+        take = self._in_flight.pop
+        for frame in frames:  # the client's hot loop
+            (correlation_id,) = _CORRELATION_ID.unpack_from(frame, 0)
+            item = take(correlation_id, None)
+            if item is None:
+                error = messages.MalformedResponse(f"response with unknown correlation id {correlation_id}")
+                yield Response(correlation_id, -1, -1, None, None, error)
+                continue
+            api_key, version, token = item
             try:
-                _, entity = messages.decode_response(api_key, version, frame)
-            except Exception:
-                if api_key != API_VERSIONS:
-                    raise
-                # A broker that does not support our ApiVersions version answers in v0.
-                _, entity = messages.decode_response(api_key, 0, frame)
-        except Exception as exc:
-            return Response(correlation_id, api_key, version, token, None, exc)
-        return Response(correlation_id, api_key, version, token, entity, None)
+                try:
+                    _, entity = messages.decode_response(api_key, version, frame)
+                except Exception:
+                    if api_key != API_VERSIONS:
+                        raise
+                    # A broker that does not support our ApiVersions version answers in v0.
+                    _, entity = messages.decode_response(api_key, 0, frame)
+            except Exception as exc:
+                yield Response(correlation_id, api_key, version, token, None, exc)
+                continue
+            yield _new_tuple(Response, (correlation_id, api_key, version, token, entity, None))
