@@ -68,7 +68,7 @@ from ..protocol import compression as codecs
 from ..protocol.records import scan_records
 from ..protocol.varint import encode_varlong, read_raw
 from ._faults import fault_point
-from ._record_scan import batch_records_buffer
+from ._record_scan import batch_records_buffer, decompressed_batch_limit
 from .checkpoint import fsync_dir
 from .file_records import FileRecords
 from .log_config import LogConfig
@@ -494,13 +494,15 @@ class Cleaner:
                     if count > omap.free and len(omap):
                         result.bytes_read += read
                         return end  # full: the map covers [first_dirty, end)
-                    data, s, e = batch_records_buffer(buf, rel, h)
-                    base = h.base_offset
-                    for r in scan_records(data, s, e, count):
-                        key = r[2]
-                        if key is not None:
-                            omap.put(key, base + r[0])
-                    result.records_read += count
+                    records = self._records_of(plan, buf, rel, h)
+                    if records is not None:
+                        data, records = records
+                        base = h.base_offset
+                        for r in records:
+                            key = r[2]
+                            if key is not None:
+                                omap.put(key, base + r[0])
+                        result.records_read += count
                 result.dirty_bytes += bsize
                 end = last + 1
             result.bytes_read += read
@@ -589,8 +591,10 @@ class Cleaner:
         attributes = h.attributes
         if attributes & _KEEP_AS_IS:
             return writer.add(buf[rel : rel + size], last, h.max_timestamp)
-        data, s, e = batch_records_buffer(buf, rel, h)
-        records = scan_records(data, s, e, h.record_count)
+        scanned = self._records_of(plan, buf, rel, h)
+        if scanned is None:
+            return writer.add(buf[rel : rel + size], last, h.max_timestamp)
+        data, records = scanned
         now = plan.now_ms
         horizon = h.base_timestamp if attributes & _HORIZON else None
         omap = self.offset_map
@@ -649,6 +653,25 @@ class Cleaner:
             result.min_delete_horizon = _min(result.min_delete_horizon, horizon)
         batch = build_batch(h, attributes, base_ts, max_ts, len(kept), body)
         return writer.add(batch, last, max_ts)
+
+
+    @staticmethod
+    def _records_of(plan: CleaningPlan, buf, rel: int, h: B.BatchHeader):
+        """``(records section, scan_records of it)`` of the batch, or None for a batch that
+        expands past the topic's decompression limit: it is kept as it is (its keys stay out
+        of the map, so nothing it would supersede is removed either)."""
+        try:
+            data, s, e = batch_records_buffer(buf, rel, h, decompressed_batch_limit(plan.config.max_message_bytes))
+        except codecs.DecompressedTooLargeError as exc:
+            _log.warning(
+                "Cleaner keeps the batch at offset %d of %s-%d as it is: %s",
+                h.base_offset,
+                plan.topic,
+                plan.partition,
+                exc.message,
+            )
+            return None
+        return data, scan_records(data, s, e, h.record_count)
 
 
 def swap_on_owner(plan: CleaningPlan, old: list[LogSegment]) -> bool:

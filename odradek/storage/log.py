@@ -63,7 +63,7 @@ import crc32c
 from ..protocol import batch as B
 from ..protocol import errors
 from ._faults import fault_point
-from ._record_scan import null_key_indices, record_timestamps
+from ._record_scan import decompressed_batch_limit, iter_record_timestamps, null_key_indices
 from .checkpoint import fsync_dir
 from .file_records import FileRecords, FileSlice
 from .leader_epoch_cache import LeaderEpochFileCache
@@ -230,6 +230,7 @@ class Log:
             self._segment_ms = min(config.segment_ms, config.max_compaction_lag_ms)
         self._compact = config.compact
         self._max_message_bytes = config.max_message_bytes
+        self._decompressed_limit = decompressed_batch_limit(config.max_message_bytes)
         self._timestamp_type = config.timestamp_type
         self._codec = config.compression_codec
         self._ts_before = config.timestamp_before_max_ms
@@ -642,7 +643,7 @@ class Log:
             if attributes & _CONTROL and from_client:
                 raise errors.InvalidRecordError("Clients are not allowed to write control records")
             if self._compact and not attributes & _CONTROL:
-                keyless = null_key_indices(mv, pos, h)
+                keyless = null_key_indices(mv, pos, h, self._decompressed_limit)
                 if keyless:
                     # Kafka's LogValidator.validateKey: INVALID_RECORD, naming each record (KIP-467).
                     why = (
@@ -659,7 +660,7 @@ class Log:
                 allowed = f"the allowed range [{min_ts}, {max_ts_allowed}]"
                 bad = [
                     (i, f"Timestamp {t} of record {i} is out of {allowed}")
-                    for i, t in enumerate(record_timestamps(mv, pos, h))
+                    for i, (_, t) in enumerate(iter_record_timestamps(mv, pos, h, self._decompressed_limit))
                     if t != _NO_TS and not min_ts <= t <= max_ts_allowed
                 ]
                 if bad:
@@ -1027,7 +1028,7 @@ class Log:
         start = self._log_start
         for seg in self._segments:
             if seg.max_timestamp_so_far >= timestamp and seg.size:
-                found = seg.find_offset_by_timestamp(timestamp, start)
+                found = seg.find_offset_by_timestamp(timestamp, start, limit=self._decompressed_limit)
                 if found is not None:
                     return found
         return None
@@ -1041,7 +1042,7 @@ class Log:
                 best, best_ts = seg, seg.max_timestamp_so_far
         if best is None:
             return None
-        return best.find_max_timestamp_record()
+        return best.find_max_timestamp_record(limit=self._decompressed_limit)
 
     # ---- truncation and deletion --------------------------------------------------------------
 

@@ -25,6 +25,7 @@ reads of FileSlices, which may run in a worker thread.
 
 from __future__ import annotations
 
+import logging
 import os
 import struct
 import zlib
@@ -32,9 +33,10 @@ import zlib
 import crc32c
 
 from ..protocol import batch as B
+from ..protocol import compression as codecs
 from ..protocol import errors
 from ._index import CorruptIndexError
-from ._timestamps import record_timestamps
+from ._record_scan import DEFAULT_LIMIT, iter_record_timestamps
 from .file_records import FileRecords, FileSlice
 from .offset_index import OffsetIndex
 from .time_index import TimeIndex
@@ -57,6 +59,8 @@ _UINT32 = struct.Struct(">I")
 _MAX_TS = struct.Struct(">q")
 _SCAN_CHUNK = 16384
 _RECOVER_CHUNK = 1 << 20
+
+_log = logging.getLogger(__name__)
 
 
 def filename_prefix(offset: int) -> str:
@@ -445,9 +449,15 @@ class LogSegment:
             else:
                 yield pos, None
 
-    def find_offset_by_timestamp(self, timestamp: int, starting_offset: int = 0) -> tuple[int, int] | None:
+    def find_offset_by_timestamp(
+        self, timestamp: int, starting_offset: int = 0, *, limit: int = DEFAULT_LIMIT
+    ) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record at or after ``starting_offset`` whose
         timestamp >= ``timestamp``, or None if this segment has none.
+
+        Records are read from each batch streaming, decompressing at most ``limit`` bytes of
+        one batch; for a batch that expands further, the answer is its first offset (with its
+        max timestamp): a reader seeking there misses no record at or after ``timestamp``.
         """
         _, ts_offset = self.time_index.lookup(timestamp)
         _, position = self.offset_index.lookup(max(ts_offset, starting_offset))
@@ -457,18 +467,21 @@ class LogSegment:
             h = B.read_header(buf, rel)
             if h.max_timestamp < timestamp or h.last_offset < starting_offset:
                 continue
-            for offset, ts in record_timestamps(buf, rel):
-                if ts >= timestamp and offset >= starting_offset:
-                    return offset, ts
+            try:
+                for offset, ts in iter_record_timestamps(buf, rel, h, limit):
+                    if ts >= timestamp and offset >= starting_offset:
+                        return offset, ts
+            except codecs.DecompressedTooLargeError as e:
+                _log.warning("Timestamp search in %s answers with a whole batch: %s", self.log.path, e.message)
+                return max(h.base_offset, starting_offset), h.max_timestamp
         return None
 
-    def find_max_timestamp_record(self) -> tuple[int, int] | None:
+    def find_max_timestamp_record(self, *, limit: int = DEFAULT_LIMIT) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record holding this segment's largest timestamp."""
         target = self.max_timestamp_so_far
         if target < 0:
             return None
-        found = self.find_offset_by_timestamp(target, 0)
-        return found
+        return self.find_offset_by_timestamp(target, 0, limit=limit)
 
     # ---- recovery -------------------------------------------------------------------------
 

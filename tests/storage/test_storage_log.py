@@ -624,3 +624,18 @@ def test_flush_advances_recovery_point_and_flush_policies(tmp_path):
     log4.append_as_leader(kbatch(2), 0)
     log4.roll()
     assert log4.flush_if_due() and log4.recovery_point == 2
+
+
+def test_timestamp_search_in_a_batch_past_the_decompression_limit(tmp_path, caplog):
+    # Such a batch is not decompressed at all: the answer is its first offset, where a
+    # reader misses nothing at or after the timestamp asked for.
+    from storage_batches import zeros_batch
+
+    log = make_log(tmp_path)
+    t0 = 1_700_000_000_000
+    log.append_as_leader(hbatch([t0, t0 + 10]), 0, now_ms=t0)
+    log.append_as_leader(zeros_batch(65 << 20, ts=t0 + 20), 0, now_ms=t0)
+    assert log.fetch_offset_by_timestamp(t0 + 5) == (1, t0 + 10)
+    assert log.fetch_offset_by_timestamp(t0 + 15) == (2, t0 + 20)
+    assert "answers with a whole batch" in caplog.text
+    assert log.max_timestamp_and_offset() == (2, t0 + 20)
