@@ -11,7 +11,10 @@ Two ways in, both bounded by a ``limit`` on the decompressed size of one batch (
   expands; :func:`null_key_indices` and :func:`iter_record_timestamps` are built on it;
 * :func:`batch_records_buffer` gives the whole decompressed records section, for callers
   that copy records out (the cleaner, recompression), with
-  :func:`odradek.protocol.records.scan_records` to find them.
+  :func:`odradek.protocol.records.scan_records` to find them; :func:`build_batch` wraps
+  records copied out into a new batch.
+
+:func:`end_txn_marker` reads the transaction marker of a control batch.
 
 A v2 record (after the batch header, possibly compressed; see protocol.records)::
 
@@ -24,7 +27,10 @@ segment's timestamp search and the cleaner (its thread or worker process).
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Iterator
+
+import crc32c
 
 from ..protocol import batch as B
 from ..protocol import compression as codecs
@@ -37,6 +43,8 @@ from ..protocol.varint import VarintError, decode_varint, decode_varlong
 _HEAD_MAX = 26
 _MIN_RECORD_LENGTH = 6  # after the length: attributes and four one-byte varints
 _LIMIT_RATIO = 64
+_HEADER = struct.Struct(">qiibIhiqqqhii")
+_UINT32 = struct.Struct(">I")
 
 
 def decompressed_batch_limit(max_message_bytes: int) -> int:
@@ -145,3 +153,50 @@ def iter_record_timestamps(buf, rel: int, header: B.BatchHeader, limit: int) -> 
     base_ts = header.base_timestamp
     for offset_delta, ts_delta, _ in iter_record_heads(buf, rel, header, limit):
         yield base + offset_delta, base_ts + ts_delta
+
+
+def build_batch(
+    h: B.BatchHeader,
+    attributes: int,
+    base_timestamp: int,
+    max_timestamp: int,
+    count: int,
+    body: bytes,
+    level: int | None = None,
+) -> bytes:
+    """A v2 batch with ``h``'s offsets, producer fields and leader epoch around ``body`` (the
+    uncompressed records), compressed here with the codec in ``attributes`` (at ``level``)."""
+    codec = attributes & B.COMPRESSION_MASK
+    payload = codecs.compress(codec, body, level) if codec else body
+    header = bytearray(
+        _HEADER.pack(
+            h.base_offset,
+            B.HEADER_SIZE - B.LOG_OVERHEAD + len(payload),
+            h.partition_leader_epoch,
+            2,
+            0,
+            attributes,
+            h.last_offset_delta,
+            base_timestamp,
+            max_timestamp,
+            h.producer_id,
+            h.producer_epoch,
+            h.base_sequence,
+            count,
+        )
+    )
+    crc = crc32c.crc32c(payload, crc32c.crc32c(memoryview(header)[B.ATTRIBUTES_OFFSET :]))
+    _UINT32.pack_into(header, B.CRC_OFFSET, crc)
+    return bytes(header) + payload
+
+
+def end_txn_marker(batch) -> tuple[int, int] | None:
+    """``(control type, coordinator epoch)`` of the control batch ``batch`` (its bytes) if it
+    holds a transaction marker (COMMIT or ABORT), else None."""
+    from ..protocol import records  # control batches are rare: decode them the simple way
+
+    try:
+        marker = records.decode_batch(bytes(batch), 0, check_crc=False).end_txn_marker()
+    except (errors.KafkaError, ValueError, IndexError):
+        return None
+    return None if marker is None else (marker.control_type, marker.coordinator_epoch)

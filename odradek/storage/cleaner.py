@@ -56,19 +56,16 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-import struct
 import threading
 import time
 from dataclasses import dataclass, field
-
-import crc32c
 
 from ..protocol import batch as B
 from ..protocol import compression as codecs
 from ..protocol.records import scan_records
 from ..protocol.varint import encode_varlong, read_raw
 from ._faults import fault_point
-from ._record_scan import batch_records_buffer, decompressed_batch_limit
+from ._record_scan import batch_records_buffer, build_batch, decompressed_batch_limit
 from .checkpoint import fsync_dir
 from .file_records import FileRecords
 from .log_config import LogConfig
@@ -85,8 +82,6 @@ from .time_index import TimeIndex
 
 _log = logging.getLogger(__name__)
 
-_HEADER = struct.Struct(">qiibIhiqqqhii")
-_UINT32 = struct.Struct(">I")
 _md5 = hashlib.md5
 _KEEP_AS_IS = B.CONTROL_BIT | B.TRANSACTIONAL_BIT
 _HORIZON = B.DELETE_HORIZON_BIT
@@ -356,35 +351,6 @@ def _unlink(path: str) -> None:
 
 
 # ---- rebuilding a batch -------------------------------------------------------------------
-
-
-def build_batch(
-    h: B.BatchHeader, attributes: int, base_timestamp: int, max_timestamp: int, count: int, body: bytes
-) -> bytes:
-    """A v2 batch with ``h``'s offsets, producer fields and leader epoch around ``body`` (the
-    uncompressed records, compressed here with the codec in ``attributes``)."""
-    codec = attributes & B.COMPRESSION_MASK
-    payload = codecs.compress(codec, body) if codec else body
-    header = bytearray(
-        _HEADER.pack(
-            h.base_offset,
-            B.HEADER_SIZE - B.LOG_OVERHEAD + len(payload),
-            h.partition_leader_epoch,
-            2,
-            0,
-            attributes,
-            h.last_offset_delta,
-            base_timestamp,
-            max_timestamp,
-            h.producer_id,
-            h.producer_epoch,
-            h.base_sequence,
-            count,
-        )
-    )
-    crc = crc32c.crc32c(payload, crc32c.crc32c(memoryview(header)[B.ATTRIBUTES_OFFSET :]))
-    _UINT32.pack_into(header, B.CRC_OFFSET, crc)
-    return bytes(header) + payload
 
 
 def rebase_record(data: bytes, start: int, end: int, ts_delta: int) -> bytes:

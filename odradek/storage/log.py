@@ -63,11 +63,12 @@ import crc32c
 from ..protocol import batch as B
 from ..protocol import errors
 from ._faults import fault_point
-from ._record_scan import decompressed_batch_limit, iter_record_timestamps, null_key_indices
+from ._record_scan import end_txn_marker
 from .checkpoint import fsync_dir
 from .file_records import FileRecords, FileSlice
 from .leader_epoch_cache import LeaderEpochFileCache
 from .log_config import LONG_MAX, LogConfig
+from .log_validator import LogValidator
 from .producer_state import DEFAULT_PRODUCER_ID_EXPIRATION_MS, ProducerStateManager
 from .segment import (
     CLEANED_SUFFIX,
@@ -228,21 +229,8 @@ class Log:
         if config.compact and config.max_compaction_lag_ms > 0:
             # KIP-354: roll in time for the cleaner to honour max.compaction.lag.ms.
             self._segment_ms = min(config.segment_ms, config.max_compaction_lag_ms)
-        self._compact = config.compact
-        self._max_message_bytes = config.max_message_bytes
-        self._decompressed_limit = decompressed_batch_limit(config.max_message_bytes)
-        self._timestamp_type = config.timestamp_type
-        self._codec = config.compression_codec
-        self._ts_before = config.timestamp_before_max_ms
-        self._ts_after = config.timestamp_after_max_ms
-        # Whether a batch may be written as it came, after the checks alone: no key check
-        # (compaction), no broker timestamp, no timestamp bounds. See _append_plain_batch.
-        self._plain_appends = (
-            not config.compact
-            and config.timestamp_type != B.LOG_APPEND_TIME
-            and self._ts_before == LONG_MAX
-            and self._ts_after == LONG_MAX
-        )
+        self._validator = LogValidator(config, f"{self.topic}-{self.partition}")
+        self._plain_appends = self._validator.plain
         self._flush_messages = config.flush_messages
         self._flush_ms = config.flush_ms
 
@@ -450,7 +438,7 @@ class Log:
                     if header is None or header.base_offset + header.last_offset_delta < start:
                         continue
                     if header.is_control and header.producer_id >= 0:
-                        marker = _marker_of(seg.log.pread(pos, header.size))
+                        marker = end_txn_marker(seg.log.pread(pos, header.size))
                         if marker is not None:
                             self._complete_txn(
                                 header.producer_id,
@@ -579,160 +567,43 @@ class Log:
 
         ``origin``: ``"client"`` (Produce: sequences checked, control batches refused) or
         ``"coordinator"`` (group/transaction coordinators: control batches allowed, only
-        producer epochs checked), as Kafka's AppendOrigin.
+        producer epochs checked), as Kafka's AppendOrigin. The other keyword arguments
+        override the topic's config for this call.
         """
         if now_ms is None:
             now_ms = _now_ms()
-        if (
-            self._plain_appends
-            and origin == "client"
-            and timestamp_type is None
-            and max_message_bytes is None
-            and compression_type is None
-        ):
+        validator = self._validator
+        if timestamp_type is not None or max_message_bytes is not None or compression_type is not None:
+            validator = LogValidator(
+                self.config,
+                validator.name,
+                timestamp_type=timestamp_type,
+                max_message_bytes=max_message_bytes,
+                compression_type=compression_type,
+            )
+        elif self._plain_appends and origin == "client":
             info = self._append_plain_batch(buf, leader_epoch, now_ms)
             if info is not None:
                 return info
         from_client = origin == "client"
-        if timestamp_type is None:
-            timestamp_type = self._timestamp_type
-        elif isinstance(timestamp_type, str):
-            timestamp_type = B.LOG_APPEND_TIME if timestamp_type == "LogAppendTime" else B.CREATE_TIME
-        if max_message_bytes is None:
-            max_message_bytes = self._max_message_bytes
-        codec = self._codec if compression_type is None else _codec_of(compression_type)
-        log_append_time = timestamp_type == B.LOG_APPEND_TIME
-        min_ts = now_ms - self._ts_before if self._ts_before < now_ms else -(1 << 63)
-        max_ts_allowed = now_ms + self._ts_after if self._ts_after < LONG_MAX - now_ms else LONG_MAX
-        check_ts = not log_append_time and (self._ts_before != LONG_MAX or self._ts_after != LONG_MAX)
-
-        mv = memoryview(buf)
-        total_len = len(mv)
+        v = validator.validate(buf, self._leo, leader_epoch, now_ms, from_client=from_client)
         psm = self.producer_state
-        producers = psm.producers
-        pending = None
-        idempotent = []
-        parts = []
-        infos = []
-        next_offset = self._leo
-        first_offset = next_offset
-        records = 0
-        end = 0
-        max_ts = _NO_TS
-        offset_of_max = -1
-        for pos, h in B.iter_headers(buf):
-            if h is None:
-                raise errors.UnsupportedForMessageFormatError(
-                    f"Magic {buf[pos + B.MAGIC_OFFSET]} batches are not accepted; send v2 record batches"
+        if v.producer_batches:
+            duplicate = self._check_producers(v.producer_batches, from_client)
+            if duplicate is not None:
+                return LogAppendInfo(
+                    duplicate.first_offset,
+                    duplicate.last_offset,
+                    duplicate.timestamp if v.log_append_time >= 0 else -1,
+                    self._log_start,
+                    duplicate.offset_delta + 1,
+                    True,
+                    duplicate.timestamp,
+                    duplicate.last_offset,
                 )
-            size = h.batch_length + 12
-            end = pos + size
-            if size > max_message_bytes:
-                raise errors.MessageTooLargeError(
-                    f"Batch of {size} bytes exceeds max.message.bytes {max_message_bytes}"
-                )
-            if _crc(mv[pos + _ATTR : end]) != h.crc:
-                raise errors.CorruptMessageError(f"Batch at position {pos} failed its CRC-32C check")
-            count = h.record_count
-            delta = h.last_offset_delta
-            if count <= 0 or delta != count - 1:
-                raise errors.InvalidRecordError(
-                    f"Batch record count {count} does not match its last offset delta {delta}"
-                )
-            attributes = h.attributes
-            if attributes & _CONTROL and from_client:
-                raise errors.InvalidRecordError("Clients are not allowed to write control records")
-            if self._compact and not attributes & _CONTROL:
-                keyless = null_key_indices(mv, pos, h, self._decompressed_limit)
-                if keyless:
-                    # Kafka's LogValidator.validateKey: INVALID_RECORD, naming each record (KIP-467).
-                    why = (
-                        "Compacted topic cannot accept message without key in topic partition "
-                        f"{self.topic}-{self.partition}"
-                    )
-                    raise _rejected(errors.InvalidRecordError, count, [(i, why) for i in keyless])
-            batch_max_ts = h.max_timestamp
-            if check_ts and any(
-                ts != _NO_TS and not min_ts <= ts <= max_ts_allowed for ts in (h.base_timestamp, batch_max_ts)
-            ):
-                # The batch's first or latest timestamp is out of bounds: name every record that
-                # is (decoding records only on this error path).
-                allowed = f"the allowed range [{min_ts}, {max_ts_allowed}]"
-                bad = [
-                    (i, f"Timestamp {t} of record {i} is out of {allowed}")
-                    for i, (_, t) in enumerate(iter_record_timestamps(mv, pos, h, self._decompressed_limit))
-                    if t != _NO_TS and not min_ts <= t <= max_ts_allowed
-                ]
-                if bad:
-                    raise _rejected(errors.InvalidTimestampError, count, bad)
-                raise errors.InvalidTimestampError(
-                    f"Timestamp of the batch at position {pos} is out of {allowed}"
-                )
-            pid = h.producer_id
-            if pid < 0 and attributes & B.TRANSACTIONAL_BIT:
-                raise errors.InvalidRecordError("A transactional batch needs a producer id")
-            if pid >= 0:
-                if h.base_sequence < 0 and from_client:
-                    raise errors.InvalidRecordError(
-                        f"Invalid sequence number {h.base_sequence} for producer {pid}"
-                    )
-                if from_client:
-                    if pending is None:
-                        pending = {}
-                    duplicate = psm.check(pid, h.producer_epoch, h.base_sequence, h.last_sequence, pending)
-                    if duplicate is not None:
-                        return LogAppendInfo(
-                            duplicate.first_offset,
-                            duplicate.last_offset,
-                            duplicate.timestamp if log_append_time else -1,
-                            self._log_start,
-                            duplicate.offset_delta + 1,
-                            True,
-                            duplicate.timestamp,
-                            duplicate.last_offset,
-                        )
-                elif attributes & _CONTROL:
-                    marker = _marker_of(mv[pos:end])
-                    if marker is None:
-                        raise errors.InvalidRecordError("A control batch must hold one transaction marker")
-                    psm.check_marker(pid, h.producer_epoch, marker[1])
-                elif pid in producers and h.producer_epoch < producers[pid].epoch:
-                    raise errors.InvalidProducerEpochError(
-                        f"Stale epoch {h.producer_epoch} for producer {pid}"
-                    )
-                idempotent.append((h, next_offset, marker if attributes & _CONTROL else None))
-            base = next_offset
-            last = base + delta
-            batch_codec = attributes & 7
-            if (codec is not None and codec != batch_codec) or log_append_time:
-                data = bytearray(mv[pos:end])
-                if codec is not None and codec != batch_codec:
-                    data = bytearray(_recompress(data, codec, self.config))
-                    size = len(data)
-                if log_append_time:
-                    B.set_log_append_time(data, 0, now_ms)
-                    batch_max_ts = now_ms
-                _PREFIX.pack_into(data, 0, base, size - 12, leader_epoch)
-                parts.append(data)
-            else:
-                parts.append(_pack_prefix(base, h.batch_length, leader_epoch))
-                parts.append(mv[pos + 16 : end])
-            infos.append((size, last, batch_max_ts))
-            if batch_max_ts > max_ts:
-                max_ts = batch_max_ts
-                offset_of_max = last
-            records += count
-            next_offset = last + 1
-        if end != total_len or not infos:
-            raise errors.CorruptMessageError(
-                f"Records for {self.topic}-{self.partition} are truncated or malformed at byte {end} of {total_len}"
-            )
-        total = 0
-        for info in infos:
-            total += info[0]
-        last_offset = next_offset - 1
-        self._write(parts, total, infos, first_offset, last_offset, max_ts, now_ms)
-        for h, base, marker in idempotent:
+        first_offset = v.first_offset
+        self._write(v.parts, v.total, v.infos, first_offset, v.last_offset, v.max_timestamp, now_ms)
+        for h, base, marker in v.producer_batches:
             if marker is not None:
                 self._complete_txn(h.producer_id, h.producer_epoch, base, marker, h.max_timestamp)
                 continue
@@ -743,54 +614,61 @@ class Log:
                 h.last_sequence,
                 base + delta,
                 delta,
-                now_ms if log_append_time else h.max_timestamp,
+                now_ms if v.log_append_time >= 0 else h.max_timestamp,
                 base,
                 h.is_transactional,
             )
         if leader_epoch >= 0 and leader_epoch != self.leader_epoch_cache.latest_epoch:
             self.assign_epoch(leader_epoch, first_offset)
-        self._after_append(records, next_offset)
+        self._after_append(v.record_count, v.last_offset + 1)
         return LogAppendInfo(
             first_offset,
-            last_offset,
-            now_ms if log_append_time else -1,
+            v.last_offset,
+            v.log_append_time,
             self._log_start,
-            records,
+            v.record_count,
             False,
-            max_ts,
-            offset_of_max,
-            total,
-            len(infos),
+            v.max_timestamp,
+            v.offset_of_max_timestamp,
+            v.total,
+            len(v.infos),
         )
+
+    def _check_producers(self, batches, from_client: bool):
+        """The producer-state checks of the batches that carry a producer id, in order (Kafka's
+        analyzeAndValidateProducerState): a client's sequences (returns the original batch's
+        entry for a duplicate), a coordinator's marker and producer epochs. Raises for a
+        batch the producer state refuses; changes nothing."""
+        psm = self.producer_state
+        if from_client:
+            pending: dict = {}
+            for h, _base, _marker in batches:
+                duplicate = psm.check(h.producer_id, h.producer_epoch, h.base_sequence, h.last_sequence, pending)
+                if duplicate is not None:
+                    return duplicate
+            return None
+        producers = psm.producers
+        for h, _base, marker in batches:
+            pid = h.producer_id
+            if marker is not None:
+                psm.check_marker(pid, h.producer_epoch, marker[1])
+            elif pid in producers and h.producer_epoch < producers[pid].epoch:
+                raise errors.InvalidProducerEpochError(f"Stale epoch {h.producer_epoch} for producer {pid}")
+        return None
 
     def _append_plain_batch(self, buf, leader_epoch: int, now_ms: int) -> LogAppendInfo | None:
         """The usual append, shortened: ``buf`` is a single valid v2 batch without producer id,
-        transactional or control bit, in the topic's codec. Returns None, having changed
-        nothing, for anything else, valid or not: the general path then appends it, or
-        raises the error that explains it."""
-        if len(buf) < B.HEADER_SIZE:
+        transactional or control bit, in the topic's codec (``LogValidator.plain_batch``).
+        Returns None, having changed nothing, for anything else, valid or not: the general
+        path then appends it, or raises the error that explains it."""
+        plain = self._validator.plain_batch(buf)
+        if plain is None:
             return None
-        _, batch_length, _, magic, crc, attributes, delta, _, max_ts, pid, _, _, count = B.header_fields(buf)
+        batch_length, delta, max_ts, count = plain
         size = batch_length + 12
-        if (
-            size != len(buf)
-            or magic != 2
-            or pid >= 0
-            or attributes & (_CONTROL | B.TRANSACTIONAL_BIT)
-            or count <= 0
-            or delta != count - 1
-            or size > self._max_message_bytes
-            or (self._codec is not None and self._codec != attributes & 7)
-        ):
-            return None
-        mv = memoryview(buf)
-        if _crc(mv[_ATTR:]) != crc:
-            return None
-        if max_ts < _NO_TS:  # a negative timestamp counts as none, as in the general path
-            max_ts = _NO_TS
         base = self._leo
         last = base + delta
-        parts = [_pack_prefix(base, batch_length, leader_epoch), mv[16:]]
+        parts = [_pack_prefix(base, batch_length, leader_epoch), memoryview(buf)[16:]]
         self._write(parts, size, ((size, last, max_ts),), base, last, max_ts, now_ms)
         if leader_epoch >= 0 and leader_epoch != self.leader_epoch_cache.latest_epoch:
             self.assign_epoch(leader_epoch, base)
@@ -849,7 +727,7 @@ class Log:
         cache = self.leader_epoch_cache
         for h, pos in headers:
             if h.is_control:
-                marker = _marker_of(mv[pos : pos + h.size])
+                marker = end_txn_marker(mv[pos : pos + h.size])
                 if marker is not None:
                     self._complete_txn(
                         h.producer_id, h.producer_epoch, h.base_offset, marker, h.max_timestamp
@@ -1028,7 +906,7 @@ class Log:
         start = self._log_start
         for seg in self._segments:
             if seg.max_timestamp_so_far >= timestamp and seg.size:
-                found = seg.find_offset_by_timestamp(timestamp, start, limit=self._decompressed_limit)
+                found = seg.find_offset_by_timestamp(timestamp, start, limit=self._validator.decompressed_limit)
                 if found is not None:
                     return found
         return None
@@ -1042,7 +920,7 @@ class Log:
                 best, best_ts = seg, seg.max_timestamp_so_far
         if best is None:
             return None
-        return best.find_max_timestamp_record(limit=self._decompressed_limit)
+        return best.find_max_timestamp_record(limit=self._validator.decompressed_limit)
 
     # ---- truncation and deletion --------------------------------------------------------------
 
@@ -1394,48 +1272,6 @@ class Log:
             f"Log({self.dir!r}, start={self._log_start}, leo={self._leo}, hw={self._hw}, "
             f"segments={len(self._segments)})"
         )
-
-
-def _rejected(error: type[errors.KafkaError], count: int, record_errors: list[tuple[int, str | None]]):
-    """The error that rejects a whole batch for some of its records: ``record_errors`` lists
-    (index in the batch, why) so the producer can tell the bad records from the rest (KIP-467)."""
-    shown = "; ".join(f"record {i}: {why}" for i, why in record_errors[:3] if why)
-    more = f" (and {len(record_errors) - 3} more)" if len(record_errors) > 3 else ""
-    return error(
-        f"{len(record_errors)} of the batch's {count} records were rejected, so none was written: {shown}{more}",
-        record_errors=record_errors,
-    )
-
-
-def _marker_of(batch) -> tuple[int, int] | None:
-    """``(control type, coordinator epoch)`` of a control batch holding a transaction marker."""
-    from ..protocol import records  # control batches are rare: decode them the simple way
-
-    try:
-        marker = records.decode_batch(bytes(batch), 0, check_crc=False).end_txn_marker()
-    except (errors.KafkaError, ValueError, IndexError):
-        return None
-    return None if marker is None else (marker.control_type, marker.coordinator_epoch)
-
-
-def _codec_of(compression_type: str) -> int | None:
-    from .log_config import COMPRESSION_CODECS
-
-    return COMPRESSION_CODECS.get(compression_type)
-
-
-def _recompress(batch_bytes: bytearray, codec: int, config: LogConfig) -> bytes:
-    from ..protocol import records  # lazy: only topics that force a codec need it
-
-    # Only a level the topic changed from Kafka's default is passed on; else the codec's default.
-    level, default = {
-        1: (config.compression_gzip_level, -1),
-        3: (config.compression_lz4_level, 9),
-        4: (config.compression_zstd_level, 3),
-    }.get(codec, (None, None))
-    if level == default:
-        level = None
-    return records.recompress_batch(batch_bytes, codec, compression_level=level)
 
 
 def _unlink(path: str) -> None:

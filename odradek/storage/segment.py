@@ -89,8 +89,12 @@ def batch_max_timestamp(buf, rel: int) -> int:
     return -1
 
 
-def validate_batch(buf, rel: int, size: int, base_offset: int) -> str | None:
-    """Why the batch at ``buf[rel:rel+size]`` is not a valid stored batch, or None if it is."""
+def stored_batch_problem(buf, rel: int, size: int, base_offset: int) -> str | None:
+    """Why the batch at ``buf[rel:rel+size]``, read from the segment at ``base_offset``, cannot
+    be trusted (recovery cuts the log there; verify-log reports it), or None if it can: size,
+    magic, CRC (CRC-32C for v2, CRC-32 for legacy messages) and offsets the segment's relative
+    offsets can hold. Unlike the produce path's LogValidator it accepts what a log may hold:
+    legacy messages, and batches with gaps or no records left by compaction."""
     magic = buf[rel + B.MAGIC_OFFSET]
     offset = _uq(buf, rel)[0]
     if offset < base_offset:
@@ -513,7 +517,7 @@ class LogSegment:
         index_error = None
         for pos, buf, rel, size in log.batches(0, chunk_size=_RECOVER_CHUNK, full=validate):
             if validate:
-                reason = validate_batch(buf, rel, size, base)
+                reason = stored_batch_problem(buf, rel, size, base)
                 if reason is None and _uq(buf, rel)[0] <= prev_last:
                     reason = f"batch offset {_uq(buf, rel)[0]} is not above the previous batch's {prev_last}"
                 if reason is not None:
