@@ -5,10 +5,10 @@ ListOffsets by timestamp, recompression and the cleaner.
 Two ways in, both bounded by a ``limit`` on the decompressed size of one batch (past it,
 ``compression.DecompressedTooLargeError``, Kafka's MESSAGE_TOO_LARGE):
 
-* :func:`iter_record_heads` streams each record's ``(offset_delta, timestamp_delta,
-  key_is_null)`` out of the decompressing payload, skipping keys, values and headers, so it
-  holds one decompressed piece (``compression.CHUNK_BYTES``) however far the batch
-  expands; :func:`null_key_indices` and :func:`iter_record_timestamps` are built on it;
+* :func:`iter_record_heads` streams each record's offset delta, timestamp delta and
+  whether its key is null out of the decompressing payload, skipping keys, values and
+  headers, so it holds one decompressed piece (``compression.CHUNK_BYTES``) however far the
+  batch expands; :func:`null_key_indices` and :func:`iter_record_timestamps` are built on it;
 * :func:`batch_records_buffer` gives the whole decompressed records section, for callers
   that copy records out (the cleaner, recompression), with
   :func:`odradek.protocol.records.scan_records` to find them; :func:`build_batch` wraps
@@ -28,7 +28,7 @@ segment's timestamp search and the cleaner (its thread or worker process).
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 import crc32c
 
@@ -70,28 +70,25 @@ def batch_records_buffer(buf, rel: int, header: B.BatchHeader, limit: int) -> tu
     return buf, start, end
 
 
-def iter_record_heads(buf, rel: int, header: B.BatchHeader, limit: int) -> Iterator[tuple[int, int, bool]]:
-    """``(offset_delta, timestamp_delta, key_is_null)`` of each record of the batch at
-    ``buf[rel:]``. InvalidRecordError if the records do not fill the section exactly."""
+def iter_record_heads(buf, rel: int, header: B.BatchHeader, limit: int) -> Iterable[tuple]:
+    """Each record of the batch at ``buf[rel:]`` as a tuple starting ``(offset_delta,
+    timestamp_delta, key)``, ``key`` None for a null key (and not necessarily the key's bytes
+    otherwise). InvalidRecordError if the records do not fill the section exactly."""
     count = header.record_count
     codec = header.attributes & B.COMPRESSION_MASK
     if not codec:
         data, start, end = batch_records_buffer(buf, rel, header, limit)
-        for r in scan_records(data, start, end, count):
-            yield r[0], r[1], r[2] is None
-        return
+        return scan_records(data, start, end, count)
     payload = memoryview(buf)[rel + B.HEADER_SIZE : rel + header.size]
     pieces = codecs.iter_decompressed(codec, payload, max_size=limit)
     first = next(pieces, b"")
     second = next(pieces, None)
-    if second is None:  # the usual case: everything in one piece, scanned at C-ish speed
-        for r in scan_records(first, 0, len(first), count):
-            yield r[0], r[1], r[2] is None
-        return
-    yield from _stream_heads(first + second, pieces, count)
+    if second is None:  # the usual case: everything in one piece
+        return scan_records(first, 0, len(first), count)
+    return _stream_heads(first + second, pieces, count)
 
 
-def _stream_heads(data: bytes, pieces: Iterator[bytes], count: int) -> Iterator[tuple[int, int, bool]]:
+def _stream_heads(data: bytes, pieces: Iterator[bytes], count: int) -> Iterator[tuple]:
     """Record heads from a stream of pieces; holds the current piece plus one record head."""
     pos = 0
     try:
@@ -108,7 +105,7 @@ def _stream_heads(data: bytes, pieces: Iterator[bytes], count: int) -> Iterator[
             key_length, p = decode_varint(data, p)
             if p > record_end or key_length > record_end - p:
                 raise errors.InvalidRecordError(f"invalid record size {length}: its key runs past it")
-            yield offset_delta, ts_delta, key_length < 0
+            yield offset_delta, ts_delta, None if key_length < 0 else b""
             # Skip the rest of the record, reading on as far as it goes.
             while record_end > len(data):
                 record_end -= len(data)
@@ -138,7 +135,7 @@ def _take(pieces: Iterator[bytes], n: int) -> Iterator[bytes]:
 
 def null_key_indices(buf, rel: int, header: B.BatchHeader, limit: int) -> list[int]:
     """The indexes, within the v2 batch at ``buf[rel:]``, of its records with a null key."""
-    return [i for i, head in enumerate(iter_record_heads(buf, rel, header, limit)) if head[2]]
+    return [i for i, head in enumerate(iter_record_heads(buf, rel, header, limit)) if head[2] is None]
 
 
 def iter_record_timestamps(buf, rel: int, header: B.BatchHeader, limit: int) -> Iterator[tuple[int, int]]:
@@ -151,8 +148,8 @@ def iter_record_timestamps(buf, rel: int, header: B.BatchHeader, limit: int) -> 
             yield base + i, ts
         return
     base_ts = header.base_timestamp
-    for offset_delta, ts_delta, _ in iter_record_heads(buf, rel, header, limit):
-        yield base + offset_delta, base_ts + ts_delta
+    for head in iter_record_heads(buf, rel, header, limit):
+        yield base + head[0], base_ts + head[1]
 
 
 def build_batch(

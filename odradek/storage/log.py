@@ -231,6 +231,7 @@ class Log:
             self._segment_ms = min(config.segment_ms, config.max_compaction_lag_ms)
         self._validator = LogValidator(config, f"{self.topic}-{self.partition}")
         self._plain_appends = self._validator.plain
+        self._plain_batch = self._validator.plain_batch
         self._flush_messages = config.flush_messages
         self._flush_ms = config.flush_ms
 
@@ -661,14 +662,11 @@ class Log:
         transactional or control bit, in the topic's codec (``LogValidator.plain_batch``).
         Returns None, having changed nothing, for anything else, valid or not: the general
         path then appends it, or raises the error that explains it."""
-        plain = self._validator.plain_batch(buf)
+        base = self._leo
+        plain = self._plain_batch(buf, base, leader_epoch)
         if plain is None:
             return None
-        batch_length, delta, max_ts, count = plain
-        size = batch_length + 12
-        base = self._leo
-        last = base + delta
-        parts = [_pack_prefix(base, batch_length, leader_epoch), memoryview(buf)[16:]]
+        parts, size, last, max_ts, count = plain
         self._write(parts, size, ((size, last, max_ts),), base, last, max_ts, now_ms)
         if leader_epoch >= 0 and leader_epoch != self.leader_epoch_cache.latest_epoch:
             self.assign_epoch(leader_epoch, base)

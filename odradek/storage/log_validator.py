@@ -79,6 +79,7 @@ _CONTROL = B.CONTROL_BIT
 _NOT_PLAIN = B.CONTROL_BIT | B.TRANSACTIONAL_BIT
 _NO_TS = B.NO_TIMESTAMP
 _header_fields = B.header_fields
+_read_header = B.read_header
 
 _log = logging.getLogger(__name__)
 
@@ -170,28 +171,33 @@ class LogValidator:
 
     # ---- the hot path ---------------------------------------------------------------------
 
-    def plain_batch(self, buf) -> tuple[int, int, int, int] | None:
-        """``(batch_length, last_offset_delta, max_timestamp, record_count)`` if ``buf`` is
-        one valid v2 batch, in the topic's codec, that may be written as it came: no
-        producer id, transactional or control bit (and ``self.plain``, the caller's check).
-        None, having looked at nothing but the header and the CRC, for anything else."""
+    def plain_batch(self, buf, base_offset: int, leader_epoch: int) -> tuple | None:
+        """If ``buf`` is one valid v2 batch, in the topic's codec, that may be written as it
+        came (no producer id, transactional or control bit; and ``self.plain``, the
+        caller's check): ``(parts, size, last_offset, max_timestamp, record_count)``, its
+        offsets assigned from ``base_offset`` as ``validate`` does. None, having looked at
+        nothing but the header and the CRC, for anything else."""
         if len(buf) < B.HEADER_SIZE:
             return None
         _, batch_length, _, magic, crc, attributes, delta, _, max_ts, pid, _, _, count = _header_fields(buf)
+        size = batch_length + 12
+        mv = memoryview(buf)
         if (
-            batch_length + 12 != len(buf)
+            size != len(buf)
             or magic != 2
             or pid >= 0
             or attributes & _NOT_PLAIN
             or count <= 0
             or delta != count - 1
-            or batch_length + 12 > self.max_message_bytes
+            or size > self.max_message_bytes
             or (self.codec is not None and self.codec != attributes & 7)
-            or _crc(memoryview(buf)[_ATTR:]) != crc
+            or _crc(mv[_ATTR:]) != crc
         ):
             return None
-        # A negative timestamp counts as none, as in the general path.
-        return batch_length, delta, max_ts if max_ts >= _NO_TS else _NO_TS, count
+        if max_ts < _NO_TS:  # a negative timestamp counts as none, as in the general path
+            max_ts = _NO_TS
+        parts = [_pack_prefix(base_offset, batch_length, leader_epoch), mv[16:]]
+        return parts, size, base_offset + delta, max_ts, count
 
     # ---- every batch ----------------------------------------------------------------------
 
@@ -221,19 +227,30 @@ class LogValidator:
         pos = 0
         try:
             while pos < total_len:
-                h = self._header(buf, pos, total_len)
-                check_batch_size(buf, pos, h)
-                check_max_message_bytes(h, max_message_bytes)
-                check_batch_crc(buf, pos, h)
-                check_compression_codec(h)
-                check_record_count(h)
-                attributes = h.attributes
-                if from_client:
-                    check_client_batch_fields(h)
-                if h.producer_id < 0 and attributes & B.TRANSACTIONAL_BIT:
-                    raise errors.InvalidRecordError("A transactional batch needs a producer id")
-                size = h.batch_length + 12
-                end = pos + size
+                h = _read_header(buf, pos) if total_len - pos >= B.HEADER_SIZE else None
+                size = end = 0
+                if h is not None:
+                    size = h.batch_length + 12
+                    end = pos + size
+                    attributes = h.attributes
+                    count = h.record_count
+                # The protocol's checks below, fused; when one fails they run one by one
+                # (check_batch) to raise the error that explains it.
+                if (
+                    h is None
+                    or h.magic != 2
+                    or size < B.HEADER_SIZE
+                    or end > total_len
+                    or size > max_message_bytes
+                    or _crc(mv[pos + _ATTR : end]) != h.crc
+                    or attributes & B.COMPRESSION_MASK > codecs.ZSTD
+                    or count <= 0
+                    or h.last_offset_delta != count - 1
+                    or (from_client and (attributes & _CONTROL or (h.producer_id >= 0 and h.base_sequence < 0)))
+                    or (h.producer_id < 0 and attributes & B.TRANSACTIONAL_BIT)
+                ):
+                    self.check_batch(buf, pos, from_client=from_client)
+                    raise errors.CorruptMessageError(f"Batch at position {pos} is malformed")  # not reached
                 marker = None
                 if attributes & _CONTROL:
                     marker = end_txn_marker(mv[pos:end])
@@ -265,7 +282,7 @@ class LogValidator:
                 if batch_max_ts > max_ts:
                     max_ts = batch_max_ts
                     offset_of_max = last
-                records += h.record_count
+                records += count
                 next_offset = last + 1
                 pos = end
         except codecs.DecompressedTooLargeError as e:
@@ -288,6 +305,22 @@ class LogValidator:
             now_ms if log_append_time else -1,
             producer_batches,
         )
+
+    def check_batch(self, buf, pos: int = 0, *, from_client: bool = True) -> B.BatchHeader:
+        """The checks of the v2 batch at ``buf[pos:]`` one by one, in Kafka's order; raises the
+        error of the first that fails, else returns the header. (``validate`` runs them fused.)"""
+        total_len = len(buf)
+        h = self._header(buf, pos, total_len)
+        check_batch_size(buf, pos, h)
+        check_max_message_bytes(h, self.max_message_bytes)
+        check_batch_crc(buf, pos, h)
+        check_compression_codec(h)
+        check_record_count(h)
+        if from_client:
+            check_client_batch_fields(h)
+        if h.producer_id < 0 and h.attributes & B.TRANSACTIONAL_BIT:
+            raise errors.InvalidRecordError("A transactional batch needs a producer id")
+        return h
 
     def _header(self, buf, pos: int, total_len: int) -> B.BatchHeader:
         """The v2 header at ``pos``, after the checks that need only its magic."""

@@ -213,7 +213,9 @@ def test_the_decompression_limit_refuses_a_bomb(caplog):
 def test_plain_batches_and_what_is_not_one():
     v = validator()
     assert v.plain
-    assert v.plain_batch(GOOD) == (len(GOOD) - 12, 2, NOW, 3)
+    parts, size, last, max_ts, count = v.plain_batch(GOOD, 10, 7)
+    assert (size, last, max_ts, count) == (len(GOOD), 12, NOW, 3)
+    assert b"".join(bytes(p) for p in parts) == written(validate(GOOD, first_offset=10))
     not_plain = [
         hbatch([NOW], pid=1, epoch=0, seq=0),
         hbatch([NOW], attributes=B.TRANSACTIONAL_BIT),
@@ -224,10 +226,10 @@ def test_plain_batches_and_what_is_not_one():
         hbatch([NOW], magic=1),
         hbatch([1, 2], record_count=1),
     ]
-    assert [v.plain_batch(b) for b in not_plain] == [None] * len(not_plain)
-    assert validator(**{"compression.type": "gzip"}).plain_batch(GOOD) is None
-    assert validator(**{"max.message.bytes": "100"}).plain_batch(GOOD) is None
-    assert validator(**{"compression.type": "gzip"}).plain_batch(kbatch(2, codec=1)) is not None
+    assert [v.plain_batch(b, 0, 7) for b in not_plain] == [None] * len(not_plain)
+    assert validator(**{"compression.type": "gzip"}).plain_batch(GOOD, 0, 7) is None
+    assert validator(**{"max.message.bytes": "100"}).plain_batch(GOOD, 0, 7) is None
+    assert validator(**{"compression.type": "gzip"}).plain_batch(kbatch(2, codec=1), 0, 7) is not None
     for cfg in (
         {"cleanup.policy": "compact"},
         {"message.timestamp.type": "LogAppendTime"},

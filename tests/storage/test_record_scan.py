@@ -18,7 +18,7 @@ T0 = 1_700_000_000_000
 
 
 def heads(data: bytes, limit: int = LIMIT) -> list[tuple[int, int, bool]]:
-    return list(scan.iter_record_heads(data, 0, B.read_header(data), limit))
+    return [(r[0], r[1], r[2] is None) for r in scan.iter_record_heads(data, 0, B.read_header(data), limit)]
 
 
 def expected_heads(data: bytes) -> list[tuple[int, int, bool]]:
