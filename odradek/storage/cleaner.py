@@ -194,7 +194,7 @@ class CleaningPlan:
         log = self.log
         if log is None:
             return False
-        return log._closed or log.dir != self.dir or log.truncations != self.truncations
+        return log.closed or log.dir != self.dir or log.truncations != self.truncations
 
     def to_spec(self) -> dict:
         """The plan as plain data for the worker process (segments by path, never by object)."""

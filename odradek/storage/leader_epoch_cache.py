@@ -53,6 +53,11 @@ class LeaderEpochFileCache:
         for epoch, offset in entries:
             self._assign(epoch, offset)
 
+    def moved_to(self, dir: str) -> None:
+        """The log's directory was renamed to ``dir``: write the checkpoint there from now on."""
+        self.path = os.path.join(dir, LEADER_EPOCH_CHECKPOINT)
+        self._file.path = self.path
+
     # ---- queries ------------------------------------------------------------------------
 
     def entries(self) -> list[tuple[int, int]]:

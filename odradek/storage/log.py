@@ -1,97 +1,64 @@
-"""Log: one partition's log (Kafka's UnifiedLog + LocalLog + LogLoader) in ``<topic>-<partition>/``.
+"""Log: one partition's log in ``<topic>-<partition>/`` (Kafka's UnifiedLog): offsets, appends,
+reads, truncation, retention, producer state and leader epochs, over a LocalLog of segments.
 
 Directory contents (all Kafka's names and formats)::
 
-    00000000000000000000.log / .index / .timeindex     segments (segment.LogSegment)
+    00000000000000000000.log / .index / .timeindex     segments (local_log, segment)
+    00000000000000000000.txnindex                      aborted transactions (txn_index)
     00000000000000000000.snapshot                      producer state (producer_state)
     leader-epoch-checkpoint                            leader epochs (leader_epoch_cache)
-    *.deleted                                          segments awaiting file.delete.delay.ms
-    *.cleaned                                          the cleaner's output being written
-    00000000000000000000.log.swap                      a cleaned segment committed, not yet renamed
+    *.deleted, *.cleaned, *.log.swap                   deletion and compaction in flight
 
 Offsets: ``log_start_offset`` <= ``high_watermark`` <= ``log_end_offset`` (LEO, the next offset
 to assign); ``recovery_point`` is the offset below which everything is fsynced. The broker
 owns the high watermark (``Log`` only clamps it and keeps it <= LEO).
 
-Append (leader): every v2 batch of the request buffer is validated as bytes (size, magic,
-CRC-32C, record count vs offset delta, max.message.bytes, timestamps, producer id/epoch/
-sequence), then offsets are assigned by rewriting the batch's first 16 bytes, and the whole
-append goes out in one ``os.writev`` of [new prefix, untouched rest of batch, ...]: no payload
-copy on the CreateTime path. LogAppendTime and recompression rewrite a copy of the batch.
+Append as leader: ``LogValidator`` checks every v2 batch of the request as bytes and assigns
+offsets in a new 16-byte prefix; the log checks producer state (duplicates, sequences,
+epochs, transaction markers), and the append goes out in one ``os.writev`` of [new prefix,
+untouched rest of batch, ...]: no payload copy on the CreateTime path. The usual request,
+one plain batch, takes a shorter path (``_append_plain_batch``). Append as follower: the
+leader's batches verbatim (replication, and moves between log dirs).
 
-Loading: clean shutdown → segments are trusted (indexes opened lazily, only the active
-segment's tail is scanned). Unclean → every segment from the one holding the recovery point
-is re-validated (torn/corrupt tails truncated, indexes rebuilt). Producer state comes from
-the newest snapshot plus a replay of batch headers after it.
-
-Compaction (``cleaner.py``): the cleaner reads inactive segments' ``.log`` files from a worker
-thread and writes ``<base>.log.cleaned`` (+ indexes); ``replace_segments`` (owner thread) swaps
-the result in: ``.log.cleaned`` → ``.log.swap`` (the commit point), old segments renamed
-``.deleted``, ``.log.swap`` → ``.log``, and the segment list replaced in one assignment, so
-readers see either the old segments or the new one. Loading finishes an interrupted swap:
-``.cleaned`` files are dropped (the old segments are intact), a ``.log.swap`` replaces every
-segment whose base offset lies in [its base offset, its next offset) — at least the one at its
-own base offset, even when it is empty — and is renamed into place (Kafka's rule). Old segments past that range whose records were all cleaned away may
-survive such a crash: they hold only superseded records, above the swap's offsets and below
-the next segment's, so the log stays ordered and complete, and the next pass removes them.
+Opening a log loads it (``log_loader.LogLoader``: swaps finished, recovery after an unclean
+shutdown, producer state rebuilt). Compaction (``cleaner.py``) writes cleaned segments that
+``replace_segments`` swaps in (``local_log``).
 
 Thread rules: one owner (the broker's event loop) calls everything, except ``flush`` /
 ``flush_if_due``, which may run in a worker thread concurrently with appends and reads, and
 the cleaner's reads of inactive segments' files (``seg.log.pread``/``batches``) from its
 thread (the broker's cleaner reads them from a worker process, through descriptors of its
-own). ``_segments``/``_bases`` are never mutated in place, only replaced under ``_lock``,
-so any thread may take a consistent snapshot of them. While ``cleaning`` is set (by the
-cleaner manager, owner thread) no segment file of this log is closed: expired ``.deleted``
-files wait, so an in-process cleaner never reads a closed or reused descriptor. The cleaner
-never mutates the log: ``replace_segments`` runs on the owner thread.
+own). While ``cleaning`` is set (by the cleaner manager, owner thread) no segment file of this
+log is closed: expired ``.deleted`` files wait, so an in-process cleaner never reads a closed
+or reused descriptor. The cleaner never mutates the log: ``replace_segments`` runs on the
+owner thread.
 """
 
 from __future__ import annotations
 
 import bisect
 import errno
+import functools
 import logging
 import os
-import shutil
-import struct
-import threading
 import time
 from typing import NamedTuple
 
-import crc32c
-
 from ..protocol import batch as B
 from ..protocol import errors
-from ._faults import fault_point
 from ._record_scan import end_txn_marker
-from .checkpoint import fsync_dir
-from .file_records import FileRecords, FileSlice
+from .file_records import FileSlice
 from .leader_epoch_cache import LeaderEpochFileCache
+from .local_log import LocalLog, new_segment
+from .log_append_info import LogAppendInfo, UnexpectedAppendOffsetError
 from .log_config import LONG_MAX, LogConfig
+from .log_loader import LogLoader, apply_txn_marker, rebuild_producer_state
 from .log_validator import LogValidator
 from .producer_state import DEFAULT_PRODUCER_ID_EXPIRATION_MS, ProducerStateManager
-from .segment import (
-    CLEANED_SUFFIX,
-    DELETED_SUFFIX,
-    INDEX_SUFFIX,
-    LOG_SUFFIX,
-    SWAP_SUFFIX,
-    TIME_INDEX_SUFFIX,
-    TXN_INDEX_SUFFIX,
-    LogSegment,
-    batch_last_offset,
-    segment_paths,
-)
+from .segment import LogSegment
 from .txn_index import AbortedTxn
-from .txn_index import write_entries as write_txn_entries
 
-_PREFIX = struct.Struct(">qii")  # baseOffset, batchLength, partitionLeaderEpoch
-_pack_prefix = _PREFIX.pack
-_crc = crc32c.crc32c
-_ATTR = B.ATTRIBUTES_OFFSET
-_CONTROL = B.CONTROL_BIT
 _NO_TS = B.NO_TIMESTAMP
-_ABORT = 0  # control record type of an ABORT marker (protocol.records.ABORT)
 
 
 _log = logging.getLogger(__name__)
@@ -101,58 +68,13 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
-class UnexpectedAppendOffsetError(Exception):
-    """A follower append starts below the log end offset."""
-
-
-class LogAppendInfo:
-    """What an append did: offsets assigned (or, for a duplicate, the original ones)."""
-
-    __slots__ = (
-        "first_offset",
-        "last_offset",
-        "log_append_time",
-        "log_start_offset",
-        "record_count",
-        "duplicate",
-        "max_timestamp",
-        "offset_of_max_timestamp",
-        "valid_bytes",
-        "num_batches",
-    )
-
-    def __init__(
-        self,
-        first_offset: int,
-        last_offset: int,
-        log_append_time: int = -1,
-        log_start_offset: int = 0,
-        record_count: int = 0,
-        duplicate: bool = False,
-        max_timestamp: int = -1,
-        offset_of_max_timestamp: int = -1,
-        valid_bytes: int = 0,
-        num_batches: int = 0,
-    ):
-        self.first_offset = first_offset
-        self.last_offset = last_offset
-        self.log_append_time = log_append_time
-        self.log_start_offset = log_start_offset
-        self.record_count = record_count
-        self.duplicate = duplicate
-        self.max_timestamp = max_timestamp
-        self.offset_of_max_timestamp = offset_of_max_timestamp
-        self.valid_bytes = valid_bytes
-        self.num_batches = num_batches
-
-    def __repr__(self) -> str:
-        return (
-            f"LogAppendInfo(first={self.first_offset}, last={self.last_offset}, records={self.record_count}, "
-            f"log_append_time={self.log_append_time}, duplicate={self.duplicate})"
-        )
+__all__ = ["Log", "LogAppendInfo", "LogReadResult", "UnexpectedAppendOffsetError", "parse_topic_partition"]
 
 
 class LogReadResult(NamedTuple):
+    """What a read found: the batches (a slice of one segment's file, or None) and the log's
+    offsets at the time."""
+
     records: FileSlice | None
     log_start_offset: int
     log_end_offset: int
@@ -181,46 +103,55 @@ class Log:
         producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
         on_disk_error=None,
     ):
+        """Open (load) the log in ``dir``, creating the directory if needed. The log manager
+        passes what its checkpoints say: start offset, recovery point, high watermark, and
+        whether the broker shut down cleanly (recovery runs otherwise)."""
         self.dir = os.path.abspath(dir)
         name = os.path.basename(self.dir)
         try:
             self.topic, self.partition = parse_topic_partition(name)
         except ValueError:
             self.topic, self.partition = name, -1
-        self._lock = threading.Lock()
-        self._segments: list[LogSegment] = []
-        self._bases: list[int] = []
-        self._pending_deletes: list[LogSegment] = []
-        self._max_pos_cache: tuple[int, int, int] | None = None
-        self._dir_dirty = False
-        self._roll_flush_offset = -1
         self._unflushed_messages = 0
         self._closed = False
         self.cleaning = False  # set by the cleaner manager (owner thread) while a pass runs
-        self._truncations = 0  # bumped by every truncation: the cleaner's swap checks it
         self.offline_reason: str | None = None  # set once a write to the disk failed
         self._on_disk_error = on_disk_error  # (log, OSError) -> None: the log manager's
-        self.update_config(config or LogConfig())
+        config = config or LogConfig()
         now = _now_ms() if now_ms is None else now_ms
         self._last_flush_ms = now
         if not os.path.isdir(self.dir):
             os.makedirs(self.dir, exist_ok=True)
         self.leader_epoch_cache = LeaderEpochFileCache(self.dir)
         self.producer_state = ProducerStateManager(self.dir, producer_id_expiration_ms)
+        loader = LogLoader(
+            self.dir,
+            functools.partial(new_segment, self.dir, config),
+            self.leader_epoch_cache,
+            self.producer_state,
+            self.disk_error,
+        )
         with self.leader_epoch_cache.deferred_flush(on_error=self.disk_error):
-            self._load(log_start_offset, recovery_point, had_clean_shutdown, now, high_watermark)
+            loaded = loader.load(log_start_offset, recovery_point, had_clean_shutdown, now, high_watermark)
+        self._local = LocalLog(
+            self.dir, config, loaded.segments, loaded.recovery_point, dir_dirty=loaded.new_segment_file
+        )
+        self._leo = loaded.log_end_offset
+        self._log_start = loaded.log_start_offset
+        self.update_config(config)
         hw = self._log_start if high_watermark is None else high_watermark
         self._hw = min(max(hw, self._log_start), self._leo)
-        for seg in self._segments:  # a loaded log holds no descriptor until it is used
+        for seg in loaded.segments:  # a loaded log holds no descriptor until it is used
             seg.release()
         # Writable (preallocated) indexes once the active segment is next used; reading them
         # while loading needed no preallocation.
-        self._segments[-1].resize_indexes(self.config.segment_index_bytes)
+        loaded.segments[-1].resize_indexes(config.segment_index_bytes)
 
     # ---- configuration -------------------------------------------------------------------
 
     def update_config(self, config: LogConfig) -> None:
         self.config = config
+        self._local.update_config(config)
         self._segment_bytes = config.segment_bytes
         # Appends larger than this are refused; -1 once the log dir is offline, so that
         # _write's size check also refuses every write, at no cost to the hot path.
@@ -235,236 +166,11 @@ class Log:
         self._flush_messages = config.flush_messages
         self._flush_ms = config.flush_ms
 
-    def _jitter(self) -> int:
-        cfg = self.config
-        if cfg.segment_jitter_ms <= 0:
-            return 0
-        return int.from_bytes(os.urandom(4), "big") % min(cfg.segment_jitter_ms, cfg.segment_ms)
-
-    def _new_segment(self, base_offset: int, now_ms: int, active: bool = True, create: bool = True) -> LogSegment:
-        cfg = self.config
-        return LogSegment(
-            self.dir,
-            base_offset,
-            index_interval_bytes=cfg.index_interval_bytes,
-            max_index_size=cfg.segment_index_bytes,
-            roll_jitter_ms=self._jitter(),
-            now_ms=now_ms,
-            active=active,
-            create=create,
-        )
-
-    # ---- loading ------------------------------------------------------------------------
-
-    def _load(
-        self, log_start_offset: int, recovery_point: int, clean: bool, now: int, high_watermark: int | None
-    ) -> None:
-        self._complete_swaps()
-        bases = []
-        for name in os.listdir(self.dir):
-            path = os.path.join(self.dir, name)
-            if name.endswith((DELETED_SUFFIX, CLEANED_SUFFIX, SWAP_SUFFIX, ".tmp")):
-                _unlink(path)
-                continue
-            stem, dot, ext = name.partition(".")
-            if not stem.isdigit() or len(stem) != 20:
-                continue
-            ext = "." + ext
-            if ext == LOG_SUFFIX:
-                bases.append(int(stem))
-            elif ext in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
-                if not os.path.exists(os.path.join(self.dir, stem + LOG_SUFFIX)):
-                    _unlink(path)  # orphan index
-        bases.sort()
-        segments = []
-        for base in bases:
-            segments.append(self._new_segment(base, now, active=False, create=False))
-        self._segments = segments
-        self._bases = bases
-        recover_from = len(segments)
-        if not clean and segments:
-            recover_from = max(bisect.bisect_right(bases, recovery_point) - 1, 0)
-            self.leader_epoch_cache.truncate_from_end(segments[recover_from].base_offset)
-        i = 0
-        while i < len(segments):
-            seg = segments[i]
-            if seg.size == 0:
-                seg.empty_index_files()  # nothing to index; stale entries would point past the end
-            elif i >= recover_from or not seg.indexes_exist():
-                truncated = seg.recover(
-                    self._on_recovered_batch, on_cut=self._warn_cut, on_index_error=self.disk_error
-                )
-                if i < len(segments) - 1:
-                    if truncated:
-                        # Everything after a corrupt point is suspect: drop the later segments.
-                        for later in segments[i + 1 :]:
-                            _log.warning(
-                                "Recovery of %s removed segment %s: it follows the cut above "
-                                "(%d bytes, offsets from %d on)",
-                                self.dir,
-                                os.path.basename(later.log.path),
-                                later.size,
-                                later.base_offset,
-                            )
-                            later.delete_files()
-                        del segments[i + 1 :]
-                        del bases[i + 1 :]
-                    else:
-                        seg.on_become_inactive()
-                seg.release(sync=bool(truncated))
-            i += 1
-        if not self._segments:
-            # A log without segments starts at offset 0 with no file until its first write
-            # (creating thousands of partitions then costs one mkdir each); any other start
-            # offset is written down at once in the segment's file name.
-            seg = self._new_segment(log_start_offset, now, create=log_start_offset != 0)
-            self._segments = [seg]
-            self._bases = [log_start_offset]
-            self._dir_dirty = True
-        self._leo = self._compute_leo()
-        self._log_start = max(log_start_offset, self._bases[0])
-        if self._log_start > self._leo:
-            self._log_start = self._leo
-        self._recovery_point = self._leo if clean else min(recovery_point, self._leo)
-        if high_watermark is not None and high_watermark > self._leo:
-            _log.warning(
-                "Recovery of %s ended the log at offset %d, below its checkpointed high watermark %d: "
-                "%d acknowledged records were lost (a crash loses what was not fsynced yet, as in "
-                "Kafka; the topic config flush.messages=1 fsyncs each write before it is acknowledged)",
-                self.dir,
-                self._leo,
-                high_watermark,
-                high_watermark - self._leo,
-            )
-        cache = self.leader_epoch_cache
-        # Epochs starting past the end are gone; one starting at the end stays (it is what
-        # becoming leader writes), so a never-written partition loads without a write.
-        cache.truncate_from_end(self._leo + 1)
-        cache.truncate_from_start(self._log_start)
-        self.producer_state.remove_stray_snapshots(self._bases)
-        self._rebuild_producer_state(now)
-
-    def _warn_cut(self, path: str, position: int, next_offset: int, reason: str, removed: int) -> None:
-        _log.warning(
-            "Recovery of %s cut %s at byte %d: %s; removed %d bytes holding offsets from %d on",
-            self.dir,
-            os.path.basename(path),
-            position,
-            reason,
-            removed,
-            next_offset,
-        )
-
-    def _complete_swaps(self) -> None:
-        """Finish what a crash interrupted in ``replace_segments`` (see the module docstring).
-
-        ``.deleted`` and ``.cleaned`` files go first (the old segments they shadow are intact or
-        already replaced); then each ``<base>.log.swap`` removes the files of every segment whose
-        base offset lies in [base, the swap's next offset) and takes the ``.log`` name. Index
-        files of a swapped segment are missing afterwards and get rebuilt from the log.
-        """
-        names = os.listdir(self.dir)
-        swaps = []
-        committed_txn_indexes = []  # <base>.txnindex.cleaned whose .log.cleaned was renamed: keep
-        listed = set(names)
-        for name in names:
-            path = os.path.join(self.dir, name)
-            if name.endswith(TXN_INDEX_SUFFIX + CLEANED_SUFFIX) and (
-                name[:20] + LOG_SUFFIX + CLEANED_SUFFIX not in listed
-            ):
-                committed_txn_indexes.append(path)
-            elif name.endswith((DELETED_SUFFIX, CLEANED_SUFFIX)):
-                _unlink(path)
-            elif name.endswith(SWAP_SUFFIX):
-                stem = name[: -len(SWAP_SUFFIX)]
-                if stem.endswith(LOG_SUFFIX) and stem[:20].isdigit() and len(stem) == 20 + len(LOG_SUFFIX):
-                    swaps.append(int(stem[:20]))
-                else:
-                    _unlink(path)  # an index .swap: rebuilt from the log instead
-        if not swaps:
-            for path in committed_txn_indexes:
-                os.replace(path, path[: -len(CLEANED_SUFFIX)])
-            return
-        for base in sorted(swaps):
-            swap_path = os.path.join(self.dir, f"{base:020d}{LOG_SUFFIX}{SWAP_SUFFIX}")
-            swap = FileRecords(swap_path)
-            try:
-                end = None
-                for _pos, buf, rel, _size in swap.batches(0, chunk_size=1 << 20):
-                    end = batch_last_offset(buf, rel) + 1
-            finally:
-                swap.close()
-            # An empty swap (everything in the group was cleaned away) still replaces the
-            # segment at its own base offset, so the log keeps its start offset.
-            end = base + 1 if end is None else max(end, base + 1)
-            for name in os.listdir(self.dir):
-                stem, dot, ext = name.partition(".")
-                if dot and len(stem) == 20 and stem.isdigit() and base <= int(stem) < end:
-                    if "." + ext in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
-                        _unlink(os.path.join(self.dir, name))
-            os.replace(swap_path, swap_path[: -len(SWAP_SUFFIX)])
-        for path in committed_txn_indexes:
-            os.replace(path, path[: -len(CLEANED_SUFFIX)])
-        fsync_dir(self.dir)
-
-    def _compute_leo(self) -> int:
-        return self._segments[-1].read_next_offset()
-
-    def _on_recovered_batch(self, header) -> None:
-        epoch = header.partition_leader_epoch
-        if epoch >= 0:
-            latest = self.leader_epoch_cache.latest_epoch
-            if latest is None or epoch > latest:
-                self.leader_epoch_cache.assign(epoch, header.base_offset)
-
-    def _rebuild_producer_state(self, now: int) -> None:
-        """Producer state from the newest snapshot plus a replay of the batches after it. The
-        aborted-transaction indexes of the replayed range are rebuilt on the way (markers
-        are read from the log), so they are as trustworthy as the log itself."""
-        psm = self.producer_state
-        leo = self._leo
-        psm.truncate_and_reload(self._log_start, leo, now)
-        start = psm.map_end_offset
-        if leo > start:
-            i = max(bisect.bisect_right(self._bases, start) - 1, 0)
-            for seg in self._segments[i:]:
-                seg.txn_index.truncate_to(start)
-                position = 0
-                if seg.base_offset < start:
-                    found = seg.translate_offset(start)
-                    if found is None:
-                        continue
-                    position = found[1]
-                for pos, header in seg.batch_headers(position):
-                    if header is None or header.base_offset + header.last_offset_delta < start:
-                        continue
-                    if header.is_control and header.producer_id >= 0:
-                        marker = end_txn_marker(seg.log.pread(pos, header.size))
-                        if marker is not None:
-                            self._complete_txn(
-                                header.producer_id,
-                                header.producer_epoch,
-                                header.base_offset,
-                                marker,
-                                header.max_timestamp,
-                                seg,
-                            )
-                    else:
-                        psm.replay(header)
-        psm.update_map_end_offset(leo)
-
-    def _complete_txn(self, producer_id, epoch, offset, marker, timestamp, segment=None) -> None:
-        """A transaction marker at ``offset``: close the producer's transaction and, for an
-        ABORT, index it in the segment holding the marker (the active one when appending)."""
-        psm = self.producer_state
-        control_type, coordinator_epoch = marker
-        lso = psm.last_stable_offset_after(producer_id, offset)
-        first = psm.complete_txn(producer_id, epoch, offset, coordinator_epoch, timestamp)
-        if first >= 0 and control_type == _ABORT:
-            seg = segment if segment is not None else self._segments[-1]
-            seg.update_txn_index(AbortedTxn(producer_id, first, offset, lso))
-
     # ---- transactions -----------------------------------------------------------------------
+
+    def _complete_txn(self, producer_id, epoch, offset, marker, timestamp) -> None:
+        """A transaction marker just appended at ``offset`` (in the active segment)."""
+        apply_txn_marker(self.producer_state, self._local.segments[-1], producer_id, epoch, offset, marker, timestamp)
 
     @property
     def last_stable_offset(self) -> int:
@@ -480,10 +186,9 @@ class Log:
         and stops at the first index entry written when every transaction that began below
         ``upper_bound`` had ended (see ``txn_index``).
         """
-        segments = self._segments
-        i = max(bisect.bisect_right(self._bases, fetch_offset) - 1, 0)
+        local = self._local
         out: list[AbortedTxn] = []
-        for seg in segments[i:]:
+        for seg in local.segments[local.segment_holding(fetch_offset) :]:
             found, complete = seg.collect_aborted_txns(fetch_offset, upper_bound)
             out.extend(found)
             if complete:
@@ -493,7 +198,7 @@ class Log:
     def fetch_upper_bound(self, first_offset: int, max_offset: int) -> int:
         """An offset past every batch a read starting at ``first_offset`` returned: the next
         segment's base offset (a read never crosses segments), capped at ``max_offset``."""
-        bases = self._bases
+        bases = self._local.bases
         i = bisect.bisect_right(bases, first_offset)
         return min(bases[i], max_offset) if i < len(bases) else max_offset
 
@@ -509,7 +214,7 @@ class Log:
 
     @property
     def recovery_point(self) -> int:
-        return self._recovery_point
+        return self._local.recovery_point
 
     @property
     def high_watermark(self) -> int:
@@ -530,15 +235,19 @@ class Log:
 
     @property
     def segments(self) -> list[LogSegment]:
-        return list(self._segments)
+        return list(self._local.segments)
 
     @property
     def active_segment(self) -> LogSegment:
-        return self._segments[-1]
+        return self._local.segments[-1]
 
     @property
     def size(self) -> int:
-        return sum(seg.size for seg in self._segments)
+        return self._local.size
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
 
     @property
     def latest_epoch(self) -> int | None:
@@ -696,10 +405,8 @@ class Log:
                 count = 1
             else:
                 size = h.batch_length + 12
-                if _crc(mv[pos + _ATTR : pos + size]) != h.crc:
-                    raise errors.CorruptMessageError(
-                        f"Replicated batch at position {pos} failed its CRC check"
-                    )
+                if B.compute_crc(mv, pos, size) != h.crc:
+                    raise errors.CorruptMessageError(f"Replicated batch at position {pos} failed its CRC check")
                 base_offset = h.base_offset
                 last = base_offset + h.last_offset_delta
                 batch_max_ts = h.max_timestamp
@@ -727,9 +434,7 @@ class Log:
             if h.is_control:
                 marker = end_txn_marker(mv[pos : pos + h.size])
                 if marker is not None:
-                    self._complete_txn(
-                        h.producer_id, h.producer_epoch, h.base_offset, marker, h.max_timestamp
-                    )
+                    self._complete_txn(h.producer_id, h.producer_epoch, h.base_offset, marker, h.max_timestamp)
             else:
                 psm.replay(h)
             epoch = h.partition_leader_epoch
@@ -737,16 +442,7 @@ class Log:
                 self.assign_epoch(epoch, h.base_offset)
         self._after_append(records, expected)
         return LogAppendInfo(
-            first_offset,
-            last_offset,
-            -1,
-            self._log_start,
-            records,
-            False,
-            max_ts,
-            offset_of_max,
-            end,
-            len(infos),
+            first_offset, last_offset, -1, self._log_start, records, False, max_ts, offset_of_max, end, len(infos)
         )
 
     def _write(self, parts, total, infos, first_offset, last_offset, max_ts, now_ms) -> None:
@@ -759,7 +455,7 @@ class Log:
                 f"Append of {total} bytes exceeds segment.bytes {self._segment_bytes}"
             )
         try:
-            seg = self._segments[-1]
+            seg = self._local.segments[-1]
             if seg.should_roll(total, max_ts, last_offset, now_ms, self._segment_bytes, self._segment_ms):
                 seg = self.roll(now_ms, first_offset)
             seg.append(parts, total, infos)
@@ -808,28 +504,22 @@ class Log:
     # ---- roll ----------------------------------------------------------------------------
 
     def roll(self, now_ms: int | None = None, expected_next_offset: int | None = None) -> LogSegment:
-        """Close the active segment for appends and start a new one at the log end offset."""
+        """Close the active segment for appends and start a new one at the log end offset
+        (or ``expected_next_offset``, the first offset of the append that needs it)."""
         if now_ms is None:
             now_ms = _now_ms()
         new_offset = self._leo if expected_next_offset is None else max(expected_next_offset, self._leo)
-        active = self._segments[-1]
+        active = self._local.segments[-1]
         if active.base_offset == new_offset and active.size == 0:
             return active
         if new_offset <= active.base_offset:
             raise errors.KafkaStorageErrorError(
                 f"Cannot roll {self.dir} to offset {new_offset}: active segment starts at {active.base_offset}"
             )
-        active.on_become_inactive()
         psm = self.producer_state
         psm.update_map_end_offset(new_offset)
         psm.take_snapshot()
-        seg = self._new_segment(new_offset, now_ms)
-        with self._lock:
-            self._segments = self._segments + [seg]
-            self._bases = self._bases + [new_offset]
-            self._dir_dirty = True
-            self._roll_flush_offset = max(self._roll_flush_offset, new_offset)
-        return seg
+        return self._local.roll(new_offset, now_ms)
 
     # ---- read ------------------------------------------------------------------------------
 
@@ -855,36 +545,8 @@ class Log:
             max_offset = leo
         if fetch_offset >= max_offset:
             return LogReadResult(None, start, leo, self._hw)
-        segments = self._segments
-        bases = self._bases
-        if max_offset == leo:
-            max_index, max_position = len(segments) - 1, segments[-1].size
-        else:
-            max_index, max_position = self._position_of(max_offset, segments, bases)
-        i = bisect.bisect_right(bases, fetch_offset) - 1
-        while i <= max_index:
-            seg = segments[i]
-            slice_ = seg.read(
-                fetch_offset, max_bytes, max_position if i == max_index else None, min_one_message
-            )
-            if slice_ is not None:
-                if slice_.size <= 0:
-                    break
-                return LogReadResult(slice_, start, leo, self._hw)
-            i += 1
-        return LogReadResult(None, start, leo, self._hw)
-
-    def _position_of(self, offset: int, segments, bases) -> tuple[int, int]:
-        """(segment index, byte position) where the batch holding ``offset`` starts."""
-        cache = self._max_pos_cache
-        if cache is not None and cache[0] == offset and cache[1] < len(segments):
-            return cache[1], cache[2]
-        i = bisect.bisect_right(bases, offset) - 1
-        seg = segments[i]
-        found = seg.translate_offset(offset)
-        position = seg.size if found is None else found[1]
-        self._max_pos_cache = (offset, i, position)
-        return i, position
+        records = self._local.read(fetch_offset, max_bytes, max_offset, leo, min_one_message)
+        return LogReadResult(records, start, leo, self._hw)
 
     # ---- timestamps ------------------------------------------------------------------------
 
@@ -902,9 +564,10 @@ class Log:
         if timestamp == -3:
             return self.max_timestamp_and_offset()
         start = self._log_start
-        for seg in self._segments:
+        limit = self._validator.decompressed_limit
+        for seg in self._local.segments:
             if seg.max_timestamp_so_far >= timestamp and seg.size:
-                found = seg.find_offset_by_timestamp(timestamp, start, limit=self._validator.decompressed_limit)
+                found = seg.find_offset_by_timestamp(timestamp, start, limit=limit)
                 if found is not None:
                     return found
         return None
@@ -913,7 +576,7 @@ class Log:
         """(offset, timestamp) of the record with the largest timestamp (ListOffsets -3)."""
         best = None
         best_ts = -1
-        for seg in self._segments:
+        for seg in self._local.segments:
             if seg.size and seg.max_timestamp_so_far > best_ts:
                 best, best_ts = seg, seg.max_timestamp_so_far
         if best is None:
@@ -932,51 +595,25 @@ class Log:
             return False
         if now_ms is None:
             now_ms = _now_ms()
-        self._truncations += 1
-        if offset < self._bases[0]:
+        local = self._local
+        if offset < local.bases[0]:
             self.truncate_fully_and_start_at(offset, now_ms)
             return True
-        i = bisect.bisect_right(self._bases, offset) - 1
-        doomed = self._segments[i + 1 :]
-        with self._lock:
-            self._segments = self._segments[: i + 1]
-            self._bases = self._bases[: i + 1]
-            self._max_pos_cache = None
-        for seg in doomed:
-            self._schedule_delete(seg, now_ms)
-        seg = self._segments[-1]
-        seg.truncate_to(offset, now_ms)
-        seg.resize_indexes(self.config.segment_index_bytes)
-        self._leo = seg.read_next_offset() if seg.size else seg.base_offset
+        self._leo = local.truncate_to(offset, now_ms)
         self._log_start = min(self._log_start, self._leo)
-        with self._lock:
-            self._recovery_point = min(self._recovery_point, self._leo)
         self._hw = min(self._hw, self._leo)
         self.leader_epoch_cache.truncate_from_end(self._leo)
-        self._rebuild_producer_state(now_ms)
+        rebuild_producer_state(self.producer_state, local.segments, self._log_start, self._leo, now_ms)
         return True
 
     def truncate_fully_and_start_at(self, offset: int, now_ms: int | None = None) -> None:
         """Delete every segment and restart the log, empty, at ``offset``."""
         if now_ms is None:
             now_ms = _now_ms()
-        self._truncations += 1
-        doomed = self._segments
-        with self._lock:
-            self._segments = []
-            self._bases = []
-            self._max_pos_cache = None
-        for old in doomed:
-            self._schedule_delete(old, now_ms)
-        seg = self._new_segment(offset, now_ms)
-        with self._lock:
-            self._segments = [seg]
-            self._bases = [offset]
-            self._dir_dirty = True
-            self._leo = offset
-            self._log_start = offset
-            self._recovery_point = offset
-            self._hw = offset
+        self._local.truncate_fully_and_start_at(offset, now_ms)
+        self._leo = offset
+        self._log_start = offset
+        self._hw = offset
         self.leader_epoch_cache.clear()
         self.producer_state.truncate_fully_and_start_at(offset)
 
@@ -1031,8 +668,8 @@ class Log:
         """
         if now_ms is None:
             now_ms = _now_ms()
-        segments = self._segments
-        doomed = []
+        segments = self._local.segments
+        n = 0
         hw = self._hw
         for i, seg in enumerate(segments):
             nxt = segments[i + 1] if i + 1 < len(segments) else None
@@ -1041,115 +678,37 @@ class Log:
                 break
             if hw < upper or not predicate(seg, nxt):
                 break
-            doomed.append(seg)
-        if not doomed:
+            n += 1
+        if not n:
             return 0
-        if len(doomed) == len(segments):
+        if n == len(segments):
             self.roll(now_ms)
-        n = len(doomed)
-        with self._lock:
-            self._segments = self._segments[n:]
-            self._bases = self._bases[n:]
-            self._max_pos_cache = None
-        for seg in doomed:
-            self._schedule_delete(seg, now_ms)
-        new_start = self._bases[0]
+        self._local.delete_oldest(n, now_ms)
+        new_start = self._local.bases[0]
         if new_start > self._log_start:
             self._log_start = new_start
             self.leader_epoch_cache.truncate_from_start(new_start)
-        self.producer_state.delete_snapshots_before(self._bases[0])
+        self.producer_state.delete_snapshots_before(new_start)
         return n
-
-    def _schedule_delete(self, seg: LogSegment, now_ms: int) -> None:
-        try:
-            seg.rename_to_deleted(now_ms)
-        except FileNotFoundError:
-            pass
-        self._pending_deletes.append(seg)
 
     def delete_expired_files(self, now_ms: int | None = None) -> int:
         """Close and unlink segments renamed ``.deleted`` more than file.delete.delay.ms ago."""
-        if not self._pending_deletes or self.cleaning:
+        if not self._local.pending_deletes or self.cleaning:
             return 0  # while the cleaner reads, no descriptor of this log may close
-        if now_ms is None:
-            now_ms = _now_ms()
-        delay = self.config.file_delete_delay_ms
-        keep = []
-        n = 0
-        for seg in self._pending_deletes:
-            if now_ms - seg.deleted_at_ms >= delay:
-                seg.delete_files()
-                n += 1
-            else:
-                keep.append(seg)
-        self._pending_deletes = keep
-        return n
+        return self._local.delete_expired_files(_now_ms() if now_ms is None else now_ms)
 
     # ---- compaction -------------------------------------------------------------------------
 
     @property
     def truncations(self) -> int:
         """How many truncations this log has had (the cleaner's consistency check)."""
-        return self._truncations
+        return self._local.truncations
 
     def replace_segments(self, old: list[LogSegment], truncations: int, now_ms: int | None = None) -> bool:
-        """Swap the cleaner's ``<base>.log.cleaned`` (+ ``.index.cleaned``/``.timeindex.cleaned``),
-        already fsynced, in for the consecutive segments ``old`` (owner thread).
-
-        Refused (False, nothing touched) if the log was closed, moved or truncated since the
-        cleaner took its snapshot (``truncations``), or if ``old`` is no longer a run of the
-        current segments with the sizes they had. The caller then removes its files.
-        """
-        if self._closed or truncations != self._truncations or not old:
-            return False
-        base = old[0].base_offset
-        segments = self._segments
-        i = bisect.bisect_left(self._bases, base)
-        n = len(old)
-        if i + n >= len(segments) or any(segments[i + k] is not seg for k, seg in enumerate(old)):
-            return False  # never the active segment, and every old segment still in place
-        if now_ms is None:
-            now_ms = _now_ms()
-        log_path, index_path, time_index_path = segment_paths(self.dir, base)
-        swap = log_path + SWAP_SUFFIX
-        # The old segments' aborted transactions move to the new segment: written before the
-        # commit point, renamed into place after it (``_complete_swaps`` finishes a crash).
-        txn_path = log_path[: -len(LOG_SUFFIX)] + TXN_INDEX_SUFFIX
-        aborted = [entry for seg in old for entry in seg.txn_index.entries]
-        if aborted:
-            write_txn_entries(txn_path + CLEANED_SUFFIX, aborted)
-        try:
-            os.replace(log_path + CLEANED_SUFFIX, swap)
-        except FileNotFoundError:
-            _unlink(txn_path + CLEANED_SUFFIX)
-            return False
-        fault_point("cleaner-after-swap")
-        for seg in old:
-            self._schedule_delete(seg, now_ms)
-        fault_point("cleaner-after-old-deleted")
-        os.replace(swap, log_path)
-        for path in (index_path, time_index_path):
-            try:
-                os.replace(path + CLEANED_SUFFIX, path)
-            except FileNotFoundError:
-                pass  # rebuilt from the log on first use
-        if aborted:
-            os.replace(txn_path + CLEANED_SUFFIX, txn_path)
-        cfg = self.config
-        new = LogSegment(
-            self.dir,
-            base,
-            index_interval_bytes=cfg.index_interval_bytes,
-            max_index_size=cfg.segment_index_bytes,
-            now_ms=now_ms,
-            active=False,
-        )
-        with self._lock:
-            self._segments = segments[:i] + [new] + segments[i + n :]
-            self._bases = self._bases[:i] + [base] + self._bases[i + n :]
-            self._max_pos_cache = None
-            self._dir_dirty = True
-        return True
+        """Swap the cleaner's cleaned files in for the consecutive segments ``old`` (owner
+        thread; see ``LocalLog.replace_segments``). False, nothing touched, if the log changed
+        since the cleaner took its snapshot."""
+        return self._local.replace_segments(old, truncations, _now_ms() if now_ms is None else now_ms)
 
     # ---- flush ------------------------------------------------------------------------------
 
@@ -1160,32 +719,11 @@ class Log:
         """
         leo = self._leo
         target = leo if up_to_offset is None else min(up_to_offset, leo)
-        with self._lock:
-            rp = self._recovery_point
-            segments = self._segments
-            bases = self._bases
-            dir_dirty = self._dir_dirty
-            self._dir_dirty = False
-        if target <= rp and not dir_dirty:
+        if not self._local.flush(target, leo, self.producer_state.fsync_snapshots):
             return
-        first = max(bisect.bisect_right(bases, rp) - 1, 0)
-        for seg in segments[first:]:
-            if seg.base_offset >= target and seg.base_offset > rp:
-                break
-            try:
-                seg.flush()
-            except (OSError, ValueError):
-                if not seg.log.closed:
-                    raise
-        self.producer_state.fsync_snapshots()
-        if dir_dirty:
-            fsync_dir(self.dir)
-        with self._lock:
-            if target > self._recovery_point:
-                self._recovery_point = min(target, self._leo)
-            if target >= leo:
-                self._unflushed_messages = 0
-            self._last_flush_ms = _now_ms()
+        if target >= leo:
+            self._unflushed_messages = 0
+        self._last_flush_ms = _now_ms()
 
     def flush_if_due(self, now_ms: int | None = None) -> bool:
         """Flush what a roll left behind, and everything if ``flush.ms`` has passed. For the
@@ -1194,13 +732,14 @@ class Log:
         if now_ms is None:
             now_ms = _now_ms()
         flushed = False
-        roll_offset = self._roll_flush_offset
-        if roll_offset > self._recovery_point:
+        local = self._local
+        roll_offset = local.roll_flush_offset
+        if roll_offset > local.recovery_point:
             self.flush(roll_offset)
             flushed = True
         if (
             self._flush_ms != LONG_MAX
-            and self._leo > self._recovery_point
+            and self._leo > local.recovery_point
             and now_ms - self._last_flush_ms >= self._flush_ms
         ):
             self.flush()
@@ -1210,10 +749,6 @@ class Log:
     def remove_expired_producers(self, now_ms: int | None = None) -> None:
         """Forget producers idle for ``producer.id.expiration.ms`` (periodic, owner thread)."""
         self.producer_state.remove_expired_producers(_now_ms() if now_ms is None else now_ms)
-
-    @property
-    def unflushed_messages(self) -> int:
-        return self._unflushed_messages
 
     # ---- lifecycle -----------------------------------------------------------------------------
 
@@ -1229,53 +764,22 @@ class Log:
                 psm.take_snapshot(sync=True)
             except OSError as e:
                 self.disk_error(e)  # the next load replays the log from an older snapshot
-        for seg in self._segments:
-            try:
-                seg.close()
-            except OSError as e:
-                self.disk_error(e)
-        for seg in self._pending_deletes:
-            seg.delete_files()
-        self._pending_deletes = []
+        self._local.close(self.disk_error)
 
     def delete(self) -> None:
         """Close every file and remove the whole directory."""
         self._closed = True
-        for seg in self._segments + self._pending_deletes:
-            try:
-                seg.delete_files()
-            except OSError:
-                pass
-        self._segments = []
-        self._pending_deletes = []
-        shutil.rmtree(self.dir, ignore_errors=True)
+        self._local.delete()
 
     def rename_dir(self, new_dir: str) -> None:
         """Move the partition directory (e.g. to ``*-delete``); files stay open."""
-        os.replace(self.dir, new_dir)
-        old = self.dir
+        self._local.rename_dir(new_dir)
         self.dir = new_dir
-        for seg in self._segments + self._pending_deletes:
-            seg.dir = new_dir
-            seg.log.path = seg.log.path.replace(old, new_dir, 1)
-            for index in (seg._oi, seg._ti, seg._txn):
-                if index is not None:
-                    index.path = index.path.replace(old, new_dir, 1)
         self.producer_state.dir = new_dir
-        self.leader_epoch_cache.path = os.path.join(new_dir, os.path.basename(self.leader_epoch_cache.path))
-        self.leader_epoch_cache._file.path = self.leader_epoch_cache.path
+        self.leader_epoch_cache.moved_to(new_dir)
 
     def __repr__(self) -> str:
         return (
             f"Log({self.dir!r}, start={self._log_start}, leo={self._leo}, hw={self._hw}, "
-            f"segments={len(self._segments)})"
+            f"segments={len(self._local.segments)})"
         )
-
-
-def _unlink(path: str) -> None:
-    try:
-        os.unlink(path)
-    except FileNotFoundError:
-        pass
-    except IsADirectoryError:
-        shutil.rmtree(path, ignore_errors=True)

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import struct
 import zlib
 
@@ -70,6 +71,16 @@ def filename_prefix(offset: int) -> str:
 def segment_paths(dir: str, base_offset: int, suffix: str = "") -> tuple[str, str, str]:
     prefix = os.path.join(dir, filename_prefix(base_offset))
     return prefix + LOG_SUFFIX + suffix, prefix + INDEX_SUFFIX + suffix, prefix + TIME_INDEX_SUFFIX + suffix
+
+
+def remove_path(path: str) -> None:
+    """Remove a file (or a directory tree) if it is there."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    except IsADirectoryError:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def batch_last_offset(buf, rel: int) -> int:
@@ -646,6 +657,15 @@ class LogSegment:
         self.log.close()
         if error is not None:
             raise error
+
+    def moved_to(self, new_dir: str) -> None:
+        """The log's directory was renamed to ``new_dir`` (files stay open): follow it."""
+        old = self.dir
+        self.dir = new_dir
+        self.log.path = self.log.path.replace(old, new_dir, 1)
+        for index in (self._oi, self._ti, self._txn):
+            if index is not None:
+                index.path = index.path.replace(old, new_dir, 1)
 
     def rename_to_deleted(self, now_ms: int) -> None:
         """Kafka's async delete, step one: rename every file to ``*.deleted``; keep them open."""
