@@ -55,7 +55,7 @@ from .log_config import LONG_MAX, LogConfig
 from .log_loader import LogLoader, apply_txn_marker, rebuild_producer_state
 from .log_validator import LogValidator
 from .producer_state import DEFAULT_PRODUCER_ID_EXPIRATION_MS, ProducerStateManager
-from .segment import LogSegment
+from .segment import LogSegment, batch_max_timestamp
 from .txn_index import AbortedTxn
 
 _NO_TS = B.NO_TIMESTAMP
@@ -384,55 +384,62 @@ class Log:
         return LogAppendInfo(base, last, -1, self._log_start, count, False, max_ts, offset_of_max, size, 1)
 
     def append_as_follower(self, buf, *, now_ms: int | None = None) -> LogAppendInfo | None:
-        """Append batches that already carry offsets (replication). A partial trailing batch is
-        ignored; returns None when ``buf`` holds no complete batch.
+        """Append batches that already carry their offsets, exactly as they are (Kafka's
+        appendAsFollower): a follower's copy of its leader's batches, and moves between log
+        dirs. Offsets, CRCs and partition leader epochs stay as the leader wrote them.
+
+        Each batch is checked as a stored batch (``LogValidator.check_replicated``) and must
+        start at or after the log end offset, later batches after earlier ones
+        (UnexpectedAppendOffsetError; gaps left by compaction are fine). A partial batch at the
+        end (a fetch response cut at its size limit) is left out. The producer state follows
+        the batches (sequences, transactions, aborted-transaction index) and the leader-epoch
+        cache learns each new epoch at its first batch. Returns None when ``buf`` holds no
+        complete batch; nothing is written when a batch fails.
         """
         if now_ms is None:
             now_ms = _now_ms()
         mv = memoryview(buf)
+        total = len(mv)
+        check = self._validator.check_replicated
         infos = []
         headers = []
-        end = 0
+        pos = 0
         records = 0
         max_ts = _NO_TS
         offset_of_max = -1
-        expected = self._leo
-        for pos, h in B.iter_headers(buf):
-            if h is None:
-                base_offset, size = B.read_offset_and_size(buf, pos)
-                last = base_offset
-                batch_max_ts = _NO_TS
-                count = 1
-            else:
-                size = h.batch_length + 12
-                if B.compute_crc(mv, pos, size) != h.crc:
-                    raise errors.CorruptMessageError(f"Replicated batch at position {pos} failed its CRC check")
-                base_offset = h.base_offset
-                last = base_offset + h.last_offset_delta
-                batch_max_ts = h.max_timestamp
-                count = h.record_count
-                headers.append((h, pos))
+        first_offset = expected = self._leo
+        while pos + B.LOG_OVERHEAD <= total:
+            base_offset, size = B.read_offset_and_size(buf, pos)
+            if size >= B.LOG_OVERHEAD + 5 and pos + size > total:
+                break  # the partial batch a size-limited read ends with
+            h = check(buf, pos, size)
             if base_offset < expected:
                 raise UnexpectedAppendOffsetError(
-                    f"Replicated batch at offset {base_offset} is below the expected next offset {expected}"
+                    f"Replicated batch at offset {base_offset} is below the expected next offset {expected} "
+                    f"of {self.topic}-{self.partition}"
                 )
-            expected = last + 1
-            end = pos + size
+            if h is None:  # a legacy message: its offset is its last one
+                last, batch_max_ts, count = base_offset, batch_max_timestamp(buf, pos), 1
+            else:
+                last, batch_max_ts, count = h.last_offset, h.max_timestamp, h.record_count
+                headers.append((h, pos))
+            if not infos:
+                first_offset = base_offset
             infos.append((size, last, batch_max_ts))
             if batch_max_ts > max_ts:
                 max_ts = batch_max_ts
                 offset_of_max = last
             records += count
+            expected = last + 1
+            pos += size
         if not infos:
             return None
-        first_offset = B.read_offset_and_size(buf, 0)[0]
-        last_offset = expected - 1
-        self._write(mv[:end], end, infos, first_offset, last_offset, max_ts, now_ms)
+        self._write(mv[:pos], pos, infos, first_offset, expected - 1, max_ts, now_ms)
         psm = self.producer_state
         cache = self.leader_epoch_cache
-        for h, pos in headers:
+        for h, at in headers:
             if h.is_control:
-                marker = end_txn_marker(mv[pos : pos + h.size])
+                marker = end_txn_marker(mv[at : at + h.size]) if h.producer_id >= 0 else None
                 if marker is not None:
                     self._complete_txn(h.producer_id, h.producer_epoch, h.base_offset, marker, h.max_timestamp)
             else:
@@ -442,7 +449,7 @@ class Log:
                 self.assign_epoch(epoch, h.base_offset)
         self._after_append(records, expected)
         return LogAppendInfo(
-            first_offset, last_offset, -1, self._log_start, records, False, max_ts, offset_of_max, end, len(infos)
+            first_offset, expected - 1, -1, self._log_start, records, False, max_ts, offset_of_max, pos, len(infos)
         )
 
     def _write(self, parts, total, infos, first_offset, last_offset, max_ts, now_ms) -> None:

@@ -70,6 +70,7 @@ from ._record_scan import (
     null_key_indices,
 )
 from .log_config import COMPRESSION_CODECS, LONG_MAX, LogConfig
+from .segment import stored_batch_problem
 
 _PREFIX = struct.Struct(">qii")  # baseOffset, batchLength, partitionLeaderEpoch
 _pack_prefix = _PREFIX.pack
@@ -320,6 +321,25 @@ class LogValidator:
             check_client_batch_fields(h)
         if h.producer_id < 0 and h.attributes & B.TRANSACTIONAL_BIT:
             raise errors.InvalidRecordError("A transactional batch needs a producer id")
+        return h
+
+    def check_replicated(self, buf, pos: int, size: int) -> B.BatchHeader | None:
+        """The checks of a batch the leader wrote, appended as it is by a follower: what a
+        stored batch must be (``segment.stored_batch_problem``: size, magic, CRC) and, for v2,
+        no more records than offsets (compaction leaves gaps). Returns the v2 header (None for
+        a legacy message); CorruptMessageError or InvalidRecordError otherwise."""
+        if size < B.LOG_OVERHEAD + 5:
+            raise errors.CorruptMessageError(f"Replicated batch at position {pos} for {self.name}: size {size}")
+        base_offset = B.read_offset_and_size(buf, pos)[0]
+        problem = stored_batch_problem(buf, pos, size, base_offset)
+        if problem is not None:
+            raise errors.CorruptMessageError(
+                f"Replicated batch at offset {base_offset} for {self.name} is corrupt: {problem}"
+            )
+        if buf[pos + B.MAGIC_OFFSET] != 2:
+            return None
+        h = _read_header(buf, pos)
+        check_record_count(h, from_client=False)
         return h
 
     def _header(self, buf, pos: int, total_len: int) -> B.BatchHeader:

@@ -505,13 +505,94 @@ def test_append_as_follower_keeps_offsets_and_epochs(tmp_path):
     data = read_all(leader)
     follower = make_log(tmp_path, "f-0")
     info = follower.append_as_follower(data + data[:20])  # a partial tail is ignored
-    assert (info.first_offset, info.last_offset) == (0, 5)
+    assert (info.first_offset, info.last_offset, info.record_count, info.num_batches) == (0, 5, 6, 3)
     assert read_all(follower) == data
     assert follower.leader_epoch_cache.entries() == [(1, 0), (2, 4)]
     assert follower.producer_state.last_entry(3).last_seq == 5
     with pytest.raises(UnexpectedAppendOffsetError):
         follower.append_as_follower(data)
     assert follower.append_as_follower(b"") is None
+    assert follower.append_as_follower(data[:30]) is None
+
+
+def _replicate(leader: Log, follower: Log, chunk: int = 300) -> None:
+    """Copy ``leader`` into ``follower`` the way a replica fetcher will: size-limited reads
+    from the follower's log end offset, each appended as it came (partial tails left out)."""
+    while follower.log_end_offset < leader.log_end_offset:
+        r = leader.read(follower.log_end_offset, chunk)
+        info = follower.append_as_follower(r.records.read())
+        assert info is not None
+
+
+def test_a_follower_copies_the_leader_byte_for_byte_and_knows_what_it_knows(tmp_path):
+    from odradek.protocol import records
+
+    leader = make_log(tmp_path, "l-0", **{"segment.bytes": "1000"})
+    now = now_ms()
+    # Epoch 1: an idempotent producer and a transaction that aborts; epoch 4: one that
+    # commits, and one still open.
+    leader.append_as_leader(kbatch(2, pid=7, epoch=0, seq=0), 1, now_ms=now)
+    leader.append_as_leader(kbatch(3, pid=8, epoch=2, seq=0, transactional=True), 1, now_ms=now)
+    leader.append_as_leader(kbatch(2, pid=7, epoch=0, seq=2), 1, now_ms=now)
+    abort = records.build_control_batch(records.ABORT, producer_id=8, producer_epoch=2, coordinator_epoch=5)
+    leader.append_as_leader(abort, 1, now_ms=now, origin="coordinator")
+    leader.append_as_leader(kbatch(2, pid=9, epoch=0, seq=0, transactional=True), 4, now_ms=now)
+    commit = records.build_control_batch(records.COMMIT, producer_id=9, producer_epoch=0, coordinator_epoch=5)
+    leader.append_as_leader(commit, 4, now_ms=now, origin="coordinator")
+    open_txn = leader.append_as_leader(kbatch(1, pid=10, epoch=0, seq=0, transactional=True), 4, now_ms=now)
+    leader.append_as_leader(kbatch(4, value=b"x" * 200), 4, now_ms=now)
+    assert len(leader.segments) > 2
+
+    follower = make_log(tmp_path, "f-0", **{"segment.bytes": "1000"})
+    _replicate(leader, follower)
+    assert read_all(follower) == read_all(leader)  # offsets, CRCs, leader epochs: as written
+    assert follower.log_end_offset == leader.log_end_offset
+    assert follower.leader_epoch_cache.entries() == leader.leader_epoch_cache.entries() == [(1, 0), (4, 8)]
+    for log in (leader, follower):
+        log.high_watermark = log.log_end_offset
+    for pid in (7, 8, 9, 10):
+        mine, theirs = follower.producer_state.last_entry(pid), leader.producer_state.last_entry(pid)
+        assert (mine.epoch, mine.last_seq, mine.last_offset) == (theirs.epoch, theirs.last_seq, theirs.last_offset)
+    assert follower.last_stable_offset == leader.last_stable_offset == open_txn.first_offset
+    aborted = leader.collect_aborted_transactions(0, leader.log_end_offset)
+    assert follower.collect_aborted_transactions(0, follower.log_end_offset) == aborted
+    assert [(t.producer_id, t.first_offset) for t in aborted] == [(8, 2)]
+    # What the follower learnt survives a restart (its snapshots and indexes, or a replay).
+    follower.close()
+    reopened = make_log(tmp_path, "f-0", **{"segment.bytes": "1000"})
+    reopened.high_watermark = reopened.log_end_offset
+    assert reopened.last_stable_offset == open_txn.first_offset
+    assert reopened.collect_aborted_transactions(0, reopened.log_end_offset) == aborted
+    assert reopened.leader_epoch_cache.entries() == [(1, 0), (4, 8)]
+
+
+def test_a_follower_keeps_the_gaps_compaction_left(tmp_path):
+    follower = make_log(tmp_path, "f-0")
+    gapped = hbatch([1000, 1001], base_offset=10, last_offset_delta=5, leader_epoch=3)  # 2 records, offsets 10..15
+    info = follower.append_as_follower(gapped + hbatch([1002], base_offset=20, leader_epoch=3))
+    assert (info.first_offset, info.last_offset, info.record_count) == (10, 20, 3)
+    assert follower.log_end_offset == 21
+    assert read_all(follower, 10) == gapped + hbatch([1002], base_offset=20, leader_epoch=3)
+    assert follower.leader_epoch_cache.entries() == [(3, 10)]
+
+
+@pytest.mark.parametrize(
+    ("make", "error"),
+    [
+        pytest.param(lambda d: d[:-1] + bytes([d[-1] ^ 1]), errors.CorruptMessageError, id="crc"),
+        pytest.param(lambda d: hbatch([1, 2], base_offset=5, record_count=3), errors.InvalidRecordError, id="count"),
+        pytest.param(lambda d: d + hbatch([1], base_offset=5), UnexpectedAppendOffsetError, id="overlap"),
+        pytest.param(lambda d: d + b"\x00" * 7 + b"\x05" + b"\x00" * 4, errors.CorruptMessageError, id="size-5"),
+        pytest.param(lambda d: hbatch([1], base_offset=2), UnexpectedAppendOffsetError, id="below-leo"),
+    ],
+)
+def test_a_follower_refuses_what_no_leader_writes_and_writes_nothing(tmp_path, make, error):
+    follower = make_log(tmp_path, "f-0")
+    follower.append_as_follower(hbatch([1, 2, 3], base_offset=0))
+    before = (follower.log_end_offset, follower.size)
+    with pytest.raises(error):
+        follower.append_as_follower(make(hbatch([5, 6], base_offset=5)))
+    assert (follower.log_end_offset, follower.size) == before
 
 
 # ---- file slices ---------------------------------------------------------------------------
