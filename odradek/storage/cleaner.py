@@ -106,10 +106,6 @@ class OffsetMap:
         self._map: dict[bytes, int] = {}
         self.latest_offset = -1
 
-    @staticmethod
-    def hash_key(key: bytes) -> bytes:
-        return key if len(key) < 16 else _md5(key).digest()
-
     def put(self, key: bytes, offset: int) -> None:
         self._map[key if len(key) < 16 else _md5(key).digest()] = offset
         if offset > self.latest_offset:

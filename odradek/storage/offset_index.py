@@ -91,13 +91,6 @@ class OffsetIndex(AbstractIndex):
         rel, pos = _unpack(self._mm, slot * 8)
         return self.base_offset + rel, pos
 
-    def fetch_upper_bound_position(self, offset: int) -> int | None:
-        """Position of the first entry with offset > ``offset`` (an upper bound for a scan)."""
-        slot = self._largest_lower_bound_slot(offset) + 1
-        if slot >= self._entries:
-            return None
-        return _unpack(self._mm, slot * 8)[1]
-
     def truncate_to(self, offset: int) -> None:
         """Remove every entry whose offset is >= ``offset``."""
         slot = self._largest_lower_bound_slot(offset)

@@ -348,9 +348,6 @@ class LogSegment:
             return True
         return not 0 <= max_offset - self.base_offset <= INT32_MAX
 
-    def can_convert_to_relative_offset(self, offset: int) -> bool:
-        return 0 <= offset - self.base_offset <= INT32_MAX
-
     # ---- appending --------------------------------------------------------------------
 
     def append(self, parts, total: int, batches) -> int:
