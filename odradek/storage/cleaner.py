@@ -247,6 +247,8 @@ class CleaningPlan:
 
 @dataclass
 class CleanResult:
+    """What one pass did, for the cleaner manager's checkpoint and the broker's metrics."""
+
     end_offset: int  # the new first dirty offset
     bytes_read: int = 0
     bytes_written: int = 0
@@ -364,6 +366,10 @@ def rebase_record(data: bytes, start: int, end: int, ts_delta: int) -> bytes:
 
 
 class Cleaner:
+    """One cleaner thread's (or worker process's) compaction of a CleaningPlan: reads the
+    plan's segments' ``.log`` files, writes ``<base>.log.cleaned`` and its indexes, and
+    commits each group through ``swap`` on the owner thread. Never mutates a Log itself."""
+
     def __init__(
         self,
         *,

@@ -39,6 +39,11 @@ def _parse(fields: list[str]):
 
 
 class LeaderEpochFileCache:
+    """``leader-epoch-checkpoint``: Kafka's checkpoint frame (version, count) with
+    ``epoch startOffset`` lines, epochs and offsets strictly increasing, rewritten atomically
+    on every change. Owned by its Log, called from the log owner's thread; the log loader
+    fills it on recovery, the broker reads it for OffsetForLeaderEpoch (``end_offset_for``)."""
+
     def __init__(self, dir: str):
         self.path = os.path.join(dir, LEADER_EPOCH_CHECKPOINT)
         self._file = CheckpointFile(self.path, 0, _format, _parse)

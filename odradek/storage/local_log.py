@@ -69,6 +69,9 @@ def new_segment(
 
 
 class LocalLog:
+    """The segments of one log directory (see the module docstring for its files). Owned by
+    its Log and called from the log owner's thread, except ``flush`` (a worker thread)."""
+
     def __init__(
         self,
         dir: str,

@@ -90,6 +90,11 @@ def parse_topic_partition(dir_name: str) -> tuple[str, int]:
 
 
 class Log:
+    """One partition's log: the ``<topic>-<partition>/`` directory in the module docstring.
+    Made and owned by the LogManager; the broker's event loop (Partition, ReplicaManager, the
+    group and transaction coordinators) calls it, except ``flush``/``flush_if_due`` (a worker
+    thread) and the cleaner's reads of inactive segments (its thread or worker process)."""
+
     def __init__(
         self,
         dir: str,

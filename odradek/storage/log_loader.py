@@ -78,6 +78,9 @@ class LoadedLog(NamedTuple):
 
 
 class LogLoader:
+    """Loads one log directory (see the module docstring for its files and the steps), once,
+    from ``Log.__init__``, before anyone else can see the log."""
+
     def __init__(
         self,
         dir: str,

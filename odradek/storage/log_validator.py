@@ -118,6 +118,10 @@ class ValidatedAppend:
 
 
 class LogValidator:
+    """The checks and offset assignment of one log's appends (no files: it works on the
+    request's bytes). Built by its Log from the topic config; called from the log owner's
+    thread by ``Log.append_as_leader``/``_append_plain_batch`` and ``append_as_follower``."""
+
     __slots__ = (
         "name",
         "max_message_bytes",

@@ -25,6 +25,10 @@ _pack_entry = _ENTRY.pack
 
 
 class OffsetIndex(AbstractIndex):
+    """``<base offset>.index``: 8-byte entries (int32 offset - base offset, int32 position in
+    the ``.log``), one every ``index.interval.bytes``. Owned by its LogSegment, called from
+    the log owner's thread (``flush`` from a worker too)."""
+
     ENTRY_SIZE = 8
     __slots__ = ("_last_offset",)
 

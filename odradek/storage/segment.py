@@ -133,6 +133,11 @@ def stored_batch_problem(buf, rel: int, size: int, base_offset: int) -> str | No
 
 
 class LogSegment:
+    """One segment: ``<base>.log`` (FileRecords) with its ``.index``, ``.timeindex`` and
+    ``.txnindex``, named by its base offset in 20 digits. Owned by its Log's LocalLog and
+    called from the log owner's thread, except ``flush`` and reads of FileSlices (any
+    thread); the log loader recovers it, the cleaner reads an inactive one's ``.log``."""
+
     __slots__ = (
         "dir",
         "base_offset",

@@ -21,6 +21,8 @@ _CHUNK = 1 << 20
 
 @dataclass
 class Problem:
+    """One thing wrong in a ``.log`` file, where it is and why (read-only checks)."""
+
     path: str
     position: int
     offset: int  # the batch's base offset, or the next expected offset for a bad tail
@@ -29,6 +31,9 @@ class Problem:
 
 @dataclass
 class SegmentReport:
+    """What ``verify_segment`` found in one ``.log`` file (read-only, safe next to a
+    running broker)."""
+
     path: str
     base_offset: int
     size: int
