@@ -1,6 +1,9 @@
 """The storage engine: Kafka's on-disk log format, segments, indexes, recovery and checkpoints.
 
-Knows nothing of the network; depends only on ``odradek.protocol.batch`` and ``.errors``.
+Knows nothing of the network; depends only on ``odradek.protocol`` (batch headers, errors,
+codecs, varints, and the record-batch checks and record scan of ``protocol.records``).
+Produce → ``Log.append_as_leader`` → ``LogValidator`` → ``LocalLog`` → ``LogSegment``;
+opening a log → ``LogLoader``.
 """
 
 from .cleaner_manager import CleanerConfig, LogCleaner
