@@ -152,15 +152,21 @@ def write_offset_checkpoint(path: str, offsets: dict[tuple[str, int], int]) -> N
 # ---- meta.properties ----------------------------------------------------------------------
 
 
+_HEX_DIGITS = frozenset("0123456789abcdefABCDEF")
+
+
 def _unescape(text: str) -> str:
+    # A malformed \uXXXX keeps its text (Java refuses the file; a damaged meta.properties
+    # should not stop us reading its other keys).
     out = []
     i = 0
     while i < len(text):
         c = text[i]
         if c == "\\" and i + 1 < len(text):
             nxt = text[i + 1]
-            if nxt == "u" and i + 6 <= len(text):
-                out.append(chr(int(text[i + 2 : i + 6], 16)))
+            digits = text[i + 2 : i + 6]
+            if nxt == "u" and len(digits) == 4 and all(d in _HEX_DIGITS for d in digits):
+                out.append(chr(int(digits, 16)))
                 i += 6
                 continue
             out.append({"t": "\t", "n": "\n", "r": "\r", "f": "\f"}.get(nxt, nxt))

@@ -26,6 +26,9 @@ class LogDirInUseError(Exception):
 
 
 class DirLock:
+    """The ``.lock`` file of one log dir, locked (fcntl and flock) from the broker's start to
+    its shutdown; owner thread only."""
+
     def __init__(self, log_dir: str):
         """Lock ``log_dir``; raises LogDirInUseError, or OSError if the file cannot be opened."""
         self.log_dir = log_dir

@@ -58,6 +58,10 @@ def open_or_explain(path: str, flags: int, mode: int = 0o644) -> int:
 
 
 class FileRecords:
+    """A segment's ``.log``: record batches back to back as they travel on the wire, no
+    header. Its segment's owner appends and truncates; ``pread``, slices (sendfile) and
+    ``flush`` are safe from any thread."""
+
     __slots__ = ("path", "fd", "_size", "closed")
 
     def __init__(self, path: str, *, lazy: bool = False):

@@ -77,6 +77,10 @@ def _now_ms() -> int:
 
 
 class LogManager(LogDirs):
+    """Every partition log in the broker's log dirs, with their checkpoint files and the
+    clean-shutdown marker (see the module docstring). Owned by the broker's event loop;
+    ``flush_due`` and ``checkpoint_all`` may run in a worker thread."""
+
     def __init__(
         self,
         log_dirs: str | Iterable[str],

@@ -25,16 +25,19 @@ reads of FileSlices, which may run in a worker thread.
 
 from __future__ import annotations
 
+import logging
 import os
+import shutil
 import struct
 import zlib
 
 import crc32c
 
 from ..protocol import batch as B
+from ..protocol import compression as codecs
 from ..protocol import errors
 from ._index import CorruptIndexError
-from ._timestamps import record_timestamps
+from ._record_scan import DEFAULT_LIMIT, iter_record_timestamps
 from .file_records import FileRecords, FileSlice
 from .offset_index import OffsetIndex
 from .time_index import TimeIndex
@@ -58,6 +61,8 @@ _MAX_TS = struct.Struct(">q")
 _SCAN_CHUNK = 16384
 _RECOVER_CHUNK = 1 << 20
 
+_log = logging.getLogger(__name__)
+
 
 def filename_prefix(offset: int) -> str:
     return f"{offset:020d}"
@@ -66,6 +71,16 @@ def filename_prefix(offset: int) -> str:
 def segment_paths(dir: str, base_offset: int, suffix: str = "") -> tuple[str, str, str]:
     prefix = os.path.join(dir, filename_prefix(base_offset))
     return prefix + LOG_SUFFIX + suffix, prefix + INDEX_SUFFIX + suffix, prefix + TIME_INDEX_SUFFIX + suffix
+
+
+def remove_path(path: str) -> None:
+    """Remove a file (or a directory tree) if it is there."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    except IsADirectoryError:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def batch_last_offset(buf, rel: int) -> int:
@@ -85,8 +100,12 @@ def batch_max_timestamp(buf, rel: int) -> int:
     return -1
 
 
-def validate_batch(buf, rel: int, size: int, base_offset: int) -> str | None:
-    """Why the batch at ``buf[rel:rel+size]`` is not a valid stored batch, or None if it is."""
+def stored_batch_problem(buf, rel: int, size: int, base_offset: int) -> str | None:
+    """Why the batch at ``buf[rel:rel+size]``, read from the segment at ``base_offset``, cannot
+    be trusted (recovery cuts the log there; verify-log reports it), or None if it can: size,
+    magic, CRC (CRC-32C for v2, CRC-32 for legacy messages) and offsets the segment's relative
+    offsets can hold. Unlike the produce path's LogValidator it accepts what a log may hold:
+    legacy messages, and batches with gaps or no records left by compaction."""
     magic = buf[rel + B.MAGIC_OFFSET]
     offset = _uq(buf, rel)[0]
     if offset < base_offset:
@@ -114,6 +133,11 @@ def validate_batch(buf, rel: int, size: int, base_offset: int) -> str | None:
 
 
 class LogSegment:
+    """One segment: ``<base>.log`` (FileRecords) with its ``.index``, ``.timeindex`` and
+    ``.txnindex``, named by its base offset in 20 digits. Owned by its Log's LocalLog and
+    called from the log owner's thread, except ``flush`` and reads of FileSlices (any
+    thread); the log loader recovers it, the cleaner reads an inactive one's ``.log``."""
+
     __slots__ = (
         "dir",
         "base_offset",
@@ -329,9 +353,6 @@ class LogSegment:
             return True
         return not 0 <= max_offset - self.base_offset <= INT32_MAX
 
-    def can_convert_to_relative_offset(self, offset: int) -> bool:
-        return 0 <= offset - self.base_offset <= INT32_MAX
-
     # ---- appending --------------------------------------------------------------------
 
     def append(self, parts, total: int, batches) -> int:
@@ -445,9 +466,15 @@ class LogSegment:
             else:
                 yield pos, None
 
-    def find_offset_by_timestamp(self, timestamp: int, starting_offset: int = 0) -> tuple[int, int] | None:
+    def find_offset_by_timestamp(
+        self, timestamp: int, starting_offset: int = 0, *, limit: int = DEFAULT_LIMIT
+    ) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record at or after ``starting_offset`` whose
         timestamp >= ``timestamp``, or None if this segment has none.
+
+        Records are read from each batch streaming, decompressing at most ``limit`` bytes of
+        one batch; for a batch that expands further, the answer is its first offset (with its
+        max timestamp): a reader seeking there misses no record at or after ``timestamp``.
         """
         _, ts_offset = self.time_index.lookup(timestamp)
         _, position = self.offset_index.lookup(max(ts_offset, starting_offset))
@@ -457,18 +484,21 @@ class LogSegment:
             h = B.read_header(buf, rel)
             if h.max_timestamp < timestamp or h.last_offset < starting_offset:
                 continue
-            for offset, ts in record_timestamps(buf, rel):
-                if ts >= timestamp and offset >= starting_offset:
-                    return offset, ts
+            try:
+                for offset, ts in iter_record_timestamps(buf, rel, h, limit):
+                    if ts >= timestamp and offset >= starting_offset:
+                        return offset, ts
+            except codecs.DecompressedTooLargeError as e:
+                _log.warning("Timestamp search in %s answers with a whole batch: %s", self.log.path, e.message)
+                return max(h.base_offset, starting_offset), h.max_timestamp
         return None
 
-    def find_max_timestamp_record(self) -> tuple[int, int] | None:
+    def find_max_timestamp_record(self, *, limit: int = DEFAULT_LIMIT) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record holding this segment's largest timestamp."""
         target = self.max_timestamp_so_far
         if target < 0:
             return None
-        found = self.find_offset_by_timestamp(target, 0)
-        return found
+        return self.find_offset_by_timestamp(target, 0, limit=limit)
 
     # ---- recovery -------------------------------------------------------------------------
 
@@ -500,7 +530,7 @@ class LogSegment:
         index_error = None
         for pos, buf, rel, size in log.batches(0, chunk_size=_RECOVER_CHUNK, full=validate):
             if validate:
-                reason = validate_batch(buf, rel, size, base)
+                reason = stored_batch_problem(buf, rel, size, base)
                 if reason is None and _uq(buf, rel)[0] <= prev_last:
                     reason = f"batch offset {_uq(buf, rel)[0]} is not above the previous batch's {prev_last}"
                 if reason is not None:
@@ -629,6 +659,15 @@ class LogSegment:
         self.log.close()
         if error is not None:
             raise error
+
+    def moved_to(self, new_dir: str) -> None:
+        """The log's directory was renamed to ``new_dir`` (files stay open): follow it."""
+        old = self.dir
+        self.dir = new_dir
+        self.log.path = self.log.path.replace(old, new_dir, 1)
+        for index in (self._oi, self._ti, self._txn):
+            if index is not None:
+                index.path = index.path.replace(old, new_dir, 1)
 
     def rename_to_deleted(self, now_ms: int) -> None:
         """Kafka's async delete, step one: rename every file to ``*.deleted``; keep them open."""
