@@ -58,6 +58,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from odradek.properties import PropertiesError, load_properties, parse_properties
 from odradek.protocol.errors import InvalidConfigError
 
 __all__ = [
@@ -76,8 +77,6 @@ __all__ = [
     "broker_config_entries",
     "default_broker_config_entries",
     "effective_topic_config",
-    "load_properties",
-    "parse_properties",
     "topic_config_entries",
     "validate_topic_configs",
 ]
@@ -795,113 +794,6 @@ def _suggest(name: str, known: Iterable[str]) -> str:
     return f"; did you mean {close[0]!r}?" if close else ""
 
 
-# -- server.properties ----------------------------------------------------------------------
-
-_WHITESPACE = " \t\f"
-_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
-
-
-def parse_properties(text: str, source: str = "<properties>") -> dict[str, str]:
-    """Parse Java ``.properties`` text (the format of Kafka's ``server.properties``).
-
-    ``#`` and ``!`` start comment lines; keys and values are separated by ``=``, ``:`` or
-    white space; a line ending in an odd number of backslashes continues on the next (whose
-    leading white space is dropped); ``\\t \\n \\r \\f \\uXXXX`` and ``\\<char>`` escapes work in keys and
-    values. The last occurrence of a key wins. A malformed ``\\u`` escape raises ``ConfigError``.
-    """
-    lines = re.split(r"\r\n|\r|\n", text)
-    props: dict[str, str] = {}
-    i = 0
-    while i < len(lines):
-        lineno = i + 1
-        line = lines[i].lstrip(_WHITESPACE)
-        i += 1
-        if not line or line[0] in "#!":
-            continue
-        while _continues(line):
-            line = line[:-1]
-            if i >= len(lines):
-                break
-            line += lines[i].lstrip(_WHITESPACE)
-            i += 1
-        key, value = _split_key_value(line)
-        props[_unescape(key, source, lineno)] = _unescape(value, source, lineno)
-    return props
-
-
-def _continues(line: str) -> bool:
-    trailing = len(line) - len(line.rstrip("\\"))
-    return trailing % 2 == 1
-
-
-def _split_key_value(line: str) -> tuple[str, str]:
-    n = len(line)
-    pos = 0
-    escaped = False
-    separator = False
-    while pos < n:
-        c = line[pos]
-        if escaped:
-            escaped = False
-        elif c == "\\":
-            escaped = True
-        elif c in "=:":
-            separator = True
-            break
-        elif c in _WHITESPACE:
-            break
-        pos += 1
-    key = line[:pos]
-    pos += 1
-    while pos < n:
-        c = line[pos]
-        if c in _WHITESPACE:
-            pos += 1
-        elif not separator and c in "=:":
-            separator = True
-            pos += 1
-        else:
-            break
-    return key, line[pos:]
-
-
-def _unescape(text: str, source: str, lineno: int) -> str:
-    if "\\" not in text:
-        return text
-    out = []
-    i = 0
-    n = len(text)
-    while i < n:
-        c = text[i]
-        i += 1
-        if c != "\\":
-            out.append(c)
-            continue
-        if i >= n:
-            break
-        c = text[i]
-        i += 1
-        if c == "u":
-            digits = text[i : i + 4]
-            if len(digits) != 4 or not all(ch in "0123456789abcdefABCDEF" for ch in digits):
-                raise ConfigError(f"{source}:{lineno}: malformed \\uxxxx escape")
-            out.append(chr(int(digits, 16)))
-            i += 4
-        else:
-            out.append(_ESCAPES.get(c, c))
-    return "".join(out)
-
-
-def load_properties(path: str | Path) -> dict[str, str]:
-    """Read a ``.properties`` file (UTF-8, else Latin-1)."""
-    data = Path(path).read_bytes()
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        text = data.decode("latin-1")
-    return parse_properties(text, str(path))
-
-
 # -- listeners -------------------------------------------------------------------------------
 
 _LISTENER_RE = re.compile(r"^(.*)://\[?([0-9a-zA-Z\-%._:]*)\]?:(-?[0-9]+)$")
@@ -1057,13 +949,19 @@ class BrokerConfig:
     @classmethod
     def load(cls, path: str | Path | None = None, overrides: Mapping[str, Any] | None = None) -> BrokerConfig:
         """``server.properties`` at ``path`` (if any), then ``overrides`` on top."""
-        props: dict[str, Any] = load_properties(path) if path is not None else {}
+        try:
+            props: dict[str, Any] = load_properties(path) if path is not None else {}
+        except PropertiesError as exc:
+            raise ConfigError(str(exc)) from None
         props.update(overrides or {})
         return cls(props)
 
     @classmethod
     def from_properties(cls, text: str, overrides: Mapping[str, Any] | None = None) -> BrokerConfig:
-        props: dict[str, Any] = parse_properties(text)
+        try:
+            props: dict[str, Any] = parse_properties(text)
+        except PropertiesError as exc:
+            raise ConfigError(str(exc)) from None
         props.update(overrides or {})
         return cls(props)
 

@@ -19,7 +19,6 @@ from odradek.broker.config import (
     Endpoint,
     broker_config_entries,
     effective_topic_config,
-    parse_properties,
     topic_config_entries,
     validate_topic_configs,
 )
@@ -30,74 +29,6 @@ def error_for(props) -> ConfigError:
     with pytest.raises(ConfigError) as info:
         BrokerConfig(props)
     return info.value
-
-
-# -- .properties format ---------------------------------------------------------------------
-
-
-def test_properties_separators_and_comments():
-    text = (
-        "# a comment\n"
-        "   ! another comment\n"
-        "\n"
-        "a=1\n"
-        "b: 2\n"
-        "c 3\n"
-        "  d   =   4  \n"
-        "e\t:\tfive\n"
-        "f==6\n"
-        "g:=7\n"
-        "h\n"
-        "i=\n"
-        "j = x # not a comment\n"
-    )
-    props = parse_properties(text)
-    assert props == {
-        "a": "1",
-        "b": "2",
-        "c": "3",
-        "d": "4  ",
-        "e": "five",
-        "f": "=6",
-        "g": "=7",
-        "h": "",
-        "i": "",
-        "j": "x # not a comment",
-    }
-
-
-def test_properties_continuations():
-    text = (
-        "listeners=PLAINTEXT://:9092,\\\n"
-        "          SSL://:9093\n"
-        "even=ends with two\\\\\n"
-        "next=1\n"
-        "# comment ending in backslash \\\n"
-        "after.comment=yes\n"
-        "value.with.hash=a\\\n"
-        "   #b\n"
-    )
-    props = parse_properties(text)
-    assert props["listeners"] == "PLAINTEXT://:9092,SSL://:9093"
-    assert props["even"] == "ends with two\\"
-    assert props["next"] == "1"
-    assert props["after.comment"] == "yes"
-    assert props["value.with.hash"] == "a#b"
-
-
-def test_properties_escapes_and_line_endings():
-    text = "my\\=key\\ x=v\\u0041\\tz\\q\r\nwin=1\r\nold=2\rlast=3\nlast=4"
-    props = parse_properties(text)
-    assert props == {"my=key x": "vA\tzq", "win": "1", "old": "2", "last": "4"}
-
-
-def test_properties_malformed_unicode_escape():
-    with pytest.raises(ConfigError, match=r"server.properties:2: malformed \\uxxxx"):
-        parse_properties("a=1\nb=\\u12x4\n", "server.properties")
-
-
-def test_properties_file_continuation_at_eof():
-    assert parse_properties("a=1\\") == {"a": "1"}
 
 
 # -- loading --------------------------------------------------------------------------------
@@ -199,6 +130,13 @@ def test_overrides_beat_the_file(tmp_path):
     assert cfg.log_dirs == ["/a"]
     assert cfg.source("num.partitions") == ConfigSource.STATIC_BROKER_CONFIG
     assert cfg.source("num.io.threads") == ConfigSource.DEFAULT_CONFIG
+
+
+def test_malformed_properties_file_is_a_config_error(tmp_path):
+    path = tmp_path / "server.properties"
+    path.write_text("a=1\nb=\\u12x4\n")
+    with pytest.raises(ConfigError, match=r"server.properties:2: malformed \\uxxxx"):
+        BrokerConfig.load(path)
 
 
 def test_file_in_utf8_and_latin1(tmp_path):

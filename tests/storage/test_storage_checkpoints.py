@@ -6,7 +6,6 @@ import pytest
 
 from odradek.storage.checkpoint import (
     CheckpointError,
-    parse_properties,
     read_meta_properties,
     read_offset_checkpoint,
     write_meta_properties,
@@ -51,16 +50,10 @@ def test_meta_properties_round_trip(tmp_path):
     assert text.startswith("#") and "node.id=3\n" in text
 
 
-def test_java_properties_parsing():
-    text = "# comment\n! also\n  a = 1\nb:2\nc 3\nd=multi \\\n   line\ne=x\\=y\\u0041\n\nempty=\n"
-    assert parse_properties(text) == {
-        "a": "1",
-        "b": "2",
-        "c": "3",
-        "d": "multi line",
-        "e": "x=yA",
-        "empty": "",
-    }
+def test_malformed_meta_properties_is_a_checkpoint_error(tmp_path):
+    (tmp_path / "meta.properties").write_text("version=1\nnode.id=\\uzz12\n")
+    with pytest.raises(CheckpointError, match=r"meta.properties:2: malformed"):
+        read_meta_properties(str(tmp_path))
 
 
 # ---- leader epoch cache ---------------------------------------------------------------------
