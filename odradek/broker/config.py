@@ -45,21 +45,53 @@ Immutable once built; safe to share between threads.
 
 from __future__ import annotations
 
-import difflib
 import ipaddress
 import logging
-import math
 import re
 import socket
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from enum import IntEnum
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from odradek.config_def import (
+    ACTIVE,
+    BOOL,
+    CLASS,
+    DEPRECATED,
+    DOUBLE,
+    DOUBLE_MAX,
+    HOUR_MS,
+    INFORMATIONAL,
+    INT,
+    INT_MAX,
+    KRAFT,
+    LIST,
+    LONG,
+    LONG_MAX,
+    MINUTE_MS,
+    PASSWORD,
+    SHORT,
+    STR,
+    AtLeast,
+    Between,
+    ConfigDef,
+    ConfigError,
+    ConfigSource,
+    ConfigType,
+    Either,
+    InvalidValue,
+    ListOf,
+    NonEmptyUnique,
+    OneOf,
+    Validator,
+    config_table,
+    parse_value,
+    render_value,
+    suggest,
+)
 from odradek.properties import PropertiesError, load_properties, parse_properties
-from odradek.protocol.errors import InvalidConfigError
 
 __all__ = [
     "BROKER_CONFIGS",
@@ -83,162 +115,9 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-INT_MIN, INT_MAX = -(1 << 31), (1 << 31) - 1
-LONG_MIN, LONG_MAX = -(1 << 63), (1 << 63) - 1
-SHORT_MIN, SHORT_MAX = -(1 << 15), (1 << 15) - 1
-DOUBLE_MAX = 1.7976931348623157e308
-
-HOUR_MS = 3_600_000
-MINUTE_MS = 60_000
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 BROKER_COMPRESSION_TYPES = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
-
-
-class ConfigType(IntEnum):
-    """DescribeConfigs ``config_type`` (v3+)."""
-
-    UNKNOWN = 0
-    BOOLEAN = 1
-    STRING = 2
-    INT = 3
-    SHORT = 4
-    LONG = 5
-    DOUBLE = 6
-    LIST = 7
-    CLASS = 8
-    PASSWORD = 9
-
-
-class ConfigSource(IntEnum):
-    """DescribeConfigs ``config_source`` (Kafka's ``DescribeConfigsResponse.ConfigSource``)."""
-
-    UNKNOWN = 0
-    DYNAMIC_TOPIC_CONFIG = 1
-    DYNAMIC_BROKER_CONFIG = 2
-    DYNAMIC_DEFAULT_BROKER_CONFIG = 3
-    STATIC_BROKER_CONFIG = 4
-    DEFAULT_CONFIG = 5
-    DYNAMIC_BROKER_LOGGER_CONFIG = 6
-    CLIENT_METRICS_CONFIG = 7
-    GROUP_CONFIG = 8
-
-
-class ConfigError(InvalidConfigError, ValueError):
-    """An unknown key or an invalid value; ``key`` names it, ``problems`` lists every one found.
-
-    An ``InvalidConfigError`` (INVALID_CONFIG), so handlers can answer with its code.
-    """
-
-    def __init__(self, message: str, key: str | None = None, problems: list[tuple[str, str]] | None = None):
-        super().__init__(message)
-        self.key = key
-        self.problems = problems if problems is not None else [(key or "", message)]
-
-    def __str__(self) -> str:
-        return self.message
-
-
-# -- validators ------------------------------------------------------------------------------
-
-
-class _Invalid(Exception):
-    """Raised by parsing and validators; ``expected`` completes "expected ..."."""
-
-    def __init__(self, expected: str):
-        self.expected = expected
-
-
-class Validator:
-    description = ""
-
-    def __call__(self, value: Any) -> Any:
-        return value
-
-
-class AtLeast(Validator):
-    def __init__(self, low: float):
-        self.low = low
-        self.description = f">= {low}"
-
-    def __call__(self, value):
-        if value is not None and value < self.low:
-            raise _Invalid(self.description)
-        return value
-
-
-class Between(Validator):
-    def __init__(self, low: float, high: float):
-        self.low, self.high = low, high
-        self.description = f"between {low} and {high}"
-
-    def __call__(self, value):
-        if value is not None and not self.low <= value <= self.high:
-            raise _Invalid(self.description)
-        return value
-
-
-class Either(Validator):
-    """Accepts ``value`` if it equals ``exact`` or passes ``other`` (gzip's -1 or 1..9)."""
-
-    def __init__(self, exact: Any, other: Validator):
-        self.exact, self.other = exact, other
-        self.description = f"{other.description}, or {exact}"
-
-    def __call__(self, value):
-        if value == self.exact:
-            return value
-        try:
-            return self.other(value)
-        except _Invalid:
-            raise _Invalid(self.description) from None
-
-
-class OneOf(Validator):
-    """A string among ``choices``; matched case-insensitively and returned in canonical case."""
-
-    def __init__(self, *choices: str):
-        self.choices = choices
-        self._lower = {c.lower(): c for c in choices}
-        self.description = "one of " + ", ".join(choices)
-
-    def __call__(self, value):
-        if value is None:
-            return value
-        canonical = self._lower.get(value.lower())
-        if canonical is None:
-            raise _Invalid(self.description)
-        return canonical
-
-
-class ListOf(Validator):
-    """A list whose items are among ``choices`` (canonical case); ``allow_empty`` or not."""
-
-    def __init__(self, *choices: str, allow_empty: bool = False):
-        self.item = OneOf(*choices)
-        self.allow_empty = allow_empty
-        self.description = "a comma-separated list of " + ", ".join(choices)
-
-    def __call__(self, value):
-        if value is None:
-            return value
-        if not value and not self.allow_empty:
-            raise _Invalid(self.description)
-        try:
-            return list(dict.fromkeys(self.item(v) for v in value))
-        except _Invalid:
-            raise _Invalid(self.description) from None
-
-
-class NonEmptyUnique(Validator):
-    description = "a non-empty comma-separated list without duplicates"
-
-    def __call__(self, value):
-        if value is None:
-            return value
-        if not value or len(set(value)) != len(value):
-            raise _Invalid(self.description)
-        return value
 
 
 class HostCounts(Validator):
@@ -252,7 +131,7 @@ class HostCounts(Validator):
         try:
             _parse_host_counts(value)
         except ValueError:
-            raise _Invalid(self.description) from None
+            raise InvalidValue(self.description) from None
         return value
 
 
@@ -274,81 +153,22 @@ def _parse_host_counts(text: str) -> dict[str, int]:
 
 class ThrottledReplicas(Validator):
     description = "'*' or a comma-separated list of partition:broker pairs"
+    whole = True
 
     def __call__(self, value):
         if value is None or value == [] or value == ["*"]:
             return value
         for item in value:
             if not re.fullmatch(r"\d+\s*:\s*\d+", item):
-                raise _Invalid(self.description)
+                raise InvalidValue(self.description)
         return [re.sub(r"\s+", "", v) for v in value]
-
-
-# -- definitions -----------------------------------------------------------------------------
-
-ACTIVE = ""
-INFORMATIONAL = "informational"  # validated and reported, no effect in Odradek
-KRAFT = "kraft"  # accepted and ignored with a warning
-DEPRECATED = "deprecated"  # accepted; Kafka deprecated or removed it
-
-
-@dataclass(frozen=True, slots=True)
-class ConfigDef:
-    """One config key: its type, default (already typed; None = unset), validator and doc.
-
-    ``synonyms`` (topic configs only) lists the broker keys that supply the default, in
-    precedence order, each with the factor that turns its unit into the topic key's.
-    """
-
-    name: str
-    type: ConfigType
-    default: Any = None
-    validator: Validator | None = None
-    doc: str = ""
-    note: str = ACTIVE
-    synonyms: tuple[tuple[str, int], ...] = ()
-
-    @property
-    def sensitive(self) -> bool:
-        return self.type is ConfigType.PASSWORD
-
-    @property
-    def documentation(self) -> str:
-        if self.note == INFORMATIONAL:
-            return f"{self.doc} (Accepted for compatibility; no effect in Odradek.)"
-        if self.note == KRAFT:
-            return f"{self.doc} (KRaft only; accepted and ignored by Odradek.)"
-        if self.note == DEPRECATED:
-            return f"{self.doc} (Deprecated in Kafka.)"
-        return self.doc
-
-
-BOOL, STR, INT, SHORT, LONG, DOUBLE, LIST, CLASS, PASSWORD = (
-    ConfigType.BOOLEAN,
-    ConfigType.STRING,
-    ConfigType.INT,
-    ConfigType.SHORT,
-    ConfigType.LONG,
-    ConfigType.DOUBLE,
-    ConfigType.LIST,
-    ConfigType.CLASS,
-    ConfigType.PASSWORD,
-)
-
-
-def _defs(*defs: ConfigDef) -> dict[str, ConfigDef]:
-    out: dict[str, ConfigDef] = {}
-    for d in defs:
-        assert d.name not in out, d.name
-        out[d.name] = d
-    return out
 
 
 _CD = ConfigDef
 _INFO = INFORMATIONAL
 
 # fmt: off
-BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
+BROKER_CONFIGS: dict[str, ConfigDef] = config_table(
     # identity and mode
     _CD("node.id", INT, -1, AtLeast(-1), "Id of this broker; same as broker.id. Unset: 0 on a single node."),
     _CD("broker.id", INT, -1, AtLeast(-1), "Id of this broker; same as node.id. Unset: 0 on a single node."),
@@ -615,7 +435,7 @@ def _topic(name, type_, default, validator, doc, *synonyms: str | tuple[str, int
 
 
 # fmt: off
-TOPIC_CONFIGS: dict[str, ConfigDef] = _defs(
+TOPIC_CONFIGS: dict[str, ConfigDef] = config_table(
     _topic("cleanup.policy", LIST, ["delete"], ListOf("compact", "delete", allow_empty=True), "delete (drop old segments), compact (keep the latest record per key), both, or empty (neither: keep everything, as Kafka 4 allows).", "log.cleanup.policy"),
     _topic("compression.type", STR, "producer", OneOf(*BROKER_COMPRESSION_TYPES), "Compression of stored batches; producer keeps the producer's.", "compression.type"),
     _topic("compression.gzip.level", INT, -1, Either(-1, Between(1, 9)), "Gzip level when compression.type is gzip.", "compression.gzip.level"),
@@ -656,142 +476,6 @@ TOPIC_CONFIGS: dict[str, ConfigDef] = _defs(
 
 # Topic keys accepted and described for compatibility that change nothing (not in LogConfig).
 NO_OP_TOPIC_CONFIGS = frozenset({"message.format.version"})
-
-
-# -- parsing values --------------------------------------------------------------------------
-
-_INT_RE = re.compile(r"[+-]?\d+")
-_BOUNDS = {
-    ConfigType.INT: (INT_MIN, INT_MAX),
-    ConfigType.LONG: (LONG_MIN, LONG_MAX),
-    ConfigType.SHORT: (SHORT_MIN, SHORT_MAX),
-}
-
-
-def _type_expectation(t: ConfigType) -> str:
-    if t in _BOUNDS:
-        return "an integer"
-    if t is ConfigType.DOUBLE:
-        return "a number"
-    if t is ConfigType.BOOLEAN:
-        return "true or false"
-    if t is ConfigType.LIST:
-        return "a comma-separated list"
-    if t is ConfigType.CLASS:
-        return "a class name"
-    return "a string"
-
-
-def _expectation(d: ConfigDef) -> str:
-    v = d.validator
-    if v is None:
-        return _type_expectation(d.type)
-    if isinstance(v, (OneOf, ListOf, NonEmptyUnique, ThrottledReplicas)):
-        return v.description
-    return f"{_type_expectation(d.type)} {v.description}"
-
-
-def _parse(d: ConfigDef, raw: Any) -> Any:
-    """Turn a raw value (string from a file, or a Python value) into the typed, checked value."""
-    t = d.type
-    if raw is None:
-        return d.default
-    try:
-        if t in _BOUNDS:
-            if isinstance(raw, bool):
-                raise _Invalid(_expectation(d))
-            if isinstance(raw, int):
-                value = raw
-            elif isinstance(raw, str):
-                text = raw.strip()
-                if not text and d.default is None:
-                    return None
-                if not _INT_RE.fullmatch(text):
-                    raise _Invalid(_expectation(d))
-                value = int(text)
-            else:
-                raise _Invalid(_expectation(d))
-            low, high = _BOUNDS[t]
-            if not low <= value <= high:
-                raise _Invalid(f"an integer between {low} and {high}")
-        elif t is ConfigType.DOUBLE:
-            if isinstance(raw, bool):
-                raise _Invalid(_expectation(d))
-            if isinstance(raw, (int, float)):
-                value = float(raw)
-            elif isinstance(raw, str):
-                text = raw.strip()
-                if not text and d.default is None:
-                    return None
-                if "_" in text:
-                    raise _Invalid(_expectation(d))
-                try:
-                    value = float(text)
-                except ValueError:
-                    raise _Invalid(_expectation(d)) from None
-            else:
-                raise _Invalid(_expectation(d))
-        elif t is ConfigType.BOOLEAN:
-            if isinstance(raw, bool):
-                value = raw
-            elif isinstance(raw, str) and raw.strip().lower() in ("true", "false"):
-                value = raw.strip().lower() == "true"
-            elif isinstance(raw, str) and not raw.strip() and d.default is None:
-                return None
-            else:
-                raise _Invalid("true or false")
-        elif t is ConfigType.LIST:
-            if isinstance(raw, str):
-                value = [item.strip() for item in raw.split(",") if item.strip()]
-            elif isinstance(raw, (list, tuple)):
-                value = [str(item).strip() for item in raw if str(item).strip()]
-            else:
-                raise _Invalid(_expectation(d))
-        else:
-            if not isinstance(raw, str):
-                raise _Invalid(_expectation(d))
-            value = raw.strip()
-            if t is ConfigType.CLASS and not value:
-                return None
-        if d.validator is not None:
-            value = d.validator(value)
-    except _Invalid as bad:
-        expected = bad.expected
-        if d.validator is not None and expected == d.validator.description:
-            expected = _expectation(d)
-        shown = "<hidden>" if d.sensitive else repr(raw)
-        raise ConfigError(f"{d.name}: expected {expected}, got {shown}", d.name) from None
-    return value
-
-
-def _render(d: ConfigDef, value: Any) -> str | None:
-    """A typed value as Kafka shows it in DescribeConfigs."""
-    if value is None:
-        return None
-    if d.type is ConfigType.BOOLEAN:
-        return "true" if value else "false"
-    if d.type is ConfigType.LIST:
-        return ",".join(value)
-    if d.type is ConfigType.DOUBLE:
-        return _render_double(value)
-    return str(value)
-
-
-def _render_double(value: float) -> str:
-    if math.isnan(value) or math.isinf(value):
-        return {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}[repr(value)]
-    text = repr(float(value))
-    if "e" in text:
-        mantissa, exponent = text.split("e")
-        if "." not in mantissa:
-            mantissa += ".0"
-        return f"{mantissa}E{int(exponent)}"
-    return text
-
-
-def _suggest(name: str, known: Iterable[str]) -> str:
-    close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.8)
-    return f"; did you mean {close[0]!r}?" if close else ""
 
 
 # -- listeners -------------------------------------------------------------------------------
@@ -919,10 +603,10 @@ class BrokerConfig:
                     hint = f"; the broker-wide default is {syn[0][0]!r}" if syn else ""
                     problems.append((key, f"{key}: a topic-level config, not a broker config{hint}"))
                 else:
-                    problems.append((key, f"{key}: unknown broker config{_suggest(key, BROKER_CONFIGS)}"))
+                    problems.append((key, f"{key}: unknown broker config{suggest(key, BROKER_CONFIGS)}"))
                 continue
             try:
-                value = _parse(d, raw)
+                value = parse_value(d, raw)
             except ConfigError as exc:
                 problems.append((key, exc.message))
                 continue
@@ -1377,14 +1061,14 @@ class ConfigEntry:
 def _broker_value(cfg: BrokerConfig, name: str) -> tuple[str | None, int]:
     d = BROKER_CONFIGS[name]
     source = cfg.source(name)
-    value = None if d.sensitive else _render(d, cfg.get(name))
+    value = None if d.sensitive else render_value(d, cfg.get(name))
     return value, source
 
 
 def _topic_default(d: ConfigDef, cfg: BrokerConfig | None) -> tuple[str | None, int]:
     """The value a topic gets without an override, and where it comes from."""
     if cfg is None or not d.synonyms:
-        return _render(d, d.default), ConfigSource.DEFAULT_CONFIG
+        return render_value(d, d.default), ConfigSource.DEFAULT_CONFIG
     for key, factor in d.synonyms:
         value = cfg.get(key)
         if value is None:
@@ -1393,8 +1077,8 @@ def _topic_default(d: ConfigDef, cfg: BrokerConfig | None) -> tuple[str | None, 
             value *= factor
         if d.name == "retention.ms" and value < 0:
             value = -1
-        return _render(d, value), cfg.source(key)
-    return _render(d, d.default), ConfigSource.DEFAULT_CONFIG
+        return render_value(d, value), cfg.source(key)
+    return render_value(d, d.default), ConfigSource.DEFAULT_CONFIG
 
 
 def _broker_synonyms(cfg: BrokerConfig, keys: Iterable[str]) -> list[ConfigSynonym]:
@@ -1404,12 +1088,12 @@ def _broker_synonyms(cfg: BrokerConfig, keys: Iterable[str]) -> list[ConfigSynon
     for key in keys:
         d = BROKER_CONFIGS[key]
         if static.is_set(key):
-            value = None if d.sensitive else _render(d, static.get(key))
+            value = None if d.sensitive else render_value(d, static.get(key))
             out.append(ConfigSynonym(key, value, ConfigSource.STATIC_BROKER_CONFIG))
         elif d.default is not None:
             out.append(
                 ConfigSynonym(
-                    key, None if d.sensitive else _render(d, d.default), ConfigSource.DEFAULT_CONFIG
+                    key, None if d.sensitive else render_value(d, d.default), ConfigSource.DEFAULT_CONFIG
                 )
             )
     return out
@@ -1496,7 +1180,7 @@ def validate_topic_configs(
     for key, raw in configs.items():
         d = TOPIC_CONFIGS.get(key)
         if d is None:
-            hint = _suggest(key, TOPIC_CONFIGS)
+            hint = suggest(key, TOPIC_CONFIGS)
             if not hint and key in BROKER_CONFIGS:
                 hint = "; that is a broker config"
             raise ConfigError(f"{key}: unknown topic config{hint}", key)
@@ -1504,10 +1188,10 @@ def validate_topic_configs(
             raise ConfigError(f"{key}: a value is required", key)
         if key == "compression.type" and isinstance(raw, str) and raw.strip().lower() == "none":
             raw = "uncompressed"
-        value = _parse(d, raw)
+        value = parse_value(d, raw)
         if key == "remote.storage.enable" and value:
             raise ConfigError("remote.storage.enable: tiered storage is not supported by Odradek", key)
-        out[key] = _render(d, value)  # type: ignore[assignment]
+        out[key] = render_value(d, value)  # type: ignore[assignment]
     _check_compaction_lags(out, broker_config)
     return out
 
@@ -1597,7 +1281,7 @@ def _dynamic_synonyms(cfg: BrokerConfig, keys: tuple[str, ...]) -> list[ConfigSy
         for key in keys:
             if key in layer:
                 d = BROKER_CONFIGS[key]
-                value = None if d.sensitive else _render(d, _parse(d, layer[key]))
+                value = None if d.sensitive else render_value(d, parse_value(d, layer[key]))
                 out.append(ConfigSynonym(key, value, int(source)))
     return out
 
@@ -1610,7 +1294,7 @@ def default_broker_config_entries(broker_config: BrokerConfig) -> list[ConfigEnt
     entries = []
     for name in sorted(layer):
         d = BROKER_CONFIGS[name]
-        value = None if d.sensitive else _render(d, _parse(d, layer[name]))
+        value = None if d.sensitive else render_value(d, parse_value(d, layer[name]))
         synonyms = [
             s
             for s in _dynamic_synonyms(broker_config, _BROKER_SYNONYMS.get(name, (name,)))
