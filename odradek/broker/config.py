@@ -56,7 +56,6 @@ from types import MappingProxyType
 from typing import Any
 
 from odradek.config_def import (
-    ACTIVE,
     BOOL,
     CLASS,
     DEPRECATED,
@@ -92,6 +91,7 @@ from odradek.config_def import (
     suggest,
 )
 from odradek.properties import PropertiesError, load_properties, parse_properties
+from odradek.storage.log_config import COMPRESSION_TYPES, NO_OP_TOPIC_CONFIGS, TOPIC_CONFIGS
 
 __all__ = [
     "BROKER_CONFIGS",
@@ -117,7 +117,6 @@ log = logging.getLogger(__name__)
 
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
-BROKER_COMPRESSION_TYPES = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
 
 
 class HostCounts(Validator):
@@ -149,19 +148,6 @@ def _parse_host_counts(text: str) -> dict[str, int]:
             raise ValueError(item)
         out[host] = int(count)
     return out
-
-
-class ThrottledReplicas(Validator):
-    description = "'*' or a comma-separated list of partition:broker pairs"
-    whole = True
-
-    def __call__(self, value):
-        if value is None or value == [] or value == ["*"]:
-            return value
-        for item in value:
-            if not re.fullmatch(r"\d+\s*:\s*\d+", item):
-                raise InvalidValue(self.description)
-        return [re.sub(r"\s+", "", v) for v in value]
 
 
 _CD = ConfigDef
@@ -255,7 +241,7 @@ BROKER_CONFIGS: dict[str, ConfigDef] = config_table(
     _CD("log.local.retention.bytes", LONG, -2, AtLeast(-2), "Tiered storage: local retention size; -2: log.retention.bytes.", _INFO),
     # messages
     _CD("message.max.bytes", INT, 1048588, AtLeast(0), "Largest record batch accepted, in bytes."),
-    _CD("compression.type", STR, "producer", OneOf(*BROKER_COMPRESSION_TYPES), "Compression of stored batches: producer keeps what the producer sent."),
+    _CD("compression.type", STR, "producer", OneOf(*COMPRESSION_TYPES), "Compression of stored batches: producer keeps what the producer sent."),
     _CD("compression.gzip.level", INT, -1, Either(-1, Between(1, 9)), "Gzip level when compression.type is gzip."),
     _CD("compression.lz4.level", INT, 9, Between(1, 17), "LZ4 level when compression.type is lz4."),
     _CD("compression.zstd.level", INT, 3, Between(-131072, 22), "Zstd level when compression.type is zstd."),
@@ -427,55 +413,6 @@ _BROKER_SYNONYM_GROUPS = (
     ("log.dirs", "log.dir"),
 )
 _BROKER_SYNONYMS = {name: group for group in _BROKER_SYNONYM_GROUPS for name in group}
-
-
-def _topic(name, type_, default, validator, doc, *synonyms: str | tuple[str, int]) -> ConfigDef:
-    syn = tuple(s if isinstance(s, tuple) else (s, 1) for s in synonyms)
-    return ConfigDef(name, type_, default, validator, doc, ACTIVE, syn)
-
-
-# fmt: off
-TOPIC_CONFIGS: dict[str, ConfigDef] = config_table(
-    _topic("cleanup.policy", LIST, ["delete"], ListOf("compact", "delete", allow_empty=True), "delete (drop old segments), compact (keep the latest record per key), both, or empty (neither: keep everything, as Kafka 4 allows).", "log.cleanup.policy"),
-    _topic("compression.type", STR, "producer", OneOf(*BROKER_COMPRESSION_TYPES), "Compression of stored batches; producer keeps the producer's.", "compression.type"),
-    _topic("compression.gzip.level", INT, -1, Either(-1, Between(1, 9)), "Gzip level when compression.type is gzip.", "compression.gzip.level"),
-    _topic("compression.lz4.level", INT, 9, Between(1, 17), "LZ4 level when compression.type is lz4.", "compression.lz4.level"),
-    _topic("compression.zstd.level", INT, 3, Between(-131072, 22), "Zstd level when compression.type is zstd.", "compression.zstd.level"),
-    _topic("delete.retention.ms", LONG, 86400000, AtLeast(0), "How long tombstones stay in a compacted topic.", "log.cleaner.delete.retention.ms"),
-    _topic("file.delete.delay.ms", LONG, 60000, AtLeast(0), "Delay before a deleted segment's files are removed.", "log.segment.delete.delay.ms"),
-    _topic("flush.messages", LONG, LONG_MAX, AtLeast(1), "Messages appended before an fsync.", "log.flush.interval.messages"),
-    _topic("flush.ms", LONG, LONG_MAX, AtLeast(0), "Most time between fsyncs.", "log.flush.interval.ms", "log.flush.scheduler.interval.ms"),
-    _topic("follower.replication.throttled.replicas", LIST, [], ThrottledReplicas(), "Replicas throttled on the follower side, as partition:broker,... or *."),
-    _topic("index.interval.bytes", INT, 4096, AtLeast(0), "Bytes of log between offset index entries.", "log.index.interval.bytes"),
-    _topic("leader.replication.throttled.replicas", LIST, [], ThrottledReplicas(), "Replicas throttled on the leader side, as partition:broker,... or *."),
-    _topic("local.retention.bytes", LONG, -2, AtLeast(-2), "Tiered storage: local retention size; -2: retention.bytes.", "log.local.retention.bytes"),
-    _topic("local.retention.ms", LONG, -2, AtLeast(-2), "Tiered storage: local retention time; -2: retention.ms.", "log.local.retention.ms"),
-    _topic("max.compaction.lag.ms", LONG, LONG_MAX, AtLeast(1), "Most age of a record before it must be compacted.", "log.cleaner.max.compaction.lag.ms"),
-    _topic("max.message.bytes", INT, 1048588, AtLeast(0), "Largest record batch accepted, in bytes.", "message.max.bytes"),
-    ConfigDef("message.format.version", STR, "3.0-IV1", None, "Message format version; ignored since format v2 is the only one written (Kafka 3.x: a no-op from inter-broker protocol 3.0 on; removed in Kafka 4).", DEPRECATED, (("log.message.format.version", 1),)),
-    _topic("message.downconversion.enable", BOOL, True, None, "Down-convert batches for old fetchers (deprecated).", "log.message.downconversion.enable"),
-    _topic("message.timestamp.after.max.ms", LONG, LONG_MAX, AtLeast(0), "How far in the future a CreateTime timestamp may be.", "log.message.timestamp.after.max.ms"),
-    _topic("message.timestamp.before.max.ms", LONG, LONG_MAX, AtLeast(0), "How far in the past a CreateTime timestamp may be.", "log.message.timestamp.before.max.ms"),
-    _topic("message.timestamp.difference.max.ms", LONG, LONG_MAX, AtLeast(0), "Most difference between a CreateTime timestamp and the broker's clock (deprecated).", "log.message.timestamp.difference.max.ms"),
-    _topic("message.timestamp.type", STR, "CreateTime", OneOf("CreateTime", "LogAppendTime"), "CreateTime (the producer's) or LogAppendTime (the broker's).", "log.message.timestamp.type"),
-    _topic("min.cleanable.dirty.ratio", DOUBLE, 0.5, Between(0, 1), "Least dirty-to-total ratio worth compacting.", "log.cleaner.min.cleanable.ratio"),
-    _topic("min.compaction.lag.ms", LONG, 0, AtLeast(0), "Least age of a record before it can be compacted.", "log.cleaner.min.compaction.lag.ms"),
-    _topic("min.insync.replicas", INT, 1, AtLeast(1), "Replicas that must acknowledge an acks=all write.", "min.insync.replicas"),
-    _topic("preallocate", BOOL, False, None, "Preallocate segment files.", "log.preallocate"),
-    _topic("remote.storage.enable", BOOL, False, None, "Tiered storage (not supported by Odradek)."),
-    _topic("retention.bytes", LONG, -1, None, "Largest size of a partition before old segments go; -1: no limit.", "log.retention.bytes"),
-    _topic("retention.ms", LONG, 604800000, AtLeast(-1), "Keep segments this long; -1: forever.", "log.retention.ms", ("log.retention.minutes", MINUTE_MS), ("log.retention.hours", HOUR_MS)),
-    _topic("segment.bytes", INT, 1073741824, AtLeast(14), "Largest size of a segment file.", "log.segment.bytes"),
-    _topic("segment.index.bytes", INT, 10485760, AtLeast(4), "Largest size of an index file.", "log.index.size.max.bytes"),
-    _topic("segment.jitter.ms", LONG, 0, AtLeast(0), "Most random jitter subtracted from segment.ms.", "log.roll.jitter.ms", ("log.roll.jitter.hours", HOUR_MS)),
-    _topic("segment.ms", LONG, 604800000, AtLeast(1), "Roll a new segment after this long.", "log.roll.ms", ("log.roll.hours", HOUR_MS)),
-    _topic("unclean.leader.election.enable", BOOL, False, None, "Allow a replica outside the ISR to become leader.", "unclean.leader.election.enable"),
-)
-# fmt: on
-
-
-# Topic keys accepted and described for compatibility that change nothing (not in LogConfig).
-NO_OP_TOPIC_CONFIGS = frozenset({"message.format.version"})
 
 
 # -- listeners -------------------------------------------------------------------------------
