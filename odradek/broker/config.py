@@ -45,16 +45,15 @@ Immutable once built; safe to share between threads.
 
 from __future__ import annotations
 
-import ipaddress
 import logging
 import re
-import socket
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from odradek.broker.listeners import LISTENER_PREFIX, SECURITY_PROTOCOLS, Endpoint, resolve_listeners
 from odradek.config_def import (
     BOOL,
     CLASS,
@@ -116,7 +115,6 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 
-SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 
 
 class HostCounts(Validator):
@@ -391,7 +389,6 @@ BROKER_CONFIGS: dict[str, ConfigDef] = config_table(
 
 # Prefixes whose keys are accepted as free-form strings.
 _FREE_PREFIXES = ("sasl.oauthbearer.", "sasl.login.", "sasl.kerberos.", "config.providers.")
-_LISTENER_PREFIX = "listener.name."
 _SECURITY_PREFIXES = (
     "ssl.",
     "sasl.",
@@ -413,99 +410,6 @@ _BROKER_SYNONYM_GROUPS = (
     ("log.dirs", "log.dir"),
 )
 _BROKER_SYNONYMS = {name: group for group in _BROKER_SYNONYM_GROUPS for name in group}
-
-
-# -- listeners -------------------------------------------------------------------------------
-
-_LISTENER_RE = re.compile(r"^(.*)://\[?([0-9a-zA-Z\-%._:]*)\]?:(-?[0-9]+)$")
-
-
-@dataclass(frozen=True, slots=True)
-class Endpoint:
-    """A listener: name (upper case), host ("" binds every interface), port (0: ephemeral), protocol."""
-
-    name: str
-    host: str
-    port: int
-    security_protocol: str
-
-    def __str__(self) -> str:
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"{self.name}://{host}:{self.port}"
-
-
-def _parse_security_map(raw: str | None) -> dict[str, str]:
-    if raw is None:
-        return {p: p for p in SECURITY_PROTOCOLS}
-    mapping: dict[str, str] = {}
-    for item in (part.strip() for part in raw.split(",")):
-        if not item:
-            continue
-        name, sep, protocol = item.partition(":")
-        name, protocol = name.strip().upper(), protocol.strip().upper()
-        if not sep or not name or protocol not in SECURITY_PROTOCOLS:
-            raise ConfigError(
-                f"listener.security.protocol.map: expected NAME:PROTOCOL pairs with a protocol among "
-                f"{', '.join(SECURITY_PROTOCOLS)}, got {item!r}",
-                "listener.security.protocol.map",
-            )
-        if name in mapping:
-            raise ConfigError(
-                f"listener.security.protocol.map: listener {name} appears twice",
-                "listener.security.protocol.map",
-            )
-        mapping[name] = protocol
-    return mapping
-
-
-def _parse_endpoints(key: str, items: list[str], protocols: dict[str, str]) -> list[Endpoint]:
-    endpoints = []
-    for item in items:
-        match = _LISTENER_RE.match(item)
-        if not match:
-            raise ConfigError(f"{key}: expected NAME://host:port, got {item!r}", key)
-        name, host, port_text = match.group(1).upper(), match.group(2), match.group(3)
-        port = int(port_text)
-        if not 0 <= port <= 65535:
-            raise ConfigError(f"{key}: port must be between 0 and 65535, got {item!r}", key)
-        protocol = protocols.get(name)
-        if protocol is None:
-            raise ConfigError(
-                f"{key}: no security protocol for listener {name} in {item!r}; "
-                f"map it in listener.security.protocol.map (e.g. {name}:PLAINTEXT)",
-                key,
-            )
-        endpoints.append(Endpoint(name, host, port, protocol))
-    names = [e.name for e in endpoints]
-    duplicates = sorted({n for n in names if names.count(n) > 1})
-    if duplicates:
-        raise ConfigError(f"{key}: listener name {duplicates[0]} is used more than once", key)
-    return endpoints
-
-
-def _ip_version(host: str) -> int | None:
-    try:
-        return ipaddress.ip_address(host.split("%")[0]).version
-    except ValueError:
-        return None
-
-
-def _check_listener_ports(endpoints: list[Endpoint]) -> None:
-    # Kafka: listeners need distinct ports, unless exactly two share one, an IPv4 and an IPv6 address.
-    by_port: dict[int, list[Endpoint]] = {}
-    for e in endpoints:
-        if e.port:
-            by_port.setdefault(e.port, []).append(e)
-    for port, group in by_port.items():
-        if len(group) == 1:
-            continue
-        versions = sorted(_ip_version(e.host) or 0 for e in group)
-        if versions != [4, 6]:
-            raise ConfigError(
-                f"listeners: port {port} is used by {', '.join(e.name for e in group)}; each listener "
-                "needs its own port unless one is an IPv4 and the other an IPv6 address",
-                "listeners",
-            )
 
 
 # -- the broker configuration ---------------------------------------------------------------
@@ -531,7 +435,7 @@ class BrokerConfig:
                 continue
             d = BROKER_CONFIGS.get(key)
             if d is None:
-                if key.startswith(_LISTENER_PREFIX) or key.startswith(_FREE_PREFIXES):
+                if key.startswith(LISTENER_PREFIX) or key.startswith(_FREE_PREFIXES):
                     extra[key] = str(raw).strip()
                 elif key in _NOT_BROKER_KEYS:
                     problems.append((key, f"{key}: {_NOT_BROKER_KEYS[key]}"))
@@ -687,20 +591,16 @@ class BrokerConfig:
     @property
     def listeners(self) -> list[Endpoint]:
         """Endpoints to bind (controller listeners of a KRaft config left out)."""
-        return list(self._listeners)
+        return list(self._listeners.bound)
 
     @property
     def advertised_listeners(self) -> list[Endpoint]:
         """Endpoints given to clients. Port 0 means "the port ``listeners`` bound"."""
-        return list(self._advertised)
+        return list(self._listeners.advertised)
 
     def advertised_endpoints(self, bound_ports: Mapping[str, int]) -> list[Endpoint]:
         """Advertised endpoints with ephemeral ports (0) replaced by the bound ones, by listener name."""
-        out = []
-        for e in self._advertised:
-            port = e.port or bound_ports.get(e.name, 0)
-            out.append(Endpoint(e.name, e.host, port, e.security_protocol))
-        return out
+        return self._listeners.advertised_endpoints(bound_ports)
 
     @property
     def max_connections_per_ip_overrides(self) -> dict[str, int]:
@@ -713,7 +613,7 @@ class BrokerConfig:
         the first such key; warns (once) about ``ssl.*`` / ``sasl.*`` keys no listener uses."""
         if self._security_checked:
             return
-        for e in self._listeners:
+        for e in self._listeners.bound:
             if e.security_protocol != "PLAINTEXT":
                 key = "listeners" if e.name == e.security_protocol else "listener.security.protocol.map"
                 raise ConfigError(
@@ -747,11 +647,11 @@ class BrokerConfig:
 
     @property
     def security_protocol_map(self) -> dict[str, str]:
-        return dict(self._protocols)
+        return dict(self._listeners.protocols)
 
     @property
     def inter_broker_listener_name(self) -> str:
-        return self._inter_broker_listener
+        return self._listeners.inter_broker
 
     @property
     def log_roll_ms(self) -> int:
@@ -863,88 +763,7 @@ class BrokerConfig:
                 "log.cleaner.min.compaction.lag.ms: must not exceed log.cleaner.max.compaction.lag.ms",
                 "log.cleaner.min.compaction.lag.ms",
             )
-        self._derive_listeners()
-
-    def _derive_listeners(self) -> None:
-        v = self._values
-        protocols = _parse_security_map(v["listener.security.protocol.map"])
-        controller_names = [n.upper() for n in (v["controller.listener.names"] or [])]
-        for name in controller_names:
-            protocols.setdefault(name, "PLAINTEXT")  # Kafka's KRaft default
-        self._protocols = protocols
-        all_listeners = _parse_endpoints("listeners", v["listeners"], protocols)
-        listeners = [e for e in all_listeners if e.name not in controller_names]
-        if not listeners:
-            raise ConfigError(
-                "listeners: no broker listener left once controller.listener.names are removed", "listeners"
-            )
-        _check_listener_ports(listeners)
-        self._listeners = listeners
-        names = {e.name for e in listeners}
-
-        for key in self._extra:
-            if key.startswith(_LISTENER_PREFIX):
-                listener = key[len(_LISTENER_PREFIX) :].split(".", 1)[0].upper()
-                if listener not in names and listener not in controller_names:
-                    raise ConfigError(f"{key}: there is no listener named {listener} in listeners", key)
-
-        if v["advertised.listeners"] is not None:
-            key = "advertised.listeners"
-            advertised = [
-                e
-                for e in _parse_endpoints(key, v["advertised.listeners"], protocols)
-                if e.name not in controller_names
-            ]
-            for e in advertised:
-                if e.name not in names:
-                    raise ConfigError(f"{key}: listener {e.name} is advertised but not in listeners", key)
-        else:
-            key = "listeners"
-            advertised = listeners
-        if not advertised:
-            raise ConfigError("advertised.listeners: no broker listener to advertise", "advertised.listeners")
-        resolved = []
-        for e in advertised:
-            if e.host in ("0.0.0.0", "::"):
-                hint = (
-                    ""
-                    if key == "advertised.listeners"
-                    else "; set advertised.listeners to an address clients can reach"
-                )
-                raise ConfigError(
-                    f"advertised.listeners: cannot advertise the non-routable address {e.host} ({e}){hint}",
-                    "advertised.listeners",
-                )
-            if not e.host:
-                e = Endpoint(e.name, socket.gethostname(), e.port, e.security_protocol)
-            resolved.append(e)
-        self._advertised = resolved
-
-        # inter-broker listener
-        if self.is_set("inter.broker.listener.name") and self.is_set("security.inter.broker.protocol"):
-            raise ConfigError(
-                "inter.broker.listener.name: set either it or security.inter.broker.protocol, not both",
-                "inter.broker.listener.name",
-            )
-        if v["inter.broker.listener.name"]:
-            inter = v["inter.broker.listener.name"].upper()
-            if inter not in {e.name for e in resolved}:
-                raise ConfigError(
-                    f"inter.broker.listener.name: {inter} is not among the advertised listeners",
-                    "inter.broker.listener.name",
-                )
-        else:
-            # Kafka uses the listener named after the protocol; a single node without one
-            # (listeners=CLIENT://...) falls back to its first advertised listener.
-            inter = v["security.inter.broker.protocol"]
-            if inter not in {e.name for e in resolved}:
-                if self.is_set("security.inter.broker.protocol"):
-                    raise ConfigError(
-                        f"security.inter.broker.protocol: no advertised listener named {inter}",
-                        "security.inter.broker.protocol",
-                    )
-                inter = resolved[0].name
-        self._inter_broker_listener = inter
+        self._listeners = resolve_listeners(v, self._explicit, self._extra)
 
     def _warn(self) -> None:
         kraft = [k for k in self._explicit if BROKER_CONFIGS[k].note == KRAFT]
