@@ -37,7 +37,6 @@ HOUR_MS = 3_600_000
 MINUTE_MS = 60_000
 
 
-
 class ConfigType(IntEnum):
     """DescribeConfigs ``config_type`` (v3+)."""
 
@@ -80,7 +79,6 @@ class ConfigError(InvalidConfigError, ValueError):
 
     def __str__(self) -> str:
         return self.message
-
 
 
 # -- validators ------------------------------------------------------------------------------
@@ -196,7 +194,6 @@ class NonEmptyUnique(Validator):
         return value
 
 
-
 # -- definitions -----------------------------------------------------------------------------
 
 ACTIVE = ""
@@ -256,7 +253,6 @@ def config_table(*defs: ConfigDef) -> dict[str, ConfigDef]:
         assert d.name not in out, d.name
         out[d.name] = d
     return out
-
 
 
 # -- values ------------------------------------------------------------------------------

@@ -53,6 +53,7 @@ __all__ = [
     "FREE_PREFIXES",
     "NOT_BROKER_KEYS",
     "SECURITY_PREFIXES",
+    "looks_secret",
     "parse_host_counts",
 ]
 
@@ -350,3 +351,8 @@ _SYNONYM_GROUPS = (
     ("log.dirs", "log.dir"),
 )
 BROKER_SYNONYMS = {name: group for group in _SYNONYM_GROUPS for name in group}
+
+
+def looks_secret(key: str) -> bool:
+    """A prefixed key whose value must not be shown (DescribeConfigs, logs)."""
+    return key.endswith(".password") or key.endswith("jaas.config") or key.endswith(".secret")

@@ -34,11 +34,19 @@ chooses differently from Kafka it says so here:
   and ``ssl.client.auth=required``, so a broker never serves in a weaker mode than
   configured; other ``ssl.*`` / ``sasl.*`` keys are accepted with a warning.
 
-Topic-level configs (``TOPIC_CONFIGS``) take their defaults from broker synonyms
-(``retention.ms`` ← ``log.retention.ms``/``minutes``/``hours``, ...). The DescribeConfigs,
-AlterConfigs and CreateTopics handlers use ``validate_topic_configs``,
-``topic_config_entries`` and ``broker_config_entries``; the log manager uses
-``effective_topic_config``, whose keys feed ``odradek.storage.log_config.LogConfig.from_dict``.
+Where the parts live (Kafka's split in brackets):
+
+* ``odradek.config_def``: keys, types, validators, value parsing and rendering [``ConfigDef``];
+* ``broker_keys``: the table of broker keys, one line each [``KafkaConfig``'s definitions];
+* ``odradek.storage.log_config``: the table of topic keys and their broker synonyms [``LogConfig``];
+* ``listeners``: listeners, advertised listeners, security protocols, per-listener keys;
+* this module: ``BrokerConfig``, the typed configuration with its derived values and
+  cross-key checks [``KafkaConfig``];
+* ``dynamic_config``: the keys that may change at run time and their levels
+  [``DynamicBrokerConfig``];
+* ``topic_configs``: topic overrides checked, and topic defaults taken from broker keys;
+* ``config_entries``: DescribeConfigs' entries with sources and synonyms [``ConfigHelper``];
+* ``odradek.properties``: the ``.properties`` file format.
 
 Immutable once built; safe to share between threads.
 """
@@ -46,18 +54,17 @@ Immutable once built; safe to share between threads.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
 from odradek.broker.broker_keys import (
     BROKER_CONFIGS,
-    BROKER_SYNONYMS,
     FREE_PREFIXES,
     NOT_BROKER_KEYS,
     SECURITY_PREFIXES,
+    looks_secret,
     parse_host_counts,
 )
 from odradek.broker.listeners import LISTENER_PREFIX, Endpoint, resolve_listeners
@@ -66,43 +73,17 @@ from odradek.config_def import (
     HOUR_MS,
     KRAFT,
     MINUTE_MS,
-    ConfigDef,
     ConfigError,
     ConfigSource,
-    ConfigType,
     parse_value,
-    render_value,
     suggest,
 )
 from odradek.properties import PropertiesError, load_properties, parse_properties
-from odradek.storage.log_config import NO_OP_TOPIC_CONFIGS, TOPIC_CONFIGS
+from odradek.storage.log_config import TOPIC_CONFIGS
 
-__all__ = [
-    "BROKER_CONFIGS",
-    "DYNAMIC_BROKER_CONFIGS",
-    "NO_OP_TOPIC_CONFIGS",
-    "TOPIC_CONFIGS",
-    "BrokerConfig",
-    "ConfigDef",
-    "ConfigEntry",
-    "ConfigError",
-    "ConfigSource",
-    "ConfigSynonym",
-    "ConfigType",
-    "Endpoint",
-    "broker_config_entries",
-    "default_broker_config_entries",
-    "effective_topic_config",
-    "topic_config_entries",
-    "validate_topic_configs",
-]
+__all__ = ["BrokerConfig", "ConfigError"]
 
 log = logging.getLogger(__name__)
-
-
-
-
-# -- the broker configuration ---------------------------------------------------------------
 
 
 class BrokerConfig:
@@ -225,7 +206,7 @@ class BrokerConfig:
         shown = {
             k: (
                 "<hidden>"
-                if (BROKER_CONFIGS.get(k) and BROKER_CONFIGS[k].sensitive) or _looks_secret(k)
+                if (BROKER_CONFIGS.get(k) and BROKER_CONFIGS[k].sensitive) or looks_secret(k)
                 else v
             )
             for k, v in self.originals.items()
@@ -468,285 +449,9 @@ class BrokerConfig:
             log.info("deprecated Kafka settings accepted: %s", ", ".join(sorted(deprecated)))
 
 
-def _looks_secret(key: str) -> bool:
-    return key.endswith(".password") or key.endswith("jaas.config") or key.endswith(".secret")
-
-
 def _raise(problems: list[tuple[str, str]]) -> None:
     if len(problems) == 1:
         key, message = problems[0]
         raise ConfigError(message, key, problems)
     lines = "\n".join(f"  {message}" for _, message in problems)
     raise ConfigError(f"{len(problems)} invalid broker settings:\n{lines}", problems[0][0], problems)
-
-
-# -- DescribeConfigs entries ----------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class ConfigSynonym:
-    name: str
-    value: str | None
-    source: int
-
-
-@dataclass(frozen=True, slots=True)
-class ConfigEntry:
-    """One DescribeConfigs entry; ``source`` is a ``ConfigSource``, ``type`` a ``ConfigType``."""
-
-    name: str
-    value: str | None
-    source: int
-    is_sensitive: bool
-    read_only: bool
-    synonyms: list[ConfigSynonym] = field(default_factory=list)
-    type: int = ConfigType.UNKNOWN
-    documentation: str | None = None
-
-
-def _broker_value(cfg: BrokerConfig, name: str) -> tuple[str | None, int]:
-    d = BROKER_CONFIGS[name]
-    source = cfg.source(name)
-    value = None if d.sensitive else render_value(d, cfg.get(name))
-    return value, source
-
-
-def _topic_default(d: ConfigDef, cfg: BrokerConfig | None) -> tuple[str | None, int]:
-    """The value a topic gets without an override, and where it comes from."""
-    if cfg is None or not d.synonyms:
-        return render_value(d, d.default), ConfigSource.DEFAULT_CONFIG
-    for key, factor in d.synonyms:
-        value = cfg.get(key)
-        if value is None:
-            continue
-        if factor != 1:
-            value *= factor
-        if d.name == "retention.ms" and value < 0:
-            value = -1
-        return render_value(d, value), cfg.source(key)
-    return render_value(d, d.default), ConfigSource.DEFAULT_CONFIG
-
-
-def _broker_synonyms(cfg: BrokerConfig, keys: Iterable[str]) -> list[ConfigSynonym]:
-    keys = tuple(keys)
-    out = _dynamic_synonyms(cfg, keys)
-    static = cfg.static
-    for key in keys:
-        d = BROKER_CONFIGS[key]
-        if static.is_set(key):
-            value = None if d.sensitive else render_value(d, static.get(key))
-            out.append(ConfigSynonym(key, value, ConfigSource.STATIC_BROKER_CONFIG))
-        elif d.default is not None:
-            out.append(
-                ConfigSynonym(
-                    key, None if d.sensitive else render_value(d, d.default), ConfigSource.DEFAULT_CONFIG
-                )
-            )
-    return out
-
-
-def topic_config_entries(
-    topic_overrides: Mapping[str, str], broker_config: BrokerConfig | None
-) -> list[ConfigEntry]:
-    """Every topic-level config of a topic, for DescribeConfigs and CreateTopics (v5+), by name.
-
-    Source: DYNAMIC_TOPIC_CONFIG for an override, STATIC_BROKER_CONFIG when a broker synonym
-    is set in server.properties, DEFAULT_CONFIG otherwise. Synonyms (Kafka's order): the
-    override, then the broker synonyms that are set, then those with a default.
-    """
-    entries = []
-    for name in sorted(TOPIC_CONFIGS):
-        d = TOPIC_CONFIGS[name]
-        synonyms: list[ConfigSynonym] = []
-        override = topic_overrides.get(name)
-        if override is not None:
-            synonyms.append(ConfigSynonym(name, override, ConfigSource.DYNAMIC_TOPIC_CONFIG))
-        if broker_config is not None:
-            synonyms.extend(_broker_synonyms(broker_config, (k for k, _ in d.synonyms)))
-        if override is not None:
-            value, source = override, ConfigSource.DYNAMIC_TOPIC_CONFIG
-        else:
-            value, source = _topic_default(d, broker_config)
-        entries.append(
-            ConfigEntry(name, value, int(source), False, False, synonyms, int(d.type), d.documentation)
-        )
-    return entries
-
-
-def broker_config_entries(broker_config: BrokerConfig) -> list[ConfigEntry]:
-    """Every broker config, for DescribeConfigs on a broker resource. Read-only unless
-    dynamically updatable (``DYNAMIC_BROKER_CONFIGS``); the source says which level set it.
-
-    Passwords are sensitive and their value is None. Synonyms list the keys of the same
-    setting in other units (log.retention.ms/minutes/hours, ...) that are set or defaulted.
-    """
-    entries = []
-    for name in sorted(BROKER_CONFIGS):
-        d = BROKER_CONFIGS[name]
-        value, source = _broker_value(broker_config, name)
-        synonyms = _broker_synonyms(broker_config, BROKER_SYNONYMS.get(name, (name,)))
-        # As Kafka: higher-precedence synonyms set before this key's own entries are left out.
-        while synonyms and synonyms[0].name != name:
-            synonyms.pop(0)
-        read_only = name not in DYNAMIC_BROKER_CONFIGS
-        entries.append(
-            ConfigEntry(name, value, int(source), d.sensitive, read_only, synonyms, int(d.type), d.documentation)
-        )
-    for name in sorted(broker_config.extra):
-        secret = _looks_secret(name)
-        value = None if secret else broker_config.extra[name]
-        entries.append(
-            ConfigEntry(
-                name,
-                value,
-                int(ConfigSource.STATIC_BROKER_CONFIG),
-                secret,
-                True,
-                [ConfigSynonym(name, value, int(ConfigSource.STATIC_BROKER_CONFIG))],
-                int(ConfigType.PASSWORD if secret else ConfigType.STRING),
-                None,
-            )
-        )
-    return entries
-
-
-# -- topic configs ---------------------------------------------------------------------------
-
-
-def validate_topic_configs(
-    configs: Mapping[str, Any], broker_config: BrokerConfig | None = None
-) -> dict[str, str]:
-    """Check topic overrides (CreateTopics, AlterConfigs); return them normalised as strings.
-
-    Raises ``ConfigError`` (INVALID_CONFIG) naming the first bad key. ``compression.type=none``
-    is taken as ``uncompressed``. With ``broker_config`` the cross-key checks also see the
-    broker's defaults.
-    """
-    out: dict[str, str] = {}
-    for key, raw in configs.items():
-        d = TOPIC_CONFIGS.get(key)
-        if d is None:
-            hint = suggest(key, TOPIC_CONFIGS)
-            if not hint and key in BROKER_CONFIGS:
-                hint = "; that is a broker config"
-            raise ConfigError(f"{key}: unknown topic config{hint}", key)
-        if raw is None:
-            raise ConfigError(f"{key}: a value is required", key)
-        if key == "compression.type" and isinstance(raw, str) and raw.strip().lower() == "none":
-            raw = "uncompressed"
-        value = parse_value(d, raw)
-        if key == "remote.storage.enable" and value:
-            raise ConfigError("remote.storage.enable: tiered storage is not supported by Odradek", key)
-        out[key] = render_value(d, value)  # type: ignore[assignment]
-    _check_compaction_lags(out, broker_config)
-    return out
-
-
-def _check_compaction_lags(overrides: Mapping[str, str], broker_config: BrokerConfig | None) -> None:
-    def effective(name: str) -> int:
-        if name in overrides:
-            return int(overrides[name])
-        value, _ = _topic_default(TOPIC_CONFIGS[name], broker_config)
-        return int(value)  # type: ignore[arg-type]
-
-    if "min.compaction.lag.ms" in overrides or "max.compaction.lag.ms" in overrides:
-        low, high = effective("min.compaction.lag.ms"), effective("max.compaction.lag.ms")
-        if low > high:
-            key = "min.compaction.lag.ms" if "min.compaction.lag.ms" in overrides else "max.compaction.lag.ms"
-            raise ConfigError(
-                f"{key}: min.compaction.lag.ms ({low}) must not exceed max.compaction.lag.ms ({high})", key
-            )
-
-
-def effective_topic_config(
-    overrides: Mapping[str, Any], broker_config: BrokerConfig | None
-) -> dict[str, str]:
-    """Every topic-level key with the value in force: the override, else the broker's default.
-
-    The result feeds ``odradek.storage.log_config.LogConfig.from_dict``.
-    """
-    checked = validate_topic_configs(overrides, broker_config) if overrides else {}
-    out: dict[str, str] = {}
-    for name, d in TOPIC_CONFIGS.items():
-        if name in NO_OP_TOPIC_CONFIGS:
-            continue
-        if name in checked:
-            out[name] = checked[name]
-        else:
-            value, _ = _topic_default(d, broker_config)
-            out[name] = "" if value is None else value
-    return out
-
-
-# -- dynamic broker configs (KIP-226) --------------------------------------------------------
-#
-# Kafka's dynamically updatable broker keys (DynamicBrokerConfig.AllDynamicConfigs) that mean
-# something here. Listener, SSL and SASL keys (per broker in Kafka) wait for security support;
-# until then they are read-only like every other key. All of these may be set for one broker
-# or as the cluster-wide default.
-
-# The broker-wide defaults of topic configs: each topic key's first synonym (DynamicLogConfig).
-DYNAMIC_LOG_CONFIGS = frozenset(
-    d.synonyms[0][0] for d in TOPIC_CONFIGS.values() if d.synonyms and d.name not in NO_OP_TOPIC_CONFIGS
-)
-DYNAMIC_CLEANER_CONFIGS = frozenset(
-    {
-        "log.cleaner.threads",
-        "log.cleaner.dedupe.buffer.size",
-        "log.cleaner.io.buffer.load.factor",
-        "log.cleaner.io.buffer.size",
-        "log.cleaner.io.max.bytes.per.second",
-        "log.cleaner.backoff.ms",
-        "message.max.bytes",
-    }
-)
-# Thread pools (no effect here, one event loop), changed by at most a factor of two, as in Kafka.
-DYNAMIC_THREAD_CONFIGS = frozenset(
-    {"num.io.threads", "num.replica.fetchers", "num.recovery.threads.per.data.dir", "background.threads"}
-)
-# Kafka's SocketServer keys: only the connection limit is applied at run time here (the
-# per-address limits and the creation rate stay read-only until the network server takes them).
-DYNAMIC_SOCKET_CONFIGS = frozenset({"max.connections"})
-DYNAMIC_PRODUCER_STATE_CONFIGS = frozenset({"producer.id.expiration.ms", "transaction.partition.verification.enable"})
-DYNAMIC_BROKER_CONFIGS = (
-    DYNAMIC_LOG_CONFIGS
-    | DYNAMIC_CLEANER_CONFIGS
-    | DYNAMIC_THREAD_CONFIGS
-    | DYNAMIC_SOCKET_CONFIGS
-    | DYNAMIC_PRODUCER_STATE_CONFIGS
-    | {"metric.reporters"}
-)
-assert DYNAMIC_BROKER_CONFIGS <= set(BROKER_CONFIGS), DYNAMIC_BROKER_CONFIGS - set(BROKER_CONFIGS)
-
-
-def _dynamic_synonyms(cfg: BrokerConfig, keys: tuple[str, ...]) -> list[ConfigSynonym]:
-    """Synonyms set dynamically: this broker's first, then the cluster default's (Kafka's order)."""
-    out = []
-    for source in (ConfigSource.DYNAMIC_BROKER_CONFIG, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG):
-        layer = cfg.dynamic_layer(source)
-        for key in keys:
-            if key in layer:
-                d = BROKER_CONFIGS[key]
-                value = None if d.sensitive else render_value(d, parse_value(d, layer[key]))
-                out.append(ConfigSynonym(key, value, int(source)))
-    return out
-
-
-def default_broker_config_entries(broker_config: BrokerConfig) -> list[ConfigEntry]:
-    """DescribeConfigs of the cluster-wide default resource (an empty broker name): only the
-    keys set at that level, as Kafka answers, each with its DYNAMIC_DEFAULT_BROKER_CONFIG synonyms."""
-    source = ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG
-    layer = broker_config.dynamic_layer(source)
-    entries = []
-    for name in sorted(layer):
-        d = BROKER_CONFIGS[name]
-        value = None if d.sensitive else render_value(d, parse_value(d, layer[name]))
-        synonyms = [
-            s
-            for s in _dynamic_synonyms(broker_config, BROKER_SYNONYMS.get(name, (name,)))
-            if s.source == source
-        ]
-        entries.append(
-            ConfigEntry(name, value, int(source), d.sensitive, False, synonyms, int(d.type), d.documentation)
-        )
-    return entries
