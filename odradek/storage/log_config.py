@@ -51,7 +51,14 @@ from ..config_def import (
     suggest,
 )
 
-__all__ = ["COMPRESSION_CODECS", "LONG_MAX", "NO_OP_TOPIC_CONFIGS", "TOPIC_CONFIGS", "LogConfig"]
+__all__ = [
+    "COMPRESSION_CODECS",
+    "COMPRESSION_TYPES",
+    "LONG_MAX",
+    "NO_OP_TOPIC_CONFIGS",
+    "TOPIC_CONFIGS",
+    "LogConfig",
+]
 
 # Kafka's BrokerCompressionType names, in its order (error messages list them so).
 COMPRESSION_TYPES = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
