@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 
-from odradek.broker.listeners import SECURITY_PROTOCOLS
+from odradek.broker.listeners import SECURITY_PROTOCOLS, HttpListeners
 from odradek.config_def import (
     BOOL,
     CLASS,
@@ -131,6 +131,9 @@ BROKER_CONFIGS: dict[str, ConfigDef] = config_table(
     _CD("background.threads", INT, 10, AtLeast(1), "Background task threads.", _INFO),
     _CD("request.timeout.ms", INT, 30000, None, "Timeout of requests this broker sends."),
     _CD("early.start.listeners", LIST, None, None, "Listeners started before the authorizer is ready.", _INFO),
+    # HTTP: metrics, health, JSON API and console (Odradek's own keys; odradek/http/)
+    _CD("http.listeners", LIST, ["http://127.0.0.1:9644"], HttpListeners(), "Where /metrics, /healthz, /readyz, the JSON API (/v1) and the console are served, as http://host:port; port 0 picks a free port (logged); empty turns HTTP off."),
+    _CD("http.max.connections", INT, 1000, AtLeast(1), "Most HTTP connections open at once; a new one beyond this closes the oldest."),
     # log directories and segments
     _CD("log.dirs", LIST, None, NonEmptyUnique(), "Directories holding the logs; default: log.dir."),
     _CD("log.dir", LIST, ["./odradek-data"], NonEmptyUnique(), "Directory holding the logs, when log.dirs is unset."),

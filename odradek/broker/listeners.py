@@ -8,7 +8,9 @@ itself), ``inter.broker.listener.name`` or ``security.inter.broker.protocol`` (t
 brokers use between them), the KRaft ``controller.listener.names`` (neither bound nor
 advertised), and the per-listener keys ``listener.name.<listener>.<key>`` (kept as strings by
 ``BrokerConfig``; here each must name a listener). Two listeners need distinct ports unless one
-is IPv4 and the other IPv6. A problem is a ``ConfigError`` naming the key.
+is IPv4 and the other IPv6. A problem is a ``ConfigError`` naming the key. The HTTP side's
+``http.listeners`` (``http://host:port``, Odradek's own key; served by ``odradek/http/``) are
+checked here too (``HttpListeners``, ``parse_http_listener``).
 
 The security work extends this module: SSL and SASL listeners and the typed per-listener
 overrides of ``ssl.*`` / ``sasl.*`` keys belong here.
@@ -25,9 +27,18 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from odradek.config_def import ConfigError
+from odradek.config_def import ConfigError, InvalidValue, Validator
 
-__all__ = ["LISTENER_PREFIX", "SECURITY_PROTOCOLS", "Endpoint", "Listeners", "listener_of", "resolve_listeners"]
+__all__ = [
+    "LISTENER_PREFIX",
+    "SECURITY_PROTOCOLS",
+    "Endpoint",
+    "HttpListeners",
+    "Listeners",
+    "listener_of",
+    "parse_http_listener",
+    "resolve_listeners",
+]
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 # Per-listener keys: listener.name.<listener>.<key>, e.g. listener.name.internal.ssl.keystore.location.
@@ -240,3 +251,29 @@ def _inter_broker_listener(v: Mapping[str, Any], explicit: Collection[str], adve
             )
         inter = advertised[0].name
     return inter
+
+
+# -- HTTP listeners (http.listeners) ---------------------------------------------------------
+
+_HTTP_LISTENER_RE = re.compile(r"^http://(\[[0-9a-fA-F:.%\w]+\]|[\w.\-]*):([0-9]{1,5})/?$")
+
+
+def parse_http_listener(text: str) -> tuple[str, int] | None:
+    """``http://host:port`` as (host, port): brackets dropped, "" for every interface; None if malformed."""
+    match = _HTTP_LISTENER_RE.match(text.strip())
+    if not match or int(match.group(2)) > 65535:
+        return None
+    return match.group(1).strip("[]"), int(match.group(2))
+
+
+class HttpListeners(Validator):
+    description = "a comma-separated list of http://host:port (port 0: a free one; empty: no HTTP listener)"
+    whole = True
+
+    def __call__(self, value):
+        for item in value or ():
+            if item.lower().startswith("https://"):
+                raise InvalidValue("http://host:port (HTTPS is not served; put a TLS proxy in front)")
+            if parse_http_listener(item) is None:
+                raise InvalidValue(self.description)
+        return value
