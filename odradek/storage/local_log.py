@@ -343,3 +343,11 @@ class LocalLog:
         self.dir = new_dir
         for seg in self.segments + self.pending_deletes:
             seg.moved_to(new_dir)
+
+
+def parse_topic_partition(dir_name: str) -> tuple[str, int]:
+    """``my-topic-3`` → (``my-topic``, 3). Raises ValueError for anything else."""
+    topic, sep, partition = dir_name.rpartition("-")
+    if not sep or not topic or not partition.isdigit():
+        raise ValueError(f"Not a partition directory name: {dir_name!r}")
+    return topic, int(partition)

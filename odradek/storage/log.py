@@ -50,7 +50,7 @@ from ..protocol import errors
 from ._record_scan import end_txn_marker
 from .file_records import FileSlice
 from .leader_epoch_cache import LeaderEpochFileCache
-from .local_log import LocalLog, new_segment
+from .local_log import LocalLog, new_segment, parse_topic_partition
 from .log_append_info import LogAppendInfo, UnexpectedAppendOffsetError
 from .log_config import LONG_MAX, LogConfig
 from .log_loader import LogLoader, apply_txn_marker, rebuild_producer_state
@@ -84,14 +84,6 @@ class LogReadResult(NamedTuple):
     log_start_offset: int
     log_end_offset: int
     high_watermark: int
-
-
-def parse_topic_partition(dir_name: str) -> tuple[str, int]:
-    """``my-topic-3`` → (``my-topic``, 3). Raises ValueError for anything else."""
-    topic, sep, partition = dir_name.rpartition("-")
-    if not sep or not topic or not partition.isdigit():
-        raise ValueError(f"Not a partition directory name: {dir_name!r}")
-    return topic, int(partition)
 
 
 class Log:

@@ -180,7 +180,8 @@ def checkpoint_files(data: bytes) -> None:
         checkpoint.read_offset_checkpoint(path)
     LeaderEpochFileCache(_WORKDIR).entries()  # a cache: anything unreadable is dropped, never raised
     _file(checkpoint.META_PROPERTIES, data)
-    checkpoint.read_meta_properties(_WORKDIR)
+    with suppress(checkpoint.CheckpointError):
+        checkpoint.read_meta_properties(_WORKDIR)
 
 
 TARGETS = {
