@@ -36,7 +36,7 @@ ROWS = {
 
 CHILD = r"""
 import json, os, sys, tempfile, time
-from odradek.protocol import batch as B
+from odradek.protocol import batch as batch_format
 from odradek.protocol import records as R
 from odradek.storage import Log, LogConfig
 
@@ -56,8 +56,8 @@ def batches(name):
         one = bytearray(batch(1024, pid=1))
         out = []
         for seq in range(200_000):
-            B._INT32.pack_into(one, 53, seq)
-            B.write_crc(one)
+            batch_format._INT32.pack_into(one, 53, seq)
+            batch_format.write_crc(one)
             out.append(bytes(one))
         return out
     if name.startswith("compacted lz4"):

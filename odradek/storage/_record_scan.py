@@ -32,7 +32,7 @@ from collections.abc import Iterable, Iterator
 
 import crc32c
 
-from ..protocol import batch as B
+from ..protocol import batch as batch_format
 from ..protocol import compression as codecs
 from ..protocol import errors
 from ..protocol.records import scan_records
@@ -56,12 +56,14 @@ def decompressed_batch_limit(max_message_bytes: int) -> int:
 DEFAULT_LIMIT = decompressed_batch_limit(1 << 20)
 
 
-def batch_records_buffer(buf, rel: int, header: B.BatchHeader, limit: int) -> tuple[bytes, int, int]:
+def batch_records_buffer(
+    buf, rel: int, header: batch_format.BatchHeader, limit: int
+) -> tuple[bytes, int, int]:
     """The records section of the batch at ``buf[rel:]``, decompressed (at most ``limit``
     bytes): ``(data, start, end)``."""
-    start = rel + B.HEADER_SIZE
+    start = rel + batch_format.HEADER_SIZE
     end = rel + header.size
-    codec = header.attributes & B.COMPRESSION_MASK
+    codec = header.attributes & batch_format.COMPRESSION_MASK
     if codec:
         data = codecs.decompress(codec, memoryview(buf)[start:end], max_size=limit)
         return data, 0, len(data)
@@ -70,16 +72,16 @@ def batch_records_buffer(buf, rel: int, header: B.BatchHeader, limit: int) -> tu
     return buf, start, end
 
 
-def iter_record_heads(buf, rel: int, header: B.BatchHeader, limit: int) -> Iterable[tuple]:
+def iter_record_heads(buf, rel: int, header: batch_format.BatchHeader, limit: int) -> Iterable[tuple]:
     """Each record of the batch at ``buf[rel:]`` as a tuple starting ``(offset_delta,
     timestamp_delta, key)``, ``key`` None for a null key (and not necessarily the key's bytes
     otherwise). InvalidRecordError if the records do not fill the section exactly."""
     count = header.record_count
-    codec = header.attributes & B.COMPRESSION_MASK
+    codec = header.attributes & batch_format.COMPRESSION_MASK
     if not codec:
         data, start, end = batch_records_buffer(buf, rel, header, limit)
         return scan_records(data, start, end, count)
-    payload = memoryview(buf)[rel + B.HEADER_SIZE : rel + header.size]
+    payload = memoryview(buf)[rel + batch_format.HEADER_SIZE : rel + header.size]
     pieces = codecs.iter_decompressed(codec, payload, max_size=limit)
     first = next(pieces, b"")
     second = next(pieces, None)
@@ -133,16 +135,18 @@ def _take(pieces: Iterator[bytes], n: int) -> Iterator[bytes]:
         yield piece
 
 
-def null_key_indices(buf, rel: int, header: B.BatchHeader, limit: int) -> list[int]:
+def null_key_indices(buf, rel: int, header: batch_format.BatchHeader, limit: int) -> list[int]:
     """The indexes, within the v2 batch at ``buf[rel:]``, of its records with a null key."""
     return [i for i, head in enumerate(iter_record_heads(buf, rel, header, limit)) if head[2] is None]
 
 
-def iter_record_timestamps(buf, rel: int, header: B.BatchHeader, limit: int) -> Iterator[tuple[int, int]]:
+def iter_record_timestamps(
+    buf, rel: int, header: batch_format.BatchHeader, limit: int
+) -> Iterator[tuple[int, int]]:
     """``(offset, timestamp)`` of each record of the v2 batch at ``buf[rel:]``, in order. In a
     LogAppendTime batch every record has the batch's max timestamp (nothing is decompressed)."""
     base = header.base_offset
-    if header.attributes & B.TIMESTAMP_TYPE_BIT:
+    if header.attributes & batch_format.TIMESTAMP_TYPE_BIT:
         ts = header.max_timestamp
         for i in range(header.last_offset_delta + 1):
             yield base + i, ts
@@ -153,7 +157,7 @@ def iter_record_timestamps(buf, rel: int, header: B.BatchHeader, limit: int) -> 
 
 
 def build_batch(
-    h: B.BatchHeader,
+    h: batch_format.BatchHeader,
     attributes: int,
     base_timestamp: int,
     max_timestamp: int,
@@ -163,12 +167,12 @@ def build_batch(
 ) -> bytes:
     """A v2 batch with ``h``'s offsets, producer fields and leader epoch around ``body`` (the
     uncompressed records), compressed here with the codec in ``attributes`` (at ``level``)."""
-    codec = attributes & B.COMPRESSION_MASK
+    codec = attributes & batch_format.COMPRESSION_MASK
     payload = codecs.compress(codec, body, level) if codec else body
     header = bytearray(
         _HEADER.pack(
             h.base_offset,
-            B.HEADER_SIZE - B.LOG_OVERHEAD + len(payload),
+            batch_format.HEADER_SIZE - batch_format.LOG_OVERHEAD + len(payload),
             h.partition_leader_epoch,
             2,
             0,
@@ -182,8 +186,8 @@ def build_batch(
             count,
         )
     )
-    crc = crc32c.crc32c(payload, crc32c.crc32c(memoryview(header)[B.ATTRIBUTES_OFFSET :]))
-    _UINT32.pack_into(header, B.CRC_OFFSET, crc)
+    crc = crc32c.crc32c(payload, crc32c.crc32c(memoryview(header)[batch_format.ATTRIBUTES_OFFSET :]))
+    _UINT32.pack_into(header, batch_format.CRC_OFFSET, crc)
     return bytes(header) + payload
 
 

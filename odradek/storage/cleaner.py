@@ -61,7 +61,7 @@ import time
 from dataclasses import dataclass, field
 
 from ..faults import fault_point
-from ..protocol import batch as B
+from ..protocol import batch as batch_format
 from ..protocol import compression as codecs
 from ..protocol.records import scan_records
 from ..protocol.varint import encode_varlong, read_raw
@@ -83,8 +83,8 @@ from .time_index import TimeIndex
 _log = logging.getLogger(__name__)
 
 _md5 = hashlib.md5
-_KEEP_AS_IS = B.CONTROL_BIT | B.TRANSACTIONAL_BIT
-_HORIZON = B.DELETE_HORIZON_BIT
+_KEEP_AS_IS = batch_format.CONTROL_BIT | batch_format.TRANSACTIONAL_BIT
+_HORIZON = batch_format.DELETE_HORIZON_BIT
 
 
 class CleanerAborted(Exception):
@@ -385,7 +385,7 @@ class Cleaner:
         """``swap(plan, old_segments) -> bool`` commits a group (default: ``replace_segments``
         on the owner thread through ``call_owner``; the worker process asks its parent)."""
         self.offset_map = OffsetMap(map_memory, load_factor)
-        self.io_buffer_size = max(io_buffer_size, B.HEADER_SIZE)
+        self.io_buffer_size = max(io_buffer_size, batch_format.HEADER_SIZE)
         self.throttler = throttler or Throttler(float("inf"))
         self.call_owner = call_owner or (lambda fn, *args: fn(*args))
         self.swap = swap or (lambda plan, old: self.call_owner(swap_on_owner, plan, old))
@@ -445,13 +445,13 @@ class Cleaner:
                     self.throttler.throttle(read, self.stop)
                     result.bytes_read += read
                     read = 0
-                if buf[rel + B.MAGIC_OFFSET] != 2:
+                if buf[rel + batch_format.MAGIC_OFFSET] != 2:
                     last = batch_last_offset(buf, rel)
                     if last >= stop_offset:
                         break
                     end = max(end, last + 1)  # legacy: kept verbatim, never mapped
                     continue
-                h = B.read_header(buf, rel)
+                h = batch_format.read_header(buf, rel)
                 if h.base_offset >= stop_offset:
                     break
                 last = h.base_offset + h.last_offset_delta
@@ -550,11 +550,11 @@ class Cleaner:
 
     def _copy_batch(self, plan, buf, rel, size, end_offset, writer, result) -> int:
         """Write what stays of the batch at ``buf[rel:rel+size]``; returns bytes flushed."""
-        if buf[rel + B.MAGIC_OFFSET] != 2:
+        if buf[rel + batch_format.MAGIC_OFFSET] != 2:
             return writer.add(
                 buf[rel : rel + size], batch_last_offset(buf, rel), batch_max_timestamp(buf, rel)
             )
-        h = B.read_header(buf, rel)
+        h = batch_format.read_header(buf, rel)
         last = h.base_offset + h.last_offset_delta
         attributes = h.attributes
         if attributes & _KEEP_AS_IS:
@@ -598,10 +598,10 @@ class Cleaner:
             if not records:
                 return writer.add(buf[rel : rel + size], last, h.max_timestamp)  # already empty
             batch = build_batch(
-                h, attributes & ~B.COMPRESSION_MASK, h.base_timestamp, h.max_timestamp, 0, b""
+                h, attributes & ~batch_format.COMPRESSION_MASK, h.base_timestamp, h.max_timestamp, 0, b""
             )
             return writer.add(batch, last, h.max_timestamp)
-        log_append_time = bool(attributes & B.TIMESTAMP_TYPE_BIT)
+        log_append_time = bool(attributes & batch_format.TIMESTAMP_TYPE_BIT)
         base_ts = h.base_timestamp
         if log_append_time:
             max_ts = h.max_timestamp
@@ -622,14 +622,15 @@ class Cleaner:
         batch = build_batch(h, attributes, base_ts, max_ts, len(kept), body)
         return writer.add(batch, last, max_ts)
 
-
     @staticmethod
-    def _records_of(plan: CleaningPlan, buf, rel: int, h: B.BatchHeader):
+    def _records_of(plan: CleaningPlan, buf, rel: int, h: batch_format.BatchHeader):
         """``(records section, scan_records of it)`` of the batch, or None for a batch that
         expands past the topic's decompression limit: it is kept as it is (its keys stay out
         of the map, so nothing it would supersede is removed either)."""
         try:
-            data, s, e = batch_records_buffer(buf, rel, h, decompressed_batch_limit(plan.config.max_message_bytes))
+            data, s, e = batch_records_buffer(
+                buf, rel, h, decompressed_batch_limit(plan.config.max_message_bytes)
+            )
         except codecs.DecompressedTooLargeError as exc:
             _log.warning(
                 "Cleaner keeps the batch at offset %d of %s-%d as it is: %s",

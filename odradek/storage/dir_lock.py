@@ -22,7 +22,9 @@ class LogDirInUseError(Exception):
         self.log_dir = log_dir
         self.holder = holder
         who = f"process {holder}" if holder is not None else "another process"
-        super().__init__(f"log dir {log_dir} is in use: {who} holds its lock {os.path.join(log_dir, LOCK_FILE)}")
+        super().__init__(
+            f"log dir {log_dir} is in use: {who} holds its lock {os.path.join(log_dir, LOCK_FILE)}"
+        )
 
 
 class DirLock:

@@ -105,7 +105,9 @@ class LocalLog:
     def size(self) -> int:
         return sum(seg.size for seg in self.segments)
 
-    def new_segment(self, base_offset: int, now_ms: int, active: bool = True, create: bool = True) -> LogSegment:
+    def new_segment(
+        self, base_offset: int, now_ms: int, active: bool = True, create: bool = True
+    ) -> LogSegment:
         return new_segment(self.dir, self.config, base_offset, now_ms, active=active, create=create)
 
     def _replace(self, segments: list[LogSegment], *, dir_dirty: bool = False) -> None:
@@ -147,7 +149,9 @@ class LocalLog:
         i = bisect.bisect_right(bases, fetch_offset) - 1
         while i <= max_index:
             seg = segments[i]
-            slice_ = seg.read(fetch_offset, max_bytes, max_position if i == max_index else None, min_one_message)
+            slice_ = seg.read(
+                fetch_offset, max_bytes, max_position if i == max_index else None, min_one_message
+            )
             if slice_ is not None:
                 return slice_ if slice_.size > 0 else None
             i += 1

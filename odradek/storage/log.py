@@ -45,7 +45,7 @@ import time
 from typing import NamedTuple
 
 from ..metrics import LockedHistogram
-from ..protocol import batch as B
+from ..protocol import batch as batch_format
 from ..protocol import errors
 from ._record_scan import end_txn_marker
 from .file_records import FileSlice
@@ -59,7 +59,7 @@ from .producer_state import DEFAULT_PRODUCER_ID_EXPIRATION_MS, ProducerStateMana
 from .segment import LogSegment, batch_max_timestamp
 from .txn_index import AbortedTxn
 
-_NO_TS = B.NO_TIMESTAMP
+_NO_TS = batch_format.NO_TIMESTAMP
 
 # How long each flush that wrote something took, for the whole process as Kafka's
 # LogFlushStats is (exported as kafka_log_logflushstats_logflushrateandtimems).
@@ -172,7 +172,9 @@ class Log:
 
     def _complete_txn(self, producer_id, epoch, offset, marker, timestamp) -> None:
         """A transaction marker just appended at ``offset`` (in the active segment)."""
-        apply_txn_marker(self.producer_state, self._local.segments[-1], producer_id, epoch, offset, marker, timestamp)
+        apply_txn_marker(
+            self.producer_state, self._local.segments[-1], producer_id, epoch, offset, marker, timestamp
+        )
 
     @property
     def last_stable_offset(self) -> int:
@@ -355,7 +357,9 @@ class Log:
         if from_client:
             pending: dict = {}
             for h, _base, _marker in batches:
-                duplicate = psm.check(h.producer_id, h.producer_epoch, h.base_sequence, h.last_sequence, pending)
+                duplicate = psm.check(
+                    h.producer_id, h.producer_epoch, h.base_sequence, h.last_sequence, pending
+                )
                 if duplicate is not None:
                     return duplicate
             return None
@@ -410,9 +414,9 @@ class Log:
         max_ts = _NO_TS
         offset_of_max = -1
         first_offset = expected = self._leo
-        while pos + B.LOG_OVERHEAD <= total:
-            base_offset, size = B.read_offset_and_size(buf, pos)
-            if size >= B.LOG_OVERHEAD + 5 and pos + size > total:
+        while pos + batch_format.LOG_OVERHEAD <= total:
+            base_offset, size = batch_format.read_offset_and_size(buf, pos)
+            if size >= batch_format.LOG_OVERHEAD + 5 and pos + size > total:
                 break  # the partial batch a size-limited read ends with
             h = check(buf, pos, size)
             if base_offset < expected:
@@ -443,7 +447,9 @@ class Log:
             if h.is_control:
                 marker = end_txn_marker(mv[at : at + h.size]) if h.producer_id >= 0 else None
                 if marker is not None:
-                    self._complete_txn(h.producer_id, h.producer_epoch, h.base_offset, marker, h.max_timestamp)
+                    self._complete_txn(
+                        h.producer_id, h.producer_epoch, h.base_offset, marker, h.max_timestamp
+                    )
             else:
                 psm.replay(h)
             epoch = h.partition_leader_epoch
@@ -451,7 +457,16 @@ class Log:
                 self.assign_epoch(epoch, h.base_offset)
         self._after_append(records, expected)
         return LogAppendInfo(
-            first_offset, expected - 1, -1, self._log_start, records, False, max_ts, offset_of_max, pos, len(infos)
+            first_offset,
+            expected - 1,
+            -1,
+            self._log_start,
+            records,
+            False,
+            max_ts,
+            offset_of_max,
+            pos,
+            len(infos),
         )
 
     def _write(self, parts, total, infos, first_offset, last_offset, max_ts, now_ms) -> None:
@@ -629,7 +644,9 @@ class Log:
     def maybe_increment_log_start_offset(self, offset: int, now_ms: int | None = None) -> bool:
         """Advance the log start offset (DeleteRecords). Fails above the high watermark."""
         if self.offline_reason is not None:
-            raise errors.KafkaStorageErrorError(f"{self.topic}-{self.partition} is read-only: {self.offline_reason}")
+            raise errors.KafkaStorageErrorError(
+                f"{self.topic}-{self.partition} is read-only: {self.offline_reason}"
+            )
         if offset > self._hw:
             raise errors.OffsetOutOfRangeError(
                 f"Cannot increment the log start offset to {offset} of {self.topic}-{self.partition}: "

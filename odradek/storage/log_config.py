@@ -170,7 +170,9 @@ class LogConfig:
     unclean_leader_election_enable: bool = _default("unclean.leader.election.enable")
     message_downconversion_enable: bool = _default("message.downconversion.enable")
     leader_replication_throttled_replicas: tuple[str, ...] = _default("leader.replication.throttled.replicas")
-    follower_replication_throttled_replicas: tuple[str, ...] = _default("follower.replication.throttled.replicas")
+    follower_replication_throttled_replicas: tuple[str, ...] = _default(
+        "follower.replication.throttled.replicas"
+    )
     local_retention_ms: int = _default("local.retention.ms")
     local_retention_bytes: int = _default("local.retention.bytes")
     remote_storage_enable: bool = _default("remote.storage.enable")

@@ -171,7 +171,9 @@ class LogLoader:
             if seg.size == 0:
                 seg.empty_index_files()  # nothing to index; stale entries would point past the end
             elif i >= recover_from or not seg.indexes_exist():
-                truncated = seg.recover(self._on_recovered_batch, on_cut=self._warn_cut, on_index_error=self.on_index_error)
+                truncated = seg.recover(
+                    self._on_recovered_batch, on_cut=self._warn_cut, on_index_error=self.on_index_error
+                )
                 if i < len(segments) - 1:
                     if truncated:
                         # Everything after a corrupt point is suspect: drop the later segments.

@@ -413,6 +413,8 @@ class LogManager(LogDirs):
                 finally:
                     os.close(fd)
             except OSError as e:
-                _log.warning("Cannot write the clean-shutdown marker of %s: %s; the next start recovers it", log_dir, e)
+                _log.warning(
+                    "Cannot write the clean-shutdown marker of %s: %s; the next start recovers it", log_dir, e
+                )
                 continue
             fsync_dir(log_dir)

@@ -48,7 +48,7 @@ import struct
 
 import crc32c
 
-from ..protocol import batch as B
+from ..protocol import batch as batch_format
 from ..protocol import compression as codecs
 from ..protocol import errors
 from ..protocol.batch_checks import (
@@ -75,12 +75,12 @@ from .segment import stored_batch_problem
 _PREFIX = struct.Struct(">qii")  # baseOffset, batchLength, partitionLeaderEpoch
 _pack_prefix = _PREFIX.pack
 _crc = crc32c.crc32c
-_ATTR = B.ATTRIBUTES_OFFSET
-_CONTROL = B.CONTROL_BIT
-_NOT_PLAIN = B.CONTROL_BIT | B.TRANSACTIONAL_BIT
-_NO_TS = B.NO_TIMESTAMP
-_header_fields = B.header_fields
-_read_header = B.read_header
+_ATTR = batch_format.ATTRIBUTES_OFFSET
+_CONTROL = batch_format.CONTROL_BIT
+_NOT_PLAIN = batch_format.CONTROL_BIT | batch_format.TRANSACTIONAL_BIT
+_NO_TS = batch_format.NO_TIMESTAMP
+_header_fields = batch_format.header_fields
+_read_header = batch_format.read_header
 
 _log = logging.getLogger(__name__)
 
@@ -104,7 +104,9 @@ class ValidatedAppend:
         "producer_batches",
     )
 
-    def __init__(self, parts, total, infos, first_offset, last_offset, max_ts, offset_of_max, records, lat, producers):
+    def __init__(
+        self, parts, total, infos, first_offset, last_offset, max_ts, offset_of_max, records, lat, producers
+    ):
         self.parts = parts
         self.total = total
         self.infos = infos
@@ -150,8 +152,12 @@ class LogValidator:
         if timestamp_type is None:
             timestamp_type = config.timestamp_type
         elif isinstance(timestamp_type, str):
-            timestamp_type = B.LOG_APPEND_TIME if timestamp_type == "LogAppendTime" else B.CREATE_TIME
-        self.log_append_time = timestamp_type == B.LOG_APPEND_TIME
+            timestamp_type = (
+                batch_format.LOG_APPEND_TIME
+                if timestamp_type == "LogAppendTime"
+                else batch_format.CREATE_TIME
+            )
+        self.log_append_time = timestamp_type == batch_format.LOG_APPEND_TIME
         self.max_message_bytes = config.max_message_bytes if max_message_bytes is None else max_message_bytes
         if compression_type is None:
             self.codec = config.compression_codec
@@ -164,7 +170,9 @@ class LogValidator:
         # Only a level the topic changed from Kafka's default is passed on; else the codec's.
         levels = {1: (config.compression_gzip_level, -1), 3: (config.compression_lz4_level, 9)}
         levels[4] = (config.compression_zstd_level, 3)
-        self._levels = {codec: None if level == default else level for codec, (level, default) in levels.items()}
+        self._levels = {
+            codec: None if level == default else level for codec, (level, default) in levels.items()
+        }
         # Whether a batch may be written as it came after the header checks alone: no key
         # check (compaction), no broker timestamp, no timestamp bounds. See plain_batch.
         self.plain = (
@@ -182,7 +190,7 @@ class LogValidator:
         caller's check): ``(parts, size, last_offset, max_timestamp, record_count)``, its
         offsets assigned from ``base_offset`` as ``validate`` does. None, having looked at
         nothing but the header and the CRC, for anything else."""
-        if len(buf) < B.HEADER_SIZE:
+        if len(buf) < batch_format.HEADER_SIZE:
             return None
         _, batch_length, _, magic, crc, attributes, delta, _, max_ts, pid, _, _, count = _header_fields(buf)
         size = batch_length + 12
@@ -232,7 +240,7 @@ class LogValidator:
         pos = 0
         try:
             while pos < total_len:
-                h = _read_header(buf, pos) if total_len - pos >= B.HEADER_SIZE else None
+                h = _read_header(buf, pos) if total_len - pos >= batch_format.HEADER_SIZE else None
                 size = end = 0
                 if h is not None:
                     size = h.batch_length + 12
@@ -244,15 +252,18 @@ class LogValidator:
                 if (
                     h is None
                     or h.magic != 2
-                    or size < B.HEADER_SIZE
+                    or size < batch_format.HEADER_SIZE
                     or end > total_len
                     or size > max_message_bytes
                     or _crc(mv[pos + _ATTR : end]) != h.crc
-                    or attributes & B.COMPRESSION_MASK > codecs.ZSTD
+                    or attributes & batch_format.COMPRESSION_MASK > codecs.ZSTD
                     or count <= 0
                     or h.last_offset_delta != count - 1
-                    or (from_client and (attributes & _CONTROL or (h.producer_id >= 0 and h.base_sequence < 0)))
-                    or (h.producer_id < 0 and attributes & B.TRANSACTIONAL_BIT)
+                    or (
+                        from_client
+                        and (attributes & _CONTROL or (h.producer_id >= 0 and h.base_sequence < 0))
+                    )
+                    or (h.producer_id < 0 and attributes & batch_format.TRANSACTIONAL_BIT)
                 ):
                     self.check_batch(buf, pos, from_client=from_client)
                     raise errors.CorruptMessageError(f"Batch at position {pos} is malformed")  # not reached
@@ -274,7 +285,7 @@ class LogValidator:
                         data = bytearray(self._recompressed(mv, pos, h, codec))
                         size = len(data)
                     if log_append_time:
-                        B.set_log_append_time(data, 0, now_ms)
+                        batch_format.set_log_append_time(data, 0, now_ms)
                         batch_max_ts = now_ms
                     _PREFIX.pack_into(data, 0, base, size - 12, leader_epoch)
                     parts.append(data)
@@ -311,7 +322,7 @@ class LogValidator:
             producer_batches,
         )
 
-    def check_batch(self, buf, pos: int = 0, *, from_client: bool = True) -> B.BatchHeader:
+    def check_batch(self, buf, pos: int = 0, *, from_client: bool = True) -> batch_format.BatchHeader:
         """The checks of the v2 batch at ``buf[pos:]`` one by one, in Kafka's order; raises the
         error of the first that fails, else returns the header. (``validate`` runs them fused.)"""
         total_len = len(buf)
@@ -323,53 +334,55 @@ class LogValidator:
         check_record_count(h, from_client=from_client)
         if from_client:
             check_client_batch_fields(h)
-        if h.producer_id < 0 and h.attributes & B.TRANSACTIONAL_BIT:
+        if h.producer_id < 0 and h.attributes & batch_format.TRANSACTIONAL_BIT:
             raise errors.InvalidRecordError("A transactional batch needs a producer id")
         return h
 
-    def check_replicated(self, buf, pos: int, size: int) -> B.BatchHeader | None:
+    def check_replicated(self, buf, pos: int, size: int) -> batch_format.BatchHeader | None:
         """The checks of a batch the leader wrote, appended as it is by a follower: what a
         stored batch must be (``segment.stored_batch_problem``: size, magic, CRC) and, for v2,
         no more records than offsets (compaction leaves gaps). Returns the v2 header (None for
         a legacy message); CorruptMessageError or InvalidRecordError otherwise."""
-        if size < B.LOG_OVERHEAD + 5:
-            raise errors.CorruptMessageError(f"Replicated batch at position {pos} for {self.name}: size {size}")
-        base_offset = B.read_offset_and_size(buf, pos)[0]
+        if size < batch_format.LOG_OVERHEAD + 5:
+            raise errors.CorruptMessageError(
+                f"Replicated batch at position {pos} for {self.name}: size {size}"
+            )
+        base_offset = batch_format.read_offset_and_size(buf, pos)[0]
         problem = stored_batch_problem(buf, pos, size, base_offset)
         if problem is not None:
             raise errors.CorruptMessageError(
                 f"Replicated batch at offset {base_offset} for {self.name} is corrupt: {problem}"
             )
-        if buf[pos + B.MAGIC_OFFSET] != 2:
+        if buf[pos + batch_format.MAGIC_OFFSET] != 2:
             return None
         h = _read_header(buf, pos)
         check_record_count(h, from_client=False)
         return h
 
-    def _header(self, buf, pos: int, total_len: int) -> B.BatchHeader:
+    def _header(self, buf, pos: int, total_len: int) -> batch_format.BatchHeader:
         """The v2 header at ``pos``, after the checks that need only its magic."""
-        if total_len - pos > B.MAGIC_OFFSET:
-            magic = buf[pos + B.MAGIC_OFFSET]
+        if total_len - pos > batch_format.MAGIC_OFFSET:
+            magic = buf[pos + batch_format.MAGIC_OFFSET]
             if magic in (0, 1):
                 # The produce handler converts legacy message sets before they get here.
                 raise errors.UnsupportedForMessageFormatError(
                     f"Magic {magic} batches are not accepted; send v2 record batches"
                 )
             check_batch_magic(magic)
-        if total_len - pos < B.HEADER_SIZE:
+        if total_len - pos < batch_format.HEADER_SIZE:
             raise errors.CorruptMessageError(
                 f"Records for {self.name} are truncated or malformed at byte {pos} of {total_len}"
             )
-        return B.read_header(buf, pos)
+        return batch_format.read_header(buf, pos)
 
-    def _check_keys(self, mv, pos: int, h: B.BatchHeader) -> None:
+    def _check_keys(self, mv, pos: int, h: batch_format.BatchHeader) -> None:
         """A compacted topic takes only records with a key (Kafka's LogValidator.validateKey)."""
         keyless = null_key_indices(mv, pos, h, self.decompressed_limit)
         if keyless:
             why = f"Compacted topic cannot accept message without key in topic partition {self.name}"
             raise rejected(errors.InvalidRecordError, h.record_count, [(i, why) for i in keyless])
 
-    def _check_timestamps(self, mv, pos: int, h: B.BatchHeader, now_ms: int) -> None:
+    def _check_timestamps(self, mv, pos: int, h: batch_format.BatchHeader, now_ms: int) -> None:
         """Timestamps within [now - before.max.ms, now + after.max.ms]. The batch's first and
         max timestamps tell; only when one is out are the records read, to name each."""
         min_ts = now_ms - self.ts_before if self.ts_before < now_ms else -(1 << 63)
@@ -386,14 +399,16 @@ class LogValidator:
             raise rejected(errors.InvalidTimestampError, h.record_count, bad)
         raise errors.InvalidTimestampError(f"Timestamp of the batch at position {pos} is out of {allowed}")
 
-    def _recompressed(self, mv, pos: int, h: B.BatchHeader, codec: int) -> bytes:
+    def _recompressed(self, mv, pos: int, h: batch_format.BatchHeader, codec: int) -> bytes:
         """The batch with its records compressed by ``codec``; every other field kept. The
         records are checked (they must parse and fill the section) and copied as they are."""
         data, start, end = batch_records_buffer(mv, pos, h, self.decompressed_limit)
         scan_records(data, start, end, h.record_count)
-        attributes = (h.attributes & ~B.COMPRESSION_MASK) | codec
+        attributes = (h.attributes & ~batch_format.COMPRESSION_MASK) | codec
         body = data[start:end]
-        return build_batch(h, attributes, h.base_timestamp, h.max_timestamp, h.record_count, body, self._levels.get(codec))
+        return build_batch(
+            h, attributes, h.base_timestamp, h.max_timestamp, h.record_count, body, self._levels.get(codec)
+        )
 
 
 def rejected(error: type[errors.KafkaError], count: int, record_errors: list[tuple[int, str | None]]):

@@ -33,7 +33,7 @@ import zlib
 
 import crc32c
 
-from ..protocol import batch as B
+from ..protocol import batch as batch_format
 from ..protocol import compression as codecs
 from ..protocol import errors
 from ._index import CorruptIndexError
@@ -54,8 +54,8 @@ SWAP_SUFFIX = ".swap"
 
 _Q = struct.Struct(">q")
 _I = struct.Struct(">i")
-_uq = _Q.unpack_from
-_ui = _I.unpack_from
+_unpack_int64 = _Q.unpack_from
+_unpack_int32 = _I.unpack_from
 _UINT32 = struct.Struct(">I")
 _MAX_TS = struct.Struct(">q")
 _SCAN_CHUNK = 16384
@@ -85,18 +85,18 @@ def remove_path(path: str) -> None:
 
 def batch_last_offset(buf, rel: int) -> int:
     """Last offset of the batch at ``buf[rel:]`` (v2: base + lastOffsetDelta; legacy: the offset field)."""
-    base = _uq(buf, rel)[0]
-    if buf[rel + B.MAGIC_OFFSET] == 2:
-        return base + _ui(buf, rel + 23)[0]
+    base = _unpack_int64(buf, rel)[0]
+    if buf[rel + batch_format.MAGIC_OFFSET] == 2:
+        return base + _unpack_int32(buf, rel + 23)[0]
     return base
 
 
 def batch_max_timestamp(buf, rel: int) -> int:
-    magic = buf[rel + B.MAGIC_OFFSET]
+    magic = buf[rel + batch_format.MAGIC_OFFSET]
     if magic == 2:
-        return _uq(buf, rel + B.MAX_TIMESTAMP_OFFSET)[0]
+        return _unpack_int64(buf, rel + batch_format.MAX_TIMESTAMP_OFFSET)[0]
     if magic == 1:
-        return _uq(buf, rel + 18)[0]
+        return _unpack_int64(buf, rel + 18)[0]
     return -1
 
 
@@ -106,17 +106,17 @@ def stored_batch_problem(buf, rel: int, size: int, base_offset: int) -> str | No
     magic, CRC (CRC-32C for v2, CRC-32 for legacy messages) and offsets the segment's relative
     offsets can hold. Unlike the produce path's LogValidator it accepts what a log may hold:
     legacy messages, and batches with gaps or no records left by compaction."""
-    magic = buf[rel + B.MAGIC_OFFSET]
-    offset = _uq(buf, rel)[0]
+    magic = buf[rel + batch_format.MAGIC_OFFSET]
+    offset = _unpack_int64(buf, rel)[0]
     if offset < base_offset:
         return f"offset {offset} below the segment base offset {base_offset}"
     if magic == 2:
-        if size < B.HEADER_SIZE:
+        if size < batch_format.HEADER_SIZE:
             return f"batch size {size} smaller than a v2 header"
-        stored = _UINT32.unpack_from(buf, rel + B.CRC_OFFSET)[0]
-        if crc32c.crc32c(memoryview(buf)[rel + B.ATTRIBUTES_OFFSET : rel + size]) != stored:
+        stored = _UINT32.unpack_from(buf, rel + batch_format.CRC_OFFSET)[0]
+        if crc32c.crc32c(memoryview(buf)[rel + batch_format.ATTRIBUTES_OFFSET : rel + size]) != stored:
             return "CRC mismatch"
-        delta = _ui(buf, rel + 23)[0]
+        delta = _unpack_int32(buf, rel + 23)[0]
         if delta < 0 or offset + delta - base_offset > INT32_MAX:
             return f"last offset delta {delta} out of range"
         return None
@@ -318,9 +318,9 @@ class LogSegment:
         return int(os.stat(self.log.path).st_mtime * 1000)
 
     def _first_batch_timestamp(self) -> int | None:
-        if self._rolling_based_ts is None and self.log.size >= B.HEADER_SIZE:
-            head = self.log.pread(0, B.HEADER_SIZE)
-            if len(head) >= B.HEADER_SIZE:
+        if self._rolling_based_ts is None and self.log.size >= batch_format.HEADER_SIZE:
+            head = self.log.pread(0, batch_format.HEADER_SIZE)
+            if len(head) >= batch_format.HEADER_SIZE:
                 self._rolling_based_ts = batch_max_timestamp(head, 0)
         return self._rolling_based_ts
 
@@ -413,7 +413,7 @@ class LogSegment:
             position = starting_position
         for pos, buf, rel, size in self.log.batches(position, chunk_size=_SCAN_CHUNK):
             if batch_last_offset(buf, rel) >= offset:
-                return _uq(buf, rel)[0], pos, size
+                return _unpack_int64(buf, rel)[0], pos, size
         return None
 
     def read(
@@ -461,8 +461,8 @@ class LogSegment:
     def batch_headers(self, start_position: int = 0, end: int | None = None):
         """Yield ``(position, BatchHeader or None for legacy)`` of each batch from ``start_position``."""
         for pos, buf, rel, size in self.log.batches(start_position, end, chunk_size=_RECOVER_CHUNK):
-            if buf[rel + B.MAGIC_OFFSET] == 2 and size >= B.HEADER_SIZE:
-                yield pos, B.read_header(buf, rel)
+            if buf[rel + batch_format.MAGIC_OFFSET] == 2 and size >= batch_format.HEADER_SIZE:
+                yield pos, batch_format.read_header(buf, rel)
             else:
                 yield pos, None
 
@@ -479,9 +479,9 @@ class LogSegment:
         _, ts_offset = self.time_index.lookup(timestamp)
         _, position = self.offset_index.lookup(max(ts_offset, starting_offset))
         for _pos, buf, rel, _size in self.log.batches(position, chunk_size=_RECOVER_CHUNK, full=True):
-            if buf[rel + B.MAGIC_OFFSET] != 2:
+            if buf[rel + batch_format.MAGIC_OFFSET] != 2:
                 continue
-            h = B.read_header(buf, rel)
+            h = batch_format.read_header(buf, rel)
             if h.max_timestamp < timestamp or h.last_offset < starting_offset:
                 continue
             try:
@@ -489,7 +489,9 @@ class LogSegment:
                     if ts >= timestamp and offset >= starting_offset:
                         return offset, ts
             except codecs.DecompressedTooLargeError as e:
-                _log.warning("Timestamp search in %s answers with a whole batch: %s", self.log.path, e.message)
+                _log.warning(
+                    "Timestamp search in %s answers with a whole batch: %s", self.log.path, e.message
+                )
                 return max(h.base_offset, starting_offset), h.max_timestamp
         return None
 
@@ -531,8 +533,8 @@ class LogSegment:
         for pos, buf, rel, size in log.batches(0, chunk_size=_RECOVER_CHUNK, full=validate):
             if validate:
                 reason = stored_batch_problem(buf, rel, size, base)
-                if reason is None and _uq(buf, rel)[0] <= prev_last:
-                    reason = f"batch offset {_uq(buf, rel)[0]} is not above the previous batch's {prev_last}"
+                if reason is None and _unpack_int64(buf, rel)[0] <= prev_last:
+                    reason = f"batch offset {_unpack_int64(buf, rel)[0]} is not above the previous batch's {prev_last}"
                 if reason is not None:
                     break
             last = batch_last_offset(buf, rel)
@@ -551,8 +553,8 @@ class LogSegment:
                     index_error = e
                 since = 0
             since += size
-            if on_batch is not None and buf[rel + B.MAGIC_OFFSET] == 2:
-                on_batch(B.read_header(buf, rel))
+            if on_batch is not None and buf[rel + batch_format.MAGIC_OFFSET] == 2:
+                on_batch(batch_format.read_header(buf, rel))
             valid = pos + size
         truncated = log.size - valid
         if truncated:

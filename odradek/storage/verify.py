@@ -82,14 +82,19 @@ def batch_positions(path: str) -> list[tuple[int, int, int]]:
     """``(position, base offset, size)`` of each framed batch of a ``.log`` file, unchecked."""
     records = FileRecords.open_read_only(str(path))
     try:
-        return [(pos, int.from_bytes(buf[rel : rel + 8], "big"), size) for pos, buf, rel, size in records.batches()]
+        return [
+            (pos, int.from_bytes(buf[rel : rel + 8], "big"), size)
+            for pos, buf, rel, size in records.batches()
+        ]
     finally:
         records.close()
 
 
 def segment_files(partition_dir: str) -> list[str]:
     """The partition's ``.log`` files in offset order."""
-    names = [n for n in os.listdir(partition_dir) if n.endswith(LOG_SUFFIX) and n[:20].isdigit() and len(n) == 24]
+    names = [
+        n for n in os.listdir(partition_dir) if n.endswith(LOG_SUFFIX) and n[:20].isdigit() and len(n) == 24
+    ]
     return [os.path.join(partition_dir, n) for n in sorted(names)]
 
 

@@ -14,7 +14,7 @@ import pytest
 from kafka.record.default_records import DefaultRecordBatchBuilder
 from storage_batches import now_ms, parse
 
-from odradek.protocol import batch as B
+from odradek.protocol import batch as batch_format
 from odradek.protocol import errors
 from odradek.protocol.batch_builder import build_batch
 from odradek.protocol.control_records import COMMIT, build_control_batch
@@ -202,7 +202,7 @@ def test_tombstones_stay_for_delete_retention_then_go(tmp_path):
     # The horizon is stored in the batch (KIP-534), record timestamps unchanged.
     batches = read_batches(log)
     with_tombstones = [b for b in batches if any(r.value is None for r in b.records())]
-    assert with_tombstones and all(b.header.attributes & B.DELETE_HORIZON_BIT for b in with_tombstones)
+    assert with_tombstones and all(b.header.attributes & batch_format.DELETE_HORIZON_BIT for b in with_tombstones)
     assert all(b.header.base_timestamp == now + 1000 for b in with_tombstones)
     # Nothing new is dirty, yet a pass after the horizon removes the tombstones.
     assert cleaner.clean_once(now + 500) is None
@@ -583,7 +583,7 @@ def test_a_batch_past_the_decompression_limit_is_kept_as_it_is(tmp_path, caplog)
     w = Writer(log)
     w.append([(b"k", b"old")])
     bomb = bytearray(zeros_batch(65 << 20))  # key b"k", 65 MiB of zeros in a few KB
-    B.set_base_offset(bomb, 0, 1)
+    batch_format.set_base_offset(bomb, 0, 1)
     log.append_as_follower(bytes(bomb))
     w.append([(b"k", b"new")])
     log.roll()

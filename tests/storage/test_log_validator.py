@@ -11,7 +11,7 @@ import crc32c
 import pytest
 from storage_batches import hbatch, kbatch, zeros_batch
 
-from odradek.protocol import batch as B
+from odradek.protocol import batch as batch_format
 from odradek.protocol import batch_builder, control_records, errors, record_batch, records
 from odradek.protocol import compression as codecs
 from odradek.storage import LogConfig
@@ -64,10 +64,10 @@ GOOD = kbatch(3, ts=NOW)
         pytest.param(lambda: patched(GOOD, ">h", 21, 5), errors.UnsupportedCompressionTypeError, id="codec-5"),
         pytest.param(lambda: hbatch([1, 2, 3], record_count=2), errors.InvalidRecordError, id="count-vs-delta"),
         pytest.param(lambda: patched(GOOD, ">i", 57, 0), errors.InvalidRecordError, id="count-zero"),
-        pytest.param(lambda: hbatch([NOW], attributes=B.CONTROL_BIT), errors.InvalidRecordError, id="control"),
+        pytest.param(lambda: hbatch([NOW], attributes=batch_format.CONTROL_BIT), errors.InvalidRecordError, id="control"),
         pytest.param(lambda: hbatch([NOW], pid=5, epoch=0, seq=-1), errors.InvalidRecordError, id="no-sequence"),
         pytest.param(
-            lambda: hbatch([NOW], attributes=B.TRANSACTIONAL_BIT), errors.InvalidRecordError, id="txn-without-pid"
+            lambda: hbatch([NOW], attributes=batch_format.TRANSACTIONAL_BIT), errors.InvalidRecordError, id="txn-without-pid"
         ),
         pytest.param(lambda: kbatch(30, value=b"m" * 100), errors.MessageTooLargeError, id="max-message-bytes"),
     ],
@@ -107,7 +107,7 @@ def test_producer_batches_and_transaction_markers_for_the_log():
         validate(commit)  # clients may not write control batches
     result = validate(commit, from_client=False)
     assert result.producer_batches[0][2] == (control_records.COMMIT, 4)
-    not_a_marker = hbatch([NOW], attributes=B.CONTROL_BIT | B.TRANSACTIONAL_BIT, pid=9, epoch=1, seq=0)
+    not_a_marker = hbatch([NOW], attributes=batch_format.CONTROL_BIT | batch_format.TRANSACTIONAL_BIT, pid=9, epoch=1, seq=0)
     with pytest.raises(errors.InvalidRecordError):
         validate(not_a_marker, from_client=False)
 
@@ -152,7 +152,7 @@ def test_log_append_time_rewrites_a_copy():
     result = validate(buf, validator(**{"message.timestamp.type": "LogAppendTime"}))
     assert result.log_append_time == NOW and result.max_timestamp == NOW
     (batch,) = record_batch.iter_batches(written(result))
-    assert batch.timestamp_type == B.LOG_APPEND_TIME and batch.crc_is_valid()
+    assert batch.timestamp_type == batch_format.LOG_APPEND_TIME and batch.crc_is_valid()
     assert [r.timestamp for r in batch] == [NOW, NOW]
     assert buf == kbatch(2, ts=1000)
 
@@ -218,8 +218,8 @@ def test_plain_batches_and_what_is_not_one():
     assert b"".join(bytes(p) for p in parts) == written(validate(GOOD, first_offset=10))
     not_plain = [
         hbatch([NOW], pid=1, epoch=0, seq=0),
-        hbatch([NOW], attributes=B.TRANSACTIONAL_BIT),
-        hbatch([NOW], attributes=B.CONTROL_BIT),
+        hbatch([NOW], attributes=batch_format.TRANSACTIONAL_BIT),
+        hbatch([NOW], attributes=batch_format.CONTROL_BIT),
         flipped(GOOD, 70),
         GOOD + GOOD,
         GOOD[:-1],

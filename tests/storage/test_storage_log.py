@@ -6,7 +6,7 @@ import socket
 import pytest
 from storage_batches import hbatch, kbatch, now_ms, offsets_of, parse
 
-from odradek.protocol import batch as B
+from odradek.protocol import batch as batch_format
 from odradek.protocol import control_records, errors
 from odradek.storage import Log, LogConfig, UnexpectedAppendOffsetError
 
@@ -48,7 +48,7 @@ def test_append_read_round_trip_with_kafka_python_oracle(tmp_path):
     assert all(b.validate_crc() for b in batches)
     assert offsets_of(data) == list(range(6))
     # The partition leader epoch was written into the header.
-    assert {B.read_header(data, 0).partition_leader_epoch} == {5}
+    assert {batch_format.read_header(data, 0).partition_leader_epoch} == {5}
     assert log.leader_epoch_cache.entries() == [(5, 0)]
 
 
