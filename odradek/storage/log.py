@@ -172,9 +172,7 @@ class Log:
 
     def _complete_txn(self, producer_id, epoch, offset, marker, timestamp) -> None:
         """A transaction marker just appended at ``offset`` (in the active segment)."""
-        apply_txn_marker(
-            self.producer_state, self._local.segments[-1], producer_id, epoch, offset, marker, timestamp
-        )
+        apply_txn_marker(self.producer_state, self._local.segments[-1], producer_id, epoch, offset, marker, timestamp)
 
     @property
     def last_stable_offset(self) -> int:
@@ -357,9 +355,7 @@ class Log:
         if from_client:
             pending: dict = {}
             for h, _base, _marker in batches:
-                duplicate = psm.check(
-                    h.producer_id, h.producer_epoch, h.base_sequence, h.last_sequence, pending
-                )
+                duplicate = psm.check(h.producer_id, h.producer_epoch, h.base_sequence, h.last_sequence, pending)
                 if duplicate is not None:
                     return duplicate
             return None
@@ -447,9 +443,7 @@ class Log:
             if h.is_control:
                 marker = end_txn_marker(mv[at : at + h.size]) if h.producer_id >= 0 else None
                 if marker is not None:
-                    self._complete_txn(
-                        h.producer_id, h.producer_epoch, h.base_offset, marker, h.max_timestamp
-                    )
+                    self._complete_txn(h.producer_id, h.producer_epoch, h.base_offset, marker, h.max_timestamp)
             else:
                 psm.replay(h)
             epoch = h.partition_leader_epoch
@@ -457,16 +451,7 @@ class Log:
                 self.assign_epoch(epoch, h.base_offset)
         self._after_append(records, expected)
         return LogAppendInfo(
-            first_offset,
-            expected - 1,
-            -1,
-            self._log_start,
-            records,
-            False,
-            max_ts,
-            offset_of_max,
-            pos,
-            len(infos),
+            first_offset, expected - 1, -1, self._log_start, records, False, max_ts, offset_of_max, pos, len(infos)
         )
 
     def _write(self, parts, total, infos, first_offset, last_offset, max_ts, now_ms) -> None:
@@ -644,9 +629,7 @@ class Log:
     def maybe_increment_log_start_offset(self, offset: int, now_ms: int | None = None) -> bool:
         """Advance the log start offset (DeleteRecords). Fails above the high watermark."""
         if self.offline_reason is not None:
-            raise errors.KafkaStorageErrorError(
-                f"{self.topic}-{self.partition} is read-only: {self.offline_reason}"
-            )
+            raise errors.KafkaStorageErrorError(f"{self.topic}-{self.partition} is read-only: {self.offline_reason}")
         if offset > self._hw:
             raise errors.OffsetOutOfRangeError(
                 f"Cannot increment the log start offset to {offset} of {self.topic}-{self.partition}: "
