@@ -301,7 +301,7 @@ def _converter_for(hint):
     if origin is tuple:
         convert = _converter_for(typing.get_args(hint)[0])
         return lambda v: tuple(convert(x) for x in v)
-    if dataclasses.is_dataclass(hint):
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
         return lambda v: v if isinstance(v, hint) else build(hint, v)
     if hint is ErrorCode:
         return lambda v: v if isinstance(v, ErrorCode) else ErrorCode(int(v))
