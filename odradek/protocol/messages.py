@@ -15,7 +15,7 @@ import datetime
 import io
 import struct
 from functools import cache
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from kio.index import load_payload_module
 from kio.schema.errors import ErrorCode
@@ -25,6 +25,9 @@ from kio.static.constants import EntityType
 
 from odradek.protocol import produce_request, wellformed
 from odradek.protocol.varint import VarintError, skip_tagged_fields
+
+if TYPE_CHECKING:
+    from kio.static.protocol import Entity, Payload
 
 PRODUCE_KEY = 0
 API_VERSIONS_KEY = 18
@@ -71,14 +74,14 @@ def _is_legacy_produce(api_key: int, api_version: int) -> bool:
 
 
 @cache
-def request_class(api_key: int, api_version: int) -> type:
+def request_class(api_key: int, api_version: int) -> type[Payload]:
     return load_payload_module(api_key, api_version, EntityType.request).__dict__[
         _class_name(api_key, "Request")
     ]
 
 
 @cache
-def response_class(api_key: int, api_version: int) -> type:
+def response_class(api_key: int, api_version: int) -> type[Payload]:
     return load_payload_module(api_key, api_version, EntityType.response).__dict__[
         _class_name(api_key, "Response")
     ]
@@ -96,12 +99,12 @@ def is_flexible(api_key: int, api_version: int) -> bool:
 
 
 @cache
-def _reader(cls: type):
+def _reader(cls: type[Entity]):
     return entity_reader(cls)
 
 
 @cache
-def _writer(cls: type):
+def _writer(cls: type[Entity]):
     return entity_writer(cls)
 
 
@@ -166,7 +169,7 @@ def decode_request_body(header: RequestHeader, payload, pos: int):
     return entity
 
 
-def encode_body(entity) -> bytes:
+def encode_body(entity: Entity) -> bytes:
     out = io.BytesIO()
     _writer(type(entity))(out, entity)
     return out.getvalue()
@@ -298,7 +301,7 @@ def _converter_for(hint):
     if origin is tuple:
         convert = _converter_for(typing.get_args(hint)[0])
         return lambda v: tuple(convert(x) for x in v)
-    if dataclasses.is_dataclass(hint):
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
         return lambda v: v if isinstance(v, hint) else build(hint, v)
     if hint is ErrorCode:
         return lambda v: v if isinstance(v, ErrorCode) else ErrorCode(int(v))
