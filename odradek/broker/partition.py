@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import time
 
-from odradek.broker.metrics import TopicCounters
-from odradek.cluster.metadata import PartitionState
+from odradek.broker.broker_metrics import TopicCounters
+from odradek.cluster.metadata_image import PartitionState
 from odradek.protocol import errors
 
 # ListOffsets' special timestamps

@@ -367,7 +367,7 @@ def _assignment(protocol_type: str, data: bytes) -> list[list] | None:
     """A consumer member's partitions as [topic, partition] pairs (None for other protocols)."""
     if protocol_type != "consumer" or not data:
         return None if protocol_type != "consumer" else []
-    from odradek.client.coordinator import decode_assignment
+    from odradek.client.consumer.consumer_protocol import decode_assignment
 
     try:
         partitions, _ = decode_assignment(data)
@@ -392,7 +392,7 @@ def _target_offset(partition, to: str, value: int | None) -> int:
 
 def _read_records(partition, start: int, limit: int) -> list[dict]:
     """Up to ``limit`` records from ``start`` below the high watermark (control batches left out)."""
-    from odradek.protocol.records import iter_batches
+    from odradek.protocol.record_batch import iter_batches
 
     out: list[dict] = []
     position = start
