@@ -238,6 +238,7 @@ BROKER_CONFIGS: dict[str, ConfigDef] = config_table(
     ConfigDef("group.consumer.session.timeout.ms", INT, 45000, AtLeast(1), "Session timeout of consumer-protocol groups."),
     ConfigDef("group.consumer.heartbeat.interval.ms", INT, 5000, AtLeast(1), "Heartbeat interval of consumer-protocol groups."),
     ConfigDef("group.consumer.max.size", INT, INT_MAX, AtLeast(1), "Most members of a consumer-protocol group."),
+    ConfigDef("group.consumer.assignors", LIST, ["uniform", "range"], ListOf("uniform", "range"), "Server-side assignors of consumer-protocol groups; the first is the default."),
     # transactions and producer ids
     ConfigDef("transaction.state.log.num.partitions", INT, 50, AtLeast(1), "Partitions of __transaction_state."),
     ConfigDef("transaction.state.log.replication.factor", SHORT, 3, AtLeast(1), "Replication factor of __transaction_state (capped at the live brokers)."),
