@@ -28,6 +28,8 @@ from typing import NamedTuple
 
 from odradek.broker.group import modern_group_records as records
 from odradek.broker.group.assignors import ASSIGNORS
+from odradek.broker.group.classic_group_state import DEAD as CLASSIC_DEAD
+from odradek.broker.group.classic_group_state import EMPTY as CLASSIC_EMPTY
 from odradek.broker.group.consumer_group import (
     CONSUMER_GROUP_TYPE,
     DEAD,
@@ -41,8 +43,6 @@ from odradek.broker.group.consumer_group import (
     reconcile,
     subtract,
 )
-from odradek.broker.group.classic_group_state import DEAD as CLASSIC_DEAD
-from odradek.broker.group.classic_group_state import EMPTY as CLASSIC_EMPTY
 from odradek.broker.group.modern_group_records import ModernKey
 from odradek.protocol import errors
 from odradek.protocol.errors import KafkaError
@@ -172,7 +172,8 @@ class ConsumerGroupManager:
         return group
 
     def _member_for(self, group: ConsumerGroup, req: HeartbeatRequest, entries) -> tuple[ConsumerGroupMember, bool]:
-        """(the member, whether it is new); fences stale epochs."""
+        """(the member, whether the group epoch must move: a new member); fences stale epochs.
+        A static member coming back takes its predecessor's place without a rebalance."""
         if req.member_epoch == 0:
             member_id = req.member_id or uuid.uuid4().hex
             if req.instance_id is not None:
@@ -183,7 +184,7 @@ class ConsumerGroupManager:
                         raise errors.UnreleasedInstanceIdError(
                             f"static member {req.instance_id} is still in group {group.group_id} as {current}"
                         )
-                    return self._replace_static(group, old, member_id, entries), True
+                    return self._replace_static(group, old, member_id, entries), False
             existing = group.members.get(member_id)
             if existing is not None:  # rejoining from scratch: start over
                 self._remove_member(group, existing, entries, "rejoined with epoch 0")

@@ -23,10 +23,10 @@ import logging
 from collections.abc import Callable
 
 from odradek.broker.group import consumer_offsets_schema as schema
+from odradek.broker.group import modern_group_records as modern
 from odradek.broker.group.classic_group import ClassicGroup
 from odradek.broker.group.classic_group_manager import ClassicGroupManager
 from odradek.broker.group.classic_group_state import DEAD, EMPTY, NON_EMPTY_STATES
-from odradek.broker.group import modern_group_records as modern
 from odradek.broker.group.consumer_group_manager import ConsumerGroupManager
 from odradek.broker.group.offset_manager import OffsetManager
 from odradek.broker.group.offsets_topic import group_append_error
