@@ -362,7 +362,7 @@ class Broker:
             return None
         from odradek.broker.handlers.api_versions import unsupported_version_response
 
-        return unsupported_version_response(header.correlation_id)
+        return unsupported_version_response(header.correlation_id, self)
 
 
 def _lock_log_dir(d: Path) -> DirLock:

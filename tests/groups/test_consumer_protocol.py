@@ -381,3 +381,18 @@ def test_list_groups_shows_both_types_and_an_empty_classic_group_upgrades(broker
                                                 "topics": [{"name": topic, "partition_indexes": [0]}]}],
                                    "require_stable": False})
         assert stale.groups[0].error_code == ErrorCode.stale_member_epoch
+
+
+def test_api_versions_advertises_the_consumer_protocol_only_when_enabled(broker, tmp_path):
+    with RawClient(broker) as raw:
+        keys = {k.api_key: (k.min_version, k.max_version) for k in raw.request(18, 3, {
+            "client_software_name": "t", "client_software_version": "1"}).api_keys}
+    assert keys[68] == (0, 1) and keys[69] == (0, 1)
+    with BrokerProcess(tmp_path / "data", overrides={"group.coordinator.rebalance.protocols": "classic"}) as classic_only:
+        with RawClient(classic_only) as raw:
+            keys = {k.api_key for k in raw.request(18, 3, {
+                "client_software_name": "t", "client_software_version": "1"}).api_keys}
+            assert 68 not in keys and 69 not in keys
+            find_coordinator(raw, "g")
+            refused = heartbeat(raw, "g", "m1", 0, subscribed_topic_names=["t"])
+            assert refused.error_code == ErrorCode.unsupported_version

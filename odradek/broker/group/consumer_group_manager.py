@@ -534,13 +534,9 @@ class ConsumerGroupManager:
 
     def on_loaded(self) -> None:
         """Members loaded from the log get a fresh session."""
-        loop = asyncio.get_running_loop()
         for group in self.groups.values():
             for member in group.members.values():
-                member.session_timer = loop.call_later(
-                    self.config.consumer_session_timeout_ms / 1000,
-                    self._fence, group, member.member_id, "session timeout after load",
-                )
+                self._schedule_session(group, member)
 
     def unload(self) -> None:
         for group in self.groups.values():
