@@ -396,3 +396,41 @@ def test_api_versions_advertises_the_consumer_protocol_only_when_enabled(broker,
             find_coordinator(raw, "g")
             refused = heartbeat(raw, "g", "m1", 0, subscribed_topic_names=["t"])
             assert refused.error_code == ErrorCode.unsupported_version
+
+
+def test_odradek_consumer_with_group_protocol_consumer(broker):
+    from odradek import Consumer as OdradekConsumer
+
+    topic = new_topic(broker, 4)
+    values = produce(broker, topic, 40, 4)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+
+    def member():
+        c = OdradekConsumer(
+            bootstrap_servers=broker.bootstrap_servers, group_id=group, group_protocol="consumer",
+            auto_offset_reset="earliest", auto_commit_interval_ms=100,
+        )
+        c.subscribe([topic])
+        return c
+
+    first = member()
+    read: list[bytes] = []
+
+    def poll_first():
+        read.extend(r.value for r in first.poll(0.1))
+
+    wait_until(lambda: set(read) >= values, 20, "every record", step=poll_first)
+    assert len(first.assignment()) == 4
+    second = confluent = consumer(broker, group)  # librdkafka in the same group
+    second.subscribe([topic])
+
+    def poll_both():
+        poll_first()
+        confluent.poll(0.05)
+
+    wait_until(lambda: len(first.assignment()) == 2 and len(confluent.assignment()) == 2, 20, "2 each", step=poll_both)
+    first.commit()
+    first.close()
+    wait_until(lambda: len(confluent.assignment()) == 4, 20, "librdkafka gets all 4", step=lambda: confluent.poll(0.1))
+    confluent.close()
+    assert len(read) == len(set(read))
