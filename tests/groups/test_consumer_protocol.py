@@ -434,3 +434,56 @@ def test_odradek_consumer_with_group_protocol_consumer(broker):
     wait_until(lambda: len(confluent.assignment()) == 4, 20, "librdkafka gets all 4", step=lambda: confluent.poll(0.1))
     confluent.close()
     assert len(read) == len(set(read))
+
+
+def test_a_member_that_never_revokes_is_fenced_and_nobody_owns_a_partition_twice(broker):
+    topic = new_topic(broker, 2)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    with RawClient(broker) as raw:
+        find_coordinator(raw, group)
+        m1 = heartbeat(raw, group, "m1", 0, subscribed_topic_names=[topic], rebalance_timeout=1000)
+        tid = m1.assignment.topic_partitions[0].topic_id
+        owned = [{"topic_id": tid, "partitions": [0, 1]}]
+        assert heartbeat(raw, group, "m1", 1, topic_partitions=owned).error_code == ErrorCode.none
+        m2 = heartbeat(raw, group, "m2", 0, subscribed_topic_names=[topic])
+        assert m2.error_code == ErrorCode.none and m2.assignment.topic_partitions == ()  # still m1's
+        asked = heartbeat(raw, group, "m1", 1, topic_partitions=owned)  # told to give one up
+        assert asked.member_epoch == 1 and len(asked.assignment.topic_partitions[0].partitions) == 1
+
+        def m2_partitions():
+            answer = heartbeat(raw, group, "m2", m2.member_epoch, topic_partitions=[])
+            assert answer.error_code == ErrorCode.none
+            return sum(len(t.partitions) for t in answer.assignment.topic_partitions) if answer.assignment else 0
+
+        # m1 keeps heartbeating but never revokes: m2 gets nothing until m1's rebalance timeout fences it
+        first = heartbeat(raw, group, "m1", 1, topic_partitions=owned)
+        assert first.error_code == ErrorCode.none and m2_partitions() == 0
+        wait_until(
+            lambda: heartbeat(raw, group, "m1", 1, topic_partitions=owned).error_code == ErrorCode.unknown_member_id,
+            10, "m1 fenced after its rebalance timeout", interval=0.2,
+        )
+        wait_until(lambda: m2_partitions() == 2, 10, "m2 gets both partitions", interval=0.2)
+
+
+def test_delete_an_empty_consumer_group_and_a_classic_member_takes_over_an_empty_one(broker):
+    topic = new_topic(broker, 1)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    with RawClient(broker) as raw:
+        find_coordinator(raw, group)
+        assert heartbeat(raw, group, "m1", 0, subscribed_topic_names=[topic]).error_code == ErrorCode.none
+        refused = raw.request(42, 2, {"groups_names": [group]}).results[0]
+        assert refused.error_code == ErrorCode.non_empty_group
+        assert heartbeat(raw, group, "m1", -1).error_code == ErrorCode.none
+        assert raw.request(42, 2, {"groups_names": [group]}).results[0].error_code == ErrorCode.none
+        assert describe(broker, group).error_code == ErrorCode.group_id_not_found
+        # an empty consumer group becomes classic when a classic member joins
+        assert heartbeat(raw, group, "m1", 0, subscribed_topic_names=[topic]).error_code == ErrorCode.none
+        assert heartbeat(raw, group, "m1", -1).error_code == ErrorCode.none
+        join = raw.request(11, 5, {
+            "group_id": group, "session_timeout": 10000, "rebalance_timeout": 10000, "member_id": "",
+            "group_instance_id": None, "protocol_type": "consumer",
+            "protocols": [{"name": "range", "metadata": b""}],
+        })
+        assert join.error_code == ErrorCode.member_id_required  # the classic protocol's first answer
+        listed = {g.group_id: g.group_type for g in raw.request(16, 5, {"states_filter": [], "types_filter": []}).groups}
+        assert listed[group] == "classic"
