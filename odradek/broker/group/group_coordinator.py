@@ -11,7 +11,8 @@ group request shares — INVALID_GROUP_ID, COORDINATOR_NOT_AVAILABLE while stopp
 NOT_COORDINATOR when another broker leads the partition, COORDINATOR_LOAD_IN_PROGRESS
 while it loads — and the shard's managers do the rest: ``ClassicGroupManager`` (JoinGroup,
 SyncGroup, Heartbeat, LeaveGroup, DescribeGroups; its state machine in
-``classic_group_state.py``) and ``OffsetManager`` (OffsetCommit, OffsetFetch,
+``classic_group_state.py``), ``ConsumerGroupManager`` (KIP-848: ConsumerGroupHeartbeat,
+ConsumerGroupDescribe) and ``OffsetManager`` (OffsetCommit, OffsetFetch,
 OffsetDelete, TxnOffsetCommit, expiry). JoinGroup and SyncGroup answer through a callback,
 at once or when the rest of the group is there.
 

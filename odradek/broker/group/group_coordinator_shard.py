@@ -7,9 +7,9 @@ loaded, and drops it when the leadership moves (every waiting request is answere
 NOT_COORDINATOR and goes to the new leader).
 
 The shard holds the groups and hands each request to the manager of its kind: membership
-and rebalances of classic groups to ``ClassicGroupManager``, committed offsets to
-``OffsetManager`` — the consumer protocol (KIP-848) and share groups (KIP-932) get managers
-of their own beside them. What touches both lives here: deleting a group with its offsets,
+and rebalances of classic groups to ``ClassicGroupManager``, consumer-protocol groups
+(KIP-848) to ``ConsumerGroupManager``, committed offsets to ``OffsetManager`` (share groups,
+KIP-932, would get a manager of their own beside them). What touches both lives here: deleting a group with its offsets,
 expiring offsets (a group left with neither members nor offsets disappears), replaying a
 record into the manager that owns its type. Everything it writes goes to its partition as
 a leader append (acks=1).
