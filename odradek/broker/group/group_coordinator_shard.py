@@ -227,7 +227,26 @@ class GroupCoordinatorShard:
             if expired or (group.is_(EMPTY) and not self.offsets.has_offsets(group.group_id)):
                 self.remove_offsets(group, expired)
                 total += len(expired)
+        for consumer_group in list(self.consumer.groups.values()):
+            total += self._expire_consumer_group_offsets(consumer_group, now, retention)
         return total
+
+    def _expire_consumer_group_offsets(self, group, now: int, retention: int) -> int:
+        """Expire a consumer group's offsets; an empty group left without offsets is deleted."""
+        group_id = group.group_id
+        expired = self.offsets.expired_consumer_group_offsets(group_id, group.subscribed_topic_names(), now, retention)
+        entries = self.offsets.remove(group_id, expired)
+        gone = not group.members and not self.offsets.has_offsets(group_id)
+        if gone:
+            entries += self.consumer.group_tombstones(group)
+            del self.consumer.groups[group_id]
+            log.info("consumer group %s: no members and no offsets left; removed", group_id)
+        if entries:
+            try:
+                self.append(entries, self.now())
+            except KafkaError as exc:
+                log.warning("group %s: writing tombstones failed: %s", group_id, exc)
+        return len(expired)
 
     def drop_offsets_of_topic(self, topic: str) -> None:
         """``topic`` was deleted: its offsets go (Kafka keeps them until they expire)."""

@@ -303,3 +303,18 @@ class OffsetManager:
             elif now - base(om) >= retention:
                 out.append(tp)
         return out
+
+    def expired_consumer_group_offsets(
+        self, group_id: str, subscribed: set[str], now: int, retention: int
+    ) -> list[TopicPartition]:
+        """A consumer-protocol group's offsets past retention (Kafka's rule): those of topics
+        it does not subscribe to, counted from their commit."""
+        out = []
+        for tp, om in self.offsets.get(group_id, {}).items():
+            if tp[0] in subscribed:
+                continue
+            if (om.expire_timestamp >= 0 and now >= om.expire_timestamp) or (
+                om.expire_timestamp < 0 and now - om.commit_timestamp >= retention
+            ):
+                out.append(tp)
+        return out
