@@ -159,6 +159,8 @@ class ConsumerGroupManager:
         group = self.groups.get(group_id)
         if group is not None:
             return group
+        if group_id in self.shard.share.groups:
+            raise errors.GroupIdNotFoundError(f"group {group_id} is a share group")
         classic = self.shard.groups.get(group_id)
         if classic is not None and not classic.is_(CLASSIC_DEAD):
             if not classic.is_(CLASSIC_EMPTY) or classic.pending_members:

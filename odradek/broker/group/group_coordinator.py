@@ -68,6 +68,8 @@ class GroupConfig(NamedTuple):
     consumer_max_size: int = 2**31 - 1
     consumer_assignors: tuple[str, ...] = ("uniform", "range")
     protocols: tuple[str, ...] = ("classic", "consumer")
+    share_heartbeat_interval_ms: int = 5000
+    share_session_timeout_ms: int = 45000
 
     @classmethod
     def from_broker_config(cls, config) -> GroupConfig:
@@ -85,6 +87,8 @@ class GroupConfig(NamedTuple):
             consumer_max_size=config.get("group.consumer.max.size"),
             consumer_assignors=tuple(config.get("group.consumer.assignors")),
             protocols=tuple(config.get("group.coordinator.rebalance.protocols")),
+            share_heartbeat_interval_ms=config.get("group.share.heartbeat.interval.ms"),
+            share_session_timeout_ms=config.get("group.share.session.timeout.ms"),
         )
 
 
@@ -319,6 +323,22 @@ class GroupCoordinator:
             raise errors.GroupIdNotFoundError(f"group {group_id} not found")
         return found
 
+    # -- share groups (KIP-932): ShareGroupHeartbeat, ShareGroupDescribe ----------------------
+
+    def share_group_heartbeat(self, group_id, member_id, epoch, rack_id, topics, client_id, client_host):
+        """(member id, epoch, interval ms, assignment or None); raises KafkaError."""
+        return self._shard_of(group_id).share.heartbeat(group_id, member_id, epoch, rack_id, topics, client_id, client_host)
+
+    def share_group_describe(self, group_id: str) -> dict:
+        found = self._shard_of(group_id).share.describe(group_id)
+        if found is None:
+            raise errors.GroupIdNotFoundError(f"group {group_id} is not a share group")
+        return found
+
+    def on_share_member_gone(self, callback) -> None:
+        """``callback(group id, member id)`` when a share-group member leaves or times out."""
+        self.context.share_member_gone = callback
+
     def consumer_group(self, group_id: str):
         """The consumer group if a shard of this broker holds it (for tests and the console)."""
         shard = self.shards.get(self.partition_of(group_id))
@@ -414,6 +434,8 @@ class GroupCoordinator:
                 listed += shard.classic.listed(wanted_states)
             if not wanted_types or CONSUMER_GROUP_TYPE in wanted_types:
                 listed += shard.consumer.listed(wanted_states)
+            if not wanted_types or "share" in wanted_types:
+                listed += shard.share.listed(wanted_states)
         return error, listed
 
     def describe_group(self, group_id: str) -> dict | None:

@@ -30,6 +30,7 @@ from odradek.broker.group.classic_group_state import DEAD, EMPTY, NON_EMPTY_STAT
 from odradek.broker.group.consumer_group_manager import ConsumerGroupManager
 from odradek.broker.group.offset_manager import OffsetManager
 from odradek.broker.group.offsets_topic import group_append_error
+from odradek.broker.group.share_group_manager import ShareGroupManager
 from odradek.broker.purgatory import DelayedOperationPurgatory
 from odradek.protocol.errors import ErrorCode, KafkaError
 
@@ -52,6 +53,7 @@ class ShardContext:
         self.join_purgatory = DelayedOperationPurgatory("rebalance", timer)
         self.heartbeat_purgatory = DelayedOperationPurgatory("heartbeat", timer)
         self.rebalances = 0
+        self.share_member_gone: Callable[[str, str], None] = lambda group, member: None
 
     def close(self) -> None:
         self.join_purgatory.close()
@@ -67,6 +69,8 @@ class GroupCoordinatorShard:
         self.classic = ClassicGroupManager(self)
         self.offsets = OffsetManager(self)
         self.consumer = ConsumerGroupManager(self)
+        self.share = ShareGroupManager(self)
+        self.share.on_member_gone = lambda group, member: context.share_member_gone(group, member)
         self.deferred_markers: list[tuple[int, bool]] = []  # written while loading, past the replay's end
 
     @property
@@ -127,6 +131,7 @@ class GroupCoordinatorShard:
         for group in groups:
             self.classic.retire(group)
         self.consumer.unload()
+        self.share.unload()
 
     def convert_classic_to_consumer(self, group_id: str) -> None:
         """An empty classic group becomes a consumer group (KIP-848's upgrade); offsets stay."""
