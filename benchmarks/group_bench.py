@@ -10,6 +10,10 @@ Two numbers, each the median (min-max) of several runs:
   (LeaveGroup, or a heartbeat with epoch -1) until the others own all partitions again.
   Target: one heartbeat interval + 200 ms (the others learn of it from their next heartbeat).
 
+Share groups (KIP-932): records per second that 1, 4 and 8 confluent-kafka ShareConsumers
+of one group read together from one partition (implicit acknowledgement), ``--share-records``
+records of 100 bytes.
+
 The consumer protocol (``group.protocol=consumer``) gets the same heartbeat interval from the
 broker (``group.consumer.heartbeat.interval.ms``). Both brokers run on 127.0.0.1 (tansu with
 memory storage). Run::
@@ -33,8 +37,15 @@ import uuid
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from _brokers import tansu_command  # noqa: E402
-from confluent_kafka import Consumer  # noqa: E402
-from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+from confluent_kafka import Consumer, Producer, ShareConsumer  # noqa: E402
+from confluent_kafka.admin import (  # noqa: E402
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    NewTopic,
+    ResourceType,
+)
 
 from odradek.testing.process import BrokerProcess, free_port, wait_for_port  # noqa: E402
 
@@ -179,6 +190,47 @@ def measure(broker, runs: int, heartbeat_ms: int, protocol: str, size: int) -> t
     return firsts, rebalances
 
 
+def share_throughput(bootstrap: str, consumers: int, records: int) -> float:
+    """Records per second ``consumers`` ShareConsumers of one group read from one partition."""
+    topic = create_topic(bootstrap, 1)
+    group = f"share-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    resource = ConfigResource(
+        ResourceType.GROUP,
+        group,
+        incremental_configs=[ConfigEntry("share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET)],
+    )
+    admin.incremental_alter_configs([resource])[resource].result(10)
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20})
+    payload = b"x" * 100
+    for _ in range(records):
+        producer.produce(topic, value=payload)
+        producer.poll(0)
+    producer.flush(60)
+    counts = [0] * consumers
+    done = threading.Event()
+
+    def run(i: int) -> None:
+        c = ShareConsumer({"bootstrap.servers": bootstrap, "group.id": group, "log_level": 0})
+        c.subscribe([topic])
+        while not done.is_set():
+            counts[i] += sum(1 for m in c.poll(0.1) or [] if m.error() is None)
+            if sum(counts) >= records:
+                done.set()
+        c.close()
+
+    threads = [threading.Thread(target=run, args=(i,), daemon=True) for i in range(consumers)]
+    t0 = time.perf_counter()
+    for t in threads:
+        t.start()
+    if not done.wait(120):
+        raise RuntimeError(f"share consumers read {sum(counts)} of {records} records")
+    elapsed = time.perf_counter() - t0
+    for t in threads:
+        t.join(15)
+    return records / elapsed
+
+
 def fmt(values: list[float]) -> str:
     return f"{statistics.median(values):7.0f} ms ({min(values):.0f}-{max(values):.0f})"
 
@@ -194,6 +246,7 @@ def main() -> None:
     parser.add_argument("--heartbeat-ms", type=int, default=500, help="the consumers' heartbeat.interval.ms")
     parser.add_argument("--skip-tansu", action="store_true")
     parser.add_argument("--sizes", default="3,10", help="group sizes to measure (comma-separated)")
+    parser.add_argument("--share-records", type=int, default=20000, help="records per share-group run")
     args = parser.parse_args()
 
     sizes = [int(s) for s in args.sizes.split(",")]
@@ -204,6 +257,7 @@ def main() -> None:
             overrides={
                 "group.initial.rebalance.delay.ms": args.delay_ms,
                 "group.consumer.heartbeat.interval.ms": args.heartbeat_ms,
+                "group.coordinator.rebalance.protocols": "classic,consumer,share",
             },
             log_path=os.path.join(tmp, "broker.log"),
         )
@@ -212,6 +266,7 @@ def main() -> None:
             for size in sizes:
                 for protocol in ("classic", "consumer"):
                     results[(f"odradek {protocol}", size)] = measure(odradek, args.runs, args.heartbeat_ms, protocol, size)
+            share = {n: share_throughput(odradek.bootstrap_servers, n, args.share_records) for n in (1, 4, 8)}
         finally:
             odradek.stop()
     if not args.skip_tansu:
@@ -234,6 +289,12 @@ def main() -> None:
     print(
         f"{'target (classic)':<20} {'':>7}  {'<= ' + str(args.delay_ms + 200) + ' ms':<32} {'<= ' + str(args.heartbeat_ms + 200) + ' ms':<32}"
     )
+
+    print()
+    print(f"share group, one partition, {args.share_records} records of 100 bytes, implicit acknowledgement")
+    print(f"{'share consumers':<20} {'records/s':>10}")
+    for n, rate in share.items():
+        print(f"{n:<20} {rate:>10.0f}")
 
 
 if __name__ == "__main__":

@@ -388,6 +388,7 @@ def test_api_versions_advertises_the_consumer_protocol_only_when_enabled(broker,
         keys = {k.api_key: (k.min_version, k.max_version) for k in raw.request(18, 3, {
             "client_software_name": "t", "client_software_version": "1"}).api_keys}
     assert keys[68] == (0, 1) and keys[69] == (0, 1)
+    assert not {76, 77, 78, 79} & set(keys)  # share groups are off unless listed
     with BrokerProcess(tmp_path / "data", overrides={"group.coordinator.rebalance.protocols": "classic"}) as classic_only:
         with RawClient(classic_only) as raw:
             keys = {k.api_key for k in raw.request(18, 3, {
