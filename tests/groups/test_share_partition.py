@@ -3,7 +3,7 @@ acknowledgements, the delivery limit and the start offset."""
 
 from __future__ import annotations
 
-from odradek.broker.share.share_partition import ACCEPT, RELEASE, REJECT, SharePartition
+from odradek.broker.share.share_partition import ACCEPT, REJECT, RELEASE, SharePartition
 
 BATCHES = [(0, 4, 0, 100), (5, 9, 100, 100)]  # (first, last, position, size)
 
