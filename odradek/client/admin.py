@@ -515,6 +515,28 @@ class Admin:
         _raise_items(errors, "groups")
         return out
 
+    async def describe_share_group(self, group_id: str, timeout: float | None = None) -> GroupDescription | None:
+        """ShareGroupDescribe (KIP-932) of one group; None when there is no such share group."""
+        timeout = self._t(timeout)
+        body = {"group_ids": [group_id], "include_authorized_operations": False}
+        resp = await self._group_call(group_id, api_keys.SHARE_GROUP_DESCRIBE, body, timeout)
+        g = resp.groups[0]
+        if g.error_code == ErrorCode.group_id_not_found:
+            return None
+        if g.error_code:
+            raise error_for(int(g.error_code))(g.error_message or f"share group {group_id!r}")
+        members = [
+            MemberDescription(
+                m.member_id,
+                None,
+                m.client_id,
+                m.client_host,
+                {TopicPartition(t.topic_name, p) for t in m.assignment.topic_partitions for p in t.partitions},
+            )
+            for m in g.members
+        ]
+        return GroupDescription(g.group_id, g.group_state, "share", g.assignor_name, members, 0, "share")
+
     async def _describe_consumer_group(self, group_id: str, timeout: float) -> GroupDescription | None:
         """ConsumerGroupDescribe of one group; None when it is no consumer group either."""
         body = {"group_ids": [group_id], "include_authorized_operations": False}

@@ -3,6 +3,7 @@ errors a real client does not provoke."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import textwrap
@@ -198,3 +199,28 @@ def test_bad_share_requests_get_kafkas_error_codes(broker):
         assert _share_heartbeat(raw, consumer_group, "m1", 0, [topic]).error_code == ErrorCode.group_id_not_found
         described = raw.request(77, 1, {"group_ids": [group], "include_authorized_operations": False}).groups[0]
         assert described.error_code == ErrorCode.none and [m.member_id for m in described.members] == ["m1"]
+
+
+def test_share_groups_cli_lists_and_describes_a_group(broker):
+    topic, group, _ = setup_group(broker, 1)
+    c = share_consumer(broker, group, topic)
+    try:
+        wait_until(lambda: polled(c), 20, "the record", interval=0)
+
+        def odradek(*args):
+            return subprocess.run(
+                [sys.executable, "-m", "odradek", *args, "--bootstrap-server", broker.bootstrap_servers, "-o", "json"],
+                capture_output=True, text=True, timeout=60,
+            )
+
+        listed = odradek("share-groups", "list")
+        assert listed.returncode == 0, listed.stderr
+        assert {"group": group, "state": "Stable"} in json.loads(listed.stdout)
+        described = odradek("share-groups", "describe", "--group", group)
+        assert described.returncode == 0, described.stderr
+        data = json.loads(described.stdout)
+        assert data["state"] == "Stable" and data["members"][0]["assignment"] == [{"topic": topic, "partition": 0}]
+        missing = odradek("share-groups", "describe", "nope-" + group)
+        assert missing.returncode == 1 and "does not exist" in missing.stderr
+    finally:
+        c.close()
