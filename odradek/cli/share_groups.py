@@ -23,7 +23,13 @@ def share_groups():
 @share_groups.command("list")
 @client_command
 def list_(session):
-    """List share groups with their states."""
+    """List share groups with their states.
+
+    \b
+    Examples:
+      odradek share-groups list
+      odradek share-groups list -o json
+    """
     with session.admin() as admin:
         rows = [g for g in admin.list_groups() if g.group_type == "share"]
     if session.json:
