@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 
 from odradek.broker.group import modern_group_records as records
-from odradek.broker.group.assignors import range_, uniform
+from odradek.broker.group.server_assignors import range_, uniform
 from odradek.broker.group.consumer_group import (
     STABLE,
     UNRELEASED_PARTITIONS,

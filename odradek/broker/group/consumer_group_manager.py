@@ -6,7 +6,7 @@ Everything happens in the heartbeat. A member joins with epoch 0 and its subscri
 ``group.consumer.heartbeat.interval.ms``; it leaves with epoch -1 (-2: a static member
 that will come back under the same ``group.instance.id``). When what the assignment depends
 on changes, the group epoch is bumped and the next heartbeat computes a new target
-assignment with the server-side assignor (``assignors.py``); each member then reconciles
+assignment with the server-side assignor (``server_assignors.py``); each member then reconciles
 toward it on its own heartbeats (``consumer_group.reconcile``). A member silent for
 ``group.consumer.session.timeout.ms`` is fenced (removed and its partitions freed); so is a
 member that does not revoke partitions within its rebalance timeout.
@@ -27,7 +27,7 @@ import uuid
 from typing import NamedTuple
 
 from odradek.broker.group import modern_group_records as records
-from odradek.broker.group.assignors import ASSIGNORS
+from odradek.broker.group.server_assignors import ASSIGNORS
 from odradek.broker.group.classic_group_state import DEAD as CLASSIC_DEAD
 from odradek.broker.group.classic_group_state import EMPTY as CLASSIC_EMPTY
 from odradek.broker.group.consumer_group import (
