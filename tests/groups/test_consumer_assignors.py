@@ -5,7 +5,6 @@ from __future__ import annotations
 import uuid
 
 from odradek.broker.group import modern_group_records as records
-from odradek.broker.group.server_assignors import range_, uniform
 from odradek.broker.group.consumer_group import (
     STABLE,
     UNRELEASED_PARTITIONS,
@@ -14,6 +13,7 @@ from odradek.broker.group.consumer_group import (
     ConsumerGroupMember,
     reconcile,
 )
+from odradek.broker.group.server_assignors import range_, uniform
 
 A, B = uuid.UUID(int=1), uuid.UUID(int=2)
 

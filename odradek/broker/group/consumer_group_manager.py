@@ -27,7 +27,6 @@ import uuid
 from typing import NamedTuple
 
 from odradek.broker.group import modern_group_records as records
-from odradek.broker.group.server_assignors import ASSIGNORS
 from odradek.broker.group.classic_group_state import DEAD as CLASSIC_DEAD
 from odradek.broker.group.classic_group_state import EMPTY as CLASSIC_EMPTY
 from odradek.broker.group.consumer_group import (
@@ -44,6 +43,7 @@ from odradek.broker.group.consumer_group import (
     subtract,
 )
 from odradek.broker.group.modern_group_records import ModernKey
+from odradek.broker.group.server_assignors import ASSIGNORS
 from odradek.protocol import errors
 from odradek.protocol.errors import KafkaError
 
