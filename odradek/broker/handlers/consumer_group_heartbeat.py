@@ -10,27 +10,9 @@ when ``group.coordinator.rebalance.protocols`` lists ``consumer``.
 """
 
 from odradek.broker.group.consumer_group_manager import HeartbeatRequest
-from odradek.broker.group.group_handler_support import client_host, coordinator_of, ms
+from odradek.broker.group.group_handler_support import client_host, coordinator_of, heartbeat_answer, ms
 from odradek.broker.handlers import api
 from odradek.protocol import errors, messages
-
-
-def _answer(version: int, error=0, message=None, member_id=None, epoch=-1, interval=0, assignment=None):
-    return messages.build_response(
-        68,
-        version,
-        {
-            "throttle_time": 0,
-            "error_code": error,
-            "error_message": message,
-            "member_id": member_id,
-            "member_epoch": epoch,
-            "heartbeat_interval": interval,
-            "assignment": None
-            if assignment is None
-            else {"topic_partitions": [{"topic_id": t, "partitions": sorted(ps)} for t, ps in sorted(assignment.items())]},
-        },
-    )
 
 
 @api(68, 0, 1)
@@ -65,11 +47,10 @@ def handle_consumer_group_heartbeat(broker, request):
             )
         )
     except errors.KafkaError as exc:
-        return _answer(version, exc.code, exc.message)
-    return _answer(
-        version,
+        return messages.build_response(68, version, heartbeat_answer(exc.code, exc.message))
+    return messages.build_response(68, version, heartbeat_answer(
         member_id=answer.member_id,
         epoch=answer.member_epoch,
         interval=answer.heartbeat_interval_ms,
         assignment=answer.assignment,
-    )
+    ))

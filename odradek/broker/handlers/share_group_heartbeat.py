@@ -6,27 +6,9 @@ INVALID_REQUEST, GROUP_ID_NOT_FOUND (the id belongs to a classic or consumer gro
 coordinator errors. Served when ``group.coordinator.rebalance.protocols`` lists ``share``.
 """
 
-from odradek.broker.group.group_handler_support import client_host, coordinator_of
+from odradek.broker.group.group_handler_support import client_host, coordinator_of, heartbeat_answer
 from odradek.broker.handlers import api
 from odradek.protocol import errors, messages
-
-
-def _answer(error=0, message=None, member_id=None, epoch=-1, interval=0, assignment=None):
-    return messages.build_response(
-        76,
-        1,
-        {
-            "throttle_time": 0,
-            "error_code": error,
-            "error_message": message,
-            "member_id": member_id,
-            "member_epoch": epoch,
-            "heartbeat_interval": interval,
-            "assignment": None
-            if assignment is None
-            else {"topic_partitions": [{"topic_id": t, "partitions": sorted(ps)} for t, ps in sorted(assignment.items())]},
-        },
-    )
 
 
 @api(76, 1, 1)
@@ -46,5 +28,7 @@ def handle_share_group_heartbeat(broker, request):
             client_host(request),
         )
     except errors.KafkaError as exc:
-        return _answer(exc.code, exc.message)
-    return _answer(member_id=member_id, epoch=epoch, interval=interval, assignment=assignment)
+        return messages.build_response(76, 1, heartbeat_answer(exc.code, exc.message))
+    return messages.build_response(
+        76, 1, heartbeat_answer(member_id=member_id, epoch=epoch, interval=interval, assignment=assignment)
+    )
