@@ -24,10 +24,8 @@ import time
 import uuid
 
 from odradek._tasks import cancel_and_wait
-from odradek.client.client_errors import KafkaConnectionError
 from odradek.client.consumer.consumer_coordinator import ConsumerCoordinator
 from odradek.client.consumer.member_state import COORDINATOR_ERRORS, STABLE, UNJOINED
-from odradek.client.netclient import Backoff
 from odradek.client.structs import TopicPartition
 from odradek.protocol import api_keys
 from odradek.protocol.errors import ErrorCode, error_for
@@ -54,27 +52,16 @@ class ConsumerProtocolCoordinator(ConsumerCoordinator):
         self.client.add_metadata_listener(self._on_metadata)
         self._task = asyncio.get_running_loop().create_task(self._run(), name=f"{self.client.client_id}-member")
 
-    async def _run(self) -> None:
-        backoff = Backoff(int(self.retry_backoff * 1000), 1000)
-        while True:
-            try:
-                wait = self._interval
-                if self.subs.group_managed and self._fatal is None and not self._closing:
-                    await self.ensure_coordinator()
-                    if self._lost:
-                        self._lost = False
-                        await self._lose_partitions()
-                    wait = await self._heartbeat_once()
-                await self._maybe_auto_commit()
-                await self._wait(min(wait, self._next_wait()) if self.auto_commit else wait)
-                backoff.reset()
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                log.info("group %s: %s", self.group_id, exc)
-                if isinstance(exc, KafkaConnectionError) or getattr(exc, "code", None) in COORDINATOR_ERRORS:
-                    self.coordinator_dead()
-                await asyncio.sleep(backoff.next())
+    async def _step(self) -> None:
+        wait = self._interval
+        if self.subs.group_managed and self._fatal is None and not self._closing:
+            await self.ensure_coordinator()
+            if self._lost:
+                self._lost = False
+                await self._lose_partitions()
+            wait = await self._heartbeat_once()
+        await self._maybe_auto_commit()
+        await self._wait(min(wait, self._next_wait()) if self.auto_commit else wait)
 
     def _request(self, epoch: int) -> dict:
         pattern = self.subs.pattern.pattern if self.subs.mode == self.subs.AUTO_PATTERN else None
