@@ -97,6 +97,7 @@ class ConsumerGroup:
         self.target: dict[str, Assignment] = {}  # member id -> its target partitions
         self.subscription_metadata: dict[uuid.UUID, tuple[str, int]] = {}  # topic id -> (name, partitions)
         self.resolved_regexes: dict[str, frozenset[str]] = {}  # regex -> topic names
+        self.resolved_at: int | None = None  # the coordinator's metadata version they were resolved at
         self.dead = False
 
     @property

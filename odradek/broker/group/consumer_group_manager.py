@@ -99,9 +99,9 @@ class ConsumerGroupManager:
         if self._update_member(member, req) or bump:
             entries.append(self._member_record(group, member))
             bump = True
-        if self._refresh_regexes(group, entries):
-            bump = True
-        if self._refresh_subscription_metadata(group, entries):
+        if (bump or group.resolved_at != self.shard.context.metadata_version) and self._refresh_subscriptions(
+            group, entries
+        ):
             bump = True
         if bump:
             group.group_epoch += 1
@@ -280,6 +280,13 @@ class ConsumerGroupManager:
             if not info.internal and not name.startswith("__")
         }
 
+    def _refresh_subscriptions(self, group: ConsumerGroup, entries) -> bool:
+        """Re-resolve regexes and the subscribed topics' metadata (only when a subscription or
+        the topics changed, so a heartbeat does not scan every topic); True on a change."""
+        group.resolved_at = self.shard.context.metadata_version
+        regexes = self._refresh_regexes(group, entries)
+        return self._refresh_subscription_metadata(group, entries) or regexes
+
     def _refresh_regexes(self, group: ConsumerGroup, entries) -> bool:
         """Resolve the group's regular expressions against today's topics; True on a change."""
         wanted = {m.subscribed_regex for m in group.members.values() if m.subscribed_regex}
@@ -368,8 +375,7 @@ class ConsumerGroupManager:
         log.info("group %s: member %s removed (%s)", group.group_id, member.member_id, reason)
 
     def _bump(self, group: ConsumerGroup, entries) -> None:
-        self._refresh_regexes(group, entries)
-        self._refresh_subscription_metadata(group, entries)
+        self._refresh_subscriptions(group, entries)
         group.group_epoch += 1
         entries.append(self._epoch_record(group))
 

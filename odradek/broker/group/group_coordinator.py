@@ -173,6 +173,7 @@ class GroupCoordinator:
     # -- partitions ------------------------------------------------------------------------
 
     def on_metadata_change(self, event: str, topic: str) -> None:
+        self.context.metadata_version += 1  # consumer groups re-resolve subscriptions on their next heartbeat
         try:
             if topic == OFFSETS_TOPIC:
                 self.sync_partitions()

@@ -53,6 +53,7 @@ class ShardContext:
         self.join_purgatory = DelayedOperationPurgatory("rebalance", timer)
         self.heartbeat_purgatory = DelayedOperationPurgatory("heartbeat", timer)
         self.rebalances = 0
+        self.metadata_version = 0  # bumped on every topic change (consumer groups' subscriptions)
         self.share_member_gone: Callable[[str, str], None] = lambda group, member: None
 
     def close(self) -> None:
