@@ -29,6 +29,8 @@ from odradek.broker.share.share_partition import SharePartition, batch_ranges
 from odradek.protocol import errors
 from odradek.protocol.errors import ErrorCode
 
+_READ_BYTES = 1 << 20  # read per partition and fetch: max_records is usually reached well before
+
 GROUP_CONFIG_KEYS = {
     "share.auto.offset.reset": ("latest", "earliest"),
     "share.record.lock.duration.ms": (15000, 60000),
@@ -151,7 +153,7 @@ class ShareFetchManager:
             start += 1  # skip what is in flight or done
         if start >= partition.high_watermark:
             return 0, None, []
-        read = partition.read(start, max_bytes)
+        read = partition.read(start, min(max_bytes, _READ_BYTES))  # at least one whole batch
         if read.records is None:
             return 0, None, []
         data = read.records.read()
