@@ -26,6 +26,7 @@ import time
 from dataclasses import dataclass, field
 
 from odradek.broker.share.share_partition import SharePartition, batch_ranges
+from odradek.broker.share.share_state_topic import ShareStateTopic
 from odradek.protocol import errors
 from odradek.protocol.errors import ErrorCode
 
@@ -49,6 +50,13 @@ class ShareFetchManager:
         self.partitions: dict[tuple[str, str, int], SharePartition] = {}  # (group, topic, partition)
         self.sessions: dict[tuple[str, str], ShareSession] = {}  # (group, member)
         self.group_configs: dict[str, dict[str, str]] = {}
+        config = broker.config
+        self.state_topic = ShareStateTopic(
+            broker,
+            num_partitions=config.get("share.coordinator.state.topic.num.partitions"),
+            replication_factor=config.get("share.coordinator.state.topic.replication.factor"),
+            segment_bytes=config.get("offsets.topic.segment.bytes"),
+        )
 
     # -- group configs ------------------------------------------------------------------------
 
@@ -113,15 +121,22 @@ class ShareFetchManager:
 
     # -- ShareFetch ---------------------------------------------------------------------------
 
-    def _share_partition(self, group_id: str, topic: str, index: int):
+    def _share_partition(self, group_id: str, topic_id, index: int):
+        topic = self._name(topic_id)
         partition = self.broker.replica_manager.get_partition(topic, index)
         if not partition.is_leader:
             raise errors.NotLeaderOrFollowerError(f"this broker does not lead {topic}-{index}")
         key = (group_id, topic, index)
         sp = self.partitions.get(key)
         if sp is None:
-            sp = self.partitions[key] = SharePartition(self._start_offset(group_id, partition))
+            sp = self.state_topic.load(group_id, topic_id, index)
+            if sp is None:
+                sp = SharePartition(self._start_offset(group_id, partition))
+            self.partitions[key] = sp
         return partition, sp
+
+    def _save(self, group_id: str, topic_id, index: int, sp: SharePartition) -> None:
+        self.state_topic.save(group_id, topic_id, index, sp, int(time.time() * 1000))
 
     def _name(self, topic_id) -> str:
         info = self.broker.image.topic_by_id(topic_id)
@@ -132,18 +147,23 @@ class ShareFetchManager:
     def acknowledge(self, group_id: str, member_id: str, topic_id, index: int, batches) -> int:
         """Apply acknowledgement batches ``(first, last, types)``; the partition's error code."""
         try:
-            _, sp = self._share_partition(group_id, self._name(topic_id), index)
+            _, sp = self._share_partition(group_id, topic_id, index)
         except errors.KafkaError as exc:
             return int(exc.code)
         ok = True
+        changed = False
         for first, last, types in batches:
-            ok = sp.acknowledge(member_id, first, last, list(types)) and ok
+            done = sp.acknowledge(member_id, first, last, list(types))
+            changed = changed or done
+            ok = ok and done
+        if changed:
+            self._save(group_id, topic_id, index, sp)
         return 0 if ok else int(ErrorCode.invalid_record_state)
 
     def _acquire(self, group_id: str, member_id: str, topic_id, index: int, max_records: int, max_bytes: int):
         """(error code, records bytes or None, acquired runs)."""
         try:
-            partition, sp = self._share_partition(group_id, self._name(topic_id), index)
+            partition, sp = self._share_partition(group_id, topic_id, index)
         except errors.KafkaError as exc:
             return int(exc.code), None, []
         now = int(time.time() * 1000)
@@ -162,6 +182,7 @@ class ShareFetchManager:
         runs, used = sp.acquire(batches, member_id, now, self._lock_ms(group_id), max_records, limit)
         if not runs:
             return 0, None, []
+        self._save(group_id, topic_id, index, sp)  # the delivery counts
         records = b"".join(data[batches[i][2] : batches[i][2] + batches[i][3]] for i in used)
         return 0, records, runs
 
