@@ -13,8 +13,9 @@ per group (IncrementalAlterConfigs on GROUP resources, ``group_configs``)
 (``latest``, Kafka's default, or ``earliest``), which decides where a group starts reading
 a partition the first time.
 
-State is in memory on the leader: it does not survive a restart (Kafka keeps it in
-``__share_group_state``).
+The records' state is written to ``__share_group_state`` after every change and read back
+when the leader first serves a share partition (``share_state_topic.py``); sessions and the
+group configs are in memory.
 
 Threading: the event loop.
 """
