@@ -17,6 +17,7 @@ def share_groups():
     Examples:
       odradek share-groups list
       odradek share-groups describe --group jobs
+      odradek share-groups delete jobs
     """
 
 
@@ -80,3 +81,25 @@ def describe(session, group_arg, group_opt):
             for m in members
         ],
     )
+
+
+@share_groups.command()
+@click.argument("group_arg", required=False, metavar="[GROUP]")
+@click.option("--group", "-g", "group_opt", metavar="GROUP", help="Group id (or give it as an argument).")
+@client_command
+def delete(session, group_arg, group_opt):
+    """Delete an empty share group with its delivery state and group configs.
+
+    \b
+    Examples:
+      odradek share-groups delete jobs
+    """
+    group = group_opt or group_arg
+    if not group:
+        raise click.UsageError("Missing group: give its id or --group GROUP.")
+    with session.admin() as admin:
+        try:
+            admin.delete_groups([group])
+        except Exception as exc:
+            raise CliError(f"could not delete share group {group!r}: {exc}", "stop its members first") from None
+    session.info(f"Deleted share group '{group}'.")

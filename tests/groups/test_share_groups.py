@@ -222,6 +222,13 @@ def test_share_groups_cli_lists_and_describes_a_group(broker):
         assert data["state"] == "Stable" and data["members"][0]["assignment"] == [{"topic": topic, "partition": 0}]
         missing = odradek("share-groups", "describe", "nope-" + group)
         assert missing.returncode == 1 and "does not exist" in missing.stderr
+        busy = odradek("share-groups", "delete", group)
+        assert busy.returncode == 1 and "NON_EMPTY_GROUP" in busy.stderr
+        c.close()
+        wait_until(lambda: json.loads(odradek("share-groups", "describe", group).stdout)["state"] == "Empty", 10, "empty")
+        deleted = odradek("share-groups", "delete", group)
+        assert deleted.returncode == 0, deleted.stderr
+        assert group not in {g["group"] for g in json.loads(odradek("share-groups", "list").stdout)}
     finally:
         c.close()
 

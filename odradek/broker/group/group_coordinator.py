@@ -340,6 +340,10 @@ class GroupCoordinator:
         """``callback(group id, member id)`` when a share-group member leaves or times out."""
         self.context.share_member_gone = callback
 
+    def on_share_group_deleted(self, callback) -> None:
+        """``callback(group id)`` when an empty share group is deleted (DeleteGroups)."""
+        self.context.share_group_deleted = callback
+
     def consumer_group(self, group_id: str):
         """The consumer group if a shard of this broker holds it (for tests and the console)."""
         shard = self.shards.get(self.partition_of(group_id))

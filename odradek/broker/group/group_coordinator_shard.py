@@ -55,6 +55,7 @@ class ShardContext:
         self.rebalances = 0
         self.metadata_version = 0  # bumped on every topic change (consumer groups' subscriptions)
         self.share_member_gone: Callable[[str, str], None] = lambda group, member: None
+        self.share_group_deleted: Callable[[str], None] = lambda group: None
 
     def close(self) -> None:
         self.join_purgatory.close()
@@ -166,6 +167,13 @@ class GroupCoordinatorShard:
         """DeleteGroups for one group: its error code."""
         if group_id in self.consumer.groups:
             return self._delete_consumer_group(group_id)
+        if group_id in self.share.groups:
+            if self.share.groups[group_id].members:
+                return int(ErrorCode.non_empty_group)
+            del self.share.groups[group_id]
+            self.context.share_group_deleted(group_id)
+            log.info("share group %s deleted", group_id)
+            return NONE
         group = self.groups.get(group_id)
         if group is None or group.is_(DEAD):
             return int(ErrorCode.group_id_not_found)

@@ -120,6 +120,17 @@ class ShareFetchManager:
             if g == group_id:
                 sp.release_member(member_id)
 
+    def delete_group(self, group_id: str) -> None:
+        """The share group was deleted: its state (with tombstones), sessions and configs go."""
+        for key in [k for k in self.partitions if k[0] == group_id]:
+            del self.partitions[key]
+            info = self.broker.image.topics.get(key[1])
+            if info is not None:
+                self.state_topic.forget(group_id, info.topic_id, key[2], int(time.time() * 1000))
+        for key in [k for k in self.sessions if k[0] == group_id]:
+            del self.sessions[key]
+        self.group_configs.pop(group_id, None)
+
     # -- ShareFetch ---------------------------------------------------------------------------
 
     def _share_partition(self, group_id: str, topic_id, index: int):

@@ -127,12 +127,22 @@ class ShareStateTopic(InternalTopic):
             log.warning("share state of %s %s-%d unreadable (%s); starting afresh", group_id, topic_id, partition, exc)
             return None
 
+    def forget(self, group_id: str, topic_id: uuid.UUID, partition: int, now_ms: int) -> None:
+        """A tombstone for the share partition's state (its group was deleted)."""
+        self._append(group_id, topic_id, partition, None, now_ms)
+
     def save(self, group_id: str, topic_id: uuid.UUID, partition: int, sp: SharePartition, now_ms: int) -> None:
         index = self._partition(group_id, topic_id, partition)
         if index is None:
             return
         sp.snapshot_epoch += 1
-        value = encode_snapshot(sp, sp.snapshot_epoch)
+        self._append(group_id, topic_id, partition, encode_snapshot(sp, sp.snapshot_epoch), now_ms, index)
+
+    def _append(self, group_id, topic_id, partition: int, value: bytes | None, now_ms: int, index=None) -> None:
+        if index is None:
+            index = self._partition(group_id, topic_id, partition)
+            if index is None:
+                return
         batch = build_batch([(encode_key(group_id, topic_id, partition), value, (), now_ms)])
         try:
             self.broker.replica_manager.append(STATE_TOPIC, index, batch, 1, now_ms, origin="client")
