@@ -40,6 +40,8 @@ import time
 from odradek._tasks import cancel_and_wait
 from odradek.broker.broker_metrics import RequestMetrics
 from odradek.broker.handlers import RawResponse, Request
+from odradek.broker.security.sasl_authenticator import PASS, Close, SaslAuthenticator
+from odradek.broker.security.tls_context import certificate_dn
 from odradek.protocol import messages
 from odradek.protocol.errors import KafkaError
 from odradek.protocol.frames import FrameReader, FrameTooLarge, InvalidFrameSize
@@ -51,6 +53,7 @@ RELEASE_BUFFERS_AFTER_IDLE_S = 1.0
 _LOG_EVERY_S = 10.0
 
 _now_ns = time.perf_counter_ns
+ANONYMOUS = "User:ANONYMOUS"
 
 
 class Connection(asyncio.BufferedProtocol):
@@ -58,6 +61,12 @@ class Connection(asyncio.BufferedProtocol):
         self.server = server
         self.broker = server.broker
         self.listener = listener
+        self.security = server.security.get(listener)
+        self.principal = ANONYMOUS
+        # A SASL connection serves nothing but the exchange until it completes (and no
+        # fast lane may bypass it); see broker/security/sasl_authenticator.py.
+        self.auth = server.new_authenticator(self.security)
+        self.lanes = server.fast_lanes if self.auth is None else {}
         self.reader = FrameReader(server.max_request_size)
         self.transport: asyncio.Transport | None = None
         self.peer = "?"
@@ -83,6 +92,9 @@ class Connection(asyncio.BufferedProtocol):
         if not self.server.register(self):
             self.closed = True
             transport.abort()
+            return
+        ssl_object = transport.get_extra_info("ssl_object")
+        if ssl_object is not None and not self._take_certificate_principal(ssl_object):
             return
         sock = transport.get_extra_info("socket")
         if sock is not None:
@@ -124,7 +136,7 @@ class Connection(asyncio.BufferedProtocol):
         self._in_pump = True
         try:
             reader = self.reader
-            lanes = self.server.fast_lanes
+            lanes = self.lanes
             while not self.closed and self.pending is None and not self._write_paused:
                 try:
                     payload = reader.next_frame()
@@ -177,6 +189,47 @@ class Connection(asyncio.BufferedProtocol):
         """Called by the pool when bytes were released while this connection waited."""
         self._update_reading()
 
+    # -- authentication ----------------------------------------------------------------
+
+    def _take_certificate_principal(self, ssl_object) -> bool:
+        """SSL listeners: the principal is the client certificate's subject, mapped by
+        ssl.principal.mapping.rules (ANONYMOUS without a certificate). SASL_SSL
+        connections take theirs from SASL instead."""
+        der = ssl_object.getpeercert(binary_form=True)
+        if der is None or self.auth is not None:
+            return True
+        dn = certificate_dn(der)
+        name = self.security.principal_mapper.name(dn)
+        if name is None:
+            self.close(f"no ssl.principal.mapping.rules rule matches the client certificate {dn!r}")
+            return False
+        self.principal = "User:" + name
+        return True
+
+    def _authenticate(self, header, payload, pos) -> bool:
+        """Run a frame through the SASL exchange; False lets the request through."""
+        outcome = self.auth.receive(header, payload, pos)
+        if outcome is PASS:
+            return False
+        if outcome.frame is not None:
+            self._write(outcome.frame)
+        if type(outcome) is Close:
+            self.close(outcome.reason, flush=True)
+        elif self.auth.complete:
+            self.principal = self.auth.principal
+            self.lanes = self.server.fast_lanes
+        return True
+
+    def _authenticate_raw(self, payload) -> None:
+        outcome = self.auth.receive_raw(payload)
+        if outcome.frame is not None:
+            self._write(outcome.frame)
+        if type(outcome) is Close:
+            self.close(outcome.reason, flush=True)
+        elif self.auth.complete:
+            self.principal = self.auth.principal
+            self.lanes = self.server.fast_lanes
+
     # -- request handling --------------------------------------------------------------
 
     def _try_fast_lane(self, lane, payload) -> bool:
@@ -199,11 +252,17 @@ class Connection(asyncio.BufferedProtocol):
 
     def _handle_frame(self, payload):
         started = _now_ns()
+        if self.auth is not None and self.auth.state == "raw":  # tokens after SaslHandshake v0
+            self._authenticate_raw(payload)
+            return
         try:
             header, pos = messages.parse_request_header(payload)
         except messages.MalformedRequest as exc:
             self.close(f"malformed request header: {exc}")
             return
+        if self.auth is not None and self.auth.intercepts(header.api_key):
+            if self._authenticate(header, payload, pos):
+                return
         spec = self.server.registry.get(header.api_key)
         if spec is None:
             self.close(f"unknown API key {header.api_key} ({messages.api_name(header.api_key)})")
@@ -257,6 +316,7 @@ class Connection(asyncio.BufferedProtocol):
             body,
             peer=self.peer,
             listener=self.listener,
+            principal=self.principal,
             received_ns=received_ns,
         )
 
@@ -361,7 +421,9 @@ class Connection(asyncio.BufferedProtocol):
 
     # -- closing -----------------------------------------------------------------------
 
-    def close(self, reason: str):
+    def close(self, reason: str, flush: bool = False):
+        """Close this connection, logging why; ``flush`` sends what is buffered first (a last
+        error response), else unsent responses are dropped."""
         if self.closed:
             return
         log.warning("closing connection from %s: %s", self.peer, reason)
@@ -371,7 +433,7 @@ class Connection(asyncio.BufferedProtocol):
         if transport is not None:
             # Unsent responses would keep the connection, and their memory, for as long as
             # the peer does not read them; drop them, as Kafka does when it closes a channel.
-            if transport.get_write_buffer_size():
+            if transport.get_write_buffer_size() and not flush:
                 transport.abort()
             else:
                 transport.close()
@@ -535,8 +597,12 @@ class NetworkServer:
         max_connections_per_ip: int = (1 << 31) - 1,
         max_connections_per_ip_overrides: dict[str, int] | None = None,
         queued_max_request_bytes: int = -1,
+        security=None,
+        scram_lookup=None,
     ):
         self.broker = broker
+        self.security = security or {}  # listener name -> ListenerSecurity
+        self._scram_lookup = scram_lookup
         self.zero_copy = zero_copy
         self.max_request_size = max_request_size
         self.max_connections = max_connections
@@ -554,6 +620,11 @@ class NetworkServer:
         self._sweeper: asyncio.Task | None = None
         self._refused = 0
         self._last_refusal_log = -_LOG_EVERY_S
+
+    def new_authenticator(self, security) -> SaslAuthenticator | None:
+        if security is None or not security.sasl:
+            return None
+        return SaslAuthenticator(security, self._scram_lookup)
 
     def register(self, conn: Connection) -> bool:
         if len(self.connections) >= self.max_connections:
@@ -597,10 +668,12 @@ class NetworkServer:
         """Bind every listener (so ephemeral ports are known) without accepting yet."""
         loop = asyncio.get_running_loop()
         for listener in listeners:
+            security = self.security.get(listener.name)
             server = await loop.create_server(
                 lambda name=listener.name: Connection(self, name),
                 listener.host or None,
                 listener.port,
+                ssl=security.ssl_context if security is not None else None,
                 reuse_address=True,
                 backlog=4096,
                 start_serving=False,

@@ -42,6 +42,7 @@ from odradek.cluster.store import LocalMetadataStore
 from odradek.http.broker_http import BrokerHttp
 from odradek.http.http_server import HttpBindError
 from odradek.protocol import errors
+from odradek.protocol.sasl_mechanisms import ScramCredential
 from odradek.storage.checkpoint import read_meta_properties, write_meta_properties
 from odradek.storage.cleaner_manager import CleanerConfig, LogCleaner, loop_caller
 from odradek.storage.dir_lock import DirLock, LogDirInUseError
@@ -68,7 +69,7 @@ def new_cluster_id() -> str:
 
 class Broker:
     def __init__(self, config: BrokerConfig):
-        config.check_security()
+        self.listener_security = config.check_security()
         self.config = config
         self.node_id: int = config.node_id
         self.rack = config.get("broker.rack")
@@ -105,6 +106,8 @@ class Broker:
             registry=registry,
             fast_lanes=handlers.FAST_LANES,
             zero_copy=self.zero_copy,
+            security=self.listener_security,
+            scram_lookup=self.scram_credential,
         )
         await self._bind()
         try:
@@ -118,7 +121,7 @@ class Broker:
             raise StartupError(exc.message) from None
 
         self.store = LocalMetadataStore(
-            log_dirs[0], self.cluster_id, BrokerInfo(self.node_id, advertised[0], advertised[1], self.rack)
+            log_dirs[0], self.cluster_id, BrokerInfo(self.node_id, advertised[0], advertised[1], self.rack, self._advertised_endpoints())
         )
         # KIP-226: the dynamic levels stored with the metadata; self.config is now the config in force.
         self.dynamic_config = DynamicBrokerConfig.attach(self)
@@ -248,6 +251,11 @@ class Broker:
                 write_meta_properties(str(d), self.node_id, cluster_id)
         return cluster_id
 
+    def scram_credential(self, user: str, mechanism: str) -> ScramCredential | None:
+        """The stored SCRAM credential of ``user`` for ``mechanism`` (the SASL exchange's lookup)."""
+        text = self.store.scram_credentials(user).get(mechanism)
+        return ScramCredential.from_text(mechanism, text) if text else None
+
     def _advertised(self) -> tuple[str, int]:
         listener = self.config.advertised_listeners[0]
         host, port = listener.host, listener.port
@@ -257,6 +265,14 @@ class Broker:
         if not host:
             host = bound[0] if bound else "127.0.0.1"
         return host, port
+
+    def _advertised_endpoints(self) -> dict[str, tuple[str, int]]:
+        """Every advertised listener's (host, port), ephemeral ports resolved."""
+        ports = {name: port for name, (_, port) in self.network.bound.items()}
+        return {
+            e.name: (e.host or self.network.bound.get(e.name, ("127.0.0.1",))[0], e.port)
+            for e in self.config.advertised_endpoints(ports)
+        }
 
     def bound_port(self, listener: str | None = None) -> int:
         if listener is None:

@@ -79,7 +79,7 @@ def handle_metadata(broker, request):
     if count > CHUNK or (allow_create and _any_unknown(image, wanted)):
         return _answer_in_steps(broker, request, wanted, allow_create)
     topics = [entry for entry, _ in _entries(broker, request, wanted, allow_create)]
-    return messages.build_response(3, request.api_version, _response(broker, topics))
+    return messages.build_response(3, request.api_version, _response(broker, topics, request.listener))
 
 
 async def _answer_in_steps(broker, request, wanted, allow_create: bool):
@@ -105,7 +105,7 @@ def _frame_with_topics(broker, request, count: int, topics: list[bytes]) -> byte
     spliced in where its empty topics array was (only trailing fixed fields follow it)."""
     version = request.api_version
     cls = messages.response_class(3, version)
-    empty = messages.encode_body(messages.build(cls, _response(broker, [])))
+    empty = messages.encode_body(messages.build(cls, _response(broker, [], request.listener)))
     flexible = messages.is_flexible(3, version)
     has_cluster_ops = any(f.name == "cluster_authorized_operations" for f in dataclasses.fields(cls))
     cut = len(empty) - (4 if has_cluster_ops else 0) - (1 if flexible else 0)
@@ -183,13 +183,14 @@ def _any_unknown(image, wanted) -> bool:
     return False
 
 
-def _response(broker, topics: list) -> dict:
+def _response(broker, topics: list, listener: str) -> dict:
     image = broker.image
     return {
         "throttle_time": 0,
         "brokers": [
-            {"node_id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack}
+            {"node_id": b.node_id, "host": host, "port": port, "rack": b.rack}
             for b in image.brokers.values()
+            for host, port in (b.address(listener),)
         ],
         "cluster_id": broker.cluster_id,
         "controller_id": image.controller_id,
