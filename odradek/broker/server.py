@@ -70,6 +70,7 @@ def new_cluster_id() -> str:
 class Broker:
     def __init__(self, config: BrokerConfig):
         self.listener_security = config.check_security()
+        self.authorizer = None
         self.config = config
         self.node_id: int = config.node_id
         self.rack = config.get("broker.rack")
@@ -250,6 +251,12 @@ class Broker:
             if read_meta_properties(str(d)) is None:
                 write_meta_properties(str(d), self.node_id, cluster_id)
         return cluster_id
+
+    def allowed(self, request, operation: str, resource_type: str = "Cluster", name: str = "kafka-cluster") -> bool:
+        """Whether the request's principal may do ``operation`` on the resource (always, without
+        an authorizer)."""
+        authorizer = self.authorizer
+        return authorizer is None or authorizer.authorize(request, operation, resource_type, name)
 
     def scram_credential(self, user: str, mechanism: str) -> ScramCredential | None:
         """The stored SCRAM credential of ``user`` for ``mechanism`` (the SASL exchange's lookup)."""

@@ -20,6 +20,7 @@ LAZY_COMMANDS = {
         "List, describe, delete consumer groups; reset their offsets.",
     ),
     "configs": ("odradek.cli.configs", "configs", "Describe and alter topic and broker configs."),
+    "users": ("odradek.cli.users", "users", "Create, delete and list SCRAM users."),
     "offsets": (
         "odradek.cli.offsets",
         "offsets",

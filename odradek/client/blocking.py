@@ -276,6 +276,8 @@ class Admin(_OnLoopThread):
 
 
 for _name in (
+    "describe_user_scram_credentials",
+    "alter_user_scram_credentials",
     "create_topics",
     "delete_topics",
     "list_topics",

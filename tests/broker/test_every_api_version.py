@@ -259,6 +259,10 @@ def catalogue(api_key: int, version: int, records: bytes) -> dict:
         47: lambda: {"group_id": group, "topics": [{"name": topic, "partitions": [{"partition_index": 0}]}]},
         61: lambda: {"topics": [{"name": topic, "partition_indexes": [0]}]},
         74: lambda: {"resource_types": [2, 4]},
+        17: lambda: {"mechanism": "PLAIN"},  # a PLAINTEXT listener: ILLEGAL_SASL_STATE
+        36: lambda: {"auth_bytes": b"\x00u\x00p"},
+        50: lambda: {"users": [{"name": "every-user"}]},
+        51: lambda: {"deletions": [{"name": "every-user", "mechanism": 1}], "upsertions": []},
         75: lambda: {"topics": [{"name": topic}], "response_partition_limit": 10, "cursor": None},
         60: lambda: {"include_cluster_authorized_operations": False, "endpoint_type": 1},
         65: lambda: {"transactional_ids": [txn]},

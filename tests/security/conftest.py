@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "broker"))  # broker_e2e's RawClient
 from certs import KEY_PASSWORD, make_tls_files
 
 from odradek.testing.embedded import EmbeddedBroker
@@ -33,6 +38,11 @@ class SecuredBroker:
         host, port = self.embedded.broker.network.bound[listener.upper()]
         return f"{host}:{port}"
 
+    def endpoint(self, listener: str):
+        """Something with ``host``, ``port`` and ``log_text()`` for broker_e2e.RawClient."""
+        host, port = self.embedded.broker.network.bound[listener.upper()]
+        return _Endpoint(host, port)
+
     def log_text(self) -> str:
         return self.embedded.log_text()
 
@@ -50,3 +60,34 @@ def secured_broker():
     yield make
     for b in started:
         b.stop()
+
+
+class _Endpoint:
+    def __init__(self, host: str, port: int):
+        self.host, self.port = host, port
+
+    def log_text(self) -> str:
+        return ""
+
+
+PLAIN_JAAS = (
+    "org.apache.kafka.common.security.plain.PlainLoginModule required "
+    'username="admin" password="admin-secret" user_admin="admin-secret" user_alice="alice-secret";'
+)
+SCRAM_JAAS = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+
+
+def sasl_listeners(tls, **extra) -> dict[str, str]:
+    """SASL_PLAINTEXT (PLAIN and SCRAM) and SASL_SSL (SCRAM) listeners."""
+    settings = {
+        "listeners": "SASL_PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0",
+        "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+        "inter.broker.listener.name": "SASL_PLAINTEXT",
+        **ssl_settings(tls),
+    }
+    for listener in ("sasl_plaintext", "sasl_ssl"):
+        settings[f"listener.name.{listener}.plain.sasl.jaas.config"] = PLAIN_JAAS
+        settings[f"listener.name.{listener}.scram-sha-256.sasl.jaas.config"] = SCRAM_JAAS
+        settings[f"listener.name.{listener}.scram-sha-512.sasl.jaas.config"] = SCRAM_JAAS
+    settings.update(extra)
+    return settings

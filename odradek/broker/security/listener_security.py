@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 
 from odradek.broker.broker_keys import BROKER_CONFIGS
 from odradek.broker.listeners import LISTENER_PREFIX, Endpoint
-from odradek.broker.security.jaas import JaasError, parse_jaas_config
 from odradek.broker.security.tls_context import PrincipalMapper, server_context
 from odradek.config_def import ConfigError, parse_value
+from odradek.protocol.jaas_config import JaasError, parse_jaas_config
 from odradek.protocol.sasl_mechanisms import SCRAM_MECHANISMS
 
 SUPPORTED_MECHANISMS = ("PLAIN", *SCRAM_MECHANISMS)

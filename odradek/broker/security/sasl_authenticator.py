@@ -9,7 +9,7 @@ frames (``raw``). When the mechanism's exchange completes the connection is ``co
 and carries the authenticated principal; with ``connections.max.reauth.ms`` the session
 has a lifetime, told to the client in SaslAuthenticate v1+, after which any request other
 than a new SaslHandshake closes the connection. A re-authentication must keep the same
-principal. Anything out of order, an unknown mechanism, a failed exchange or an oversized
+principal; requests that arrive while it runs are served under the current one. Anything out of order, an unknown mechanism, a failed exchange or an oversized
 token ends the connection (after the error response, when there is one); the reason is
 logged without secrets.
 
@@ -72,10 +72,11 @@ class SaslAuthenticator:
         return self.state == "complete"
 
     def intercepts(self, api_key: int) -> bool:
-        """Whether a request must go through the authenticator rather than to its handler."""
-        if self.state != "complete":
-            return True
-        if api_key == SASL_HANDSHAKE or api_key == SASL_AUTHENTICATE:
+        """Whether a request must go through the authenticator rather than to its handler:
+        every request until the first exchange completes; then the SASL requests of a
+        re-authentication (other requests keep the current principal meanwhile), and any
+        request once the session has expired."""
+        if api_key == SASL_HANDSHAKE or api_key == SASL_AUTHENTICATE or self.principal is None:
             return True
         return self.expires_at is not None and time.monotonic() >= self.expires_at
 
@@ -97,11 +98,13 @@ class SaslAuthenticator:
         if len(payload) > self.security.max_receive_size:
             return Close(f"request of {len(payload)} bytes before authentication exceeds sasl.server.max.receive.size")
         key = header.api_key
-        if self.state == "complete" and key not in (SASL_HANDSHAKE, SASL_AUTHENTICATE):
+        if self.principal is not None and key not in (SASL_HANDSHAKE, SASL_AUTHENTICATE):
             return Close(f"SASL session of {self.principal} expired (connections.max.reauth.ms); the client did not re-authenticate")
         if self.state == "handshake" and key == API_VERSIONS:
             return PASS
         if key == SASL_HANDSHAKE and self.state in ("handshake", "complete"):
+            if self.state == "complete" and header.api_version < 1:
+                return Close("re-authentication needs SaslHandshake v1 or later (KIP-368)")
             return self._handshake(header, payload, pos)
         if key == SASL_AUTHENTICATE and self.state == "authenticate":
             return self._authenticate(header, payload, pos)

@@ -1,0 +1,81 @@
+"""The admin client's security calls: SCRAM users (KIP-554) and ACLs (KIP-140), mixed into
+``Admin``. Passwords never leave the client: it salts them (PBKDF2 with a random salt) and
+sends the salted password, as Kafka's clients do."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from odradek.protocol import api_keys
+from odradek.protocol.errors import error_for
+from odradek.protocol.sasl_mechanisms import SCRAM_MECHANISMS, salted_password
+
+SCRAM_CODES = {"SCRAM-SHA-256": 1, "SCRAM-SHA-512": 2}
+SCRAM_NAMES = {code: name for name, code in SCRAM_CODES.items()}
+
+
+@dataclass(frozen=True)
+class ScramCredentialInfo:
+    mechanism: str
+    iterations: int
+
+
+def _mechanism(name: str) -> int:
+    try:
+        return SCRAM_CODES[name.upper()]
+    except KeyError:
+        raise ValueError(f"unknown SCRAM mechanism {name!r}; use SCRAM-SHA-256 or SCRAM-SHA-512") from None
+
+
+class SecurityAdmin:
+    """Mixed into ``odradek.client.admin.Admin`` (uses its ``_any`` and ``_t``)."""
+
+    async def describe_user_scram_credentials(
+        self, users=None, timeout: float | None = None
+    ) -> dict[str, list[ScramCredentialInfo]]:
+        """{user: its mechanisms and iteration counts}; ``users`` None lists every user.
+        A user without credentials raises ResourceNotFoundError."""
+        values = {"users": None if users is None else [{"name": u} for u in users]}
+        resp = await self._any(api_keys.DESCRIBE_USER_SCRAM_CREDENTIALS, values, self._t(timeout))
+        if resp.error_code:
+            raise error_for(int(resp.error_code))(resp.error_message or "DescribeUserScramCredentials")
+        out = {}
+        for r in resp.results:
+            if r.error_code:
+                raise error_for(int(r.error_code))(r.error_message or r.user)
+            out[r.user] = [
+                ScramCredentialInfo(SCRAM_NAMES.get(int(i.mechanism), "UNKNOWN"), int(i.iterations))
+                for i in r.credential_infos
+            ]
+        return out
+
+    async def alter_user_scram_credentials(
+        self, upsert=(), delete=(), timeout: float | None = None
+    ) -> None:
+        """``upsert``: (user, mechanism, password[, iterations]) tuples; ``delete``:
+        (user, mechanism) pairs. Raises the first user's error."""
+        upsertions = []
+        for item in upsert:
+            user, mechanism, password, *rest = item
+            iterations = rest[0] if rest else 4096
+            salt = os.urandom(32)
+            algo = SCRAM_MECHANISMS[SCRAM_NAMES[_mechanism(mechanism)]]
+            upsertions.append(
+                {
+                    "name": user,
+                    "mechanism": _mechanism(mechanism),
+                    "iterations": iterations,
+                    "salt": salt,
+                    "salted_password": salted_password(algo, password.encode(), salt, iterations),
+                }
+            )
+        deletions = [{"name": user, "mechanism": _mechanism(mechanism)} for user, mechanism in delete]
+        resp = await self._any(
+            api_keys.ALTER_USER_SCRAM_CREDENTIALS,
+            {"deletions": deletions, "upsertions": upsertions},
+            self._t(timeout),
+        )
+        for r in resp.results:
+            if r.error_code:
+                raise error_for(int(r.error_code))(f"{r.user}: {r.error_message or 'failed'}")
