@@ -31,8 +31,9 @@ chooses differently from Kafka it says so here:
   request may auto-create (the rest get THROTTLING_QUOTA_EXCEEDED and may be asked again).
 * security: ``check_security()`` (called before a broker serves) builds each listener's TLS
   and SASL settings and refuses what cannot be enforced (an unsupported SASL mechanism, a
-  JKS key store, ``ssl.client.auth=required`` without a TLS listener, ``authorizer.class.name``
-  until ACLs are implemented), so a broker never serves in a weaker mode than configured;
+  JKS key store, ``ssl.client.auth=required`` without a TLS listener, an ``authorizer.class.name``
+  other than Kafka's two ACL authorizers or Odradek's), so a broker never serves in a weaker
+  mode than configured;
   ``ssl.*`` / ``sasl.*`` keys no listener uses are accepted with a warning.
 
 Where the parts live (Kafka's split in brackets):
@@ -285,14 +286,17 @@ class BrokerConfig:
         a broker never serves in a weaker mode than configured: raises ``ConfigError``
         naming the first such key. Returns ``{listener name: ListenerSecurity}``; warns
         (once) about ``ssl.*`` / ``sasl.*`` keys no listener uses."""
+        from odradek.broker.security.authorizer import AUTHORIZER_CLASSES, parse_super_users
         from odradek.broker.security.listener_security import listener_securities
 
-        if self._values["authorizer.class.name"]:
+        authorizer = self._values["authorizer.class.name"]
+        if authorizer and authorizer not in AUTHORIZER_CLASSES:
             raise ConfigError(
-                "authorizer.class.name: authorization (ACLs) is not implemented yet; refusing to start "
-                "with every client allowed everything (remove the key to run without authorization)",
+                f"authorizer.class.name: {authorizer} is not available; use one of {', '.join(AUTHORIZER_CLASSES)} "
+                "(all three are Odradek's ACL authorizer with Kafka's semantics)",
                 "authorizer.class.name",
             )
+        parse_super_users(self._values["super.users"])
         securities = listener_securities(self, self._listeners.bound)
         tls = {name for name, sec in securities.items() if sec.ssl_context is not None}
         client_auth = {k: v for k, v in self._extra.items() if k.endswith(".ssl.client.auth")}

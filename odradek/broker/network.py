@@ -286,6 +286,15 @@ class Connection(asyncio.BufferedProtocol):
         self._handle_request(spec, self._request(header, body, started))
 
     def _handle_request(self, spec, request: Request):
+        gates = self.server.gates
+        if gates is not None:
+            verdict = gates.check(request)
+            if verdict is not None:
+                if isinstance(verdict, str):
+                    self.close(verdict)
+                else:
+                    self._write(self._encode(request, verdict))
+                return
         try:
             result = spec.handler(self.broker, request)
         except KafkaError as exc:
@@ -602,6 +611,7 @@ class NetworkServer:
     ):
         self.broker = broker
         self.security = security or {}  # listener name -> ListenerSecurity
+        self.gates = None  # RequestGates when an authorizer is configured
         self._scram_lookup = scram_lookup
         self.zero_copy = zero_copy
         self.max_request_size = max_request_size

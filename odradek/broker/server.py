@@ -33,6 +33,8 @@ from odradek.broker.network import NetworkServer
 from odradek.broker.producer_ids import ProducerIdManager
 from odradek.broker.purgatory import DelayedOperationPurgatory
 from odradek.broker.replica_manager import ReplicaManager
+from odradek.broker.security.authorizer import Authorizer
+from odradek.broker.security.request_gates import RequestGates
 from odradek.broker.timing_wheel import SystemTimer
 from odradek.broker.topic_configs import effective_topic_config, validate_topic_configs
 from odradek.broker.txn.transaction_coordinator import TransactionCoordinator
@@ -105,7 +107,8 @@ class Broker:
             queued_max_request_bytes=self.config.get("queued.max.request.bytes"),
             idle_timeout_s=self.config.get("connections.max.idle.ms") / 1000,
             registry=registry,
-            fast_lanes=handlers.FAST_LANES,
+            # The fast lanes skip authorization: a broker with an authorizer goes without them.
+            fast_lanes={} if self.config.get("authorizer.class.name") else handlers.FAST_LANES,
             zero_copy=self.zero_copy,
             security=self.listener_security,
             scram_lookup=self.scram_credential,
@@ -124,6 +127,9 @@ class Broker:
         self.store = LocalMetadataStore(
             log_dirs[0], self.cluster_id, BrokerInfo(self.node_id, advertised[0], advertised[1], self.rack, self._advertised_endpoints())
         )
+        self.authorizer = Authorizer.from_config(self.config, self.store)
+        if self.authorizer is not None:
+            self.network.gates = RequestGates(self.authorizer)
         # KIP-226: the dynamic levels stored with the metadata; self.config is now the config in force.
         self.dynamic_config = DynamicBrokerConfig.attach(self)
         self.controller = Controller(

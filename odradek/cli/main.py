@@ -21,6 +21,7 @@ LAZY_COMMANDS = {
     ),
     "configs": ("odradek.cli.configs", "configs", "Describe and alter topic and broker configs."),
     "users": ("odradek.cli.users", "users", "Create, delete and list SCRAM users."),
+    "acls": ("odradek.cli.acls", "acls", "Add, remove and list ACLs (kafka-acls)."),
     "offsets": (
         "odradek.cli.offsets",
         "offsets",

@@ -277,6 +277,9 @@ class Admin(_OnLoopThread):
 
 for _name in (
     "describe_user_scram_credentials",
+    "create_acls",
+    "describe_acls",
+    "delete_acls",
     "alter_user_scram_credentials",
     "create_topics",
     "delete_topics",

@@ -8,7 +8,15 @@ import os
 from dataclasses import dataclass
 
 from odradek.protocol import api_keys
+from odradek.protocol.acl_model import (
+    AclBinding,
+    AclFilter,
+    binding_from_wire,
+    binding_to_wire,
+    filter_to_wire,
+)
 from odradek.protocol.errors import error_for
+from odradek.protocol.messages import to_plain
 from odradek.protocol.sasl_mechanisms import SCRAM_MECHANISMS, salted_password
 
 SCRAM_CODES = {"SCRAM-SHA-256": 1, "SCRAM-SHA-512": 2}
@@ -79,3 +87,51 @@ class SecurityAdmin:
         for r in resp.results:
             if r.error_code:
                 raise error_for(int(r.error_code))(f"{r.user}: {r.error_message or 'failed'}")
+
+
+class AclAdmin:
+    """ACL calls (KIP-140), mixed into ``Admin``; bindings and filters are
+    ``odradek.protocol.acl_model``'s ``AclBinding`` and ``AclFilter`` (Kafka's names)."""
+
+    async def create_acls(self, bindings, timeout: float | None = None) -> None:
+        creations = []
+        for b in bindings:
+            wire = binding_to_wire(b)
+            wire["resource_pattern_type"] = wire.pop("pattern_type")
+            creations.append(wire)
+        resp = await self._any(api_keys.CREATE_ACLS, {"creations": creations}, self._t(timeout))
+        for b, r in zip(bindings, resp.results, strict=True):
+            if r.error_code:
+                raise error_for(int(r.error_code))(f"{b}: {r.error_message or 'refused'}")
+
+    async def describe_acls(self, acl_filter: AclFilter, timeout: float | None = None) -> list[AclBinding]:
+        resp = await self._any(api_keys.DESCRIBE_ACLS, filter_to_wire(acl_filter), self._t(timeout))
+        if resp.error_code:
+            raise error_for(int(resp.error_code))(resp.error_message or "DescribeAcls")
+        return [
+            binding_from_wire(
+                {
+                    "resource_type": r.resource_type,
+                    "resource_name": r.resource_name,
+                    "pattern_type": r.pattern_type,
+                    "principal": a.principal,
+                    "host": a.host,
+                    "operation": a.operation,
+                    "permission_type": a.permission_type,
+                }
+            )
+            for r in resp.resources
+            for a in r.acls
+        ]
+
+    async def delete_acls(self, filters, timeout: float | None = None) -> list[AclBinding]:
+        """Delete what the filters match; returns the deleted bindings."""
+        resp = await self._any(
+            api_keys.DELETE_ACLS, {"filters": [filter_to_wire(f) for f in filters]}, self._t(timeout)
+        )
+        out = []
+        for r in resp.filter_results:
+            if r.error_code:
+                raise error_for(int(r.error_code))(r.error_message or "DeleteAcls")
+            out += [binding_from_wire(to_plain(m)) for m in r.matching_acls]
+        return out

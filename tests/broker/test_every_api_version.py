@@ -262,6 +262,17 @@ def catalogue(api_key: int, version: int, records: bytes) -> dict:
         17: lambda: {"mechanism": "PLAIN"},  # a PLAINTEXT listener: ILLEGAL_SASL_STATE
         36: lambda: {"auth_bytes": b"\x00u\x00p"},
         50: lambda: {"users": [{"name": "every-user"}]},
+        29: lambda: {  # no authorizer: SECURITY_DISABLED
+            "resource_type_filter": 1,
+            "resource_name_filter": None,
+            "pattern_type_filter": 1,
+            "principal_filter": None,
+            "host_filter": None,
+            "operation": 1,
+            "permission_type": 1,
+        },
+        30: lambda: {"creations": []},
+        31: lambda: {"filters": []},
         51: lambda: {"deletions": [{"name": "every-user", "mechanism": 1}], "upsertions": []},
         75: lambda: {"topics": [{"name": topic}], "response_partition_limit": 10, "cursor": None},
         60: lambda: {"include_cluster_authorized_operations": False, "endpoint_type": 1},

@@ -1,7 +1,7 @@
 """Security settings Odradek cannot enforce refuse to start, rather than serve a listener
 weaker than configured (issue 12, item 7): a TLS listener without a key store, a SASL
 listener with Kafka's default GSSAPI mechanism, client certificates required where no
-listener has TLS, an authorizer (until ACLs land). Security keys no listener uses are
+listener has TLS, an authorizer class Odradek does not have. Security keys no listener uses are
 accepted with a warning. Working TLS and SASL listeners are tested in tests/security/."""
 
 from __future__ import annotations
@@ -33,10 +33,10 @@ REFUSED = {
         },
         "ssl.keystore.location",
     ),
-    "authorizer": (
+    "unknown-authorizer-class": (
         {
             "listeners": "PLAINTEXT://127.0.0.1:{port}",
-            "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+            "authorizer.class.name": "com.example.CustomAuthorizer",
         },
         "authorizer.class.name",
     ),

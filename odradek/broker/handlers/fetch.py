@@ -10,7 +10,8 @@ append brings enough bytes or the wait expires; ``max_wait_ms`` = 0 answers at o
 reading is ``ReplicaManager.read``; the waiting a ``DelayedFetch`` in the fetch purgatory.
 Fetch sessions (KIP-227) are not kept: every answer carries session id 0, which tells
 the client to send full requests. Follower fetches (replica_id >= 0) belong to
-replication. The response is packed by hand around the record bytes.
+replication. The response is packed by hand around the record bytes. With an authorizer,
+partitions of topics the principal may not Read answer TOPIC_AUTHORIZATION_FAILED.
 From v13 topics are named by topic id (KIP-516), an unknown id answering UNKNOWN_TOPIC_ID;
 v15 moves the replica id into ``replica_state``; v16's current-leader hints (for
 NOT_LEADER_OR_FOLLOWER, which a single node never answers) and v17's replica directory id
@@ -88,17 +89,40 @@ def handle_fetch(broker, request):
     if version >= 7 and body.session_id != 0:
         return RawResponse(fetch_response(version, [], error_code=ErrorCode.fetch_session_id_not_found))
     plan, ids, unknown = _plan(broker, body, version)
+    denied = None
+    if broker.authorizer is not None:
+        plan, denied = _authorized(broker, request, plan)
     isolation = body.isolation_level
     max_bytes = body.max_bytes
     topics, total, had_error = broker.replica_manager.read(
         plan, max_bytes, isolation, file_slices=broker.zero_copy
     )
     max_wait_ms = int(body.max_wait.total_seconds() * 1000)
-    if total < body.min_bytes and max_wait_ms > 0 and not had_error and not unknown and plan:
+    if total < body.min_bytes and max_wait_ms > 0 and not had_error and not unknown and not denied and plan:
         return _wait_and_read(broker, request, plan, ids, max_bytes, isolation, body.min_bytes, max_wait_ms)
+    if denied:
+        topics = topics + denied
     _count(broker, topics)
     response = _response(version, topics, ids, unknown)
     return RawResponse(response, has_files=broker.zero_copy)
+
+
+def _authorized(broker, request, plan):
+    """The plan narrowed to the topics the principal may Read, and the answers for the rest."""
+    verdicts: dict[str, bool] = {}
+    kept, denied = [], {}
+    for item in plan:
+        name = item[0]
+        ok = verdicts.get(name)
+        if ok is None:
+            ok = verdicts[name] = broker.allowed(request, "Read", "Topic", name)
+        if ok:
+            kept.append(item)
+        else:
+            denied.setdefault(name, []).append(
+                (item[1], ErrorCode.topic_authorization_failed, -1, -1, -1, None, b"")
+            )
+    return kept, list(denied.items())
 
 
 async def _wait_and_read(
