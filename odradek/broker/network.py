@@ -20,7 +20,8 @@ request that outgrows its connection's small buffer while it is being received (
 memory pool); once the count reaches the limit, a connection starting such a request
 waits, without reading, until enough of the others are done. ``max.connections`` and
 ``max.connections.per.ip`` (with ``max.connections.per.ip.overrides``) close connections
-over the limit as they are accepted. Request frames of ``BIG_REQUEST_BYTES`` or more are
+over the limit as they are accepted; beyond ``max.connection.creation.rate`` new
+connections per second, a new connection is not read until its turn comes. Request frames of ``BIG_REQUEST_BYTES`` or more are
 decoded out of the garbage collector's way (``_decode_big``): a request of a million items
 then costs the loop a tenth of a second instead of half a second of collections. Anything
 a connection sends that we cannot make sense of closes that connection alone, with the
@@ -77,6 +78,7 @@ class Connection(asyncio.BufferedProtocol):
         self._write_paused = False
         self._read_paused = False
         self._in_pump = False
+        self._creation_hold = False
         self._reserved = 0  # queued.max.request.bytes held by the frame being received
         self._socket_fd: int | None = None
         self._observe = server.request_metrics.observe  # (api key, total time in ns)
@@ -93,6 +95,11 @@ class Connection(asyncio.BufferedProtocol):
             self.closed = True
             transport.abort()
             return
+        delay = self.server.creation_delay()
+        if delay > 0:  # max.connection.creation.rate: this one waits its turn before being read
+            self._creation_hold = True
+            asyncio.get_running_loop().call_later(delay, self._end_creation_hold)
+            self._update_reading()
         ssl_object = transport.get_extra_info("ssl_object")
         if ssl_object is not None and not self._take_certificate_principal(ssl_object):
             return
@@ -137,7 +144,7 @@ class Connection(asyncio.BufferedProtocol):
         try:
             reader = self.reader
             lanes = self.lanes
-            while not self.closed and self.pending is None and not self._write_paused:
+            while not self.closed and self.pending is None and not self._write_paused and not self._creation_hold:
                 try:
                     payload = reader.next_frame()
                 except (FrameTooLarge, InvalidFrameSize) as exc:
@@ -163,7 +170,7 @@ class Connection(asyncio.BufferedProtocol):
     def _update_reading(self):
         if self.closed or self.transport is None:
             return
-        hold = self.pending is not None or self._write_paused or not self._may_grow()
+        hold = self.pending is not None or self._write_paused or self._creation_hold or not self._may_grow()
         if hold and not self._read_paused:
             self._read_paused = True
             self.transport.pause_reading()
@@ -184,6 +191,11 @@ class Connection(asyncio.BufferedProtocol):
             self._reserved = size
             return True
         return False
+
+    def _end_creation_hold(self) -> None:
+        self._creation_hold = False
+        self._update_reading()
+        self._pump()
 
     def memory_available(self) -> None:
         """Called by the pool when bytes were released while this connection waited."""
@@ -606,12 +618,16 @@ class NetworkServer:
         max_connections_per_ip: int = (1 << 31) - 1,
         max_connections_per_ip_overrides: dict[str, int] | None = None,
         queued_max_request_bytes: int = -1,
+        max_connection_creation_rate: int = (1 << 31) - 1,
         security=None,
         scram_lookup=None,
     ):
         self.broker = broker
         self.security = security or {}  # listener name -> ListenerSecurity
         self.gates = None  # RequestGates when an authorizer is configured
+        self.creation_rate = max_connection_creation_rate
+        self._creation_tokens = float(max_connection_creation_rate)
+        self._creation_refilled = time.monotonic()
         self._scram_lookup = scram_lookup
         self.zero_copy = zero_copy
         self.max_request_size = max_request_size
@@ -630,6 +646,19 @@ class NetworkServer:
         self._sweeper: asyncio.Task | None = None
         self._refused = 0
         self._last_refusal_log = -_LOG_EVERY_S
+
+    def creation_delay(self) -> float:
+        """``max.connection.creation.rate``: a token bucket of that many connections a second
+        (bursts up to one second's worth); seconds the new connection must wait before it
+        is read (Kafka holds its acceptor back instead)."""
+        rate = self.creation_rate
+        if rate >= (1 << 31) - 1:
+            return 0.0
+        now = time.monotonic()
+        self._creation_tokens = min(float(rate), self._creation_tokens + (now - self._creation_refilled) * rate)
+        self._creation_refilled = now
+        self._creation_tokens -= 1
+        return 0.0 if self._creation_tokens >= 0 else -self._creation_tokens / max(rate, 1e-9)
 
     def new_authenticator(self, security) -> SaslAuthenticator | None:
         if security is None or not security.sasl:

@@ -105,6 +105,7 @@ class Broker:
             max_connections_per_ip=self.config.get("max.connections.per.ip"),
             max_connections_per_ip_overrides=self.config.max_connections_per_ip_overrides,
             queued_max_request_bytes=self.config.get("queued.max.request.bytes"),
+            max_connection_creation_rate=self.config.get("max.connection.creation.rate"),
             idle_timeout_s=self.config.get("connections.max.idle.ms") / 1000,
             registry=registry,
             # The fast lanes skip authorization: a broker with an authorizer goes without them.
