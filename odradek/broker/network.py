@@ -78,7 +78,8 @@ class Connection(asyncio.BufferedProtocol):
         self._write_paused = False
         self._read_paused = False
         self._in_pump = False
-        self._creation_hold = False
+        self._held = False  # max.connection.creation.rate or a quota holds this connection back
+        self._hold_timer: asyncio.TimerHandle | None = None
         self._reserved = 0  # queued.max.request.bytes held by the frame being received
         self._socket_fd: int | None = None
         self._observe = server.request_metrics.observe  # (api key, total time in ns)
@@ -97,8 +98,8 @@ class Connection(asyncio.BufferedProtocol):
             return
         delay = self.server.creation_delay()
         if delay > 0:  # max.connection.creation.rate: this one waits its turn before being read
-            self._creation_hold = True
-            asyncio.get_running_loop().call_later(delay, self._end_creation_hold)
+            self._held = True
+            asyncio.get_running_loop().call_later(delay, self._end_hold)
             self._update_reading()
         ssl_object = transport.get_extra_info("ssl_object")
         if ssl_object is not None and not self._take_certificate_principal(ssl_object):
@@ -144,7 +145,7 @@ class Connection(asyncio.BufferedProtocol):
         try:
             reader = self.reader
             lanes = self.lanes
-            while not self.closed and self.pending is None and not self._write_paused and not self._creation_hold:
+            while not self.closed and self.pending is None and not self._write_paused and not self._held:
                 try:
                     payload = reader.next_frame()
                 except (FrameTooLarge, InvalidFrameSize) as exc:
@@ -170,7 +171,7 @@ class Connection(asyncio.BufferedProtocol):
     def _update_reading(self):
         if self.closed or self.transport is None:
             return
-        hold = self.pending is not None or self._write_paused or self._creation_hold or not self._may_grow()
+        hold = self.pending is not None or self._write_paused or self._held or not self._may_grow()
         if hold and not self._read_paused:
             self._read_paused = True
             self.transport.pause_reading()
@@ -192,8 +193,20 @@ class Connection(asyncio.BufferedProtocol):
             return True
         return False
 
-    def _end_creation_hold(self) -> None:
-        self._creation_hold = False
+    def _mute(self, throttle_ms: int) -> None:
+        """A quota was exceeded: read nothing more from this connection for the throttle
+        time (KIP-219; the response, already sent, carries it)."""
+        if throttle_ms <= 0 or self.closed:
+            return
+        if self._hold_timer is not None:
+            self._hold_timer.cancel()
+        self._held = True
+        self._hold_timer = asyncio.get_running_loop().call_later(throttle_ms / 1000, self._end_hold)
+        self._update_reading()
+
+    def _end_hold(self) -> None:
+        self._held = False
+        self._hold_timer = None
         self._update_reading()
         self._pump()
 
@@ -320,6 +333,8 @@ class Connection(asyncio.BufferedProtocol):
             return
         if result is None:
             self._observe(request.api_key, _now_ns() - request.received_ns)
+            if request.extra:
+                self._mute(request.extra.get("throttle_ms", 0))
             return
         # RawResponse (Produce, Fetch) first: asyncio.iscoroutine is an ABC check.
         if type(result) is not RawResponse and asyncio.iscoroutine(result):
@@ -327,6 +342,8 @@ class Connection(asyncio.BufferedProtocol):
         else:
             self._write(self._encode(request, result))
             self._observe(request.api_key, _now_ns() - request.received_ns)
+        if request.extra:
+            self._mute(request.extra.get("throttle_ms", 0))
 
     def _request(self, header, body, received_ns: int) -> Request:
         return Request(
@@ -345,6 +362,8 @@ class Connection(asyncio.BufferedProtocol):
         result = await result
         data = None if result is None else self._encode(request, result)
         self._observe(request.api_key, _now_ns() - request.received_ns)
+        if request.extra:
+            self._mute(request.extra.get("throttle_ms", 0))
         return data
 
     def _answer_later(self, coro, api: str):
@@ -637,7 +656,7 @@ class NetworkServer:
         self.queued = QueuedRequestBytes(queued_max_request_bytes) if queued_max_request_bytes > 0 else None
         self.idle_timeout_s = idle_timeout_s
         self.registry = registry
-        self.fast_lanes = fast_lanes or {}
+        self.fast_lanes = dict(fast_lanes or {})  # emptied while quotas need every request
         self.request_metrics = RequestMetrics()
         self.connections: set[Connection] = set()
         self.per_ip: dict[str, int] = {}

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from odradek._tasks import cancel_and_wait
 from odradek.broker import handlers
+from odradek.broker.client_quotas import ClientQuotas
 from odradek.broker.config import BrokerConfig
 from odradek.broker.config_entries import broker_config_entries, topic_config_entries
 from odradek.broker.dynamic_config import DynamicBrokerConfig
@@ -127,6 +128,12 @@ class Broker:
 
         self.store = LocalMetadataStore(
             log_dirs[0], self.cluster_id, BrokerInfo(self.node_id, advertised[0], advertised[1], self.rack, self._advertised_endpoints())
+        )
+        self.client_quotas = ClientQuotas(
+            self.store,
+            self.config.get("quota.window.num"),
+            self.config.get("quota.window.size.seconds"),
+            on_change=self._quotas_changed,
         )
         self.authorizer = Authorizer.from_config(self.config, self.store)
         if self.authorizer is not None:
@@ -258,6 +265,14 @@ class Broker:
             if read_meta_properties(str(d)) is None:
                 write_meta_properties(str(d), self.node_id, cluster_id)
         return cluster_id
+
+    def _quotas_changed(self, quotas: ClientQuotas) -> None:
+        """The produce fast lane skips quotas: it is off while a producer quota exists."""
+        lanes = self.network.fast_lanes
+        if quotas.has("producer_byte_rate"):
+            lanes.clear()
+        elif not self.config.get("authorizer.class.name"):
+            lanes.update(handlers.FAST_LANES)
 
     def allowed(self, request, operation: str, resource_type: str = "Cluster", name: str = "kafka-cluster") -> bool:
         """Whether the request's principal may do ``operation`` on the resource (always, without

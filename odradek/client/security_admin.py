@@ -135,3 +135,46 @@ class AclAdmin:
                 raise error_for(int(r.error_code))(r.error_message or "DeleteAcls")
             out += [binding_from_wire(to_plain(m)) for m in r.matching_acls]
         return out
+
+
+class QuotaAdmin:
+    """Client quota calls (KIP-546), mixed into ``Admin``. An entity is a dict of
+    ``{"user" | "client-id": name or None}`` where None is the default entity."""
+
+    async def alter_client_quotas(
+        self, entity: dict, changes: dict, validate_only: bool = False, timeout: float | None = None
+    ) -> None:
+        """``changes``: {key: number} to set, {key: None} to remove."""
+        values = {
+            "entries": [
+                {
+                    "entity": [{"entity_type": t, "entity_name": n} for t, n in entity.items()],
+                    "ops": [
+                        {"key": k, "value": 0.0 if v is None else float(v), "remove": v is None}
+                        for k, v in changes.items()
+                    ],
+                }
+            ],
+            "validate_only": validate_only,
+        }
+        resp = await self._any(api_keys.ALTER_CLIENT_QUOTAS, values, self._t(timeout))
+        for r in resp.entries:
+            if r.error_code:
+                raise error_for(int(r.error_code))(r.error_message or "AlterClientQuotas")
+
+    async def describe_client_quotas(self, entity_type: str | None = None, name: str | None = None, default: bool = False, timeout: float | None = None):
+        """[(entity dict, {key: value})]: every quota, or those of one entity type (one name,
+        or its default entity)."""
+        components = []
+        if entity_type is not None:
+            match_type = 1 if default else 0 if name is not None else 2
+            components.append({"entity_type": entity_type, "match_type": match_type, "match": name})
+        resp = await self._any(
+            api_keys.DESCRIBE_CLIENT_QUOTAS, {"components": components, "strict": False}, self._t(timeout)
+        )
+        if resp.error_code:
+            raise error_for(int(resp.error_code))(resp.error_message or "DescribeClientQuotas")
+        return [
+            ({e.entity_type: e.entity_name for e in entry.entity}, {v.key: v.value for v in entry.values})
+            for entry in resp.entries or ()
+        ]

@@ -99,6 +99,15 @@ class MetadataStore(ABC):
         """Replace every ACL (the authorizer computes additions and deletions)."""
         raise NotImplementedError(f"{type(self).__name__} keeps no ACLs")
 
+    def client_quotas(self) -> list[tuple[dict, dict]]:
+        """Every client quota: ({"user": u, "client-id": c}, {key: float}); a part is a name,
+        "<default>" or None (Kafka: /config/users/<u>/clients/<c>, /config/clients/<c>)."""
+        raise NotImplementedError(f"{type(self).__name__} keeps no client quotas")
+
+    def set_client_quota(self, entity: dict, changes: dict) -> None:
+        """Set (a number) or remove (None) quota keys of one entity."""
+        raise NotImplementedError(f"{type(self).__name__} keeps no client quotas")
+
     @abstractmethod
     def reserve_producer_id_block(self, size: int) -> int:
         """Reserve ``size`` producer ids; return the first."""
@@ -115,6 +124,7 @@ class LocalMetadataStore(MetadataStore):
         self._broker_configs: dict[str, dict[str, str]] = {}
         self._scram: dict[str, dict[str, str]] = {}
         self._acls: list[dict] = []
+        self._quotas: list[dict] = []  # {"entity": {...}, "quotas": {...}}
         self.next_producer_id = 0
         if self.path.exists():
             data = json.loads(self.path.read_text())
@@ -129,6 +139,7 @@ class LocalMetadataStore(MetadataStore):
             self.next_producer_id = data.get("next_producer_id", 0)
             self._scram = {u: dict(c) for u, c in data.get("scram_credentials", {}).items()}
             self._acls = [dict(a) for a in data.get("acls", [])]
+            self._quotas = [dict(q) for q in data.get("client_quotas", [])]
 
     def _commit(self, undo) -> None:
         """Persist the image just changed; if the file cannot be written (a full disk), call
@@ -149,6 +160,7 @@ class LocalMetadataStore(MetadataStore):
             "next_producer_id": self.next_producer_id,
             "scram_credentials": self._scram,
             "acls": self._acls,
+            "client_quotas": self._quotas,
         }
         tmp = self.path.with_suffix(".tmp")
         try:
@@ -257,3 +269,20 @@ class LocalMetadataStore(MetadataStore):
         old = self._acls
         self._acls = [dict(a) for a in acls]
         self._commit(lambda: setattr(self, "_acls", old))
+
+    def client_quotas(self) -> list[tuple[dict, dict]]:
+        return [(dict(q["entity"]), dict(q["quotas"])) for q in self._quotas]
+
+    def set_client_quota(self, entity, changes) -> None:
+        old = [dict(q) for q in self._quotas]
+        entity = {"user": entity.get("user"), "client-id": entity.get("client-id")}
+        current = next((q for q in self._quotas if q["entity"] == entity), None)
+        quotas = dict(current["quotas"]) if current else {}
+        for key, value in changes.items():
+            if value is None:
+                quotas.pop(key, None)
+            else:
+                quotas[key] = float(value)
+        rest = [q for q in self._quotas if q["entity"] != entity]
+        self._quotas = rest + ([{"entity": entity, "quotas": quotas}] if quotas else [])
+        self._commit(lambda: setattr(self, "_quotas", old))

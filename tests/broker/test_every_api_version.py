@@ -272,6 +272,8 @@ def catalogue(api_key: int, version: int, records: bytes) -> dict:
             "permission_type": 1,
         },
         30: lambda: {"creations": []},
+        48: lambda: {"components": [], "strict": False},
+        49: lambda: {"entries": [], "validate_only": True},
         31: lambda: {"filters": []},
         51: lambda: {"deletions": [{"name": "every-user", "mechanism": 1}], "upsertions": []},
         75: lambda: {"topics": [{"name": topic}], "response_partition_limit": 10, "cursor": None},

@@ -66,7 +66,7 @@ def _topic_name(broker, topic_id):
     return name
 
 
-def _response(version: int, topics, ids, unknown) -> RawResponse:
+def _response(version: int, topics, ids, unknown, throttle_ms: int = 0) -> RawResponse:
     """The response body; from v13 each topic is named by the id the request used."""
     if ids is not None:
         topics = [(ids[name], partitions) for name, partitions in topics]
@@ -74,7 +74,7 @@ def _response(version: int, topics, ids, unknown) -> RawResponse:
             (topic_id or _ZERO_ID, [(i, ErrorCode.unknown_topic_id, -1, -1, -1, None, b"") for i in indexes])
             for topic_id, indexes in unknown.items()
         ]
-    return fetch_response(version, topics)
+    return fetch_response(version, topics, throttle_ms=throttle_ms)
 
 
 @api(1, 4, 17)
@@ -102,8 +102,8 @@ def handle_fetch(broker, request):
         return _wait_and_read(broker, request, plan, ids, max_bytes, isolation, body.min_bytes, max_wait_ms)
     if denied:
         topics = topics + denied
-    _count(broker, topics)
-    response = _response(version, topics, ids, unknown)
+    sent = _count(broker, topics)
+    response = _response(version, topics, ids, unknown, _throttle(broker, request, sent))
     return RawResponse(response, has_files=broker.zero_copy)
 
 
@@ -133,14 +133,27 @@ async def _wait_and_read(
     if not broker.fetch_purgatory.try_complete_else_watch(op, [(t, i) for t, i, *_ in plan]):
         await op
     topics, _, _ = replicas.read(plan, max_bytes, isolation, file_slices=broker.zero_copy)
-    _count(broker, topics)
-    return RawResponse(_response(request.api_version, topics, ids, {}), has_files=broker.zero_copy)
+    sent = _count(broker, topics)
+    throttle_ms = _throttle(broker, request, sent)
+    return RawResponse(_response(request.api_version, topics, ids, {}, throttle_ms), has_files=broker.zero_copy)
 
 
-def _count(broker, topics) -> None:
+def _throttle(broker, request, sent: int) -> int:
+    """consumer_byte_rate: the throttle time of this response (0 without quotas)."""
+    quotas = broker.client_quotas
+    if not quotas.active:
+        return 0
+    throttle_ms = quotas.record("consumer_byte_rate", request.principal, request.client_id, sent)
+    if throttle_ms:
+        request.extra["throttle_ms"] = throttle_ms  # the connection is muted that long
+    return throttle_ms
+
+
+def _count(broker, topics) -> int:
     """Per topic, the request, its failed partitions and the record bytes sent (Kafka's
-    TotalFetchRequestsPerSec, FailedFetchRequestsPerSec, BytesOutPerSec)."""
+    TotalFetchRequestsPerSec, FailedFetchRequestsPerSec, BytesOutPerSec); returns the bytes."""
     metrics = broker.replica_manager.topic_metrics.topics
+    sent = 0
     for name, partitions in topics:
         counters = metrics.get(name)
         if counters is None:
@@ -150,3 +163,5 @@ def _count(broker, topics) -> None:
             if entry[1]:
                 counters.failed_fetch_requests += 1
             counters.bytes_out += len(entry[6])
+            sent += len(entry[6])
+    return sent

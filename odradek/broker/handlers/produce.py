@@ -86,11 +86,17 @@ def handle_produce(broker, request):
                 failed = exc
                 partitions.append(_failure(index, exc))
         results.append((name, partitions))
+    throttle_ms = 0
+    if broker.client_quotas.active:
+        size = sum(len(p.records or b"") for t in body.topic_data for p in t.partition_data)
+        throttle_ms = broker.client_quotas.record("producer_byte_rate", request.principal, request.client_id, size)
+        if throttle_ms:
+            request.extra["throttle_ms"] = throttle_ms  # the connection is muted that long
     if acks == 0:
         if failed is not None:
             raise failed  # the connection is closed: the only signal an acks=0 producer gets
         return None
-    return RawResponse(produce_response(request.api_version, results))
+    return RawResponse(produce_response(request.api_version, results, throttle_ms))
 
 
 @fast_lane(0)
