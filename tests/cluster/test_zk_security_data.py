@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 
-from odradek.cluster import zk_data
+from odradek.cluster import zk_data, zk_security_data
 from odradek.cluster.zk_client import ZkClient
 from odradek.protocol.acl_model import AclBinding
 from odradek.protocol.sasl_mechanisms import ScramClient, ScramCredential, ScramServer
@@ -29,7 +29,7 @@ BINDINGS = [
 def test_acl_bindings_in_kafkas_znodes_and_back(zk_connect):
     async def body():
         async with ZkClient(zk_connect, session_timeout_ms=6000) as zk:
-            for path, data in zk_data.acl_znodes(BINDINGS).items():
+            for path, data in zk_security_data.acl_znodes(BINDINGS).items():
                 await zk.create(path, data, makepath=True)
             await zk.create(zk_data.acl_change_path(), zk_data.encode_acl_change("TOPIC", "orders"), sequential=True, makepath=True)
             await zk.create(
@@ -53,9 +53,9 @@ def test_acl_bindings_in_kafkas_znodes_and_back(zk_connect):
             for rtype in await zk.get_children("/kafka-acl"):
                 for name in await zk.get_children(f"/kafka-acl/{rtype}"):
                     data, _ = await zk.get(f"/kafka-acl/{rtype}/{name}")
-                    found += zk_data.acl_bindings(rtype, name, "LITERAL", data)
+                    found += zk_security_data.acl_bindings(rtype, name, "LITERAL", data)
             data, _ = await zk.get("/kafka-acl-extended/prefixed/Topic/logs.")
-            found += zk_data.acl_bindings("Topic", "logs.", "PREFIXED", data)
+            found += zk_security_data.acl_bindings("Topic", "logs.", "PREFIXED", data)
             assert sorted(found, key=str) == sorted(BINDINGS, key=str)
             (change,) = await zk.get_children(zk_data.LITERAL_ACL_CHANGES_PATH)
             assert change.startswith("acl_changes_")
@@ -70,7 +70,7 @@ def test_scram_credentials_in_config_users_log_a_user_in(zk_connect):
     async def body():
         async with ZkClient(zk_connect, session_timeout_ms=6000) as zk:
             cred = ScramCredential.from_password("SCRAM-SHA-512", "alice-secret")
-            config = zk_data.with_scram_credential({"producer_byte_rate": "1024"}, "SCRAM-SHA-512", cred.to_text())
+            config = zk_security_data.with_scram_credential({"producer_byte_rate": "1024"}, "SCRAM-SHA-512", cred.to_text())
             path = zk_data.entity_config_path(zk_data.USER_CONFIG, "alice")
             assert path == "/config/users/alice"
             await zk.create(path, zk_data.encode_entity_config(config), makepath=True)
@@ -80,13 +80,13 @@ def test_scram_credentials_in_config_users_log_a_user_in(zk_connect):
             text = stored["config"]["SCRAM-SHA-512"]
             assert text.startswith("salt=") and ",stored_key=" in text and text.endswith(",iterations=4096")
             assert "alice-secret" not in data.decode()
-            creds = zk_data.scram_credentials(zk_data.decode_entity_config(data, path))
+            creds = zk_security_data.scram_credentials(zk_data.decode_entity_config(data, path))
             assert list(creds) == ["SCRAM-SHA-512"]
             server = ScramServer("SCRAM-SHA-512", lambda user: ScramCredential.from_text("SCRAM-SHA-512", creds["SCRAM-SHA-512"]) if user == "alice" else None)
             client = ScramClient("SCRAM-SHA-512", "alice", "alice-secret")
             final = server.step(client.step(server.step(client.first())))
             assert client.step(final) is None and server.principal == "alice"
-            removed = zk_data.with_scram_credential(zk_data.decode_entity_config(data, path), "SCRAM-SHA-512", None)
+            removed = zk_security_data.with_scram_credential(zk_data.decode_entity_config(data, path), "SCRAM-SHA-512", None)
             assert removed == {"producer_byte_rate": "1024"}
 
     run(body())
