@@ -22,7 +22,7 @@ from confluent_kafka.admin import (
     ResourcePatternType,
     ResourceType,
 )
-from conftest import PLAIN_JAAS
+from security_support import PLAIN_JAAS
 
 from odradek.protocol.errors import ErrorCode
 

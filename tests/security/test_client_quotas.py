@@ -48,7 +48,8 @@ def produce_for(b, client_id: str, seconds: float, throttles: list):
             "client.id": client_id,
             "linger.ms": 5,
             "acks": 1,
-            "queue.buffering.max.kbytes": 1024,
+            "queue.buffering.max.kbytes": 256,
+            "batch.size": 16384,  # requests small next to the quota, as the bound assumes
             "throttle_cb": lambda event: throttles.append(event.throttle_time),
         }
     )

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import sasl_listeners
+from security_support import sasl_listeners
 
 from odradek.client.blocking import Admin, Consumer, Producer
 from odradek.client.client_errors import ConfigError

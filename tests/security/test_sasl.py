@@ -19,7 +19,7 @@ from confluent_kafka.admin import (
     UserScramCredentialDeletion,
     UserScramCredentialUpsertion,
 )
-from conftest import sasl_listeners
+from security_support import sasl_listeners
 
 from odradek.protocol.errors import ErrorCode
 from odradek.protocol.sasl_mechanisms import ScramClient

@@ -13,7 +13,7 @@ import subprocess
 import pytest
 from certs import KEY_PASSWORD
 from confluent_kafka import Consumer, Producer
-from conftest import ssl_settings
+from security_support import ssl_settings
 
 from odradek.broker.config import BrokerConfig
 from odradek.broker.security.tls_context import PrincipalMapper
