@@ -236,17 +236,11 @@ class Connection(asyncio.BufferedProtocol):
         outcome = self.auth.receive(header, payload, pos)
         if outcome is PASS:
             return False
-        if outcome.frame is not None:
-            self._write(outcome.frame)
-        if type(outcome) is Close:
-            self.close(outcome.reason, flush=True)
-        elif self.auth.complete:
-            self.principal = self.auth.principal
-            self.lanes = self.server.fast_lanes
+        self._take_outcome(outcome)
         return True
 
-    def _authenticate_raw(self, payload) -> None:
-        outcome = self.auth.receive_raw(payload)
+    def _take_outcome(self, outcome) -> None:
+        """Send the exchange's answer; close after it, or take the principal once complete."""
         if outcome.frame is not None:
             self._write(outcome.frame)
         if type(outcome) is Close:
@@ -278,7 +272,7 @@ class Connection(asyncio.BufferedProtocol):
     def _handle_frame(self, payload):
         started = _now_ns()
         if self.auth is not None and self.auth.state == "raw":  # tokens after SaslHandshake v0
-            self._authenticate_raw(payload)
+            self._take_outcome(self.auth.receive_raw(payload))
             return
         try:
             header, pos = messages.parse_request_header(payload)

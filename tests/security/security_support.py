@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import time
+
 from certs import KEY_PASSWORD
+from confluent_kafka import Consumer, Producer
 
 
 def ssl_settings(tls, prefix: str = "") -> dict[str, str]:
@@ -63,3 +66,23 @@ def sasl_listeners(tls, **extra) -> dict[str, str]:
         settings[f"listener.name.{listener}.scram-sha-512.sasl.jaas.config"] = SCRAM_JAAS
     settings.update(extra)
     return settings
+
+
+def roundtrip(conf: dict, topic: str, values: list[bytes]) -> list[bytes]:
+    """Produce ``values`` with confluent-kafka and read them back through a new group."""
+    p = Producer({**conf, "linger.ms": 0})
+    for v in values:
+        p.produce(topic, v)
+    assert p.flush(30) == 0
+    c = Consumer({**conf, "group.id": "g-" + topic, "auto.offset.reset": "earliest"})
+    c.subscribe([topic])
+    got = []
+    try:
+        deadline = time.monotonic() + 30
+        while len(got) < len(values) and time.monotonic() < deadline:
+            m = c.poll(0.5)
+            if m is not None and not m.error():
+                got.append(m.value())
+    finally:
+        c.close()
+    return got

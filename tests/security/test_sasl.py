@@ -11,7 +11,7 @@ import time
 
 import pytest
 from broker_e2e import RawClient
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
+from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import (
     AdminClient,
     ScramCredentialInfo,
@@ -19,7 +19,7 @@ from confluent_kafka.admin import (
     UserScramCredentialDeletion,
     UserScramCredentialUpsertion,
 )
-from security_support import sasl_listeners
+from security_support import roundtrip, sasl_listeners
 
 from odradek.protocol.errors import ErrorCode
 from odradek.protocol.sasl_mechanisms import ScramClient
@@ -36,25 +36,6 @@ def sasl_conf(b, listener: str, mechanism: str, user: str, password: str, tls=No
     if tls is not None:
         conf["ssl.ca.location"] = str(tls.ca)
     return conf
-
-
-def roundtrip(conf: dict, topic: str, values: list[bytes]) -> list[bytes]:
-    p = Producer({**conf, "linger.ms": 0})
-    for v in values:
-        p.produce(topic, v)
-    assert p.flush(30) == 0
-    c = Consumer({**conf, "group.id": "g-" + topic, "auto.offset.reset": "earliest"})
-    c.subscribe([topic])
-    got = []
-    try:
-        deadline = time.monotonic() + 30
-        while len(got) < len(values) and time.monotonic() < deadline:
-            m = c.poll(0.5)
-            if m is not None and not m.error():
-                got.append(m.value())
-    finally:
-        c.close()
-    return got
 
 
 def add_scram_user(b, user: str, password: str, mechanism=ScramMechanism.SCRAM_SHA_256) -> None:

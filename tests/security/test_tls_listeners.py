@@ -12,8 +12,8 @@ import subprocess
 
 import pytest
 from certs import KEY_PASSWORD
-from confluent_kafka import Consumer, Producer
-from security_support import ssl_settings
+from confluent_kafka import Consumer
+from security_support import roundtrip, ssl_settings
 
 from odradek.broker.config import BrokerConfig
 from odradek.broker.security.tls_context import PrincipalMapper
@@ -30,26 +30,6 @@ def two_listeners(tls, **extra) -> dict:
     }
 
 
-def produce_and_consume(config: dict, topic: str, values: list[bytes]) -> list[bytes]:
-    p = Producer({**config, "linger.ms": 0})
-    for v in values:
-        p.produce(topic, v)
-    assert p.flush(30) == 0
-    c = Consumer({**config, "group.id": "g-" + topic, "auto.offset.reset": "earliest"})
-    c.subscribe([topic])
-    got = []
-    try:
-        for _ in range(200):
-            m = c.poll(0.5)
-            if m is not None and not m.error():
-                got.append(m.value())
-            if len(got) >= len(values):
-                break
-    finally:
-        c.close()
-    return got
-
-
 def test_confluent_kafka_over_an_ssl_listener_beside_plaintext(tls, secured_broker):
     b = secured_broker(two_listeners(tls))
     values = [f"secret-{i}".encode() for i in range(50)]
@@ -58,7 +38,7 @@ def test_confluent_kafka_over_an_ssl_listener_beside_plaintext(tls, secured_brok
         "security.protocol": "SSL",
         "ssl.ca.location": str(tls.ca),
     }
-    assert produce_and_consume(config, "over-tls", values) == values
+    assert roundtrip(config, "over-tls", values) == values
     # The plaintext listener serves the same data.
     plain = {"bootstrap.servers": b.address("PLAINTEXT")}
     c = Consumer({**plain, "group.id": "plain-reader", "auto.offset.reset": "earliest"})
@@ -126,7 +106,7 @@ def test_required_client_auth_refuses_a_client_without_a_certificate(tls, secure
         "ssl.certificate.location": str(tls.client_cert),
         "ssl.key.location": str(tls.client_key),
     }
-    assert produce_and_consume(config, "mtls", [b"hello"]) == [b"hello"]
+    assert roundtrip(config, "mtls", [b"hello"]) == [b"hello"]
 
 
 def test_client_certificate_principal_reaches_requests(tls, secured_broker):
@@ -237,7 +217,7 @@ def test_inline_pem_keystore(tls, secured_broker):
         }
     )
     config = {"bootstrap.servers": b.address("SSL"), "security.protocol": "SSL", "ssl.ca.location": str(tls.ca)}
-    assert produce_and_consume(config, "inline", [b"x"]) == [b"x"]
+    assert roundtrip(config, "inline", [b"x"]) == [b"x"]
 
 
 def test_a_garbage_tls_handshake_closes_that_connection_only(tls, secured_broker):
@@ -252,4 +232,4 @@ def test_a_garbage_tls_handshake_closes_that_connection_only(tls, secured_broker
         except ConnectionError:
             pass
     config = {"bootstrap.servers": b.address("SECURE"), "security.protocol": "SSL", "ssl.ca.location": str(tls.ca)}
-    assert produce_and_consume(config, "after-garbage", [b"ok"]) == [b"ok"]
+    assert roundtrip(config, "after-garbage", [b"ok"]) == [b"ok"]
