@@ -221,8 +221,17 @@ def test_an_api_alice_may_not_use_closes_only_her_connection(acl_broker):
         # CreateAcls: answered, CLUSTER_AUTHORIZATION_FAILED.
         resp = raw.request(30, 3, {"creations": []})
         assert resp.results == ()
-        # DescribeConfigs is served to super users only while its checks are not written: closed.
-        raw.send(32, 4, {"resources": [{"resource_type": 2, "resource_name": "orders", "configuration_keys": None}], "include_synonyms": False, "include_documentation": False})
+        # DescribeConfigs: Write does not imply DescribeConfigs.
+        resp = raw.request(32, 4, {"resources": [{"resource_type": 2, "resource_name": "orders", "configuration_keys": None}], "include_synonyms": False, "include_documentation": False})
+        assert resp.results[0].error_code == ErrorCode.topic_authorization_failed
+        # CreatePartitions needs Alter on the topic; OffsetForLeaderEpoch Describe (implied by Write).
+        resp = raw.request(37, 3, {"topics": [{"name": "orders", "count": 2, "assignments": None}], "timeout": 5000, "validate_only": True})
+        assert resp.results[0].error_code == ErrorCode.topic_authorization_failed
+        resp = raw.request(23, 3, {"replica_id": -1, "topics": [{"topic": "orders", "partitions": [{"partition": 0, "current_leader_epoch": -1, "leader_epoch": 0}]}, {"topic": "payments", "partitions": [{"partition": 0, "current_leader_epoch": -1, "leader_epoch": 0}]}]})
+        codes = {t.topic: t.partitions[0].error_code for t in resp.topics}
+        assert codes == {"orders": ErrorCode.none, "payments": ErrorCode.topic_authorization_failed}
+        # IncrementalAlterConfigs is served to super users only while its checks are not written: closed.
+        raw.send(44, 1, {"resources": [{"resource_type": 2, "resource_name": "orders", "configs": []}], "validate_only": True})
         assert raw.closed_by_broker()
     assert produce_error(acl_broker, "alice", "orders") is None
 

@@ -13,6 +13,10 @@ is answered with the API's own error code in an otherwise empty response:
   transactional id;
 * DescribeLogDirs: Describe on the cluster.
 
+DeleteRecords (Delete on the topic), OffsetForLeaderEpoch (Describe on the topic, or
+ClusterAction for a follower), DescribeConfigs (DescribeConfigs on the topic or cluster) and
+CreatePartitions (Alter on the topic) narrow their items in their handlers.
+
 ``SUPER_USERS_ONLY`` lists the APIs whose per-item checks are not written yet: with an
 authorizer they serve super users only, and anyone else's request closes the connection
 with a log line naming the API, so nothing is ever served with less protection than
@@ -29,15 +33,11 @@ TXN_DENIED = ErrorCode.transactional_id_authorization_failed
 CLUSTER_DENIED = ErrorCode.cluster_authorization_failed
 
 SUPER_USERS_ONLY = {
-    21: "DeleteRecords",
-    23: "OffsetForLeaderEpoch",
     24: "AddPartitionsToTxn",
     27: "WriteTxnMarkers",
     28: "TxnOffsetCommit",
-    32: "DescribeConfigs",
     33: "AlterConfigs",
     34: "AlterReplicaLogDirs",
-    37: "CreatePartitions",
     44: "IncrementalAlterConfigs",
     47: "OffsetDelete",
     61: "DescribeProducers",
