@@ -29,10 +29,12 @@ chooses differently from Kafka it says so here:
 * ``server.properties`` is read as UTF-8 (falling back to Latin-1, Java's encoding).
 * ``auto.create.topics.max.per.request`` is Odradek's own key: the most topics one Metadata
   request may auto-create (the rest get THROTTLING_QUOTA_EXCEEDED and may be asked again).
-* security: until TLS, SASL and ACLs are implemented, ``check_security()`` (called before a
-  broker serves) refuses a listener whose protocol is not PLAINTEXT, ``authorizer.class.name``
-  and ``ssl.client.auth=required``, so a broker never serves in a weaker mode than
-  configured; other ``ssl.*`` / ``sasl.*`` keys are accepted with a warning.
+* security: ``check_security()`` (called before a broker serves) builds each listener's TLS
+  and SASL settings and refuses what cannot be enforced (an unsupported SASL mechanism, a
+  JKS key store, ``ssl.client.auth=required`` without a TLS listener, an ``authorizer.class.name``
+  other than Kafka's two ACL authorizers or Odradek's), so a broker never serves in a weaker
+  mode than configured;
+  ``ssl.*`` / ``sasl.*`` keys no listener uses are accepted with a warning.
 
 Where the parts live (Kafka's split in brackets):
 
@@ -67,7 +69,7 @@ from odradek.broker.broker_keys import (
     looks_secret,
     parse_host_counts,
 )
-from odradek.broker.listeners import LISTENER_PREFIX, Endpoint, resolve_listeners
+from odradek.broker.listeners import LISTENER_PREFIX, Endpoint, listener_of, resolve_listeners
 from odradek.config_def import (
     DEPRECATED,
     HOUR_MS,
@@ -278,43 +280,44 @@ class BrokerConfig:
         """``max.connections.per.ip.overrides`` as {host: limit} (hosts as written)."""
         return dict(self._ip_overrides)
 
-    def check_security(self) -> None:
-        """Refuse what asks for security Odradek does not implement yet (TLS, SASL, ACLs):
-        serving without it would be weaker than configured. Raises ``ConfigError`` naming
-        the first such key; warns (once) about ``ssl.*`` / ``sasl.*`` keys no listener uses."""
-        if self._security_checked:
-            return
-        for e in self._listeners.bound:
-            if e.security_protocol != "PLAINTEXT":
-                key = "listeners" if e.name == e.security_protocol else "listener.security.protocol.map"
-                raise ConfigError(
-                    f"{key}: listener {e} is {e.security_protocol}, but Odradek serves PLAINTEXT only "
-                    "(TLS and SASL are not implemented yet); refusing to serve it unprotected",
-                    key,
-                )
-        if self._values["authorizer.class.name"]:
+    def check_security(self):
+        """Build what each listener demands (TLS context, SASL mechanisms; see
+        ``broker/security/listener_security.py``) and refuse what Odradek cannot enforce, so
+        a broker never serves in a weaker mode than configured: raises ``ConfigError``
+        naming the first such key. Returns ``{listener name: ListenerSecurity}``; warns
+        (once) about ``ssl.*`` / ``sasl.*`` keys no listener uses."""
+        from odradek.broker.security.authorizer import AUTHORIZER_CLASSES, parse_super_users
+        from odradek.broker.security.listener_security import listener_securities
+
+        authorizer = self._values["authorizer.class.name"]
+        if authorizer and authorizer not in AUTHORIZER_CLASSES:
             raise ConfigError(
-                "authorizer.class.name: authorization (ACLs) is not implemented yet; refusing to start "
-                "with every client allowed everything (remove the key to run without authorization)",
+                f"authorizer.class.name: {authorizer} is not available; use one of {', '.join(AUTHORIZER_CLASSES)} "
+                "(all three are Odradek's ACL authorizer with Kafka's semantics)",
                 "authorizer.class.name",
             )
+        parse_super_users(self._values["super.users"])
+        securities = listener_securities(self, self._listeners.bound)
+        tls = {name for name, sec in securities.items() if sec.ssl_context is not None}
         client_auth = {k: v for k, v in self._extra.items() if k.endswith(".ssl.client.auth")}
         client_auth["ssl.client.auth"] = self._values["ssl.client.auth"]
         for key, value in client_auth.items():
-            if str(value).strip().lower() == "required":
+            listener = listener_of(key)
+            applies = tls if listener is None else tls & {listener}
+            if str(value).strip().lower() == "required" and not applies:
                 raise ConfigError(
-                    f"{key}: client certificates need TLS, which Odradek does not implement yet; "
-                    "refusing to accept clients without them",
+                    f"{key}: client certificates need a TLS listener (SSL or SASL_SSL), and "
+                    f"{listener or 'no listener'} is not one; refusing to accept clients without them",
                     key,
                 )
+        secured = any(sec.protocol != "PLAINTEXT" for sec in securities.values())
         unused = sorted(
             k for k in self.originals if k.startswith(SECURITY_PREFIXES) or ".ssl." in k or ".sasl." in k
         )
-        if unused:
-            log.warning(
-                "ignoring %s: no listener uses SSL or SASL (Odradek serves PLAINTEXT only)", ", ".join(unused)
-            )
+        if unused and not secured and not self._security_checked:
+            log.warning("ignoring %s: no listener uses SSL or SASL", ", ".join(unused))
         self._security_checked = True
+        return securities
 
     @property
     def security_protocol_map(self) -> dict[str, str]:

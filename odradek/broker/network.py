@@ -20,7 +20,8 @@ request that outgrows its connection's small buffer while it is being received (
 memory pool); once the count reaches the limit, a connection starting such a request
 waits, without reading, until enough of the others are done. ``max.connections`` and
 ``max.connections.per.ip`` (with ``max.connections.per.ip.overrides``) close connections
-over the limit as they are accepted. Request frames of ``BIG_REQUEST_BYTES`` or more are
+over the limit as they are accepted; beyond ``max.connection.creation.rate`` new
+connections per second, a new connection is not read until its turn comes. Request frames of ``BIG_REQUEST_BYTES`` or more are
 decoded out of the garbage collector's way (``_decode_big``): a request of a million items
 then costs the loop a tenth of a second instead of half a second of collections. Anything
 a connection sends that we cannot make sense of closes that connection alone, with the
@@ -40,6 +41,8 @@ import time
 from odradek._tasks import cancel_and_wait
 from odradek.broker.broker_metrics import RequestMetrics
 from odradek.broker.handlers import RawResponse, Request
+from odradek.broker.security.sasl_authenticator import PASS, Close, SaslAuthenticator
+from odradek.broker.security.tls_context import certificate_dn
 from odradek.protocol import messages
 from odradek.protocol.errors import KafkaError
 from odradek.protocol.frames import FrameReader, FrameTooLarge, InvalidFrameSize
@@ -51,6 +54,7 @@ RELEASE_BUFFERS_AFTER_IDLE_S = 1.0
 _LOG_EVERY_S = 10.0
 
 _now_ns = time.perf_counter_ns
+ANONYMOUS = "User:ANONYMOUS"
 
 
 class Connection(asyncio.BufferedProtocol):
@@ -58,6 +62,12 @@ class Connection(asyncio.BufferedProtocol):
         self.server = server
         self.broker = server.broker
         self.listener = listener
+        self.security = server.security.get(listener)
+        self.principal = ANONYMOUS
+        # A SASL connection serves nothing but the exchange until it completes (and no
+        # fast lane may bypass it); see broker/security/sasl_authenticator.py.
+        self.auth = server.new_authenticator(self.security)
+        self.lanes = server.fast_lanes if self.auth is None else {}
         self.reader = FrameReader(server.max_request_size)
         self.transport: asyncio.Transport | None = None
         self.peer = "?"
@@ -68,6 +78,8 @@ class Connection(asyncio.BufferedProtocol):
         self._write_paused = False
         self._read_paused = False
         self._in_pump = False
+        self._held = False  # max.connection.creation.rate or a quota holds this connection back
+        self._hold_timer: asyncio.TimerHandle | None = None
         self._reserved = 0  # queued.max.request.bytes held by the frame being received
         self._socket_fd: int | None = None
         self._observe = server.request_metrics.observe  # (api key, total time in ns)
@@ -83,6 +95,14 @@ class Connection(asyncio.BufferedProtocol):
         if not self.server.register(self):
             self.closed = True
             transport.abort()
+            return
+        delay = self.server.creation_delay()
+        if delay > 0:  # max.connection.creation.rate: this one waits its turn before being read
+            self._held = True
+            asyncio.get_running_loop().call_later(delay, self._end_hold)
+            self._update_reading()
+        ssl_object = transport.get_extra_info("ssl_object")
+        if ssl_object is not None and not self._take_certificate_principal(ssl_object):
             return
         sock = transport.get_extra_info("socket")
         if sock is not None:
@@ -124,8 +144,8 @@ class Connection(asyncio.BufferedProtocol):
         self._in_pump = True
         try:
             reader = self.reader
-            lanes = self.server.fast_lanes
-            while not self.closed and self.pending is None and not self._write_paused:
+            lanes = self.lanes
+            while not self.closed and self.pending is None and not self._write_paused and not self._held:
                 try:
                     payload = reader.next_frame()
                 except (FrameTooLarge, InvalidFrameSize) as exc:
@@ -151,7 +171,7 @@ class Connection(asyncio.BufferedProtocol):
     def _update_reading(self):
         if self.closed or self.transport is None:
             return
-        hold = self.pending is not None or self._write_paused or not self._may_grow()
+        hold = self.pending is not None or self._write_paused or self._held or not self._may_grow()
         if hold and not self._read_paused:
             self._read_paused = True
             self.transport.pause_reading()
@@ -173,9 +193,61 @@ class Connection(asyncio.BufferedProtocol):
             return True
         return False
 
+    def _mute(self, throttle_ms: int) -> None:
+        """A quota was exceeded: read nothing more from this connection for the throttle
+        time (KIP-219; the response, already sent, carries it)."""
+        if throttle_ms <= 0 or self.closed:
+            return
+        if self._hold_timer is not None:
+            self._hold_timer.cancel()
+        self._held = True
+        self._hold_timer = asyncio.get_running_loop().call_later(throttle_ms / 1000, self._end_hold)
+        self._update_reading()
+
+    def _end_hold(self) -> None:
+        self._held = False
+        self._hold_timer = None
+        self._update_reading()
+        self._pump()
+
     def memory_available(self) -> None:
         """Called by the pool when bytes were released while this connection waited."""
         self._update_reading()
+
+    # -- authentication ----------------------------------------------------------------
+
+    def _take_certificate_principal(self, ssl_object) -> bool:
+        """SSL listeners: the principal is the client certificate's subject, mapped by
+        ssl.principal.mapping.rules (ANONYMOUS without a certificate). SASL_SSL
+        connections take theirs from SASL instead."""
+        der = ssl_object.getpeercert(binary_form=True)
+        if der is None or self.auth is not None:
+            return True
+        dn = certificate_dn(der)
+        name = self.security.principal_mapper.name(dn)
+        if name is None:
+            self.close(f"no ssl.principal.mapping.rules rule matches the client certificate {dn!r}")
+            return False
+        self.principal = "User:" + name
+        return True
+
+    def _authenticate(self, header, payload, pos) -> bool:
+        """Run a frame through the SASL exchange; False lets the request through."""
+        outcome = self.auth.receive(header, payload, pos)
+        if outcome is PASS:
+            return False
+        self._take_outcome(outcome)
+        return True
+
+    def _take_outcome(self, outcome) -> None:
+        """Send the exchange's answer; close after it, or take the principal once complete."""
+        if outcome.frame is not None:
+            self._write(outcome.frame)
+        if type(outcome) is Close:
+            self.close(outcome.reason, flush=True)
+        elif self.auth.complete:
+            self.principal = self.auth.principal
+            self.lanes = self.server.fast_lanes
 
     # -- request handling --------------------------------------------------------------
 
@@ -199,11 +271,17 @@ class Connection(asyncio.BufferedProtocol):
 
     def _handle_frame(self, payload):
         started = _now_ns()
+        if self.auth is not None and self.auth.state == "raw":  # tokens after SaslHandshake v0
+            self._take_outcome(self.auth.receive_raw(payload))
+            return
         try:
             header, pos = messages.parse_request_header(payload)
         except messages.MalformedRequest as exc:
             self.close(f"malformed request header: {exc}")
             return
+        if self.auth is not None and self.auth.intercepts(header.api_key):
+            if self._authenticate(header, payload, pos):
+                return
         spec = self.server.registry.get(header.api_key)
         if spec is None:
             self.close(f"unknown API key {header.api_key} ({messages.api_name(header.api_key)})")
@@ -227,6 +305,15 @@ class Connection(asyncio.BufferedProtocol):
         self._handle_request(spec, self._request(header, body, started))
 
     def _handle_request(self, spec, request: Request):
+        gates = self.server.gates
+        if gates is not None:
+            verdict = gates.check(request)
+            if verdict is not None:
+                if isinstance(verdict, str):
+                    self.close(verdict)
+                else:
+                    self._write(self._encode(request, verdict))
+                return
         try:
             result = spec.handler(self.broker, request)
         except KafkaError as exc:
@@ -240,6 +327,8 @@ class Connection(asyncio.BufferedProtocol):
             return
         if result is None:
             self._observe(request.api_key, _now_ns() - request.received_ns)
+            if request.extra:
+                self._mute(request.extra.get("throttle_ms", 0))
             return
         # RawResponse (Produce, Fetch) first: asyncio.iscoroutine is an ABC check.
         if type(result) is not RawResponse and asyncio.iscoroutine(result):
@@ -247,6 +336,8 @@ class Connection(asyncio.BufferedProtocol):
         else:
             self._write(self._encode(request, result))
             self._observe(request.api_key, _now_ns() - request.received_ns)
+        if request.extra:
+            self._mute(request.extra.get("throttle_ms", 0))
 
     def _request(self, header, body, received_ns: int) -> Request:
         return Request(
@@ -257,6 +348,7 @@ class Connection(asyncio.BufferedProtocol):
             body,
             peer=self.peer,
             listener=self.listener,
+            principal=self.principal,
             received_ns=received_ns,
         )
 
@@ -264,6 +356,8 @@ class Connection(asyncio.BufferedProtocol):
         result = await result
         data = None if result is None else self._encode(request, result)
         self._observe(request.api_key, _now_ns() - request.received_ns)
+        if request.extra:
+            self._mute(request.extra.get("throttle_ms", 0))
         return data
 
     def _answer_later(self, coro, api: str):
@@ -361,7 +455,9 @@ class Connection(asyncio.BufferedProtocol):
 
     # -- closing -----------------------------------------------------------------------
 
-    def close(self, reason: str):
+    def close(self, reason: str, flush: bool = False):
+        """Close this connection, logging why; ``flush`` sends what is buffered first (a last
+        error response), else unsent responses are dropped."""
         if self.closed:
             return
         log.warning("closing connection from %s: %s", self.peer, reason)
@@ -371,7 +467,7 @@ class Connection(asyncio.BufferedProtocol):
         if transport is not None:
             # Unsent responses would keep the connection, and their memory, for as long as
             # the peer does not read them; drop them, as Kafka does when it closes a channel.
-            if transport.get_write_buffer_size():
+            if transport.get_write_buffer_size() and not flush:
                 transport.abort()
             else:
                 transport.close()
@@ -535,8 +631,17 @@ class NetworkServer:
         max_connections_per_ip: int = (1 << 31) - 1,
         max_connections_per_ip_overrides: dict[str, int] | None = None,
         queued_max_request_bytes: int = -1,
+        max_connection_creation_rate: int = (1 << 31) - 1,
+        security=None,
+        scram_lookup=None,
     ):
         self.broker = broker
+        self.security = security or {}  # listener name -> ListenerSecurity
+        self.gates = None  # RequestGates when an authorizer is configured
+        self.creation_rate = max_connection_creation_rate
+        self._creation_tokens = float(max_connection_creation_rate)
+        self._creation_refilled = time.monotonic()
+        self._scram_lookup = scram_lookup
         self.zero_copy = zero_copy
         self.max_request_size = max_request_size
         self.max_connections = max_connections
@@ -545,7 +650,7 @@ class NetworkServer:
         self.queued = QueuedRequestBytes(queued_max_request_bytes) if queued_max_request_bytes > 0 else None
         self.idle_timeout_s = idle_timeout_s
         self.registry = registry
-        self.fast_lanes = fast_lanes or {}
+        self.fast_lanes = dict(fast_lanes or {})  # emptied while quotas need every request
         self.request_metrics = RequestMetrics()
         self.connections: set[Connection] = set()
         self.per_ip: dict[str, int] = {}
@@ -554,6 +659,24 @@ class NetworkServer:
         self._sweeper: asyncio.Task | None = None
         self._refused = 0
         self._last_refusal_log = -_LOG_EVERY_S
+
+    def creation_delay(self) -> float:
+        """``max.connection.creation.rate``: a token bucket of that many connections a second
+        (bursts up to one second's worth); seconds the new connection must wait before it
+        is read (Kafka holds its acceptor back instead)."""
+        rate = self.creation_rate
+        if rate >= (1 << 31) - 1:
+            return 0.0
+        now = time.monotonic()
+        self._creation_tokens = min(float(rate), self._creation_tokens + (now - self._creation_refilled) * rate)
+        self._creation_refilled = now
+        self._creation_tokens -= 1
+        return 0.0 if self._creation_tokens >= 0 else -self._creation_tokens / max(rate, 1e-9)
+
+    def new_authenticator(self, security) -> SaslAuthenticator | None:
+        if security is None or not security.sasl:
+            return None
+        return SaslAuthenticator(security, self._scram_lookup)
 
     def register(self, conn: Connection) -> bool:
         if len(self.connections) >= self.max_connections:
@@ -597,10 +720,12 @@ class NetworkServer:
         """Bind every listener (so ephemeral ports are known) without accepting yet."""
         loop = asyncio.get_running_loop()
         for listener in listeners:
+            security = self.security.get(listener.name)
             server = await loop.create_server(
                 lambda name=listener.name: Connection(self, name),
                 listener.host or None,
                 listener.port,
+                ssl=security.ssl_context if security is not None else None,
                 reuse_address=True,
                 backlog=4096,
                 start_serving=False,

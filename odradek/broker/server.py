@@ -25,6 +25,7 @@ from pathlib import Path
 
 from odradek._tasks import cancel_and_wait
 from odradek.broker import handlers
+from odradek.broker.client_quotas import ClientQuotas
 from odradek.broker.config import BrokerConfig
 from odradek.broker.config_entries import broker_config_entries, topic_config_entries
 from odradek.broker.dynamic_config import DynamicBrokerConfig
@@ -33,6 +34,8 @@ from odradek.broker.network import NetworkServer
 from odradek.broker.producer_ids import ProducerIdManager
 from odradek.broker.purgatory import DelayedOperationPurgatory
 from odradek.broker.replica_manager import ReplicaManager
+from odradek.broker.security.authorizer import Authorizer
+from odradek.broker.security.request_gates import RequestGates
 from odradek.broker.share.share_fetch_manager import ShareFetchManager
 from odradek.broker.timing_wheel import SystemTimer
 from odradek.broker.topic_configs import effective_topic_config, validate_topic_configs
@@ -43,6 +46,7 @@ from odradek.cluster.store import LocalMetadataStore
 from odradek.http.broker_http import BrokerHttp
 from odradek.http.http_server import HttpBindError
 from odradek.protocol import errors
+from odradek.protocol.sasl_mechanisms import ScramCredential
 from odradek.storage.checkpoint import read_meta_properties, write_meta_properties
 from odradek.storage.cleaner_manager import CleanerConfig, LogCleaner, loop_caller
 from odradek.storage.dir_lock import DirLock, LogDirInUseError
@@ -69,7 +73,8 @@ def new_cluster_id() -> str:
 
 class Broker:
     def __init__(self, config: BrokerConfig):
-        config.check_security()
+        self.listener_security = config.check_security()
+        self.authorizer = None
         self.config = config
         self.node_id: int = config.node_id
         self.rack = config.get("broker.rack")
@@ -102,10 +107,14 @@ class Broker:
             max_connections_per_ip=self.config.get("max.connections.per.ip"),
             max_connections_per_ip_overrides=self.config.max_connections_per_ip_overrides,
             queued_max_request_bytes=self.config.get("queued.max.request.bytes"),
+            max_connection_creation_rate=self.config.get("max.connection.creation.rate"),
             idle_timeout_s=self.config.get("connections.max.idle.ms") / 1000,
             registry=registry,
-            fast_lanes=handlers.FAST_LANES,
+            # The fast lanes skip authorization: a broker with an authorizer goes without them.
+            fast_lanes={} if self.config.get("authorizer.class.name") else handlers.FAST_LANES,
             zero_copy=self.zero_copy,
+            security=self.listener_security,
+            scram_lookup=self.scram_credential,
         )
         await self._bind()
         try:
@@ -119,8 +128,17 @@ class Broker:
             raise StartupError(exc.message) from None
 
         self.store = LocalMetadataStore(
-            log_dirs[0], self.cluster_id, BrokerInfo(self.node_id, advertised[0], advertised[1], self.rack)
+            log_dirs[0], self.cluster_id, BrokerInfo(self.node_id, advertised[0], advertised[1], self.rack, self._advertised_endpoints())
         )
+        self.client_quotas = ClientQuotas(
+            self.store,
+            self.config.get("quota.window.num"),
+            self.config.get("quota.window.size.seconds"),
+            on_change=self._quotas_changed,
+        )
+        self.authorizer = Authorizer.from_config(self.config, self.store)
+        if self.authorizer is not None:
+            self.network.gates = RequestGates(self.authorizer)
         # KIP-226: the dynamic levels stored with the metadata; self.config is now the config in force.
         self.dynamic_config = DynamicBrokerConfig.attach(self)
         self.controller = Controller(
@@ -252,6 +270,25 @@ class Broker:
                 write_meta_properties(str(d), self.node_id, cluster_id)
         return cluster_id
 
+    def _quotas_changed(self, quotas: ClientQuotas) -> None:
+        """The produce fast lane skips quotas: it is off while a producer quota exists."""
+        lanes = self.network.fast_lanes
+        if quotas.has("producer_byte_rate"):
+            lanes.clear()
+        elif not self.config.get("authorizer.class.name"):
+            lanes.update(handlers.FAST_LANES)
+
+    def allowed(self, request, operation: str, resource_type: str = "Cluster", name: str = "kafka-cluster") -> bool:
+        """Whether the request's principal may do ``operation`` on the resource (always, without
+        an authorizer)."""
+        authorizer = self.authorizer
+        return authorizer is None or authorizer.authorize(request, operation, resource_type, name)
+
+    def scram_credential(self, user: str, mechanism: str) -> ScramCredential | None:
+        """The stored SCRAM credential of ``user`` for ``mechanism`` (the SASL exchange's lookup)."""
+        text = self.store.scram_credentials(user).get(mechanism)
+        return ScramCredential.from_text(mechanism, text) if text else None
+
     def _advertised(self) -> tuple[str, int]:
         listener = self.config.advertised_listeners[0]
         host, port = listener.host, listener.port
@@ -261,6 +298,14 @@ class Broker:
         if not host:
             host = bound[0] if bound else "127.0.0.1"
         return host, port
+
+    def _advertised_endpoints(self) -> dict[str, tuple[str, int]]:
+        """Every advertised listener's (host, port), ephemeral ports resolved."""
+        ports = {name: port for name, (_, port) in self.network.bound.items()}
+        return {
+            e.name: (e.host or self.network.bound.get(e.name, ("127.0.0.1",))[0], e.port)
+            for e in self.config.advertised_endpoints(ports)
+        }
 
     def bound_port(self, listener: str | None = None) -> int:
         if listener is None:

@@ -18,7 +18,17 @@ SOURCES = {
     7: "CLIENT_METRICS_CONFIG",
     8: "GROUP_CONFIG",
 }
-_TYPES = {"topic": "topics", "topics": "topics", "broker": "brokers", "brokers": "brokers"}
+_TYPES = {
+    "topic": "topics",
+    "topics": "topics",
+    "broker": "brokers",
+    "brokers": "brokers",
+    "user": "users",
+    "users": "users",
+    "client": "clients",
+    "clients": "clients",
+}
+_QUOTA_ENTITY = {"users": "user", "clients": "client-id"}
 
 
 def _entity(
@@ -30,9 +40,9 @@ def _entity(
         if entity_name is not None or topic is not None or broker is not None or pos_name is not None:
             raise click.UsageError("--entity-default names the cluster-wide defaults: give no broker id.")
         kind = _TYPES.get((entity_type or pos_type or "brokers").lower())
-        if kind != "brokers":
-            raise click.UsageError("--entity-default applies to brokers only (--entity-type brokers).")
-        return "brokers", ""
+        if kind not in ("brokers", "users", "clients"):
+            raise click.UsageError("--entity-default applies to brokers, users and clients.")
+        return kind, ""
     given = []
     if topic is not None:
         given.append(("topics", topic))
@@ -70,7 +80,7 @@ def _entity_options(fn):
         help="The cluster-wide broker defaults (dynamic configs every broker takes unless it has its own).",
     )(fn)
     fn = click.option("--entity-name", metavar="NAME", help="Topic name or broker id.")(fn)
-    fn = click.option("--entity-type", type=click.Choice(sorted(_TYPES)), help="topics or brokers.")(fn)
+    fn = click.option("--entity-type", type=click.Choice(sorted(_TYPES)), help="topics, brokers, users (quotas) or clients (quotas).")(fn)
     fn = click.argument("pos_name", required=False, metavar="[NAME]")(fn)
     fn = click.argument("pos_type", required=False, metavar="[topics|brokers]")(fn)
     return fn
@@ -120,6 +130,9 @@ def describe(session, pos_type, pos_name, entity_type, entity_name, entity_defau
     from odradek.client.structs import ConfigResource
 
     kind, name = _entity(entity_type, entity_name, topic, broker, pos_type, pos_name, entity_default)
+    if kind in _QUOTA_ENTITY:
+        describe_quotas(session, kind, name)
+        return
     with session.admin() as admin:
         if name is None:
             if kind == "topics":
@@ -216,6 +229,8 @@ def alter(
       odradek configs alter topics orders --delete-config retention.ms,cleanup.policy
       odradek configs alter --entity-type brokers --entity-name 0 --add-config log.cleaner.threads=2
       odradek configs alter --entity-type brokers --entity-default --delete-config log.retention.ms
+      odradek configs alter --entity-type clients --entity-name app --add-config producer_byte_rate=1048576
+      odradek configs alter --entity-type users --entity-default --add-config consumer_byte_rate=2097152
     """
     from odradek.client.structs import ConfigResource
 
@@ -234,6 +249,9 @@ def alter(
         raise click.UsageError(f"{', '.join(sorted(both))} both added and deleted.")
     changes: dict = dict(to_set)
     changes.update({k: None for k in to_delete})
+    if kind in _QUOTA_ENTITY:
+        _alter_quotas(session, kind, name, changes, validate_only)
+        return
     rtype = "topic" if kind == "topics" else "broker"
     what = "the cluster-wide broker defaults" if name == "" else f"{rtype} '{name}'"
     from odradek.protocol.errors import KafkaError
@@ -270,3 +288,30 @@ def alter(
         click.echo("Completed updating default config for brokers in the cluster.")
     else:
         click.echo(f"Completed updating config for {rtype} {name}.")
+
+
+def _alter_quotas(session, kind: str, name: str, changes: dict, validate_only: bool) -> None:
+    """Client quotas of a user or client id (KIP-546): producer_byte_rate, consumer_byte_rate."""
+    try:
+        values = {k: None if v is None else float(v) for k, v in changes.items()}
+    except ValueError:
+        raise click.UsageError("quota values are numbers, e.g. producer_byte_rate=1048576") from None
+    entity = {_QUOTA_ENTITY[kind]: name or None}
+    with session.admin() as admin:
+        admin.alter_client_quotas(entity, values, validate_only=validate_only)
+    who = f"the default {kind[:-1]}" if not name else f"{kind[:-1]} '{name}'"
+    session.info(f"{'Checked' if validate_only else 'Altered'} quotas of {who}.")
+
+
+def describe_quotas(session, kind: str, name: str | None) -> None:
+    with session.admin() as admin:
+        found = admin.describe_client_quotas(_QUOTA_ENTITY[kind], name or None, default=name == "")
+    rows = [
+        [", ".join(f"{t}={n if n is not None else '<default>'}" for t, n in entity.items()), key, value]
+        for entity, quotas in found
+        for key, value in sorted(quotas.items())
+    ]
+    if session.json:
+        session.print_json([{"entity": e, "quotas": q} for e, q in found])
+        return
+    session.table(["ENTITY", "QUOTA", "VALUE"], rows)

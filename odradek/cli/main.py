@@ -25,6 +25,8 @@ LAZY_COMMANDS = {
         "List and describe share groups (KIP-932 queues).",
     ),
     "configs": ("odradek.cli.configs", "configs", "Describe and alter topic and broker configs."),
+    "users": ("odradek.cli.users", "users", "Create, delete and list SCRAM users."),
+    "acls": ("odradek.cli.acls", "acls", "Add, remove and list ACLs (kafka-acls)."),
     "offsets": (
         "odradek.cli.offsets",
         "offsets",

@@ -14,6 +14,7 @@ import logging
 from odradek.client import client_config as config_mod
 from odradek.client.client_errors import ClientClosedError, KafkaConnectionError, KafkaTimeoutError
 from odradek.client.consumer.consumer_protocol import decode_assignment
+from odradek.client.security_admin import AclAdmin, QuotaAdmin, SecurityAdmin
 from odradek.protocol import api_keys
 from odradek.protocol.errors import ErrorCode, KafkaError, error_for
 
@@ -84,7 +85,7 @@ def _resource(res) -> tuple[int, str]:
     return int(rtype), str(name)
 
 
-class Admin:
+class Admin(SecurityAdmin, AclAdmin, QuotaAdmin):
     """The asyncio admin client. Options: the common client options plus ``default_api_timeout_ms``."""
 
     def __init__(self, config: dict | None = None, **options):

@@ -276,6 +276,13 @@ class Admin(_OnLoopThread):
 
 
 for _name in (
+    "describe_user_scram_credentials",
+    "create_acls",
+    "alter_client_quotas",
+    "describe_client_quotas",
+    "describe_acls",
+    "delete_acls",
+    "alter_user_scram_credentials",
     "create_topics",
     "delete_topics",
     "list_topics",

@@ -116,10 +116,20 @@ def _compression(name, value):
 
 
 def _security(name, value):
-    v = _choice("plaintext", "ssl", "sasl_plaintext", "sasl_ssl")(name, value)
-    if v != "plaintext":
-        raise ConfigError(f"{name}={value!r} is not supported by this client yet (only PLAINTEXT)")
+    return _choice("plaintext", "ssl", "sasl_plaintext", "sasl_ssl")(name, value)
+
+
+def _mechanism(name, value):
+    v = _str(name, value).upper()
+    if v not in ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"):
+        raise ConfigError(f"{name}={value!r}: this client speaks PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512")
     return v
+
+
+def _pem_only(name, value):
+    if value is not None and str(value).upper() != "PEM":
+        raise ConfigError(f"{name}={value!r}: this client reads PEM files only")
+    return value
 
 
 def _transactional_id(name, value):
@@ -162,6 +172,27 @@ COMMON: dict[str, Spec] = {
     "connections_max_idle_ms": (540000, _int(-1)),
     "metadata_max_age_ms": (300000, _int(0)),
     "security_protocol": ("plaintext", _security),
+    # TLS and SASL (odradek/net/connection_security.py); kafka-python's names are synonyms.
+    "ssl_ca_location": (None, _optional_str),
+    "ssl_truststore_location": (None, _optional_str),
+    "ssl_truststore_type": (None, _pem_only),
+    "ssl_cafile": (None, _optional_str),
+    "ssl_certificate_location": (None, _optional_str),
+    "ssl_certfile": (None, _optional_str),
+    "ssl_key_location": (None, _optional_str),
+    "ssl_keyfile": (None, _optional_str),
+    "ssl_keystore_location": (None, _optional_str),
+    "ssl_keystore_type": (None, _pem_only),
+    "ssl_key_password": (None, _optional_str),
+    "ssl_password": (None, _optional_str),
+    "ssl_endpoint_identification_algorithm": ("https", lambda name, value: "" if value is None else str(value)),
+    "ssl_check_hostname": (None, lambda name, value: None if value is None else _bool(name, value)),
+    "sasl_mechanism": ("PLAIN", _mechanism),
+    "sasl_jaas_config": (None, _optional_str),
+    "sasl_username": (None, _optional_str),
+    "sasl_password": (None, _optional_str),
+    "sasl_plain_username": (None, _optional_str),
+    "sasl_plain_password": (None, _optional_str),
     "receive_buffer_bytes": (-1, _int(-1)),
     "send_buffer_bytes": (-1, _int(-1)),
 }
@@ -254,3 +285,47 @@ def resolve(kind: str, config: dict | None, kwargs: dict) -> dict:
         else:
             out[name] = check(name, default) if isinstance(default, list) else default
     return out
+
+
+def connection_security(config: dict):
+    """The ``ConnectionSecurity`` of resolved client settings (None for PLAINTEXT)."""
+    from odradek.net.connection_security import ConnectionSecurity, client_ssl_context
+
+    protocol = config["security_protocol"].upper()
+    if protocol == "PLAINTEXT":
+        return None
+    ssl_context = None
+    check = config["ssl_check_hostname"]
+    if check is None:
+        check = config["ssl_endpoint_identification_algorithm"].lower() == "https"
+    if protocol in ("SSL", "SASL_SSL"):
+        first = lambda *names: next((config[n] for n in names if config[n]), None)  # noqa: E731
+        keystore = config["ssl_keystore_location"]
+        try:
+            ssl_context = client_ssl_context(
+                first("ssl_ca_location", "ssl_truststore_location", "ssl_cafile"),
+                first("ssl_certificate_location", "ssl_certfile") or keystore,
+                first("ssl_key_location", "ssl_keyfile"),
+                first("ssl_key_password", "ssl_password"),
+                check,
+            )
+        except (OSError, ValueError) as exc:
+            raise ConfigError(f"cannot set up TLS from the ssl.* settings: {exc}") from None
+    mechanism = user = password = None
+    if protocol.startswith("SASL"):
+        mechanism = config["sasl_mechanism"]
+        user = config["sasl_username"] or config["sasl_plain_username"]
+        password = config["sasl_password"] or config["sasl_plain_password"]
+        if config["sasl_jaas_config"]:
+            from odradek.protocol.jaas_config import JaasError, client_credentials
+
+            try:
+                user, password = client_credentials(config["sasl_jaas_config"])
+            except JaasError as exc:
+                raise ConfigError(f"sasl.jaas.config: {exc}") from None
+        if not user or password is None:
+            raise ConfigError(
+                f"security.protocol={protocol} needs sasl.username and sasl.password "
+                "(or sasl.jaas.config with username=\"...\" password=\"...\")"
+            )
+    return ConnectionSecurity(protocol, ssl_context, check, mechanism, user, password)

@@ -14,6 +14,7 @@ import itertools
 import logging
 import random
 
+from odradek.client.client_config import connection_security
 from odradek.client.client_errors import ClientClosedError, KafkaConnectionError, KafkaTimeoutError
 from odradek.client.cluster_metadata import ClusterMetadata
 from odradek.net.connection import Connection
@@ -52,6 +53,7 @@ class NetClient:
         self.config = config
         self.client_id = config["client_id"] or default_client_id(kind)
         self.request_timeout_ms = config["request_timeout_ms"]
+        self.security = connection_security(config)  # None for PLAINTEXT
         self._bootstrap = config["bootstrap_servers"]
         self._allow_auto_create = allow_auto_topic_creation
         self.cluster = ClusterMetadata()
@@ -169,7 +171,7 @@ class NetClient:
 
     async def _connect(self, node_id: int) -> Connection:
         host, port = self._address(node_id)
-        conn = Connection(host, port, node_id, self.client_id, self.request_timeout_ms)
+        conn = Connection(host, port, node_id, self.client_id, self.request_timeout_ms, security=self.security)
         try:
             await conn.connect(self.config["socket_connection_setup_timeout_ms"] / 1000)
         except BaseException:

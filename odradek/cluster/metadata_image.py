@@ -13,10 +13,17 @@ from dataclasses import dataclass, field
 
 @dataclass
 class BrokerInfo:
+    """A broker; ``host``/``port`` is its first advertised listener, ``endpoints`` every
+    advertised listener by name (clients are given the one they connected through)."""
+
     node_id: int
     host: str
     port: int
     rack: str | None = None
+    endpoints: dict[str, tuple[str, int]] = field(default_factory=dict)
+
+    def address(self, listener: str) -> tuple[str, int]:
+        return self.endpoints.get(listener, (self.host, self.port))
 
 
 @dataclass

@@ -74,6 +74,40 @@ class MetadataStore(ABC):
     @abstractmethod
     def update_partition(self, topic: str, partition: int, state: PartitionState) -> None: ...
 
+    # Security (issue 17). Kafka keeps SCRAM credentials in /config/users/<user> and ACLs in
+    # /kafka-acl/<ResourceType>/<name> (literal) and /kafka-acl-extended/prefixed/... (prefixed);
+    # zk_data.py has their byte layout. Credentials are stored salted, never as passwords.
+
+    def scram_credentials(self, user: str) -> dict[str, str]:
+        """{mechanism: ``ScramCredential.to_text()``} of ``user``; {} when none."""
+        raise NotImplementedError(f"{type(self).__name__} keeps no SCRAM credentials")
+
+    def scram_users(self) -> dict[str, dict[str, str]]:
+        """Every user with SCRAM credentials: {user: {mechanism: credential text}}."""
+        raise NotImplementedError(f"{type(self).__name__} keeps no SCRAM credentials")
+
+    def set_scram_credential(self, user: str, mechanism: str, credential: str | None) -> None:
+        """Store (or with None remove) one mechanism's credential of ``user``."""
+        raise NotImplementedError(f"{type(self).__name__} keeps no SCRAM credentials")
+
+    def acls(self) -> list[dict]:
+        """Every ACL as a dict: resource_type, pattern_type, name, principal, host,
+        operation, permission (Kafka's names: "Topic", "LITERAL", "Read", "Allow"...)."""
+        raise NotImplementedError(f"{type(self).__name__} keeps no ACLs")
+
+    def set_acls(self, acls: list[dict]) -> None:
+        """Replace every ACL (the authorizer computes additions and deletions)."""
+        raise NotImplementedError(f"{type(self).__name__} keeps no ACLs")
+
+    def client_quotas(self) -> list[tuple[dict, dict]]:
+        """Every client quota: ({"user": u, "client-id": c}, {key: float}); a part is a name,
+        "<default>" or None (Kafka: /config/users/<u>/clients/<c>, /config/clients/<c>)."""
+        raise NotImplementedError(f"{type(self).__name__} keeps no client quotas")
+
+    def set_client_quota(self, entity: dict, changes: dict) -> None:
+        """Set (a number) or remove (None) quota keys of one entity."""
+        raise NotImplementedError(f"{type(self).__name__} keeps no client quotas")
+
     @abstractmethod
     def reserve_producer_id_block(self, size: int) -> int:
         """Reserve ``size`` producer ids; return the first."""
@@ -88,6 +122,9 @@ class LocalMetadataStore(MetadataStore):
             cluster_id=cluster_id, controller_id=node.node_id, brokers={node.node_id: node}
         )
         self._broker_configs: dict[str, dict[str, str]] = {}
+        self._scram: dict[str, dict[str, str]] = {}
+        self._acls: list[dict] = []
+        self._quotas: list[dict] = []  # {"entity": {...}, "quotas": {...}}
         self.next_producer_id = 0
         if self.path.exists():
             data = json.loads(self.path.read_text())
@@ -100,6 +137,9 @@ class LocalMetadataStore(MetadataStore):
                 if isinstance(configs, dict)
             }
             self.next_producer_id = data.get("next_producer_id", 0)
+            self._scram = {u: dict(c) for u, c in data.get("scram_credentials", {}).items()}
+            self._acls = [dict(a) for a in data.get("acls", [])]
+            self._quotas = [dict(q) for q in data.get("client_quotas", [])]
 
     def _commit(self, undo) -> None:
         """Persist the image just changed; if the file cannot be written (a full disk), call
@@ -118,6 +158,9 @@ class LocalMetadataStore(MetadataStore):
             "topics": {name: t.to_json() for name, t in self.image.topics.items()},
             "broker_configs": self._broker_configs,
             "next_producer_id": self.next_producer_id,
+            "scram_credentials": self._scram,
+            "acls": self._acls,
+            "client_quotas": self._quotas,
         }
         tmp = self.path.with_suffix(".tmp")
         try:
@@ -195,3 +238,51 @@ class LocalMetadataStore(MetadataStore):
         self.next_producer_id = start + size
         self._commit(lambda: setattr(self, "next_producer_id", start))
         return start
+
+    def scram_credentials(self, user) -> dict[str, str]:
+        return dict(self._scram.get(user, {}))
+
+    def scram_users(self) -> dict[str, dict[str, str]]:
+        return {u: dict(c) for u, c in self._scram.items()}
+
+    def set_scram_credential(self, user, mechanism, credential) -> None:
+        old = self._scram.get(user)
+        new = dict(old or {})
+        if credential is None:
+            new.pop(mechanism, None)
+        else:
+            new[mechanism] = credential
+
+        def put(value) -> None:
+            if value:
+                self._scram[user] = value
+            else:
+                self._scram.pop(user, None)
+
+        put(new)
+        self._commit(lambda: put(old))
+
+    def acls(self) -> list[dict]:
+        return [dict(a) for a in self._acls]
+
+    def set_acls(self, acls) -> None:
+        old = self._acls
+        self._acls = [dict(a) for a in acls]
+        self._commit(lambda: setattr(self, "_acls", old))
+
+    def client_quotas(self) -> list[tuple[dict, dict]]:
+        return [(dict(q["entity"]), dict(q["quotas"])) for q in self._quotas]
+
+    def set_client_quota(self, entity, changes) -> None:
+        old = [dict(q) for q in self._quotas]
+        entity = {"user": entity.get("user"), "client-id": entity.get("client-id")}
+        current = next((q for q in self._quotas if q["entity"] == entity), None)
+        quotas = dict(current["quotas"]) if current else {}
+        for key, value in changes.items():
+            if value is None:
+                quotas.pop(key, None)
+            else:
+                quotas[key] = float(value)
+        rest = [q for q in self._quotas if q["entity"] != entity]
+        self._quotas = rest + ([{"entity": entity, "quotas": quotas}] if quotas else [])
+        self._commit(lambda: setattr(self, "_quotas", old))

@@ -777,3 +777,4 @@ def decode_acl_change(data: bytes, pattern_type: str = "LITERAL") -> tuple[str, 
     except ValueError as exc:
         raise ZkDataError(str(exc)) from None
     return result
+

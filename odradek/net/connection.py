@@ -19,15 +19,20 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
+import ssl
 from collections.abc import Mapping
 
 from odradek.protocol import messages
-from odradek.protocol.api_keys import API_VERSIONS
+from odradek.protocol.api_keys import API_VERSIONS, SASL_AUTHENTICATE, SASL_HANDSHAKE
 from odradek.protocol.client_connection import ClientConnection, FrameError
+from odradek.protocol.errors import ErrorCode, error_for
+from odradek.protocol.sasl_mechanisms import SaslFailure
 
 from .connection_errors import KafkaConnectionError, KafkaTimeoutError, UnsupportedVersionError
+from .connection_security import ConnectionSecurity
 
 log = logging.getLogger("odradek.net")
+
 
 
 class Connection(asyncio.BufferedProtocol):
@@ -40,7 +45,9 @@ class Connection(asyncio.BufferedProtocol):
         request_timeout_ms: int,
         *,
         version_caps: Mapping[int, int] | None = None,
+        security: ConnectionSecurity | None = None,
     ):
+        self.security = security
         self.host = host
         self.port = port
         self.node_id = node_id
@@ -71,13 +78,24 @@ class Connection(asyncio.BufferedProtocol):
     async def connect(self, timeout: float) -> None:
         try:
             async with asyncio.timeout(timeout):
-                await self._loop.create_connection(lambda: self, self.host, self.port)
+                ctx = self.security.ssl_context if self.security is not None else None
+                await self._loop.create_connection(
+                    lambda: self, self.host, self.port, ssl=ctx, server_hostname=self.host if ctx else None
+                )
                 await self._negotiate()
+                if self.security is not None and self.security.sasl:
+                    await self._authenticate()
         except TimeoutError:
             self.close(KafkaConnectionError(f"connecting to {self.host}:{self.port} timed out"))
             raise KafkaConnectionError(
                 f"connecting to broker {self.node_id} at {self.host}:{self.port} timed out after {timeout:.1f}s"
             ) from None
+        except ssl.SSLError as exc:
+            self.close(exc)
+            raise KafkaConnectionError(
+                f"TLS with broker {self.node_id} at {self.host}:{self.port} failed: {exc.reason or exc} "
+                "(check ssl.ca.location and the broker's certificate)"
+            ) from exc
         except OSError as exc:
             self.close(exc)
             raise KafkaConnectionError(
@@ -93,6 +111,30 @@ class Connection(asyncio.BufferedProtocol):
             response = await self.send(API_VERSIONS, values, version=version)
             if self._core.api_versions_answered(response):
                 return
+
+    async def _authenticate(self) -> None:
+        """SaslHandshake v1, then the mechanism's tokens in SaslAuthenticate (KIP-152). A
+        session lifetime the broker gives is not renewed: the broker closes the connection
+        when it ends and the client connects again."""
+        sec = self.security
+        if not self.supports(SASL_HANDSHAKE) or not self.supports(SASL_AUTHENTICATE):
+            raise KafkaConnectionError(f"broker {self.node_id} at {self.host}:{self.port} does not speak SASL")
+        shake = await self.send(SASL_HANDSHAKE, {"mechanism": sec.mechanism}, version=1)
+        if shake.error_code:
+            raise error_for(shake.error_code)(
+                f"broker {self.node_id} does not enable SASL mechanism {sec.mechanism} "
+                f"(it enables {', '.join(shake.mechanisms) or 'none'})"
+            )
+        client = sec.sasl_client()
+        token = client.first()
+        while token is not None:
+            resp = await self.send(SASL_AUTHENTICATE, {"auth_bytes": token})
+            if resp.error_code:
+                raise error_for(resp.error_code)(resp.error_message or "SASL authentication failed")
+            try:
+                token = client.step(resp.auth_bytes)
+            except SaslFailure as exc:
+                raise error_for(ErrorCode.sasl_authentication_failed)(str(exc)) from None
 
     def connection_made(self, transport) -> None:
         self._transport = transport

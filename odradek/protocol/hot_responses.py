@@ -62,7 +62,9 @@ _RESULT_V2 = (struct.Struct(">ihqq"), 4)  # + log append time
 _RESULT_V5 = (struct.Struct(">ihqqq"), 5)  # + log start offset
 
 
-def produce_response(version: int, topics: list[tuple[str, list[PartitionProduceResult]]]) -> list[bytes]:
+def produce_response(
+    version: int, topics: list[tuple[str, list[PartitionProduceResult]]], throttle_ms: int = 0
+) -> list[bytes]:
     """ProduceResponse body (v0+): ``topics`` is [(name, [(index, error, base_offset,
     log_append_time, log_start_offset, error_message[, record_errors]), ...]), ...]."""
     flexible = version >= PRODUCE_FLEXIBLE_FROM
@@ -90,7 +92,7 @@ def produce_response(version: int, topics: list[tuple[str, list[PartitionProduce
         if flexible:
             append(_NO_TAGS)
     if version >= 1:
-        append(_I32.pack(0))  # throttle_time_ms
+        append(_I32.pack(throttle_ms))  # throttle_time_ms
     if flexible:
         append(_NO_TAGS)
     return [b"".join(out)]  # small: one buffer is cheaper to frame and send than a dozen
@@ -157,12 +159,13 @@ def fetch_response(
     *,
     error_code: int = 0,
     session_id: int = 0,
+    throttle_ms: int = 0,
 ) -> list:
     """FetchResponse v4..v17 body; record buffers are included as given (not copied). Topics
     are named by name up to v12 and by topic id (a ``uuid.UUID``) from v13 (KIP-516)."""
     flexible = version >= FETCH_FLEXIBLE_FROM
     by_id = version >= FETCH_TOPIC_IDS_FROM
-    out = [_I32.pack(0)]  # throttle_time_ms
+    out = [_I32.pack(throttle_ms)]  # throttle_time_ms
     append = out.append
     if version >= 7:
         append(struct.pack(">hi", error_code, session_id))

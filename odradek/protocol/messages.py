@@ -14,6 +14,7 @@ import dataclasses
 import datetime
 import io
 import struct
+import uuid
 from functools import cache
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -271,6 +272,45 @@ def build(cls: type, data: dict):
 
 def build_response(api_key: int, api_version: int, data: dict):
     return build(response_class(api_key, api_version), data)
+
+
+def error_response(api_key: int, api_version: int, data: dict):
+    """A response of ``data`` (e.g. a top-level error code) with every other field the
+    version requires filled with an empty value: "", -1, empty arrays, null where allowed."""
+    cls = response_class(api_key, api_version)
+    return build(cls, {**_empty_fields(cls), **data})
+
+
+@cache
+def _empty_fields(cls: type) -> dict:
+    import typing
+
+    hints = typing.get_type_hints(cls)
+    out: dict[str, object] = {}
+    for f in dataclasses.fields(cls):
+        if f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING:
+            continue
+        hint = hints[f.name]
+        origin = typing.get_origin(hint)
+        if origin is tuple:
+            out[f.name] = ()
+        elif type(None) in typing.get_args(hint):
+            out[f.name] = None
+        elif hint is ErrorCode:
+            out[f.name] = 0
+        elif hint is str:
+            out[f.name] = ""
+        elif hint is bytes:
+            out[f.name] = b""
+        elif isinstance(hint, type) and issubclass(hint, bool):
+            out[f.name] = False
+        elif isinstance(hint, type) and issubclass(hint, datetime.timedelta | int):
+            out[f.name] = -1 if issubclass(hint, int) and not issubclass(hint, datetime.timedelta) else 0
+        elif isinstance(hint, type) and issubclass(hint, uuid.UUID):
+            out[f.name] = uuid.UUID(int=0)
+        else:
+            out[f.name] = 0
+    return out
 
 
 def build_request(api_key: int, api_version: int, data: dict):

@@ -13,6 +13,7 @@ from broker_e2e import RawClient, assert_serving, log_mentions, produce_and_flus
 from kio.schema.errors import ErrorCode
 
 from odradek.broker.handlers import metadata
+from odradek.cluster.metadata_image import BrokerInfo
 from odradek.protocol import messages
 
 METADATA = 3
@@ -105,14 +106,14 @@ def test_metadata_auto_create_is_capped_per_request(own_broker, topic_name):
 @pytest.mark.parametrize("version", range(13))
 def test_topics_spliced_into_a_metadata_frame_match_the_plain_encoding(version):
     image = SimpleNamespace(
-        topics={}, brokers={0: SimpleNamespace(node_id=0, host="h", port=9, rack=None)}, controller_id=0
+        topics={}, brokers={0: BrokerInfo(0, "h", 9)}, controller_id=0
     )
     broker = SimpleNamespace(image=image, cluster_id="cluster")
-    request = SimpleNamespace(api_version=version, correlation_id=41)
+    request = SimpleNamespace(api_version=version, correlation_id=41, listener="PLAINTEXT")
     entries = [metadata._error_entry(f"topic-{i}", ErrorCode.unknown_topic_or_partition) for i in range(3)]
     topic_class = metadata._topic_class(version)
     encoded = [messages.encode_body(messages.build(topic_class, e)) for e in entries]
     plain = messages.encode_response(
-        METADATA, version, 41, messages.build_response(METADATA, version, metadata._response(broker, entries))
+        METADATA, version, 41, messages.build_response(METADATA, version, metadata._response(broker, entries, "PLAINTEXT"))
     )
     assert metadata._frame_with_topics(broker, request, len(encoded), [b"".join(encoded)]) == plain

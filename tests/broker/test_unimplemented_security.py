@@ -1,6 +1,8 @@
-"""Security settings Odradek does not implement yet refuse to start, rather than serve
-plaintext without authentication (issue 12); security keys no listener uses are accepted
-with a warning."""
+"""Security settings Odradek cannot enforce refuse to start, rather than serve a listener
+weaker than configured (issue 12, item 7): a TLS listener without a key store, a SASL
+listener with Kafka's default GSSAPI mechanism, client certificates required where no
+listener has TLS, an authorizer class Odradek does not have. Security keys no listener uses are
+accepted with a warning. Working TLS and SASL listeners are tested in tests/security/."""
 
 from __future__ import annotations
 
@@ -14,20 +16,27 @@ from odradek.broker.config import BrokerConfig, ConfigError
 from odradek.testing.process import free_port
 
 REFUSED = {
-    "sasl_ssl-listener": ({"listeners": "SASL_SSL://127.0.0.1:{port}"}, "listeners"),
-    "ssl-listener": ({"listeners": "SSL://127.0.0.1:{port}"}, "listeners"),
-    "sasl_plaintext-listener": ({"listeners": "SASL_PLAINTEXT://127.0.0.1:{port}"}, "listeners"),
+    "sasl_ssl-listener-without-keystore": ({"listeners": "SASL_SSL://127.0.0.1:{port}"}, "ssl.keystore.location"),
+    "ssl-listener-without-keystore": ({"listeners": "SSL://127.0.0.1:{port}"}, "ssl.keystore.location"),
+    "sasl_plaintext-listener-with-gssapi": (
+        {"listeners": "SASL_PLAINTEXT://127.0.0.1:{port}"},
+        "sasl.enabled.mechanisms",
+    ),
+    "sasl-listener-without-jaas-line": (
+        {"listeners": "SASL_PLAINTEXT://127.0.0.1:{port}", "sasl.enabled.mechanisms": "PLAIN"},
+        "listener.name.sasl_plaintext.plain.sasl.jaas.config",
+    ),
     "named-listener-mapped-to-ssl": (
         {
             "listeners": "PLAINTEXT://127.0.0.1:{port},INTERNAL://127.0.0.1:{other}",
             "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,INTERNAL:SSL",
         },
-        "listener.security.protocol.map",
+        "ssl.keystore.location",
     ),
-    "authorizer": (
+    "unknown-authorizer-class": (
         {
             "listeners": "PLAINTEXT://127.0.0.1:{port}",
-            "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+            "authorizer.class.name": "com.example.CustomAuthorizer",
         },
         "authorizer.class.name",
     ),
@@ -61,7 +70,7 @@ def test_the_first_refused_setting_is_named_by_the_config_check():
     cfg = BrokerConfig({"listeners": "PLAINTEXT://127.0.0.1:9092,SSL://127.0.0.1:9093"})
     with pytest.raises(ConfigError) as info:
         cfg.check_security()
-    assert info.value.key == "listeners" and "SSL://127.0.0.1:9093" in str(info.value)
+    assert info.value.key == "ssl.keystore.location" and "SSL" in str(info.value)
     # Parsing alone still accepts every Kafka listener (tools read such files too).
     assert [e.security_protocol for e in cfg.listeners] == ["PLAINTEXT", "SSL"]
 

@@ -19,6 +19,8 @@ async def handle_create_partitions(broker, request):
     for t in body.topics:
         entry = {"name": t.name, "error_code": 0, "error_message": None}
         try:
+            if not broker.allowed(request, "Alter", "Topic", t.name):
+                raise errors.TopicAuthorizationFailedError(f"not authorized to alter {t.name}")
             assignments = [list(a.broker_ids) for a in t.assignments] if t.assignments else None
             broker.controller.create_partitions(
                 t.name, t.count, assignments, validate_only=body.validate_only

@@ -34,9 +34,12 @@ async def handle_create_topics(broker, request):
     fitting = [_requested(broker, t) for t in body.topics]
     total = sum(n for n in fitting if n <= limit)
     results = []
+    cluster_create = broker.allowed(request, "Create")
     for t in body.topics:
         entry = {"name": t.name, "error_code": 0, "error_message": None, "topic_id": None, "configs": []}
         try:
+            if not cluster_create and not broker.allowed(request, "Create", "Topic", t.name):
+                raise errors.TopicAuthorizationFailedError(f"not authorized to create {t.name}")
             if counts[t.name] > 1:
                 raise errors.InvalidRequestError(f"topic '{t.name}' appears more than once in the request")
             if total > limit and _requested(broker, t) <= limit:

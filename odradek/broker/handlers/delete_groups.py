@@ -8,15 +8,19 @@ for unknown groups, NOT_COORDINATOR for groups coordinated elsewhere.
 from odradek.broker.group.group_handler_support import coordinator_of
 from odradek.broker.handlers import api
 from odradek.protocol import errors, messages
+from odradek.protocol.errors import ErrorCode
 
 
 @api(42, 0, 2)
 def handle_delete_groups(broker, request):
     names = list(dict.fromkeys(request.body.groups_names))
+    denied = [n for n in names if not broker.allowed(request, "Delete", "Group", n)]
+    allowed = [n for n in names if n not in denied]
     try:
-        codes = coordinator_of(broker).delete_groups(names)
+        codes = coordinator_of(broker).delete_groups(allowed) if allowed else {}
     except errors.KafkaError as exc:
-        codes = dict.fromkeys(names, int(exc.code))
+        codes = dict.fromkeys(allowed, int(exc.code))
+    codes.update(dict.fromkeys(denied, int(ErrorCode.group_authorization_failed)))
     return messages.build_response(
         42,
         request.api_version,

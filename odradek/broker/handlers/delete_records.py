@@ -16,9 +16,12 @@ def handle_delete_records(broker, request):
     topics = []
     for t in request.body.topics:
         partitions = []
+        allowed = broker.allowed(request, "Delete", "Topic", t.name)
         for p in t.partitions:
             entry = {"partition_index": p.partition_index, "low_watermark": -1, "error_code": 0}
             try:
+                if not allowed:
+                    raise errors.TopicAuthorizationFailedError(f"not authorized to delete records of {t.name}")
                 entry["low_watermark"] = broker.replica_manager.delete_records(
                     t.name, p.partition_index, p.offset
                 )

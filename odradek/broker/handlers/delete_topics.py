@@ -24,6 +24,8 @@ def handle_delete_topics(broker, request):
                 if topic is None:
                     raise errors.UnknownTopicIdError(f"no topic with id {topic_id}")
                 name = entry["name"] = topic.name
+            if not broker.allowed(request, "Delete", "Topic", name):
+                raise errors.TopicAuthorizationFailedError(f"not authorized to delete {name}")
             topic = broker.image.topics.get(name)
             if topic is not None:
                 entry["topic_id"] = topic.topic_id

@@ -16,8 +16,9 @@ def handle_describe_cluster(broker, request):
             "cluster_id": image.cluster_id,
             "controller_id": image.controller_id,
             "brokers": [
-                {"broker_id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack}
+                {"broker_id": b.node_id, "host": host, "port": port, "rack": b.rack}
                 for b in image.brokers.values()
+                for host, port in (b.address(request.listener),)
             ],
         },
     )

@@ -60,6 +60,10 @@ def handle_describe_configs(broker, request):
             "configs": [],
         }
         try:
+            if r.resource_type == TOPIC and not broker.allowed(request, "DescribeConfigs", "Topic", r.resource_name):
+                raise errors.TopicAuthorizationFailedError(f"not authorized to describe the configs of {r.resource_name}")
+            if r.resource_type == BROKER and not broker.allowed(request, "DescribeConfigs"):
+                raise errors.ClusterAuthorizationFailedError("not authorized to describe broker configs")
             if r.resource_type == TOPIC:
                 topic = broker.image.topics.get(r.resource_name)
                 if topic is None:

@@ -10,7 +10,8 @@ append brings enough bytes or the wait expires; ``max_wait_ms`` = 0 answers at o
 reading is ``ReplicaManager.read``; the waiting a ``DelayedFetch`` in the fetch purgatory.
 Fetch sessions (KIP-227) are not kept: every answer carries session id 0, which tells
 the client to send full requests. Follower fetches (replica_id >= 0) belong to
-replication. The response is packed by hand around the record bytes.
+replication. The response is packed by hand around the record bytes. With an authorizer,
+partitions of topics the principal may not Read answer TOPIC_AUTHORIZATION_FAILED.
 From v13 topics are named by topic id (KIP-516), an unknown id answering UNKNOWN_TOPIC_ID;
 v15 moves the replica id into ``replica_state``; v16's current-leader hints (for
 NOT_LEADER_OR_FOLLOWER, which a single node never answers) and v17's replica directory id
@@ -65,7 +66,7 @@ def _topic_name(broker, topic_id):
     return name
 
 
-def _response(version: int, topics, ids, unknown) -> RawResponse:
+def _response(version: int, topics, ids, unknown, throttle_ms: int = 0) -> RawResponse:
     """The response body; from v13 each topic is named by the id the request used."""
     if ids is not None:
         topics = [(ids[name], partitions) for name, partitions in topics]
@@ -73,7 +74,7 @@ def _response(version: int, topics, ids, unknown) -> RawResponse:
             (topic_id or _ZERO_ID, [(i, ErrorCode.unknown_topic_id, -1, -1, -1, None, b"") for i in indexes])
             for topic_id, indexes in unknown.items()
         ]
-    return fetch_response(version, topics)
+    return fetch_response(version, topics, throttle_ms=throttle_ms)
 
 
 @api(1, 4, 17)
@@ -88,17 +89,40 @@ def handle_fetch(broker, request):
     if version >= 7 and body.session_id != 0:
         return RawResponse(fetch_response(version, [], error_code=ErrorCode.fetch_session_id_not_found))
     plan, ids, unknown = _plan(broker, body, version)
+    denied = None
+    if broker.authorizer is not None:
+        plan, denied = _authorized(broker, request, plan)
     isolation = body.isolation_level
     max_bytes = body.max_bytes
     topics, total, had_error = broker.replica_manager.read(
         plan, max_bytes, isolation, file_slices=broker.zero_copy
     )
     max_wait_ms = int(body.max_wait.total_seconds() * 1000)
-    if total < body.min_bytes and max_wait_ms > 0 and not had_error and not unknown and plan:
+    if total < body.min_bytes and max_wait_ms > 0 and not had_error and not unknown and not denied and plan:
         return _wait_and_read(broker, request, plan, ids, max_bytes, isolation, body.min_bytes, max_wait_ms)
-    _count(broker, topics)
-    response = _response(version, topics, ids, unknown)
+    if denied:
+        topics = topics + denied
+    sent = _count(broker, topics)
+    response = _response(version, topics, ids, unknown, _throttle(broker, request, sent))
     return RawResponse(response, has_files=broker.zero_copy)
+
+
+def _authorized(broker, request, plan):
+    """The plan narrowed to the topics the principal may Read, and the answers for the rest."""
+    verdicts: dict[str, bool] = {}
+    kept, denied = [], {}
+    for item in plan:
+        name = item[0]
+        ok = verdicts.get(name)
+        if ok is None:
+            ok = verdicts[name] = broker.allowed(request, "Read", "Topic", name)
+        if ok:
+            kept.append(item)
+        else:
+            denied.setdefault(name, []).append(
+                (item[1], ErrorCode.topic_authorization_failed, -1, -1, -1, None, b"")
+            )
+    return kept, list(denied.items())
 
 
 async def _wait_and_read(
@@ -109,14 +133,27 @@ async def _wait_and_read(
     if not broker.fetch_purgatory.try_complete_else_watch(op, [(t, i) for t, i, *_ in plan]):
         await op
     topics, _, _ = replicas.read(plan, max_bytes, isolation, file_slices=broker.zero_copy)
-    _count(broker, topics)
-    return RawResponse(_response(request.api_version, topics, ids, {}), has_files=broker.zero_copy)
+    sent = _count(broker, topics)
+    throttle_ms = _throttle(broker, request, sent)
+    return RawResponse(_response(request.api_version, topics, ids, {}, throttle_ms), has_files=broker.zero_copy)
 
 
-def _count(broker, topics) -> None:
+def _throttle(broker, request, sent: int) -> int:
+    """consumer_byte_rate: the throttle time of this response (0 without quotas)."""
+    quotas = broker.client_quotas
+    if not quotas.active:
+        return 0
+    throttle_ms = quotas.record("consumer_byte_rate", request.principal, request.client_id, sent)
+    if throttle_ms:
+        request.extra["throttle_ms"] = throttle_ms  # the connection is muted that long
+    return throttle_ms
+
+
+def _count(broker, topics) -> int:
     """Per topic, the request, its failed partitions and the record bytes sent (Kafka's
-    TotalFetchRequestsPerSec, FailedFetchRequestsPerSec, BytesOutPerSec)."""
+    TotalFetchRequestsPerSec, FailedFetchRequestsPerSec, BytesOutPerSec); returns the bytes."""
     metrics = broker.replica_manager.topic_metrics.topics
+    sent = 0
     for name, partitions in topics:
         counters = metrics.get(name)
         if counters is None:
@@ -126,3 +163,5 @@ def _count(broker, topics) -> None:
             if entry[1]:
                 counters.failed_fetch_requests += 1
             counters.bytes_out += len(entry[6])
+            sent += len(entry[6])
+    return sent

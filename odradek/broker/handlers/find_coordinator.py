@@ -22,9 +22,14 @@ def _coordinator_for(broker, key_type: int):
     raise errors.InvalidRequestError(f"unsupported coordinator key type {key_type}")
 
 
-def _find(broker, key_type: int, key: str) -> dict:
+def _find(broker, request, key_type: int, key: str) -> dict:
     entry = {"key": key, "node_id": -1, "host": "", "port": -1, "error_code": 0, "error_message": None}
+    listener = request.listener
     try:
+        if key_type == GROUP and not broker.allowed(request, "Describe", "Group", key):
+            raise errors.GroupAuthorizationFailedError(f"not authorized to describe group {key}")
+        if key_type == TRANSACTION and not broker.allowed(request, "Describe", "TransactionalId", key):
+            raise errors.TransactionalIdAuthorizationFailedError(f"not authorized to describe {key}")
         coordinator = _coordinator_for(broker, key_type)
         if coordinator is None:
             raise errors.CoordinatorNotAvailableError("no coordinator of that type is running")
@@ -32,7 +37,8 @@ def _find(broker, key_type: int, key: str) -> dict:
         node = broker.image.brokers.get(node_id)
         if node is None:
             raise errors.CoordinatorNotAvailableError(f"coordinator broker {node_id} is not alive")
-        entry.update(node_id=node_id, host=node.host, port=node.port)
+        host, port = node.address(listener)
+        entry.update(node_id=node_id, host=host, port=port)
     except errors.KafkaError as exc:
         entry.update(error_code=exc.code, error_message=exc.message)
     return entry
@@ -44,9 +50,9 @@ def handle_find_coordinator(broker, request):
     version = request.api_version
     key_type = getattr(body, "key_type", GROUP)
     if version >= 4:
-        found = [_find(broker, key_type, key) for key in body.coordinator_keys]
+        found = [_find(broker, request, key_type, key) for key in body.coordinator_keys]
         return messages.build_response(10, version, {"throttle_time": 0, "coordinators": found})
-    found = _find(broker, key_type, body.key)
+    found = _find(broker, request, key_type, body.key)
     if found["error_code"] == ErrorCode.none:
         found["error_message"] = None
     return messages.build_response(10, version, {"throttle_time": 0, **found})

@@ -20,6 +20,9 @@ def handle_list_groups(broker, request):
         )
     except errors.KafkaError as exc:
         error, groups = exc.code, []
+    if broker.authorizer is not None and not broker.allowed(request, "Describe"):
+        # Kafka: Describe on the cluster lists every group, else those the principal may Describe.
+        groups = [g for g in groups if broker.allowed(request, "Describe", "Group", g["group_id"])]
     return messages.build_response(
         16, request.api_version, {"throttle_time": 0, "error_code": error, "groups": groups}
     )

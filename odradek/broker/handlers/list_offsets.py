@@ -26,6 +26,8 @@ def handle_list_offsets(broker, request):
         for p in topic.partitions:
             entry = {"partition_index": p.partition_index, "error_code": 0}
             try:
+                if not broker.allowed(request, "Describe", "Topic", topic.name):
+                    raise errors.TopicAuthorizationFailedError(f"not authorized to describe {topic.name}")
                 partition = broker.replica_manager.get_partition(topic.name, p.partition_index)
                 partition.check_leader(getattr(p, "current_leader_epoch", -1))
                 if p.timestamp == LATEST_TIERED:  # nothing is tiered

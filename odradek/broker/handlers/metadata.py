@@ -7,7 +7,11 @@ partitions with leader, leader epoch, replicas and ISR. Unknown topics are creat
 get INVALID_TOPIC_EXCEPTION. Topic ids may be asked for instead of names from v12 (v10
 and v11 carry the field, but their response cannot name a topic found by id: a null name
 there is an invalid request, as in Kafka, and closes the connection).
-Authorized-operations fields are answered with Kafka's "not requested" default.
+With an authorizer, topics the principal may not Describe are left out of an all-topics
+answer and answer TOPIC_AUTHORIZATION_FAILED when named; auto-creation needs Create on the
+cluster or the topic (else TOPIC_AUTHORIZATION_FAILED). The authorized-operations fields
+(KIP-430) are filled when asked for and an authorizer is configured, else answered with
+Kafka's "not requested" default.
 
 One request creates at most ``auto.create.topics.max.per.request`` topics (Odradek's own
 key); the others get THROTTLING_QUOTA_EXCEEDED, retriable, so a client asking again gets
@@ -35,8 +39,16 @@ CHUNK = 1000
 _INT32 = struct.Struct(">i")
 
 
-def _topic_entry(broker, topic) -> dict:
+TOPIC_OPERATIONS = (3, 4, 5, 6, 7, 8, 10, 11)  # Read .. AlterConfigs (Kafka's topic operations)
+CLUSTER_OPERATIONS = (5, 7, 8, 9, 10, 11, 12)
+
+
+def _topic_entry(broker, topic, request=None) -> dict:
+    ops = None
+    if request is not None:
+        ops = broker.authorizer.authorized_operations(request, "Topic", topic.name, TOPIC_OPERATIONS)
     return {
+        "topic_authorized_operations": -(1 << 31) if ops is None else ops,
         "error_code": 0,
         "name": topic.name,
         "topic_id": topic.topic_id,
@@ -79,7 +91,7 @@ def handle_metadata(broker, request):
     if count > CHUNK or (allow_create and _any_unknown(image, wanted)):
         return _answer_in_steps(broker, request, wanted, allow_create)
     topics = [entry for entry, _ in _entries(broker, request, wanted, allow_create)]
-    return messages.build_response(3, request.api_version, _response(broker, topics))
+    return messages.build_response(3, request.api_version, _response(broker, topics, request.listener))
 
 
 async def _answer_in_steps(broker, request, wanted, allow_create: bool):
@@ -105,7 +117,7 @@ def _frame_with_topics(broker, request, count: int, topics: list[bytes]) -> byte
     spliced in where its empty topics array was (only trailing fixed fields follow it)."""
     version = request.api_version
     cls = messages.response_class(3, version)
-    empty = messages.encode_body(messages.build(cls, _response(broker, [])))
+    empty = messages.encode_body(messages.build(cls, _response(broker, [], request.listener)))
     flexible = messages.is_flexible(3, version)
     has_cluster_ops = any(f.name == "cluster_authorized_operations" for f in dataclasses.fields(cls))
     cut = len(empty) - (4 if has_cluster_ops else 0) - (1 if flexible else 0)
@@ -125,9 +137,18 @@ def _frame_with_topics(broker, request, count: int, topics: list[bytes]) -> byte
 
 def _entries(broker, request, wanted, allow_create: bool):
     """(topic entry, whether it was just created) for each topic of the answer, in order."""
+    authorizer = broker.authorizer
+    with_ops = (
+        request if authorizer is not None and getattr(request.body, "include_topic_authorized_operations", False) else None
+    )
+
+    def may(operation: str, name: str) -> bool:
+        return authorizer is None or authorizer.authorize(request, operation, "Topic", name)
+
     if wanted is None:
         for topic in list(broker.image.topics.values()):
-            yield _topic_entry(broker, topic), False
+            if may("Describe", topic.name):
+                yield _topic_entry(broker, topic, with_ops), False
         return
     cap = broker.config.get("auto.create.topics.max.per.request")
     created = refused = 0
@@ -139,14 +160,21 @@ def _entries(broker, request, wanted, allow_create: bool):
             raise errors.InvalidRequestError(f"topic name can not be null for version {request.api_version}")
         if name is None:
             topic = image.topic_by_id(topic_id) if topic_id is not None else None
-            if topic is None:
+            if topic is None or not may("Describe", topic.name):
                 yield _error_entry(None, ErrorCode.unknown_topic_id, topic_id), False
             else:
-                yield _topic_entry(broker, topic), False
+                yield _topic_entry(broker, topic, with_ops), False
             continue
         topic = image.topics.get(name)
-        if topic is not None:
-            yield _topic_entry(broker, topic), False
+        if topic is not None or not allow_create or authorizer is None:
+            pass
+        elif not (broker.allowed(request, "Create") or may("Create", name)):
+            yield _error_entry(name, ErrorCode.topic_authorization_failed), False
+            continue
+        if not may("Describe", name) and (topic is not None or not allow_create):
+            yield _error_entry(name, ErrorCode.topic_authorization_failed), False
+        elif topic is not None:
+            yield _topic_entry(broker, topic, with_ops), False
         elif not allow_create:
             yield _error_entry(name, ErrorCode.unknown_topic_or_partition), False
         elif created >= cap:
@@ -159,7 +187,7 @@ def _entries(broker, request, wanted, allow_create: bool):
                 yield _error_entry(name, exc.code), False
                 continue
             created += 1
-            yield _topic_entry(broker, topic), True
+            yield _topic_entry(broker, topic, with_ops), True
     if refused:
         log.warning(
             "Metadata from %s (client id %r) would auto-create %d topics: created %d "
@@ -183,13 +211,14 @@ def _any_unknown(image, wanted) -> bool:
     return False
 
 
-def _response(broker, topics: list) -> dict:
+def _response(broker, topics: list, listener: str) -> dict:
     image = broker.image
     return {
         "throttle_time": 0,
         "brokers": [
-            {"node_id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack}
+            {"node_id": b.node_id, "host": host, "port": port, "rack": b.rack}
             for b in image.brokers.values()
+            for host, port in (b.address(listener),)
         ],
         "cluster_id": broker.cluster_id,
         "controller_id": image.controller_id,

@@ -28,6 +28,7 @@ def handle_offset_commit(broker, request):
     items = []
     offsets: dict[tuple[str, int], OffsetAndMetadata] = {}
     codes: dict[tuple, int] = {}
+    group_denied = not broker.allowed(request, "Read", "Group", body.group_id)
     for t in body.topics:
         if by_id:
             info = image.topic_by_id(t.topic_id) if t.topic_id is not None else None
@@ -40,6 +41,12 @@ def handle_offset_commit(broker, request):
         for p in t.partitions:
             item = (key, p.partition_index)
             items.append(item)
+            if group_denied:
+                codes[item] = int(ErrorCode.group_authorization_failed)
+                continue
+            if info is not None and not broker.allowed(request, "Read", "Topic", info.name):
+                codes[item] = int(ErrorCode.topic_authorization_failed)
+                continue
             if info is None or p.partition_index not in info.partitions:
                 codes[item] = int(missing)
                 continue

@@ -28,10 +28,22 @@ def _row(partition: int, om, error: int = 0) -> dict:
 
 
 def _fetch_group(
-    broker, version: int, group_id: str, topics, require_stable: bool = False, member_id=None, member_epoch: int = -1
+    broker, version: int, group_id: str, topics, require_stable: bool, request, member_id=None, member_epoch: int = -1
 ) -> dict:
-    """One group's answer: ``{"group_id", "error_code", "topics"}``."""
+    """One group's answer: ``{"group_id", "error_code", "topics"}``. With an authorizer: the
+    group needs Describe (else GROUP_AUTHORIZATION_FAILED), each topic Describe (named:
+    TOPIC_AUTHORIZATION_FAILED; all topics: left out)."""
     image = broker.image
+    if not broker.allowed(request, "Describe", "Group", group_id):
+        code = int(ErrorCode.group_authorization_failed)
+        if version >= 2:
+            return {"group_id": group_id, "error_code": code, "topics": []}
+        return {
+            "group_id": group_id,
+            "error_code": code,
+            "topics": [{"name": t.name, "partitions": [_row(p, None, code) for p in t.partition_indexes]} for t in topics or ()],
+        }
+    checked = broker.authorizer is not None
     by_id = version >= 10
     field = "topic_id" if by_id else "name"
     wanted = None
@@ -61,6 +73,12 @@ def _fetch_group(
     unstable = coordinator_of(broker).pending_transactional_offsets(group_id) if require_stable else ()
     out: dict = {}
     for (name, partition), om in rows:
+        if checked and not broker.allowed(request, "Describe", "Topic", name):
+            if wanted is not None:
+                out.setdefault(names.get(name, name), []).append(
+                    _row(partition, None, int(ErrorCode.topic_authorization_failed))
+                )
+            continue
         if by_id:
             key = names.get(name)
             if key is None:
@@ -91,13 +109,15 @@ def handle_offset_fetch(broker, request):
         stable = body.require_stable
         groups = [
             _fetch_group(
-                broker, version, g.group_id, g.topics, stable,
+                broker, version, g.group_id, g.topics, stable, request,
                 getattr(g, "member_id", None), getattr(g, "member_epoch", -1),
             )
             for g in body.groups
         ]
         return messages.build_response(9, version, {"throttle_time": 0, "groups": groups})
-    answer = _fetch_group(broker, version, body.group_id, body.topics, getattr(body, "require_stable", False))
+    answer = _fetch_group(
+        broker, version, body.group_id, body.topics, getattr(body, "require_stable", False), request
+    )
     return messages.build_response(
         9, version, {"throttle_time": 0, "topics": answer["topics"], "error_code": answer["error_code"]}
     )

@@ -13,11 +13,17 @@ from odradek.protocol import errors, messages
 @api(23, 2, 4)
 def handle_offset_for_leader_epoch(broker, request):
     topics = []
+    replica = getattr(request.body, "replica_id", -1) >= 0
+    cluster_action = replica and broker.allowed(request, "ClusterAction")
     for t in request.body.topics:
         partitions = []
+        # A follower needs ClusterAction on the cluster, a consumer Describe on the topic.
+        allowed = cluster_action if replica else broker.allowed(request, "Describe", "Topic", t.topic)
         for p in t.partitions:
             entry = {"partition": p.partition, "error_code": 0, "leader_epoch": -1, "end_offset": -1}
             try:
+                if not allowed:
+                    raise errors.TopicAuthorizationFailedError(f"not authorized to describe {t.topic}")
                 partition = broker.replica_manager.get_partition(t.topic, p.partition)
                 partition.check_leader(p.current_leader_epoch)
                 epoch, end_offset = partition.last_offset_for_leader_epoch(p.leader_epoch)

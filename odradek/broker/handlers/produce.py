@@ -14,6 +14,9 @@ Transactional batches (v3+ with a transactional id) are checked against the tran
 coordinator first (``transaction.partition.verification.enable``, KIP-890): the partition
 must be in the producer's open transaction (INVALID_TXN_STATE) and its epoch current
 (INVALID_PRODUCER_EPOCH), so a fenced producer cannot leave data no marker will decide.
+With an authorizer, Write on each topic (else TOPIC_AUTHORIZATION_FAILED) and on the
+transactional id (else TRANSACTIONAL_ID_AUTHORIZATION_FAILED) is checked, and the fast lane
+is not used (the broker registers none).
 """
 
 from odradek.broker.handlers import RawResponse, api, fast_lane
@@ -47,13 +50,23 @@ def handle_produce(broker, request):
     txn = getattr(broker, "transaction_coordinator", None) if txn_id is not None else None
     results = []
     failed = None
+    checked = broker.authorizer is not None
+    if checked and txn_id is not None and not broker.allowed(request, "Write", "TransactionalId", txn_id):
+        results = [
+            (t.name, [(p.index, ErrorCode.transactional_id_authorization_failed, -1, -1, -1, None) for p in t.partition_data])
+            for t in body.topic_data
+        ]
+        return RawResponse(produce_response(request.api_version, results))
     for topic in body.topic_data:
         name = topic.name
         info_topic = image_topics.get(name)
+        denied = checked and not broker.allowed(request, "Write", "Topic", name)
         partitions = []
         for pdata in topic.partition_data:
             index = pdata.index
             try:
+                if denied:
+                    raise errors.TopicAuthorizationFailedError(f"not authorized to write to {name}")
                 if info_topic is None:
                     raise errors.UnknownTopicOrPartitionError(f"unknown topic {name}")
                 if info_topic.internal:
@@ -73,11 +86,17 @@ def handle_produce(broker, request):
                 failed = exc
                 partitions.append(_failure(index, exc))
         results.append((name, partitions))
+    throttle_ms = 0
+    if broker.client_quotas.active:
+        size = sum(len(p.records or b"") for t in body.topic_data for p in t.partition_data)
+        throttle_ms = broker.client_quotas.record("producer_byte_rate", request.principal, request.client_id, size)
+        if throttle_ms:
+            request.extra["throttle_ms"] = throttle_ms  # the connection is muted that long
     if acks == 0:
         if failed is not None:
             raise failed  # the connection is closed: the only signal an acks=0 producer gets
         return None
-    return RawResponse(produce_response(request.api_version, results))
+    return RawResponse(produce_response(request.api_version, results, throttle_ms))
 
 
 @fast_lane(0)
