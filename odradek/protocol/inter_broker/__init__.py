@@ -2,7 +2,8 @@
 
 Kafka 4 removed ZooKeeper mode and with it LeaderAndIsr (4), StopReplica (5),
 UpdateMetadata (6) and ControlledShutdown (7). We declare one flexible version of each, the
-one a Kafka 3.x ZooKeeper-mode controller sends, as kio-style dataclasses, so that the same
+newest a Kafka 3.9 ZooKeeper-mode controller sends (so clients that infer a broker's Kafka
+version from its ApiVersions still see 3.9), as kio-style dataclasses, so that the same
 reader, writer and well-formedness check serve them as every other API
 (``protocol.messages`` looks here before asking kio).
 """

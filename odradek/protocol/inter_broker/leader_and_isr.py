@@ -1,8 +1,9 @@
-"""LeaderAndIsr (API key 4) v6, as a Kafka 3.x ZooKeeper-mode controller sends it.
+"""LeaderAndIsr (API key 4) v7, as a Kafka 3.4+ ZooKeeper-mode controller sends it.
 
 The controller tells a broker which partitions it leads and follows: per partition the
 leader, leader epoch, ISR, partition (znode) version and replicas. v5 added topic ids and
-the request type (full or incremental), v6 the leader recovery state of KIP-704.
+the request type (full or incremental), v6 the leader recovery state of KIP-704, v7 the
+KRaft-controller flag of the ZooKeeper-to-KRaft migration (KIP-866), always false here.
 """
 
 import uuid
@@ -13,7 +14,7 @@ from kio.static.primitive import i8, i32, i64
 from odradek.protocol.inter_broker._schema import field, request, response
 
 API_KEY = 4
-VERSION = 6
+VERSION = 7
 
 TYPE_INCREMENTAL = 0
 TYPE_FULL = 1
@@ -53,6 +54,8 @@ class LeaderAndIsrLiveLeader:
 @request(API_KEY, VERSION)
 class LeaderAndIsrRequest:
     controller_id: i32 = field("int32")
+    is_k_raft_controller: bool = field("bool", default=False)
+    """True only from a KRaft controller during a ZooKeeper migration (KIP-866); ours: False."""
     controller_epoch: i32 = field("int32")
     broker_epoch: i64 = field("int64", default=i64(-1))
     type: i8 = field("int8", default=i8(TYPE_INCREMENTAL))

@@ -1,4 +1,4 @@
-"""StopReplica (API key 5) v3: the controller tells a broker to stop (and maybe delete)
+"""StopReplica (API key 5) v4 (v3 plus KIP-866's KRaft-controller flag): the controller tells a broker to stop (and maybe delete)
 replicas — after a reassignment moved them away, on topic deletion, or to stop a follower
 of a broker that is shutting down. v3 carries a leader epoch and a delete flag per partition.
 """
@@ -9,7 +9,7 @@ from kio.static.primitive import i32, i64
 from odradek.protocol.inter_broker._schema import field, request, response
 
 API_KEY = 5
-VERSION = 3
+VERSION = 4
 
 # Kafka's sentinels for StopReplicaPartitionState.leader_epoch
 NO_EPOCH = -1  # the controller has no epoch for this partition: stop regardless
@@ -32,6 +32,8 @@ class StopReplicaTopicState:
 @request(API_KEY, VERSION)
 class StopReplicaRequest:
     controller_id: i32 = field("int32")
+    is_k_raft_controller: bool = field("bool", default=False)
+    """True only from a KRaft controller during a ZooKeeper migration (KIP-866); ours: False."""
     controller_epoch: i32 = field("int32")
     broker_epoch: i64 = field("int64", default=i64(-1))
     topic_states: tuple[StopReplicaTopicState, ...]

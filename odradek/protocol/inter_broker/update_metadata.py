@@ -1,7 +1,8 @@
-"""UpdateMetadata (API key 6) v7: the controller hands every live broker the cluster's
+"""UpdateMetadata (API key 6) v8: the controller hands every live broker the cluster's
 metadata — live brokers with their endpoints and racks, and each partition's leader, epoch,
 ISR, replicas and offline replicas — which the broker serves Metadata requests from.
-v7 added topic ids.
+v7 added topic ids, v8 KIP-866's KRaft-controller flag (and a tagged request type, which
+kio skips when reading and we never send).
 """
 
 import uuid
@@ -12,7 +13,7 @@ from kio.static.primitive import i16, i32, i64
 from odradek.protocol.inter_broker._schema import field, request, response
 
 API_KEY = 6
-VERSION = 7
+VERSION = 8
 
 
 @request(API_KEY, VERSION, nested=True)
@@ -53,6 +54,8 @@ class UpdateMetadataBroker:
 @request(API_KEY, VERSION)
 class UpdateMetadataRequest:
     controller_id: i32 = field("int32")
+    is_k_raft_controller: bool = field("bool", default=False)
+    """True only from a KRaft controller during a ZooKeeper migration (KIP-866); ours: False."""
     controller_epoch: i32 = field("int32")
     broker_epoch: i64 = field("int64", default=i64(-1))
     topic_states: tuple[UpdateMetadataTopicState, ...]
