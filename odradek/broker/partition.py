@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import time
 
-from odradek.broker.metrics import TopicCounters
+from odradek.broker.broker_metrics import TopicCounters
 from odradek.cluster.metadata import PartitionState
 from odradek.protocol import errors
 

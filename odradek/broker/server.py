@@ -44,7 +44,7 @@ from odradek.cluster.controller import Controller
 from odradek.cluster.metadata import BrokerInfo
 from odradek.cluster.store import LocalMetadataStore
 from odradek.http.broker_http import BrokerHttp
-from odradek.http.server import HttpBindError
+from odradek.http.http_server import HttpBindError
 from odradek.protocol import errors
 from odradek.storage.checkpoint import read_meta_properties, write_meta_properties
 from odradek.storage.cleaner_manager import CleanerConfig, LogCleaner, loop_caller
