@@ -45,7 +45,7 @@ from odradek.cluster.zk_client import (
     ZooKeeperUnreachableError,
 )
 from odradek.cluster.zk_controller import NotActiveController, ZkController
-from odradek.protocol.inter_broker import controlled_shutdown as cs_schema
+from odradek.protocol.inter_broker import controlled_shutdown_schema as cs_schema
 
 log = logging.getLogger(__name__)
 
@@ -389,7 +389,9 @@ class ClusterNode:
         address = controller_address(controller_id) if controller_id >= 0 else None
         if address is None:
             raise NotActiveController("no controller is known")
-        link = BrokerLink(address[0], address[1], f"broker-{self.broker_id}", self.config.get("controller.socket.timeout.ms") / 1000)
+        link = BrokerLink(
+            address[0], address[1], controller_id, f"broker-{self.broker_id}", self.config.get("controller.socket.timeout.ms") / 1000
+        )
         try:
             response = await link.request(
                 cs_schema.API_KEY,

@@ -8,78 +8,65 @@ queue, so no controller state is touched here). A request that fails (the broker
 the connection dropped) is sent again on a fresh connection after a short backoff, until it
 succeeds or the broker is removed (it died: the controller stops talking to it).
 
-The wire work is the shared sans-IO protocol layer (``protocol.messages``): the frames are
-the same as every Kafka client's. ``BrokerLink`` is the smallest asyncio transport around it
-(one request in flight, as Kafka's controller does); ``odradek.net.connection.Connection``
-(the client's connection, moved out of odradek.client) can replace it once it is on main.
+The wire is the shared connection (``odradek.net.connection``, the same one the client uses,
+over the sans-IO ``protocol.client_connection``); ``BrokerLink`` keeps one per broker, with one
+request in flight, as Kafka's controller does.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from odradek._tasks import cancel_and_wait
+from odradek.net.connection import Connection
+from odradek.net.connection_errors import ClientError
 from odradek.protocol import messages
 
 log = logging.getLogger(__name__)
 
 RETRY_BACKOFF_S = 0.1
-_SIZE = struct.Struct(">i")
-MAX_RESPONSE_SIZE = 100 * 1024 * 1024
 
 
 class BrokerLinkError(ConnectionError):
-    """The request did not get an answer: the connection failed or the answer was garbage."""
+    """The request did not get an answer: the connection failed, timed out or was garbage."""
 
 
 class BrokerLink:
-    """One connection to one broker, one request at a time."""
+    """One connection to one broker (the shared ``odradek.net`` connection), one request at a
+    time; it reconnects on the next request after a failure."""
 
-    def __init__(self, host: str, port: int, client_id: str, timeout_s: float):
+    def __init__(self, host: str, port: int, node_id: int, client_id: str, timeout_s: float):
         self.host = host
         self.port = port
+        self.node_id = node_id
         self.client_id = client_id
         self.timeout_s = timeout_s
-        self._reader: asyncio.StreamReader | None = None
-        self._writer: asyncio.StreamWriter | None = None
-        self._correlation_id = 0
+        self._conn: Connection | None = None
 
     async def request(self, api_key: int, version: int, entity):
-        """Send one request and return the decoded response; BrokerLinkError on failure (the
-        connection is then closed; the next request opens a new one)."""
+        """Send one request and return the decoded response; BrokerLinkError on failure."""
         try:
-            async with asyncio.timeout(self.timeout_s):
-                if self._writer is None:
-                    self._reader, self._writer = await asyncio.open_connection(self.host, self.port)
-                self._correlation_id += 1
-                self._writer.write(
-                    messages.encode_request(api_key, version, self._correlation_id, self.client_id, entity)
-                )
-                (size,) = _SIZE.unpack(await self._reader.readexactly(4))
-                if not 4 <= size <= MAX_RESPONSE_SIZE:
-                    raise BrokerLinkError(f"response size {size} out of range")
-                payload = await self._reader.readexactly(size)
-            correlation_id, response = messages.decode_response(api_key, version, payload)
-            if correlation_id != self._correlation_id:
-                raise BrokerLinkError(f"answer to request {correlation_id}, expected {self._correlation_id}")
-            return response
-        except (OSError, TimeoutError, asyncio.IncompleteReadError, messages.MalformedResponse) as exc:
+            if self._conn is None or self._conn.closed:
+                conn = Connection(self.host, self.port, self.node_id, self.client_id, int(self.timeout_s * 1000))
+                await conn.connect(self.timeout_s)
+                self._conn = conn
+            return await self._conn.send(api_key, entity, version=version)
+        except (ClientError, OSError) as exc:
             self.close()
             raise BrokerLinkError(
-                f"{messages.api_name(api_key)} to {self.host}:{self.port} failed: {exc or type(exc).__name__}"
+                f"{messages.api_name(api_key)} to broker {self.node_id} at {self.host}:{self.port} failed: {exc}"
             ) from exc
         except BaseException:
             self.close()
             raise
 
     def close(self) -> None:
-        if self._writer is not None:
-            self._writer.close()
-        self._reader = self._writer = None
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
 
 
 @dataclass
@@ -132,7 +119,9 @@ class ControllerChannelManager:
         if old is not None:
             old.task.cancel()
             old.link.close()
-        self._senders[broker_id] = _BrokerSender(broker_id, BrokerLink(host, port, self.client_id, self.timeout_s))
+        self._senders[broker_id] = _BrokerSender(
+            broker_id, BrokerLink(host, port, broker_id, self.client_id, self.timeout_s)
+        )
 
     def remove_broker(self, broker_id: int) -> None:
         """Stop talking to a broker; what was queued for it is dropped."""

@@ -17,9 +17,9 @@ from odradek.cluster.controller_channel import ControllerChannelManager
 from odradek.cluster.controller_context import ControllerContext
 from odradek.cluster.partitions import TopicPartition
 from odradek.cluster.zk_data import SECURITY_PROTOCOLS
-from odradek.protocol.inter_broker import leader_and_isr as lai_schema
-from odradek.protocol.inter_broker import stop_replica as sr_schema
-from odradek.protocol.inter_broker import update_metadata as um_schema
+from odradek.protocol.inter_broker import leader_and_isr_schema as lai_schema
+from odradek.protocol.inter_broker import stop_replica_schema as sr_schema
+from odradek.protocol.inter_broker import update_metadata_schema as um_schema
 
 LEADER_DURING_DELETE = -2  # the leader UpdateMetadata names for a partition being deleted
 

@@ -20,6 +20,9 @@ The active controller reads the cluster from ZooKeeper when elected, then reacts
 * ``/admin/reassign_partitions`` and ``/admin/preferred_replica_election``: the ZooKeeper-era
   ways to ask for a reassignment or a preferred election.
 
+Leadership moves on request (controlled shutdown, ElectLeaders, auto rebalance) are in
+``controller_elections``, reassignments in ``controller_reassignment`` (mixins of this class).
+
 Every state write is a transaction fenced by the version of ``/controller_epoch``
 (``ControllerMovedError`` means another controller was elected: this one resigns), and
 conditional on the partition state znode's version. After each decision, one ``RequestBatch``
@@ -38,11 +41,12 @@ from collections.abc import Callable, Iterable
 from odradek.cluster import zk_data
 from odradek.cluster.controller_channel import ControllerChannelManager
 from odradek.cluster.controller_context import ControllerContext
+from odradek.cluster.controller_elections import LeadershipMoves
+from odradek.cluster.controller_reassignment import PartitionReassignments
 from odradek.cluster.partitions import (
     LeaderAndIsr,
     LeaderIsrAndControllerEpoch,
     PartitionAndReplica,
-    ReplicaAssignment,
     TopicPartition,
 )
 from odradek.cluster.request_batch import RequestBatch
@@ -65,17 +69,12 @@ from odradek.cluster.zk_client import (
     ZkClient,
     ZooKeeperError,
 )
-from odradek.protocol import errors
 from odradek.protocol.errors import ErrorCode
 
 log = logging.getLogger(__name__)
 
 P, R = PartitionLifecycle, ReplicaLifecycle
 ZK_CHUNK = 500  # znodes read or written per batch of concurrent ZooKeeper calls
-
-# ElectLeaders' election types
-PREFERRED, UNCLEAN = 0, 1
-
 
 class NotActiveController(Exception):
     """This broker is not (or no longer) the active controller."""
@@ -89,7 +88,7 @@ async def _gather_chunked(calls: list, chunk: int = ZK_CHUNK) -> list:
     return results
 
 
-class ZkController:
+class ZkController(LeadershipMoves, PartitionReassignments):
     def __init__(self, node_id: int, zk: ZkClient, config, *, on_change: Callable[[], None] | None = None):
         self.node_id = node_id
         self.zk = zk
@@ -687,284 +686,6 @@ class ZkController:
         for tp in sorted(partitions & self.ctx.partitions_being_reassigned):
             await self._maybe_complete_reassignment(tp)
         self._send()
-
-    # ---------------------------------------------------------------- controlled shutdown
-
-    async def controlled_shutdown(self, broker: int, broker_epoch: int) -> set[TopicPartition]:
-        """Move ``broker``'s leaderships away and take it out of the ISRs; returns the partitions
-        it still leads (none when done)."""
-        self._require_active()
-        ctx = self.ctx
-        if broker not in ctx.live_or_shutting_down_broker_ids:
-            raise errors.BrokerNotAvailableError(f"broker {broker} is not registered")
-        if broker_epoch != -1 and broker_epoch < ctx.live_broker_epochs[broker]:
-            raise errors.StaleBrokerEpochError(
-                f"broker {broker} asked with epoch {broker_epoch}; its registration has {ctx.live_broker_epochs[broker]}"
-            )
-        ctx.shutting_down_broker_ids.add(broker)
-        reason = f"controlled shutdown of broker {broker}"
-        self.state_log.info(f"Broker {broker} asked for a controlled shutdown")
-        led = sorted(ctx.partition_leaders_on_broker(broker))
-        await self._bring_online(led, ElectionStrategy.CONTROLLED_SHUTDOWN, reason)
-        followers = [
-            PartitionAndReplica(tp, broker)
-            for tp in sorted(ctx.partitions_on_broker(broker))
-            if len(ctx.partition_replica_assignment(tp)) > 1
-            and (lai := ctx.partition_leader_and_isr(tp)) is not None
-            and lai.leader != broker
-        ]
-        for r in followers:
-            self.batch.add_stop_replica(broker, r.topic_partition, delete=False)
-        self.rsm.set_state(followers, R.OFFLINE, reason)
-        await self._remove_replicas_from_isr(followers, reason)
-        self._send()
-        return self._movable_leaderships(broker)
-
-    def _movable_leaderships(self, broker: int) -> set[TopicPartition]:
-        """The partitions ``broker`` still leads although another live in-ISR replica could take
-        over (a retry may move them). Partitions with no such replica stay where they are: asking
-        again would not help, so the broker need not wait for them (Kafka retries regardless)."""
-        ctx = self.ctx
-        return {
-            tp
-            for tp in ctx.partition_leaders_on_broker(broker)
-            if any(r != broker and ctx.is_replica_online(r, tp) for r in ctx.partition_leader_and_isr(tp).isr)
-        }
-
-    # ---------------------------------------------------------------- leader elections
-
-    async def elect_leaders(
-        self, partitions: Iterable[TopicPartition], election_type: int, reason: str
-    ) -> dict[TopicPartition, tuple[int, str | None]]:
-        """ElectLeaders: ``(error code, message)`` per partition (NONE when a new leader was elected)."""
-        self._require_active()
-        ctx = self.ctx
-        results: dict[TopicPartition, tuple[int, str | None]] = {}
-        eligible = []
-        for tp in partitions:
-            lai = ctx.partition_leader_and_isr(tp)
-            if tp not in ctx.all_partitions or lai is None or ctx.is_topic_queued_up_for_deletion(tp.topic):
-                results[tp] = (ErrorCode.unknown_topic_or_partition, f"{tp} does not exist")
-            elif election_type == PREFERRED and lai.leader == ctx.partition_replica_assignment(tp)[0]:
-                results[tp] = (ErrorCode.election_not_needed, f"{tp}: its preferred replica already leads")
-            elif election_type == UNCLEAN and ctx.is_replica_online(lai.leader, tp):
-                results[tp] = (ErrorCode.election_not_needed, f"{tp} has a live leader")
-            else:
-                eligible.append(tp)
-        if eligible:
-            strategy = ElectionStrategy.PREFERRED_REPLICA if election_type == PREFERRED else ElectionStrategy.OFFLINE
-            failed = await self._bring_online(eligible, strategy, reason, unclean=election_type == UNCLEAN)
-            for tp in eligible:
-                if tp in failed:
-                    code = ErrorCode.preferred_leader_not_available if election_type == PREFERRED else ErrorCode.eligible_leaders_not_available
-                    results[tp] = (code, failed[tp])
-                else:
-                    results[tp] = (ErrorCode.none, None)
-            self._send()
-        return results
-
-    async def on_zk_preferred_election(self) -> None:
-        if not self.active:
-            return
-        try:
-            data, _ = await self.zk.get(zk_data.PREFERRED_REPLICA_ELECTION_PATH, watch=True)
-        except NoNodeError:
-            await self.zk.exists(zk_data.PREFERRED_REPLICA_ELECTION_PATH, watch=True)
-            return
-        try:
-            partitions = zk_data.decode_preferred_replica_election(data)
-        except zk_data.ZkDataError as exc:
-            log.warning("ignoring %s: %s", zk_data.PREFERRED_REPLICA_ELECTION_PATH, exc)
-            partitions = set()
-        await self.elect_leaders(partitions, PREFERRED, f"preferred replica election asked in {zk_data.PREFERRED_REPLICA_ELECTION_PATH}")
-        await self._delete_quietly(zk_data.PREFERRED_REPLICA_ELECTION_PATH)
-        await self.zk.exists(zk_data.PREFERRED_REPLICA_ELECTION_PATH, watch=True)
-
-    def imbalanced_partitions(self) -> list[TopicPartition]:
-        """Kafka's auto-rebalance check: per preferred broker, the share of its partitions it does
-        not lead; above ``leader.imbalance.per.broker.percentage``, those partitions (whose
-        preferred replica is live and in the ISR) are to move back."""
-        ctx = self.ctx
-        limit = self.config.get("leader.imbalance.per.broker.percentage") / 100
-        by_preferred: dict[int, list[TopicPartition]] = {}
-        for tp in ctx.all_partitions:
-            replicas = ctx.partition_replica_assignment(tp)
-            if replicas and tp in ctx.partition_leadership and not ctx.is_topic_queued_up_for_deletion(tp.topic):
-                by_preferred.setdefault(replicas[0], []).append(tp)
-        moves = []
-        for broker, tps in sorted(by_preferred.items()):
-            if broker not in ctx.live_broker_ids:
-                continue
-            off = [tp for tp in tps if ctx.partition_leader_and_isr(tp).leader != broker]
-            if off and len(off) / len(tps) > limit:
-                moves += [
-                    tp
-                    for tp in off
-                    if broker in ctx.partition_leader_and_isr(tp).isr and tp not in ctx.partitions_being_reassigned
-                ]
-        return sorted(moves)
-
-    async def auto_rebalance(self) -> None:
-        if not self.active:
-            return
-        moves = self.imbalanced_partitions()
-        if moves:
-            await self.elect_leaders(moves, PREFERRED, "auto leader rebalance (leader.imbalance.per.broker.percentage)")
-
-    async def _rebalance_timer(self) -> None:
-        interval = self.config.get("leader.imbalance.check.interval.seconds")
-        while True:
-            await asyncio.sleep(interval)
-            if self._post is not None:
-                self._post(self.auto_rebalance)
-
-    # ---------------------------------------------------------------- reassignment (KIP-455)
-
-    async def alter_reassignments(
-        self, targets: dict[TopicPartition, list[int] | None]
-    ) -> dict[TopicPartition, tuple[int, str | None]]:
-        """Start (a list of replicas) or cancel (None) reassignments; ``(error code, message)`` each."""
-        self._require_active()
-        ctx = self.ctx
-        results = {}
-        for tp, target in targets.items():
-            if tp not in ctx.all_partitions or ctx.is_topic_queued_up_for_deletion(tp.topic):
-                results[tp] = (ErrorCode.unknown_topic_or_partition, f"{tp} does not exist")
-                continue
-            current = ctx.partition_full_replica_assignment(tp)
-            if target is None:
-                if not current.is_being_reassigned:
-                    results[tp] = (ErrorCode.no_reassignment_in_progress, f"no reassignment of {tp} is in progress")
-                    continue
-                target = list(current.origin_replicas)
-            problem = self._check_target(target)
-            if problem:
-                results[tp] = (ErrorCode.invalid_replica_assignment, f"{tp}: {problem}")
-                continue
-            await self._start_reassignment(tp, list(target))
-            results[tp] = (ErrorCode.none, None)
-        self._send()
-        return results
-
-    def _check_target(self, target: list[int]) -> str | None:
-        if not target:
-            return "the replica list is empty"
-        if len(set(target)) != len(target):
-            return f"the replica list {target} names a broker twice"
-        unknown = sorted(set(target) - self.ctx.live_or_shutting_down_broker_ids)
-        if unknown:
-            return f"brokers {unknown} are not alive"
-        return None
-
-    def list_reassignments(self, partitions: Iterable[TopicPartition] | None = None) -> dict[TopicPartition, ReplicaAssignment]:
-        self._require_active()
-        ctx = self.ctx
-        wanted = ctx.partitions_being_reassigned if partitions is None else set(partitions)
-        return {
-            tp: ctx.partition_full_replica_assignment(tp)
-            for tp in sorted(wanted)
-            if ctx.partition_full_replica_assignment(tp).is_being_reassigned
-        }
-
-    async def list_reassignments_now(self, partitions=None) -> dict[TopicPartition, ReplicaAssignment]:
-        """``list_reassignments`` as an event-task call."""
-        return self.list_reassignments(partitions)
-
-    async def _write_assignment(self, topic: str) -> None:
-        ctx = self.ctx
-        data = zk_data.encode_topic_assignment(ctx.topic_ids.get(topic), ctx.partition_assignments[topic])
-        await self.zk.transaction(
-            [SetDataOp(zk_data.topic_path(topic), data)], controller_epoch_zk_version=ctx.epoch_zk_version
-        )
-
-    async def _start_reassignment(self, tp: TopicPartition, target: list[int]) -> None:
-        ctx = self.ctx
-        current = ctx.partition_full_replica_assignment(tp)
-        if list(current.replicas) == target and not current.is_being_reassigned:
-            return
-        full = current.reassign_to(target)
-        ctx.update_partition_full_replica_assignment(tp, full)
-        ctx.partitions_being_reassigned.add(tp)
-        await self._write_assignment(tp.topic)
-        self.state_log.info(
-            f"Reassignment of {tp} from {list(current.origin_replicas)} to {target} started "
-            f"(adding {list(full.adding_replicas)}, removing {list(full.removing_replicas)})"
-        )
-        adding = [PartitionAndReplica(tp, r) for r in full.adding_replicas]
-        self.rsm.set_state(adding, R.NEW, f"reassignment of {tp}")
-        # every replica, old and new, learns the full replica set (new ones start following)
-        lai = ctx.partition_leader_and_isr(tp)
-        if lai is not None:
-            written = await self._write_leader_and_isr({tp: lai.new_epoch()})
-            for tp2, new in written.items():
-                ctx.put_partition_leadership(tp2, LeaderIsrAndControllerEpoch(new, ctx.epoch))
-            self.batch.add_leader_and_isr(ctx.live_replicas(tp, include_shutting_down=True), tp, is_new=False)
-        self.rsm.set_state([r for r in adding if ctx.is_replica_online(r.replica, tp)], R.ONLINE, f"reassignment of {tp}")
-        await self._maybe_complete_reassignment(tp)
-
-    async def _maybe_complete_reassignment(self, tp: TopicPartition) -> None:
-        """Finish a reassignment once every target replica is in the ISR: the target becomes the
-        assignment, the leader moves into it if needed, removed replicas stop and are deleted."""
-        ctx = self.ctx
-        assignment = ctx.partition_full_replica_assignment(tp)
-        lai = ctx.partition_leader_and_isr(tp)
-        if not assignment.is_being_reassigned or lai is None:
-            ctx.partitions_being_reassigned.discard(tp)
-            return
-        target = assignment.target_replicas
-        if not set(target) <= set(lai.isr):
-            return
-        reason = f"reassignment of {tp} to {list(target)} completed"
-        removing = assignment.removing_replicas
-        ctx.update_partition_full_replica_assignment(tp, ReplicaAssignment(target))
-        new_isr = tuple(r for r in lai.isr if r in target)
-        if lai.leader not in target or not ctx.is_replica_online(lai.leader, tp):
-            leader = next((r for r in target if r in new_isr and ctx.is_replica_online(r, tp)), None)
-            if leader is None:
-                ctx.update_partition_full_replica_assignment(tp, assignment)
-                return
-            new = lai.new_leader_and_isr(leader, new_isr)
-        else:
-            new = lai.new_leader_and_isr(lai.leader, new_isr)
-        written = await self._write_leader_and_isr({tp: new})
-        if tp not in written:
-            ctx.update_partition_full_replica_assignment(tp, assignment)
-            return
-        self.psm.mark_online(tp, LeaderIsrAndControllerEpoch(written[tp], ctx.epoch), reason)
-        self.batch.add_leader_and_isr(ctx.live_replicas(tp, include_shutting_down=True), tp)
-        stopped = [PartitionAndReplica(tp, r) for r in removing]
-        for r in stopped:
-            self.batch.add_stop_replica(r.replica, tp, delete=True)
-        self.rsm.set_state(stopped, R.OFFLINE, reason)
-        self.rsm.set_state(stopped, R.DELETION_STARTED, reason)
-        self.rsm.set_state(stopped, R.DELETION_SUCCESSFUL, reason)
-        self.rsm.set_state(stopped, R.NON_EXISTENT, reason)
-        ctx.update_partition_full_replica_assignment(tp, ReplicaAssignment(target))
-        ctx.partitions_being_reassigned.discard(tp)
-        await self._write_assignment(tp.topic)
-        self.batch.add_update_metadata(ctx.live_or_shutting_down_broker_ids, [tp])
-        self.state_log.info(f"Reassignment of {tp} completed: replicas {list(target)}, leader {written[tp].leader}")
-
-    async def on_zk_reassignment(self) -> None:
-        """The ZooKeeper-era request: ``/admin/reassign_partitions`` (deleted once started)."""
-        if not self.active:
-            return
-        try:
-            data, _ = await self.zk.get(zk_data.REASSIGN_PARTITIONS_PATH, watch=True)
-        except NoNodeError:
-            await self.zk.exists(zk_data.REASSIGN_PARTITIONS_PATH, watch=True)
-            return
-        try:
-            wanted = zk_data.decode_reassignment(data)
-        except zk_data.ZkDataError as exc:
-            log.warning("ignoring %s: %s", zk_data.REASSIGN_PARTITIONS_PATH, exc)
-            wanted = {}
-        results = await self.alter_reassignments({tp: list(r) for tp, r in wanted.items()})
-        for tp, (code, message) in sorted(results.items()):
-            if code:
-                log.warning("reassignment of %s from %s refused: %s", tp, zk_data.REASSIGN_PARTITIONS_PATH, message)
-        await self._delete_quietly(zk_data.REASSIGN_PARTITIONS_PATH)
-        await self.zk.exists(zk_data.REASSIGN_PARTITIONS_PATH, watch=True)
 
     # ---------------------------------------------------------------- helpers
 

@@ -13,17 +13,17 @@ from kio_samples import sample
 
 from odradek.protocol import messages
 from odradek.protocol.inter_broker import SCHEMAS
-from odradek.protocol.inter_broker.controlled_shutdown import (
+from odradek.protocol.inter_broker.controlled_shutdown_schema import (
     ControlledShutdownRequest,
     ControlledShutdownResponse,
 )
-from odradek.protocol.inter_broker.leader_and_isr import (
+from odradek.protocol.inter_broker.leader_and_isr_schema import (
     LeaderAndIsrLiveLeader,
     LeaderAndIsrPartitionState,
     LeaderAndIsrRequest,
     LeaderAndIsrTopicState,
 )
-from odradek.protocol.inter_broker.update_metadata import (
+from odradek.protocol.inter_broker.update_metadata_schema import (
     UpdateMetadataBroker,
     UpdateMetadataEndpoint,
     UpdateMetadataPartitionState,

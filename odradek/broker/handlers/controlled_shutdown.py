@@ -7,7 +7,10 @@ from odradek.broker.handlers import api
 from odradek.cluster.zk_controller import NotActiveController
 from odradek.protocol import errors
 from odradek.protocol.errors import ErrorCode
-from odradek.protocol.inter_broker.controlled_shutdown import ControlledShutdownResponse, RemainingPartition
+from odradek.protocol.inter_broker.controlled_shutdown_schema import (
+    ControlledShutdownResponse,
+    RemainingPartition,
+)
 
 
 @api(7, 3, 3)

@@ -13,7 +13,7 @@ import logging
 
 from odradek.broker.handlers import api, cluster_admin
 from odradek.protocol.errors import ErrorCode
-from odradek.protocol.inter_broker.leader_and_isr import (
+from odradek.protocol.inter_broker.leader_and_isr_schema import (
     LeaderAndIsrPartitionError,
     LeaderAndIsrResponse,
     LeaderAndIsrTopicError,

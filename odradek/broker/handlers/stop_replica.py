@@ -12,7 +12,7 @@ from dataclasses import replace
 
 from odradek.broker.handlers import api, cluster_admin
 from odradek.protocol.errors import ErrorCode
-from odradek.protocol.inter_broker.stop_replica import StopReplicaPartitionError, StopReplicaResponse
+from odradek.protocol.inter_broker.stop_replica_schema import StopReplicaPartitionError, StopReplicaResponse
 
 log = logging.getLogger(__name__)
 

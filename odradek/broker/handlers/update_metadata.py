@@ -11,7 +11,7 @@ import logging
 
 from odradek.broker.handlers import api, cluster_admin
 from odradek.protocol.errors import ErrorCode
-from odradek.protocol.inter_broker.update_metadata import UpdateMetadataResponse
+from odradek.protocol.inter_broker.update_metadata_schema import UpdateMetadataResponse
 
 log = logging.getLogger(__name__)
 
