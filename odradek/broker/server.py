@@ -146,6 +146,7 @@ class Broker:
         self._warn_if_over_capacity()
         self.timer = SystemTimer(loop=asyncio.get_running_loop())
         self.fetch_purgatory = DelayedOperationPurgatory("fetch", self.timer)
+        self.produce_purgatory = DelayedOperationPurgatory("produce", self.timer)
         self.replica_manager = ReplicaManager(
             self.node_id,
             self.log_manager,
@@ -154,6 +155,7 @@ class Broker:
             on_append=self.fetch_purgatory.check_and_complete,
             on_ready=lambda topic: self.controller.notify("ready", topic),
         )
+        self.replica_manager.on_high_watermark = self._on_high_watermark
         self.replica_manager.sync_all()
         self.controller.on_change(self._on_metadata_change)
         self.group_coordinator = GroupCoordinator.for_broker(self)  # listens after the replica manager
@@ -305,6 +307,7 @@ class Broker:
             await self.replica_manager.close()
         if hasattr(self, "fetch_purgatory"):
             self.fetch_purgatory.close()
+            self.produce_purgatory.close()
         if hasattr(self, "transaction_coordinator"):
             await self.transaction_coordinator.close()
         if hasattr(self, "group_coordinator"):
@@ -357,6 +360,11 @@ class Broker:
                 coordinator.topic.ensure_created()
                 return self.image.topics.get(name)
         return self.controller.create_topic(name)
+
+    def _on_high_watermark(self, key) -> None:
+        """A high watermark moved (or the leadership did): waiting produces and fetches retry."""
+        self.produce_purgatory.check_and_complete(key)
+        self.fetch_purgatory.check_and_complete(key)
 
     def _on_metadata_change(self, event: str, topic: str) -> None:
         self.replica_manager.sync_topic(topic)

@@ -1,0 +1,153 @@
+"""Replication between real brokers: the test sends LeaderAndIsr as the controller would.
+
+Followers copy their leader byte for byte, the leader's high watermark follows the ISR,
+acks=all waits for the ISR, the ISR shrinks and expands, leader epochs drive truncation."""
+
+from __future__ import annotations
+
+import confluent_kafka
+import pytest
+
+from odradek.protocol import errors
+from odradek.protocol.errors import ErrorCode
+from tests.cluster.replication_support import ReplicaSet, partition_state, wait_for
+
+
+def _produce(bootstrap: str, topic: str, values, acks="all", **extra) -> list:
+    """Send ``values`` idempotently; returns the delivery reports (error, offset) in order."""
+    producer = confluent_kafka.Producer(
+        {"bootstrap.servers": bootstrap, "acks": acks, "linger.ms": 0, "message.timeout.ms": 15000, **extra}
+    )
+    reports = []
+
+    def done(err, msg):
+        reports.append((err, msg.offset() if err is None else None))
+
+    for v in values:
+        producer.produce(topic, v, partition=0, on_delivery=done)
+        producer.poll(0)
+    producer.flush(20)
+    return reports
+
+
+def _consume(bootstrap: str, topic: str, count: int) -> list[bytes]:
+    consumer = confluent_kafka.Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": "g", "enable.auto.commit": False}
+    )
+    consumer.assign([confluent_kafka.TopicPartition(topic, 0, 0)])
+    out = []
+    deadline_polls = 200
+    while len(out) < count and deadline_polls:
+        msg = consumer.poll(0.1)
+        deadline_polls -= 1
+        if msg is not None and msg.error() is None:
+            out.append(msg.value())
+    consumer.close()
+    return out
+
+
+@pytest.fixture
+def three():
+    with ReplicaSet(3) as rs:
+        yield rs
+
+
+def _lead(rs, topic, leader, epoch, isr=(1, 2, 3), replicas=(1, 2, 3)):
+    return rs.leader_and_isr([partition_state(topic, 0, leader, epoch, isr, replicas)])
+
+
+def test_followers_copy_the_leader_byte_for_byte_and_acks_all_waits_for_them(three):
+    rs = three
+    rs.create_topic("t", {0: [1, 2, 3]}, {"min.insync.replicas": 2})
+    results = _lead(rs, "t", 1, 1)
+    assert all(r == (0, [("t", 0, 0)]) for r in results.values()), results
+    values = [b"v%d" % i for i in range(200)]
+    reports = _produce(rs.bootstrap(1), "t", values, **{"enable.idempotence": True})
+    assert [e for e, _ in reports if e is not None] == []
+    assert [o for _, o in reports] == list(range(200))
+    # acks=all answered: the high watermark passed every record, on the leader at once
+    assert rs.partition(1, "t").hw == 200
+    wait_for(lambda: all(rs.partition(i, "t").hw == 200 for i in (1, 2, 3)), what="followers' HW")
+    leader_bytes = rs.batches(1, "t")
+    assert rs.batches(2, "t") == leader_bytes
+    assert rs.batches(3, "t") == leader_bytes
+    assert _consume(rs.bootstrap(1), "t", 200) == values
+
+
+def test_a_follower_refuses_produce_and_consumer_fetch(three):
+    rs = three
+    rs.create_topic("t", {0: [1, 2, 3]})
+    _lead(rs, "t", 1, 1)
+
+    def try_append(broker):
+        try:
+            broker.replica_manager.append("t", 0, b"", 1)
+        except errors.NotLeaderOrFollowerError:
+            return "refused"
+        return "appended"
+
+    assert rs.brokers[2].call(try_append) == "refused"
+    topics, _, had_error = rs.brokers[2].call(lambda b: b.replica_manager.read([("t", 0, 0, 1024, -1)], 1024, 0))
+    assert had_error and topics[0][1][0][1] == ErrorCode.not_leader_or_follower
+
+
+def test_stale_controller_and_leader_epochs_are_refused(three):
+    rs = three
+    rs.create_topic("t", {0: [1, 2, 3]})
+    _lead(rs, "t", 1, 5)
+    assert _lead(rs, "t", 2, 4)[2] == (0, [("t", 0, ErrorCode.stale_controller_epoch)])
+    assert rs.partition(1, "t").leader == 1
+    rs.controller_epoch = 0
+    assert _lead(rs, "t", 2, 6)[1] == (ErrorCode.stale_controller_epoch, [])  # an older controller: nothing applied
+    assert rs.partition(1, "t").leader_epoch == 5
+
+
+def test_isr_shrinks_when_a_follower_stops_and_expands_when_it_is_back(three):
+    rs = three
+    rs.create_topic("t", {0: [1, 2, 3]}, {"min.insync.replicas": 2})
+    _lead(rs, "t", 1, 1)
+    assert not [e for e, _ in _produce(rs.bootstrap(1), "t", [b"a"] * 10) if e]
+    rs.brokers[3].stop()
+    wait_for(lambda: rs.partition(1, "t").isr == [1, 2], what="ISR without broker 3")
+    reports = _produce(rs.bootstrap(1), "t", [b"b"] * 10)
+    assert not [e for e, _ in reports if e]  # 2 in sync >= min.insync.replicas
+    rs.brokers[3].start()
+    rs.brokers[3].call(lambda b: b.replica_manager.enable_replication(b.config.get))
+    rs.create_topic("t", {0: [1, 2, 3]})
+    rs.leader_and_isr([partition_state("t", 0, 1, 1, [1, 2], [1, 2, 3])], to=[3])
+    wait_for(lambda: rs.partition(1, "t").isr == [1, 2, 3], what="broker 3 back in the ISR")
+    wait_for(lambda: rs.partition(3, "t").hw == 20, what="broker 3 caught up")
+    assert rs.batches(3, "t") == rs.batches(1, "t")
+
+
+def test_acks_all_is_refused_below_min_insync_replicas(three):
+    rs = three
+    rs.create_topic("t", {0: [1, 2, 3]}, {"min.insync.replicas": 3})
+    rs.brokers[3].stop()
+    _lead(rs, "t", 1, 1, isr=(1, 2))
+    reports = _produce(rs.bootstrap(1), "t", [b"x"], **{"message.timeout.ms": 2000, "retries": 0})
+    assert reports[0][0].code() == confluent_kafka.KafkaError.NOT_ENOUGH_REPLICAS
+    reports = _produce(rs.bootstrap(1), "t", [b"y"], acks="1")
+    assert reports == [(None, 0)]
+
+
+def test_new_leader_truncates_the_old_leaders_unreplicated_tail(three):
+    """Broker 1 leads and writes records only it has (the followers are not fetching);
+    broker 2 becomes leader with epoch 2 and takes writes; broker 1, now a follower, asks
+    OffsetForLeaderEpoch, cuts its divergent tail and copies broker 2's log exactly."""
+    rs = three
+    rs.create_topic("t", {0: [1, 2, 3]})
+    _lead(rs, "t", 1, 1)
+    assert not [e for e, _ in _produce(rs.bootstrap(1), "t", [b"a"] * 5) if e]
+    wait_for(lambda: rs.partition(2, "t").leo == 5 and rs.partition(3, "t").leo == 5, what="replicated")
+    # the followers stop fetching (the controller tells them: no leader), broker 1 writes alone
+    rs.leader_and_isr([partition_state("t", 0, -1, 2, [1], [1, 2, 3])], to=[2, 3], metadata=False)
+    assert _produce(rs.bootstrap(1), "t", [b"lost"] * 3, acks="1") == [(None, 5), (None, 6), (None, 7)]
+    assert rs.partition(1, "t").leo == 8
+    # broker 2 takes over with epoch 3; 1 and 3 follow it
+    rs.leader_and_isr([partition_state("t", 0, 2, 3, [2, 3], [1, 2, 3])])
+    assert not [e for e, _ in _produce(rs.bootstrap(2), "t", [b"new"] * 4) if e]
+    wait_for(lambda: rs.partition(1, "t").leo == 9, what="broker 1 truncated and caught up")
+    assert rs.batches(1, "t") == rs.batches(2, "t")
+    values = _consume(rs.bootstrap(2), "t", 9)
+    assert values == [b"a"] * 5 + [b"new"] * 4
