@@ -24,6 +24,7 @@ from kio.serial import entity_reader, entity_writer
 from kio.static.constants import EntityType
 
 from odradek.protocol import produce_request, wellformed
+from odradek.protocol.inter_broker import SCHEMAS as INTER_BROKER_SCHEMAS
 from odradek.protocol.varint import VarintError, skip_tagged_fields
 
 PRODUCE_KEY = 0
@@ -51,12 +52,18 @@ class MalformedResponse(ValueError):
 
 
 def api_name(api_key: int) -> str:
+    if api_key in INTER_BROKER_SCHEMAS:
+        return INTER_BROKER_SCHEMAS[api_key][0]
     return api_key_map.get(api_key, f"unknown({api_key})")
 
 
 @cache
 def known_versions(api_key: int) -> range:
-    """The versions we can parse: kio's schemas, plus Produce v0-v2 (``produce_request``)."""
+    """The versions we can parse: kio's schemas, plus Produce v0-v2 (``produce_request``) and
+    our own inter-broker schemas (``protocol.inter_broker``)."""
+    if api_key in INTER_BROKER_SCHEMAS:
+        version = INTER_BROKER_SCHEMAS[api_key][1]
+        return range(version, version + 1)
     name = api_key_map.get(api_key)
     if name is None:
         return range(0)
@@ -72,6 +79,8 @@ def _is_legacy_produce(api_key: int, api_version: int) -> bool:
 
 @cache
 def request_class(api_key: int, api_version: int) -> type:
+    if api_key in INTER_BROKER_SCHEMAS:
+        return _inter_broker_class(api_key, api_version, 2)
     return load_payload_module(api_key, api_version, EntityType.request).__dict__[
         _class_name(api_key, "Request")
     ]
@@ -79,9 +88,18 @@ def request_class(api_key: int, api_version: int) -> type:
 
 @cache
 def response_class(api_key: int, api_version: int) -> type:
+    if api_key in INTER_BROKER_SCHEMAS:
+        return _inter_broker_class(api_key, api_version, 3)
     return load_payload_module(api_key, api_version, EntityType.response).__dict__[
         _class_name(api_key, "Response")
     ]
+
+
+def _inter_broker_class(api_key: int, api_version: int, which: int) -> type:
+    name, version, *_ = INTER_BROKER_SCHEMAS[api_key]
+    if api_version != version:
+        raise KeyError(f"{name} v{api_version}: only v{version} is known")
+    return INTER_BROKER_SCHEMAS[api_key][which]
 
 
 def _class_name(api_key: int, suffix: str) -> str:
