@@ -55,6 +55,7 @@ class ReplicaManager:
         # -- replication (cluster mode; see enable_replication) --
         self.replicated = False  # LeaderAndIsr, not the local image, decides roles
         self.controller_epoch = -1
+        self.broker_epoch = -1  # the czxid of this broker's registration, once registered
         self.fetchers = None  # ReplicaFetcherManager
         self.isr_updater = None  # IsrUpdater, or None: ISR changes are applied here alone
         self.on_high_watermark = lambda key: None  # wakes the fetch and produce purgatories

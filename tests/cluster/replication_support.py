@@ -180,3 +180,52 @@ def wait_for(condition, timeout: float = 20.0, what: str = "condition"):
             return last
         time.sleep(0.05)
     raise AssertionError(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
+
+
+def send(bootstrap: str, api_key: int, entity, version: int):
+    """One request over a real connection (what the controller's channel does)."""
+    import asyncio
+
+    from odradek.broker.broker_connection import BrokerConnection
+
+    host, port = bootstrap.rsplit(":", 1)
+
+    async def go():
+        conn = BrokerConnection(host, int(port), -1, "test-controller", 10000)
+        await conn.connect(5)
+        try:
+            return await conn.send(api_key, entity, version=version)
+        finally:
+            conn.close()
+
+    return asyncio.run(go())
+
+
+def leader_and_isr_request(states: list, leaders: dict[int, int], controller_epoch: int = 1, topic_ids=None):
+    """A LeaderAndIsr v6 request entity; ``leaders`` maps broker id -> port."""
+    from odradek.protocol.inter_broker import leader_and_isr as s
+
+    topics: dict[str, list] = {}
+    for st in states:
+        topics.setdefault(st.topic_name, []).append(
+            s.LeaderAndIsrPartitionState(
+                partition_index=st.partition_index,
+                controller_epoch=controller_epoch,
+                leader=st.leader,
+                leader_epoch=st.leader_epoch,
+                isr=tuple(st.isr),
+                partition_epoch=st.partition_epoch,
+                replicas=tuple(st.replicas),
+            )
+        )
+    return s.LeaderAndIsrRequest(
+        controller_id=0,
+        controller_epoch=controller_epoch,
+        topic_states=tuple(
+            s.LeaderAndIsrTopicState(topic_name=t, topic_id=(topic_ids or {}).get(t), partition_states=tuple(ps))
+            for t, ps in topics.items()
+        ),
+        live_leaders=tuple(
+            s.LeaderAndIsrLiveLeader(broker_id=b, host_name="127.0.0.1", port=p) for b, p in leaders.items()
+        ),
+    )

@@ -10,7 +10,13 @@ import pytest
 
 from odradek.protocol import errors
 from odradek.protocol.errors import ErrorCode
-from tests.cluster.replication_support import ReplicaSet, partition_state, wait_for
+from tests.cluster.replication_support import (
+    ReplicaSet,
+    leader_and_isr_request,
+    partition_state,
+    send,
+    wait_for,
+)
 
 
 def _produce(bootstrap: str, topic: str, values, acks="all", **extra) -> list:
@@ -151,3 +157,52 @@ def test_new_leader_truncates_the_old_leaders_unreplicated_tail(three):
     assert rs.batches(1, "t") == rs.batches(2, "t")
     values = _consume(rs.bootstrap(2), "t", 9)
     assert values == [b"a"] * 5 + [b"new"] * 4
+
+
+def test_leader_and_isr_and_stop_replica_over_the_wire(three):
+    """The controller's requests as bytes on a socket: LeaderAndIsr v6 makes broker 2 the
+    leader and 1, 3 its followers; StopReplica with delete removes broker 3's replica."""
+    import uuid
+
+    from odradek.protocol.inter_broker import stop_replica
+
+    rs = three
+    rs.create_topic("w", {0: [1, 2, 3]})
+    topic_id = uuid.uuid4()
+    states = [partition_state("w", 0, 2, 1, [1, 2, 3], [1, 2, 3])]
+    request = leader_and_isr_request(states, {2: rs.brokers[2].port}, topic_ids={"w": topic_id})
+    for node_id in (1, 2, 3):
+        response = send(rs.bootstrap(node_id), 4, request, 6)
+        assert response.error_code == 0
+        assert [(t.topic_id, [(p.partition_index, p.error_code) for p in t.partition_errors]) for t in response.topics] == [
+            (topic_id, [(0, 0)])
+        ]
+    rs.update_metadata(states)
+    assert not [e for e, _ in _produce(rs.bootstrap(2), "w", [b"z"] * 7) if e]
+    wait_for(lambda: rs.partition(3, "w").hw == 7 and rs.partition(1, "w").hw == 7, what="followers caught up")
+    stop = stop_replica.StopReplicaRequest(
+        controller_id=0,
+        controller_epoch=1,
+        topic_states=(
+            stop_replica.StopReplicaTopicState(
+                topic_name="w",
+                partition_states=(stop_replica.StopReplicaPartitionState(partition_index=0, delete_partition=True),),
+            ),
+        ),
+    )
+    response = send(rs.bootstrap(3), 5, stop, 3)
+    assert response.error_code == 0 and [(p.topic_name, p.error_code) for p in response.partition_errors] == [("w", 0)]
+    assert rs.partition(3, "w") is None
+    stale = leader_and_isr_request(states, {2: rs.brokers[2].port}, controller_epoch=0)
+    assert send(rs.bootstrap(1), 4, stale, 6).error_code == ErrorCode.stale_controller_epoch
+
+
+def test_a_single_node_broker_refuses_leader_and_isr():
+    from odradek.testing import EmbeddedBroker
+
+    with EmbeddedBroker() as b:
+        b.create_topic("s")
+        request = leader_and_isr_request([partition_state("s", 0, 0, 5, [0], [0])], {0: b.port})
+        response = send(b.bootstrap_servers, 4, request, 6)
+        assert response.error_code == ErrorCode.invalid_request
+        assert b.call(lambda broker: broker.replica_manager.partitions[("s", 0)].leader_epoch) == 0
