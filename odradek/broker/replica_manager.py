@@ -314,12 +314,14 @@ class ReplicaManager:
             if delete and self.log_manager.get_log(*key) is not None:
                 self.log_manager.delete_log(*key)
             return 0
-        if partition.is_leader:
-            self.on_role_change(partition, False)
-        partition.state = PartitionState(-1, partition.leader_epoch, partition.state.replicas, [], partition.state.partition_epoch)
+        was_leader = partition.is_leader
+        state = partition.state
+        partition.state = PartitionState(-1, state.leader_epoch, state.replicas, [], state.partition_epoch)
         if delete:
             self.partitions.pop(key, None)
             self.log_manager.delete_log(*key)
+        if was_leader:
+            self.on_role_change(partition, False)
         self.on_high_watermark(key)
         return 0
 

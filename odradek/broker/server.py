@@ -163,6 +163,7 @@ class Broker:
         self.producer_ids = ProducerIdManager(self.store)
         self.transaction_coordinator = TransactionCoordinator.for_broker(self)  # after the groups: markers
         self.transaction_coordinator.start()  # on __consumer_offsets complete transactional commits
+        self.replica_manager.on_role_change = self._on_role_change
 
         # -- log cleaner (compaction; odradek/storage/cleaner_manager.py) --
         self.log_cleaner = LogCleaner(
@@ -365,6 +366,13 @@ class Broker:
         """A high watermark moved (or the leadership did): waiting produces and fetches retry."""
         self.produce_purgatory.check_and_complete(key)
         self.fetch_purgatory.check_and_complete(key)
+
+    def _on_role_change(self, partition, leader: bool) -> None:
+        """Cluster mode: this broker started or stopped leading ``partition``; a coordinator
+        loads or unloads it when it is one of its internal topic's."""
+        for coordinator in (self.group_coordinator, self.transaction_coordinator):
+            if coordinator.topic.name == partition.topic:
+                coordinator.sync_partitions()
 
     def _on_metadata_change(self, event: str, topic: str) -> None:
         self.replica_manager.sync_topic(topic)

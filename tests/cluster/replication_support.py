@@ -39,42 +39,78 @@ def partition_state(topic: str, index: int, leader: int, leader_epoch: int, isr,
 
 
 class ReplicaSet:
-    def __init__(self, n: int = 3, overrides: dict | None = None, isr_updater_for=None):
+    def __init__(self, n: int = 3, overrides: dict | None = None, zk_connect: str | None = None):
         self.overrides = {**FAST, **(overrides or {})}
         self.brokers = {i: EmbeddedBroker(node_id=i, overrides=self.overrides) for i in range(1, n + 1)}
         self.controller_epoch = 1
-        self.isr_updater_for = isr_updater_for  # node id -> IsrUpdater (on that broker's loop), or None
+        self.zk_connect = zk_connect  # leaders write ISR changes there (else they apply them alone)
+        self._zk: dict[int, object] = {}
 
     def __enter__(self) -> ReplicaSet:
         for node_id in self.brokers:
             self.start(node_id)
+        self.register_brokers()
         return self
 
-    def __exit__(self, *exc) -> None:
+    def register_brokers(self) -> None:
+        """Every live broker's image lists every live broker (what UpdateMetadata brings)."""
+        from odradek.cluster.metadata import BrokerInfo
+
+        live = {i: b.port for i, b in self.brokers.items() if b.running}
+
+        def apply(broker):
+            broker.image.brokers.clear()
+            for i, port in live.items():
+                broker.image.brokers[i] = BrokerInfo(i, "127.0.0.1", port, broker.rack if i == broker.node_id else None)
+
         for b in self.brokers.values():
             if b.running:
-                b.stop()
+                b.call(apply)
+
+    def __exit__(self, *exc) -> None:
+        for node_id, b in self.brokers.items():
+            if b.running:
+                self.stop(node_id)
 
     def start(self, node_id: int) -> None:
         b = self.brokers[node_id]
         b.start()
-        updater_for = self.isr_updater_for
-        b.call(
-            lambda broker: broker.replica_manager.enable_replication(
-                broker.config.get, updater_for(node_id) if updater_for else None
-            )
-        )
+        updater = None
+        if self.zk_connect:
+            from odradek.broker.isr_updater import IsrUpdater
+            from odradek.cluster.zk_client import ZkClient
+
+            async def connect():
+                return await ZkClient(self.zk_connect, session_timeout_ms=6000).start()
+
+            zk = self._zk[node_id] = self.run(node_id, connect)
+            updater = IsrUpdater(zk)
+        b.call(lambda broker: broker.replica_manager.enable_replication(broker.config.get, updater))
+
+    def stop(self, node_id: int) -> None:
+        zk = self._zk.pop(node_id, None)
+        if zk is not None:
+            self.run(node_id, zk.close)
+        self.brokers[node_id].stop()
+
+    def run(self, node_id: int, coro_fn, timeout: float = 30.0):
+        """Run ``coro_fn()`` on broker ``node_id``'s event loop and return its result."""
+        import asyncio
+
+        return asyncio.run_coroutine_threadsafe(coro_fn(), self.brokers[node_id]._loop).result(timeout)
 
     def bootstrap(self, node_id: int) -> str:
         return self.brokers[node_id].bootstrap_servers
 
-    def create_topic(self, name: str, assignment: dict[int, list[int]], configs: dict | None = None) -> None:
+    def create_topic(
+        self, name: str, assignment: dict[int, list[int]], configs: dict | None = None, internal: bool = False
+    ) -> None:
         """The topic in every live broker's metadata image (what UpdateMetadata brings)."""
         for b in self.brokers.values():
             if b.running:
                 b.call(
                     lambda broker: broker.store.create_topic(
-                        name, len(assignment), assignment, {k: str(v) for k, v in (configs or {}).items()}, False
+                        name, len(assignment), assignment, {k: str(v) for k, v in (configs or {}).items()}, internal
                     )
                     if name not in broker.image.topics
                     else None

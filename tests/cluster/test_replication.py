@@ -206,3 +206,90 @@ def test_a_single_node_broker_refuses_leader_and_isr():
         response = send(b.bootstrap_servers, 4, request, 6)
         assert response.error_code == ErrorCode.invalid_request
         assert b.call(lambda broker: broker.replica_manager.partitions[("s", 0)].leader_epoch) == 0
+
+
+def test_group_coordinator_moves_with_leadership_of_consumer_offsets(three):
+    """Offsets committed on broker 1 (leader of __consumer_offsets) are replicated; when
+    broker 2 becomes leader it loads them and serves the group, broker 1 unloads."""
+    rs = three
+    rs.create_topic("t", {0: [1, 2, 3]})
+    rs.create_topic("__consumer_offsets", {p: [1, 2, 3] for p in range(5)}, {"cleanup.policy": "compact"}, internal=True)
+    rs.leader_and_isr(
+        [partition_state("t", 0, 1, 1, [1, 2, 3], [1, 2, 3])]
+        + [partition_state("__consumer_offsets", p, 1, 1, [1, 2, 3], [1, 2, 3]) for p in range(5)]
+    )
+    _produce(rs.bootstrap(1), "t", [b"m"] * 10)
+
+    def commit(bootstrap, offset):
+        c = confluent_kafka.Consumer({"bootstrap.servers": bootstrap, "group.id": "g", "enable.auto.commit": False})
+        c.commit(offsets=[confluent_kafka.TopicPartition("t", 0, offset)], asynchronous=False)
+        c.close()
+
+    def committed(bootstrap):
+        c = confluent_kafka.Consumer({"bootstrap.servers": bootstrap, "group.id": "g"})
+        try:
+            return c.committed([confluent_kafka.TopicPartition("t", 0)], timeout=10)[0].offset
+        finally:
+            c.close()
+
+    commit(rs.bootstrap(1), 7)
+    assert committed(rs.bootstrap(1)) == 7
+    wait_for(
+        lambda: all(rs.partition(2, "__consumer_offsets", p).hw == rs.partition(1, "__consumer_offsets", p).leo for p in range(5)),
+        what="offsets replicated to broker 2",
+    )
+    rs.leader_and_isr([partition_state("__consumer_offsets", p, 2, 2, [1, 2, 3], [1, 2, 3]) for p in range(5)])
+    assert rs.brokers[1].call(lambda b: sorted(b.group_coordinator.shards)) == []
+    assert committed(rs.bootstrap(3)) == 7
+    commit(rs.bootstrap(3), 9)
+    assert committed(rs.bootstrap(1)) == 9
+
+
+def test_leader_records_isr_changes_in_zookeeper_with_conditional_writes(zk_connect, caplog):
+    """The shrink is written to the state znode (version checked) with an ISR change
+    notification; a znode changed by someone else (the controller) is not overwritten."""
+    import asyncio
+
+    from odradek.cluster import zk_data
+    from odradek.cluster.partitions import LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartition
+    from odradek.cluster.zk_client import ZkClient
+
+    tp = TopicPartition("z", 0)
+    path = zk_data.partition_state_path(tp)
+
+    async def zk_do(fn):
+        async with ZkClient(zk_connect) as zk:
+            return await fn(zk)
+
+    async def seed(zk):
+        state = LeaderIsrAndControllerEpoch(LeaderAndIsr(1, 1, (1, 2, 3)), 1)
+        await zk.create(path, zk_data.encode_partition_state(state), makepath=True)
+        await zk.ensure_path(zk_data.ISR_CHANGE_NOTIFICATION_PATH)
+
+    async def read(zk):
+        data, stat = await zk.get(path)
+        notes = await zk.get_children(zk_data.ISR_CHANGE_NOTIFICATION_PATH)
+        return zk_data.decode_partition_state(tp, data, stat.version), notes
+
+    asyncio.run(zk_do(seed))
+    with ReplicaSet(3, zk_connect=zk_connect) as rs:
+        rs.create_topic("z", {0: [1, 2, 3]})
+        rs.leader_and_isr([partition_state("z", 0, 1, 1, [1, 2, 3], [1, 2, 3], zk_version=0)])
+        rs.stop(3)
+        wait_for(lambda: rs.partition(1, "z").isr == [1, 2], what="ISR shrunk on the leader")
+        state, notes = asyncio.run(zk_do(read))
+        assert state.leader_and_isr.isr == (1, 2) and state.leader_and_isr.zk_version == 1
+        assert state.leader_and_isr.leader_epoch == 1 and state.controller_epoch == 1
+        wait_for(lambda: asyncio.run(zk_do(read))[1], what="an ISR change notification")
+
+        async def controller_write(zk):  # the controller changes the state meanwhile
+            s = LeaderIsrAndControllerEpoch(LeaderAndIsr(1, 1, (1,)), 2)
+            await zk.set(path, zk_data.encode_partition_state(s), version=1)
+
+        asyncio.run(zk_do(controller_write))
+        rs.stop(2)
+        # the leader's shrink to [1] meets version 2, not 1: refused, the local ISR stays
+        wait_for(lambda: "could not record ISR [1]" in caplog.text, what="the refused write")
+        assert rs.partition(1, "z").isr == [1, 2]
+        state, _ = asyncio.run(zk_do(read))
+        assert state.controller_epoch == 2 and state.leader_and_isr.zk_version == 2
