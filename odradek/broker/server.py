@@ -311,6 +311,8 @@ class Broker:
             self.produce_purgatory.close()
         if hasattr(self, "transaction_coordinator"):
             await self.transaction_coordinator.close()
+        if hasattr(self, "marker_channel"):
+            await self.marker_channel.close()
         if hasattr(self, "group_coordinator"):
             await self.group_coordinator.close()
         if hasattr(self, "log_cleaner"):  # before the logs close; its threads may wait on the loop
@@ -366,6 +368,18 @@ class Broker:
         """A high watermark moved (or the leadership did): waiting produces and fetches retry."""
         self.produce_purgatory.check_and_complete(key)
         self.fetch_purgatory.check_and_complete(key)
+
+    def enable_replication(self, isr_updater=None) -> None:
+        """Cluster mode (called once the broker is registered): the controller's LeaderAndIsr
+        decides what this broker leads and follows, followers fetch, leaders keep the ISR
+        (written to ZooKeeper through ``isr_updater``, a ``broker.isr_updater.IsrUpdater``),
+        and transaction markers reach partitions led by other brokers."""
+        from odradek.broker.txn.marker_channel import MarkerChannel
+
+        self.replica_manager.enable_replication(self.config.get, isr_updater)
+        txn = self.transaction_coordinator
+        self.marker_channel = MarkerChannel(self, txn._poke, self.config.get("request.timeout.ms"))
+        txn._write_markers = self.marker_channel.write_markers
 
     def _on_role_change(self, partition, leader: bool) -> None:
         """Cluster mode: this broker started or stopped leading ``partition``; a coordinator

@@ -85,7 +85,7 @@ class ReplicaSet:
 
             zk = self._zk[node_id] = self.run(node_id, connect)
             updater = IsrUpdater(zk)
-        b.call(lambda broker: broker.replica_manager.enable_replication(broker.config.get, updater))
+        b.call(lambda broker: broker.enable_replication(updater))
 
     def stop(self, node_id: int) -> None:
         zk = self._zk.pop(node_id, None)

@@ -117,8 +117,8 @@ def test_isr_shrinks_when_a_follower_stops_and_expands_when_it_is_back(three):
     wait_for(lambda: rs.partition(1, "t").isr == [1, 2], what="ISR without broker 3")
     reports = _produce(rs.bootstrap(1), "t", [b"b"] * 10)
     assert not [e for e, _ in reports if e]  # 2 in sync >= min.insync.replicas
-    rs.brokers[3].start()
-    rs.brokers[3].call(lambda b: b.replica_manager.enable_replication(b.config.get))
+    rs.start(3)
+    rs.register_brokers()
     rs.create_topic("t", {0: [1, 2, 3]})
     rs.leader_and_isr([partition_state("t", 0, 1, 1, [1, 2], [1, 2, 3])], to=[3])
     wait_for(lambda: rs.partition(1, "t").isr == [1, 2, 3], what="broker 3 back in the ISR")
@@ -293,3 +293,73 @@ def test_leader_records_isr_changes_in_zookeeper_with_conditional_writes(zk_conn
         assert rs.partition(1, "z").isr == [1, 2]
         state, _ = asyncio.run(zk_do(read))
         assert state.controller_epoch == 2 and state.leader_and_isr.zk_version == 2
+
+
+def test_idempotent_producer_keeps_its_sequence_across_a_leader_change(three):
+    """Producer state is rebuilt on followers from the replicated batches: after the leader
+    moves, the same idempotent producer goes on without duplicates or sequence errors."""
+    rs = three
+    rs.create_topic("t", {0: [1, 2, 3]}, {"min.insync.replicas": 2})
+    _lead(rs, "t", 1, 1)
+    producer = confluent_kafka.Producer(
+        {"bootstrap.servers": rs.bootstrap(1), "enable.idempotence": True, "linger.ms": 5, "message.timeout.ms": 20000}
+    )
+    reports = []
+
+    def done(err, msg):
+        reports.append((err, msg.value(), msg.offset() if err is None else None))
+
+    for i in range(50):
+        producer.produce("t", b"%d" % i, partition=0, on_delivery=done)
+    producer.flush(20)
+    wait_for(lambda: rs.partition(2, "t").leo == 50, what="broker 2 caught up")
+    assert rs.brokers[2].call(lambda b: b.replica_manager.partitions[("t", 0)].log.producer_state.producers) != {}
+    rs.leader_and_isr([partition_state("t", 0, 2, 2, [1, 2, 3], [1, 2, 3])])
+    for i in range(50, 100):
+        producer.produce("t", b"%d" % i, partition=0, on_delivery=done)
+    producer.flush(30)
+    assert [e for e, _, _ in reports if e] == []
+    assert sorted(o for *_, o in reports) == list(range(100))
+    assert _consume(rs.bootstrap(2), "t", 100) == [b"%d" % i for i in range(100)]
+
+
+def test_transaction_markers_reach_partitions_led_by_other_brokers(three):
+    """The coordinator (broker 1) commits one transaction and aborts another over partitions
+    led by brokers 2 and 3: WriteTxnMarkers goes to those leaders; read_committed readers
+    see exactly the committed records."""
+    rs = three
+    rs.create_topic("a", {0: [1, 2, 3]})
+    rs.create_topic("b", {0: [1, 2, 3]})
+    rs.create_topic("__transaction_state", {p: [1, 2, 3] for p in range(5)}, {"cleanup.policy": "compact"}, internal=True)
+    rs.leader_and_isr(
+        [partition_state("a", 0, 2, 1, [1, 2, 3], [1, 2, 3]), partition_state("b", 0, 3, 1, [1, 2, 3], [1, 2, 3])]
+        + [partition_state("__transaction_state", p, 1, 1, [1, 2, 3], [1, 2, 3]) for p in range(5)]
+    )
+    producer = confluent_kafka.Producer({"bootstrap.servers": rs.bootstrap(1), "transactional.id": "tx-1"})
+    producer.init_transactions(20)
+    producer.begin_transaction()
+    for topic in ("a", "b"):
+        producer.produce(topic, b"committed-" + topic.encode(), partition=0)
+    producer.commit_transaction(20)
+    producer.begin_transaction()
+    for topic in ("a", "b"):
+        producer.produce(topic, b"aborted-" + topic.encode(), partition=0)
+    producer.flush(20)  # sent, so that the abort has markers to write
+    producer.abort_transaction(20)
+    for topic, leader in (("a", 2), ("b", 3)):
+        # data, commit marker, data, abort marker: the last stable offset is past them all
+        wait_for(lambda topic=topic, leader=leader: rs.partition(leader, topic).hw == 4, what=f"markers on {topic}")
+        consumer = confluent_kafka.Consumer(
+            {"bootstrap.servers": rs.bootstrap(1), "group.id": "r", "isolation.level": "read_committed"}
+        )
+        consumer.assign([confluent_kafka.TopicPartition(topic, 0, 0)])
+        seen = []
+        for _ in range(50):
+            msg = consumer.poll(0.1)
+            if msg is not None and msg.error() is None:
+                seen.append(msg.value())
+            low, high = consumer.get_watermark_offsets(confluent_kafka.TopicPartition(topic, 0), cached=True)
+            if high == 4 and seen:
+                break
+        consumer.close()
+        assert seen == [b"committed-" + topic.encode()]
