@@ -34,6 +34,7 @@ class FollowerState:
     last fetch (-1 until it fetches), and the times behind ``replica.lag.time.max.ms``."""
 
     leo: int = -1
+    log_start: int = -1
     last_fetch_ms: int = 0
     last_fetch_leader_leo: int = -1
     last_caught_up_ms: int = 0
@@ -140,7 +141,9 @@ class Partition:
         """Bytes of the local log, every segment."""
         return self.log.size
 
-    def update_follower_fetch_state(self, replica_id: int, log_end_offset: int, now_ms: int | None = None) -> bool:
+    def update_follower_fetch_state(
+        self, replica_id: int, log_end_offset: int, now_ms: int | None = None, log_start_offset: int = -1
+    ) -> bool:
         """A follower fetched from ``log_end_offset``: everything below is in its log. Returns
         whether the high watermark moved. A replica not assigned to this partition is
         answered NOT_LEADER_OR_FOLLOWER (Kafka's followerReplicaOrThrow)."""
@@ -157,6 +160,8 @@ class Partition:
         elif log_end_offset >= follower.last_fetch_leader_leo >= 0:
             follower.last_caught_up_ms = max(follower.last_caught_up_ms, follower.last_fetch_ms)
         follower.leo = log_end_offset
+        if log_start_offset >= 0:
+            follower.log_start = log_start_offset
         follower.last_fetch_ms = now_ms
         follower.last_fetch_leader_leo = leader_leo
         return self._maybe_advance_high_watermark()
@@ -217,6 +222,19 @@ class Partition:
         self.state.isr = list(isr)
         self.state.partition_epoch = zk_version
         return self._maybe_advance_high_watermark()
+
+    @property
+    def low_watermark(self) -> int:
+        """The smallest log start offset over the leader and the followers in the ISR, as
+        their fetches last said (DeleteRecords answers it; -1 while one has not said)."""
+        low = self.log.log_start_offset
+        for r in self.state.isr:
+            if r != self.node_id:
+                follower = self._followers.get(r)
+                start = follower.log_start if follower is not None else -1
+                if start < low:
+                    low = start
+        return low
 
     @property
     def under_min_isr(self) -> bool:

@@ -327,25 +327,32 @@ class ReplicaManager:
 
     # -- replication: the leader's side ----------------------------------------------------
 
-    def read_for_follower(self, replica_id: int, plan, max_bytes: int, *, file_slices: bool = False):
-        """A follower's fetch: record how far each of its logs reaches (its fetch offset),
-        advancing high watermarks and expanding ISRs, then read up to the log end (not the
-        high watermark). Same results as ``read``."""
+    def read_for_follower(
+        self, replica_id: int, plan, max_bytes: int, *, file_slices: bool = False, log_starts=None
+    ):
+        """A follower's fetch: record how far each of its logs reaches (its fetch offset) and
+        where it starts (``log_starts``: (topic, partition) -> its log start offset),
+        advancing high watermarks and low watermarks and expanding ISRs, then read up to the
+        log end (not the high watermark). Same results as ``read``."""
         now_ms = int(time.time() * 1000)
         for topic, index, offset, _, epoch in plan:
             partition = self.partitions.get((topic, index))
             if partition is None or not partition.is_leader:
                 continue
+            key = (topic, index)
             try:
                 partition.check_leader(epoch)
-                moved = partition.update_follower_fetch_state(replica_id, offset, now_ms)
+                low = partition.low_watermark
+                moved = partition.update_follower_fetch_state(
+                    replica_id, offset, now_ms, log_starts.get(key, -1) if log_starts else -1
+                )
             except errors.KafkaError:
                 continue  # answered below by the read's own checks
             expanded = partition.isr_to_expand(replica_id)
             if expanded is not None:
                 self.change_isr(partition, expanded, f"broker {replica_id} caught up")
-            if moved:
-                self.on_high_watermark((topic, index))
+            if moved or partition.low_watermark != low:
+                self.on_high_watermark(key)
         return self.read(plan, max_bytes, 0, file_slices=file_slices, replica_id=replica_id)
 
     def on_follower_append(self, key) -> None:

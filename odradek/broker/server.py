@@ -147,6 +147,7 @@ class Broker:
         self.timer = SystemTimer(loop=asyncio.get_running_loop())
         self.fetch_purgatory = DelayedOperationPurgatory("fetch", self.timer)
         self.produce_purgatory = DelayedOperationPurgatory("produce", self.timer)
+        self.delete_records_purgatory = DelayedOperationPurgatory("delete-records", self.timer)
         self.replica_manager = ReplicaManager(
             self.node_id,
             self.log_manager,
@@ -309,6 +310,7 @@ class Broker:
         if hasattr(self, "fetch_purgatory"):
             self.fetch_purgatory.close()
             self.produce_purgatory.close()
+            self.delete_records_purgatory.close()
         if hasattr(self, "transaction_coordinator"):
             await self.transaction_coordinator.close()
         if hasattr(self, "marker_channel"):
@@ -368,6 +370,7 @@ class Broker:
         """A high watermark moved (or the leadership did): waiting produces and fetches retry."""
         self.produce_purgatory.check_and_complete(key)
         self.fetch_purgatory.check_and_complete(key)
+        self.delete_records_purgatory.check_and_complete(key)
 
     def enable_replication(self, isr_updater=None) -> None:
         """Cluster mode (called once the broker is registered): the controller's LeaderAndIsr

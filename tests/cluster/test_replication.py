@@ -363,3 +363,18 @@ def test_transaction_markers_reach_partitions_led_by_other_brokers(three):
                 break
         consumer.close()
         assert seen == [b"committed-" + topic.encode()]
+
+
+def test_delete_records_waits_until_the_followers_moved_their_log_start(three):
+    from confluent_kafka.admin import AdminClient
+
+    rs = three
+    rs.create_topic("t", {0: [1, 2, 3]})
+    _lead(rs, "t", 1, 1)
+    assert not [e for e, _ in _produce(rs.bootstrap(1), "t", [b"d"] * 30) if e]
+    wait_for(lambda: rs.partition(3, "t").hw == 30, what="replicated")
+    admin = AdminClient({"bootstrap.servers": rs.bootstrap(1)})
+    futures = admin.delete_records([confluent_kafka.TopicPartition("t", 0, 20)], request_timeout=15)
+    result = futures[confluent_kafka.TopicPartition("t", 0, 20)].result(15)
+    assert result.low_watermark == 20  # the low watermark over the ISR: every replica already starts there
+    assert [rs.partition(i, "t").log_start for i in (1, 2, 3)] == [20, 20, 20]

@@ -52,6 +52,16 @@ def _plan(broker, body, version: int):
     return plan, ids, unknown
 
 
+def _follower_log_starts(broker, body, version: int) -> dict:
+    """A follower's log start offset per partition (it tells the leader in each fetch)."""
+    out = {}
+    for t in body.topics:
+        name = t.topic if version < FETCH_TOPIC_IDS_FROM else _topic_name(broker, t.topic_id)
+        for p in t.partitions:
+            out[(name, p.partition)] = p.log_start_offset
+    return out
+
+
 _NAMES_BY_ID: dict = {}
 _ZERO_ID = uuid.UUID(int=0)  # kio reads the all-zero id as None
 
@@ -95,8 +105,9 @@ def handle_fetch(broker, request):
     max_bytes = body.max_bytes
     if replica_id >= 0:
         isolation = 0
+        log_starts = _follower_log_starts(broker, body, version)
         topics, total, had_error = broker.replica_manager.read_for_follower(
-            replica_id, plan, max_bytes, file_slices=broker.zero_copy
+            replica_id, plan, max_bytes, file_slices=broker.zero_copy, log_starts=log_starts
         )
     else:
         topics, total, had_error = broker.replica_manager.read(
