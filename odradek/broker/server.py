@@ -156,6 +156,8 @@ class Broker:
         self._warn_if_over_capacity()
         self.timer = SystemTimer(loop=asyncio.get_running_loop())
         self.fetch_purgatory = DelayedOperationPurgatory("fetch", self.timer)
+        self.produce_purgatory = DelayedOperationPurgatory("produce", self.timer)
+        self.delete_records_purgatory = DelayedOperationPurgatory("delete-records", self.timer)
         self.replica_manager = ReplicaManager(
             self.node_id,
             self.log_manager,
@@ -164,14 +166,20 @@ class Broker:
             on_append=self.fetch_purgatory.check_and_complete,
             on_ready=lambda topic: self.controller.notify("ready", topic),
         )
+        self.replica_manager.on_high_watermark = self._on_high_watermark
         if self.cluster is None:  # in a cluster, LeaderAndIsr and StopReplica say which replicas to host
             self.replica_manager.sync_all()
-            self.controller.on_change(self._on_metadata_change)
+        self.controller.on_change(self._on_metadata_change)
         self.group_coordinator = GroupCoordinator.for_broker(self)  # listens after the replica manager
         self.group_coordinator.start()
         self.producer_ids = ProducerIdManager(self.store)
         self.transaction_coordinator = TransactionCoordinator.for_broker(self)  # after the groups: markers
         self.transaction_coordinator.start()  # on __consumer_offsets complete transactional commits
+        self.replica_manager.on_role_change = self._on_role_change
+        if self.cluster is not None:
+            from odradek.broker.isr_updater import IsrUpdater
+
+            self.enable_replication(IsrUpdater(self.cluster.zk))
 
         # -- log cleaner (compaction; odradek/storage/cleaner_manager.py) --
         self.log_cleaner = LogCleaner(
@@ -253,10 +261,15 @@ class Broker:
     async def _register_in_cluster(self) -> None:
         from odradek.cluster.cluster_node import ClusterStartupError
 
+        self.cluster.on_registered = self._on_registered
         try:
             await self.cluster.register()
         except ClusterStartupError as exc:
             raise StartupError(str(exc)) from None
+
+    def _on_registered(self, broker_epoch: int) -> None:
+        """Requests the controller meant for an earlier registration are refused from now on."""
+        self.replica_manager.broker_epoch = broker_epoch
 
     def _stop_leading(self) -> None:
         """The ZooKeeper session expired: another broker may lead our partitions by now."""
@@ -408,8 +421,12 @@ class Broker:
             await self.replica_manager.close()
         if hasattr(self, "fetch_purgatory"):
             self.fetch_purgatory.close()
+            self.produce_purgatory.close()
+            self.delete_records_purgatory.close()
         if hasattr(self, "transaction_coordinator"):
             await self.transaction_coordinator.close()
+        if hasattr(self, "marker_channel"):
+            await self.marker_channel.close()
         if hasattr(self, "group_coordinator"):
             await self.group_coordinator.close()
         if hasattr(self, "log_cleaner"):  # before the logs close; its threads may wait on the loop
@@ -443,6 +460,8 @@ class Broker:
             info = self.store.image.topics.get(topic)
             if info is not None:
                 overrides = info.configs
+            elif self.cluster is not None:  # LeaderAndIsr can come before UpdateMetadata
+                overrides = self.store.known_topic_configs(topic)
         return LogConfig.from_dict(effective_topic_config(overrides, self.config))
 
     def topic_config_entries(self, overrides: dict[str, str]):
@@ -460,6 +479,31 @@ class Broker:
                 coordinator.topic.ensure_created()
                 return self.image.topics.get(name)
         return self.controller.create_topic(name)
+
+    def _on_high_watermark(self, key) -> None:
+        """A high watermark moved (or the leadership did): waiting produces and fetches retry."""
+        self.produce_purgatory.check_and_complete(key)
+        self.fetch_purgatory.check_and_complete(key)
+        self.delete_records_purgatory.check_and_complete(key)
+
+    def enable_replication(self, isr_updater=None) -> None:
+        """Cluster mode (called once the broker is registered): the controller's LeaderAndIsr
+        decides what this broker leads and follows, followers fetch, leaders keep the ISR
+        (written to ZooKeeper through ``isr_updater``, a ``broker.isr_updater.IsrUpdater``),
+        and transaction markers reach partitions led by other brokers."""
+        from odradek.broker.txn.marker_channel import MarkerChannel
+
+        self.replica_manager.enable_replication(self.config.get, isr_updater)
+        txn = self.transaction_coordinator
+        self.marker_channel = MarkerChannel(self, txn._poke, self.config.get("request.timeout.ms"))
+        txn._write_markers = self.marker_channel.write_markers
+
+    def _on_role_change(self, partition, leader: bool) -> None:
+        """Cluster mode: this broker started or stopped leading ``partition``; a coordinator
+        loads or unloads it when it is one of its internal topic's."""
+        for coordinator in (self.group_coordinator, self.transaction_coordinator):
+            if coordinator.topic.name == partition.topic:
+                coordinator.sync_partitions()
 
     def _on_metadata_change(self, event: str, topic: str) -> None:
         self.replica_manager.sync_topic(topic)

@@ -3,8 +3,11 @@
 Record batches stay bytes: each partition's batches are validated, given offsets and
 appended by the log (see ``storage.log.Log.append_as_leader``). acks=0 sends no answer
 (and closes the connection if any partition failed, so the client notices, as Kafka
-does); acks=1 and acks=-1 answer once the append is done — on a single node the ISR is
-this broker, so the high watermark has already passed the batch. Writes to internal
+does); acks=1 answers once the append is done; acks=-1 too when the ISR is this broker
+alone (a single node), else it waits in the produce purgatory (``DelayedProduce``) until
+the high watermark passes the batch or ``timeout_ms`` runs out (REQUEST_TIMED_OUT); an ISR
+smaller than ``min.insync.replicas`` refuses it (NOT_ENOUGH_REPLICAS, or
+NOT_ENOUGH_REPLICAS_AFTER_APPEND when it shrank while waiting). Writes to internal
 topics are refused. The response is packed by hand (``protocol.hot_responses``).
 v0-v2 carry legacy message sets (magic 0/1), converted to v2 batches before the append.
 A batch rejected for some of its records (keyless records on a compacted topic, out-of-range
@@ -16,6 +19,7 @@ must be in the producer's open transaction (INVALID_TXN_STATE) and its epoch cur
 (INVALID_PRODUCER_EPOCH), so a fenced producer cannot leave data no marker will decide.
 """
 
+from odradek.broker.delayed_produce import DelayedProduce
 from odradek.broker.handlers import RawResponse, api, fast_lane
 from odradek.protocol import errors, messages
 from odradek.protocol.batch import (
@@ -47,6 +51,7 @@ def handle_produce(broker, request):
     txn = getattr(broker, "transaction_coordinator", None) if txn_id is not None else None
     results = []
     failed = None
+    waiting = []  # acks=all partitions whose records have not reached the ISR yet
     for topic in body.topic_data:
         name = topic.name
         info_topic = image_topics.get(name)
@@ -69,6 +74,8 @@ def handle_produce(broker, request):
                 partitions.append(
                     (index, 0, info.first_offset, info.log_append_time, info.log_start_offset, None)
                 )
+                if acks == -1 and partition.high_watermark <= info.last_offset:
+                    waiting.append([partition, info.last_offset + 1, partitions, len(partitions) - 1])
             except errors.KafkaError as exc:
                 failed = exc
                 partitions.append(_failure(index, exc))
@@ -77,7 +84,17 @@ def handle_produce(broker, request):
         if failed is not None:
             raise failed  # the connection is closed: the only signal an acks=0 producer gets
         return None
+    if waiting:
+        return _wait_for_isr(broker, request.api_version, results, waiting, int(body.timeout.total_seconds() * 1000))
     return RawResponse(produce_response(request.api_version, results))
+
+
+async def _wait_for_isr(broker, version: int, results, waiting, timeout_ms: int):
+    op = DelayedProduce(timeout_ms, waiting)
+    keys = [(p.topic, p.index) for p, *_ in waiting]
+    if not broker.produce_purgatory.try_complete_else_watch(op, keys):
+        await op
+    return RawResponse(produce_response(version, results))
 
 
 @fast_lane(0)
@@ -93,6 +110,10 @@ def produce_one_partition(broker, frame):
     topic = broker.image.topics.get(name)
     if topic is None or topic.internal or acks not in (-1, 0, 1):
         return None
+    if acks == -1:
+        partition = broker.replica_manager.partitions.get((name, index))
+        if partition is not None and len(partition.state.isr) > 1:
+            return None  # replicated: it may have to wait for the ISR (handle_produce)
     try:
         _, info = broker.replica_manager.append(name, index, records, acks)
     except errors.KafkaError as exc:
