@@ -143,3 +143,78 @@ def test_zookeeper_down_brokers_keep_serving_then_reconnect(cluster, zookeeper):
         assert cluster.log_text(b).count("lost the connection to ZooKeeper") == 1  # said once
     _create(cluster, "after-zk", 2, 3)  # the control plane works again
     cluster.wait_for(lambda md: "after-zk" in md.topics and sorted(md.brokers) == [1, 2, 3], 10, "after-zk everywhere")
+
+
+def test_reassignment_moves_a_partition_with_its_data_to_another_broker(cluster):
+    """[1] → [3]: broker 3 copies the log from broker 1, joins the ISR, and the controller
+    completes the move: 3 leads, 1's replica is deleted, every record is still there."""
+    from odradek.client.blocking import Admin
+    from odradek.client.structs import NewTopic as OurNewTopic
+    from odradek.client.structs import TopicPartition
+
+    admin = Admin({"bootstrap.servers": cluster.bootstrap_servers})
+    try:
+        admin.create_topics([OurNewTopic("moving", replica_assignments={0: [1]})])
+        cluster.wait_for(lambda md: "moving" in md.topics and md.topics["moving"][0].leader == 1, 10, "moving online")
+        values = [f"moving-{i}".encode() for i in range(200)]
+        assert _produce(cluster.bootstrap_servers, "moving", values, 0) == [None] * 200
+        assert admin.alter_partition_reassignments({TopicPartition("moving", 0): [3]}) == {TopicPartition("moving", 0): None}
+        md = cluster.wait_for(
+            lambda md: md.topics["moving"][0].replicas == (3,) and md.topics["moving"][0].leader == 3, 30, "the move"
+        )
+        assert md.topics["moving"][0].isr == (3,)
+        assert admin.list_partition_reassignments() == {}
+    finally:
+        admin.close()
+    wait_until(lambda: not (cluster.brokers[1].data_dir / "moving-0").exists(), 10, "broker 1's replica deleted")
+    assert _consume(cluster.bootstrap_servers, "moving", 0, 200) == values
+
+
+def test_auto_leader_rebalance_gives_leadership_back_to_the_preferred_replica(zookeeper):
+    overrides = {"leader.imbalance.check.interval.seconds": 1, "leader.imbalance.per.broker.percentage": 0}
+    with cluster_on(zookeeper, 3, session_timeout_ms=SESSION_TIMEOUT_S * 1000, overrides=overrides) as cluster:
+        _create(cluster, "balanced", 3, 3)
+        preferred = {p: v.replicas[0] for p, v in cluster.metadata(["balanced"]).topics["balanced"].items()}
+        victim = next(b for b in preferred.values() if b != cluster.controller_id())
+        cluster.stop(victim)  # its leaderships move away
+        cluster.wait_for(lambda md: all(v.leader != victim for v in md.topics["balanced"].values()), 5, "moved away")
+        cluster.start_broker(victim)
+        # once it is back in the ISRs, the imbalance check moves its leaderships back
+        cluster.wait_for(
+            lambda md: all(v.leader == preferred[p] for p, v in md.topics["balanced"].items()), 30, "leaders back home"
+        )
+        assert "auto leader rebalance" in "".join(cluster.log_text(b) for b in cluster.brokers)
+
+
+def test_an_expired_session_stops_leading_then_registers_again(zk_connect, caplog):
+    """A broker whose ZooKeeper session expired may have lost its leaderships already: it stops
+    answering as leader at once, registers again with a new broker epoch, and leads again once
+    the controller (itself here) says so."""
+    from odradek.testing import EmbeddedBroker
+    from odradek.testing.zookeeper import expire_session
+
+    overrides = {"zookeeper.connect": zk_connect, "zookeeper.session.timeout.ms": SESSION_TIMEOUT_S * 1000}
+    with EmbeddedBroker(node_id=1, overrides=overrides) as broker:
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+        for future in admin.create_topics([NewTopic("alone", 1, 1)], operation_timeout=15).values():
+            future.result()
+        assert _produce(broker.bootstrap_servers, "alone", [b"one"]) == [None]
+        epoch = broker.call(lambda b: b.cluster.broker_epoch)
+        leading_after_loss = []
+
+        def watch(b):
+            stop_leading = b.cluster.on_session_lost
+
+            def on_lost():
+                stop_leading()
+                leading_after_loss.append([p.is_leader for p in b.replica_manager.partitions.values()])
+
+            b.cluster.on_session_lost = on_lost
+
+        broker.call(watch)
+        expire_session(zk_connect, broker.call(lambda b: b.cluster.zk.client_id))
+        wait_until(lambda: broker.call(lambda b: b.cluster.broker_epoch) != epoch, 15, "a new registration")
+        assert leading_after_loss[0] == [False]  # it stopped leading the moment the session was gone
+        assert any("ZooKeeper session of broker 1 expired" in r.getMessage() for r in caplog.records)
+        assert _produce(broker.bootstrap_servers, "alone", [b"two"]) == [None]  # leads again
+        assert _consume(broker.bootstrap_servers, "alone", 0, 2) == [b"one", b"two"]
