@@ -25,6 +25,10 @@ _pack_entry = _ENTRY.pack
 
 
 class OffsetIndex(AbstractIndex):
+    """``<base offset>.index``: 8-byte entries (int32 offset - base offset, int32 position in
+    the ``.log``), one every ``index.interval.bytes``. Owned by its LogSegment, called from
+    the log owner's thread (``flush`` from a worker too)."""
+
     ENTRY_SIZE = 8
     __slots__ = ("_last_offset",)
 
@@ -37,7 +41,7 @@ class OffsetIndex(AbstractIndex):
     def _read_last_offset(self) -> int:
         if self._entries == 0:
             return self.base_offset
-        return self.base_offset + _unpack(self._mm, (self._entries - 1) * 8)[0]
+        return self.entry(self._entries - 1)[0]
 
     @property
     def last_offset(self) -> int:
@@ -46,6 +50,7 @@ class OffsetIndex(AbstractIndex):
 
     def entry(self, n: int) -> tuple[int, int]:
         """(absolute offset, position) of entry ``n``."""
+        assert self._mm is not None, "entries imply a mapping"
         rel, pos = _unpack(self._mm, n * 8)
         return self.base_offset + rel, pos
 
@@ -72,7 +77,10 @@ class OffsetIndex(AbstractIndex):
         rel = offset - self.base_offset
         mm = self._mm
         n = self._entries
-        if n == 0 or _unpack(mm, 0)[0] > rel:
+        if n == 0:
+            return -1
+        assert mm is not None, "entries imply a mapping"
+        if _unpack(mm, 0)[0] > rel:
             return -1
         lo, hi = 0, n - 1
         while lo < hi:
@@ -88,15 +96,9 @@ class OffsetIndex(AbstractIndex):
         slot = self._largest_lower_bound_slot(offset)
         if slot < 0:
             return self.base_offset, 0
+        assert self._mm is not None, "entries imply a mapping"
         rel, pos = _unpack(self._mm, slot * 8)
         return self.base_offset + rel, pos
-
-    def fetch_upper_bound_position(self, offset: int) -> int | None:
-        """Position of the first entry with offset > ``offset`` (an upper bound for a scan)."""
-        slot = self._largest_lower_bound_slot(offset) + 1
-        if slot >= self._entries:
-            return None
-        return _unpack(self._mm, slot * 8)[1]
 
     def truncate_to(self, offset: int) -> None:
         """Remove every entry whose offset is >= ``offset``."""
@@ -125,6 +127,7 @@ class OffsetIndex(AbstractIndex):
                 f"Corrupt index {self.path}: last offset {self._last_offset} < base offset {self.base_offset}"
             )
         if self._entries:
+            assert self._mm is not None, "entries imply a mapping"
             first_rel, first_pos = _unpack(self._mm, 0)
             last_rel, last_pos = _unpack(self._mm, (self._entries - 1) * 8)
             if first_rel < 0 or last_rel < first_rel or last_pos < first_pos or first_pos < 0:

@@ -199,3 +199,18 @@ def test_reassignment_and_preferred_leader_election(cluster):
         assert zk.json("/brokers/topics/moved")["partitions"] == {"0": [2, 1]}
         assert zk.json("/brokers/topics/moved/partitions/0/state")["leader"] == 2
     request_all.close()
+
+
+def test_a_controller_fenced_by_a_newer_epoch_resigns_and_a_new_election_follows(cluster, admin):
+    """Another controller epoch appears in /controller_epoch (as when a new controller was
+    elected while this one was cut off): the old controller's next write is refused by the
+    fencing check, it resigns, and a fresh election (epoch + 1) finishes the work."""
+    with ZkReader(cluster) as zk:
+        epoch = int(zk.text("/controller_epoch"))
+        zk.kazoo.set("/controller_epoch", str(epoch + 1).encode())
+        _create(admin, NewTopic("after-fencing", num_partitions=2, replication_factor=2))
+        wait_until(lambda: int(zk.text("/controller_epoch")) == epoch + 2, 10, "a new election")
+        assert zk.json("/brokers/topics/after-fencing/partitions/1/state")["controller_epoch"] == epoch + 2
+    assert any("resigns as controller" in cluster.log_text(b) for b in cluster.brokers)
+    md = cluster.wait_for(lambda md: "after-fencing" in md.topics, 10, "the topic")
+    assert all(p.leader >= 0 for p in md.topics["after-fencing"].values())
