@@ -39,9 +39,14 @@ def partition_state(topic: str, index: int, leader: int, leader_epoch: int, isr,
 
 
 class ReplicaSet:
-    def __init__(self, n: int = 3, overrides: dict | None = None, zk_connect: str | None = None):
+    def __init__(self, n: int = 3, overrides: dict | None = None, zk_connect: str | None = None, racks=None):
         self.overrides = {**FAST, **(overrides or {})}
-        self.brokers = {i: EmbeddedBroker(node_id=i, overrides=self.overrides) for i in range(1, n + 1)}
+        self.brokers = {
+            i: EmbeddedBroker(
+                node_id=i, overrides={**self.overrides, **({"broker.rack": racks[i - 1]} if racks else {})}
+            )
+            for i in range(1, n + 1)
+        }
         self.controller_epoch = 1
         self.zk_connect = zk_connect  # leaders write ISR changes there (else they apply them alone)
         self._zk: dict[int, object] = {}
@@ -56,12 +61,12 @@ class ReplicaSet:
         """Every live broker's image lists every live broker (what UpdateMetadata brings)."""
         from odradek.cluster.metadata import BrokerInfo
 
-        live = {i: b.port for i, b in self.brokers.items() if b.running}
+        live = {i: (b.port, b.overrides.get("broker.rack")) for i, b in self.brokers.items() if b.running}
 
         def apply(broker):
             broker.image.brokers.clear()
-            for i, port in live.items():
-                broker.image.brokers[i] = BrokerInfo(i, "127.0.0.1", port, broker.rack if i == broker.node_id else None)
+            for i, (port, rack) in live.items():
+                broker.image.brokers[i] = BrokerInfo(i, "127.0.0.1", port, rack)
 
         for b in self.brokers.values():
             if b.running:

@@ -95,6 +95,11 @@ def test_a_follower_refuses_produce_and_consumer_fetch(three):
     assert rs.brokers[2].call(try_append) == "refused"
     topics, _, had_error = rs.brokers[2].call(lambda b: b.replica_manager.read([("t", 0, 0, 1024, -1)], 1024, 0))
     assert had_error and topics[0][1][0][1] == ErrorCode.not_leader_or_follower
+    # a Fetch v11+ consumer may read the follower (KIP-392)
+    topics, _, had_error = rs.brokers[2].call(
+        lambda b: b.replica_manager.read([("t", 0, 0, 1024, -1)], 1024, 0, follower_reads=True)
+    )
+    assert not had_error
 
 
 def test_stale_controller_and_leader_epochs_are_refused(three):
@@ -378,3 +383,42 @@ def test_delete_records_waits_until_the_followers_moved_their_log_start(three):
     result = futures[confluent_kafka.TopicPartition("t", 0, 20)].result(15)
     assert result.low_watermark == 20  # the low watermark over the ISR: every replica already starts there
     assert [rs.partition(i, "t").log_start for i in (1, 2, 3)] == [20, 20, 20]
+
+
+def test_a_consumer_reads_from_the_replica_in_its_rack():
+    """KIP-392: with the rack-aware selector the leader (rack r1) names broker 3 (rack r3)
+    to a consumer with client.rack=r3, which then fetches every record from broker 3."""
+    selector = {"replica.selector.class": "org.apache.kafka.common.replica.RackAwareReplicaSelector"}
+    with ReplicaSet(3, overrides=selector, racks=["r1", "r2", "r3"]) as rs:
+        rs.create_topic("t", {0: [1, 2, 3]})
+        _lead(rs, "t", 1, 1)
+        values = [b"r%d" % i for i in range(40)]
+        assert not [e for e, _ in _produce(rs.bootstrap(1), "t", values) if e]
+        wait_for(lambda: rs.partition(3, "t").hw == 40, what="broker 3 caught up")
+
+        def bytes_out(broker):
+            counters = broker.replica_manager.topic_metrics.topics.get("t")
+            return counters.bytes_out if counters is not None else 0
+
+        before = rs.brokers[3].call(bytes_out)
+        consumer = confluent_kafka.Consumer(
+            {"bootstrap.servers": rs.bootstrap(1), "group.id": "racky", "client.rack": "r3", "enable.auto.commit": False}
+        )
+        consumer.assign([confluent_kafka.TopicPartition("t", 0, 0)])
+        got = []
+        for _ in range(200):
+            msg = consumer.poll(0.1)
+            if msg is not None and msg.error() is None:
+                got.append(msg.value())
+            if len(got) == 40:
+                break
+        consumer.close()
+        assert got == values
+        assert rs.brokers[3].call(bytes_out) - before >= sum(len(v) for v in values)
+
+
+def test_an_unknown_replica_selector_class_is_refused():
+    from odradek.broker.replica_selector import UnknownReplicaSelectorError, replica_selector
+
+    with pytest.raises(UnknownReplicaSelectorError, match="replica.selector.class=com.example.Mine"):
+        replica_selector("com.example.Mine", None)
