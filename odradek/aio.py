@@ -5,8 +5,8 @@
 """
 
 from odradek.client.admin import Admin
-from odradek.client.consumer import Consumer
-from odradek.client.producer import Producer
+from odradek.client.consumer.consumer import Consumer
+from odradek.client.producer.producer import Producer
 from odradek.client.structs import (
     ConsumerRecord,
     NewPartitions,

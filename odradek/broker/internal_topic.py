@@ -16,8 +16,9 @@ import time
 from collections.abc import Iterator
 
 from odradek.broker.group.partitioning import partition_for
-from odradek.protocol import errors, records
+from odradek.protocol import errors
 from odradek.protocol.errors import ErrorCode
+from odradek.protocol.record_batch import iter_batches
 
 log = logging.getLogger(__name__)
 
@@ -111,7 +112,7 @@ class InternalTopic:
                 break
             batches = []
             next_offset = offset
-            for batch in records.iter_batches(result.records.read()):
+            for batch in iter_batches(result.records.read()):
                 next_offset = max(next_offset, batch.next_offset)
                 if batch.next_offset > offset:
                     batches.append(batch)

@@ -38,8 +38,8 @@ import socket
 import time
 
 from odradek._tasks import cancel_and_wait
+from odradek.broker.broker_metrics import RequestMetrics
 from odradek.broker.handlers import RawResponse, Request
-from odradek.broker.metrics import RequestMetrics
 from odradek.protocol import messages
 from odradek.protocol.errors import KafkaError
 from odradek.protocol.frames import FrameReader, FrameTooLarge, InvalidFrameSize

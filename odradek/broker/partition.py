@@ -17,7 +17,7 @@ import logging
 import time
 from dataclasses import dataclass
 
-from odradek.broker.metrics import TopicCounters
+from odradek.broker.broker_metrics import TopicCounters
 from odradek.cluster.metadata import PartitionState
 from odradek.protocol import errors
 

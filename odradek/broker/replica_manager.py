@@ -28,7 +28,7 @@ import logging
 import time
 
 from odradek._tasks import cancel_and_wait
-from odradek.broker.metrics import BrokerTopicMetrics, ReplicaMetrics
+from odradek.broker.broker_metrics import BrokerTopicMetrics, ReplicaMetrics
 from odradek.broker.partition import Partition
 from odradek.cluster.metadata import BrokerInfo, PartitionState
 from odradek.protocol import errors

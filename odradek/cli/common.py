@@ -240,7 +240,7 @@ class Session:
         Keys another kind of client knows are skipped (one properties file serves every
         tool, as in Kafka); keys no client knows are an error naming the key.
         """
-        from odradek.client import config as cfg
+        from odradek.client import client_config as cfg
 
         specs = {"producer": {**cfg.COMMON, **cfg.PRODUCER}, "consumer": {**cfg.COMMON, **cfg.CONSUMER}}
         specs["admin"] = {**cfg.COMMON, **cfg.ADMIN}
@@ -305,8 +305,8 @@ _NUMERIC_COLUMNS = {
 
 
 def parse_bootstrap(text: str) -> list[tuple[str, int]]:
-    from odradek.client.config import parse_bootstrap as parse
-    from odradek.client.errors import ConfigError
+    from odradek.client.client_config import parse_bootstrap as parse
+    from odradek.client.client_errors import ConfigError
 
     try:
         return parse(text, "address")
@@ -384,7 +384,7 @@ def translate(exc: BaseException, session: Session | None = None) -> CliError | 
             r"(?:config resource )?ConfigResource\(resource_type='(\w+)', name='([^']*)'\)", r"\1 '\2'", text
         )
         return CliError(f"{text} ({name.upper()})", limit_hint or _HINTS.get(name))
-    from odradek.client import errors as cerr
+    from odradek.client import client_errors as cerr
 
     where = session.bootstrap if session is not None else "the broker"
     if isinstance(exc, cerr.ConfigError):

@@ -53,9 +53,9 @@ def console(bootstrap_server, command_config, listen, open_browser):
         session = Session(bootstrap_server, command_config, "table")
         holder.append(session)
         session.probe()
+        from odradek.http.http_server import HttpBindError
         from odradek.http.remote_console import run_console
         from odradek.http.remote_view import RemoteView
-        from odradek.http.server import HttpBindError
 
         view = RemoteView(
             session.bootstrap,

@@ -25,10 +25,12 @@ import sys
 
 import click
 
-from odradek.protocol import batch as B
+from odradek.protocol import batch as batch_header
 from odradek.protocol import compression as codecs
 from odradek.protocol import errors
-from odradek.protocol import records as R
+from odradek.protocol.control_records import decode_control_key, decode_end_txn_marker
+from odradek.protocol.legacy_records import LegacyBatch
+from odradek.protocol.record_batch import decode_batch
 
 _TEMP_SUFFIXES = (".deleted", ".cleaned", ".swap")
 _OFFSET_ENTRY = struct.Struct(">ii")
@@ -72,13 +74,13 @@ def _batches(fd: int, size: int, start: int = 0, max_size: int = 1 << 62):
     pos = start
     buf = b""
     buf_start = pos
-    while pos + B.LOG_OVERHEAD <= size:
+    while pos + batch_header.LOG_OVERHEAD <= size:
         rel = pos - buf_start
-        if rel + B.LOG_OVERHEAD > len(buf):
+        if rel + batch_header.LOG_OVERHEAD > len(buf):
             buf = os.pread(fd, _CHUNK, pos)
             buf_start, rel = pos, 0
-        _, length = B.read_offset_and_size(buf, rel)
-        if length < B.LOG_OVERHEAD + 5 or pos + length > size or length > max_size:
+        _, length = batch_header.read_offset_and_size(buf, rel)
+        if length < batch_header.LOG_OVERHEAD + 5 or pos + length > size or length > max_size:
             return
         if rel + length > len(buf):
             buf = os.pread(fd, max(length, _CHUNK), pos)
@@ -115,21 +117,21 @@ def dump_log_file(
         for pos, data in _batches(fd, size, max_size=max_size):
             valid = pos + len(data)
             try:
-                batch = R.decode_batch(data, check_crc=False)
+                batch = decode_batch(data, check_crc=False)
             except errors.KafkaError as exc:
                 out(f"Found an undecodable batch at position {pos}: {exc}")
                 continue
-            if isinstance(batch, R.LegacyBatch):
+            if isinstance(batch, LegacyBatch):
                 _dump_legacy(batch, pos, deep or print_data, print_data, out)
                 continue
             h = batch.header
             if not skip_metadata:
                 horizon = (
                     f"OptionalLong[{h.base_timestamp}]"
-                    if h.attributes & B.DELETE_HORIZON_BIT
+                    if h.attributes & batch_header.DELETE_HORIZON_BIT
                     else "OptionalLong.empty"
                 )
-                ts_type = "LogAppendTime" if h.timestamp_type == B.LOG_APPEND_TIME else "CreateTime"
+                ts_type = "LogAppendTime" if h.timestamp_type == batch_header.LOG_APPEND_TIME else "CreateTime"
                 out(
                     f"baseOffset: {h.base_offset} lastOffset: {h.last_offset} count: {h.record_count} "
                     f"baseSequence: {h.base_sequence} lastSequence: {h.last_sequence} "
@@ -148,7 +150,7 @@ def dump_log_file(
             except errors.KafkaError as exc:
                 out(f"| records of the batch at position {pos} do not decode: {exc}")
                 continue
-            ts_type = "LogAppendTime" if h.timestamp_type == B.LOG_APPEND_TIME else "CreateTime"
+            ts_type = "LogAppendTime" if h.timestamp_type == batch_header.LOG_APPEND_TIME else "CreateTime"
             for rec in records:
                 if last_offset >= 0 and rec.offset != last_offset + 1:
                     gaps.append((last_offset, rec.offset))
@@ -188,12 +190,12 @@ def dump_log_file(
 
 def _control_text(rec) -> str:
     try:
-        _version, control_type = R.decode_control_key(rec.key)
+        _version, control_type = decode_control_key(rec.key)
     except errors.KafkaError:
         return " controlType: unknown"
     if control_type in (0, 1):
         try:
-            _v, coordinator_epoch = R.decode_end_txn_marker(rec.value)
+            _v, coordinator_epoch = decode_end_txn_marker(rec.value)
         except errors.KafkaError:
             coordinator_epoch = -1
         name = "COMMIT" if control_type == 1 else "ABORT"
@@ -206,7 +208,7 @@ def _dump_legacy(batch, pos: int, deep: bool, print_data: bool, out) -> None:
     for m in items:
         line = (
             f"offset: {m.offset} position: {pos} "
-            f"{'LogAppendTime' if m.timestamp_type == B.LOG_APPEND_TIME else 'CreateTime'}: {m.timestamp} "
+            f"{'LogAppendTime' if m.timestamp_type == batch_header.LOG_APPEND_TIME else 'CreateTime'}: {m.timestamp} "
             f"isvalid: {_bool(m.crc_is_valid())} keySize: {-1 if m.key is None else len(m.key)} "
             f"valueSize: {-1 if m.value is None else len(m.value)} magic: {m.magic} "
             f"compresscodec: {codecs.CODEC_NAMES.get(m.compression, m.compression)} crc: {m.crc}"
@@ -298,9 +300,9 @@ def dump_offset_index(path: str, *, sanity_only: bool, verify_only: bool, max_si
 
 
 def _last_offset(data: bytes) -> int:
-    if data[B.MAGIC_OFFSET] == 2:
-        return B.read_header(data, 0).last_offset
-    return B.read_offset_and_size(data, 0)[0]
+    if data[batch_header.MAGIC_OFFSET] == 2:
+        return batch_header.read_header(data, 0).last_offset
+    return batch_header.read_offset_and_size(data, 0)[0]
 
 
 def dump_time_index(path: str, *, sanity_only: bool, verify_only: bool, max_size: int, out, err) -> bool:
@@ -375,11 +377,11 @@ def dump_time_index(path: str, *, sanity_only: bool, verify_only: bool, max_size
 
 
 def _batch_max_timestamp(data: bytes) -> int:
-    batch = R.decode_batch(data, check_crc=False)
-    if isinstance(batch, R.LegacyBatch):
+    batch = decode_batch(data, check_crc=False)
+    if isinstance(batch, LegacyBatch):
         return max((m.timestamp for m in (batch.inner() if batch.compression else [batch])), default=-1)
     h = batch.header
-    if h.timestamp_type == B.LOG_APPEND_TIME or h.is_control:
+    if h.timestamp_type == batch_header.LOG_APPEND_TIME or h.is_control:
         return h.max_timestamp
     return max((r.timestamp for r in batch.records()), default=h.max_timestamp)
 

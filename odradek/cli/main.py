@@ -12,8 +12,8 @@ import click
 # attribute, one-line help shown by `odradek --help`).
 LAZY_COMMANDS = {
     "topics": ("odradek.cli.topics", "topics", "Create, list, describe, alter and delete topics."),
-    "produce": ("odradek.cli.produce", "produce", "Send lines from stdin or a file to a topic."),
-    "consume": ("odradek.cli.consume", "consume", "Print records of a topic."),
+    "produce": ("odradek.cli.console_producer", "produce", "Send lines from stdin or a file to a topic."),
+    "consume": ("odradek.cli.console_consumer", "consume", "Print records of a topic."),
     "groups": (
         "odradek.cli.groups",
         "groups",
@@ -25,8 +25,8 @@ LAZY_COMMANDS = {
         "offsets",
         "Earliest, latest or by-time offsets of a topic's partitions.",
     ),
-    "cluster": ("odradek.cli.cluster", "cluster", "Cluster id, controller and brokers."),
-    "log-dirs": ("odradek.cli.log_dirs", "log_dirs", "The brokers' log dirs and the partitions in them."),
+    "cluster": ("odradek.cli.cluster_info", "cluster", "Cluster id, controller and brokers."),
+    "log-dirs": ("odradek.cli.log_dirs_tool", "log_dirs", "The brokers' log dirs and the partitions in them."),
     "console": (
         "odradek.cli.console",
         "console",

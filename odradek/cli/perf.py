@@ -190,7 +190,7 @@ def produce_perf(
     progress, task = _progress(session, num_records, show and session.err_console.is_terminal, "produce")
     sent_bytes = 0
     with session.producer(**props) as producer:
-        from odradek.cli.produce import _partition_count
+        from odradek.cli.console_producer import _partition_count
 
         _partition_count(producer, name)  # metadata (and auto-creation) outside the measured time
         start = time.perf_counter()

@@ -17,10 +17,10 @@ _EXPORTS = {
     "NewTopic": "odradek.client.structs",
     "NewPartitions": "odradek.client.structs",
     "ConfigResource": "odradek.client.structs",
-    "ConsumerRebalanceListener": "odradek.client.subscription",
-    "ProducerRecord": "odradek.client.producer",
-    "ConsumerGroupMetadata": "odradek.client.transactions",
-    "run_exactly_once": "odradek.client.exactly_once",
+    "ConsumerRebalanceListener": "odradek.client.consumer.subscription",
+    "ProducerRecord": "odradek.client.producer.producer",
+    "ConsumerGroupMetadata": "odradek.client.producer.transactions",
+    "run_exactly_once": "odradek.client.consume_transform_produce",
 }
 
 __all__ = sorted(_EXPORTS)

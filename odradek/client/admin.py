@@ -11,12 +11,12 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from odradek.client import client_config as config_mod
+from odradek.client.client_errors import ClientClosedError, KafkaConnectionError, KafkaTimeoutError
+from odradek.client.consumer.consumer_protocol import decode_assignment
+from odradek.protocol import api_keys
 from odradek.protocol.errors import KafkaError, error_for
 
-from . import config as config_mod
-from . import wire
-from .coordinator import decode_assignment
-from .errors import ClientClosedError, KafkaConnectionError, KafkaTimeoutError
 from .netclient import NetClient
 from .structs import (
     BrokerInfo,
@@ -171,7 +171,7 @@ class Admin:
                 "include_cluster_authorized_operations": False,
             }
 
-        return await self._any(wire.METADATA, values, timeout)
+        return await self._any(api_keys.METADATA, values, timeout)
 
     async def _controller_call(self, api_key, values, timeout):
         """Send to the controller (as the metadata names it)."""
@@ -183,7 +183,7 @@ class Admin:
                 conn = await self._client.any_connection()
             else:
                 if node not in self._client.cluster.brokers:
-                    from .cluster import ClusterMetadata
+                    from odradek.client.cluster_metadata import ClusterMetadata
 
                     self._client.cluster = ClusterMetadata.from_response(md, self._client.cluster)
                 conn = await self._client.get_connection(node)
@@ -225,7 +225,7 @@ class Admin:
                 }
             )
         resp = await self._controller_call(
-            wire.CREATE_TOPICS,
+            api_keys.CREATE_TOPICS,
             {"topics": topics, "timeout": int(timeout * 1000), "validate_only": validate_only},
             timeout,
         )
@@ -236,7 +236,7 @@ class Admin:
         timeout = self._t(timeout)
         topics = [topics] if isinstance(topics, str) else list(topics)
         resp = await self._controller_call(
-            wire.DELETE_TOPICS,
+            api_keys.DELETE_TOPICS,
             {
                 "topic_names": topics,
                 "topics": [{"name": t, "topic_id": None} for t in topics],
@@ -298,7 +298,7 @@ class Admin:
                 }
             )
         resp = await self._controller_call(
-            wire.CREATE_PARTITIONS,
+            api_keys.CREATE_PARTITIONS,
             {"topics": topics, "timeout": int(timeout * 1000), "validate_only": validate_only},
             timeout,
         )
@@ -344,7 +344,7 @@ class Admin:
 
         out = {}
         errors = {}
-        for items, resp in await self._config_call(wire.DESCRIBE_CONFIGS, resources, build, timeout):
+        for items, resp in await self._config_call(api_keys.DESCRIBE_CONFIGS, resources, build, timeout):
             lookup = {(t, n): r for t, n, r in items}
             for r in resp.results:
                 key = lookup.get(
@@ -390,7 +390,7 @@ class Admin:
                 "validate_only": validate_only,
             }
 
-        await self._alter(wire.ALTER_CONFIGS, configs, build, timeout)
+        await self._alter(api_keys.ALTER_CONFIGS, configs, build, timeout)
 
     async def incremental_alter_configs(
         self, configs: dict, timeout: float | None = None, validate_only: bool = False
@@ -421,7 +421,7 @@ class Admin:
                 "validate_only": validate_only,
             }
 
-        await self._alter(wire.INCREMENTAL_ALTER_CONFIGS, configs, build, timeout)
+        await self._alter(api_keys.INCREMENTAL_ALTER_CONFIGS, configs, build, timeout)
 
     async def _alter(self, api_key, configs, build, timeout):
         errors = {}
@@ -464,7 +464,7 @@ class Admin:
         for node in list(self._client.cluster.brokers):
             async with asyncio.timeout(timeout):
                 resp = await self._client.call(
-                    node, wire.LIST_GROUPS, {"states_filter": [], "types_filter": []}
+                    node, api_keys.LIST_GROUPS, {"states_filter": [], "types_filter": []}
                 )
             if resp.error_code:
                 raise error_for(int(resp.error_code))(f"ListGroups on broker {node}")
@@ -479,7 +479,7 @@ class Admin:
         errors = {}
         for gid in group_ids:
             resp = await self._group_call(
-                gid, wire.DESCRIBE_GROUPS, {"groups": [gid], "include_authorized_operations": False}, timeout
+                gid, api_keys.DESCRIBE_GROUPS, {"groups": [gid], "include_authorized_operations": False}, timeout
             )
             for g in resp.groups:
                 if g.error_code:
@@ -513,7 +513,7 @@ class Admin:
         group_ids = [group_ids] if isinstance(group_ids, str) else list(group_ids)
         errors = {}
         for gid in group_ids:
-            resp = await self._group_call(gid, wire.DELETE_GROUPS, {"groups_names": [gid]}, timeout)
+            resp = await self._group_call(gid, api_keys.DELETE_GROUPS, {"groups_names": [gid]}, timeout)
             for r in resp.results:
                 if r.error_code:
                     errors[r.group_id] = _item_error(int(r.error_code), None, f"group {r.group_id!r}")
@@ -534,7 +534,7 @@ class Admin:
             "groups": [{"group_id": group_id, "member_id": None, "member_epoch": -1, "topics": topics}],
             "require_stable": False,
         }
-        resp = await self._group_call(group_id, wire.OFFSET_FETCH, values, timeout)
+        resp = await self._group_call(group_id, api_keys.OFFSET_FETCH, values, timeout)
         if hasattr(resp, "groups") and resp.groups:
             g = resp.groups[0]
             code, rtopics = int(g.error_code), g.topics
@@ -579,7 +579,7 @@ class Admin:
             "retention_time": -1,
             "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()],
         }
-        resp = await self._group_call(group_id, wire.OFFSET_COMMIT, values, timeout)
+        resp = await self._group_call(group_id, api_keys.OFFSET_COMMIT, values, timeout)
         errors = {}
         for t in resp.topics:
             for p in t.partitions:
@@ -597,7 +597,7 @@ class Admin:
             "group_id": group_id,
             "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()],
         }
-        resp = await self._group_call(group_id, wire.OFFSET_DELETE, values, timeout)
+        resp = await self._group_call(group_id, api_keys.OFFSET_DELETE, values, timeout)
         if resp.error_code:
             raise error_for(int(resp.error_code))(f"OffsetDelete for group {group_id!r}")
         errors = {}
@@ -637,7 +637,7 @@ class Admin:
             async with asyncio.timeout(timeout):
                 resp = await self._client.call(
                     node,
-                    wire.DELETE_RECORDS,
+                    api_keys.DELETE_RECORDS,
                     {
                         "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()],
                         "timeout": int(timeout * 1000),
@@ -659,9 +659,9 @@ class Admin:
         conn = None
         async with asyncio.timeout(timeout):
             conn = await self._client.any_connection()
-        if conn.supports(wire.DESCRIBE_CLUSTER):
+        if conn.supports(api_keys.DESCRIBE_CLUSTER):
             resp = await self._any(
-                wire.DESCRIBE_CLUSTER,
+                api_keys.DESCRIBE_CLUSTER,
                 {"include_cluster_authorized_operations": False, "endpoint_type": 1},
                 timeout,
             )
@@ -696,7 +696,7 @@ class Admin:
         for node in brokers:
             async with asyncio.timeout(timeout):
                 conn = await self._client.get_connection(node)
-                resp = await conn.send(wire.DESCRIBE_LOG_DIRS, values)
+                resp = await conn.send(api_keys.DESCRIBE_LOG_DIRS, values)
             if getattr(resp, "error_code", 0):
                 raise error_for(int(resp.error_code))(f"DescribeLogDirs on broker {node}")
             out[node] = [

@@ -11,11 +11,12 @@ from __future__ import annotations
 import functools
 import time
 
+from odradek.client.client_errors import ClientClosedError, KafkaTimeoutError
+from odradek.client.consumer import consumer as aconsumer
+from odradek.client.producer import producer as aproducer
+from odradek.client.producer.producer import NeedMemory, NeedMetadata
+
 from . import admin as aadmin
-from . import consumer as aconsumer
-from . import producer as aproducer
-from .errors import ClientClosedError, KafkaTimeoutError
-from .producer import NeedMemory, NeedMetadata
 from .sync import LoopThread, UserThreadCalls
 
 

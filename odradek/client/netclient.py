@@ -14,10 +14,11 @@ import itertools
 import logging
 import random
 
-from . import wire
-from .cluster import ClusterMetadata
-from .conn import Connection
-from .errors import ClientClosedError, KafkaConnectionError, KafkaTimeoutError
+from odradek.client.client_errors import ClientClosedError, KafkaConnectionError, KafkaTimeoutError
+from odradek.client.cluster_metadata import ClusterMetadata
+from odradek.net.connection import Connection
+from odradek.protocol import api_keys
+
 from .structs import BrokerInfo
 
 log = logging.getLogger("odradek.client")
@@ -271,7 +272,7 @@ class NetClient:
                 return {"key_type": key_type, "coordinator_keys": [key]}
             return {"key": key, "key_type": key_type}
 
-        resp = await conn.send(wire.FIND_COORDINATOR, values)
+        resp = await conn.send(api_keys.FIND_COORDINATOR, values)
         found = resp.coordinators[0] if hasattr(resp, "coordinators") else resp
         return int(found.error_code), int(found.node_id), found.host, int(found.port)
 
@@ -402,7 +403,7 @@ class NetClient:
                 "include_topic_authorized_operations": False,
             }
 
-        resp = await conn.send(wire.METADATA, values)
+        resp = await conn.send(api_keys.METADATA, values)
         self.cluster = ClusterMetadata.from_response(resp, self.cluster, all_topics=self._all_topics)
         self._last_refresh = self._loop.time()
         for node_id, b in self.cluster.brokers.items():

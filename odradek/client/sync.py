@@ -15,7 +15,7 @@ import collections
 import concurrent.futures
 import threading
 
-from .errors import IllegalStateError, KafkaTimeoutError
+from odradek.client.client_errors import IllegalStateError, KafkaTimeoutError
 
 
 def new_event_loop() -> asyncio.AbstractEventLoop:

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from odradek.broker.config import parse_http_listener
 from odradek.http.authz import ConsoleAuthorizer
+from odradek.http.http_server import HttpServer
 from odradek.http.local_view import LocalView
-from odradek.http.server import HttpServer
 
 
 class BrokerHttp:

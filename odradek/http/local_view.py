@@ -367,7 +367,7 @@ def _assignment(protocol_type: str, data: bytes) -> list[list] | None:
     """A consumer member's partitions as [topic, partition] pairs (None for other protocols)."""
     if protocol_type != "consumer" or not data:
         return None if protocol_type != "consumer" else []
-    from odradek.client.coordinator import decode_assignment
+    from odradek.client.consumer.consumer_protocol import decode_assignment
 
     try:
         partitions, _ = decode_assignment(data)

@@ -13,8 +13,8 @@ import signal
 from collections.abc import Callable
 
 from odradek.http.authz import ConsoleAuthorizer
+from odradek.http.http_server import HttpServer
 from odradek.http.remote_view import RemoteView
-from odradek.http.server import HttpServer
 
 
 async def serve_console(

@@ -143,7 +143,7 @@ def generate_page_views(
 
 def ensure_topics(bootstrap_servers: str, topics: dict[str, int], configs: dict | None = None) -> None:
     """Create the topics that do not exist yet (with this many partitions)."""
-    from odradek.pipeline.wire import Cluster
+    from odradek.pipeline.blocking_client import Cluster
 
     with Cluster(bootstrap_servers) as cluster:
         existing = cluster.topic_partitions(list(topics), refresh=True)
@@ -197,7 +197,7 @@ def run_options(fn):
         log_level,
         **kw,
     ):
-        from odradek.pipeline.pipelines.common import RunConfig
+        from odradek.pipeline.pipelines.run_config import RunConfig
 
         problem = java_problem()
         if problem:
@@ -405,7 +405,7 @@ def run_value_length(config, master, spark_conf, log_level, input_topic, output_
 
 
 def _partitions(bootstrap_servers: str, topic: str) -> int:
-    from odradek.pipeline.wire import Cluster
+    from odradek.pipeline.blocking_client import Cluster
 
     with Cluster(bootstrap_servers) as cluster:
         return len(cluster.topic_partitions([topic], refresh=True).get(topic, [0]))

@@ -21,7 +21,7 @@ int8, timestampDelta varlong, offsetDelta varint, keyLength varint, key, valueLe
 varint, value, headerCount varint, headers. Varints are zigzag-encoded.
 
 Legacy (magic 0/1) batches and records with headers (when headers are asked for) take
-the slower path through ``odradek.protocol.records``.
+the slower path through ``odradek.protocol.record_batch``.
 """
 
 from __future__ import annotations
@@ -34,7 +34,8 @@ import pyarrow as pa
 from odradek.protocol import compression as codecs
 from odradek.protocol import errors
 from odradek.protocol.batch import HEADER_SIZE, TIMESTAMP_TYPE_BIT
-from odradek.protocol.records import ABORT, RecordBatch, iter_batches
+from odradek.protocol.control_records import ABORT
+from odradek.protocol.record_batch import RecordBatch, iter_batches
 from odradek.protocol.varint import VarintError, read_raw
 
 __all__ = ["AbortedFilter", "Decoded", "decode_response"]
@@ -316,10 +317,10 @@ def decode_response(
 
 
 def _fill_headers(data: bytes, header_pos: np.ndarray, which: np.ndarray, out: list) -> None:
-    from odradek.protocol.records import _decode_headers
+    from odradek.protocol.records import decode_headers
 
     for i in which.tolist():
-        out[i], _ = _decode_headers(data, int(header_pos[i]))
+        out[i], _ = decode_headers(data, int(header_pos[i]))
 
 
 def _decode_slow(raw: bytes, *, start: int, end: int, include_headers: bool, aborted) -> Decoded:

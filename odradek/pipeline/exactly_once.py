@@ -61,10 +61,11 @@ import zlib
 from collections import Counter
 from dataclasses import dataclass, field
 
+from odradek.pipeline.blocking_client import EARLIEST, LATEST, Cluster
 from odradek.pipeline.columns import decode_response
-from odradek.pipeline.wire import EARLIEST, LATEST, Cluster
 from odradek.protocol import errors
-from odradek.protocol.records import build_batch, iter_records
+from odradek.protocol.batch_builder import build_batch
+from odradek.protocol.record_batch import iter_records
 
 SINK_HEADER = "odradek.sink"
 _BATCH_AND_PARTITION = struct.Struct(">qi")

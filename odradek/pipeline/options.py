@@ -45,7 +45,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from odradek.pipeline.wire import EARLIEST, LATEST, READ_COMMITTED, READ_UNCOMMITTED
+from odradek.pipeline.blocking_client import EARLIEST, LATEST, READ_COMMITTED, READ_UNCOMMITTED
 from odradek.protocol import compression as codecs
 
 HEADERS_TYPE = ArrayType(StructType([StructField("key", StringType()), StructField("value", BinaryType())]))
@@ -301,13 +301,13 @@ class ReadOptions:
 
     def cluster(self):
         """A new Cluster, owned (and closed) by the caller."""
-        from odradek.pipeline.wire import Cluster
+        from odradek.pipeline.blocking_client import Cluster
 
         return Cluster(self.bootstrap_servers, client_id=self.client_id, timeout=self.timeout_s)
 
     def borrow(self):
-        """This worker process's shared Cluster, as a context manager (see ``wire.borrowed``)."""
-        from odradek.pipeline.wire import borrowed
+        """This worker process's shared Cluster, as a context manager (see ``blocking_client.borrowed``)."""
+        from odradek.pipeline.blocking_client import borrowed
 
         return borrowed(self.bootstrap_servers, client_id=self.client_id, timeout=self.timeout_s)
 
@@ -370,13 +370,13 @@ class WriteOptions:
 
     def cluster(self):
         """A new Cluster, owned (and closed) by the caller."""
-        from odradek.pipeline.wire import Cluster
+        from odradek.pipeline.blocking_client import Cluster
 
         return Cluster(self.bootstrap_servers, client_id=self.client_id, timeout=self.timeout_s)
 
     def borrow(self):
-        """This worker process's shared Cluster, as a context manager (see ``wire.borrowed``)."""
-        from odradek.pipeline.wire import borrowed
+        """This worker process's shared Cluster, as a context manager (see ``blocking_client.borrowed``)."""
+        from odradek.pipeline.blocking_client import borrowed
 
         return borrowed(self.bootstrap_servers, client_id=self.client_id, timeout=self.timeout_s)
 

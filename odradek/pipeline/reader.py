@@ -23,11 +23,11 @@ import numpy as np
 import pyarrow as pa
 from pyspark.sql.datasource import InputPartition
 
+from odradek.pipeline.blocking_client import EARLIEST, LATEST, READ_COMMITTED, Cluster, WireError
 from odradek.pipeline.columns import AbortedFilter, Decoded, decode_response
 from odradek.pipeline.options import ReadOptions, projected_schema
-from odradek.pipeline.wire import EARLIEST, LATEST, READ_COMMITTED, Cluster, WireError
 from odradek.protocol import errors
-from odradek.protocol.records import iter_batches
+from odradek.protocol.record_batch import iter_batches
 
 log = logging.getLogger(__name__)
 

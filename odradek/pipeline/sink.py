@@ -32,7 +32,8 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import ArrayType, BinaryType, IntegerType, StringType, StructType
 
-from odradek.client.partitioner import murmur2
+from odradek.client.producer.partitioner import murmur2
+from odradek.pipeline.blocking_client import Cluster, WireError
 from odradek.pipeline.exactly_once import (
     SINK_HEADER,
     CommitLog,
@@ -42,9 +43,8 @@ from odradek.pipeline.exactly_once import (
     record_commit,
 )
 from odradek.pipeline.options import OptionError, WriteOptions, write_options
-from odradek.pipeline.wire import Cluster, WireError
 from odradek.protocol import errors
-from odradek.protocol.records import BatchBuilder
+from odradek.protocol.batch_builder import BatchBuilder
 
 log = logging.getLogger(__name__)
 

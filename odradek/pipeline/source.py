@@ -43,6 +43,7 @@ from pyspark.sql.streaming.datasource import (
 )
 from pyspark.sql.types import StructType
 
+from odradek.pipeline.blocking_client import EARLIEST, LATEST, Cluster
 from odradek.pipeline.options import (
     OffsetSpec,
     OptionError,
@@ -52,7 +53,6 @@ from odradek.pipeline.options import (
     source_schema,
 )
 from odradek.pipeline.reader import RangePartition, data_loss, read_range
-from odradek.pipeline.wire import EARLIEST, LATEST, Cluster
 
 log = logging.getLogger(__name__)
 

@@ -1,8 +1,9 @@
 """RecordBatch v2 headers, read and patched as bytes.
 
 This is the hot-path view of a record batch: the broker, the storage layer and the client
-look at the fixed 61-byte header only, never at the records inside. Record-level encoding
-and decoding (varints, headers, compression, legacy message sets) lives in ``records.py``.
+look at the fixed 61-byte header only, never at the records inside. Whole batches are
+written by ``batch_builder.py``, read by ``record_batch.py`` and checked by ``batch_checks.py``;
+one record is ``records.py``; legacy message sets are ``legacy_records.py``.
 
 Layout of a v2 batch (all big-endian)::
 
@@ -107,10 +108,6 @@ class BatchHeader(NamedTuple):
         return bool(self.attributes & CONTROL_BIT)
 
     @property
-    def has_producer_id(self) -> bool:
-        return self.producer_id >= 0
-
-    @property
     def last_sequence(self) -> int:
         if self.base_sequence == NO_SEQUENCE:
             return NO_SEQUENCE
@@ -168,14 +165,6 @@ def set_log_append_time(buf: bytearray, pos: int, timestamp_ms: int) -> None:
     _INT16.pack_into(buf, pos + ATTRIBUTES_OFFSET, attributes | TIMESTAMP_TYPE_BIT)
     _INT64.pack_into(buf, pos + MAX_TIMESTAMP_OFFSET, timestamp_ms)
     write_crc(buf, pos)
-
-
-def pack_offset_prefix(base_offset: int, batch_length: int, partition_leader_epoch: int) -> bytes:
-    """The first 16 bytes of a v2 batch: what changes when the broker assigns offsets.
-
-    Appending ``prefix + batch[16:]`` with one writev keeps the payload uncopied.
-    """
-    return _OFFSET_AND_LENGTH.pack(base_offset, batch_length) + _INT32.pack(partition_leader_epoch)
 
 
 def iter_headers(buf, start: int = 0, end: int | None = None):

@@ -5,7 +5,7 @@ timestamp >= T (or the record holding the max timestamp) needs each record's tim
 delta and offset delta, so this rare path decodes just those two varints per record,
 decompressing first when the batch is compressed (gzip, snappy with or without xerial
 framing, lz4 frame, zstd; via cramjam). Storage keeps this to itself so it does not depend
-on ``odradek.protocol.records``.
+on ``odradek.protocol.record_batch``.
 """
 
 from __future__ import annotations

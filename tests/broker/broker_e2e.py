@@ -18,22 +18,12 @@ from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from kafka.partitioner.default import murmur2
 from kafka.record.default_records import DefaultRecordBatchBuilder
+from support import wait_until
 
 from odradek.protocol.messages import build_request, decode_response, encode_request
 
 _SIZE = struct.Struct(">i")
 
-
-def wait_until(predicate, timeout: float = 10.0, interval: float = 0.02, message: str = "condition"):
-    """Poll ``predicate`` until it returns something truthy; return that value."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {message}")
-        time.sleep(interval)
 
 
 CODEC_IDS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}

@@ -10,9 +10,9 @@ from broker_e2e import (
     produce_body,
     producer,
     record_batch,
-    wait_until,
 )
 from kio.schema.errors import ErrorCode
+from support import wait_until
 
 PRODUCE = 0
 

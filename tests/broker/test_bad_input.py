@@ -24,10 +24,10 @@ from broker_e2e import (
     produce_body,
     producer,
     record_batch,
-    wait_until,
 )
 from confluent_kafka import KafkaError, TopicPartition
 from kio.schema.errors import ErrorCode
+from support import wait_until
 
 PRODUCE, FETCH, METADATA, API_VERSIONS = 0, 1, 3, 18
 

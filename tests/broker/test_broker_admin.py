@@ -15,7 +15,6 @@ from broker_e2e import (
     log_start,
     produce_and_flush,
     producer,
-    wait_until,
 )
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import (
@@ -28,6 +27,7 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 from kio.schema.errors import ErrorCode
+from support import wait_until
 
 CREATE_TOPICS = 19
 

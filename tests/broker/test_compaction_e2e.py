@@ -11,8 +11,9 @@ import random
 import time
 
 import pytest
-from broker_e2e import consume, consumer, create_topic, produce_and_flush, producer, wait_until
+from broker_e2e import consume, consumer, create_topic, produce_and_flush, producer
 from confluent_kafka import KafkaError, TopicPartition
+from support import wait_until
 
 from odradek.storage.checkpoint import CLEANER_OFFSET_CHECKPOINT, read_offset_checkpoint
 

@@ -16,10 +16,10 @@ from broker_e2e import (
     log_mentions,
     produce_and_flush,
     producer,
-    wait_until,
 )
 from confluent_kafka import TopicPartition
 from kio.schema.errors import ErrorCode
+from support import wait_until
 
 from odradek.protocol.messages import build_request, encode_request
 

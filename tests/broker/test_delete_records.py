@@ -13,11 +13,11 @@ from broker_e2e import (
     fetch_body,
     produce_and_flush,
     producer,
-    wait_until,
 )
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import OffsetSpec
 from kio.schema.errors import ErrorCode
+from support import wait_until
 
 FETCH = 1
 DELETE_RECORDS = 21

@@ -111,14 +111,15 @@ def test_a_full_disk_is_reported_once_survives_sigterm_and_a_start_on_the_full_d
 
 INDEX_PAGE_SCRIPT = r"""
 import ctypes, json, os, sys, time
-from odradek.protocol import errors, records
+from odradek.protocol import errors
+from odradek.protocol.batch_builder import build_batch
 from odradek.storage import Log, LogConfig
 
 disk = sys.argv[1]
 log = Log(os.path.join(disk, "t-0"), LogConfig.from_dict({"index.interval.bytes": "0"}))
 now = int(time.time() * 1000)
 for i in range(10):  # the indexes' first pages get written
-    log.append_as_leader(records.build_batch([(None, b"v%d" % i, [], now + i)]), 0)
+    log.append_as_leader(build_batch([(None, b"v%d" % i, [], now + i)]), 0)
 # Reserve room for the .log without growing it, so its appends need no new space ...
 libc = ctypes.CDLL(None, use_errno=True)
 fd = os.open(log.active_segment.log.path, os.O_RDWR)
@@ -135,7 +136,7 @@ with open(os.path.join(disk, "filler"), "wb", buffering=0) as f:
 ok, error = 10, None
 for i in range(10, 5000):
     try:
-        log.append_as_leader(records.build_batch([(None, b"v%d" % i, [], now + i)]), 0)
+        log.append_as_leader(build_batch([(None, b"v%d" % i, [], now + i)]), 0)
         ok += 1
     except errors.KafkaStorageErrorError as e:
         error = str(e)

@@ -6,7 +6,8 @@ from __future__ import annotations
 import threading
 import time
 
-from broker_e2e import Deliveries, consume, create_topic, produce_and_flush, producer, wait_until
+from broker_e2e import Deliveries, consume, create_topic, produce_and_flush, producer
+from support import wait_until
 
 PARTITIONS = 4
 

@@ -175,7 +175,7 @@ def hostile_broker(answer: bytes) -> tuple[socket.socket, threading.Thread]:
 
 CLIENT_CONNECTS = """
 import asyncio, sys
-from odradek.client.conn import Connection
+from odradek.net.connection import Connection
 async def main():
     conn = Connection("127.0.0.1", int(sys.argv[1]), -1, "hostile-test", 5000)
     try:

@@ -27,7 +27,8 @@ from kafka.admin import KafkaAdminClient
 from kafka.structs import TopicPartitionReplica
 
 from odradek.broker.log_dir_mover import _carry_over, _catch_up
-from odradek.protocol import records as R
+from odradek.protocol.batch_builder import build_batch
+from odradek.protocol.records import NewRecord
 from odradek.storage.log_dirs import DELETE_DIR_SUFFIX, FUTURE_DIR_SUFFIX
 from odradek.storage.log_manager import LogManager
 
@@ -197,7 +198,7 @@ def _manager_with_data(tmp_path):
     lm = LogManager(dirs)
     log = lm.get_or_create_log("t", 0)
     for _ in range(20):
-        log.append_as_leader(R.build_batch([R.NewRecord(b"k%d" % j, b"v" * 50) for j in range(5)]), 0)
+        log.append_as_leader(build_batch([NewRecord(b"k%d" % j, b"v" * 50) for j in range(5)]), 0)
     log.flush()
     source = lm.log_dir_of("t", 0)
     dest = dirs[1] if source == dirs[0] else dirs[0]

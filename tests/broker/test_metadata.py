@@ -3,10 +3,11 @@ auto-created topics, auto-creation switched off, and ApiVersions matching what w
 
 from __future__ import annotations
 
-from broker_e2e import RawClient, admin, produce_and_flush, producer, wait_until
+from broker_e2e import RawClient, admin, produce_and_flush, producer
 from confluent_kafka import KafkaError
 from confluent_kafka.admin import NewTopic
 from kio.schema.errors import ErrorCode
+from support import wait_until
 
 from odradek.testing.process import BrokerProcess, free_port
 

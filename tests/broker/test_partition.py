@@ -7,7 +7,8 @@ import pytest
 
 from odradek.broker.partition import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP, Partition
 from odradek.cluster.metadata import PartitionState
-from odradek.protocol import errors, records
+from odradek.protocol import errors
+from odradek.protocol.batch_builder import build_batch
 from odradek.storage import Log, LogConfig
 
 
@@ -22,7 +23,7 @@ def make_partition(tmp_path, isr=(0,), epoch=0) -> Partition:
 
 def append(partition: Partition, *timestamps: int) -> None:
     for ts in timestamps:
-        batch = records.build_batch([(b"k", b"v", (), ts)], base_timestamp=ts)
+        batch = build_batch([(b"k", b"v", (), ts)], base_timestamp=ts)
         partition.append_as_leader(batch, 1, now_ms=ts)
 
 

@@ -22,9 +22,9 @@ from broker_e2e import (
     log_mentions,
     produce_body,
     record_batch,
-    wait_until,
 )
 from kio.schema.errors import ErrorCode
+from support import wait_until
 
 from odradek.protocol import hot_responses
 from odradek.protocol.messages import build_request, decode_response, encode_request, peek_correlation_id

@@ -20,9 +20,9 @@ from broker_e2e import (
     produce_body,
     producer,
     record_batch,
-    wait_until,
 )
 from kio.schema.errors import ErrorCode
+from support import wait_until
 
 from odradek.broker.config import BrokerConfig, ConfigError
 from odradek.protocol.messages import build_request, encode_request

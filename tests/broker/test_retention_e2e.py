@@ -16,11 +16,11 @@ from broker_e2e import (
     fetch_body,
     produce_and_flush,
     producer,
-    wait_until,
 )
 from confluent_kafka import TopicPartition
 from confluent_kafka.admin import OffsetSpec
 from kio.schema.errors import ErrorCode
+from support import wait_until
 
 FAST = {"log.retention.check.interval.ms": 100, "log.segment.delete.delay.ms": 0}
 HOUR = 3600_000

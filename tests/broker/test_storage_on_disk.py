@@ -22,9 +22,9 @@ from broker_e2e import (
     fetch_records,
     produce_and_flush,
     producer,
-    wait_until,
 )
 from confluent_kafka import TopicPartition
+from support import wait_until
 
 SEGMENT_NAME = re.compile(r"^\d{20}$")
 

@@ -12,8 +12,9 @@ import socket
 import struct
 import threading
 
-from odradek.client import wire
-from odradek.protocol import messages
+from odradek.protocol import api_keys, messages
+from odradek.protocol.client_versions import client_versions
+from odradek.protocol.request_builder import build
 
 
 class BlackHoleBroker:
@@ -72,24 +73,26 @@ class BlackHoleBroker:
             pass
 
     def _answer(self, header):
-        build = lambda values: wire.build(messages.response_class(header.api_key, header.api_version), values)  # noqa: E731
-        if header.api_key == wire.API_VERSIONS:
-            keys = [wire.API_VERSIONS, wire.METADATA, wire.PRODUCE]
-            return build(
+        def response(values):
+            return build(messages.response_class(header.api_key, header.api_version), values)
+
+        if header.api_key == api_keys.API_VERSIONS:
+            keys = [api_keys.API_VERSIONS, api_keys.METADATA, api_keys.PRODUCE]
+            return response(
                 {
                     "error_code": 0,
                     "api_keys": [
                         {
                             "api_key": k,
-                            "min_version": wire.client_versions(k).start,
-                            "max_version": wire.client_versions(k).stop - 1,
+                            "min_version": client_versions(k).start,
+                            "max_version": client_versions(k).stop - 1,
                         }
                         for k in keys
                     ],
                 }
             )
-        if header.api_key == wire.METADATA:
-            return build(
+        if header.api_key == api_keys.METADATA:
+            return response(
                 {
                     "brokers": [{"node_id": 1, "host": "127.0.0.1", "port": self.port, "rack": None}],
                     "cluster_id": "blackhole",

@@ -19,8 +19,9 @@ import subprocess
 import uuid
 
 import pytest
+from support import tansu_command
 
-from odradek.testing.process import BrokerProcess, free_port, tansu_command, wait_for_port
+from odradek.testing.process import BrokerProcess, free_port, wait_for_port
 
 BROKERS = [b.strip() for b in os.environ.get("ODRADEK_TEST_BROKERS", "odradek,tansu").split(",") if b.strip()]
 

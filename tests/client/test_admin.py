@@ -9,7 +9,7 @@ from client_support import GROUP_OPTIONS
 
 from odradek import Consumer, Producer, TopicPartition
 from odradek.client.structs import ConfigResource, NewTopic
-from odradek.client.wire import (
+from odradek.protocol.api_keys import (
     ALTER_CONFIGS,
     CREATE_PARTITIONS,
     DELETE_RECORDS,

@@ -10,7 +10,7 @@ from client_support import GROUP_OPTIONS
 
 import odradek
 from odradek import aio
-from odradek.client.errors import ClientClosedError, IllegalStateError, KafkaTimeoutError
+from odradek.client.client_errors import ClientClosedError, IllegalStateError, KafkaTimeoutError
 
 
 def run(coro):

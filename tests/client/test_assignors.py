@@ -2,7 +2,7 @@
 
 import pytest
 
-from odradek.client.assignors import (
+from odradek.client.consumer.assignors import (
     CooperativeStickyAssignor,
     RangeAssignor,
     RoundRobinAssignor,
@@ -11,7 +11,7 @@ from odradek.client.assignors import (
     decode_sticky_user_data,
     encode_sticky_user_data,
 )
-from odradek.client.coordinator import (
+from odradek.client.consumer.consumer_protocol import (
     decode_assignment,
     decode_subscription,
     encode_assignment,

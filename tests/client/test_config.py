@@ -2,8 +2,8 @@
 
 import pytest
 
-from odradek.client import config
-from odradek.client.errors import ConfigError
+from odradek.client import client_config as config
+from odradek.client.client_errors import ConfigError
 
 
 def test_underscore_and_dotted_names_merge():

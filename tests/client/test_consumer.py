@@ -7,7 +7,7 @@ import time
 import pytest
 
 from odradek import Consumer, Producer, TopicPartition
-from odradek.client.errors import (
+from odradek.client.client_errors import (
     ClientClosedError,
     IllegalStateError,
     KafkaTimeoutError,
@@ -145,7 +145,7 @@ def test_async_commit_retry_never_overwrites_a_newer_commit(bootstrap, filled, g
         bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False, retry_backoff_ms=200
     ) as c:
         c.assign([tp])
-        c._aio._coordinator.commit_fault = fault
+        c._aio._coordinator.offsets.commit_fault = fault
         # 10 fails; 20 (sent right after) succeeds; 10's retry is dropped: 20 is newer.
         c.commit_async({tp: 10}, callback=lambda offsets, err: results.append((offsets[tp].offset, err)))
         c.commit_async({tp: 20}, callback=lambda offsets, err: results.append((offsets[tp].offset, err)))

@@ -14,7 +14,7 @@ import pytest
 from client_support import GROUP_OPTIONS
 
 from odradek import Consumer, Producer, TopicPartition
-from odradek.client.subscription import ConsumerRebalanceListener
+from odradek.client.consumer.subscription import ConsumerRebalanceListener
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 

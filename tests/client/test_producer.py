@@ -8,14 +8,14 @@ import time
 import pytest
 
 from odradek import Consumer, Producer, TopicPartition
-from odradek.client.errors import (
+from odradek.client.client_errors import (
     ClientClosedError,
     KafkaTimeoutError,
     RecordTooLargeError,
     SerializationError,
 )
-from odradek.client.partitioner import murmur2_partition
-from odradek.client.producer import ProducerRecord
+from odradek.client.producer.partitioner import murmur2_partition
+from odradek.client.producer.producer import ProducerRecord
 
 
 def read_all(bootstrap, topic, partitions, expected, timeout=20.0, **options):
@@ -80,8 +80,6 @@ def test_idempotent_producer_numbers_batches(bootstrap, make_topic, topic, kafka
         assert p._core.sender.idempotent and p._core.sender.producer_id >= 0
         pid = p._core.sender.producer_id
     # The batches on the log carry the producer id and consecutive sequences per partition.
-    from odradek.protocol import records
-
     with Consumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest") as c:
         c.assign([TopicPartition(topic, i) for i in range(3)])
         seen = read_all(bootstrap, topic, 3, 3000)
@@ -93,17 +91,16 @@ def test_idempotent_producer_numbers_batches(bootstrap, make_topic, topic, kafka
             assert b.producer_id == pid
             assert b.base_sequence == expected_seq, part
             expected_seq += b.header.record_count
-    assert records  # imported for the batch type
 
 
 def _raw_batches(bootstrap, topic, partitions):
     """The record batches of each partition, straight from Fetch (bypassing the consumer)."""
     import asyncio
 
-    from odradek.client import wire
-    from odradek.client.config import resolve
+    from odradek.client.client_config import resolve
     from odradek.client.netclient import NetClient
-    from odradek.protocol import records
+    from odradek.protocol import api_keys
+    from odradek.protocol.record_batch import iter_batches
 
     async def run():
         client = NetClient(resolve("admin", None, {"bootstrap_servers": bootstrap}), "test")
@@ -118,7 +115,7 @@ def _raw_batches(bootstrap, topic, partitions):
                 while True:
                     resp = await client.call(
                         leader,
-                        wire.FETCH,
+                        api_keys.FETCH,
                         {
                             "replica_id": -1,
                             "max_wait": 10,
@@ -143,7 +140,7 @@ def _raw_batches(bootstrap, topic, partitions):
                         },
                     )
                     data = resp.responses[0].partitions[0].records
-                    new = list(records.iter_batches(data)) if data else []
+                    new = list(iter_batches(data)) if data else []
                     new = [b for b in new if b.next_offset > offset]
                     if not new:
                         break

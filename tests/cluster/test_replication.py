@@ -169,7 +169,7 @@ def test_leader_and_isr_and_stop_replica_over_the_wire(three):
     leader and 1, 3 its followers; StopReplica with delete removes broker 3's replica."""
     import uuid
 
-    from odradek.protocol.inter_broker import stop_replica
+    from odradek.protocol.inter_broker import stop_replica_schema as stop_replica
 
     rs = three
     rs.create_topic("w", {0: [1, 2, 3]})
@@ -177,7 +177,7 @@ def test_leader_and_isr_and_stop_replica_over_the_wire(three):
     states = [partition_state("w", 0, 2, 1, [1, 2, 3], [1, 2, 3])]
     request = leader_and_isr_request(states, {2: rs.brokers[2].port}, topic_ids={"w": topic_id})
     for node_id in (1, 2, 3):
-        response = send(rs.bootstrap(node_id), 4, request, 6)
+        response = send(rs.bootstrap(node_id), 4, request, 7)
         assert response.error_code == 0
         assert [(t.topic_id, [(p.partition_index, p.error_code) for p in t.partition_errors]) for t in response.topics] == [
             (topic_id, [(0, 0)])
@@ -195,11 +195,11 @@ def test_leader_and_isr_and_stop_replica_over_the_wire(three):
             ),
         ),
     )
-    response = send(rs.bootstrap(3), 5, stop, 3)
+    response = send(rs.bootstrap(3), 5, stop, 4)
     assert response.error_code == 0 and [(p.topic_name, p.error_code) for p in response.partition_errors] == [("w", 0)]
     assert rs.partition(3, "w") is None
     stale = leader_and_isr_request(states, {2: rs.brokers[2].port}, controller_epoch=0)
-    assert send(rs.bootstrap(1), 4, stale, 6).error_code == ErrorCode.stale_controller_epoch
+    assert send(rs.bootstrap(1), 4, stale, 7).error_code == ErrorCode.stale_controller_epoch
 
 
 def test_a_single_node_broker_refuses_leader_and_isr():
@@ -208,7 +208,7 @@ def test_a_single_node_broker_refuses_leader_and_isr():
     with EmbeddedBroker() as b:
         b.create_topic("s")
         request = leader_and_isr_request([partition_state("s", 0, 0, 5, [0], [0])], {0: b.port})
-        response = send(b.bootstrap_servers, 4, request, 6)
+        response = send(b.bootstrap_servers, 4, request, 7)
         assert response.error_code == ErrorCode.invalid_request
         assert b.call(lambda broker: broker.replica_manager.partitions[("s", 0)].leader_epoch) == 0
 

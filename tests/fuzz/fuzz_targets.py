@@ -31,8 +31,11 @@ import tempfile
 from contextlib import suppress
 
 from odradek.broker.handlers import load_all
-from odradek.protocol import compression, errors, messages, produce_request, records
+from odradek.protocol import compression, errors, messages, produce_request
+from odradek.protocol.batch_checks import validate_batch
 from odradek.protocol.frames import FrameReader, FrameTooLarge, InvalidFrameSize
+from odradek.protocol.legacy_records import convert_legacy_to_v2, validate_legacy
+from odradek.protocol.record_batch import RecordBatch, decode_batch, iter_batches, records_have_null_keys
 from odradek.storage import checkpoint, producer_state, txn_index
 from odradek.storage._index import CorruptIndexError
 from odradek.storage.leader_epoch_cache import LeaderEpochFileCache
@@ -122,19 +125,19 @@ def batch(data: bytes) -> None:
 
 
 def _every_batch(data: bytes) -> None:
-    for b in records.iter_batches(data, check_crc=False):
+    for b in iter_batches(data, check_crc=False):
         list(b)
-        if isinstance(b, records.RecordBatch) and b.is_control:
+        if isinstance(b, RecordBatch) and b.is_control:
             b.end_txn_marker()
 
 
 _BATCH_CHECKS = [
-    lambda data: records.validate_batch(data, max_message_bytes=1 << 20),
-    lambda data: list(records.decode_batch(data, 0, check_crc=False)),
+    lambda data: validate_batch(data, max_message_bytes=1 << 20),
+    lambda data: list(decode_batch(data, 0, check_crc=False)),
     _every_batch,
-    lambda data: records.validate_legacy(data, max_message_bytes=1 << 20),
-    lambda data: records.convert_legacy_to_v2(data),
-    lambda data: records.records_have_null_keys(data),
+    lambda data: validate_legacy(data, max_message_bytes=1 << 20),
+    lambda data: convert_legacy_to_v2(data),
+    lambda data: records_have_null_keys(data),
 ]
 
 

@@ -11,7 +11,9 @@ import struct
 import sys
 from pathlib import Path
 
-from odradek.protocol import compression, messages, records
+from odradek.protocol import compression, messages
+from odradek.protocol.batch_builder import build_batch
+from odradek.protocol.records import NewRecord
 from odradek.storage import producer_state, txn_index
 from odradek.storage.checkpoint import format_properties
 
@@ -62,9 +64,9 @@ def batch_seeds() -> list[bytes]:
     from aiokafka.record.legacy_records import LegacyRecordBatchBuilder
 
     out = recorded("batches")
-    rows = [records.NewRecord(key=f"k{i}".encode(), value=b"v" * i, headers=[("h", b"x")]) for i in range(4)]
+    rows = [NewRecord(key=f"k{i}".encode(), value=b"v" * i, headers=[("h", b"x")]) for i in range(4)]
     for codec in compression.CODEC_NAMES:
-        out.append(records.build_batch(rows, compression=codec))
+        out.append(build_batch(rows, compression=codec))
     for magic, codec in [(0, 0), (0, 1), (0, 2), (1, 0), (1, 1), (1, 2), (1, 3)]:  # no lz4 in magic 0
         builder = LegacyRecordBatchBuilder(magic=magic, compression_type=codec, batch_size=1 << 20)
         for i in range(3):

@@ -5,8 +5,8 @@ from __future__ import annotations
 import socket
 import struct
 
-from odradek.client.wire import build_request
 from odradek.protocol.messages import decode_response, encode_request
+from odradek.protocol.request_builder import build_request
 
 _SIZE = struct.Struct(">i")
 

@@ -20,6 +20,7 @@ from confluent_kafka import (
     TopicPartition,
 )
 from confluent_kafka.admin import AdminClient, NewTopic
+from support import wait_until
 
 FAST = {
     "session.timeout.ms": 1500,
@@ -30,19 +31,6 @@ FAST = {
     "topic.metadata.refresh.interval.ms": 1000,
 }
 
-
-def wait_until(predicate, timeout: float = 20.0, message: str = "condition", step=None):
-    deadline = time.monotonic() + timeout
-    while True:
-        if step is not None:
-            step()
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {message}")
-        if step is None:
-            time.sleep(0.02)
 
 
 def new_topic(broker, partitions: int) -> str:
@@ -164,7 +152,7 @@ def test_three_consumers_split_then_survive_leave_and_kill(group_broker, strateg
         wait_until(split, 30, f"three-way split ({strategy})", step=poll_both)
         produce(group_broker, topic, values[300:], partitions)
         wait_until(
-            lambda: len(a.values) + len(b.values) + len(child.values) >= 200, 15, "some records", poll_both
+            lambda: len(a.values) + len(b.values) + len(child.values) >= 200, 15, "some records", step=poll_both
         )
         b.close()  # leaves the group
         child.kill()  # dies
@@ -520,7 +508,7 @@ def test_stable_group_survives_broker_restart_without_rebalance(own_broker):
             lambda: set(a.values) | set(b.values) >= {f"n{i}" for i in range(20)},
             30,
             "new records",
-            poll_both,
+            step=poll_both,
         )
         assert members() == before and before[0] == ConsumerGroupState.STABLE
         assert (a.assigns, b.assigns) == assigns

@@ -174,7 +174,7 @@ def test_ten_thousand_idle_http_connections_while_kafka_serves(tmp_path):
 def test_idle_connections_that_never_speak_are_closed(monkeypatch):
     """The first-request deadline frees a connection that only connected (older aiohttp
     releases kept those forever); checked on a broker in this process with a short deadline."""
-    import odradek.http.server as server_module
+    import odradek.http.http_server as server_module
     from odradek.testing import EmbeddedBroker
 
     monkeypatch.setattr(server_module, "FIRST_REQUEST_TIMEOUT_S", 0.5)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from pipeline_kafka import create_topic, produce, read_topic
 
-from odradek.client.partitioner import murmur2
+from odradek.client.producer.partitioner import murmur2
 
 pytestmark = pytest.mark.timeout(240)
 

@@ -1,4 +1,4 @@
-"""The vectorised record decoder against the reference codec in ``protocol.records``:
+"""The vectorised record decoder against the reference codec in ``protocol.record_batch``:
 same offsets, timestamps, keys, values and headers for every shape of batch."""
 
 from __future__ import annotations
@@ -11,12 +11,9 @@ from odradek.pipeline.columns import AbortedFilter, decode_response  # noqa: E40
 from odradek.protocol import compression as codecs  # noqa: E402
 from odradek.protocol import errors  # noqa: E402
 from odradek.protocol.batch import LOG_APPEND_TIME  # noqa: E402
-from odradek.protocol.records import (  # noqa: E402
-    ABORT,
-    build_batch,
-    build_control_batch,
-    iter_records,
-)
+from odradek.protocol.batch_builder import build_batch  # noqa: E402
+from odradek.protocol.control_records import ABORT, build_control_batch  # noqa: E402
+from odradek.protocol.record_batch import iter_records  # noqa: E402
 
 
 def _records(n: int, *, seed: int = 1, big: bool = False, headers: bool = False) -> list:

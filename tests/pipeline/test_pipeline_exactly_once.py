@@ -23,9 +23,9 @@ import pytest
 from pipeline_kafka import create_topic, produce, read_topic, user_headers
 
 from odradek.pipeline import sink
+from odradek.pipeline.blocking_client import Cluster
 from odradek.pipeline.exactly_once import SINK_HEADER, CommitLog, TaskIdentity, record_commit
 from odradek.pipeline.options import DEFAULT_COMMIT_TOPIC, write_options
-from odradek.pipeline.wire import Cluster
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -238,7 +238,7 @@ def test_query_killed_mid_batch_resumes_without_duplicates(spark, broker, topic_
 @pytest.mark.parametrize("lost", ["answer", "request"])
 def test_a_produce_without_answer_is_resent_only_if_missing(monkeypatch, broker, topic_name, lost):
     """The connection drops after (or before) the broker got the request: count, then decide."""
-    from odradek.pipeline.wire import WireError
+    from odradek.pipeline.blocking_client import WireError
 
     create_topic(broker.bootstrap_servers, topic_name, 1)
     real = Cluster.produce

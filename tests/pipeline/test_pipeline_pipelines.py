@@ -11,7 +11,7 @@ import pytest
 from pipeline_kafka import create_topic, produce, read_topic, user_headers
 
 from odradek.pipeline.pipelines import offline_load, page_views, value_length
-from odradek.pipeline.pipelines.common import RunConfig
+from odradek.pipeline.pipelines.run_config import RunConfig
 from odradek.pipeline.publish import Publisher
 
 pytestmark = pytest.mark.timeout(240)

@@ -13,17 +13,17 @@ from kio_samples import sample
 
 from odradek.protocol import messages
 from odradek.protocol.inter_broker import SCHEMAS
-from odradek.protocol.inter_broker.controlled_shutdown import (
+from odradek.protocol.inter_broker.controlled_shutdown_schema import (
     ControlledShutdownRequest,
     ControlledShutdownResponse,
 )
-from odradek.protocol.inter_broker.leader_and_isr import (
+from odradek.protocol.inter_broker.leader_and_isr_schema import (
     LeaderAndIsrLiveLeader,
     LeaderAndIsrPartitionState,
     LeaderAndIsrRequest,
     LeaderAndIsrTopicState,
 )
-from odradek.protocol.inter_broker.update_metadata import (
+from odradek.protocol.inter_broker.update_metadata_schema import (
     UpdateMetadataBroker,
     UpdateMetadataEndpoint,
     UpdateMetadataPartitionState,
@@ -38,11 +38,11 @@ def decode_request(frame: bytes):
     return header, messages.decode_request_body(header, payload, pos)
 
 
-def test_names_and_versions_are_kafka_3_zookeeper_modes():
+def test_names_and_versions_are_kafka_3_9_zookeeper_modes():
     assert {key: (name, version) for key, (name, version, *_) in SCHEMAS.items()} == {
-        4: ("leader_and_isr", 6),
-        5: ("stop_replica", 3),
-        6: ("update_metadata", 7),
+        4: ("leader_and_isr", 7),
+        5: ("stop_replica", 4),
+        6: ("update_metadata", 8),
         7: ("controlled_shutdown", 3),
     }
     for key in SCHEMAS:
@@ -77,8 +77,8 @@ def test_leader_and_isr_round_trips_through_a_request_frame():
         ),
         live_leaders=(LeaderAndIsrLiveLeader(broker_id=1, host_name="127.0.0.1", port=9093),),
     )
-    header, decoded = decode_request(messages.encode_request(4, 6, 11, "controller-2", request))
-    assert (header.api_key, header.api_version, header.correlation_id, header.client_id) == (4, 6, 11, "controller-2")
+    header, decoded = decode_request(messages.encode_request(4, 7, 11, "controller-2", request))
+    assert (header.api_key, header.api_version, header.correlation_id, header.client_id) == (4, 7, 11, "controller-2")
     assert decoded == request
     assert decoded.topic_states[0].partition_states[0].leader_recovery_state == 0
 
@@ -106,7 +106,7 @@ def test_update_metadata_round_trips_with_offline_replicas_and_racks():
             ),
         ),
     )
-    _, decoded = decode_request(messages.encode_request(6, 7, 1, None, request))
+    _, decoded = decode_request(messages.encode_request(6, 8, 1, None, request))
     assert decoded == request
 
 
@@ -134,14 +134,14 @@ def test_random_messages_round_trip(api_key):
 
 
 def test_hostile_array_length_is_malformed_not_an_abort():
-    # LeaderAndIsr v6 body: controller id, epoch, broker epoch, type, then a compact array
-    # claiming 2**32 topics in a 20-byte frame.
-    body = bytes.fromhex("00000001" "00000001" "ffffffffffffffff" "00") + b"\xff\xff\xff\xff\x0f"
-    head = bytes.fromhex("0004" "0006" "00000001" "ffff" "00")
+    # LeaderAndIsr v7 body: controller id, kraft flag, epoch, broker epoch, type, then a
+    # compact array claiming 2**32 topics in a 21-byte frame.
+    body = bytes.fromhex("00000001" "00" "00000001" "ffffffffffffffff" "00") + b"\xff\xff\xff\xff\x0f"
+    head = bytes.fromhex("0004" "0007" "00000001" "ffff" "00")
     with pytest.raises(messages.MalformedRequest, match="runs past the end of the frame"):
         decode_request(messages.frame(head, body))
 
 
 def test_other_versions_are_unknown():
-    with pytest.raises(KeyError, match="only v6"):
-        messages.request_class(4, 5)
+    with pytest.raises(KeyError, match="only v7"):
+        messages.request_class(4, 6)

@@ -16,7 +16,10 @@ from storage_batches import now_ms, parse
 
 from odradek.protocol import batch as B
 from odradek.protocol import errors
-from odradek.protocol import records as R
+from odradek.protocol.batch_builder import build_batch
+from odradek.protocol.control_records import COMMIT, build_control_batch
+from odradek.protocol.record_batch import RecordBatch, iter_batches
+from odradek.protocol.records import NewRecord
 from odradek.storage import LogConfig, LogManager
 from odradek.storage.checkpoint import CLEANER_OFFSET_CHECKPOINT, read_offset_checkpoint
 from odradek.storage.cleaner import OffsetMap, Throttler
@@ -46,7 +49,7 @@ class Writer:
 
     def append(self, pairs, codec: int = 0, ts: int | None = None, **batch_kw) -> int:
         ts = now_ms() if ts is None else ts
-        batch = R.build_batch([R.NewRecord(k, v, (), ts) for k, v in pairs], compression=codec, **batch_kw)
+        batch = build_batch([NewRecord(k, v, (), ts) for k, v in pairs], compression=codec, **batch_kw)
         info = self.log.append_as_leader(batch, 0, now_ms=max(ts, now_ms()))
         for i, (k, v) in enumerate(pairs):
             self.written[info.first_offset + i] = (k, v)
@@ -71,7 +74,7 @@ class Writer:
         return out
 
 
-def read_batches(log) -> list[R.RecordBatch]:
+def read_batches(log) -> list[RecordBatch]:
     """Every batch from the log start, one read per segment (as a consumer fetches)."""
     out = []
     offset = log.log_start_offset
@@ -79,7 +82,7 @@ def read_batches(log) -> list[R.RecordBatch]:
         r = log.read(offset, 1 << 30)
         if r.records is None:
             break
-        batches = list(R.iter_batches(r.records.read()))
+        batches = list(iter_batches(r.records.read()))
         out.extend(batches)
         offset = batches[-1].next_offset
     return out
@@ -99,7 +102,7 @@ def read_records(log, oracle: bool = True) -> list:
             batches = parse(data)
             records = [rec for b in batches for rec in b]
         else:
-            batches = list(R.iter_batches(data))
+            batches = list(iter_batches(data))
             records = [rec for b in batches for rec in b.records()]
         for rec in records:
             if rec.offset >= offset:
@@ -168,16 +171,16 @@ def test_timestamps_and_headers_survive_rewrite(tmp_path):
     lm = manager(tmp_path)
     log = lm.get_or_create_log("t", 0)
     ts0 = now_ms() - 5000
-    batch = R.build_batch(
-        [R.NewRecord(b"a", b"1", (("h1", b"x"),), ts0), R.NewRecord(b"b", b"2", (("h2", None),), ts0 + 7)]
+    batch = build_batch(
+        [NewRecord(b"a", b"1", (("h1", b"x"),), ts0), NewRecord(b"b", b"2", (("h2", None),), ts0 + 7)]
     )
     log.append_as_leader(batch, 0)
-    log.append_as_leader(R.build_batch([R.NewRecord(b"a", b"3", (), ts0 + 9)]), 0)
+    log.append_as_leader(build_batch([NewRecord(b"a", b"3", (), ts0 + 9)]), 0)
     log.roll()
     log.high_watermark = log.log_end_offset
     LogCleaner(lm).clean_once()
     got = []
-    for b in R.iter_batches(log.read(0, 1 << 20).records.read()):
+    for b in iter_batches(log.read(0, 1 << 20).records.read()):
         got.extend(b.records())
     assert [(r.offset, r.key, r.value, r.timestamp, tuple(r.headers)) for r in got] == [
         (1, b"b", b"2", ts0 + 7, (("h2", None),)),
@@ -211,7 +214,7 @@ def test_records_without_key_are_rejected_on_compacted_topics(tmp_path):
     lm = manager(tmp_path)
     log = lm.get_or_create_log("t", 0)
     for codec in (0, 4):
-        batch = R.build_batch([R.NewRecord(b"k", b"v"), R.NewRecord(None, b"v")], compression=codec)
+        batch = build_batch([NewRecord(b"k", b"v"), NewRecord(None, b"v")], compression=codec)
         with pytest.raises(errors.InvalidRecordError) as exc:
             log.append_as_leader(batch, 0)
         assert exc.value.code == 87  # INVALID_RECORD, as Kafka's LogValidator
@@ -219,7 +222,7 @@ def test_records_without_key_are_rejected_on_compacted_topics(tmp_path):
         assert [i for i, _ in exc.value.context["record_errors"]] == [1]  # KIP-467: which record
     assert log.log_end_offset == 0
     plain = lm.get_or_create_log("plain", 0, LogConfig())
-    plain.append_as_leader(R.build_batch([R.NewRecord(None, b"v")]), 0)
+    plain.append_as_leader(build_batch([NewRecord(None, b"v")]), 0)
 
 
 def test_the_active_segment_is_never_cleaned(tmp_path):
@@ -347,11 +350,11 @@ def test_transactional_and_control_batches_are_kept_verbatim(tmp_path):
     log = lm.get_or_create_log("t", 0)
     w = Writer(log)
     w.append([(b"k", b"plain-1")])
-    txn_batch = R.build_batch(
-        [R.NewRecord(b"k", b"txn-1")], producer_id=7, producer_epoch=0, base_sequence=0, transactional=True
+    txn_batch = build_batch(
+        [NewRecord(b"k", b"txn-1")], producer_id=7, producer_epoch=0, base_sequence=0, transactional=True
     )
     txn_offset = log.append_as_leader(txn_batch, 0).first_offset
-    marker = R.build_control_batch(R.COMMIT, producer_id=7, producer_epoch=0, coordinator_epoch=1)
+    marker = build_control_batch(COMMIT, producer_id=7, producer_epoch=0, coordinator_epoch=1)
     marker_offset = log.append_as_leader(marker, 0, origin="coordinator").first_offset
     w.append([(b"k", b"plain-2")])
     w.append([(b"other", b"x")])
@@ -371,10 +374,10 @@ def test_transactional_and_control_batches_are_kept_verbatim(tmp_path):
 def test_idempotent_producers_last_batch_survives_as_an_empty_batch(tmp_path):
     lm = manager(tmp_path)
     log = lm.get_or_create_log("t", 0)
-    batch = R.build_batch([R.NewRecord(b"k", b"v1")], producer_id=42, producer_epoch=3, base_sequence=0)
+    batch = build_batch([NewRecord(b"k", b"v1")], producer_id=42, producer_epoch=3, base_sequence=0)
     log.append_as_leader(batch, 0)
     for i in range(30):
-        log.append_as_leader(R.build_batch([R.NewRecord(b"k", b"plain-%d" % i + b"x" * 80)]), 0)
+        log.append_as_leader(build_batch([NewRecord(b"k", b"plain-%d" % i + b"x" * 80)]), 0)
     log.roll()
     log.high_watermark = log.log_end_offset
     LogCleaner(lm).clean_once()

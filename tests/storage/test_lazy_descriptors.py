@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import os
 
-from odradek.protocol import records
+from odradek.protocol.batch_builder import build_batch
+from odradek.protocol.record_batch import iter_batches
 from odradek.storage import LogConfig, LogManager
 
-BATCH = records.build_batch([(b"k", b"v", [], 1_700_000_000_000)])
+BATCH = build_batch([(b"k", b"v", [], 1_700_000_000_000)])
 
 
 def open_fds() -> int:
@@ -21,7 +22,7 @@ def open_fds() -> int:
 
 def values(log) -> list[bytes]:
     data = log.read(0, 1 << 20).records.read()
-    return [r.value for batch in records.iter_batches(data) for r in batch.records()]
+    return [r.value for batch in iter_batches(data) for r in batch.records()]
 
 
 def build(path, partitions: int, config: LogConfig) -> None:

@@ -17,7 +17,8 @@ import pytest
 from storage_batches import hbatch, kbatch, parse
 
 from odradek.protocol import batch as B
-from odradek.protocol import errors, records
+from odradek.protocol import errors
+from odradek.protocol.record_batch import iter_batches, iter_records
 from odradek.storage import Log, LogAppendInfo, LogConfig
 
 NOW = 1_700_000_000_000
@@ -172,7 +173,7 @@ def test_same_sequence_gives_identical_segments_and_infos(tmp_path):
         o for h in _headers(data) for o in range(h.base_offset, h.base_offset + h.last_offset_delta + 1)
     ]
     assert offsets == list(range(expected_first))
-    assert all(b.crc_is_valid() for b in records.iter_batches(data))
+    assert all(b.crc_is_valid() for b in iter_batches(data))
     pair.assert_same_files()
 
 
@@ -294,9 +295,9 @@ def test_other_codec_is_recompressed(tmp_path, topic_codec, codec_id):
     infos = [pair.append(b) for b in batches]
     # Only the batch already in the topic's codec goes the plain way.
     assert pair.plain_spy.results == [False, True] + ([False] if codec_id != 0 else [])
-    stored = list(records.iter_batches(_read_all(pair.plain)))
+    stored = list(iter_batches(_read_all(pair.plain)))
     assert [b.header.attributes & 7 for b in stored] == [codec_id] * len(batches)
-    got = list(records.iter_records(_read_all(pair.plain)))
+    got = list(iter_records(_read_all(pair.plain)))
     assert [(r.offset, r.value) for r in got] == [(i, b"abc") for i in range(infos[-1].last_offset + 1)]
     # The recompressed batch is not the raw input; the matching one is.
     data = _read_all(pair.plain)

@@ -256,9 +256,9 @@ def test_log_append_time_rewrites_the_batch(tmp_path):
 
 
 def test_recompression_when_topic_forces_a_codec(tmp_path):
-    from odradek.protocol import records
+    from odradek.protocol import record_batch
 
-    assert hasattr(records, "recompress_batch")
+    assert hasattr(record_batch, "recompress_batch")
     log = make_log(tmp_path, **{"compression.type": "gzip"})
     log.append_as_leader(kbatch(3, value=b"q" * 300), 0)
     (batch,) = parse(read_all(log))

@@ -14,8 +14,9 @@ from txn_support import READERS, Raw, ck_producer, create_topic, plain_produce, 
 
 import odradek
 import odradek.aio
+from odradek.client import client_errors
+from odradek.client.producer.transactions import ProducerFencedError
 from odradek.client.structs import TopicPartition
-from odradek.client.transactions import ProducerFencedError
 
 PARTS = 3
 
@@ -114,7 +115,7 @@ def test_our_producer_commits_and_aborts(broker, topic_name):
             p.send(topic_name, v, partition=i % PARTS)
         p.flush(30)
         p.abort_transaction(30)
-        with pytest.raises(odradek.client.errors.IllegalStateError):
+        with pytest.raises(client_errors.IllegalStateError):
             p.send(topic_name, b"outside a transaction")
         p.begin_transaction()
         p.abort_transaction(30)  # nothing sent: nothing to tell the coordinator
@@ -210,7 +211,7 @@ def test_our_producer_is_fenced_by_a_successor(broker, topic_name):
     first.send(topic_name, b"from-the-first").result(30)
     second = odradek.Producer(bootstrap_servers=broker.bootstrap_servers, transactional_id=tid)
     second.init_transactions(30)
-    with pytest.raises(odradek.client.errors.KafkaError) as refused:
+    with pytest.raises(client_errors.KafkaError) as refused:
         first.send(topic_name, b"late").result(30)
     assert refused.value.code == 47  # INVALID_PRODUCER_EPOCH: the partition refused the old epoch
     with pytest.raises(ProducerFencedError):

@@ -11,7 +11,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from txn_support import READERS, Raw, create_topic, plain_produce, read_ours, wait_until
+from support import wait_until
+from txn_support import READERS, Raw, create_topic, plain_produce, read_ours
 
 WORKER = Path(__file__).with_name("txn_eos_worker.py")
 PARTS = 3
@@ -78,7 +79,7 @@ def test_asyncio_loop_with_a_failing_transform_rewinds_and_retries(broker, topic
     import asyncio
 
     import odradek.aio
-    from odradek.client.exactly_once import arun_exactly_once
+    from odradek.client.consume_transform_produce import arun_exactly_once
     from odradek.client.structs import TopicPartition
 
     source, dest = topic_name + "-in", topic_name + "-out"

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 from confluent_kafka import KafkaException
-from txn_support import SMALL_INTERNAL_TOPICS, Raw, ck_producer, create_topic, read_ours, wait_until
+from support import wait_until
+from txn_support import SMALL_INTERNAL_TOPICS, Raw, ck_producer, create_topic, read_ours
 
 import odradek
 from odradek.client.structs import TopicPartition

@@ -10,7 +10,8 @@ import struct
 import pytest
 
 from odradek.protocol import errors
-from odradek.protocol import records as R
+from odradek.protocol.batch_builder import build_batch
+from odradek.protocol.control_records import ABORT, COMMIT, build_control_batch
 from odradek.storage.cleaner_manager import LogCleaner
 from odradek.storage.log import Log
 from odradek.storage.log_config import LogConfig
@@ -19,7 +20,7 @@ from odradek.storage.txn_index import ENTRY_SIZE, AbortedTxn, read_entries
 
 
 def data(log, pid=-1, epoch=0, seq=0, n=2, value=b"v", key=b"k"):
-    batch = R.build_batch(
+    batch = build_batch(
         [(key, value, (), None)] * n,
         producer_id=pid,
         producer_epoch=epoch if pid >= 0 else -1,
@@ -32,8 +33,8 @@ def data(log, pid=-1, epoch=0, seq=0, n=2, value=b"v", key=b"k"):
 
 
 def marker(log, pid, committed, epoch=0, coordinator_epoch=0):
-    batch = R.build_control_batch(
-        R.COMMIT if committed else R.ABORT,
+    batch = build_control_batch(
+        COMMIT if committed else ABORT,
         producer_id=pid,
         producer_epoch=epoch,
         coordinator_epoch=coordinator_epoch,

@@ -7,7 +7,8 @@ import time
 
 import pytest
 from confluent_kafka import KafkaException
-from txn_support import SMALL_INTERNAL_TOPICS, Raw, ck_producer, create_topic, read_ours, wait_until
+from support import wait_until
+from txn_support import SMALL_INTERNAL_TOPICS, Raw, ck_producer, create_topic, read_ours
 
 from odradek.testing.process import BrokerProcess
 

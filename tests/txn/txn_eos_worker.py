@@ -9,7 +9,7 @@ import sys
 import time
 
 import odradek
-from odradek.client.exactly_once import run_exactly_once
+from odradek.client.consume_transform_produce import run_exactly_once
 from odradek.client.structs import TopicPartition
 
 

@@ -26,16 +26,6 @@ SMALL_INTERNAL_TOPICS = {
 }
 
 
-def wait_until(predicate, timeout: float = 10.0, interval: float = 0.05, message: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {message}")
-        time.sleep(interval)
-
 
 _ADMINS: dict[int, tuple[object, AdminClient]] = {}
 
@@ -155,9 +145,9 @@ class Raw:
 
     def produce_txn(self, tid, pid, epoch, seq, topic, partition, values) -> int:
         """A transactional batch by hand; returns the partition's error code."""
-        from odradek.protocol import records
+        from odradek.protocol.batch_builder import build_batch
 
-        batch = records.build_batch(
+        batch = build_batch(
             [(None, v, (), None) for v in values],
             producer_id=pid,
             producer_epoch=epoch,

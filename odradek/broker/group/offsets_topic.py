@@ -17,7 +17,9 @@ from collections.abc import Iterator
 
 from odradek.broker.group.partitioning import OFFSETS_TOPIC
 from odradek.broker.internal_topic import COORDINATOR_APPEND_ERRORS, InternalTopic
-from odradek.protocol import errors, records
+from odradek.protocol import errors
+from odradek.protocol.batch_builder import build_batch
+from odradek.protocol.control_records import COMMIT
 from odradek.protocol.errors import ErrorCode
 
 # Records too large for the topic; any other error maps as for every coordinator.
@@ -71,7 +73,7 @@ class OffsetsTopic(InternalTopic):
     ) -> None:
         """Append ``(key, value)`` records as one batch; raises KafkaError. With a producer id
         the batch is transactional (TxnOffsetCommit): it counts once its COMMIT marker lands."""
-        batch = records.build_batch(
+        batch = build_batch(
             [(key, value, (), now_ms) for key, value in entries],
             producer_id=producer_id,
             producer_epoch=producer_epoch,
@@ -92,7 +94,7 @@ class OffsetsTopic(InternalTopic):
                 if batch.is_control:
                     marker = batch.end_txn_marker()
                     if marker is not None:
-                        chunk.append((None, None, batch.producer_id, marker.control_type == records.COMMIT))
+                        chunk.append((None, None, batch.producer_id, marker.control_type == COMMIT))
                     continue
                 pid = batch.producer_id if getattr(batch, "is_transactional", False) else -1
                 for rec in batch.records():

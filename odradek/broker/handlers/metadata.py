@@ -7,7 +7,9 @@ partitions with leader, leader epoch, replicas and ISR. Unknown topics are creat
 get INVALID_TOPIC_EXCEPTION. Topic ids may be asked for instead of names from v12 (v10
 and v11 carry the field, but their response cannot name a topic found by id: a null name
 there is an invalid request, as in Kafka, and closes the connection).
-Authorized-operations fields are answered with Kafka's "not requested" default.
+Authorized-operations fields are answered with Kafka's "not requested" default. A partition
+without a live leader (cluster mode) is LEADER_NOT_AVAILABLE, and so is a topic just
+auto-created in cluster mode, until the controller has elected its leaders.
 
 One request creates at most ``auto.create.topics.max.per.request`` topics (Odradek's own
 key); the others get THROTTLING_QUOTA_EXCEEDED, retriable, so a client asking again gets
@@ -43,7 +45,7 @@ def _topic_entry(broker, topic) -> dict:
         "is_internal": topic.internal,
         "partitions": [
             {
-                "error_code": 0,
+                "error_code": ErrorCode.leader_not_available if state.leader < 0 else 0,
                 "partition_index": index,
                 "leader_id": state.leader,
                 "leader_epoch": state.leader_epoch,
@@ -159,7 +161,10 @@ def _entries(broker, request, wanted, allow_create: bool):
                 yield _error_entry(name, exc.code), False
                 continue
             created += 1
-            yield _topic_entry(broker, topic), True
+            if topic is None:  # cluster mode: being created through the controller; ask again
+                yield _error_entry(name, ErrorCode.leader_not_available), True
+            else:
+                yield _topic_entry(broker, topic), True
     if refused:
         log.warning(
             "Metadata from %s (client id %r) would auto-create %d topics: created %d "

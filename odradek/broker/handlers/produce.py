@@ -31,8 +31,8 @@ from odradek.protocol.batch import (
 )
 from odradek.protocol.errors import ErrorCode
 from odradek.protocol.hot_responses import one_partition_produce_frame, produce_response
+from odradek.protocol.legacy_records import convert_legacy_to_v2
 from odradek.protocol.produce_request import parse_single_partition
-from odradek.protocol.records import convert_legacy_to_v2
 
 
 @api(0, 0, 11)

@@ -18,7 +18,7 @@ import logging
 import time
 
 from odradek.broker.group.partitioning import OFFSETS_TOPIC
-from odradek.protocol import errors, records
+from odradek.protocol import control_records, errors
 from odradek.protocol.errors import ErrorCode
 
 log = logging.getLogger(__name__)
@@ -51,9 +51,9 @@ def write_markers(
     partitions,
 ) -> dict[tuple[str, int], int]:
     """Write the marker to each ``(topic, partition)``; return each one's error code."""
-    control = records.COMMIT if committed else records.ABORT
+    control = control_records.COMMIT if committed else control_records.ABORT
     now = int(time.time() * 1000)
-    batch = records.build_control_batch(
+    batch = control_records.build_control_batch(
         control,
         producer_id=producer_id,
         producer_epoch=producer_epoch,

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from odradek.broker.internal_topic import InternalTopic
-from odradek.protocol import records
+from odradek.protocol.batch_builder import build_batch
 
 TRANSACTION_STATE_TOPIC = "__transaction_state"
 
@@ -43,7 +43,7 @@ class TransactionStateTopic(InternalTopic):
 
     def append(self, partition: int, key: bytes, value: bytes | None, now_ms: int) -> None:
         """Append one record; raises KafkaError."""
-        batch = records.build_batch([(key, value, (), now_ms)])
+        batch = build_batch([(key, value, (), now_ms)])
         self.broker.replica_manager.append(TRANSACTION_STATE_TOPIC, partition, batch, 1, now_ms)
 
     def replay(self, partition: int, chunk_bytes: int) -> Iterator[list[tuple[bytes | None, bytes | None]]]:

@@ -15,7 +15,7 @@ record's timestamp, UTC), the partition column.
 
 from __future__ import annotations
 
-from odradek.pipeline.pipelines.common import RunConfig
+from odradek.pipeline.pipelines.run_config import RunConfig
 
 
 def start(

@@ -29,7 +29,7 @@ import time
 import uuid
 from collections.abc import Iterator
 
-from odradek.pipeline.pipelines.common import RunConfig
+from odradek.pipeline.pipelines.run_config import RunConfig
 
 EVENT_SCHEMA = "event_id string, user string, page string, action string, ts long"
 

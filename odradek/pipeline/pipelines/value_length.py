@@ -13,7 +13,7 @@ string. A null value stays null. Written exactly once.
 
 from __future__ import annotations
 
-from odradek.pipeline.pipelines.common import RunConfig
+from odradek.pipeline.pipelines.run_config import RunConfig
 
 
 def start(spark, config: RunConfig, *, input_topic: str, output_topic: str) -> list:

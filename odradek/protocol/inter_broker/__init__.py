@@ -2,12 +2,17 @@
 
 Kafka 4 removed ZooKeeper mode and with it LeaderAndIsr (4), StopReplica (5),
 UpdateMetadata (6) and ControlledShutdown (7). We declare one flexible version of each, the
-one a Kafka 3.x ZooKeeper-mode controller sends, as kio-style dataclasses, so that the same
+newest a Kafka 3.9 ZooKeeper-mode controller sends (so clients that infer a broker's Kafka
+version from its ApiVersions still see 3.9), as kio-style dataclasses, so that the same
 reader, writer and well-formedness check serve them as every other API
-(``protocol.messages`` looks here before asking kio).
+(``protocol.messages`` looks here before asking kio). The modules are named ``*_schema`` (the
+handlers own the API names); ``inter_broker.leader_and_isr`` and the others are their aliases.
 """
 
-from odradek.protocol.inter_broker import controlled_shutdown, leader_and_isr, stop_replica, update_metadata
+from odradek.protocol.inter_broker import controlled_shutdown_schema as controlled_shutdown
+from odradek.protocol.inter_broker import leader_and_isr_schema as leader_and_isr
+from odradek.protocol.inter_broker import stop_replica_schema as stop_replica
+from odradek.protocol.inter_broker import update_metadata_schema as update_metadata
 
 # api key -> (name as kio spells API names, version, request class, response class)
 SCHEMAS = {
@@ -36,3 +41,5 @@ SCHEMAS = {
         controlled_shutdown.ControlledShutdownResponse,
     ),
 }
+
+__all__ = ["SCHEMAS", "controlled_shutdown", "leader_and_isr", "stop_replica", "update_metadata"]

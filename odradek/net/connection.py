@@ -1,0 +1,283 @@
+"""One TCP connection to one broker over asyncio: pipelined requests matched by correlation id.
+
+``Connection`` is an asyncio ``BufferedProtocol`` around the sans-IO
+``ClientConnection`` (``odradek.protocol.client_connection``), which frames requests,
+numbers them, tracks what is in flight, decodes answers and negotiates versions. This
+module adds what needs the event loop: the socket, one future per request, timers, and
+flow control. Requests are written as soon as they are sent; any number may be in flight
+(callers such as the client's sender enforce their own limit with ``in_flight``).
+Responses are decoded in ``buffer_updated`` (frames are only valid until the next
+receive) and resolve the future of their request. After connecting, ``ApiVersions``
+picks per API the highest version both sides support.
+
+A request that gets no answer within its timeout closes the connection: every request
+in flight fails with ``KafkaConnectionError`` (retriable), as Kafka's clients do.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+from collections.abc import Mapping
+
+from odradek.protocol import messages
+from odradek.protocol.api_keys import API_VERSIONS
+from odradek.protocol.client_connection import ClientConnection, FrameError
+
+from .connection_errors import KafkaConnectionError, KafkaTimeoutError, UnsupportedVersionError
+
+log = logging.getLogger("odradek.net")
+
+
+class Connection(asyncio.BufferedProtocol):
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        node_id: int,
+        client_id: str,
+        request_timeout_ms: int,
+        *,
+        version_caps: Mapping[int, int] | None = None,
+    ):
+        self.host = host
+        self.port = port
+        self.node_id = node_id
+        self.client_id = client_id
+        self.request_timeout = request_timeout_ms / 1000
+        self._core = ClientConnection(client_id, version_caps=version_caps)
+        self._loop = asyncio.get_running_loop()
+        self._transport: asyncio.Transport | None = None
+        self._closed: BaseException | None = None
+        self._write_ready: asyncio.Future | None = None
+        self.on_close = None  # callable(conn, exc) set by the owner
+        self.last_used = self._loop.time()
+
+    def __repr__(self) -> str:
+        return f"<Connection node={self.node_id} {self.host}:{self.port}>"
+
+    @property
+    def versions(self) -> dict[int, int]:
+        """The version to use per API key, negotiated on connecting."""
+        return self._core.versions
+
+    @property
+    def broker_versions(self) -> dict[int, tuple[int, int]]:
+        return self._core.broker_versions
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    async def connect(self, timeout: float) -> None:
+        try:
+            async with asyncio.timeout(timeout):
+                await self._loop.create_connection(lambda: self, self.host, self.port)
+                await self._negotiate()
+        except TimeoutError:
+            self.close(KafkaConnectionError(f"connecting to {self.host}:{self.port} timed out"))
+            raise KafkaConnectionError(
+                f"connecting to broker {self.node_id} at {self.host}:{self.port} timed out after {timeout:.1f}s"
+            ) from None
+        except OSError as exc:
+            self.close(exc)
+            raise KafkaConnectionError(
+                f"cannot connect to broker {self.node_id} at {self.host}:{self.port}: {exc.strerror or exc}"
+            ) from exc
+        except BaseException as exc:
+            self.close(exc)
+            raise
+
+    async def _negotiate(self) -> None:
+        while True:
+            version, values = self._core.api_versions_request()
+            response = await self.send(API_VERSIONS, values, version=version)
+            if self._core.api_versions_answered(response):
+                return
+
+    def connection_made(self, transport) -> None:
+        self._transport = transport
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            try:
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            except OSError:
+                pass
+
+    def connection_lost(self, exc) -> None:
+        self._fail_all(exc or KafkaConnectionError(f"connection to broker {self.node_id} closed"))
+
+    def close(self, exc: BaseException | None = None) -> None:
+        if self._transport is not None:
+            self._transport.close()
+        self._fail_all(exc or KafkaConnectionError(f"connection to broker {self.node_id} closed"))
+
+    def _fail_all(self, exc: BaseException) -> None:
+        if self._closed is not None:
+            return
+        if not isinstance(exc, KafkaConnectionError | KafkaTimeoutError):
+            err = KafkaConnectionError(
+                f"connection to broker {self.node_id} ({self.host}:{self.port}) lost: {exc}"
+            )
+            err.__cause__ = exc
+            exc = err
+        self._closed = exc
+        for fut, timer in self._core.fail_all():
+            if timer is not None:
+                timer.cancel()
+            if not fut.done():
+                fut.set_exception(exc)
+        if self._write_ready is not None and not self._write_ready.done():
+            self._write_ready.set_result(None)
+        if self.on_close is not None:
+            self.on_close(self, exc)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed is not None
+
+    @property
+    def in_flight(self) -> int:
+        return self._core.in_flight
+
+    # -- writing -------------------------------------------------------------------------
+
+    def pause_writing(self) -> None:
+        if self._write_ready is None or self._write_ready.done():
+            self._write_ready = self._loop.create_future()
+
+    def resume_writing(self) -> None:
+        if self._write_ready is not None and not self._write_ready.done():
+            self._write_ready.set_result(None)
+
+    @property
+    def writable(self) -> bool:
+        return self._closed is None and (self._write_ready is None or self._write_ready.done())
+
+    async def drain(self) -> None:
+        if self._write_ready is not None and not self._write_ready.done():
+            await self._write_ready
+
+    def supports(self, api_key: int) -> bool:
+        return self._core.supports(api_key)
+
+    def version(self, api_key: int) -> int:
+        try:
+            return self._core.versions[api_key]
+        except KeyError:
+            name = messages.api_name(api_key)
+            raise UnsupportedVersionError(
+                f"broker {self.node_id} at {self.host}:{self.port} does not support {name} "
+                f"in a version this client speaks (broker: {self.broker_versions.get(api_key)})"
+            ) from None
+
+    def send(
+        self, api_key: int, values, version: int | None = None, expect_response: bool = True, timeout=None
+    ):
+        """Write one request; return a future of the decoded response entity.
+
+        ``values`` is a dict for ``request_builder.build``, a callable ``f(version) -> dict``,
+        or a ready kio entity. With ``expect_response=False`` (acks=0 produce) the future is
+        resolved with None once written.
+        """
+        fut = self._loop.create_future()
+        if self._closed is not None:
+            fut.set_exception(self._closed)
+            return fut
+        if version is None:
+            try:
+                version = self.version(api_key)
+            except UnsupportedVersionError as exc:
+                fut.set_exception(exc)
+                return fut
+        token = [fut, None] if expect_response else None  # the timer is set once sent
+        try:
+            correlation_id, frame = self._core.request(
+                api_key, version, values, token=token, expect_response=expect_response
+            )
+        except Exception as exc:
+            fut.set_exception(exc)
+            return fut
+        self._sent(correlation_id, fut, token, timeout)
+        self._transport.write(frame)
+        return fut
+
+    def send_parts(self, api_key: int, version: int, build, expect_response: bool = True, timeout=None):
+        """Like ``send``, for a request packed by hand: ``build(correlation_id) -> [buffers]``.
+
+        The buffers go to the transport with ``writelines`` (no join, no copy here).
+        """
+        fut = self._loop.create_future()
+        if self._closed is not None:
+            fut.set_exception(self._closed)
+            return fut
+        token = [fut, None] if expect_response else None
+        try:
+            correlation_id, parts = self._core.request_parts(
+                api_key, version, build, token=token, expect_response=expect_response
+            )
+        except Exception as exc:
+            fut.set_exception(exc)
+            return fut
+        self._sent(correlation_id, fut, token, timeout)
+        self._transport.writelines(parts)
+        return fut
+
+    def _sent(self, correlation_id: int, fut, token: list | None, timeout) -> None:
+        """A request went out now: its answer is awaited up to ``timeout`` (else the request
+        timeout) and the token, ``[future, timer]``, gets its timer; with no answer expected
+        (no token), ``fut`` is done."""
+        self.last_used = self._loop.time()
+        if token is None:
+            fut.set_result(None)
+            return
+        t = self.request_timeout if timeout is None else timeout
+        token[1] = self._loop.call_later(t, self._on_timeout, correlation_id, t)
+
+    def _on_timeout(self, correlation_id: int, timeout: float) -> None:
+        item = self._core.in_flight_request(correlation_id)
+        if item is None:
+            return
+        name = messages.api_name(item[0])
+        log.warning(
+            "%s request to broker %s timed out after %.1fs; closing the connection",
+            name,
+            self.node_id,
+            timeout,
+        )
+        self.close(
+            KafkaConnectionError(f"{name} request to broker {self.node_id} timed out after {timeout:.1f}s")
+        )
+
+    # -- reading -------------------------------------------------------------------------
+
+    def get_buffer(self, sizehint: int):
+        return self._core.get_buffer()
+
+    def buffer_updated(self, nbytes: int) -> None:
+        try:
+            responses = self._core.received(nbytes)
+        except FrameError as exc:
+            self.close(KafkaConnectionError(f"bad frame from broker {self.node_id}: {exc}"))
+            return
+        for correlation_id, api_key, version, token, entity, error in responses:
+            if token is None:
+                log.warning(
+                    "response with unknown correlation id %d from broker %s", correlation_id, self.node_id
+                )
+                continue
+            fut, timer = token
+            timer.cancel()
+            if fut.done():
+                continue
+            if error is not None:
+                fut.set_exception(
+                    KafkaConnectionError(
+                        f"cannot decode {messages.api_name(api_key)} v{version} response: {error}"
+                    )
+                )
+                continue
+            fut.set_result(entity)
+        self.last_used = self._loop.time()
+
+    def eof_received(self):
+        return False

