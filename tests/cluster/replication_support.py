@@ -227,12 +227,12 @@ def send(bootstrap: str, api_key: int, entity, version: int):
     """One request over a real connection (what the controller's channel does)."""
     import asyncio
 
-    from odradek.broker.broker_connection import BrokerConnection
+    from odradek.net.connection import Connection
 
     host, port = bootstrap.rsplit(":", 1)
 
     async def go():
-        conn = BrokerConnection(host, int(port), -1, "test-controller", 10000)
+        conn = Connection(host, int(port), -1, "test-controller", 10000)
         await conn.connect(5)
         try:
             return await conn.send(api_key, entity, version=version)
