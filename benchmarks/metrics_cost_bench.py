@@ -25,8 +25,8 @@ import argparse
 import statistics
 import time
 
+from odradek.protocol.batch_builder import build_batch
 from odradek.protocol.hot_requests import produce_request
-from odradek.protocol.records import build_batch
 from odradek.testing import EmbeddedBroker
 
 TOPIC = "metrics-cost"

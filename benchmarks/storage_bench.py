@@ -38,14 +38,14 @@ def bench_append(dir: str, batch: bytes, seconds: float, idempotent: bool = Fals
     start = time.perf_counter()
     deadline = start + seconds
     if idempotent:
-        from odradek.protocol import batch as B
+        from odradek.protocol import batch as batch_format
 
         # Batches with consecutive sequences, built (and CRC'd) before the clock starts.
         pool = []
         ba = bytearray(batch)
         for seq in range(int(seconds * 150_000)):
-            B._INT32.pack_into(ba, 53, seq)
-            B.write_crc(ba)
+            batch_format._INT32.pack_into(ba, 53, seq)
+            batch_format.write_crc(ba)
             pool.append(bytes(ba))
         start = time.perf_counter()
         deadline = start + seconds

@@ -34,994 +34,56 @@ chooses differently from Kafka it says so here:
   and ``ssl.client.auth=required``, so a broker never serves in a weaker mode than
   configured; other ``ssl.*`` / ``sasl.*`` keys are accepted with a warning.
 
-Topic-level configs (``TOPIC_CONFIGS``) take their defaults from broker synonyms
-(``retention.ms`` ← ``log.retention.ms``/``minutes``/``hours``, ...). The DescribeConfigs,
-AlterConfigs and CreateTopics handlers use ``validate_topic_configs``,
-``topic_config_entries`` and ``broker_config_entries``; the log manager uses
-``effective_topic_config``, whose keys feed ``odradek.storage.log_config.LogConfig.from_dict``.
+Where the parts live (Kafka's split in brackets):
+
+* ``odradek.config_def``: keys, types, validators, value parsing and rendering [``ConfigDef``];
+* ``broker_keys``: the table of broker keys, one line each [``KafkaConfig``'s definitions];
+* ``odradek.storage.log_config``: the table of topic keys and their broker synonyms [``LogConfig``];
+* ``listeners``: listeners, advertised listeners, security protocols, per-listener keys;
+* this module: ``BrokerConfig``, the typed configuration with its derived values and
+  cross-key checks [``KafkaConfig``];
+* ``dynamic_config``: the keys that may change at run time and their levels
+  [``DynamicBrokerConfig``];
+* ``topic_configs``: topic overrides checked, and topic defaults taken from broker keys;
+* ``config_entries``: DescribeConfigs' entries with sources and synonyms [``ConfigHelper``];
+* ``odradek.properties``: the ``.properties`` file format.
 
 Immutable once built; safe to share between threads.
 """
 
 from __future__ import annotations
 
-import difflib
-import ipaddress
 import logging
-import math
-import re
-import socket
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
-from enum import IntEnum
+from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from odradek.protocol.errors import InvalidConfigError
+from odradek.broker.broker_keys import (
+    BROKER_CONFIGS,
+    FREE_PREFIXES,
+    NOT_BROKER_KEYS,
+    SECURITY_PREFIXES,
+    looks_secret,
+    parse_host_counts,
+)
+from odradek.broker.listeners import LISTENER_PREFIX, Endpoint, resolve_listeners
+from odradek.config_def import (
+    DEPRECATED,
+    HOUR_MS,
+    KRAFT,
+    MINUTE_MS,
+    ConfigError,
+    ConfigSource,
+    parse_value,
+    suggest,
+)
+from odradek.properties import PropertiesError, load_properties, parse_properties
+from odradek.storage.log_config import TOPIC_CONFIGS
 
-__all__ = [
-    "BROKER_CONFIGS",
-    "DYNAMIC_BROKER_CONFIGS",
-    "NO_OP_TOPIC_CONFIGS",
-    "TOPIC_CONFIGS",
-    "BrokerConfig",
-    "ConfigDef",
-    "ConfigEntry",
-    "ConfigError",
-    "ConfigSource",
-    "ConfigSynonym",
-    "ConfigType",
-    "Endpoint",
-    "broker_config_entries",
-    "default_broker_config_entries",
-    "effective_topic_config",
-    "load_properties",
-    "parse_properties",
-    "topic_config_entries",
-    "validate_topic_configs",
-]
+__all__ = ["BrokerConfig", "ConfigError"]
 
 log = logging.getLogger(__name__)
-
-INT_MIN, INT_MAX = -(1 << 31), (1 << 31) - 1
-LONG_MIN, LONG_MAX = -(1 << 63), (1 << 63) - 1
-SHORT_MIN, SHORT_MAX = -(1 << 15), (1 << 15) - 1
-DOUBLE_MAX = 1.7976931348623157e308
-
-HOUR_MS = 3_600_000
-MINUTE_MS = 60_000
-
-SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
-BROKER_COMPRESSION_TYPES = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
-
-
-class ConfigType(IntEnum):
-    """DescribeConfigs ``config_type`` (v3+)."""
-
-    UNKNOWN = 0
-    BOOLEAN = 1
-    STRING = 2
-    INT = 3
-    SHORT = 4
-    LONG = 5
-    DOUBLE = 6
-    LIST = 7
-    CLASS = 8
-    PASSWORD = 9
-
-
-class ConfigSource(IntEnum):
-    """DescribeConfigs ``config_source`` (Kafka's ``DescribeConfigsResponse.ConfigSource``)."""
-
-    UNKNOWN = 0
-    DYNAMIC_TOPIC_CONFIG = 1
-    DYNAMIC_BROKER_CONFIG = 2
-    DYNAMIC_DEFAULT_BROKER_CONFIG = 3
-    STATIC_BROKER_CONFIG = 4
-    DEFAULT_CONFIG = 5
-    DYNAMIC_BROKER_LOGGER_CONFIG = 6
-    CLIENT_METRICS_CONFIG = 7
-    GROUP_CONFIG = 8
-
-
-class ConfigError(InvalidConfigError, ValueError):
-    """An unknown key or an invalid value; ``key`` names it, ``problems`` lists every one found.
-
-    An ``InvalidConfigError`` (INVALID_CONFIG), so handlers can answer with its code.
-    """
-
-    def __init__(self, message: str, key: str | None = None, problems: list[tuple[str, str]] | None = None):
-        super().__init__(message)
-        self.key = key
-        self.problems = problems if problems is not None else [(key or "", message)]
-
-    def __str__(self) -> str:
-        return self.message
-
-
-# -- validators ------------------------------------------------------------------------------
-
-
-class _Invalid(Exception):
-    """Raised by parsing and validators; ``expected`` completes "expected ..."."""
-
-    def __init__(self, expected: str):
-        self.expected = expected
-
-
-class Validator:
-    description = ""
-
-    def __call__(self, value: Any) -> Any:
-        return value
-
-
-class AtLeast(Validator):
-    def __init__(self, low: float):
-        self.low = low
-        self.description = f">= {low}"
-
-    def __call__(self, value):
-        if value is not None and value < self.low:
-            raise _Invalid(self.description)
-        return value
-
-
-class Between(Validator):
-    def __init__(self, low: float, high: float):
-        self.low, self.high = low, high
-        self.description = f"between {low} and {high}"
-
-    def __call__(self, value):
-        if value is not None and not self.low <= value <= self.high:
-            raise _Invalid(self.description)
-        return value
-
-
-class Either(Validator):
-    """Accepts ``value`` if it equals ``exact`` or passes ``other`` (gzip's -1 or 1..9)."""
-
-    def __init__(self, exact: Any, other: Validator):
-        self.exact, self.other = exact, other
-        self.description = f"{other.description}, or {exact}"
-
-    def __call__(self, value):
-        if value == self.exact:
-            return value
-        try:
-            return self.other(value)
-        except _Invalid:
-            raise _Invalid(self.description) from None
-
-
-class OneOf(Validator):
-    """A string among ``choices``; matched case-insensitively and returned in canonical case."""
-
-    def __init__(self, *choices: str):
-        self.choices = choices
-        self._lower = {c.lower(): c for c in choices}
-        self.description = "one of " + ", ".join(choices)
-
-    def __call__(self, value):
-        if value is None:
-            return value
-        canonical = self._lower.get(value.lower())
-        if canonical is None:
-            raise _Invalid(self.description)
-        return canonical
-
-
-class ListOf(Validator):
-    """A list whose items are among ``choices`` (canonical case); ``allow_empty`` or not."""
-
-    def __init__(self, *choices: str, allow_empty: bool = False):
-        self.item = OneOf(*choices)
-        self.allow_empty = allow_empty
-        self.description = "a comma-separated list of " + ", ".join(choices)
-
-    def __call__(self, value):
-        if value is None:
-            return value
-        if not value and not self.allow_empty:
-            raise _Invalid(self.description)
-        try:
-            return list(dict.fromkeys(self.item(v) for v in value))
-        except _Invalid:
-            raise _Invalid(self.description) from None
-
-
-class NonEmptyUnique(Validator):
-    description = "a non-empty comma-separated list without duplicates"
-
-    def __call__(self, value):
-        if value is None:
-            return value
-        if not value or len(set(value)) != len(value):
-            raise _Invalid(self.description)
-        return value
-
-
-class HostCounts(Validator):
-    """``host:count,...`` (``max.connections.per.ip.overrides``); the string is kept."""
-
-    description = "comma-separated host:count pairs, e.g. 10.0.0.7:50,client.example.com:10"
-
-    def __call__(self, value):
-        if value is None:
-            return value
-        try:
-            _parse_host_counts(value)
-        except ValueError:
-            raise _Invalid(self.description) from None
-        return value
-
-
-_HOST_RE = re.compile(r"[A-Za-z0-9._%:\-]+")
-
-
-def _parse_host_counts(text: str) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for item in (part.strip() for part in text.split(",")):
-        if not item:
-            continue
-        host, sep, count = item.rpartition(":")
-        host = host.strip().strip("[]")
-        if not sep or not _HOST_RE.fullmatch(host) or not count.strip().isdigit():
-            raise ValueError(item)
-        out[host] = int(count)
-    return out
-
-
-class ThrottledReplicas(Validator):
-    description = "'*' or a comma-separated list of partition:broker pairs"
-
-    def __call__(self, value):
-        if value is None or value == [] or value == ["*"]:
-            return value
-        for item in value:
-            if not re.fullmatch(r"\d+\s*:\s*\d+", item):
-                raise _Invalid(self.description)
-        return [re.sub(r"\s+", "", v) for v in value]
-
-
-_HTTP_LISTENER_RE = re.compile(r"^http://(\[[0-9a-fA-F:.%\w]+\]|[\w.\-]*):([0-9]{1,5})/?$")
-
-
-def parse_http_listener(text: str) -> tuple[str, int] | None:
-    """``http://host:port`` as (host, port): brackets dropped, "" for every interface; None if malformed."""
-    match = _HTTP_LISTENER_RE.match(text.strip())
-    if not match or int(match.group(2)) > 65535:
-        return None
-    return match.group(1).strip("[]"), int(match.group(2))
-
-
-class HttpListeners(Validator):
-    description = "a comma-separated list of http://host:port (port 0: a free one; empty: no HTTP listener)"
-
-    def __call__(self, value):
-        for item in value or ():
-            if item.lower().startswith("https://"):
-                raise _Invalid("http://host:port (HTTPS is not served; put a TLS proxy in front)")
-            if parse_http_listener(item) is None:
-                raise _Invalid(self.description)
-        return value
-
-
-# -- definitions -----------------------------------------------------------------------------
-
-ACTIVE = ""
-INFORMATIONAL = "informational"  # validated and reported, no effect in Odradek
-KRAFT = "kraft"  # accepted and ignored with a warning
-DEPRECATED = "deprecated"  # accepted; Kafka deprecated or removed it
-
-
-@dataclass(frozen=True, slots=True)
-class ConfigDef:
-    """One config key: its type, default (already typed; None = unset), validator and doc.
-
-    ``synonyms`` (topic configs only) lists the broker keys that supply the default, in
-    precedence order, each with the factor that turns its unit into the topic key's.
-    """
-
-    name: str
-    type: ConfigType
-    default: Any = None
-    validator: Validator | None = None
-    doc: str = ""
-    note: str = ACTIVE
-    synonyms: tuple[tuple[str, int], ...] = ()
-
-    @property
-    def sensitive(self) -> bool:
-        return self.type is ConfigType.PASSWORD
-
-    @property
-    def documentation(self) -> str:
-        if self.note == INFORMATIONAL:
-            return f"{self.doc} (Accepted for compatibility; no effect in Odradek.)"
-        if self.note == KRAFT:
-            return f"{self.doc} (KRaft only; accepted and ignored by Odradek.)"
-        if self.note == DEPRECATED:
-            return f"{self.doc} (Deprecated in Kafka.)"
-        return self.doc
-
-
-BOOL, STR, INT, SHORT, LONG, DOUBLE, LIST, CLASS, PASSWORD = (
-    ConfigType.BOOLEAN,
-    ConfigType.STRING,
-    ConfigType.INT,
-    ConfigType.SHORT,
-    ConfigType.LONG,
-    ConfigType.DOUBLE,
-    ConfigType.LIST,
-    ConfigType.CLASS,
-    ConfigType.PASSWORD,
-)
-
-
-def _defs(*defs: ConfigDef) -> dict[str, ConfigDef]:
-    out: dict[str, ConfigDef] = {}
-    for d in defs:
-        assert d.name not in out, d.name
-        out[d.name] = d
-    return out
-
-
-_CD = ConfigDef
-_INFO = INFORMATIONAL
-
-# fmt: off
-BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
-    # identity and mode
-    _CD("node.id", INT, -1, AtLeast(-1), "Id of this broker; same as broker.id. Unset: 0 on a single node."),
-    _CD("broker.id", INT, -1, AtLeast(-1), "Id of this broker; same as node.id. Unset: 0 on a single node."),
-    _CD("broker.id.generation.enable", BOOL, True, None, "In cluster mode, generate an id when none is set."),
-    _CD("reserved.broker.max.id", INT, 1000, AtLeast(0), "Highest id an operator may configure in cluster mode."),
-    _CD("broker.rack", STR, None, None, "Rack of this broker, for rack-aware replica placement."),
-    _CD("zookeeper.connect", STR, None, None, "ZooKeeper connection string (host:port,...[/chroot]); enables cluster mode."),
-    _CD("zookeeper.session.timeout.ms", INT, 18000, AtLeast(1), "ZooKeeper session timeout."),
-    _CD("zookeeper.connection.timeout.ms", INT, None, AtLeast(1), "Time to wait for a ZooKeeper connection; default: the session timeout."),
-    _CD("zookeeper.max.in.flight.requests", INT, 10, AtLeast(1), "Unacknowledged ZooKeeper requests before blocking."),
-    _CD("zookeeper.set.acl", BOOL, False, None, "Use secure ACLs on the znodes this broker creates."),
-    _CD("controller.socket.timeout.ms", INT, 30000, None, "Socket timeout of controller-to-broker channels."),
-    _CD("inter.broker.protocol.version", STR, None, None, "Inter-broker protocol version.", _INFO),
-    # listeners
-    _CD("listeners", LIST, ["PLAINTEXT://127.0.0.1:9092"], NonEmptyUnique(), "Listeners as NAME://host:port; an empty host binds every interface, port 0 an ephemeral port."),
-    _CD("advertised.listeners", LIST, None, None, "Addresses given to clients, as NAME://host:port; default: listeners."),
-    _CD("listener.security.protocol.map", STR, None, None, "Listener name to security protocol, as NAME:PROTOCOL,...; default maps each protocol to itself."),
-    _CD("inter.broker.listener.name", STR, None, None, "Listener used between brokers."),
-    _CD("security.inter.broker.protocol", STR, "PLAINTEXT", OneOf(*SECURITY_PROTOCOLS), "Security protocol between brokers, when inter.broker.listener.name is unset."),
-    _CD("socket.send.buffer.bytes", INT, 102400, None, "SO_SNDBUF of accepted sockets; -1 for the OS default."),
-    _CD("socket.receive.buffer.bytes", INT, 102400, None, "SO_RCVBUF of accepted sockets; -1 for the OS default."),
-    _CD("socket.request.max.bytes", INT, 104857600, AtLeast(1), "Largest request accepted, in bytes."),
-    _CD("socket.listen.backlog.size", INT, 50, AtLeast(1), "Pending connections the listen socket queues."),
-    _CD("max.connections", INT, INT_MAX, AtLeast(0), "Most connections open at once."),
-    _CD("max.connections.per.ip", INT, INT_MAX, AtLeast(0), "Most connections open at once from one address."),
-    _CD("max.connections.per.ip.overrides", STR, "", HostCounts(), "Per-address limits, as host:count,...; host names are resolved at start."),
-    _CD("max.connection.creation.rate", INT, INT_MAX, AtLeast(0), "Most new connections per second."),
-    _CD("connections.max.idle.ms", LONG, 600000, None, "Close connections idle for longer than this."),
-    _CD("connection.failed.authentication.delay.ms", INT, 100, AtLeast(0), "Delay before closing a connection that failed to authenticate."),
-    _CD("connections.max.reauth.ms", LONG, 0, None, "Most time a SASL session may live before re-authenticating; 0 disables."),
-    _CD("queued.max.requests", INT, 500, AtLeast(1), "Requests queued for the handler threads (Odradek handles one request per connection at a time).", _INFO),
-    _CD("queued.max.request.bytes", LONG, -1, None, "Bytes of large requests being received, all connections together, before connections starting another wait; -1: no limit."),
-    _CD("num.network.threads", INT, 3, AtLeast(1), "Network threads.", _INFO),
-    _CD("num.io.threads", INT, 8, AtLeast(1), "Request handler threads.", _INFO),
-    _CD("background.threads", INT, 10, AtLeast(1), "Background task threads.", _INFO),
-    _CD("request.timeout.ms", INT, 30000, None, "Timeout of requests this broker sends."),
-    _CD("early.start.listeners", LIST, None, None, "Listeners started before the authorizer is ready.", _INFO),
-    # HTTP: metrics, health, JSON API and console (Odradek's own keys; odradek/http/)
-    _CD("http.listeners", LIST, ["http://127.0.0.1:9644"], HttpListeners(), "Where /metrics, /healthz, /readyz, the JSON API (/v1) and the console are served, as http://host:port; port 0 picks a free port (logged); empty turns HTTP off."),
-    _CD("http.max.connections", INT, 1000, AtLeast(1), "Most HTTP connections open at once; a new one beyond this closes the oldest."),
-    # log directories and segments
-    _CD("log.dirs", LIST, None, NonEmptyUnique(), "Directories holding the logs; default: log.dir."),
-    _CD("log.dir", LIST, ["./odradek-data"], NonEmptyUnique(), "Directory holding the logs, when log.dirs is unset."),
-    _CD("num.partitions", INT, 1, AtLeast(1), "Partitions of an auto-created topic."),
-    _CD("default.replication.factor", INT, 1, AtLeast(1), "Replication factor of an auto-created topic."),
-    _CD("auto.create.topics.enable", BOOL, True, None, "Create a topic when a client asks for metadata of one that does not exist."),
-    _CD("auto.create.topics.max.per.request", INT, 100, AtLeast(1), "Most topics one Metadata request may auto-create; the others get THROTTLING_QUOTA_EXCEEDED (Odradek's own key)."),
-    _CD("delete.topic.enable", BOOL, True, None, "Allow topics to be deleted."),
-    _CD("max.partitions.per.request", INT, 10000, AtLeast(1), "Most partitions one CreateTopics or CreatePartitions request may create (Kafka's controller caps this at 10000)."),
-    _CD("max.broker.partitions", INT, INT_MAX, AtLeast(1), "Most partition replicas this broker may host (KIP-578); the file-descriptor limit (RLIMIT_NOFILE, 3 per partition in use) caps it too."),
-    _CD("num.recovery.threads.per.data.dir", INT, 1, AtLeast(1), "Threads per log dir for recovery and shutdown flush.", _INFO),
-    _CD("log.segment.bytes", INT, 1073741824, AtLeast(14), "Largest size of a log segment file."),
-    _CD("log.roll.ms", LONG, None, AtLeast(1), "Roll a new segment after this long; default: log.roll.hours."),
-    _CD("log.roll.hours", INT, 168, AtLeast(1), "Roll a new segment after this many hours (second to log.roll.ms)."),
-    _CD("log.roll.jitter.ms", LONG, None, AtLeast(0), "Most random jitter subtracted from the roll time; default: log.roll.jitter.hours."),
-    _CD("log.roll.jitter.hours", INT, 0, AtLeast(0), "Roll jitter in hours (second to log.roll.jitter.ms)."),
-    _CD("log.index.interval.bytes", INT, 4096, AtLeast(0), "Bytes of log between offset index entries."),
-    _CD("log.index.size.max.bytes", INT, 10485760, AtLeast(4), "Largest size of an offset or time index file."),
-    _CD("log.preallocate", BOOL, False, None, "Preallocate segment files at their full size."),
-    _CD("log.segment.delete.delay.ms", LONG, 60000, AtLeast(0), "Delay between scheduling a file for deletion and deleting it."),
-    _CD("log.initial.task.delay.ms", LONG, 30000, AtLeast(0), "Delay before the first retention and flush checks after start."),
-    # flushing
-    _CD("log.flush.interval.messages", LONG, LONG_MAX, AtLeast(1), "Messages appended to a partition before it is fsynced."),
-    _CD("log.flush.interval.ms", LONG, None, AtLeast(0), "Most time a message waits in memory before fsync; default: log.flush.scheduler.interval.ms."),
-    _CD("log.flush.scheduler.interval.ms", LONG, LONG_MAX, None, "How often the flusher checks whether a log needs an fsync."),
-    _CD("log.flush.offset.checkpoint.interval.ms", INT, 60000, AtLeast(0), "How often the recovery point checkpoint is written."),
-    _CD("log.flush.start.offset.checkpoint.interval.ms", INT, 60000, AtLeast(0), "How often the log start offset checkpoint is written."),
-    # retention and cleaning
-    _CD("log.retention.ms", LONG, None, None, "Keep a segment this long; -1: forever. Default: log.retention.minutes."),
-    _CD("log.retention.minutes", INT, None, None, "Retention in minutes (second to log.retention.ms). Default: log.retention.hours."),
-    _CD("log.retention.hours", INT, 168, None, "Retention in hours (third to log.retention.ms)."),
-    _CD("log.retention.bytes", LONG, -1, None, "Largest size of a partition's log before old segments go; -1: no limit."),
-    _CD("log.retention.check.interval.ms", LONG, 300000, AtLeast(1), "How often logs are checked for segments to delete."),
-    _CD("log.cleanup.policy", LIST, ["delete"], ListOf("compact", "delete"), "Default cleanup policy: delete, compact or both."),
-    _CD("log.cleaner.enable", BOOL, True, None, "Run the log cleaner (needed by compacted topics such as __consumer_offsets)."),
-    _CD("log.cleaner.threads", INT, 1, AtLeast(0), "Log cleaner threads."),
-    _CD("log.cleaner.dedupe.buffer.size", LONG, 134217728, None, "Memory for the cleaner's key map, over all cleaner threads."),
-    _CD("log.cleaner.io.buffer.size", INT, 524288, AtLeast(0), "Memory for cleaner I/O buffers, over all cleaner threads."),
-    _CD("log.cleaner.io.buffer.load.factor", DOUBLE, 0.9, None, "Fill ratio of the cleaner's key map."),
-    _CD("log.cleaner.io.max.bytes.per.second", DOUBLE, DOUBLE_MAX, None, "Cleaner read plus write throughput limit."),
-    _CD("log.cleaner.backoff.ms", LONG, 15000, AtLeast(0), "Cleaner sleep when no log needs cleaning."),
-    _CD("log.cleaner.min.cleanable.ratio", DOUBLE, 0.5, Between(0, 1), "Least dirty-to-total ratio of a log worth cleaning."),
-    _CD("log.cleaner.delete.retention.ms", LONG, 86400000, AtLeast(0), "How long tombstones stay in compacted logs."),
-    _CD("log.cleaner.min.compaction.lag.ms", LONG, 0, AtLeast(0), "Least age of a message before it can be compacted."),
-    _CD("log.cleaner.max.compaction.lag.ms", LONG, LONG_MAX, AtLeast(1), "Most age of a message before it must be compacted."),
-    _CD("log.local.retention.ms", LONG, -2, AtLeast(-2), "Tiered storage: local retention time; -2: log.retention.ms.", _INFO),
-    _CD("log.local.retention.bytes", LONG, -2, AtLeast(-2), "Tiered storage: local retention size; -2: log.retention.bytes.", _INFO),
-    # messages
-    _CD("message.max.bytes", INT, 1048588, AtLeast(0), "Largest record batch accepted, in bytes."),
-    _CD("compression.type", STR, "producer", OneOf(*BROKER_COMPRESSION_TYPES), "Compression of stored batches: producer keeps what the producer sent."),
-    _CD("compression.gzip.level", INT, -1, Either(-1, Between(1, 9)), "Gzip level when compression.type is gzip."),
-    _CD("compression.lz4.level", INT, 9, Between(1, 17), "LZ4 level when compression.type is lz4."),
-    _CD("compression.zstd.level", INT, 3, Between(-131072, 22), "Zstd level when compression.type is zstd."),
-    _CD("log.message.timestamp.type", STR, "CreateTime", OneOf("CreateTime", "LogAppendTime"), "Timestamp kept in batches: the producer's (CreateTime) or the broker's (LogAppendTime)."),
-    _CD("log.message.timestamp.difference.max.ms", LONG, LONG_MAX, AtLeast(0), "Most difference between a CreateTime timestamp and the broker's clock.", DEPRECATED),
-    _CD("log.message.timestamp.before.max.ms", LONG, LONG_MAX, AtLeast(0), "How far in the past a CreateTime timestamp may be."),
-    _CD("log.message.timestamp.after.max.ms", LONG, LONG_MAX, AtLeast(0), "How far in the future a CreateTime timestamp may be."),
-    _CD("log.message.format.version", STR, None, None, "Message format version.", DEPRECATED),
-    _CD("log.message.downconversion.enable", BOOL, True, None, "Down-convert batches for old fetchers.", DEPRECATED),
-    _CD("min.insync.replicas", INT, 1, AtLeast(1), "Replicas that must acknowledge an acks=all write."),
-    _CD("unclean.leader.election.enable", BOOL, False, None, "Allow a replica outside the ISR to become leader, losing data."),
-    # replication
-    _CD("replica.lag.time.max.ms", LONG, 30000, None, "A follower that has not caught up for this long leaves the ISR."),
-    _CD("replica.socket.timeout.ms", INT, 30000, None, "Socket timeout of follower fetches."),
-    _CD("replica.socket.receive.buffer.bytes", INT, 65536, None, "SO_RCVBUF of follower fetch connections."),
-    _CD("replica.fetch.max.bytes", INT, 1048576, AtLeast(0), "Bytes a follower asks for per partition."),
-    _CD("replica.fetch.min.bytes", INT, 1, None, "Least bytes a follower fetch waits for."),
-    _CD("replica.fetch.wait.max.ms", INT, 500, None, "Most time a follower fetch waits."),
-    _CD("replica.fetch.backoff.ms", INT, 1000, AtLeast(0), "Follower sleep after a fetch error."),
-    _CD("replica.fetch.response.max.bytes", INT, 10485760, AtLeast(0), "Bytes a follower asks for per fetch."),
-    _CD("replica.high.watermark.checkpoint.interval.ms", LONG, 5000, None, "How often high watermarks are checkpointed."),
-    _CD("replica.selector.class", CLASS, None, None, "Class choosing the preferred read replica."),
-    _CD("num.replica.fetchers", INT, 1, None, "Fetchers per source broker."),
-    _CD("num.replica.alter.log.dirs.threads", INT, None, None, "Threads moving replicas between log dirs.", _INFO),
-    _CD("fetch.purgatory.purge.interval.requests", INT, 1000, None, "Fetch purgatory purge interval, in requests.", _INFO),
-    _CD("producer.purgatory.purge.interval.requests", INT, 1000, None, "Produce purgatory purge interval, in requests.", _INFO),
-    _CD("delete.records.purgatory.purge.interval.requests", INT, 1, None, "DeleteRecords purgatory purge interval, in requests.", _INFO),
-    _CD("fetch.max.bytes", INT, 57671680, AtLeast(1024), "Most bytes returned by one fetch."),
-    _CD("max.incremental.fetch.session.cache.slots", INT, 1000, AtLeast(0), "Incremental fetch sessions kept."),
-    _CD("auto.leader.rebalance.enable", BOOL, True, None, "Move leadership back to preferred replicas."),
-    _CD("leader.imbalance.per.broker.percentage", INT, 10, None, "Leader imbalance tolerated per broker, in percent."),
-    _CD("leader.imbalance.check.interval.seconds", LONG, 300, AtLeast(1), "How often leader balance is checked."),
-    _CD("controlled.shutdown.enable", BOOL, True, None, "Move leadership away before shutting down."),
-    _CD("controlled.shutdown.max.retries", INT, 3, None, "Controlled shutdown attempts."),
-    _CD("controlled.shutdown.retry.backoff.ms", LONG, 5000, None, "Wait between controlled shutdown attempts."),
-    # group coordinator and offsets
-    _CD("offsets.topic.num.partitions", INT, 50, AtLeast(1), "Partitions of __consumer_offsets (do not change after deployment)."),
-    _CD("offsets.topic.replication.factor", SHORT, 3, AtLeast(1), "Replication factor of __consumer_offsets (capped at the live brokers)."),
-    _CD("offsets.topic.segment.bytes", INT, 104857600, AtLeast(1), "Segment size of __consumer_offsets."),
-    _CD("offsets.topic.compression.codec", INT, 0, None, "Compression codec id of __consumer_offsets."),
-    _CD("offsets.load.buffer.size", INT, 5242880, AtLeast(1), "Read size when loading group metadata."),
-    _CD("offsets.commit.timeout.ms", INT, 5000, AtLeast(1), "Most time an offset commit waits for replication."),
-    _CD("offsets.commit.required.acks", SHORT, -1, None, "Acks for offset commits.", DEPRECATED),
-    _CD("offsets.retention.minutes", INT, 10080, AtLeast(1), "Keep committed offsets of an empty group this long."),
-    _CD("offsets.retention.check.interval.ms", LONG, 600000, AtLeast(1), "How often stale offsets are looked for."),
-    _CD("offset.metadata.max.bytes", INT, 4096, None, "Largest metadata string of an offset commit."),
-    _CD("group.initial.rebalance.delay.ms", INT, 3000, None, "Wait for more members before a new group's first rebalance."),
-    _CD("group.min.session.timeout.ms", INT, 6000, None, "Shortest session timeout a member may ask for."),
-    _CD("group.max.session.timeout.ms", INT, 1800000, None, "Longest session timeout a member may ask for."),
-    _CD("group.max.size", INT, INT_MAX, AtLeast(1), "Most members of a classic group."),
-    _CD("group.coordinator.rebalance.protocols", LIST, ["classic", "consumer"], ListOf("classic", "consumer", "share", "streams"), "Rebalance protocols enabled."),
-    _CD("group.coordinator.threads", INT, 1, AtLeast(1), "Group coordinator threads.", _INFO),
-    _CD("group.consumer.session.timeout.ms", INT, 45000, AtLeast(1), "Session timeout of consumer-protocol groups."),
-    _CD("group.consumer.heartbeat.interval.ms", INT, 5000, AtLeast(1), "Heartbeat interval of consumer-protocol groups."),
-    _CD("group.consumer.max.size", INT, INT_MAX, AtLeast(1), "Most members of a consumer-protocol group."),
-    # transactions and producer ids
-    _CD("transaction.state.log.num.partitions", INT, 50, AtLeast(1), "Partitions of __transaction_state."),
-    _CD("transaction.state.log.replication.factor", SHORT, 3, AtLeast(1), "Replication factor of __transaction_state (capped at the live brokers)."),
-    _CD("transaction.state.log.min.isr", INT, 2, AtLeast(1), "min.insync.replicas of __transaction_state."),
-    _CD("transaction.state.log.segment.bytes", INT, 104857600, AtLeast(1), "Segment size of __transaction_state."),
-    _CD("transaction.state.log.load.buffer.size", INT, 5242880, AtLeast(1), "Read size when loading transaction state."),
-    _CD("transaction.max.timeout.ms", INT, 900000, AtLeast(1), "Longest transaction timeout a producer may ask for."),
-    _CD("transactional.id.expiration.ms", INT, 604800000, AtLeast(1), "Forget a transactional id idle this long."),
-    _CD("transaction.abort.timed.out.transaction.cleanup.interval.ms", INT, 10000, AtLeast(1), "How often timed-out transactions are aborted."),
-    _CD("transaction.remove.expired.transaction.cleanup.interval.ms", INT, 3600000, AtLeast(1), "How often expired transactional ids are removed."),
-    _CD("transaction.partition.verification.enable", BOOL, True, None, "Verify a partition is in the transaction before appending."),
-    _CD("producer.id.expiration.ms", INT, 86400000, AtLeast(1), "Forget an idempotent producer id idle this long."),
-    _CD("producer.id.expiration.check.interval.ms", INT, 600000, AtLeast(1), "How often expired producer ids are removed."),
-    # share groups (Kafka 4 writes these into its sample server.properties)
-    _CD("share.coordinator.state.topic.replication.factor", SHORT, 3, AtLeast(1), "Replication factor of __share_group_state.", _INFO),
-    _CD("share.coordinator.state.topic.min.isr", SHORT, 2, AtLeast(1), "min.insync.replicas of __share_group_state.", _INFO),
-    _CD("share.coordinator.state.topic.num.partitions", INT, 50, AtLeast(1), "Partitions of __share_group_state.", _INFO),
-    # security
-    _CD("authorizer.class.name", STR, "", None, "Authorizer class; empty: no authorization."),
-    _CD("super.users", STR, None, None, "Principals allowed everything, as User:name;User:other."),
-    _CD("allow.everyone.if.no.acl.found", BOOL, False, None, "Allow access to resources that have no ACL."),
-    _CD("principal.builder.class", CLASS, None, None, "Class building the principal of a connection."),
-    _CD("ssl.protocol", STR, "TLSv1.3", None, "TLS protocol of SSL contexts."),
-    _CD("ssl.enabled.protocols", LIST, ["TLSv1.2", "TLSv1.3"], None, "TLS protocols enabled."),
-    _CD("ssl.cipher.suites", LIST, None, None, "Cipher suites enabled; default: all the runtime supports."),
-    _CD("ssl.provider", STR, None, None, "Security provider of SSL contexts."),
-    _CD("ssl.keystore.type", STR, "JKS", None, "Key store file format."),
-    _CD("ssl.keystore.location", STR, None, None, "Key store file."),
-    _CD("ssl.keystore.password", PASSWORD, None, None, "Key store password."),
-    _CD("ssl.key.password", PASSWORD, None, None, "Password of the private key in the key store."),
-    _CD("ssl.keystore.key", PASSWORD, None, None, "Private key in PEM format."),
-    _CD("ssl.keystore.certificate.chain", PASSWORD, None, None, "Certificate chain in PEM format."),
-    _CD("ssl.truststore.type", STR, "JKS", None, "Trust store file format."),
-    _CD("ssl.truststore.location", STR, None, None, "Trust store file."),
-    _CD("ssl.truststore.password", PASSWORD, None, None, "Trust store password."),
-    _CD("ssl.truststore.certificates", PASSWORD, None, None, "Trusted certificates in PEM format."),
-    _CD("ssl.keymanager.algorithm", STR, "SunX509", None, "Key manager algorithm."),
-    _CD("ssl.trustmanager.algorithm", STR, "PKIX", None, "Trust manager algorithm."),
-    _CD("ssl.endpoint.identification.algorithm", STR, "https", None, "Server host name check; empty disables it."),
-    _CD("ssl.secure.random.implementation", STR, None, None, "SecureRandom implementation."),
-    _CD("ssl.client.auth", STR, "none", OneOf("required", "requested", "none"), "Ask clients for certificates."),
-    _CD("ssl.principal.mapping.rules", STR, "DEFAULT", None, "Rules mapping certificate names to principals."),
-    _CD("ssl.engine.factory.class", CLASS, None, None, "Custom SSL engine factory."),
-    _CD("sasl.enabled.mechanisms", LIST, ["GSSAPI"], None, "SASL mechanisms enabled."),
-    _CD("sasl.mechanism.inter.broker.protocol", STR, "GSSAPI", None, "SASL mechanism between brokers."),
-    _CD("sasl.jaas.config", PASSWORD, None, None, "JAAS login configuration."),
-    _CD("sasl.server.callback.handler.class", CLASS, None, None, "SASL server callback handler."),
-    _CD("sasl.server.max.receive.size", INT, 524288, None, "Largest SASL packet before authentication."),
-    # metrics and quotas
-    _CD("metric.reporters", LIST, [], None, "Metric reporter classes.", _INFO),
-    _CD("metrics.num.samples", INT, 2, AtLeast(1), "Samples kept per metric.", _INFO),
-    _CD("metrics.sample.window.ms", LONG, 30000, AtLeast(1), "Window of one metric sample.", _INFO),
-    _CD("metrics.recording.level", STR, "INFO", OneOf("INFO", "DEBUG", "TRACE"), "Highest metric recording level.", _INFO),
-    _CD("auto.include.jmx.reporter", BOOL, True, None, "Add the JMX reporter.", DEPRECATED),
-    _CD("kafka.metrics.reporters", LIST, [], None, "Yammer metric reporter classes.", _INFO),
-    _CD("kafka.metrics.polling.interval.secs", INT, 10, AtLeast(1), "Yammer metrics polling interval.", _INFO),
-    _CD("quota.window.num", INT, 11, AtLeast(1), "Samples kept for client quotas."),
-    _CD("quota.window.size.seconds", INT, 1, AtLeast(1), "Time span of one quota sample."),
-    _CD("replication.quota.window.num", INT, 11, AtLeast(1), "Samples kept for replication quotas."),
-    _CD("replication.quota.window.size.seconds", INT, 1, AtLeast(1), "Time span of one replication quota sample."),
-    _CD("client.quota.callback.class", CLASS, None, None, "Custom client quota callback."),
-    # policies and config providers
-    _CD("create.topic.policy.class.name", CLASS, None, None, "Class validating CreateTopics.", _INFO),
-    _CD("alter.config.policy.class.name", CLASS, None, None, "Class validating AlterConfigs.", _INFO),
-    _CD("config.providers", LIST, [], None, "Config providers (variable substitution is not supported).", _INFO),
-    # KRaft: accepted, ignored with a warning
-    _CD("process.roles", LIST, [], ListOf("broker", "controller", allow_empty=True), "Roles of a KRaft node.", KRAFT),
-    _CD("controller.quorum.voters", LIST, [], None, "KRaft quorum voters, as id@host:port,...", KRAFT),
-    _CD("controller.quorum.bootstrap.servers", LIST, [], None, "KRaft quorum bootstrap servers.", KRAFT),
-    _CD("controller.listener.names", LIST, None, None, "Listeners of the KRaft controller (not bound by Odradek).", KRAFT),
-    _CD("controller.quorum.election.timeout.ms", INT, 1000, None, "KRaft election timeout.", KRAFT),
-    _CD("controller.quorum.fetch.timeout.ms", INT, 2000, None, "KRaft fetch timeout.", KRAFT),
-    _CD("controller.quorum.election.backoff.max.ms", INT, 1000, None, "KRaft election backoff.", KRAFT),
-    _CD("controller.quorum.append.linger.ms", INT, 25, None, "KRaft append linger.", KRAFT),
-    _CD("controller.quorum.request.timeout.ms", INT, 2000, None, "KRaft request timeout.", KRAFT),
-    _CD("controller.quorum.retry.backoff.ms", INT, 20, None, "KRaft retry backoff.", KRAFT),
-    _CD("metadata.log.dir", STR, None, None, "KRaft metadata log directory.", KRAFT),
-    _CD("metadata.log.segment.bytes", INT, 1073741824, None, "KRaft metadata segment size.", KRAFT),
-    _CD("metadata.log.segment.ms", LONG, 604800000, None, "KRaft metadata roll time.", KRAFT),
-    _CD("metadata.max.retention.bytes", LONG, 104857600, None, "KRaft metadata retention size.", KRAFT),
-    _CD("metadata.max.retention.ms", LONG, 604800000, None, "KRaft metadata retention time.", KRAFT),
-    _CD("metadata.log.max.record.bytes.between.snapshots", LONG, 20971520, None, "KRaft snapshot size trigger.", KRAFT),
-    _CD("metadata.log.max.snapshot.interval.ms", LONG, 3600000, None, "KRaft snapshot time trigger.", KRAFT),
-    _CD("metadata.max.idle.interval.ms", INT, 500, None, "KRaft no-op record interval.", KRAFT),
-    _CD("broker.heartbeat.interval.ms", INT, 2000, None, "KRaft broker heartbeat interval.", KRAFT),
-    _CD("broker.session.timeout.ms", INT, 9000, None, "KRaft broker session timeout.", KRAFT),
-    _CD("initial.broker.registration.timeout.ms", INT, 60000, None, "KRaft registration timeout.", KRAFT),
-    _CD("sasl.mechanism.controller.protocol", STR, "GSSAPI", None, "SASL mechanism towards KRaft controllers.", KRAFT),
-    _CD("zookeeper.metadata.migration.enable", BOOL, False, None, "ZooKeeper to KRaft migration.", KRAFT),
-)
-# fmt: on
-
-# Prefixes whose keys are accepted as free-form strings.
-_FREE_PREFIXES = ("sasl.oauthbearer.", "sasl.login.", "sasl.kerberos.", "config.providers.")
-_LISTENER_PREFIX = "listener.name."
-_SECURITY_PREFIXES = (
-    "ssl.",
-    "sasl.",
-    "super.users",
-    "allow.everyone.if.no.acl.found",
-    "principal.builder.class",
-)
-_NOT_BROKER_KEYS = {
-    "cluster.id": "the cluster id is not a broker config; it lives in meta.properties in each log dir",
-}
-
-# Broker keys that are one setting in different units, in precedence order.
-_BROKER_SYNONYM_GROUPS = (
-    ("log.roll.ms", "log.roll.hours"),
-    ("log.roll.jitter.ms", "log.roll.jitter.hours"),
-    ("log.retention.ms", "log.retention.minutes", "log.retention.hours"),
-    ("log.flush.interval.ms", "log.flush.scheduler.interval.ms"),
-    ("node.id", "broker.id"),
-    ("log.dirs", "log.dir"),
-)
-_BROKER_SYNONYMS = {name: group for group in _BROKER_SYNONYM_GROUPS for name in group}
-
-
-def _topic(name, type_, default, validator, doc, *synonyms: str | tuple[str, int]) -> ConfigDef:
-    syn = tuple(s if isinstance(s, tuple) else (s, 1) for s in synonyms)
-    return ConfigDef(name, type_, default, validator, doc, ACTIVE, syn)
-
-
-# fmt: off
-TOPIC_CONFIGS: dict[str, ConfigDef] = _defs(
-    _topic("cleanup.policy", LIST, ["delete"], ListOf("compact", "delete", allow_empty=True), "delete (drop old segments), compact (keep the latest record per key), both, or empty (neither: keep everything, as Kafka 4 allows).", "log.cleanup.policy"),
-    _topic("compression.type", STR, "producer", OneOf(*BROKER_COMPRESSION_TYPES), "Compression of stored batches; producer keeps the producer's.", "compression.type"),
-    _topic("compression.gzip.level", INT, -1, Either(-1, Between(1, 9)), "Gzip level when compression.type is gzip.", "compression.gzip.level"),
-    _topic("compression.lz4.level", INT, 9, Between(1, 17), "LZ4 level when compression.type is lz4.", "compression.lz4.level"),
-    _topic("compression.zstd.level", INT, 3, Between(-131072, 22), "Zstd level when compression.type is zstd.", "compression.zstd.level"),
-    _topic("delete.retention.ms", LONG, 86400000, AtLeast(0), "How long tombstones stay in a compacted topic.", "log.cleaner.delete.retention.ms"),
-    _topic("file.delete.delay.ms", LONG, 60000, AtLeast(0), "Delay before a deleted segment's files are removed.", "log.segment.delete.delay.ms"),
-    _topic("flush.messages", LONG, LONG_MAX, AtLeast(1), "Messages appended before an fsync.", "log.flush.interval.messages"),
-    _topic("flush.ms", LONG, LONG_MAX, AtLeast(0), "Most time between fsyncs.", "log.flush.interval.ms", "log.flush.scheduler.interval.ms"),
-    _topic("follower.replication.throttled.replicas", LIST, [], ThrottledReplicas(), "Replicas throttled on the follower side, as partition:broker,... or *."),
-    _topic("index.interval.bytes", INT, 4096, AtLeast(0), "Bytes of log between offset index entries.", "log.index.interval.bytes"),
-    _topic("leader.replication.throttled.replicas", LIST, [], ThrottledReplicas(), "Replicas throttled on the leader side, as partition:broker,... or *."),
-    _topic("local.retention.bytes", LONG, -2, AtLeast(-2), "Tiered storage: local retention size; -2: retention.bytes.", "log.local.retention.bytes"),
-    _topic("local.retention.ms", LONG, -2, AtLeast(-2), "Tiered storage: local retention time; -2: retention.ms.", "log.local.retention.ms"),
-    _topic("max.compaction.lag.ms", LONG, LONG_MAX, AtLeast(1), "Most age of a record before it must be compacted.", "log.cleaner.max.compaction.lag.ms"),
-    _topic("max.message.bytes", INT, 1048588, AtLeast(0), "Largest record batch accepted, in bytes.", "message.max.bytes"),
-    ConfigDef("message.format.version", STR, "3.0-IV1", None, "Message format version; ignored since format v2 is the only one written (Kafka 3.x: a no-op from inter-broker protocol 3.0 on; removed in Kafka 4).", DEPRECATED, (("log.message.format.version", 1),)),
-    _topic("message.downconversion.enable", BOOL, True, None, "Down-convert batches for old fetchers (deprecated).", "log.message.downconversion.enable"),
-    _topic("message.timestamp.after.max.ms", LONG, LONG_MAX, AtLeast(0), "How far in the future a CreateTime timestamp may be.", "log.message.timestamp.after.max.ms"),
-    _topic("message.timestamp.before.max.ms", LONG, LONG_MAX, AtLeast(0), "How far in the past a CreateTime timestamp may be.", "log.message.timestamp.before.max.ms"),
-    _topic("message.timestamp.difference.max.ms", LONG, LONG_MAX, AtLeast(0), "Most difference between a CreateTime timestamp and the broker's clock (deprecated).", "log.message.timestamp.difference.max.ms"),
-    _topic("message.timestamp.type", STR, "CreateTime", OneOf("CreateTime", "LogAppendTime"), "CreateTime (the producer's) or LogAppendTime (the broker's).", "log.message.timestamp.type"),
-    _topic("min.cleanable.dirty.ratio", DOUBLE, 0.5, Between(0, 1), "Least dirty-to-total ratio worth compacting.", "log.cleaner.min.cleanable.ratio"),
-    _topic("min.compaction.lag.ms", LONG, 0, AtLeast(0), "Least age of a record before it can be compacted.", "log.cleaner.min.compaction.lag.ms"),
-    _topic("min.insync.replicas", INT, 1, AtLeast(1), "Replicas that must acknowledge an acks=all write.", "min.insync.replicas"),
-    _topic("preallocate", BOOL, False, None, "Preallocate segment files.", "log.preallocate"),
-    _topic("remote.storage.enable", BOOL, False, None, "Tiered storage (not supported by Odradek)."),
-    _topic("retention.bytes", LONG, -1, None, "Largest size of a partition before old segments go; -1: no limit.", "log.retention.bytes"),
-    _topic("retention.ms", LONG, 604800000, AtLeast(-1), "Keep segments this long; -1: forever.", "log.retention.ms", ("log.retention.minutes", MINUTE_MS), ("log.retention.hours", HOUR_MS)),
-    _topic("segment.bytes", INT, 1073741824, AtLeast(14), "Largest size of a segment file.", "log.segment.bytes"),
-    _topic("segment.index.bytes", INT, 10485760, AtLeast(4), "Largest size of an index file.", "log.index.size.max.bytes"),
-    _topic("segment.jitter.ms", LONG, 0, AtLeast(0), "Most random jitter subtracted from segment.ms.", "log.roll.jitter.ms", ("log.roll.jitter.hours", HOUR_MS)),
-    _topic("segment.ms", LONG, 604800000, AtLeast(1), "Roll a new segment after this long.", "log.roll.ms", ("log.roll.hours", HOUR_MS)),
-    _topic("unclean.leader.election.enable", BOOL, False, None, "Allow a replica outside the ISR to become leader.", "unclean.leader.election.enable"),
-)
-# fmt: on
-
-
-# Topic keys accepted and described for compatibility that change nothing (not in LogConfig).
-NO_OP_TOPIC_CONFIGS = frozenset({"message.format.version"})
-
-
-# -- parsing values --------------------------------------------------------------------------
-
-_INT_RE = re.compile(r"[+-]?\d+")
-_BOUNDS = {
-    ConfigType.INT: (INT_MIN, INT_MAX),
-    ConfigType.LONG: (LONG_MIN, LONG_MAX),
-    ConfigType.SHORT: (SHORT_MIN, SHORT_MAX),
-}
-
-
-def _type_expectation(t: ConfigType) -> str:
-    if t in _BOUNDS:
-        return "an integer"
-    if t is ConfigType.DOUBLE:
-        return "a number"
-    if t is ConfigType.BOOLEAN:
-        return "true or false"
-    if t is ConfigType.LIST:
-        return "a comma-separated list"
-    if t is ConfigType.CLASS:
-        return "a class name"
-    return "a string"
-
-
-def _expectation(d: ConfigDef) -> str:
-    v = d.validator
-    if v is None:
-        return _type_expectation(d.type)
-    if isinstance(v, (OneOf, ListOf, NonEmptyUnique, ThrottledReplicas, HttpListeners)):
-        return v.description
-    return f"{_type_expectation(d.type)} {v.description}"
-
-
-def _parse(d: ConfigDef, raw: Any) -> Any:
-    """Turn a raw value (string from a file, or a Python value) into the typed, checked value."""
-    t = d.type
-    if raw is None:
-        return d.default
-    try:
-        if t in _BOUNDS:
-            if isinstance(raw, bool):
-                raise _Invalid(_expectation(d))
-            if isinstance(raw, int):
-                value = raw
-            elif isinstance(raw, str):
-                text = raw.strip()
-                if not text and d.default is None:
-                    return None
-                if not _INT_RE.fullmatch(text):
-                    raise _Invalid(_expectation(d))
-                value = int(text)
-            else:
-                raise _Invalid(_expectation(d))
-            low, high = _BOUNDS[t]
-            if not low <= value <= high:
-                raise _Invalid(f"an integer between {low} and {high}")
-        elif t is ConfigType.DOUBLE:
-            if isinstance(raw, bool):
-                raise _Invalid(_expectation(d))
-            if isinstance(raw, (int, float)):
-                value = float(raw)
-            elif isinstance(raw, str):
-                text = raw.strip()
-                if not text and d.default is None:
-                    return None
-                if "_" in text:
-                    raise _Invalid(_expectation(d))
-                try:
-                    value = float(text)
-                except ValueError:
-                    raise _Invalid(_expectation(d)) from None
-            else:
-                raise _Invalid(_expectation(d))
-        elif t is ConfigType.BOOLEAN:
-            if isinstance(raw, bool):
-                value = raw
-            elif isinstance(raw, str) and raw.strip().lower() in ("true", "false"):
-                value = raw.strip().lower() == "true"
-            elif isinstance(raw, str) and not raw.strip() and d.default is None:
-                return None
-            else:
-                raise _Invalid("true or false")
-        elif t is ConfigType.LIST:
-            if isinstance(raw, str):
-                value = [item.strip() for item in raw.split(",") if item.strip()]
-            elif isinstance(raw, (list, tuple)):
-                value = [str(item).strip() for item in raw if str(item).strip()]
-            else:
-                raise _Invalid(_expectation(d))
-        else:
-            if not isinstance(raw, str):
-                raise _Invalid(_expectation(d))
-            value = raw.strip()
-            if t is ConfigType.CLASS and not value:
-                return None
-        if d.validator is not None:
-            value = d.validator(value)
-    except _Invalid as bad:
-        expected = bad.expected
-        if d.validator is not None and expected == d.validator.description:
-            expected = _expectation(d)
-        shown = "<hidden>" if d.sensitive else repr(raw)
-        raise ConfigError(f"{d.name}: expected {expected}, got {shown}", d.name) from None
-    return value
-
-
-def _render(d: ConfigDef, value: Any) -> str | None:
-    """A typed value as Kafka shows it in DescribeConfigs."""
-    if value is None:
-        return None
-    if d.type is ConfigType.BOOLEAN:
-        return "true" if value else "false"
-    if d.type is ConfigType.LIST:
-        return ",".join(value)
-    if d.type is ConfigType.DOUBLE:
-        return _render_double(value)
-    return str(value)
-
-
-def _render_double(value: float) -> str:
-    if math.isnan(value) or math.isinf(value):
-        return {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}[repr(value)]
-    text = repr(float(value))
-    if "e" in text:
-        mantissa, exponent = text.split("e")
-        if "." not in mantissa:
-            mantissa += ".0"
-        return f"{mantissa}E{int(exponent)}"
-    return text
-
-
-def _suggest(name: str, known: Iterable[str]) -> str:
-    close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.8)
-    return f"; did you mean {close[0]!r}?" if close else ""
-
-
-# -- server.properties ----------------------------------------------------------------------
-
-_WHITESPACE = " \t\f"
-_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
-
-
-def parse_properties(text: str, source: str = "<properties>") -> dict[str, str]:
-    """Parse Java ``.properties`` text (the format of Kafka's ``server.properties``).
-
-    ``#`` and ``!`` start comment lines; keys and values are separated by ``=``, ``:`` or
-    white space; a line ending in an odd number of backslashes continues on the next (whose
-    leading white space is dropped); ``\\t \\n \\r \\f \\uXXXX`` and ``\\<char>`` escapes work in keys and
-    values. The last occurrence of a key wins. A malformed ``\\u`` escape raises ``ConfigError``.
-    """
-    lines = re.split(r"\r\n|\r|\n", text)
-    props: dict[str, str] = {}
-    i = 0
-    while i < len(lines):
-        lineno = i + 1
-        line = lines[i].lstrip(_WHITESPACE)
-        i += 1
-        if not line or line[0] in "#!":
-            continue
-        while _continues(line):
-            line = line[:-1]
-            if i >= len(lines):
-                break
-            line += lines[i].lstrip(_WHITESPACE)
-            i += 1
-        key, value = _split_key_value(line)
-        props[_unescape(key, source, lineno)] = _unescape(value, source, lineno)
-    return props
-
-
-def _continues(line: str) -> bool:
-    trailing = len(line) - len(line.rstrip("\\"))
-    return trailing % 2 == 1
-
-
-def _split_key_value(line: str) -> tuple[str, str]:
-    n = len(line)
-    pos = 0
-    escaped = False
-    separator = False
-    while pos < n:
-        c = line[pos]
-        if escaped:
-            escaped = False
-        elif c == "\\":
-            escaped = True
-        elif c in "=:":
-            separator = True
-            break
-        elif c in _WHITESPACE:
-            break
-        pos += 1
-    key = line[:pos]
-    pos += 1
-    while pos < n:
-        c = line[pos]
-        if c in _WHITESPACE:
-            pos += 1
-        elif not separator and c in "=:":
-            separator = True
-            pos += 1
-        else:
-            break
-    return key, line[pos:]
-
-
-def _unescape(text: str, source: str, lineno: int) -> str:
-    if "\\" not in text:
-        return text
-    out = []
-    i = 0
-    n = len(text)
-    while i < n:
-        c = text[i]
-        i += 1
-        if c != "\\":
-            out.append(c)
-            continue
-        if i >= n:
-            break
-        c = text[i]
-        i += 1
-        if c == "u":
-            digits = text[i : i + 4]
-            if len(digits) != 4 or not all(ch in "0123456789abcdefABCDEF" for ch in digits):
-                raise ConfigError(f"{source}:{lineno}: malformed \\uxxxx escape")
-            out.append(chr(int(digits, 16)))
-            i += 4
-        else:
-            out.append(_ESCAPES.get(c, c))
-    return "".join(out)
-
-
-def load_properties(path: str | Path) -> dict[str, str]:
-    """Read a ``.properties`` file (UTF-8, else Latin-1)."""
-    data = Path(path).read_bytes()
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        text = data.decode("latin-1")
-    return parse_properties(text, str(path))
-
-
-# -- listeners -------------------------------------------------------------------------------
-
-_LISTENER_RE = re.compile(r"^(.*)://\[?([0-9a-zA-Z\-%._:]*)\]?:(-?[0-9]+)$")
-
-
-@dataclass(frozen=True, slots=True)
-class Endpoint:
-    """A listener: name (upper case), host ("" binds every interface), port (0: ephemeral), protocol."""
-
-    name: str
-    host: str
-    port: int
-    security_protocol: str
-
-    def __str__(self) -> str:
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"{self.name}://{host}:{self.port}"
-
-
-def _parse_security_map(raw: str | None) -> dict[str, str]:
-    if raw is None:
-        return {p: p for p in SECURITY_PROTOCOLS}
-    mapping: dict[str, str] = {}
-    for item in (part.strip() for part in raw.split(",")):
-        if not item:
-            continue
-        name, sep, protocol = item.partition(":")
-        name, protocol = name.strip().upper(), protocol.strip().upper()
-        if not sep or not name or protocol not in SECURITY_PROTOCOLS:
-            raise ConfigError(
-                f"listener.security.protocol.map: expected NAME:PROTOCOL pairs with a protocol among "
-                f"{', '.join(SECURITY_PROTOCOLS)}, got {item!r}",
-                "listener.security.protocol.map",
-            )
-        if name in mapping:
-            raise ConfigError(
-                f"listener.security.protocol.map: listener {name} appears twice",
-                "listener.security.protocol.map",
-            )
-        mapping[name] = protocol
-    return mapping
-
-
-def _parse_endpoints(key: str, items: list[str], protocols: dict[str, str]) -> list[Endpoint]:
-    endpoints = []
-    for item in items:
-        match = _LISTENER_RE.match(item)
-        if not match:
-            raise ConfigError(f"{key}: expected NAME://host:port, got {item!r}", key)
-        name, host, port_text = match.group(1).upper(), match.group(2), match.group(3)
-        port = int(port_text)
-        if not 0 <= port <= 65535:
-            raise ConfigError(f"{key}: port must be between 0 and 65535, got {item!r}", key)
-        protocol = protocols.get(name)
-        if protocol is None:
-            raise ConfigError(
-                f"{key}: no security protocol for listener {name} in {item!r}; "
-                f"map it in listener.security.protocol.map (e.g. {name}:PLAINTEXT)",
-                key,
-            )
-        endpoints.append(Endpoint(name, host, port, protocol))
-    names = [e.name for e in endpoints]
-    duplicates = sorted({n for n in names if names.count(n) > 1})
-    if duplicates:
-        raise ConfigError(f"{key}: listener name {duplicates[0]} is used more than once", key)
-    return endpoints
-
-
-def _ip_version(host: str) -> int | None:
-    try:
-        return ipaddress.ip_address(host.split("%")[0]).version
-    except ValueError:
-        return None
-
-
-def _check_listener_ports(endpoints: list[Endpoint]) -> None:
-    # Kafka: listeners need distinct ports, unless exactly two share one, an IPv4 and an IPv6 address.
-    by_port: dict[int, list[Endpoint]] = {}
-    for e in endpoints:
-        if e.port:
-            by_port.setdefault(e.port, []).append(e)
-    for port, group in by_port.items():
-        if len(group) == 1:
-            continue
-        versions = sorted(_ip_version(e.host) or 0 for e in group)
-        if versions != [4, 6]:
-            raise ConfigError(
-                f"listeners: port {port} is used by {', '.join(e.name for e in group)}; each listener "
-                "needs its own port unless one is an IPv4 and the other an IPv6 address",
-                "listeners",
-            )
-
-
-# -- the broker configuration ---------------------------------------------------------------
 
 
 class BrokerConfig:
@@ -1044,19 +106,19 @@ class BrokerConfig:
                 continue
             d = BROKER_CONFIGS.get(key)
             if d is None:
-                if key.startswith(_LISTENER_PREFIX) or key.startswith(_FREE_PREFIXES):
+                if key.startswith(LISTENER_PREFIX) or key.startswith(FREE_PREFIXES):
                     extra[key] = str(raw).strip()
-                elif key in _NOT_BROKER_KEYS:
-                    problems.append((key, f"{key}: {_NOT_BROKER_KEYS[key]}"))
+                elif key in NOT_BROKER_KEYS:
+                    problems.append((key, f"{key}: {NOT_BROKER_KEYS[key]}"))
                 elif key in TOPIC_CONFIGS and key not in BROKER_CONFIGS:
                     syn = TOPIC_CONFIGS[key].synonyms
                     hint = f"; the broker-wide default is {syn[0][0]!r}" if syn else ""
                     problems.append((key, f"{key}: a topic-level config, not a broker config{hint}"))
                 else:
-                    problems.append((key, f"{key}: unknown broker config{_suggest(key, BROKER_CONFIGS)}"))
+                    problems.append((key, f"{key}: unknown broker config{suggest(key, BROKER_CONFIGS)}"))
                 continue
             try:
-                value = _parse(d, raw)
+                value = parse_value(d, raw)
             except ConfigError as exc:
                 problems.append((key, exc.message))
                 continue
@@ -1083,13 +145,19 @@ class BrokerConfig:
     @classmethod
     def load(cls, path: str | Path | None = None, overrides: Mapping[str, Any] | None = None) -> BrokerConfig:
         """``server.properties`` at ``path`` (if any), then ``overrides`` on top."""
-        props: dict[str, Any] = load_properties(path) if path is not None else {}
+        try:
+            props: dict[str, Any] = load_properties(path) if path is not None else {}
+        except PropertiesError as exc:
+            raise ConfigError(str(exc)) from None
         props.update(overrides or {})
         return cls(props)
 
     @classmethod
     def from_properties(cls, text: str, overrides: Mapping[str, Any] | None = None) -> BrokerConfig:
-        props: dict[str, Any] = parse_properties(text)
+        try:
+            props: dict[str, Any] = parse_properties(text)
+        except PropertiesError as exc:
+            raise ConfigError(str(exc)) from None
         props.update(overrides or {})
         return cls(props)
 
@@ -1138,7 +206,7 @@ class BrokerConfig:
         shown = {
             k: (
                 "<hidden>"
-                if (BROKER_CONFIGS.get(k) and BROKER_CONFIGS[k].sensitive) or _looks_secret(k)
+                if (BROKER_CONFIGS.get(k) and BROKER_CONFIGS[k].sensitive) or looks_secret(k)
                 else v
             )
             for k, v in self.originals.items()
@@ -1194,20 +262,16 @@ class BrokerConfig:
     @property
     def listeners(self) -> list[Endpoint]:
         """Endpoints to bind (controller listeners of a KRaft config left out)."""
-        return list(self._listeners)
+        return list(self._listeners.bound)
 
     @property
     def advertised_listeners(self) -> list[Endpoint]:
         """Endpoints given to clients. Port 0 means "the port ``listeners`` bound"."""
-        return list(self._advertised)
+        return list(self._listeners.advertised)
 
     def advertised_endpoints(self, bound_ports: Mapping[str, int]) -> list[Endpoint]:
         """Advertised endpoints with ephemeral ports (0) replaced by the bound ones, by listener name."""
-        out = []
-        for e in self._advertised:
-            port = e.port or bound_ports.get(e.name, 0)
-            out.append(Endpoint(e.name, e.host, port, e.security_protocol))
-        return out
+        return self._listeners.advertised_endpoints(bound_ports)
 
     @property
     def max_connections_per_ip_overrides(self) -> dict[str, int]:
@@ -1220,7 +284,7 @@ class BrokerConfig:
         the first such key; warns (once) about ``ssl.*`` / ``sasl.*`` keys no listener uses."""
         if self._security_checked:
             return
-        for e in self._listeners:
+        for e in self._listeners.bound:
             if e.security_protocol != "PLAINTEXT":
                 key = "listeners" if e.name == e.security_protocol else "listener.security.protocol.map"
                 raise ConfigError(
@@ -1244,7 +308,7 @@ class BrokerConfig:
                     key,
                 )
         unused = sorted(
-            k for k in self.originals if k.startswith(_SECURITY_PREFIXES) or ".ssl." in k or ".sasl." in k
+            k for k in self.originals if k.startswith(SECURITY_PREFIXES) or ".ssl." in k or ".sasl." in k
         )
         if unused:
             log.warning(
@@ -1254,11 +318,11 @@ class BrokerConfig:
 
     @property
     def security_protocol_map(self) -> dict[str, str]:
-        return dict(self._protocols)
+        return dict(self._listeners.protocols)
 
     @property
     def inter_broker_listener_name(self) -> str:
-        return self._inter_broker_listener
+        return self._listeners.inter_broker
 
     @property
     def log_roll_ms(self) -> int:
@@ -1339,7 +403,7 @@ class BrokerConfig:
             raise ConfigError(f"{key}: expected -1 (unlimited) or a positive value, got 0", key)
         self._retention_ms = -1 if retention < 0 else retention
         # connections and requests
-        self._ip_overrides = _parse_host_counts(v["max.connections.per.ip.overrides"] or "")
+        self._ip_overrides = parse_host_counts(v["max.connections.per.ip.overrides"] or "")
         if v["max.connections.per.ip"] == 0 and not self._ip_overrides:
             raise ConfigError(
                 "max.connections.per.ip: 0 is allowed only with max.connections.per.ip.overrides "
@@ -1370,88 +434,7 @@ class BrokerConfig:
                 "log.cleaner.min.compaction.lag.ms: must not exceed log.cleaner.max.compaction.lag.ms",
                 "log.cleaner.min.compaction.lag.ms",
             )
-        self._derive_listeners()
-
-    def _derive_listeners(self) -> None:
-        v = self._values
-        protocols = _parse_security_map(v["listener.security.protocol.map"])
-        controller_names = [n.upper() for n in (v["controller.listener.names"] or [])]
-        for name in controller_names:
-            protocols.setdefault(name, "PLAINTEXT")  # Kafka's KRaft default
-        self._protocols = protocols
-        all_listeners = _parse_endpoints("listeners", v["listeners"], protocols)
-        listeners = [e for e in all_listeners if e.name not in controller_names]
-        if not listeners:
-            raise ConfigError(
-                "listeners: no broker listener left once controller.listener.names are removed", "listeners"
-            )
-        _check_listener_ports(listeners)
-        self._listeners = listeners
-        names = {e.name for e in listeners}
-
-        for key in self._extra:
-            if key.startswith(_LISTENER_PREFIX):
-                listener = key[len(_LISTENER_PREFIX) :].split(".", 1)[0].upper()
-                if listener not in names and listener not in controller_names:
-                    raise ConfigError(f"{key}: there is no listener named {listener} in listeners", key)
-
-        if v["advertised.listeners"] is not None:
-            key = "advertised.listeners"
-            advertised = [
-                e
-                for e in _parse_endpoints(key, v["advertised.listeners"], protocols)
-                if e.name not in controller_names
-            ]
-            for e in advertised:
-                if e.name not in names:
-                    raise ConfigError(f"{key}: listener {e.name} is advertised but not in listeners", key)
-        else:
-            key = "listeners"
-            advertised = listeners
-        if not advertised:
-            raise ConfigError("advertised.listeners: no broker listener to advertise", "advertised.listeners")
-        resolved = []
-        for e in advertised:
-            if e.host in ("0.0.0.0", "::"):
-                hint = (
-                    ""
-                    if key == "advertised.listeners"
-                    else "; set advertised.listeners to an address clients can reach"
-                )
-                raise ConfigError(
-                    f"advertised.listeners: cannot advertise the non-routable address {e.host} ({e}){hint}",
-                    "advertised.listeners",
-                )
-            if not e.host:
-                e = Endpoint(e.name, socket.gethostname(), e.port, e.security_protocol)
-            resolved.append(e)
-        self._advertised = resolved
-
-        # inter-broker listener
-        if self.is_set("inter.broker.listener.name") and self.is_set("security.inter.broker.protocol"):
-            raise ConfigError(
-                "inter.broker.listener.name: set either it or security.inter.broker.protocol, not both",
-                "inter.broker.listener.name",
-            )
-        if v["inter.broker.listener.name"]:
-            inter = v["inter.broker.listener.name"].upper()
-            if inter not in {e.name for e in resolved}:
-                raise ConfigError(
-                    f"inter.broker.listener.name: {inter} is not among the advertised listeners",
-                    "inter.broker.listener.name",
-                )
-        else:
-            # Kafka uses the listener named after the protocol; a single node without one
-            # (listeners=CLIENT://...) falls back to its first advertised listener.
-            inter = v["security.inter.broker.protocol"]
-            if inter not in {e.name for e in resolved}:
-                if self.is_set("security.inter.broker.protocol"):
-                    raise ConfigError(
-                        f"security.inter.broker.protocol: no advertised listener named {inter}",
-                        "security.inter.broker.protocol",
-                    )
-                inter = resolved[0].name
-        self._inter_broker_listener = inter
+        self._listeners = resolve_listeners(v, self._explicit, self._extra)
 
     def _warn(self) -> None:
         kraft = [k for k in self._explicit if BROKER_CONFIGS[k].note == KRAFT]
@@ -1466,285 +449,9 @@ class BrokerConfig:
             log.info("deprecated Kafka settings accepted: %s", ", ".join(sorted(deprecated)))
 
 
-def _looks_secret(key: str) -> bool:
-    return key.endswith(".password") or key.endswith("jaas.config") or key.endswith(".secret")
-
-
 def _raise(problems: list[tuple[str, str]]) -> None:
     if len(problems) == 1:
         key, message = problems[0]
         raise ConfigError(message, key, problems)
     lines = "\n".join(f"  {message}" for _, message in problems)
     raise ConfigError(f"{len(problems)} invalid broker settings:\n{lines}", problems[0][0], problems)
-
-
-# -- DescribeConfigs entries ----------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class ConfigSynonym:
-    name: str
-    value: str | None
-    source: int
-
-
-@dataclass(frozen=True, slots=True)
-class ConfigEntry:
-    """One DescribeConfigs entry; ``source`` is a ``ConfigSource``, ``type`` a ``ConfigType``."""
-
-    name: str
-    value: str | None
-    source: int
-    is_sensitive: bool
-    read_only: bool
-    synonyms: list[ConfigSynonym] = field(default_factory=list)
-    type: int = ConfigType.UNKNOWN
-    documentation: str | None = None
-
-
-def _broker_value(cfg: BrokerConfig, name: str) -> tuple[str | None, int]:
-    d = BROKER_CONFIGS[name]
-    source = cfg.source(name)
-    value = None if d.sensitive else _render(d, cfg.get(name))
-    return value, source
-
-
-def _topic_default(d: ConfigDef, cfg: BrokerConfig | None) -> tuple[str | None, int]:
-    """The value a topic gets without an override, and where it comes from."""
-    if cfg is None or not d.synonyms:
-        return _render(d, d.default), ConfigSource.DEFAULT_CONFIG
-    for key, factor in d.synonyms:
-        value = cfg.get(key)
-        if value is None:
-            continue
-        if factor != 1:
-            value *= factor
-        if d.name == "retention.ms" and value < 0:
-            value = -1
-        return _render(d, value), cfg.source(key)
-    return _render(d, d.default), ConfigSource.DEFAULT_CONFIG
-
-
-def _broker_synonyms(cfg: BrokerConfig, keys: Iterable[str]) -> list[ConfigSynonym]:
-    keys = tuple(keys)
-    out = _dynamic_synonyms(cfg, keys)
-    static = cfg.static
-    for key in keys:
-        d = BROKER_CONFIGS[key]
-        if static.is_set(key):
-            value = None if d.sensitive else _render(d, static.get(key))
-            out.append(ConfigSynonym(key, value, ConfigSource.STATIC_BROKER_CONFIG))
-        elif d.default is not None:
-            out.append(
-                ConfigSynonym(
-                    key, None if d.sensitive else _render(d, d.default), ConfigSource.DEFAULT_CONFIG
-                )
-            )
-    return out
-
-
-def topic_config_entries(
-    topic_overrides: Mapping[str, str], broker_config: BrokerConfig | None
-) -> list[ConfigEntry]:
-    """Every topic-level config of a topic, for DescribeConfigs and CreateTopics (v5+), by name.
-
-    Source: DYNAMIC_TOPIC_CONFIG for an override, STATIC_BROKER_CONFIG when a broker synonym
-    is set in server.properties, DEFAULT_CONFIG otherwise. Synonyms (Kafka's order): the
-    override, then the broker synonyms that are set, then those with a default.
-    """
-    entries = []
-    for name in sorted(TOPIC_CONFIGS):
-        d = TOPIC_CONFIGS[name]
-        synonyms: list[ConfigSynonym] = []
-        override = topic_overrides.get(name)
-        if override is not None:
-            synonyms.append(ConfigSynonym(name, override, ConfigSource.DYNAMIC_TOPIC_CONFIG))
-        if broker_config is not None:
-            synonyms.extend(_broker_synonyms(broker_config, (k for k, _ in d.synonyms)))
-        if override is not None:
-            value, source = override, ConfigSource.DYNAMIC_TOPIC_CONFIG
-        else:
-            value, source = _topic_default(d, broker_config)
-        entries.append(
-            ConfigEntry(name, value, int(source), False, False, synonyms, int(d.type), d.documentation)
-        )
-    return entries
-
-
-def broker_config_entries(broker_config: BrokerConfig) -> list[ConfigEntry]:
-    """Every broker config, for DescribeConfigs on a broker resource. Read-only unless
-    dynamically updatable (``DYNAMIC_BROKER_CONFIGS``); the source says which level set it.
-
-    Passwords are sensitive and their value is None. Synonyms list the keys of the same
-    setting in other units (log.retention.ms/minutes/hours, ...) that are set or defaulted.
-    """
-    entries = []
-    for name in sorted(BROKER_CONFIGS):
-        d = BROKER_CONFIGS[name]
-        value, source = _broker_value(broker_config, name)
-        synonyms = _broker_synonyms(broker_config, _BROKER_SYNONYMS.get(name, (name,)))
-        # As Kafka: higher-precedence synonyms set before this key's own entries are left out.
-        while synonyms and synonyms[0].name != name:
-            synonyms.pop(0)
-        read_only = name not in DYNAMIC_BROKER_CONFIGS
-        entries.append(
-            ConfigEntry(name, value, int(source), d.sensitive, read_only, synonyms, int(d.type), d.documentation)
-        )
-    for name in sorted(broker_config.extra):
-        secret = _looks_secret(name)
-        value = None if secret else broker_config.extra[name]
-        entries.append(
-            ConfigEntry(
-                name,
-                value,
-                int(ConfigSource.STATIC_BROKER_CONFIG),
-                secret,
-                True,
-                [ConfigSynonym(name, value, int(ConfigSource.STATIC_BROKER_CONFIG))],
-                int(ConfigType.PASSWORD if secret else ConfigType.STRING),
-                None,
-            )
-        )
-    return entries
-
-
-# -- topic configs ---------------------------------------------------------------------------
-
-
-def validate_topic_configs(
-    configs: Mapping[str, Any], broker_config: BrokerConfig | None = None
-) -> dict[str, str]:
-    """Check topic overrides (CreateTopics, AlterConfigs); return them normalised as strings.
-
-    Raises ``ConfigError`` (INVALID_CONFIG) naming the first bad key. ``compression.type=none``
-    is taken as ``uncompressed``. With ``broker_config`` the cross-key checks also see the
-    broker's defaults.
-    """
-    out: dict[str, str] = {}
-    for key, raw in configs.items():
-        d = TOPIC_CONFIGS.get(key)
-        if d is None:
-            hint = _suggest(key, TOPIC_CONFIGS)
-            if not hint and key in BROKER_CONFIGS:
-                hint = "; that is a broker config"
-            raise ConfigError(f"{key}: unknown topic config{hint}", key)
-        if raw is None:
-            raise ConfigError(f"{key}: a value is required", key)
-        if key == "compression.type" and isinstance(raw, str) and raw.strip().lower() == "none":
-            raw = "uncompressed"
-        value = _parse(d, raw)
-        if key == "remote.storage.enable" and value:
-            raise ConfigError("remote.storage.enable: tiered storage is not supported by Odradek", key)
-        out[key] = _render(d, value)  # type: ignore[assignment]
-    _check_compaction_lags(out, broker_config)
-    return out
-
-
-def _check_compaction_lags(overrides: Mapping[str, str], broker_config: BrokerConfig | None) -> None:
-    def effective(name: str) -> int:
-        if name in overrides:
-            return int(overrides[name])
-        value, _ = _topic_default(TOPIC_CONFIGS[name], broker_config)
-        return int(value)  # type: ignore[arg-type]
-
-    if "min.compaction.lag.ms" in overrides or "max.compaction.lag.ms" in overrides:
-        low, high = effective("min.compaction.lag.ms"), effective("max.compaction.lag.ms")
-        if low > high:
-            key = "min.compaction.lag.ms" if "min.compaction.lag.ms" in overrides else "max.compaction.lag.ms"
-            raise ConfigError(
-                f"{key}: min.compaction.lag.ms ({low}) must not exceed max.compaction.lag.ms ({high})", key
-            )
-
-
-def effective_topic_config(
-    overrides: Mapping[str, Any], broker_config: BrokerConfig | None
-) -> dict[str, str]:
-    """Every topic-level key with the value in force: the override, else the broker's default.
-
-    The result feeds ``odradek.storage.log_config.LogConfig.from_dict``.
-    """
-    checked = validate_topic_configs(overrides, broker_config) if overrides else {}
-    out: dict[str, str] = {}
-    for name, d in TOPIC_CONFIGS.items():
-        if name in NO_OP_TOPIC_CONFIGS:
-            continue
-        if name in checked:
-            out[name] = checked[name]
-        else:
-            value, _ = _topic_default(d, broker_config)
-            out[name] = "" if value is None else value
-    return out
-
-
-# -- dynamic broker configs (KIP-226) --------------------------------------------------------
-#
-# Kafka's dynamically updatable broker keys (DynamicBrokerConfig.AllDynamicConfigs) that mean
-# something here. Listener, SSL and SASL keys (per broker in Kafka) wait for security support;
-# until then they are read-only like every other key. All of these may be set for one broker
-# or as the cluster-wide default.
-
-# The broker-wide defaults of topic configs: each topic key's first synonym (DynamicLogConfig).
-DYNAMIC_LOG_CONFIGS = frozenset(
-    d.synonyms[0][0] for d in TOPIC_CONFIGS.values() if d.synonyms and d.name not in NO_OP_TOPIC_CONFIGS
-)
-DYNAMIC_CLEANER_CONFIGS = frozenset(
-    {
-        "log.cleaner.threads",
-        "log.cleaner.dedupe.buffer.size",
-        "log.cleaner.io.buffer.load.factor",
-        "log.cleaner.io.buffer.size",
-        "log.cleaner.io.max.bytes.per.second",
-        "log.cleaner.backoff.ms",
-        "message.max.bytes",
-    }
-)
-# Thread pools (no effect here, one event loop), changed by at most a factor of two, as in Kafka.
-DYNAMIC_THREAD_CONFIGS = frozenset(
-    {"num.io.threads", "num.replica.fetchers", "num.recovery.threads.per.data.dir", "background.threads"}
-)
-# Kafka's SocketServer keys: only the connection limit is applied at run time here (the
-# per-address limits and the creation rate stay read-only until the network server takes them).
-DYNAMIC_SOCKET_CONFIGS = frozenset({"max.connections"})
-DYNAMIC_PRODUCER_STATE_CONFIGS = frozenset({"producer.id.expiration.ms", "transaction.partition.verification.enable"})
-DYNAMIC_BROKER_CONFIGS = (
-    DYNAMIC_LOG_CONFIGS
-    | DYNAMIC_CLEANER_CONFIGS
-    | DYNAMIC_THREAD_CONFIGS
-    | DYNAMIC_SOCKET_CONFIGS
-    | DYNAMIC_PRODUCER_STATE_CONFIGS
-    | {"metric.reporters"}
-)
-assert DYNAMIC_BROKER_CONFIGS <= set(BROKER_CONFIGS), DYNAMIC_BROKER_CONFIGS - set(BROKER_CONFIGS)
-
-
-def _dynamic_synonyms(cfg: BrokerConfig, keys: tuple[str, ...]) -> list[ConfigSynonym]:
-    """Synonyms set dynamically: this broker's first, then the cluster default's (Kafka's order)."""
-    out = []
-    for source in (ConfigSource.DYNAMIC_BROKER_CONFIG, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG):
-        layer = cfg.dynamic_layer(source)
-        for key in keys:
-            if key in layer:
-                d = BROKER_CONFIGS[key]
-                value = None if d.sensitive else _render(d, _parse(d, layer[key]))
-                out.append(ConfigSynonym(key, value, int(source)))
-    return out
-
-
-def default_broker_config_entries(broker_config: BrokerConfig) -> list[ConfigEntry]:
-    """DescribeConfigs of the cluster-wide default resource (an empty broker name): only the
-    keys set at that level, as Kafka answers, each with its DYNAMIC_DEFAULT_BROKER_CONFIG synonyms."""
-    source = ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG
-    layer = broker_config.dynamic_layer(source)
-    entries = []
-    for name in sorted(layer):
-        d = BROKER_CONFIGS[name]
-        value = None if d.sensitive else _render(d, _parse(d, layer[name]))
-        synonyms = [
-            s
-            for s in _dynamic_synonyms(broker_config, _BROKER_SYNONYMS.get(name, (name,)))
-            if s.source == source
-        ]
-        entries.append(
-            ConfigEntry(name, value, int(source), d.sensitive, False, synonyms, int(d.type), d.documentation)
-        )
-    return entries

@@ -4,7 +4,7 @@ Levels, highest precedence first (Kafka's): this broker's dynamic configs
 (DYNAMIC_BROKER_CONFIG, entity "<id>"), the cluster-wide dynamic defaults
 (DYNAMIC_DEFAULT_BROKER_CONFIG, entity "<default>": the empty resource name of the admin APIs),
 ``server.properties`` (STATIC_BROKER_CONFIG), Kafka's defaults (DEFAULT_CONFIG). Only the keys
-of ``config.DYNAMIC_BROKER_CONFIGS`` may be set dynamically; a request naming another is
+of ``DYNAMIC_BROKER_CONFIGS`` (below) may be set dynamically; a request naming another is
 refused whole with INVALID_REQUEST "Cannot update these configs dynamically: ...", as Kafka's
 brokers answer, and so is one whose values do not check (thread counts may change by at most a
 factor of two, as in Kafka).
@@ -30,21 +30,54 @@ import dataclasses
 import logging
 from collections.abc import Callable, Mapping
 
-from odradek.broker.config import (
-    BROKER_CONFIGS,
-    DYNAMIC_BROKER_CONFIGS,
-    DYNAMIC_CLEANER_CONFIGS,
-    DYNAMIC_LOG_CONFIGS,
-    DYNAMIC_PRODUCER_STATE_CONFIGS,
-    DYNAMIC_SOCKET_CONFIGS,
-    DYNAMIC_THREAD_CONFIGS,
-    BrokerConfig,
-    ConfigError,
-)
+from odradek.broker.broker_keys import BROKER_CONFIGS
+from odradek.broker.config import BrokerConfig
 from odradek.cluster.store import DEFAULT_BROKER_ENTITY
+from odradek.config_def import ConfigError
 from odradek.protocol import errors
+from odradek.storage.log_config import NO_OP_TOPIC_CONFIGS, TOPIC_CONFIGS
 
 log = logging.getLogger(__name__)
+
+# -- the keys that may change at run time ----------------------------------------------------
+#
+# Kafka's dynamically updatable broker keys (DynamicBrokerConfig.AllDynamicConfigs) that mean
+# something here. Listener, SSL and SASL keys (per broker in Kafka) wait for security support;
+# until then they are read-only like every other key. All of these may be set for one broker
+# or as the cluster-wide default.
+
+# The broker-wide defaults of topic configs: each topic key's first synonym (DynamicLogConfig).
+DYNAMIC_LOG_CONFIGS = frozenset(
+    d.synonyms[0][0] for d in TOPIC_CONFIGS.values() if d.synonyms and d.name not in NO_OP_TOPIC_CONFIGS
+)
+DYNAMIC_CLEANER_CONFIGS = frozenset(
+    {
+        "log.cleaner.threads",
+        "log.cleaner.dedupe.buffer.size",
+        "log.cleaner.io.buffer.load.factor",
+        "log.cleaner.io.buffer.size",
+        "log.cleaner.io.max.bytes.per.second",
+        "log.cleaner.backoff.ms",
+        "message.max.bytes",
+    }
+)
+# Thread pools (no effect here, one event loop), changed by at most a factor of two, as in Kafka.
+DYNAMIC_THREAD_CONFIGS = frozenset(
+    {"num.io.threads", "num.replica.fetchers", "num.recovery.threads.per.data.dir", "background.threads"}
+)
+# Kafka's SocketServer keys: only the connection limit is applied at run time here (the
+# per-address limits and the creation rate stay read-only until the network server takes them).
+DYNAMIC_SOCKET_CONFIGS = frozenset({"max.connections"})
+DYNAMIC_PRODUCER_STATE_CONFIGS = frozenset({"producer.id.expiration.ms", "transaction.partition.verification.enable"})
+DYNAMIC_BROKER_CONFIGS = (
+    DYNAMIC_LOG_CONFIGS
+    | DYNAMIC_CLEANER_CONFIGS
+    | DYNAMIC_THREAD_CONFIGS
+    | DYNAMIC_SOCKET_CONFIGS
+    | DYNAMIC_PRODUCER_STATE_CONFIGS
+    | {"metric.reporters"}
+)
+assert DYNAMIC_BROKER_CONFIGS <= set(BROKER_CONFIGS), DYNAMIC_BROKER_CONFIGS - set(BROKER_CONFIGS)
 
 Listener = Callable[[BrokerConfig, BrokerConfig], None]
 

@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass
 
 from odradek.broker.broker_metrics import TopicCounters
-from odradek.cluster.metadata import PartitionState
+from odradek.cluster.metadata_image import PartitionState
 from odradek.protocol import errors
 
 # ListOffsets' special timestamps

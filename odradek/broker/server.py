@@ -25,13 +25,8 @@ from pathlib import Path
 
 from odradek._tasks import cancel_and_wait
 from odradek.broker import handlers
-from odradek.broker.config import (
-    BrokerConfig,
-    broker_config_entries,
-    effective_topic_config,
-    topic_config_entries,
-    validate_topic_configs,
-)
+from odradek.broker.config import BrokerConfig
+from odradek.broker.config_entries import broker_config_entries, topic_config_entries
 from odradek.broker.dynamic_config import DynamicBrokerConfig
 from odradek.broker.group.group_coordinator import GroupCoordinator
 from odradek.broker.network import NetworkServer
@@ -39,9 +34,10 @@ from odradek.broker.producer_ids import ProducerIdManager
 from odradek.broker.purgatory import DelayedOperationPurgatory
 from odradek.broker.replica_manager import ReplicaManager
 from odradek.broker.timing_wheel import SystemTimer
+from odradek.broker.topic_configs import effective_topic_config, validate_topic_configs
 from odradek.broker.txn.transaction_coordinator import TransactionCoordinator
 from odradek.cluster.controller import Controller
-from odradek.cluster.metadata import BrokerInfo
+from odradek.cluster.metadata_image import BrokerInfo
 from odradek.cluster.store import LocalMetadataStore
 from odradek.http.broker_http import BrokerHttp
 from odradek.http.http_server import HttpBindError

@@ -27,6 +27,8 @@ from typing import Any
 
 import click
 
+from odradek.properties import PropertiesError, load_properties
+
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -97,27 +99,15 @@ def parse_int_list(text: str, what: str) -> list[int]:
 
 
 def read_properties(path: str) -> dict[str, str]:
-    """A Java properties file (``key=value`` or ``key: value``, ``#``/``!`` comments)."""
-    out = {}
+    """A Java properties file (Kafka's format; values trimmed, as Kafka's clients trim them)."""
     try:
-        with open(path, encoding="utf-8") as f:
-            lines = f.read().splitlines()
+        return {key: value.strip() for key, value in load_properties(path).items()}
     except OSError as exc:
         raise CliError(
             f"cannot read {path}: {exc.strerror}", "pass a readable client properties file"
         ) from None
-    for line in lines:
-        line = line.strip()
-        if not line or line[0] in "#!":
-            continue
-        for sep in ("=", ":"):
-            if sep in line:
-                key, _, value = line.partition(sep)
-                out[key.strip()] = value.strip()
-                break
-        else:
-            out[line] = ""
-    return out
+    except PropertiesError as exc:
+        raise CliError(str(exc), "write a \\u escape as four hex digits, e.g. \\u00e9") from None
 
 
 def topic_arguments(help_text: str = "Topic (or give it as an argument)."):

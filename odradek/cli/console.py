@@ -43,7 +43,7 @@ def console(bootstrap_server, command_config, listen, open_browser):
       odradek console -b kafka1:9092,kafka2:9092 --listen http://0.0.0.0:8080
       odradek console -b kafka:9093 --command-config client.properties --open
     """
-    from odradek.broker.config import parse_http_listener
+    from odradek.broker.listeners import parse_http_listener
 
     address = parse_http_listener(listen)
     if address is None:

@@ -24,7 +24,7 @@ import random
 from collections import Counter
 from collections.abc import Callable
 
-from odradek.cluster.metadata import TopicInfo
+from odradek.cluster.metadata_image import TopicInfo
 from odradek.cluster.store import MetadataStore, validate_topic_name
 from odradek.protocol import errors
 

@@ -16,7 +16,7 @@ import uuid
 from abc import ABC, abstractmethod
 from pathlib import Path
 
-from odradek.cluster.metadata import BrokerInfo, MetadataImage, PartitionState, TopicInfo
+from odradek.cluster.metadata_image import BrokerInfo, MetadataImage, PartitionState, TopicInfo
 from odradek.protocol import errors
 
 MAX_TOPIC_NAME = 249

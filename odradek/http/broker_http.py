@@ -7,7 +7,7 @@ to load aiohttp and serve; ``close()`` on shutdown.
 
 from __future__ import annotations
 
-from odradek.broker.config import parse_http_listener
+from odradek.broker.listeners import parse_http_listener
 from odradek.http.authz import ConsoleAuthorizer
 from odradek.http.http_server import HttpServer
 from odradek.http.local_view import LocalView

@@ -392,7 +392,7 @@ def _target_offset(partition, to: str, value: int | None) -> int:
 
 def _read_records(partition, start: int, limit: int) -> list[dict]:
     """Up to ``limit`` records from ``start`` below the high watermark (control batches left out)."""
-    from odradek.protocol.records import iter_batches
+    from odradek.protocol.record_batch import iter_batches
 
     out: list[dict] = []
     position = start

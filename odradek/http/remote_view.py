@@ -15,7 +15,7 @@ import time
 
 from odradek.client.admin import Admin
 from odradek.client.client_errors import ClientError
-from odradek.client.consumer import Consumer
+from odradek.client.consumer.consumer import Consumer
 from odradek.client.structs import ConfigResource, NewTopic, TopicPartition
 from odradek.http import shapes
 from odradek.http.shapes import ApiError, not_found

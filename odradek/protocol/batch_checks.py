@@ -2,7 +2,7 @@
 
 Small named checks, each raising Kafka's error, in the order Kafka applies them
 (UnifiedLog.analyzeAndValidateRecords, then LogValidator.validateBatch); the CRC check is
-the only one that reads the whole batch. :func:`validate_batch` runs them all.
+the only one that reads the whole batch. Storage's ``LogValidator`` runs them.
 
 Errors: ``CorruptMessageError`` for bytes that fail the checksum or do not parse as a
 batch, ``InvalidRecordError`` for counts and fields that break a batch-level rule,
@@ -16,7 +16,7 @@ import crc32c
 
 from odradek.protocol import compression as codecs
 from odradek.protocol import errors
-from odradek.protocol.batch import ATTRIBUTES_OFFSET, HEADER_SIZE, MAGIC_OFFSET, BatchHeader, read_header
+from odradek.protocol.batch import ATTRIBUTES_OFFSET, HEADER_SIZE, BatchHeader
 
 
 def check_batch_magic(magic: int) -> None:
@@ -94,34 +94,3 @@ def check_client_batch_fields(header: BatchHeader) -> None:
             f"invalid sequence number {header.base_sequence} in a batch with producerId {header.producer_id}"
         )
 
-
-def validate_batch(
-    buf,
-    pos: int = 0,
-    header: BatchHeader | None = None,
-    *,
-    max_message_bytes: int,
-    from_client: bool = True,
-) -> BatchHeader:
-    """Check one v2 batch on the produce path without decoding its records; returns its header.
-
-    Raises CorruptMessageError (bad magic, truncated, bad CRC), InvalidRecordError (a
-    legacy magic, counts, control batch or missing sequence from a client),
-    MessageTooLargeError (over ``max_message_bytes``) or
-    UnsupportedCompressionTypeError.
-    """
-    if header is None:
-        if len(buf) - pos < HEADER_SIZE:
-            if len(buf) - pos > MAGIC_OFFSET:
-                check_batch_magic(buf[pos + MAGIC_OFFSET])
-            raise errors.CorruptMessageError("buffer too short for a record batch header")
-        header = read_header(buf, pos)
-    check_batch_magic(header.magic)
-    check_batch_size(buf, pos, header)
-    check_max_message_bytes(header, max_message_bytes)
-    check_batch_crc(buf, pos, header)
-    check_compression_codec(header)
-    check_record_count(header, from_client=from_client)
-    if from_client:
-        check_client_batch_fields(header)
-    return header

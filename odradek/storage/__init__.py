@@ -1,6 +1,9 @@
 """The storage engine: Kafka's on-disk log format, segments, indexes, recovery and checkpoints.
 
-Knows nothing of the network; depends only on ``odradek.protocol`` (and ``odradek.faults``, the crash points of the tests).
+Knows nothing of the network; depends only on ``odradek.protocol`` (and ``odradek.faults``, the tests' crash points) (batch headers, errors,
+codecs, varints, and the record-batch checks and record scan of ``protocol``).
+Produce → ``Log.append_as_leader`` → ``LogValidator`` → ``LocalLog`` → ``LogSegment``;
+opening a log → ``LogLoader``.
 """
 
 from .cleaner_manager import CleanerConfig, LogCleaner

@@ -34,6 +34,10 @@ class CorruptIndexError(Exception):
 
 
 class AbstractIndex:
+    """A memory-mapped index file of fixed-size big-endian entries, sorted (the layout of each
+    kind: OffsetIndex, TimeIndex). Owned by its LogSegment; the log owner's thread mutates
+    and looks up, ``flush`` may run in a worker thread."""
+
     ENTRY_SIZE = 0
     __slots__ = (
         "path",

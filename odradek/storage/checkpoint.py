@@ -14,8 +14,9 @@ frame with ``epoch startOffset`` lines; ``CheckpointFile`` is the shared frame.
 Writes go to ``<file>.tmp``, are fsynced, renamed over the file and the directory is fsynced,
 so a crash leaves either the old or the new file. A malformed file raises ``CheckpointError``.
 
-``meta.properties`` is a Java properties file (``key=value`` lines, ``#`` comments) holding
-``version=1``, ``node.id`` and ``cluster.id`` for a KRaft-style log dir.
+``meta.properties`` is a Java properties file (read and written by ``odradek.properties``)
+holding ``version=1``, ``node.id`` and ``cluster.id`` for a KRaft-style log dir; a malformed
+one raises ``CheckpointError`` too.
 
 Thread rules: stateless functions; one writer per file at a time (the owner serialises).
 """
@@ -23,9 +24,10 @@ Thread rules: stateless functions; one writer per file at a time (the owner seri
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Callable, Iterable
 from typing import Any
+
+from ..properties import PropertiesError, format_properties, parse_properties
 
 RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
 LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
@@ -152,100 +154,18 @@ def write_offset_checkpoint(path: str, offsets: dict[tuple[str, int], int]) -> N
 # ---- meta.properties ----------------------------------------------------------------------
 
 
-def _unescape(text: str) -> str:
-    out = []
-    i = 0
-    while i < len(text):
-        c = text[i]
-        if c == "\\" and i + 1 < len(text):
-            nxt = text[i + 1]
-            if nxt == "u" and i + 6 <= len(text):
-                out.append(chr(int(text[i + 2 : i + 6], 16)))
-                i += 6
-                continue
-            out.append({"t": "\t", "n": "\n", "r": "\r", "f": "\f"}.get(nxt, nxt))
-            i += 2
-            continue
-        out.append(c)
-        i += 1
-    return "".join(out)
-
-
-def _escape(text: str, key: bool) -> str:
-    out = []
-    for i, c in enumerate(text):
-        if c in "\\=:#!" or (c == " " and (key or i == 0)):
-            out.append("\\" + c)
-        elif c == "\n":
-            out.append("\\n")
-        elif c == "\t":
-            out.append("\\t")
-        elif c == "\r":
-            out.append("\\r")
-        elif ord(c) > 0x7E:
-            out.append(f"\\u{ord(c):04x}")
-        else:
-            out.append(c)
-    return "".join(out)
-
-
-def parse_properties(text: str) -> dict[str, str]:
-    """Java ``Properties.load``: ``key=value``/``key:value``/``key value``, comments, continuations."""
-    props: dict[str, str] = {}
-    logical: list[str] = []
-    pending = ""
-    for raw in text.splitlines():
-        line = raw.lstrip() if not pending else raw.lstrip()
-        if not pending and (not line or line[0] in "#!"):
-            continue
-        backslashes = len(line) - len(line.rstrip("\\"))
-        if backslashes % 2 == 1:
-            pending += line[:-1]
-            continue
-        logical.append(pending + line)
-        pending = ""
-    if pending:
-        logical.append(pending)
-    for line in logical:
-        i = 0
-        key_chars = []
-        while i < len(line):
-            c = line[i]
-            if c == "\\" and i + 1 < len(line):
-                key_chars.append(line[i : i + 2])
-                i += 2
-                continue
-            if c in "=: \t\f":
-                break
-            key_chars.append(c)
-            i += 1
-        while i < len(line) and line[i] in " \t\f":
-            i += 1
-        if i < len(line) and line[i] in "=:":
-            i += 1
-            while i < len(line) and line[i] in " \t\f":
-                i += 1
-        props[_unescape("".join(key_chars))] = _unescape(line[i:])
-    return props
-
-
-def format_properties(props: dict[str, str], comment: str | None = None) -> str:
-    lines = []
-    if comment is not None:
-        lines.append(f"#{comment}")
-    lines.append("#" + time.strftime("%a %b %d %H:%M:%S UTC %Y", time.gmtime()))
-    for key, value in props.items():
-        lines.append(f"{_escape(key, True)}={_escape(str(value), False)}")
-    return "\n".join(lines) + "\n"
-
-
 def read_meta_properties(log_dir: str) -> dict[str, str] | None:
     """The log dir's ``meta.properties`` as a dict, or None if it has none."""
+    path = os.path.join(log_dir, META_PROPERTIES)
     try:
-        with open(os.path.join(log_dir, META_PROPERTIES), encoding="latin-1") as f:
-            return parse_properties(f.read())
+        with open(path, encoding="latin-1") as f:
+            text = f.read()
     except FileNotFoundError:
         return None
+    try:
+        return parse_properties(text, path)
+    except PropertiesError as exc:
+        raise CheckpointError(str(exc)) from None
 
 
 def write_meta_properties(log_dir: str, node_id: int, cluster_id: str, **extra: str) -> None:

@@ -56,19 +56,16 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-import struct
 import threading
 import time
 from dataclasses import dataclass, field
 
-import crc32c
-
 from ..faults import fault_point
-from ..protocol import batch as B
+from ..protocol import batch as batch_format
 from ..protocol import compression as codecs
 from ..protocol.records import scan_records
 from ..protocol.varint import encode_varlong, read_raw
-from ._record_scan import batch_records_buffer
+from ._record_scan import batch_records_buffer, build_batch, decompressed_batch_limit
 from .checkpoint import fsync_dir
 from .file_records import FileRecords
 from .log_config import LogConfig
@@ -85,11 +82,9 @@ from .time_index import TimeIndex
 
 _log = logging.getLogger(__name__)
 
-_HEADER = struct.Struct(">qiibIhiqqqhii")
-_UINT32 = struct.Struct(">I")
 _md5 = hashlib.md5
-_KEEP_AS_IS = B.CONTROL_BIT | B.TRANSACTIONAL_BIT
-_HORIZON = B.DELETE_HORIZON_BIT
+_KEEP_AS_IS = batch_format.CONTROL_BIT | batch_format.TRANSACTIONAL_BIT
+_HORIZON = batch_format.DELETE_HORIZON_BIT
 
 
 class CleanerAborted(Exception):
@@ -110,10 +105,6 @@ class OffsetMap:
         self.capacity = max(int(memory * load_factor) // self.ENTRY_BYTES, 1)
         self._map: dict[bytes, int] = {}
         self.latest_offset = -1
-
-    @staticmethod
-    def hash_key(key: bytes) -> bytes:
-        return key if len(key) < 16 else _md5(key).digest()
 
     def put(self, key: bytes, offset: int) -> None:
         self._map[key if len(key) < 16 else _md5(key).digest()] = offset
@@ -199,7 +190,7 @@ class CleaningPlan:
         log = self.log
         if log is None:
             return False
-        return log._closed or log.dir != self.dir or log.truncations != self.truncations
+        return log.closed or log.dir != self.dir or log.truncations != self.truncations
 
     def to_spec(self) -> dict:
         """The plan as plain data for the worker process (segments by path, never by object)."""
@@ -256,6 +247,8 @@ class CleaningPlan:
 
 @dataclass
 class CleanResult:
+    """What one pass did, for the cleaner manager's checkpoint and the broker's metrics."""
+
     end_offset: int  # the new first dirty offset
     bytes_read: int = 0
     bytes_written: int = 0
@@ -358,35 +351,6 @@ def _unlink(path: str) -> None:
 # ---- rebuilding a batch -------------------------------------------------------------------
 
 
-def build_batch(
-    h: B.BatchHeader, attributes: int, base_timestamp: int, max_timestamp: int, count: int, body: bytes
-) -> bytes:
-    """A v2 batch with ``h``'s offsets, producer fields and leader epoch around ``body`` (the
-    uncompressed records, compressed here with the codec in ``attributes``)."""
-    codec = attributes & B.COMPRESSION_MASK
-    payload = codecs.compress(codec, body) if codec else body
-    header = bytearray(
-        _HEADER.pack(
-            h.base_offset,
-            B.HEADER_SIZE - B.LOG_OVERHEAD + len(payload),
-            h.partition_leader_epoch,
-            2,
-            0,
-            attributes,
-            h.last_offset_delta,
-            base_timestamp,
-            max_timestamp,
-            h.producer_id,
-            h.producer_epoch,
-            h.base_sequence,
-            count,
-        )
-    )
-    crc = crc32c.crc32c(payload, crc32c.crc32c(memoryview(header)[B.ATTRIBUTES_OFFSET :]))
-    _UINT32.pack_into(header, B.CRC_OFFSET, crc)
-    return bytes(header) + payload
-
-
 def rebase_record(data: bytes, start: int, end: int, ts_delta: int) -> bytes:
     """The record at ``data[start:end]`` with its timestamp delta replaced by ``ts_delta``."""
     z, pos = read_raw(data, start, 5)
@@ -402,6 +366,10 @@ def rebase_record(data: bytes, start: int, end: int, ts_delta: int) -> bytes:
 
 
 class Cleaner:
+    """One cleaner thread's (or worker process's) compaction of a CleaningPlan: reads the
+    plan's segments' ``.log`` files, writes ``<base>.log.cleaned`` and its indexes, and
+    commits each group through ``swap`` on the owner thread. Never mutates a Log itself."""
+
     def __init__(
         self,
         *,
@@ -417,7 +385,7 @@ class Cleaner:
         """``swap(plan, old_segments) -> bool`` commits a group (default: ``replace_segments``
         on the owner thread through ``call_owner``; the worker process asks its parent)."""
         self.offset_map = OffsetMap(map_memory, load_factor)
-        self.io_buffer_size = max(io_buffer_size, B.HEADER_SIZE)
+        self.io_buffer_size = max(io_buffer_size, batch_format.HEADER_SIZE)
         self.throttler = throttler or Throttler(float("inf"))
         self.call_owner = call_owner or (lambda fn, *args: fn(*args))
         self.swap = swap or (lambda plan, old: self.call_owner(swap_on_owner, plan, old))
@@ -477,13 +445,13 @@ class Cleaner:
                     self.throttler.throttle(read, self.stop)
                     result.bytes_read += read
                     read = 0
-                if buf[rel + B.MAGIC_OFFSET] != 2:
+                if buf[rel + batch_format.MAGIC_OFFSET] != 2:
                     last = batch_last_offset(buf, rel)
                     if last >= stop_offset:
                         break
                     end = max(end, last + 1)  # legacy: kept verbatim, never mapped
                     continue
-                h = B.read_header(buf, rel)
+                h = batch_format.read_header(buf, rel)
                 if h.base_offset >= stop_offset:
                     break
                 last = h.base_offset + h.last_offset_delta
@@ -494,13 +462,15 @@ class Cleaner:
                     if count > omap.free and len(omap):
                         result.bytes_read += read
                         return end  # full: the map covers [first_dirty, end)
-                    data, s, e = batch_records_buffer(buf, rel, h)
-                    base = h.base_offset
-                    for r in scan_records(data, s, e, count):
-                        key = r[2]
-                        if key is not None:
-                            omap.put(key, base + r[0])
-                    result.records_read += count
+                    records = self._records_of(plan, buf, rel, h)
+                    if records is not None:
+                        data, records = records
+                        base = h.base_offset
+                        for r in records:
+                            key = r[2]
+                            if key is not None:
+                                omap.put(key, base + r[0])
+                        result.records_read += count
                 result.dirty_bytes += bsize
                 end = last + 1
             result.bytes_read += read
@@ -580,17 +550,19 @@ class Cleaner:
 
     def _copy_batch(self, plan, buf, rel, size, end_offset, writer, result) -> int:
         """Write what stays of the batch at ``buf[rel:rel+size]``; returns bytes flushed."""
-        if buf[rel + B.MAGIC_OFFSET] != 2:
+        if buf[rel + batch_format.MAGIC_OFFSET] != 2:
             return writer.add(
                 buf[rel : rel + size], batch_last_offset(buf, rel), batch_max_timestamp(buf, rel)
             )
-        h = B.read_header(buf, rel)
+        h = batch_format.read_header(buf, rel)
         last = h.base_offset + h.last_offset_delta
         attributes = h.attributes
         if attributes & _KEEP_AS_IS:
             return writer.add(buf[rel : rel + size], last, h.max_timestamp)
-        data, s, e = batch_records_buffer(buf, rel, h)
-        records = scan_records(data, s, e, h.record_count)
+        scanned = self._records_of(plan, buf, rel, h)
+        if scanned is None:
+            return writer.add(buf[rel : rel + size], last, h.max_timestamp)
+        data, records = scanned
         now = plan.now_ms
         horizon = h.base_timestamp if attributes & _HORIZON else None
         omap = self.offset_map
@@ -626,10 +598,10 @@ class Cleaner:
             if not records:
                 return writer.add(buf[rel : rel + size], last, h.max_timestamp)  # already empty
             batch = build_batch(
-                h, attributes & ~B.COMPRESSION_MASK, h.base_timestamp, h.max_timestamp, 0, b""
+                h, attributes & ~batch_format.COMPRESSION_MASK, h.base_timestamp, h.max_timestamp, 0, b""
             )
             return writer.add(batch, last, h.max_timestamp)
-        log_append_time = bool(attributes & B.TIMESTAMP_TYPE_BIT)
+        log_append_time = bool(attributes & batch_format.TIMESTAMP_TYPE_BIT)
         base_ts = h.base_timestamp
         if log_append_time:
             max_ts = h.max_timestamp
@@ -649,6 +621,26 @@ class Cleaner:
             result.min_delete_horizon = _min(result.min_delete_horizon, horizon)
         batch = build_batch(h, attributes, base_ts, max_ts, len(kept), body)
         return writer.add(batch, last, max_ts)
+
+    @staticmethod
+    def _records_of(plan: CleaningPlan, buf, rel: int, h: batch_format.BatchHeader):
+        """``(records section, scan_records of it)`` of the batch, or None for a batch that
+        expands past the topic's decompression limit: it is kept as it is (its keys stay out
+        of the map, so nothing it would supersede is removed either)."""
+        try:
+            data, s, e = batch_records_buffer(
+                buf, rel, h, decompressed_batch_limit(plan.config.max_message_bytes)
+            )
+        except codecs.DecompressedTooLargeError as exc:
+            _log.warning(
+                "Cleaner keeps the batch at offset %d of %s-%d as it is: %s",
+                h.base_offset,
+                plan.topic,
+                plan.partition,
+                exc.message,
+            )
+            return None
+        return data, scan_records(data, s, e, h.record_count)
 
 
 def swap_on_owner(plan: CleaningPlan, old: list[LogSegment]) -> bool:

@@ -108,6 +108,8 @@ class CleanerConfig:
 
 @dataclass
 class DirtyStats:
+    """What ``grab_filthiest`` measured of one log: its dirty range and byte counts."""
+
     first_dirty: int
     first_uncleanable: int
     clean_bytes: int
@@ -121,6 +123,10 @@ class DirtyStats:
 
 
 class LogCleanerManager:
+    """Which compacted log to clean next, and the ``cleaner-offset-checkpoint`` of each log
+    dir (``topic partition offset`` lines). Owned by the owner thread; the cleaner threads
+    reach it through ``call_owner``."""
+
     def __init__(self, log_manager):
         self.log_manager = log_manager
         self._checkpoints: dict[str, dict[TopicPartition, int]] = {}

@@ -22,10 +22,15 @@ class LogDirInUseError(Exception):
         self.log_dir = log_dir
         self.holder = holder
         who = f"process {holder}" if holder is not None else "another process"
-        super().__init__(f"log dir {log_dir} is in use: {who} holds its lock {os.path.join(log_dir, LOCK_FILE)}")
+        super().__init__(
+            f"log dir {log_dir} is in use: {who} holds its lock {os.path.join(log_dir, LOCK_FILE)}"
+        )
 
 
 class DirLock:
+    """The ``.lock`` file of one log dir, locked (fcntl and flock) from the broker's start to
+    its shutdown; owner thread only."""
+
     def __init__(self, log_dir: str):
         """Lock ``log_dir``; raises LogDirInUseError, or OSError if the file cannot be opened."""
         self.log_dir = log_dir

@@ -34,7 +34,7 @@ import os
 import struct
 import threading
 
-from ..protocol import batch as B
+from ..protocol import batch as batch_format
 from ..protocol import errors
 
 _IOV_MAX = 1024
@@ -58,6 +58,10 @@ def open_or_explain(path: str, flags: int, mode: int = 0o644) -> int:
 
 
 class FileRecords:
+    """A segment's ``.log``: record batches back to back as they travel on the wire, no
+    header. Its segment's owner appends and truncates; ``pread``, slices (sendfile) and
+    ``flush`` are safe from any thread."""
+
     __slots__ = ("path", "fd", "_size", "closed")
 
     def __init__(self, path: str, *, lazy: bool = False):
@@ -212,18 +216,18 @@ class FileRecords:
         buf = b""
         buf_start = buf_end = start
         unpack = _OFFSET_AND_LENGTH.unpack_from
-        header_size = B.HEADER_SIZE
+        header_size = batch_format.HEADER_SIZE
         chunk = max(chunk_size, header_size)
-        while pos + B.LOG_OVERHEAD <= end:
+        while pos + batch_format.LOG_OVERHEAD <= end:
             if pos + min(header_size, end - pos) > buf_end:
                 buf = self.pread(pos, min(chunk, end - pos))
                 buf_start = pos
                 buf_end = pos + len(buf)
-                if buf_end < pos + B.LOG_OVERHEAD:
+                if buf_end < pos + batch_format.LOG_OVERHEAD:
                     return
             rel = pos - buf_start
-            size = unpack(buf, rel)[1] + B.LOG_OVERHEAD
-            if size < B.LOG_OVERHEAD + 5 or pos + size > end:
+            size = unpack(buf, rel)[1] + batch_format.LOG_OVERHEAD
+            if size < batch_format.LOG_OVERHEAD + 5 or pos + size > end:
                 return
             if full and pos + size > buf_end:
                 buf = self.pread(pos, max(size, min(chunk, end - pos)))

@@ -39,6 +39,11 @@ def _parse(fields: list[str]):
 
 
 class LeaderEpochFileCache:
+    """``leader-epoch-checkpoint``: Kafka's checkpoint frame (version, count) with
+    ``epoch startOffset`` lines, epochs and offsets strictly increasing, rewritten atomically
+    on every change. Owned by its Log, called from the log owner's thread; the log loader
+    fills it on recovery, the broker reads it for OffsetForLeaderEpoch (``end_offset_for``)."""
+
     def __init__(self, dir: str):
         self.path = os.path.join(dir, LEADER_EPOCH_CHECKPOINT)
         self._file = CheckpointFile(self.path, 0, _format, _parse)
@@ -53,6 +58,11 @@ class LeaderEpochFileCache:
         for epoch, offset in entries:
             self._assign(epoch, offset)
 
+    def moved_to(self, dir: str) -> None:
+        """The log's directory was renamed to ``dir``: write the checkpoint there from now on."""
+        self.path = os.path.join(dir, LEADER_EPOCH_CHECKPOINT)
+        self._file.path = self.path
+
     # ---- queries ------------------------------------------------------------------------
 
     def entries(self) -> list[tuple[int, int]]:
@@ -61,14 +71,6 @@ class LeaderEpochFileCache:
     @property
     def latest_epoch(self) -> int | None:
         return self._epochs[-1] if self._epochs else None
-
-    @property
-    def earliest_entry(self) -> tuple[int, int] | None:
-        return (self._epochs[0], self._offsets[0]) if self._epochs else None
-
-    @property
-    def latest_entry(self) -> tuple[int, int] | None:
-        return (self._epochs[-1], self._offsets[-1]) if self._epochs else None
 
     def epoch_for_offset(self, offset: int) -> int | None:
         """The epoch whose range holds ``offset``."""

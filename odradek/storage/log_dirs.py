@@ -53,6 +53,9 @@ class LogDirInfo(NamedTuple):
 
 
 class LogDirs:
+    """JBOD, mixed into LogManager: offline dirs and moves through ``-future`` dirs (see the
+    module docstring). Owner thread only."""
+
     def _load_moves(self, now_ms: int) -> None:
         """At start: finish the committed moves, roll back the unfinished ones."""
         self._futures: dict[TopicPartition, tuple[Log, str]] = {}

@@ -77,6 +77,10 @@ def _now_ms() -> int:
 
 
 class LogManager(LogDirs):
+    """Every partition log in the broker's log dirs, with their checkpoint files and the
+    clean-shutdown marker (see the module docstring). Owned by the broker's event loop;
+    ``flush_due`` and ``checkpoint_all`` may run in a worker thread."""
+
     def __init__(
         self,
         log_dirs: str | Iterable[str],
@@ -409,6 +413,8 @@ class LogManager(LogDirs):
                 finally:
                     os.close(fd)
             except OSError as e:
-                _log.warning("Cannot write the clean-shutdown marker of %s: %s; the next start recovers it", log_dir, e)
+                _log.warning(
+                    "Cannot write the clean-shutdown marker of %s: %s; the next start recovers it", log_dir, e
+                )
                 continue
             fsync_dir(log_dir)

@@ -25,6 +25,10 @@ _pack_entry = _ENTRY.pack
 
 
 class OffsetIndex(AbstractIndex):
+    """``<base offset>.index``: 8-byte entries (int32 offset - base offset, int32 position in
+    the ``.log``), one every ``index.interval.bytes``. Owned by its LogSegment, called from
+    the log owner's thread (``flush`` from a worker too)."""
+
     ENTRY_SIZE = 8
     __slots__ = ("_last_offset",)
 
@@ -90,13 +94,6 @@ class OffsetIndex(AbstractIndex):
             return self.base_offset, 0
         rel, pos = _unpack(self._mm, slot * 8)
         return self.base_offset + rel, pos
-
-    def fetch_upper_bound_position(self, offset: int) -> int | None:
-        """Position of the first entry with offset > ``offset`` (an upper bound for a scan)."""
-        slot = self._largest_lower_bound_slot(offset) + 1
-        if slot >= self._entries:
-            return None
-        return _unpack(self._mm, slot * 8)[1]
 
     def truncate_to(self, offset: int) -> None:
         """Remove every entry whose offset is >= ``offset``."""

@@ -94,6 +94,9 @@ class BatchMetadata:
 
 
 class ProducerStateEntry:
+    """One producer id's state: epoch, last batches (for duplicates), open transaction, as a
+    snapshot file holds it (see the module docstring)."""
+
     __slots__ = (
         "producer_id",
         "epoch",
@@ -144,6 +147,10 @@ class ProducerStateEntry:
 
 
 class ProducerStateManager:
+    """The producer state of one partition and its ``<offset>.snapshot`` files (Kafka's
+    layout, version 1; see the module docstring). Owned by its Log, called from the log
+    owner's thread, except ``fsync_snapshots`` (a flush, any thread)."""
+
     def __init__(self, dir: str, producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS):
         self.dir = dir
         self.producer_id_expiration_ms = producer_id_expiration_ms
@@ -430,7 +437,8 @@ class ProducerStateManager:
 
 
 class CorruptSnapshotError(Exception):
-    pass
+    """A snapshot file fails its CRC or does not parse: it is deleted and an older one (or a
+    replay of the log) takes its place."""
 
 
 def write_snapshot(path: str, entries, sync: bool = False) -> None:

@@ -25,16 +25,19 @@ reads of FileSlices, which may run in a worker thread.
 
 from __future__ import annotations
 
+import logging
 import os
+import shutil
 import struct
 import zlib
 
 import crc32c
 
-from ..protocol import batch as B
+from ..protocol import batch as batch_format
+from ..protocol import compression as codecs
 from ..protocol import errors
 from ._index import CorruptIndexError
-from ._timestamps import record_timestamps
+from ._record_scan import DEFAULT_LIMIT, iter_record_timestamps
 from .file_records import FileRecords, FileSlice
 from .offset_index import OffsetIndex
 from .time_index import TimeIndex
@@ -51,12 +54,14 @@ SWAP_SUFFIX = ".swap"
 
 _Q = struct.Struct(">q")
 _I = struct.Struct(">i")
-_uq = _Q.unpack_from
-_ui = _I.unpack_from
+_unpack_int64 = _Q.unpack_from
+_unpack_int32 = _I.unpack_from
 _UINT32 = struct.Struct(">I")
 _MAX_TS = struct.Struct(">q")
 _SCAN_CHUNK = 16384
 _RECOVER_CHUNK = 1 << 20
+
+_log = logging.getLogger(__name__)
 
 
 def filename_prefix(offset: int) -> str:
@@ -68,36 +73,50 @@ def segment_paths(dir: str, base_offset: int, suffix: str = "") -> tuple[str, st
     return prefix + LOG_SUFFIX + suffix, prefix + INDEX_SUFFIX + suffix, prefix + TIME_INDEX_SUFFIX + suffix
 
 
+def remove_path(path: str) -> None:
+    """Remove a file (or a directory tree) if it is there."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    except IsADirectoryError:
+        shutil.rmtree(path, ignore_errors=True)
+
+
 def batch_last_offset(buf, rel: int) -> int:
     """Last offset of the batch at ``buf[rel:]`` (v2: base + lastOffsetDelta; legacy: the offset field)."""
-    base = _uq(buf, rel)[0]
-    if buf[rel + B.MAGIC_OFFSET] == 2:
-        return base + _ui(buf, rel + 23)[0]
+    base = _unpack_int64(buf, rel)[0]
+    if buf[rel + batch_format.MAGIC_OFFSET] == 2:
+        return base + _unpack_int32(buf, rel + 23)[0]
     return base
 
 
 def batch_max_timestamp(buf, rel: int) -> int:
-    magic = buf[rel + B.MAGIC_OFFSET]
+    magic = buf[rel + batch_format.MAGIC_OFFSET]
     if magic == 2:
-        return _uq(buf, rel + B.MAX_TIMESTAMP_OFFSET)[0]
+        return _unpack_int64(buf, rel + batch_format.MAX_TIMESTAMP_OFFSET)[0]
     if magic == 1:
-        return _uq(buf, rel + 18)[0]
+        return _unpack_int64(buf, rel + 18)[0]
     return -1
 
 
-def validate_batch(buf, rel: int, size: int, base_offset: int) -> str | None:
-    """Why the batch at ``buf[rel:rel+size]`` is not a valid stored batch, or None if it is."""
-    magic = buf[rel + B.MAGIC_OFFSET]
-    offset = _uq(buf, rel)[0]
+def stored_batch_problem(buf, rel: int, size: int, base_offset: int) -> str | None:
+    """Why the batch at ``buf[rel:rel+size]``, read from the segment at ``base_offset``, cannot
+    be trusted (recovery cuts the log there; verify-log reports it), or None if it can: size,
+    magic, CRC (CRC-32C for v2, CRC-32 for legacy messages) and offsets the segment's relative
+    offsets can hold. Unlike the produce path's LogValidator it accepts what a log may hold:
+    legacy messages, and batches with gaps or no records left by compaction."""
+    magic = buf[rel + batch_format.MAGIC_OFFSET]
+    offset = _unpack_int64(buf, rel)[0]
     if offset < base_offset:
         return f"offset {offset} below the segment base offset {base_offset}"
     if magic == 2:
-        if size < B.HEADER_SIZE:
+        if size < batch_format.HEADER_SIZE:
             return f"batch size {size} smaller than a v2 header"
-        stored = _UINT32.unpack_from(buf, rel + B.CRC_OFFSET)[0]
-        if crc32c.crc32c(memoryview(buf)[rel + B.ATTRIBUTES_OFFSET : rel + size]) != stored:
+        stored = _UINT32.unpack_from(buf, rel + batch_format.CRC_OFFSET)[0]
+        if crc32c.crc32c(memoryview(buf)[rel + batch_format.ATTRIBUTES_OFFSET : rel + size]) != stored:
             return "CRC mismatch"
-        delta = _ui(buf, rel + 23)[0]
+        delta = _unpack_int32(buf, rel + 23)[0]
         if delta < 0 or offset + delta - base_offset > INT32_MAX:
             return f"last offset delta {delta} out of range"
         return None
@@ -114,6 +133,11 @@ def validate_batch(buf, rel: int, size: int, base_offset: int) -> str | None:
 
 
 class LogSegment:
+    """One segment: ``<base>.log`` (FileRecords) with its ``.index``, ``.timeindex`` and
+    ``.txnindex``, named by its base offset in 20 digits. Owned by its Log's LocalLog and
+    called from the log owner's thread, except ``flush`` and reads of FileSlices (any
+    thread); the log loader recovers it, the cleaner reads an inactive one's ``.log``."""
+
     __slots__ = (
         "dir",
         "base_offset",
@@ -294,9 +318,9 @@ class LogSegment:
         return int(os.stat(self.log.path).st_mtime * 1000)
 
     def _first_batch_timestamp(self) -> int | None:
-        if self._rolling_based_ts is None and self.log.size >= B.HEADER_SIZE:
-            head = self.log.pread(0, B.HEADER_SIZE)
-            if len(head) >= B.HEADER_SIZE:
+        if self._rolling_based_ts is None and self.log.size >= batch_format.HEADER_SIZE:
+            head = self.log.pread(0, batch_format.HEADER_SIZE)
+            if len(head) >= batch_format.HEADER_SIZE:
                 self._rolling_based_ts = batch_max_timestamp(head, 0)
         return self._rolling_based_ts
 
@@ -328,9 +352,6 @@ class LogSegment:
         if self.offset_index.is_full() or self.time_index.is_full():
             return True
         return not 0 <= max_offset - self.base_offset <= INT32_MAX
-
-    def can_convert_to_relative_offset(self, offset: int) -> bool:
-        return 0 <= offset - self.base_offset <= INT32_MAX
 
     # ---- appending --------------------------------------------------------------------
 
@@ -392,7 +413,7 @@ class LogSegment:
             position = starting_position
         for pos, buf, rel, size in self.log.batches(position, chunk_size=_SCAN_CHUNK):
             if batch_last_offset(buf, rel) >= offset:
-                return _uq(buf, rel)[0], pos, size
+                return _unpack_int64(buf, rel)[0], pos, size
         return None
 
     def read(
@@ -440,35 +461,46 @@ class LogSegment:
     def batch_headers(self, start_position: int = 0, end: int | None = None):
         """Yield ``(position, BatchHeader or None for legacy)`` of each batch from ``start_position``."""
         for pos, buf, rel, size in self.log.batches(start_position, end, chunk_size=_RECOVER_CHUNK):
-            if buf[rel + B.MAGIC_OFFSET] == 2 and size >= B.HEADER_SIZE:
-                yield pos, B.read_header(buf, rel)
+            if buf[rel + batch_format.MAGIC_OFFSET] == 2 and size >= batch_format.HEADER_SIZE:
+                yield pos, batch_format.read_header(buf, rel)
             else:
                 yield pos, None
 
-    def find_offset_by_timestamp(self, timestamp: int, starting_offset: int = 0) -> tuple[int, int] | None:
+    def find_offset_by_timestamp(
+        self, timestamp: int, starting_offset: int = 0, *, limit: int = DEFAULT_LIMIT
+    ) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record at or after ``starting_offset`` whose
         timestamp >= ``timestamp``, or None if this segment has none.
+
+        Records are read from each batch streaming, decompressing at most ``limit`` bytes of
+        one batch; for a batch that expands further, the answer is its first offset (with its
+        max timestamp): a reader seeking there misses no record at or after ``timestamp``.
         """
         _, ts_offset = self.time_index.lookup(timestamp)
         _, position = self.offset_index.lookup(max(ts_offset, starting_offset))
         for _pos, buf, rel, _size in self.log.batches(position, chunk_size=_RECOVER_CHUNK, full=True):
-            if buf[rel + B.MAGIC_OFFSET] != 2:
+            if buf[rel + batch_format.MAGIC_OFFSET] != 2:
                 continue
-            h = B.read_header(buf, rel)
+            h = batch_format.read_header(buf, rel)
             if h.max_timestamp < timestamp or h.last_offset < starting_offset:
                 continue
-            for offset, ts in record_timestamps(buf, rel):
-                if ts >= timestamp and offset >= starting_offset:
-                    return offset, ts
+            try:
+                for offset, ts in iter_record_timestamps(buf, rel, h, limit):
+                    if ts >= timestamp and offset >= starting_offset:
+                        return offset, ts
+            except codecs.DecompressedTooLargeError as e:
+                _log.warning(
+                    "Timestamp search in %s answers with a whole batch: %s", self.log.path, e.message
+                )
+                return max(h.base_offset, starting_offset), h.max_timestamp
         return None
 
-    def find_max_timestamp_record(self) -> tuple[int, int] | None:
+    def find_max_timestamp_record(self, *, limit: int = DEFAULT_LIMIT) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record holding this segment's largest timestamp."""
         target = self.max_timestamp_so_far
         if target < 0:
             return None
-        found = self.find_offset_by_timestamp(target, 0)
-        return found
+        return self.find_offset_by_timestamp(target, 0, limit=limit)
 
     # ---- recovery -------------------------------------------------------------------------
 
@@ -500,9 +532,9 @@ class LogSegment:
         index_error = None
         for pos, buf, rel, size in log.batches(0, chunk_size=_RECOVER_CHUNK, full=validate):
             if validate:
-                reason = validate_batch(buf, rel, size, base)
-                if reason is None and _uq(buf, rel)[0] <= prev_last:
-                    reason = f"batch offset {_uq(buf, rel)[0]} is not above the previous batch's {prev_last}"
+                reason = stored_batch_problem(buf, rel, size, base)
+                if reason is None and _unpack_int64(buf, rel)[0] <= prev_last:
+                    reason = f"batch offset {_unpack_int64(buf, rel)[0]} is not above the previous batch's {prev_last}"
                 if reason is not None:
                     break
             last = batch_last_offset(buf, rel)
@@ -521,8 +553,8 @@ class LogSegment:
                     index_error = e
                 since = 0
             since += size
-            if on_batch is not None and buf[rel + B.MAGIC_OFFSET] == 2:
-                on_batch(B.read_header(buf, rel))
+            if on_batch is not None and buf[rel + batch_format.MAGIC_OFFSET] == 2:
+                on_batch(batch_format.read_header(buf, rel))
             valid = pos + size
         truncated = log.size - valid
         if truncated:
@@ -629,6 +661,15 @@ class LogSegment:
         self.log.close()
         if error is not None:
             raise error
+
+    def moved_to(self, new_dir: str) -> None:
+        """The log's directory was renamed to ``new_dir`` (files stay open): follow it."""
+        old = self.dir
+        self.dir = new_dir
+        self.log.path = self.log.path.replace(old, new_dir, 1)
+        for index in (self._oi, self._ti, self._txn):
+            if index is not None:
+                index.path = index.path.replace(old, new_dir, 1)
 
     def rename_to_deleted(self, now_ms: int) -> None:
         """Kafka's async delete, step one: rename every file to ``*.deleted``; keep them open."""

@@ -30,6 +30,10 @@ NO_TIMESTAMP = -1
 
 
 class TimeIndex(AbstractIndex):
+    """``<base offset>.timeindex``: 12-byte entries (int64 largest timestamp so far, int32
+    offset - base offset), added as the timestamp grows. Owned by its LogSegment, called from
+    the log owner's thread (``flush`` from a worker too)."""
+
     ENTRY_SIZE = 12
     __slots__ = ("_last_ts", "_last_offset")
 

@@ -35,6 +35,9 @@ VERSION = 0
 
 
 class AbortedTxn(NamedTuple):
+    """One aborted transaction: a 34-byte ``.txnindex`` entry (int16 version 0, int64
+    producer id, first offset, ABORT marker offset, last stable offset after it)."""
+
     producer_id: int
     first_offset: int
     last_offset: int
@@ -45,6 +48,10 @@ class AbortedTxn(NamedTuple):
 
 
 class TransactionIndex:
+    """``<base offset>.txnindex``: AbortedTxn entries back to back, no header, appended when
+    an ABORT marker lands in the segment. Owned by its LogSegment; the log owner's thread
+    calls everything except ``flush`` (a worker thread)."""
+
     __slots__ = ("path", "_entries", "_dirty")
 
     def __init__(self, path: str):

@@ -4,7 +4,7 @@ The broker re-validates only what a crash may have torn (segments past the recov
 see log.Log); a bit flipped inside an older segment is served as it is, as in Kafka, until a
 consumer's CRC check trips on it. ``verify_segment`` reads a whole ``.log`` (read-only, safe
 next to a running broker) and reports each batch that fails its CRC or the stored-batch
-rules (segment.validate_batch), an offset that goes backwards, and bytes at the end that do
+rules (segment.stored_batch_problem), an offset that goes backwards, and bytes at the end that do
 not frame a batch. ``odradek verify-log`` (cli/verify_log.py) runs it over log dirs.
 """
 
@@ -14,13 +14,15 @@ import os
 from dataclasses import dataclass, field
 
 from .file_records import FileRecords
-from .segment import LOG_SUFFIX, batch_last_offset, validate_batch
+from .segment import LOG_SUFFIX, batch_last_offset, stored_batch_problem
 
 _CHUNK = 1 << 20
 
 
 @dataclass
 class Problem:
+    """One thing wrong in a ``.log`` file, where it is and why (read-only checks)."""
+
     path: str
     position: int
     offset: int  # the batch's base offset, or the next expected offset for a bad tail
@@ -29,6 +31,9 @@ class Problem:
 
 @dataclass
 class SegmentReport:
+    """What ``verify_segment`` found in one ``.log`` file (read-only, safe next to a
+    running broker)."""
+
     path: str
     base_offset: int
     size: int
@@ -48,7 +53,7 @@ def verify_segment(path: str, expected_first: int | None = None) -> SegmentRepor
         end = 0
         for pos, buf, rel, size in records.batches(0, chunk_size=_CHUNK, full=True):
             first = int.from_bytes(buf[rel : rel + 8], "big", signed=True)
-            reason = validate_batch(buf, rel, size, base)
+            reason = stored_batch_problem(buf, rel, size, base)
             if reason is None and first < floor:
                 reason = f"offset {first} is below the offset {floor} the log had reached"
             if reason is not None:
@@ -77,14 +82,19 @@ def batch_positions(path: str) -> list[tuple[int, int, int]]:
     """``(position, base offset, size)`` of each framed batch of a ``.log`` file, unchecked."""
     records = FileRecords.open_read_only(str(path))
     try:
-        return [(pos, int.from_bytes(buf[rel : rel + 8], "big"), size) for pos, buf, rel, size in records.batches()]
+        return [
+            (pos, int.from_bytes(buf[rel : rel + 8], "big"), size)
+            for pos, buf, rel, size in records.batches()
+        ]
     finally:
         records.close()
 
 
 def segment_files(partition_dir: str) -> list[str]:
     """The partition's ``.log`` files in offset order."""
-    names = [n for n in os.listdir(partition_dir) if n.endswith(LOG_SUFFIX) and n[:20].isdigit() and len(n) == 24]
+    names = [
+        n for n in os.listdir(partition_dir) if n.endswith(LOG_SUFFIX) and n[:20].isdigit() and len(n) == 24
+    ]
     return [os.path.join(partition_dir, n) for n in sorted(names)]
 
 

@@ -7,16 +7,16 @@ import json
 
 import pytest
 
-from odradek.broker.config import (
-    BrokerConfig,
-    ConfigSource,
+from odradek.broker.config import BrokerConfig
+from odradek.broker.config_entries import (
     broker_config_entries,
     default_broker_config_entries,
     topic_config_entries,
 )
 from odradek.broker.dynamic_config import DynamicBrokerConfig
-from odradek.cluster.metadata import BrokerInfo
+from odradek.cluster.metadata_image import BrokerInfo
 from odradek.cluster.store import DEFAULT_BROKER_ENTITY, METADATA_FILE, LocalMetadataStore
+from odradek.config_def import ConfigSource
 from odradek.protocol import errors
 
 

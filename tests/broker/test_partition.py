@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from odradek.broker.partition import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP, Partition
-from odradek.cluster.metadata import PartitionState
+from odradek.cluster.metadata_image import PartitionState
 from odradek.protocol import errors
 from odradek.protocol.batch_builder import build_batch
 from odradek.storage import Log, LogConfig

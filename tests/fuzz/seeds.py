@@ -11,11 +11,11 @@ import struct
 import sys
 from pathlib import Path
 
+from odradek.properties import format_properties
 from odradek.protocol import compression, messages
 from odradek.protocol.batch_builder import build_batch
 from odradek.protocol.records import NewRecord
 from odradek.storage import producer_state, txn_index
-from odradek.storage.checkpoint import format_properties
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "protocol"))
 from fuzz_targets import ADVERTISED  # noqa: E402

@@ -73,3 +73,12 @@ def kp_legacy(magic, codec, records, builder_cls=KpLegacyBuilder) -> bytes:
 
 
 LEGACY_RECORDS = [(b"k%d" % i if i % 3 else None, b"v" * i if i % 4 else None, T0 + i) for i in range(12)]
+
+
+def check_batch(data, *, from_client: bool = True):
+    """The produce path's checks of one v2 batch (storage's LogValidator, 1 MiB limit); its header."""
+    from odradek.storage import LogConfig
+    from odradek.storage.log_validator import LogValidator
+
+    validator = LogValidator(LogConfig.from_dict({"max.message.bytes": str(1 << 20)}), "t-0")
+    return validator.check_batch(data, from_client=from_client)

@@ -156,3 +156,110 @@ def test_compression_levels(codec, levels):
     data = b"levels " * 500
     for level in levels:
         assert c.decompress(codec, c.compress(codec, data, level)) == data
+
+
+# ---- bounded output ---------------------------------------------------------------------------
+
+# A bomb in miniature: 8 MiB that compress to a few KB (as compressed zstd blocks, not RLE ones).
+REPETITIVE = b"0123456789abcdef" * (1 << 19)
+
+
+@pytest.mark.parametrize("codec", [c.GZIP, c.SNAPPY, c.LZ4, c.ZSTD])
+def test_output_over_the_limit_is_refused(codec):
+    blob = c.compress(codec, REPETITIVE)
+    assert c.decompress(codec, blob, max_size=len(REPETITIVE)) == REPETITIVE
+    with pytest.raises(c.DecompressedTooLargeError) as exc:
+        c.decompress(codec, blob, max_size=len(REPETITIVE) - 1)
+    assert exc.value.code == errors.MessageTooLargeError.code
+    assert f"more than {len(REPETITIVE) - 1} bytes" in exc.value.message
+
+
+@pytest.mark.parametrize("codec", [c.GZIP, c.SNAPPY, c.LZ4, c.ZSTD])
+def test_streamed_pieces_are_bounded_and_stop_at_the_limit(codec):
+    blob = c.compress(codec, REPETITIVE)
+    pieces = list(c.iter_decompressed(codec, blob, max_size=len(REPETITIVE)))
+    assert b"".join(pieces) == REPETITIVE
+    assert max(len(p) for p in pieces) <= c.CHUNK_BYTES
+    taken = 0
+    with pytest.raises(c.DecompressedTooLargeError):
+        for piece in c.iter_decompressed(codec, blob, max_size=3 << 20):
+            taken += len(piece)
+    assert taken <= 3 << 20
+
+
+BOMB_PEAK = """
+import zstandard
+from odradek.protocol import compression as c
+
+def peak_kb():
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmHWM"))
+
+# Built from 1 MiB at a time (no content size then, as the Java client writes it), so
+# building it does not raise the peak itself.
+compressor = zstandard.ZstdCompressor().compressobj()
+zeros = bytes(1 << 20)
+bomb = b"".join([compressor.compress(zeros) for _ in range(300)]) + compressor.flush()
+assert len(bomb) < 16_000, len(bomb)
+before = peak_kb()
+for run in (lambda: c.decompress(c.ZSTD, bomb, max_size=64 << 20),
+            lambda: sum(len(p) for p in c.iter_decompressed(c.ZSTD, bomb, max_size=64 << 20))):
+    try:
+        run()
+    except c.DecompressedTooLargeError:
+        pass
+    else:
+        raise SystemExit("not refused")
+print(peak_kb() - before)
+"""
+
+
+def test_a_300_mb_zstd_bomb_is_refused_without_allocating_it():
+    # What the network fuzzer found: 9.7 KB of zstd holding 300 MB of zeros. Measured in a
+    # fresh interpreter, whose peak RSS is still small.
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", BOMB_PEAK], capture_output=True, text=True, check=True)
+    assert int(out.stdout) < 80_000  # KB: no more than the limit (64 MiB), never 300 MB
+
+
+@pytest.mark.parametrize("codec", [c.GZIP, c.SNAPPY, c.LZ4, c.ZSTD])
+def test_truncated_payloads_are_corrupt(codec):
+    blob = c.compress(codec, b"a record batch payload " * 5000)
+    for cut in (1, 4, 9, len(blob) // 2):
+        with pytest.raises(errors.CorruptMessageError):
+            c.decompress(codec, blob[:-cut])
+
+
+def test_zstd_frames_with_content_size_checksum_and_skippable_frames():
+    import zstandard
+
+    framed = zstandard.ZstdCompressor(write_checksum=True, write_content_size=True).compress(b"one" * 100)
+    skippable = struct.pack("<II", 0x184D2A50, 3) + b"abc"
+    assert c.decompress(c.ZSTD, skippable + framed + c.compress(c.ZSTD, b"two")) == b"one" * 100 + b"two"
+    # A frame that declares its size is refused on that alone.
+    with pytest.raises(c.DecompressedTooLargeError):
+        c.decompress(c.ZSTD, zstandard.ZstdCompressor().compress(bytes(1 << 20)), max_size=1000)
+
+
+def test_lz4_frames_with_checksums_and_stored_blocks():
+    data = os.urandom(100_000)  # incompressible: lz4 stores the blocks as they are
+    compressor = cramjam.lz4.Compressor(content_checksum=True, block_linked=False)
+    compressor.compress(data)
+    assert c.decompress(c.LZ4, bytes(compressor.finish())) == data
+    assert c.decompress(c.LZ4, c.compress(c.LZ4, data)) == data
+
+
+def test_legacy_wrappers_have_a_lower_default_limit():
+    blob = c.compress(c.GZIP, bytes(c.MAX_LEGACY_DECOMPRESSED_BYTES + 1))
+    with pytest.raises(c.DecompressedTooLargeError):
+        c.decompress(c.GZIP, blob, magic=1)
+    assert len(c.decompress(c.GZIP, blob)) == c.MAX_LEGACY_DECOMPRESSED_BYTES + 1
+
+
+def test_snappy_raw_block_declaring_more_than_the_limit_is_refused():
+    raw = bytes(cramjam.snappy.compress_raw(bytes(100_000)))
+    assert c.decompress(c.SNAPPY, raw) == bytes(100_000)
+    with pytest.raises(c.DecompressedTooLargeError):
+        c.decompress(c.SNAPPY, raw, max_size=50_000)

@@ -8,11 +8,11 @@ import pytest
 from kafka.record.default_records import DefaultRecordBatch as KpBatch
 from record_samples import (
     T0,
+    check_batch,
 )
 
 from odradek.protocol import errors
 from odradek.protocol.batch_builder import build_batch
-from odradek.protocol.batch_checks import validate_batch
 from odradek.protocol.control_records import (
     ABORT,
     COMMIT,
@@ -46,9 +46,9 @@ def test_control_batches(control_type):
     assert record.value == struct.pack(">hi", 0, 7)
     (theirs,) = list(KpBatch(bytearray(data)))  # kafka-python sees a ControlRecord
     assert theirs.type == control_type and (theirs.commit if control_type else theirs.abort)
-    validate_batch(data, max_message_bytes=1 << 20, from_client=False)
+    check_batch(data, from_client=False)
     with pytest.raises(errors.InvalidRecordError):
-        validate_batch(data, max_message_bytes=1 << 20)
+        check_batch(data)
 
 
 def test_iter_records_skips_control_batches():

@@ -12,6 +12,7 @@ from kafka.record.legacy_records import LegacyRecordBatchBuilder as KpLegacyBuil
 from record_samples import (
     LEGACY_RECORDS,
     T0,
+    check_batch,
     kp_legacy,
     legacy,
 )
@@ -20,7 +21,6 @@ from odradek.protocol import batch as b
 from odradek.protocol import compression as codecs
 from odradek.protocol import errors
 from odradek.protocol.batch_builder import build_batch
-from odradek.protocol.batch_checks import validate_batch
 from odradek.protocol.legacy_records import LegacyBatch, convert_legacy_to_v2, validate_legacy
 from odradek.protocol.record_batch import (
     decode_batch,
@@ -54,7 +54,7 @@ def test_legacy_from_real_clients(magic, codec, builder_cls):
     converted = convert_legacy_to_v2(data)
     batches = list(iter_batches(converted))
     assert len(batches) == 1 and batches[0].compression == codec
-    validate_batch(converted, max_message_bytes=1 << 20)
+    check_batch(converted)
     assert [(d.offset, d.key, d.value, d.timestamp) for d in batches[0]] == [
         (d.offset, d.key, d.value, d.timestamp) for d in decoded
     ]

@@ -19,6 +19,7 @@ from record_samples import (
     LEGACY_RECORDS,
     T0,
     as_plain,
+    check_batch,
     expected,
     kp_legacy,
     legacy,
@@ -31,7 +32,6 @@ from odradek.protocol import batch as b
 from odradek.protocol import compression as codecs
 from odradek.protocol import errors
 from odradek.protocol.batch_builder import BatchBuilder, build_batch, encode_batch
-from odradek.protocol.batch_checks import validate_batch
 from odradek.protocol.legacy_records import convert_legacy_to_v2, validate_legacy
 from odradek.protocol.record_batch import (
     RecordBatch,
@@ -118,7 +118,7 @@ def test_empty_build_is_an_error_but_empty_encode_is_not():
     h = b.read_header(data)
     assert (h.record_count, h.last_offset_delta, h.next_offset) == (0, 4, 15)
     assert decode_batch(data).records() == []
-    validate_batch(data, max_message_bytes=1 << 20, from_client=False)
+    check_batch(data, from_client=False)
 
 
 def test_encode_batch_with_gaps_keeps_deltas():
@@ -199,7 +199,7 @@ def test_we_read_kafka_python(codec):
     for i, (k, v, hs, t) in enumerate(records):
         builder.append(i, timestamp=t, key=k, value=v, headers=hs)
     data = bytes(builder.build())
-    validate_batch(data, max_message_bytes=1 << 20)
+    check_batch(data)
     assert as_plain(decode_batch(data)) == expected(records)
 
 
@@ -215,7 +215,7 @@ def test_we_read_aiokafka(codec, builder_cls):
     for i, (k, v, hs, t) in enumerate(records):
         builder.append(i, timestamp=t, key=k, value=v, headers=hs)
     data = bytes(builder.build())
-    h = validate_batch(data, max_message_bytes=1 << 20)
+    h = check_batch(data)
     assert (h.producer_id, h.producer_epoch, h.base_sequence) == (3, 4, 5)
     assert as_plain(decode_batch(data)) == expected(records)
 
@@ -251,7 +251,7 @@ def test_crc_corruption_detected():
     with pytest.raises(errors.CorruptMessageError):
         decode_batch(bytes(data))
     with pytest.raises(errors.CorruptMessageError):
-        validate_batch(data, max_message_bytes=1 << 20)
+        check_batch(data)
     with pytest.raises(errors.CorruptMessageError):
         list(iter_batches(bytes(data)))
     # the offset prefix and the leader epoch are outside the CRC
@@ -335,7 +335,7 @@ def test_recompress_batch(source, target):
     same += ("producer_id", "producer_epoch", "base_sequence", "record_count")
     assert [getattr(after, f) for f in same] == [getattr(before, f) for f in same]
     assert decode_batch(out).raw_records() == decode_batch(bytes(data)).raw_records()
-    validate_batch(out, max_message_bytes=1 << 20)
+    check_batch(out)
 
 
 def test_recompress_refuses_corrupt_input():
@@ -400,7 +400,7 @@ def test_mutated_input_raises_only_kafka_errors():
 ATTEMPTS = [
     lambda data: [list(x) for x in iter_batches(data, check_crc=False)],
     lambda data: list(decode_batch(data, check_crc=False)),
-    lambda data: validate_batch(data, max_message_bytes=1 << 20),
+    lambda data: check_batch(data),
     lambda data: validate_legacy(data),
     lambda data: convert_legacy_to_v2(data),
     lambda data: records_have_null_keys(data),

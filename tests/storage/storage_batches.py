@@ -94,8 +94,10 @@ def _compress(codec: int, data: bytes, xerial: bool) -> bytes:
         if xerial:
             return b"\x82SNAPPY\x00" + struct.pack(">ii", 1, 1) + struct.pack(">i", len(raw)) + raw
         return raw
-    if codec == 3:
-        return bytes(cramjam.lz4.compress(data))
+    if codec == 3:  # independent blocks, as Kafka's clients write (and its readers insist on)
+        compressor = cramjam.lz4.Compressor(block_linked=False)
+        compressor.compress(data)
+        return bytes(compressor.finish())
     return bytes(cramjam.zstd.compress(data))
 
 
@@ -112,3 +114,28 @@ def parse(data: bytes) -> list[DefaultRecordBatch]:
 
 def offsets_of(data: bytes) -> list[int]:
     return [r.offset for b in parse(data) for r in b]
+
+
+def zeros_batch(value_size: int, *, key: bytes | None = b"k", ts: int = 1_700_000_000_000) -> bytes:
+    """A zstd v2 batch of one record whose value is ``value_size`` zeros: a few KB that
+    decompress to ``value_size`` bytes and more. Compressed 1 MiB at a time, so building a
+    300 MB one costs the test no 300 MB."""
+    import zstandard
+
+    key_part = _varint(-1) if key is None else _varint(len(key)) + key
+    body_head = b"\x00" + _varint(0) + _varint(0) + key_part + _varint(value_size)
+    body_len = len(body_head) + value_size + 1  # + the header count
+    compressor = zstandard.ZstdCompressor().compressobj()
+    parts = [compressor.compress(_varint(body_len) + body_head)]
+    chunk = bytes(min(value_size, 1 << 20))
+    left = value_size
+    while left:
+        n = min(left, len(chunk))
+        parts.append(compressor.compress(chunk[:n]))
+        left -= n
+    parts.append(compressor.compress(_varint(0)))
+    parts.append(compressor.flush())
+    records = b"".join(parts)
+    after_crc = struct.pack(">hiqqqhii", CODECS["zstd"], 0, ts, ts, -1, -1, -1, 1) + records
+    length = 4 + 1 + 4 + len(after_crc)
+    return struct.pack(">qiibI", 0, length, -1, 2, crc32c.crc32c(after_crc)) + after_crc

@@ -14,7 +14,7 @@ import pytest
 from kafka.record.default_records import DefaultRecordBatchBuilder
 from storage_batches import now_ms, parse
 
-from odradek.protocol import batch as B
+from odradek.protocol import batch as batch_format
 from odradek.protocol import errors
 from odradek.protocol.batch_builder import build_batch
 from odradek.protocol.control_records import COMMIT, build_control_batch
@@ -202,7 +202,7 @@ def test_tombstones_stay_for_delete_retention_then_go(tmp_path):
     # The horizon is stored in the batch (KIP-534), record timestamps unchanged.
     batches = read_batches(log)
     with_tombstones = [b for b in batches if any(r.value is None for r in b.records())]
-    assert with_tombstones and all(b.header.attributes & B.DELETE_HORIZON_BIT for b in with_tombstones)
+    assert with_tombstones and all(b.header.attributes & batch_format.DELETE_HORIZON_BIT for b in with_tombstones)
     assert all(b.header.base_timestamp == now + 1000 for b in with_tombstones)
     # Nothing new is dirty, yet a pass after the horizon removes the tombstones.
     assert cleaner.clean_once(now + 500) is None
@@ -570,3 +570,26 @@ def test_kafka_python_batches_are_cleaned_too(tmp_path):
     LogCleaner(lm).clean_once()
     got = read_records(log)
     assert [(o, k, v) for o, k, v, _ in got] == [(36 + i, b"k%d" % i, b"v%d" % (36 + i)) for i in range(4)]
+
+
+def test_a_batch_past_the_decompression_limit_is_kept_as_it_is(tmp_path, caplog):
+    # The produce path refuses such batches for compacted topics; one can still be in a log
+    # (a topic made compacted later, or replicated). The cleaner keeps it byte for byte and
+    # leaves its keys out of the map, so nothing it would supersede goes either.
+    from storage_batches import zeros_batch
+
+    lm = manager(tmp_path, **{"segment.bytes": str(1 << 20)})
+    log = lm.get_or_create_log("t", 0)
+    w = Writer(log)
+    w.append([(b"k", b"old")])
+    bomb = bytearray(zeros_batch(65 << 20))  # key b"k", 65 MiB of zeros in a few KB
+    batch_format.set_base_offset(bomb, 0, 1)
+    log.append_as_follower(bytes(bomb))
+    w.append([(b"k", b"new")])
+    log.roll()
+    log.high_watermark = log.log_end_offset
+    LogCleaner(lm).clean_once()
+    batches = read_batches(log)
+    assert [b.base_offset for b in batches] == [1, 2]
+    assert batches[0].data == bytes(bomb)
+    assert "keeps the batch at offset 1 of t-0 as it is" in caplog.text

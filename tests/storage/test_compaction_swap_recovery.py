@@ -10,7 +10,7 @@ import pytest
 from test_compaction_cleaner import Writer, manager, read_records
 
 from odradek.storage import cleaner as cleaner_module
-from odradek.storage import log as log_module
+from odradek.storage import local_log as local_log_module
 from odradek.storage.cleaner_manager import LogCleaner
 from odradek.storage.log_manager import CLEAN_SHUTDOWN_FILE
 
@@ -25,7 +25,7 @@ def crash_at(monkeypatch, point: str) -> None:
             raise Crash(name)
 
     monkeypatch.setattr(cleaner_module, "fault_point", fault)
-    monkeypatch.setattr(log_module, "fault_point", fault)
+    monkeypatch.setattr(local_log_module, "fault_point", fault)
     monkeypatch.setattr(cleaner_module._CleanedSegmentWriter, "discard", lambda self: None)
 
 

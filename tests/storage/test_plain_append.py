@@ -16,7 +16,7 @@ import crc32c
 import pytest
 from storage_batches import hbatch, kbatch, parse
 
-from odradek.protocol import batch as B
+from odradek.protocol import batch as batch_format
 from odradek.protocol import errors
 from odradek.protocol.record_batch import iter_batches, iter_records
 from odradek.storage import Log, LogAppendInfo, LogConfig
@@ -134,7 +134,7 @@ def _mixed_sequence():
         (hbatch([ts + 100, ts + 50, ts + 75]), 1, True),  # max timestamp not the last record's
         (hbatch([-1]), 1, True),  # no timestamp
         (hbatch([-1, -1, -1]), 1, True),
-        (hbatch([ts, ts + 1], attributes=B.TIMESTAMP_TYPE_BIT), 1, True),  # client-set LogAppendTime bit
+        (hbatch([ts, ts + 1], attributes=batch_format.TIMESTAMP_TYPE_BIT), 1, True),  # client-set LogAppendTime bit
         (hbatch([ts] * 3, codec=2, xerial=True), 3, True),
         (kbatch(2, ts=ts) + kbatch(3, ts=ts), 3, False),  # two batches: general path
         (kbatch(3, ts=ts, pid=9, epoch=0, seq=0), 3, False),  # idempotent: general path
@@ -233,17 +233,17 @@ def _good() -> bytes:
             lambda: kbatch(30, value=b"m" * 100), errors.MessageTooLargeError, id="over-max-message"
         ),
         pytest.param(
-            lambda: hbatch([NOW], attributes=B.CONTROL_BIT),
+            lambda: hbatch([NOW], attributes=batch_format.CONTROL_BIT),
             errors.InvalidRecordError,
             id="control-from-client",
         ),
         pytest.param(
-            lambda: hbatch([NOW], attributes=B.CONTROL_BIT, pid=3, epoch=0, seq=0),
+            lambda: hbatch([NOW], attributes=batch_format.CONTROL_BIT, pid=3, epoch=0, seq=0),
             errors.InvalidRecordError,
             id="control-with-pid",
         ),
         pytest.param(
-            lambda: hbatch([NOW], attributes=B.TRANSACTIONAL_BIT),
+            lambda: hbatch([NOW], attributes=batch_format.TRANSACTIONAL_BIT),
             errors.InvalidRecordError,
             id="txn-without-pid",
         ),
@@ -406,8 +406,8 @@ def test_per_call_overrides_bypass_the_plain_path(tmp_path):
     assert info.log_append_time == NOW
     log.append_as_leader(batch, 0, now_ms=NOW, compression_type="gzip")
     with pytest.raises(errors.InvalidRecordError):
-        log.append_as_leader(hbatch([NOW], attributes=B.CONTROL_BIT), 0, now_ms=NOW)
-    marker = hbatch([NOW], attributes=B.CONTROL_BIT | B.TRANSACTIONAL_BIT)  # not a valid marker
+        log.append_as_leader(hbatch([NOW], attributes=batch_format.CONTROL_BIT), 0, now_ms=NOW)
+    marker = hbatch([NOW], attributes=batch_format.CONTROL_BIT | batch_format.TRANSACTIONAL_BIT)  # not a valid marker
     with pytest.raises(errors.KafkaError):
         log.append_as_leader(marker, 0, now_ms=NOW, origin="coordinator")
     assert spy.results == [False]  # only the control batch from a client was offered, and declined
@@ -421,7 +421,7 @@ def test_per_call_overrides_bypass_the_plain_path(tmp_path):
 
 
 def _headers(buf) -> list:
-    return [h for _, h in B.iter_headers(bytes(buf))]
+    return [h for _, h in batch_format.iter_headers(bytes(buf))]
 
 
 def _read_all(log: Log, start: int = 0) -> bytes:

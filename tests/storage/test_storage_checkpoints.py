@@ -1,12 +1,12 @@
 from __future__ import annotations
 
 import os
+import re
 
 import pytest
 
 from odradek.storage.checkpoint import (
     CheckpointError,
-    parse_properties,
     read_meta_properties,
     read_offset_checkpoint,
     write_meta_properties,
@@ -51,16 +51,10 @@ def test_meta_properties_round_trip(tmp_path):
     assert text.startswith("#") and "node.id=3\n" in text
 
 
-def test_java_properties_parsing():
-    text = "# comment\n! also\n  a = 1\nb:2\nc 3\nd=multi \\\n   line\ne=x\\=y\\u0041\n\nempty=\n"
-    assert parse_properties(text) == {
-        "a": "1",
-        "b": "2",
-        "c": "3",
-        "d": "multi line",
-        "e": "x=yA",
-        "empty": "",
-    }
+def test_malformed_meta_properties_is_a_checkpoint_error(tmp_path):
+    (tmp_path / "meta.properties").write_text("version=1\nnode.id=\\uzz12\n")
+    with pytest.raises(CheckpointError, match=r"meta.properties:2: malformed"):
+        read_meta_properties(str(tmp_path))
 
 
 # ---- leader epoch cache ---------------------------------------------------------------------
@@ -156,14 +150,15 @@ def test_log_config_from_dict_parses_and_validates():
     assert cfg.timestamp_type == 1 and cfg.compression_codec == 4 and cfg.retention_ms == -1
     assert LogConfig.from_dict({"retention.ms": "5"}, base=cfg).segment_bytes == 1024
     for key, value, words in (
-        ("segment.bytes", "ten", "segment.bytes"),
-        ("segment.bytes", "10", "at least 14"),
-        ("segment.bytes", str(1 << 40), "segment.bytes"),
-        ("cleanup.policy", "shred", "cleanup.policy"),
-        ("compression.type", "brotli", "compression.type"),
-        ("min.cleanable.dirty.ratio", "2", "at most"),
-        ("preallocate", "yes", "preallocate"),
-        ("no.such.key", "1", "no.such.key"),
+        ("segment.bytes", "ten", "segment.bytes: expected an integer >= 14, got 'ten'"),
+        ("segment.bytes", "10", "segment.bytes: expected an integer >= 14, got '10'"),
+        ("segment.bytes", str(1 << 40), "segment.bytes: expected an integer between"),
+        ("cleanup.policy", "shred", "cleanup.policy: expected a comma-separated list of compact, delete"),
+        ("compression.type", "brotli", "compression.type: expected one of uncompressed, zstd"),
+        ("min.cleanable.dirty.ratio", "2", "min.cleanable.dirty.ratio: expected a number between 0 and 1"),
+        ("preallocate", "yes", "preallocate: expected true or false, got 'yes'"),
+        ("no.such.key", "1", "no.such.key: unknown log config"),
+        ("message.format.version", "3.0", "message.format.version: unknown log config"),
     ):
-        with pytest.raises(ValueError, match=words.replace(".", r"\.")):
+        with pytest.raises(ValueError, match=re.escape(words)):
             LogConfig.from_dict({key: value})

@@ -6,8 +6,8 @@ import socket
 import pytest
 from storage_batches import hbatch, kbatch, now_ms, offsets_of, parse
 
-from odradek.protocol import batch as B
-from odradek.protocol import errors
+from odradek.protocol import batch as batch_format
+from odradek.protocol import control_records, errors
 from odradek.storage import Log, LogConfig, UnexpectedAppendOffsetError
 
 
@@ -48,7 +48,7 @@ def test_append_read_round_trip_with_kafka_python_oracle(tmp_path):
     assert all(b.validate_crc() for b in batches)
     assert offsets_of(data) == list(range(6))
     # The partition leader epoch was written into the header.
-    assert {B.read_header(data, 0).partition_leader_epoch} == {5}
+    assert {batch_format.read_header(data, 0).partition_leader_epoch} == {5}
     assert log.leader_epoch_cache.entries() == [(5, 0)]
 
 
@@ -185,16 +185,7 @@ def test_explicit_roll_and_empty_active_segment(tmp_path):
     assert log.read(3, 100).records is None
 
 
-# ---- validation ---------------------------------------------------------------------------
-
-
-def test_corrupt_crc_is_rejected(tmp_path):
-    log = make_log(tmp_path)
-    b = bytearray(kbatch(2))
-    b[-1] ^= 0xFF
-    with pytest.raises(errors.CorruptMessageError):
-        log.append_as_leader(bytes(b), 0)
-    assert log.log_end_offset == 0 and log.active_segment.size == 0
+# ---- validation (its rules: test_log_validator.py) ----------------------------------------
 
 
 def test_one_bad_batch_rejects_the_whole_append(tmp_path):
@@ -206,71 +197,19 @@ def test_one_bad_batch_rejects_the_whole_append(tmp_path):
     assert log.active_segment.size == 0
 
 
-def test_too_large_truncated_and_inconsistent_batches(tmp_path):
-    log = make_log(tmp_path, **{"max.message.bytes": "500"})
-    with pytest.raises(errors.MessageTooLargeError):
-        log.append_as_leader(kbatch(1, value=b"x" * 600), 0)
-    whole = kbatch(2)
-    with pytest.raises(errors.CorruptMessageError):
-        log.append_as_leader(whole[:-5], 0)
-    with pytest.raises(errors.CorruptMessageError):
-        log.append_as_leader(whole + b"junk", 0)
-    with pytest.raises(errors.InvalidRecordError):
-        log.append_as_leader(hbatch([1, 2, 3], record_count=2), 0)
-    with pytest.raises(errors.InvalidRecordError):
-        log.append_as_leader(hbatch([1], attributes=B.CONTROL_BIT), 0)
-    with pytest.raises(errors.InvalidRecordError):
-        log.append_as_leader(hbatch([1], pid=5, epoch=0, seq=-1), 0)
-    with pytest.raises(errors.UnsupportedForMessageFormatError):
-        log.append_as_leader(hbatch([1], magic=1), 0)
-    with pytest.raises(errors.CorruptMessageError):
-        log.append_as_leader(b"", 0)
-    assert log.log_end_offset == 0
-
-
 def test_segment_bytes_limit_on_one_append(tmp_path):
     log = make_log(tmp_path, **{"segment.bytes": "300"})
     with pytest.raises(errors.RecordListTooLargeError):
         log.append_as_leader(kbatch(1, value=b"x" * 400), 0)
 
 
-def test_timestamp_difference_max_ms(tmp_path):
-    log = make_log(tmp_path, **{"message.timestamp.difference.max.ms": "1000"})
-    now = now_ms()
-    log.append_as_leader(kbatch(1, ts=now - 900), 0, now_ms=now)
-    with pytest.raises(errors.InvalidTimestampError):
-        log.append_as_leader(kbatch(1, ts=now - 5000), 0, now_ms=now)
-    with pytest.raises(errors.InvalidTimestampError):
-        log.append_as_leader(kbatch(1, ts=now + 5000), 0, now_ms=now)
-
-
-def test_log_append_time_rewrites_the_batch(tmp_path):
+def test_log_append_time_is_what_the_log_stores_and_answers(tmp_path):
     log = make_log(tmp_path, **{"message.timestamp.type": "LogAppendTime"})
     info = log.append_as_leader(kbatch(2, ts=1000), 0, now_ms=1234567)
     assert info.log_append_time == 1234567
-    data = read_all(log)
-    (batch,) = parse(data)
-    assert batch.validate_crc()
-    assert batch.timestamp_type == 1
-    assert [r.timestamp for r in batch] == [1234567, 1234567]
-
-
-def test_recompression_when_topic_forces_a_codec(tmp_path):
-    from odradek.protocol import record_batch
-
-    assert hasattr(record_batch, "recompress_batch")
-    log = make_log(tmp_path, **{"compression.type": "gzip"})
-    log.append_as_leader(kbatch(3, value=b"q" * 300), 0)
     (batch,) = parse(read_all(log))
-    assert batch.compression_type == 1 and batch.validate_crc()
-    assert [r.value for r in batch] == [b"q" * 300] * 3
-    # A batch already in the topic's codec is written untouched (no recompression).
-    same = kbatch(2, codec=1)
-    log.append_as_leader(same, 0)
-    assert read_all(log, 3)[16:] == same[16:]
-
-
-# ---- idempotent producers -------------------------------------------------------------------
+    assert batch.validate_crc() and batch.timestamp_type == 1
+    assert [r.timestamp for r in batch] == [1234567, 1234567]
 
 
 def test_idempotent_duplicate_returns_original_offsets(tmp_path):
@@ -566,13 +505,93 @@ def test_append_as_follower_keeps_offsets_and_epochs(tmp_path):
     data = read_all(leader)
     follower = make_log(tmp_path, "f-0")
     info = follower.append_as_follower(data + data[:20])  # a partial tail is ignored
-    assert (info.first_offset, info.last_offset) == (0, 5)
+    assert (info.first_offset, info.last_offset, info.record_count, info.num_batches) == (0, 5, 6, 3)
     assert read_all(follower) == data
     assert follower.leader_epoch_cache.entries() == [(1, 0), (2, 4)]
     assert follower.producer_state.last_entry(3).last_seq == 5
     with pytest.raises(UnexpectedAppendOffsetError):
         follower.append_as_follower(data)
     assert follower.append_as_follower(b"") is None
+    assert follower.append_as_follower(data[:30]) is None
+
+
+def _replicate(leader: Log, follower: Log, chunk: int = 300) -> None:
+    """Copy ``leader`` into ``follower`` the way a replica fetcher will: size-limited reads
+    from the follower's log end offset, each appended as it came (partial tails left out)."""
+    while follower.log_end_offset < leader.log_end_offset:
+        r = leader.read(follower.log_end_offset, chunk)
+        info = follower.append_as_follower(r.records.read())
+        assert info is not None
+
+
+def test_a_follower_copies_the_leader_byte_for_byte_and_knows_what_it_knows(tmp_path):
+
+    leader = make_log(tmp_path, "l-0", **{"segment.bytes": "1000"})
+    now = now_ms()
+    # Epoch 1: an idempotent producer and a transaction that aborts; epoch 4: one that
+    # commits, and one still open.
+    leader.append_as_leader(kbatch(2, pid=7, epoch=0, seq=0), 1, now_ms=now)
+    leader.append_as_leader(kbatch(3, pid=8, epoch=2, seq=0, transactional=True), 1, now_ms=now)
+    leader.append_as_leader(kbatch(2, pid=7, epoch=0, seq=2), 1, now_ms=now)
+    abort = control_records.build_control_batch(control_records.ABORT, producer_id=8, producer_epoch=2, coordinator_epoch=5)
+    leader.append_as_leader(abort, 1, now_ms=now, origin="coordinator")
+    leader.append_as_leader(kbatch(2, pid=9, epoch=0, seq=0, transactional=True), 4, now_ms=now)
+    commit = control_records.build_control_batch(control_records.COMMIT, producer_id=9, producer_epoch=0, coordinator_epoch=5)
+    leader.append_as_leader(commit, 4, now_ms=now, origin="coordinator")
+    open_txn = leader.append_as_leader(kbatch(1, pid=10, epoch=0, seq=0, transactional=True), 4, now_ms=now)
+    leader.append_as_leader(kbatch(4, value=b"x" * 200), 4, now_ms=now)
+    assert len(leader.segments) > 2
+
+    follower = make_log(tmp_path, "f-0", **{"segment.bytes": "1000"})
+    _replicate(leader, follower)
+    assert read_all(follower) == read_all(leader)  # offsets, CRCs, leader epochs: as written
+    assert follower.log_end_offset == leader.log_end_offset
+    assert follower.leader_epoch_cache.entries() == leader.leader_epoch_cache.entries() == [(1, 0), (4, 8)]
+    for log in (leader, follower):
+        log.high_watermark = log.log_end_offset
+    for pid in (7, 8, 9, 10):
+        mine, theirs = follower.producer_state.last_entry(pid), leader.producer_state.last_entry(pid)
+        assert (mine.epoch, mine.last_seq, mine.last_offset) == (theirs.epoch, theirs.last_seq, theirs.last_offset)
+    assert follower.last_stable_offset == leader.last_stable_offset == open_txn.first_offset
+    aborted = leader.collect_aborted_transactions(0, leader.log_end_offset)
+    assert follower.collect_aborted_transactions(0, follower.log_end_offset) == aborted
+    assert [(t.producer_id, t.first_offset) for t in aborted] == [(8, 2)]
+    # What the follower learnt survives a restart (its snapshots and indexes, or a replay).
+    follower.close()
+    reopened = make_log(tmp_path, "f-0", **{"segment.bytes": "1000"})
+    reopened.high_watermark = reopened.log_end_offset
+    assert reopened.last_stable_offset == open_txn.first_offset
+    assert reopened.collect_aborted_transactions(0, reopened.log_end_offset) == aborted
+    assert reopened.leader_epoch_cache.entries() == [(1, 0), (4, 8)]
+
+
+def test_a_follower_keeps_the_gaps_compaction_left(tmp_path):
+    follower = make_log(tmp_path, "f-0")
+    gapped = hbatch([1000, 1001], base_offset=10, last_offset_delta=5, leader_epoch=3)  # 2 records, offsets 10..15
+    info = follower.append_as_follower(gapped + hbatch([1002], base_offset=20, leader_epoch=3))
+    assert (info.first_offset, info.last_offset, info.record_count) == (10, 20, 3)
+    assert follower.log_end_offset == 21
+    assert read_all(follower, 10) == gapped + hbatch([1002], base_offset=20, leader_epoch=3)
+    assert follower.leader_epoch_cache.entries() == [(3, 10)]
+
+
+@pytest.mark.parametrize(
+    ("make", "error"),
+    [
+        pytest.param(lambda d: d[:-1] + bytes([d[-1] ^ 1]), errors.CorruptMessageError, id="crc"),
+        pytest.param(lambda d: hbatch([1, 2], base_offset=5, record_count=3), errors.InvalidRecordError, id="count"),
+        pytest.param(lambda d: d + hbatch([1], base_offset=5), UnexpectedAppendOffsetError, id="overlap"),
+        pytest.param(lambda d: d + b"\x00" * 7 + b"\x05" + b"\x00" * 4, errors.CorruptMessageError, id="size-5"),
+        pytest.param(lambda d: hbatch([1], base_offset=2), UnexpectedAppendOffsetError, id="below-leo"),
+    ],
+)
+def test_a_follower_refuses_what_no_leader_writes_and_writes_nothing(tmp_path, make, error):
+    follower = make_log(tmp_path, "f-0")
+    follower.append_as_follower(hbatch([1, 2, 3], base_offset=0))
+    before = (follower.log_end_offset, follower.size)
+    with pytest.raises(error):
+        follower.append_as_follower(make(hbatch([5, 6], base_offset=5)))
+    assert (follower.log_end_offset, follower.size) == before
 
 
 # ---- file slices ---------------------------------------------------------------------------
@@ -624,3 +643,18 @@ def test_flush_advances_recovery_point_and_flush_policies(tmp_path):
     log4.append_as_leader(kbatch(2), 0)
     log4.roll()
     assert log4.flush_if_due() and log4.recovery_point == 2
+
+
+def test_timestamp_search_in_a_batch_past_the_decompression_limit(tmp_path, caplog):
+    # Such a batch is not decompressed at all: the answer is its first offset, where a
+    # reader misses nothing at or after the timestamp asked for.
+    from storage_batches import zeros_batch
+
+    log = make_log(tmp_path)
+    t0 = 1_700_000_000_000
+    log.append_as_leader(hbatch([t0, t0 + 10]), 0, now_ms=t0)
+    log.append_as_leader(zeros_batch(65 << 20, ts=t0 + 20), 0, now_ms=t0)
+    assert log.fetch_offset_by_timestamp(t0 + 5) == (1, t0 + 10)
+    assert log.fetch_offset_by_timestamp(t0 + 15) == (2, t0 + 20)
+    assert "answers with a whole batch" in caplog.text
+    assert log.max_timestamp_and_offset() == (2, t0 + 20)

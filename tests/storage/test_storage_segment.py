@@ -4,7 +4,7 @@ import os
 
 from storage_batches import hbatch, offsets_of, parse
 
-from odradek.protocol import batch as B
+from odradek.protocol import batch as batch_format
 from odradek.storage.file_records import FileRecords
 from odradek.storage.segment import LogSegment
 
@@ -81,7 +81,7 @@ def test_segment_recover_validates_and_rebuilds(tmp_path):
     # Corrupt the CRC of batch 6: batches 6.. are cut.
     one = good // 10
     raw = bytearray(seg.log.pread(6 * one, one))
-    raw[B.CRC_OFFSET] ^= 0xFF
+    raw[batch_format.CRC_OFFSET] ^= 0xFF
     fd = os.open(seg.log.path, os.O_WRONLY)  # not the segment's O_APPEND descriptor
     os.pwrite(fd, bytes(raw), 6 * one)
     os.close(fd)

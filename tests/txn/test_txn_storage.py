@@ -202,7 +202,7 @@ class Crash(BaseException):
 )
 def test_a_crash_during_the_swap_keeps_the_aborted_index(tmp_path, monkeypatch, point):
     from odradek.storage import cleaner as cleaner_module
-    from odradek.storage import log as log_module
+    from odradek.storage import local_log as local_log_module
 
     cfg = {
         "cleanup.policy": "compact",
@@ -227,7 +227,7 @@ def test_a_crash_during_the_swap_keeps_the_aborted_index(tmp_path, monkeypatch, 
             raise Crash(name)
 
     monkeypatch.setattr(cleaner_module, "fault_point", fault)
-    monkeypatch.setattr(log_module, "fault_point", fault)
+    monkeypatch.setattr(local_log_module, "fault_point", fault)
     monkeypatch.setattr(cleaner_module._CleanedSegmentWriter, "discard", lambda self: None)
     with pytest.raises(Crash):
         LogCleaner(lm).clean_once()

@@ -20,9 +20,12 @@ likewise. ``validate_only`` checks without applying.
 
 from collections import Counter
 
-from odradek.broker.config import BROKER_CONFIGS, TOPIC_CONFIGS, ConfigType, effective_topic_config
+from odradek.broker.broker_keys import BROKER_CONFIGS
 from odradek.broker.handlers import api
+from odradek.broker.topic_configs import effective_topic_config
+from odradek.config_def import ConfigType
 from odradek.protocol import errors, messages
+from odradek.storage.log_config import TOPIC_CONFIGS
 
 TOPIC, BROKER = 2, 4
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3

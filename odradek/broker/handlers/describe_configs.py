@@ -9,7 +9,7 @@ dynamic defaults only, as Kafka does. Unknown topics get UNKNOWN_TOPIC_OR_PARTIT
 broker's id and other resource types INVALID_REQUEST.
 """
 
-from odradek.broker.config import default_broker_config_entries
+from odradek.broker.config_entries import default_broker_config_entries
 from odradek.broker.handlers import api
 from odradek.protocol import errors, messages
 
