@@ -30,7 +30,7 @@ import time
 from odradek._tasks import cancel_and_wait
 from odradek.broker.broker_metrics import BrokerTopicMetrics, ReplicaMetrics
 from odradek.broker.partition import Partition
-from odradek.cluster.metadata import BrokerInfo, PartitionState
+from odradek.cluster.metadata_image import BrokerInfo, PartitionState
 from odradek.protocol import errors
 from odradek.protocol.errors import ErrorCode
 

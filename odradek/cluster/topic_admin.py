@@ -25,7 +25,7 @@ import uuid
 from odradek.cluster import assignment as placement
 from odradek.cluster import zk_data
 from odradek.cluster.controller import Controller
-from odradek.cluster.metadata import TopicInfo
+from odradek.cluster.metadata_image import TopicInfo
 from odradek.cluster.partitions import ReplicaAssignment
 from odradek.cluster.zk_client import BadVersionError, NodeExistsError, NoNodeError, ZooKeeperError
 from odradek.protocol import errors

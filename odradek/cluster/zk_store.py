@@ -22,7 +22,7 @@ from collections import deque
 
 from odradek.cluster import zk_data
 from odradek.cluster.controller import INTERNAL_TOPICS
-from odradek.cluster.metadata import BrokerInfo, MetadataImage, PartitionState, TopicInfo
+from odradek.cluster.metadata_image import BrokerInfo, MetadataImage, PartitionState, TopicInfo
 from odradek.cluster.store import MetadataStore
 from odradek.cluster.zk_client import BadVersionError, NodeExistsError, NoNodeError, ZkClient, ZooKeeperError
 from odradek.protocol import errors

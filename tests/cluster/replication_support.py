@@ -59,7 +59,7 @@ class ReplicaSet:
 
     def register_brokers(self) -> None:
         """Every live broker's image lists every live broker (what UpdateMetadata brings)."""
-        from odradek.cluster.metadata import BrokerInfo
+        from odradek.cluster.metadata_image import BrokerInfo
 
         live = {i: (b.port, b.overrides.get("broker.rack")) for i, b in self.brokers.items() if b.running}
 
@@ -154,7 +154,7 @@ class ReplicaSet:
 
     def update_metadata(self, states: list) -> None:
         """Every live broker's image learns the new leaders, epochs and ISRs (UpdateMetadata)."""
-        from odradek.cluster.metadata import PartitionState
+        from odradek.cluster.metadata_image import PartitionState
 
         def apply(broker):
             for s in states:
