@@ -402,6 +402,10 @@ class ReplicaManager:
     def _apply_isr(self, partition: Partition, isr: list[int], version: int, why: str) -> None:
         old = list(partition.state.isr)
         partition.apply_isr(isr, version)
+        if len(isr) < len(old):
+            self.replica_metrics.isr_shrinks += 1
+        else:
+            self.replica_metrics.isr_expands += 1
         level = logging.WARNING if len(isr) < len(old) else logging.INFO
         log.log(level, "%s: ISR %s -> %s (%s)", partition, old, isr, why)
         self.on_high_watermark((partition.topic, partition.index))

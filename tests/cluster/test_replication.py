@@ -127,6 +127,8 @@ def test_isr_shrinks_when_a_follower_stops_and_expands_when_it_is_back(three):
     rs.create_topic("t", {0: [1, 2, 3]})
     rs.leader_and_isr([partition_state("t", 0, 1, 1, [1, 2], [1, 2, 3])], to=[3])
     wait_for(lambda: rs.partition(1, "t").isr == [1, 2, 3], what="broker 3 back in the ISR")
+    counts = rs.brokers[1].call(lambda b: (b.replica_manager.replica_metrics.isr_shrinks, b.replica_manager.replica_metrics.isr_expands))
+    assert counts == (1, 1)  # kafka_server_replicamanager_isrshrinks / isrexpands
     wait_for(lambda: rs.partition(3, "t").hw == 20, what="broker 3 caught up")
     assert rs.batches(3, "t") == rs.batches(1, "t")
 
@@ -422,3 +424,22 @@ def test_an_unknown_replica_selector_class_is_refused():
 
     with pytest.raises(UnknownReplicaSelectorError, match="replica.selector.class=com.example.Mine"):
         replica_selector("com.example.Mine", None)
+
+
+def test_an_offset_commit_is_answered_only_once_the_isr_has_it(three):
+    """The followers of __consumer_offsets stop fetching: the commit waits until the ISR has
+    it, which here means until the leader drops them from the ISR (replica.lag.time.max.ms)."""
+    rs = three
+    rs.create_topic("t", {0: [1, 2, 3]})
+    rs.create_topic("__consumer_offsets", {p: [1, 2, 3] for p in range(5)}, {"cleanup.policy": "compact"}, internal=True)
+    offsets_states = [partition_state("__consumer_offsets", p, 1, 1, [1, 2, 3], [1, 2, 3]) for p in range(5)]
+    rs.leader_and_isr([partition_state("t", 0, 1, 1, [1, 2, 3], [1, 2, 3])] + offsets_states)
+    wait_for(lambda: rs.partition(1, "__consumer_offsets", 0).isr == [1, 2, 3], what="ready")
+    rs.leader_and_isr(  # the followers stop fetching (no leader for them), the leader keeps its ISR
+        [partition_state("__consumer_offsets", p, -1, 2, [1], [1, 2, 3]) for p in range(5)], to=[2, 3], metadata=False
+    )
+    c = confluent_kafka.Consumer({"bootstrap.servers": rs.bootstrap(1), "group.id": "slow", "enable.auto.commit": False})
+    c.commit(offsets=[confluent_kafka.TopicPartition("t", 0, 3)], asynchronous=False)
+    c.close()
+    group_partition = rs.brokers[1].call(lambda b: b.group_coordinator.partition_of("slow"))
+    assert rs.partition(1, "__consumer_offsets", group_partition).isr == [1]
