@@ -6,8 +6,8 @@ confluent-kafka producer (``_loadgen.py``, linger.ms=5, acks=all):
 * **throughput**: acks=all to an RF=3 topic with ``min.insync.replicas=2`` versus an RF=1
   topic, records/s and MB/s, and the ratio (target >= 0.5); the three brokers' CPU seconds
   per MB produced (all replicas counted);
-* **end-to-end latency** of acks=all RF=3 at a steady ``--rate``: send to consume, p50/p99,
-  and send to acknowledgement;
+* **end-to-end latency** of acks=all RF=3 at a steady ``--rate`` with librdkafka's default
+  linger.ms=5: send to consume, p50/p99, and send to acknowledgement;
 * **replication lag under load**: while an acks=1 producer writes as fast as it can, the
   leader's log end offset minus each follower's (read from every broker's /metrics,
   ``kafka_log_log_logendoffset``) every 100 ms: median and max, in records;
@@ -69,7 +69,7 @@ def throughput(cluster: ProcessCluster, topic: str, count: int) -> dict:
     return r
 
 
-def latency(cluster: ProcessCluster, topic: str, rate: int, seconds: float) -> dict:
+def latency(cluster: ProcessCluster, topic: str, rate: int, seconds: float, linger_ms: int = 5) -> dict:
     """Send-to-consume and send-to-ack latencies of acks=all at a steady rate."""
     consumer = confluent_kafka.Consumer(
         {"bootstrap.servers": cluster.bootstrap, "group.id": "latency", "enable.auto.commit": False}
@@ -92,7 +92,7 @@ def latency(cluster: ProcessCluster, topic: str, rate: int, seconds: float) -> d
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
     time.sleep(1)  # the consumer's fetches are in flight
-    producer = confluent_kafka.Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all", "linger.ms": 0})
+    producer = confluent_kafka.Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all", "linger.ms": linger_ms})
     pad = b"x" * (SIZE - 20)
     interval = 1 / rate
     start = time.perf_counter()
@@ -183,7 +183,7 @@ def main() -> int:
     parser.add_argument("--count", type=int, default=200_000, help="1 KB records per throughput run")
     parser.add_argument("--rate", type=int, default=2000, help="records/s of the latency run")
     parser.add_argument("--seconds", type=float, default=10, help="length of the latency run")
-    parser.add_argument("--lag-count", type=int, default=300_000, help="records of the lag run")
+    parser.add_argument("--lag-count", type=int, default=1_000_000, help="records of the lag run")
     parser.add_argument("--rejoin-mb", type=int, default=1024, help="MB written while broker 3 is down")
     args = parser.parse_args()
     base = Path(tempfile.mkdtemp(prefix="odradek-replication-bench-"))
@@ -212,7 +212,7 @@ def main() -> int:
         ]
         lat = latency(cluster, "rf3", args.rate, args.seconds)
         rows += [
-            (f"end to end, acks=all RF=3 at {args.rate}/s", f"p50 {_pct(lat['e2e'], 0.5):.1f} ms, p99 {_pct(lat['e2e'], 0.99):.1f} ms ({len(lat['e2e'])}/{lat['sent']} read)"),
+            (f"end to end, acks=all RF=3, {args.rate}/s, linger.ms=5", f"p50 {_pct(lat['e2e'], 0.5):.1f} ms, p99 {_pct(lat['e2e'], 0.99):.1f} ms ({len(lat['e2e'])}/{lat['sent']} read)"),
             ("send to ack, acks=all RF=3", f"p50 {_pct(lat['ack'], 0.5):.1f} ms, p99 {_pct(lat['ack'], 0.99):.1f} ms"),
         ]
         lag = replication_lag(cluster, "lag", args.lag_count)
