@@ -5,7 +5,8 @@ watermarks (a follower fetched further, the ISR shrank) and every leadership cha
 again. A partition is done when its high watermark passes the last offset written
 (then NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR shrank below ``min.insync.replicas``
 meanwhile), or when this broker stopped leading it (NOT_LEADER_OR_FOLLOWER). The request's
-``timeout_ms`` expiring answers REQUEST_TIMED_OUT for the partitions still waiting.
+``timeout_ms`` expiring answers REQUEST_TIMED_OUT for the partitions still waiting. The
+group coordinator's offset commits wait the same way (Kafka appends them with acks=all).
 """
 
 from __future__ import annotations
@@ -16,20 +17,20 @@ from odradek.protocol.errors import ErrorCode
 
 class DelayedProduce(DelayedOperation):
     def __init__(self, timeout_ms: int, waiting: list):
-        """``waiting``: ``[partition, required offset (last offset + 1), result list, slot]``
-        per partition; the result tuple at ``result[slot]`` gets its error code on failure."""
+        """``waiting``: ``(partition, required offset (last offset + 1), fail)`` per
+        partition; ``fail(error code)`` is called for a partition that will not make it."""
         super().__init__(timeout_ms)
         self.waiting = waiting
 
     def try_complete(self) -> bool:
         still = []
         for entry in self.waiting:
-            partition, required, results, slot = entry
+            partition, required, fail = entry
             code = _check(partition, required)
             if code is None:
                 still.append(entry)
             elif code:
-                _fail(results, slot, code)
+                fail(code)
         self.waiting = still
         if not still:
             return self.force_complete()
@@ -39,8 +40,8 @@ class DelayedProduce(DelayedOperation):
         pass
 
     def on_expiration(self) -> None:
-        for _, _, results, slot in self.waiting:
-            _fail(results, slot, ErrorCode.request_timed_out)
+        for _, _, fail in self.waiting:
+            fail(ErrorCode.request_timed_out)
         self.waiting = []
 
 
@@ -56,6 +57,9 @@ def _check(partition, required: int) -> int | None:
     return None
 
 
-def _fail(results: list, slot: int, code: int) -> None:
-    index = results[slot][0]
-    results[slot] = (index, code, -1, -1, -1, None, None)
+async def wait_for_isr(purgatory, timeout_ms: int, waiting: list):
+    """Await ``waiting`` (as for ``DelayedProduce``) in ``purgatory``; at once when all is
+    replicated already."""
+    op = DelayedProduce(timeout_ms, waiting)
+    if not purgatory.try_complete_else_watch(op, [(p.topic, p.index) for p, *_ in waiting]):
+        await op

@@ -44,14 +44,17 @@ class IsrUpdater:
         return stat.version
 
     async def _notify(self) -> None:
-        await asyncio.sleep(NOTIFY_DELAY_S)
-        changed, self._pending = self._pending, set()
-        try:
-            await self.zk.create(
-                zk_data.isr_change_path(), zk_data.encode_isr_change(changed), sequential=True, makepath=True
-            )
-        except Exception as exc:  # the controller re-reads states on failover anyway
-            log.warning("could not write an ISR change notification for %d partitions: %s", len(changed), exc)
+        # Until nothing is left: changes made while a notification was being written wait
+        # for the next round (a chaos run lost such changes when this task wrote only once).
+        while self._pending:
+            await asyncio.sleep(NOTIFY_DELAY_S)
+            changed, self._pending = self._pending, set()
+            try:
+                await self.zk.create(
+                    zk_data.isr_change_path(), zk_data.encode_isr_change(changed), sequential=True, makepath=True
+                )
+            except Exception as exc:  # the controller re-reads states on failover anyway
+                log.warning("could not write an ISR change notification for %d partitions: %s", len(changed), exc)
 
     async def close(self) -> None:
         task = self._notifier

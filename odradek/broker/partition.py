@@ -275,6 +275,16 @@ class Partition:
             if current_leader_epoch > self.leader_epoch:
                 raise errors.UnknownLeaderEpochError(f"epoch {current_leader_epoch} > {self.leader_epoch}")
 
+    def check_replica(self, current_leader_epoch: int = -1) -> None:
+        """A consumer may read a follower (KIP-392) as long as it knows the same epoch."""
+        if self.state.leader < 0:
+            raise errors.NotLeaderOrFollowerError(f"broker {self.node_id} does not replicate {self} now")
+        if current_leader_epoch >= 0:
+            if current_leader_epoch < self.leader_epoch:
+                raise errors.FencedLeaderEpochError(f"epoch {current_leader_epoch} < {self.leader_epoch}")
+            if current_leader_epoch > self.leader_epoch:
+                raise errors.UnknownLeaderEpochError(f"epoch {current_leader_epoch} > {self.leader_epoch}")
+
     def append_as_leader(
         self, records: bytes, required_acks: int, now_ms: int | None = None, origin: str = "client"
     ):

@@ -32,13 +32,16 @@ import time
 from dataclasses import dataclass
 
 from odradek._tasks import cancel_and_wait
-from odradek.broker.broker_connection import BrokerConnection, BrokerConnectionError
 from odradek.broker.group.partitioning import java_string_hash
+from odradek.net.connection import Connection
+from odradek.net.connection_errors import ClientError
 from odradek.protocol import errors, messages
 from odradek.protocol.errors import ErrorCode
 from odradek.storage.log import UnexpectedAppendOffsetError
 
 log = logging.getLogger(__name__)
+
+_LINK_ERRORS = (ClientError, OSError)  # the connection failed or timed out: reconnect
 
 FETCH_KEY, LIST_OFFSETS_KEY, OFFSET_FOR_LEADER_EPOCH_KEY = 1, 2, 23
 FETCH_VERSION = 11  # topics by name; the follower truncates with OffsetForLeaderEpoch
@@ -98,7 +101,7 @@ class ReplicaFetcher:
         self.fetcher_id = fetcher_id
         self.partitions: dict[tuple[str, int], FetchState] = {}
         self._wakeup = asyncio.Event()
-        self._conn: BrokerConnection | None = None
+        self._conn: Connection | None = None
         self._task = asyncio.get_running_loop().create_task(
             self._run(), name=f"replica-fetcher-{fetcher_id}-broker-{source.node_id}"
         )
@@ -131,8 +134,10 @@ class ReplicaFetcher:
                 conn = await self._connection()
                 await self._truncate(conn)
                 fetched = await self._fetch(conn)
-            except BrokerConnectionError as exc:
+            except _LINK_ERRORS as exc:
                 log.warning("%r: %s; retrying in %d ms", self, exc, config.backoff_ms)
+                if self._conn is not None:
+                    self._conn.close()
                 self._conn = None
                 await asyncio.sleep(config.backoff_ms / 1000)
                 continue
@@ -147,10 +152,10 @@ class ReplicaFetcher:
                 except TimeoutError:
                     pass
 
-    async def _connection(self) -> BrokerConnection:
+    async def _connection(self) -> Connection:
         if self._conn is None or self._conn.closed:
             config = self.manager.config
-            conn = BrokerConnection(
+            conn = Connection(
                 self.source.host,
                 self.source.port,
                 self.source.node_id,
@@ -166,7 +171,7 @@ class ReplicaFetcher:
 
     # -- truncation (KIP-101 / KIP-279) --------------------------------------------------
 
-    async def _truncate(self, conn: BrokerConnection) -> None:
+    async def _truncate(self, conn: Connection) -> None:
         todo = {k: s for k, s in self.partitions.items() if s.truncating}
         if not todo:
             return
@@ -238,7 +243,7 @@ class ReplicaFetcher:
 
     # -- fetching ------------------------------------------------------------------------
 
-    async def _fetch(self, conn: BrokerConnection) -> bool:
+    async def _fetch(self, conn: Connection) -> bool:
         config = self.manager.config
         now = time.monotonic()
         topics: dict[str, list[dict]] = {}
@@ -278,7 +283,7 @@ class ReplicaFetcher:
         timeout = (config.wait_max_ms + config.socket_timeout_ms) / 1000
         response = await conn.send(FETCH_KEY, request, version=FETCH_VERSION, timeout=timeout)
         if response.error_code:
-            raise BrokerConnectionError(f"leader {self.source.node_id} refused the fetch: {response.error_code!r}")
+            raise ClientError(f"leader {self.source.node_id} refused the fetch: {response.error_code!r}")
         replicas = self.manager.replica_manager
         for t in response.responses:
             for p in t.partitions:

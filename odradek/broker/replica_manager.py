@@ -61,6 +61,7 @@ class ReplicaManager:
         self.on_high_watermark = lambda key: None  # wakes the fetch and produce purgatories
         self.on_role_change = lambda partition, leader: None  # coordinators load / unload
         self.replica_lag_time_max_ms = 30000
+        self.replica_selector = None  # KIP-392: (partition, client rack, fetch offset) -> replica id or None
         self._tasks: set[asyncio.Task] = set()
 
     # -- keeping in step with metadata ------------------------------------------------------
@@ -205,9 +206,11 @@ class ReplicaManager:
         ``config_get`` reads broker config keys; ``isr_updater`` writes ISR changes to
         ZooKeeper (None: applied locally, for tests without a controller)."""
         from odradek.broker.replica_fetcher import FetcherConfig, ReplicaFetcherManager
+        from odradek.broker.replica_selector import replica_selector
 
         self.replicated = True
         self.isr_updater = isr_updater
+        self.replica_selector = replica_selector(config_get("replica.selector.class"), self.store)
         self.replica_lag_time_max_ms = config_get("replica.lag.time.max.ms")
         self.fetchers = ReplicaFetcherManager(self, FetcherConfig.from_getter(self.node_id, config_get))
         self.track(asyncio.get_running_loop().create_task(self._isr_expiration(), name="isr-expiration"))
@@ -399,6 +402,10 @@ class ReplicaManager:
     def _apply_isr(self, partition: Partition, isr: list[int], version: int, why: str) -> None:
         old = list(partition.state.isr)
         partition.apply_isr(isr, version)
+        if len(isr) < len(old):
+            self.replica_metrics.isr_shrinks += 1
+        else:
+            self.replica_metrics.isr_expands += 1
         level = logging.WARNING if len(isr) < len(old) else logging.INFO
         log.log(level, "%s: ISR %s -> %s (%s)", partition, old, isr, why)
         self.on_high_watermark((partition.topic, partition.index))
@@ -494,6 +501,8 @@ class ReplicaManager:
         file_slices: bool = False,
         sizes_only: bool = False,
         replica_id: int = -1,
+        client_rack: str = "",
+        follower_reads: bool = False,
     ):
         """Read the partitions of a fetch (Kafka's ``readFromLocalLog``): ``plan`` is
         ``(topic, partition, fetch offset, partition max bytes, current leader epoch or -1)``
@@ -507,7 +516,11 @@ class ReplicaManager:
         Record data comes back as file slices with ``file_slices`` (the connection sends them
         with zero copy), else as bytes read from the page cache; ``sizes_only`` reads only how
         much there is (a waiting fetch asking whether it can complete). A follower
-        (``replica_id`` >= 0) reads up to the log end offset.
+        (``replica_id`` >= 0) reads up to the log end offset. In a cluster a consumer
+        speaking Fetch v11+ (``follower_reads``) may read a follower (up to its high
+        watermark), as Kafka allows since KIP-392; with a replica selector
+        (``replica.selector.class``, KIP-392) the leader answers a consumer with a
+        ``client_rack`` by naming a replica in that rack instead of sending records.
         """
         partitions = self.partitions
         results: dict[str, list] = {}
@@ -519,7 +532,17 @@ class ReplicaManager:
                 partition = partitions.get((topic, index))
                 if partition is None:
                     partition = self.get_partition(topic, index)  # raises
-                partition.check_leader(epoch)
+                if follower_reads and self.replicated and not partition.is_leader:
+                    partition.check_replica(epoch)
+                else:
+                    partition.check_leader(epoch)
+                if client_rack and self.replica_selector is not None and replica_id < 0:
+                    preferred = self.replica_selector(partition, client_rack, offset)
+                    if preferred is not None and preferred != self.node_id:
+                        hw = partition.high_watermark
+                        lso = partition.last_stable_offset
+                        out.append((index, 0, hw, lso, partition.log_start_offset, None, b"", preferred))
+                        continue
                 budget = min(partition_max, max_bytes - total)
                 lso = partition.last_stable_offset
                 if replica_id < 0:

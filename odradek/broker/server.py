@@ -165,7 +165,7 @@ class Broker:
         self.replica_manager.on_high_watermark = self._on_high_watermark
         if self.cluster is None:  # in a cluster, LeaderAndIsr and StopReplica say which replicas to host
             self.replica_manager.sync_all()
-        self.controller.on_change(self._on_metadata_change)
+        self.controller.on_change(self._on_metadata_change)  # in a cluster: topic config changes
         self.group_coordinator = GroupCoordinator.for_broker(self)  # listens after the replica manager
         self.group_coordinator.start()
         self.producer_ids = ProducerIdManager(self.store)

@@ -16,6 +16,13 @@ def _error(code: int, message: str | None, item) -> KafkaError:
     return cls(f"{item}: {message or cls.code.name}", item=item)
 
 
+def _by_topic(partitions) -> dict[str, list[int]]:
+    by_topic: dict[str, list[int]] = {}
+    for tp in partitions:
+        by_topic.setdefault(tp[0], []).append(tp[1])
+    return by_topic
+
+
 class LeadersAndPlacement:
     async def elect_leaders(self, partitions=None, election_type: int = 0, timeout: float | None = None) -> dict:
         """ElectLeaders (KIP-460): 0 moves leadership to each partition's preferred replica, 1
@@ -25,10 +32,7 @@ class LeadersAndPlacement:
         timeout = self._t(timeout)
         wanted = None
         if partitions is not None:
-            by_topic: dict[str, list[int]] = {}
-            for tp in partitions:
-                by_topic.setdefault(tp[0], []).append(tp[1])
-            wanted = [{"topic": t, "partitions": ps} for t, ps in by_topic.items()]
+            wanted = [{"topic": t, "partitions": ps} for t, ps in _by_topic(partitions).items()]
         resp = await self._controller_call(
             api_keys.ELECT_LEADERS,
             {"election_type": election_type, "topic_partitions": wanted, "timeout": int(timeout * 1000)},
@@ -73,10 +77,7 @@ class LeadersAndPlacement:
         timeout = self._t(timeout)
         wanted = None
         if partitions is not None:
-            by_topic: dict[str, list[int]] = {}
-            for tp in partitions:
-                by_topic.setdefault(tp[0], []).append(tp[1])
-            wanted = [{"name": t, "partition_indexes": ps} for t, ps in by_topic.items()]
+            wanted = [{"name": t, "partition_indexes": ps} for t, ps in _by_topic(partitions).items()]
         resp = await self._controller_call(
             api_keys.LIST_PARTITION_REASSIGNMENTS, {"timeout": int(timeout * 1000), "topics": wanted}, timeout
         )

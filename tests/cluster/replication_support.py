@@ -39,9 +39,14 @@ def partition_state(topic: str, index: int, leader: int, leader_epoch: int, isr,
 
 
 class ReplicaSet:
-    def __init__(self, n: int = 3, overrides: dict | None = None, zk_connect: str | None = None):
+    def __init__(self, n: int = 3, overrides: dict | None = None, zk_connect: str | None = None, racks=None):
         self.overrides = {**FAST, **(overrides or {})}
-        self.brokers = {i: EmbeddedBroker(node_id=i, overrides=self.overrides) for i in range(1, n + 1)}
+        self.brokers = {
+            i: EmbeddedBroker(
+                node_id=i, overrides={**self.overrides, **({"broker.rack": racks[i - 1]} if racks else {})}
+            )
+            for i in range(1, n + 1)
+        }
         self.controller_epoch = 1
         self.zk_connect = zk_connect  # leaders write ISR changes there (else they apply them alone)
         self._zk: dict[int, object] = {}
@@ -56,12 +61,12 @@ class ReplicaSet:
         """Every live broker's image lists every live broker (what UpdateMetadata brings)."""
         from odradek.cluster.metadata_image import BrokerInfo
 
-        live = {i: b.port for i, b in self.brokers.items() if b.running}
+        live = {i: (b.port, b.overrides.get("broker.rack")) for i, b in self.brokers.items() if b.running}
 
         def apply(broker):
             broker.image.brokers.clear()
-            for i, port in live.items():
-                broker.image.brokers[i] = BrokerInfo(i, "127.0.0.1", port, broker.rack if i == broker.node_id else None)
+            for i, (port, rack) in live.items():
+                broker.image.brokers[i] = BrokerInfo(i, "127.0.0.1", port, rack)
 
         for b in self.brokers.values():
             if b.running:
@@ -222,12 +227,12 @@ def send(bootstrap: str, api_key: int, entity, version: int):
     """One request over a real connection (what the controller's channel does)."""
     import asyncio
 
-    from odradek.broker.broker_connection import BrokerConnection
+    from odradek.net.connection import Connection
 
     host, port = bootstrap.rsplit(":", 1)
 
     async def go():
-        conn = BrokerConnection(host, int(port), -1, "test-controller", 10000)
+        conn = Connection(host, int(port), -1, "test-controller", 10000)
         await conn.connect(5)
         try:
             return await conn.send(api_key, entity, version=version)
@@ -239,7 +244,7 @@ def send(bootstrap: str, api_key: int, entity, version: int):
 
 def leader_and_isr_request(states: list, leaders: dict[int, int], controller_epoch: int = 1, topic_ids=None):
     """A LeaderAndIsr v7 request entity; ``leaders`` maps broker id -> port."""
-    from odradek.protocol.inter_broker import leader_and_isr as s
+    from odradek.protocol.inter_broker import leader_and_isr_schema as s
 
     topics: dict[str, list] = {}
     for st in states:

@@ -95,6 +95,11 @@ def test_a_follower_refuses_produce_and_consumer_fetch(three):
     assert rs.brokers[2].call(try_append) == "refused"
     topics, _, had_error = rs.brokers[2].call(lambda b: b.replica_manager.read([("t", 0, 0, 1024, -1)], 1024, 0))
     assert had_error and topics[0][1][0][1] == ErrorCode.not_leader_or_follower
+    # a Fetch v11+ consumer may read the follower (KIP-392)
+    topics, _, had_error = rs.brokers[2].call(
+        lambda b: b.replica_manager.read([("t", 0, 0, 1024, -1)], 1024, 0, follower_reads=True)
+    )
+    assert not had_error
 
 
 def test_stale_controller_and_leader_epochs_are_refused(three):
@@ -122,6 +127,8 @@ def test_isr_shrinks_when_a_follower_stops_and_expands_when_it_is_back(three):
     rs.create_topic("t", {0: [1, 2, 3]})
     rs.leader_and_isr([partition_state("t", 0, 1, 1, [1, 2], [1, 2, 3])], to=[3])
     wait_for(lambda: rs.partition(1, "t").isr == [1, 2, 3], what="broker 3 back in the ISR")
+    counts = rs.brokers[1].call(lambda b: (b.replica_manager.replica_metrics.isr_shrinks, b.replica_manager.replica_metrics.isr_expands))
+    assert counts == (1, 1)  # kafka_server_replicamanager_isrshrinks / isrexpands
     wait_for(lambda: rs.partition(3, "t").hw == 20, what="broker 3 caught up")
     assert rs.batches(3, "t") == rs.batches(1, "t")
 
@@ -164,7 +171,7 @@ def test_leader_and_isr_and_stop_replica_over_the_wire(three):
     leader and 1, 3 its followers; StopReplica with delete removes broker 3's replica."""
     import uuid
 
-    from odradek.protocol.inter_broker import stop_replica
+    from odradek.protocol.inter_broker import stop_replica_schema as stop_replica
 
     rs = three
     rs.create_topic("w", {0: [1, 2, 3]})
@@ -378,3 +385,101 @@ def test_delete_records_waits_until_the_followers_moved_their_log_start(three):
     result = futures[confluent_kafka.TopicPartition("t", 0, 20)].result(15)
     assert result.low_watermark == 20  # the low watermark over the ISR: every replica already starts there
     assert [rs.partition(i, "t").log_start for i in (1, 2, 3)] == [20, 20, 20]
+
+
+def test_a_consumer_reads_from_the_replica_in_its_rack():
+    """KIP-392: with the rack-aware selector the leader (rack r1) names broker 3 (rack r3)
+    to a consumer with client.rack=r3, which then fetches every record from broker 3."""
+    selector = {"replica.selector.class": "org.apache.kafka.common.replica.RackAwareReplicaSelector"}
+    with ReplicaSet(3, overrides=selector, racks=["r1", "r2", "r3"]) as rs:
+        rs.create_topic("t", {0: [1, 2, 3]})
+        _lead(rs, "t", 1, 1)
+        values = [b"r%d" % i for i in range(40)]
+        assert not [e for e, _ in _produce(rs.bootstrap(1), "t", values) if e]
+        wait_for(lambda: rs.partition(3, "t").hw == 40, what="broker 3 caught up")
+
+        def bytes_out(broker):
+            counters = broker.replica_manager.topic_metrics.topics.get("t")
+            return counters.bytes_out if counters is not None else 0
+
+        before = rs.brokers[3].call(bytes_out)
+        consumer = confluent_kafka.Consumer(
+            {"bootstrap.servers": rs.bootstrap(1), "group.id": "racky", "client.rack": "r3", "enable.auto.commit": False}
+        )
+        consumer.assign([confluent_kafka.TopicPartition("t", 0, 0)])
+        got = []
+        for _ in range(200):
+            msg = consumer.poll(0.1)
+            if msg is not None and msg.error() is None:
+                got.append(msg.value())
+            if len(got) == 40:
+                break
+        consumer.close()
+        assert got == values
+        assert rs.brokers[3].call(bytes_out) - before >= sum(len(v) for v in values)
+
+
+def test_an_unknown_replica_selector_class_is_refused():
+    from odradek.broker.replica_selector import UnknownReplicaSelectorError, replica_selector
+
+    with pytest.raises(UnknownReplicaSelectorError, match="replica.selector.class=com.example.Mine"):
+        replica_selector("com.example.Mine", None)
+
+
+def test_an_offset_commit_is_answered_only_once_the_isr_has_it(three):
+    """The followers of __consumer_offsets stop fetching: the commit waits until the ISR has
+    it, which here means until the leader drops them from the ISR (replica.lag.time.max.ms)."""
+    rs = three
+    rs.create_topic("t", {0: [1, 2, 3]})
+    rs.create_topic("__consumer_offsets", {p: [1, 2, 3] for p in range(5)}, {"cleanup.policy": "compact"}, internal=True)
+    offsets_states = [partition_state("__consumer_offsets", p, 1, 1, [1, 2, 3], [1, 2, 3]) for p in range(5)]
+    rs.leader_and_isr([partition_state("t", 0, 1, 1, [1, 2, 3], [1, 2, 3])] + offsets_states)
+    wait_for(lambda: rs.partition(1, "__consumer_offsets", 0).isr == [1, 2, 3], what="ready")
+    rs.leader_and_isr(  # the followers stop fetching (no leader for them), the leader keeps its ISR
+        [partition_state("__consumer_offsets", p, -1, 2, [1], [1, 2, 3]) for p in range(5)], to=[2, 3], metadata=False
+    )
+    c = confluent_kafka.Consumer({"bootstrap.servers": rs.bootstrap(1), "group.id": "slow", "enable.auto.commit": False})
+    c.commit(offsets=[confluent_kafka.TopicPartition("t", 0, 3)], asynchronous=False)
+    c.close()
+    group_partition = rs.brokers[1].call(lambda b: b.group_coordinator.partition_of("slow"))
+    assert rs.partition(1, "__consumer_offsets", group_partition).isr == [1]
+
+
+def test_every_isr_change_gets_a_notification_even_while_one_is_being_written(zk_connect):
+    """An ISR change made while a notification znode is being created goes out in the next
+    one (the chaos run once left ISR expansions unannounced, and metadata stale)."""
+    import asyncio
+
+    from odradek.broker.isr_updater import NOTIFY_DELAY_S, IsrUpdater
+    from odradek.cluster import zk_data
+    from odradek.cluster.partitions import LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartition
+    from odradek.cluster.zk_client import ZkClient
+
+    class SlowCreates:  # the real session, whose creates take a while (a busy ZooKeeper)
+        def __init__(self, zk):
+            self.zk = zk
+
+        async def set(self, *args, **kwargs):
+            return await self.zk.set(*args, **kwargs)
+
+        async def create(self, *args, **kwargs):
+            await asyncio.sleep(0.2)
+            return await self.zk.create(*args, **kwargs)
+
+    async def scenario():
+        async with ZkClient(zk_connect) as zk:
+            state = zk_data.encode_partition_state(LeaderIsrAndControllerEpoch(LeaderAndIsr(1, 1, (1, 2)), 1))
+            for p in range(2):
+                await zk.create(zk_data.partition_state_path(TopicPartition("n", p)), state, makepath=True)
+            updater = IsrUpdater(SlowCreates(zk))
+            await updater.write("n", 0, 1, 1, [1, 2, 3], 1, 0)
+            await asyncio.sleep(NOTIFY_DELAY_S + 0.05)  # the first notification is being created
+            await updater.write("n", 1, 1, 1, [1, 2, 3], 1, 0)
+            await updater.close()
+            announced = set()
+            for child in await zk.get_children(zk_data.ISR_CHANGE_NOTIFICATION_PATH):
+                data, _ = await zk.get(f"{zk_data.ISR_CHANGE_NOTIFICATION_PATH}/{child}")
+                announced |= zk_data.decode_isr_change(data)
+            return announced
+
+    assert asyncio.run(scenario()) == {TopicPartition("n", 0), TopicPartition("n", 1)}

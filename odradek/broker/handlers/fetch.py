@@ -52,6 +52,11 @@ def _plan(broker, body, version: int):
     return plan, ids, unknown
 
 
+def _rack(body, version: int) -> str:
+    """The consumer's ``client.rack`` (v11+, KIP-392), or ""."""
+    return (body.rack_id or "") if version >= 11 else ""
+
+
 def _follower_log_starts(broker, body, version: int) -> dict:
     """A follower's log start offset per partition (it tells the leader in each fetch)."""
     out = {}
@@ -111,7 +116,12 @@ def handle_fetch(broker, request):
         )
     else:
         topics, total, had_error = broker.replica_manager.read(
-            plan, max_bytes, isolation, file_slices=broker.zero_copy
+            plan,
+            max_bytes,
+            isolation,
+            file_slices=broker.zero_copy,
+            client_rack=_rack(body, version),
+            follower_reads=version >= 11,
         )
     max_wait_ms = int(body.max_wait.total_seconds() * 1000)
     if total < body.min_bytes and max_wait_ms > 0 and not had_error and not unknown and plan:
@@ -127,13 +137,22 @@ async def _wait_and_read(
     broker, request, plan, ids, max_bytes: int, isolation: int, min_bytes: int, max_wait_ms: int, replica_id=-1
 ):
     replicas = broker.replica_manager
-    op = DelayedFetch(replicas, plan, max_bytes, isolation, min_bytes, max_wait_ms, replica_id)
+    op = DelayedFetch(
+        replicas, plan, max_bytes, isolation, min_bytes, max_wait_ms, replica_id, request.api_version >= 11
+    )
     if not broker.fetch_purgatory.try_complete_else_watch(op, [(t, i) for t, i, *_ in plan]):
         await op
     if replica_id >= 0:
         topics, _, _ = replicas.read_for_follower(replica_id, plan, max_bytes, file_slices=broker.zero_copy)
     else:
-        topics, _, _ = replicas.read(plan, max_bytes, isolation, file_slices=broker.zero_copy)
+        topics, _, _ = replicas.read(
+            plan,
+            max_bytes,
+            isolation,
+            file_slices=broker.zero_copy,
+            client_rack=_rack(request.body, request.api_version),
+            follower_reads=request.api_version >= 11,
+        )
     _count(broker, topics)
     return RawResponse(_response(request.api_version, topics, ids, {}), has_files=broker.zero_copy)
 

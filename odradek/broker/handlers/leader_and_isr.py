@@ -1,22 +1,23 @@
-"""LeaderAndIsr (key 4), v6 (``protocol.inter_broker``): the controller says what this
-broker leads and follows.
+"""LeaderAndIsr (key 4), v7 (``protocol.inter_broker``): the controller says what this
+broker leads and follows (cluster mode only).
 
-Applied by ``ReplicaManager.become_leader_or_follower``: a controller epoch older than the
-latest seen answers STALE_CONTROLLER_EPOCH for the whole request and changes nothing; a
-broker epoch older than this broker's registration answers STALE_BROKER_EPOCH (a request
-meant for this broker before it restarted); per partition, a leader epoch older than the
-local one answers STALE_CONTROLLER_EPOCH (Kafka's choice), a partition this broker is no
-replica of UNKNOWN_TOPIC_OR_PARTITION. The configs of topics new to this broker are read from
-ZooKeeper first, so their logs are made with them. A single-node broker (no ``zookeeper.connect``)
-answers INVALID_REQUEST: it has no controller. The response names topics by the id the
-request gave.
+The configs of topics new to this broker are read from ZooKeeper first (their logs are made
+with them; the metadata image itself changes only with UpdateMetadata), then
+``ReplicaManager.become_leader_or_follower`` applies the states: logs created, leaders lead from
+the new epoch, followers fetch from their leader after truncating by leader epoch. A
+controller epoch older than one already heard from answers STALE_CONTROLLER_EPOCH for the
+whole request and changes nothing; a broker epoch older than this broker's registration
+STALE_BROKER_EPOCH; per partition, a leader epoch older than the local one
+STALE_CONTROLLER_EPOCH (Kafka's choice), a partition this broker is no replica of
+UNKNOWN_TOPIC_OR_PARTITION. A single-node broker answers INVALID_REQUEST. The response
+names topics by the id the request gave. No CLUSTER_ACTION authorization is checked.
 """
 
 import logging
 
-from odradek.broker.handlers import api
+from odradek.broker.handlers import api, cluster_admin
 from odradek.protocol.errors import ErrorCode
-from odradek.protocol.inter_broker import leader_and_isr as schema
+from odradek.protocol.inter_broker import leader_and_isr_schema as schema
 
 log = logging.getLogger(__name__)
 
@@ -25,29 +26,34 @@ log = logging.getLogger(__name__)
 async def handle_leader_and_isr(broker, request):
     body = request.body
     replicas = broker.replica_manager
-    code = controller_request_refusal(replicas, body, "LeaderAndIsr", request.peer)
+    code = controller_request_refusal(broker, body, "LeaderAndIsr", request.peer)
     if code:
         return _response(code, body, {})
     if broker.cluster is not None:  # a new topic's logs are made with its configs (from ZooKeeper)
         for ts in body.topic_states:
             await broker.store.topic_configs(ts.topic_name)
     code, results = replicas.become_leader_or_follower(body)
+    for t in body.topic_states:
+        broker.controller.notify("partitions", t.topic_name)
     return _response(code, body, {(t, p): c for t, p, c in results})
 
 
-def controller_request_refusal(replicas, body, what: str, peer: str) -> int:
-    if not replicas.replicated:
+def controller_request_refusal(broker, body, what: str, peer: str) -> int:
+    """The whole-request error of a LeaderAndIsr or StopReplica, or 0."""
+    if not broker.replica_manager.replicated:
         log.warning("%s from %s refused: this broker runs alone (zookeeper.connect is not set)", what, peer)
         return ErrorCode.invalid_request
-    if 0 <= body.broker_epoch < replicas.broker_epoch:
-        log.warning(
-            "%s from controller %d refused: broker epoch %d is older than this broker's %d",
-            what,
-            body.controller_id,
-            body.broker_epoch,
-            replicas.broker_epoch,
-        )
-        return ErrorCode.stale_broker_epoch
+    if broker.cluster is not None:
+        stale = cluster_admin.stale_control_request(broker, body)
+        if stale is not None:
+            log.warning(
+                "%s from controller %d with epoch %d refused: %s",
+                what,
+                body.controller_id,
+                body.controller_epoch,
+                ErrorCode(stale).name,
+            )
+            return stale
     return 0
 
 

@@ -19,7 +19,7 @@ must be in the producer's open transaction (INVALID_TXN_STATE) and its epoch cur
 (INVALID_PRODUCER_EPOCH), so a fenced producer cannot leave data no marker will decide.
 """
 
-from odradek.broker.delayed_produce import DelayedProduce
+from odradek.broker.delayed_produce import wait_for_isr
 from odradek.broker.handlers import RawResponse, api, fast_lane
 from odradek.protocol import errors, messages
 from odradek.protocol.batch import (
@@ -75,7 +75,7 @@ def handle_produce(broker, request):
                     (index, 0, info.first_offset, info.log_append_time, info.log_start_offset, None)
                 )
                 if acks == -1 and partition.high_watermark <= info.last_offset:
-                    waiting.append([partition, info.last_offset + 1, partitions, len(partitions) - 1])
+                    waiting.append((partition, info.last_offset + 1, _failer(partitions, len(partitions) - 1)))
             except errors.KafkaError as exc:
                 failed = exc
                 partitions.append(_failure(index, exc))
@@ -90,11 +90,17 @@ def handle_produce(broker, request):
 
 
 async def _wait_for_isr(broker, version: int, results, waiting, timeout_ms: int):
-    op = DelayedProduce(timeout_ms, waiting)
-    keys = [(p.topic, p.index) for p, *_ in waiting]
-    if not broker.produce_purgatory.try_complete_else_watch(op, keys):
-        await op
+    await wait_for_isr(broker.produce_purgatory, timeout_ms, waiting)
     return RawResponse(produce_response(version, results))
+
+
+def _failer(partitions: list, slot: int):
+    """Turns the partition's result at ``slot`` into a failure with the given code."""
+
+    def fail(code: int) -> None:
+        partitions[slot] = (partitions[slot][0], code, -1, -1, -1, None, None)
+
+    return fail
 
 
 @fast_lane(0)

@@ -17,12 +17,15 @@ import asyncio
 import logging
 
 from odradek._tasks import cancel_and_wait
-from odradek.broker.broker_connection import BrokerConnection, BrokerConnectionError
 from odradek.broker.txn.markers import write_markers
+from odradek.net.connection import Connection
+from odradek.net.connection_errors import ClientError
 from odradek.protocol import messages
 from odradek.protocol.errors import ErrorCode
 
 log = logging.getLogger(__name__)
+
+_LINK_ERRORS = (ClientError, OSError)  # the connection failed or timed out: reconnect
 
 WRITE_TXN_MARKERS_KEY = 27
 WRITE_TXN_MARKERS_VERSION = 1
@@ -36,7 +39,7 @@ class MarkerChannel:
         self.request_timeout_ms = request_timeout_ms
         self._results: dict[tuple, int] = {}  # (pid, epoch, committed, (topic, index)) -> code
         self._in_flight: set[tuple] = set()  # (pid, epoch, committed, leader)
-        self._connections: dict[int, BrokerConnection] = {}
+        self._connections: dict[int, Connection] = {}
         self._tasks: set[asyncio.Task] = set()
 
     def write_markers(self, broker, producer_id, producer_epoch, coordinator_epoch, committed, partitions):
@@ -105,7 +108,7 @@ class MarkerChannel:
         try:
             conn = await self._connection(leader)
             response = await conn.send(WRITE_TXN_MARKERS_KEY, request, version=WRITE_TXN_MARKERS_VERSION)
-        except BrokerConnectionError as exc:
+        except _LINK_ERRORS as exc:
             self._connections.pop(leader.node_id, None)
             log.info("transaction markers to broker %d not sent: %s; retrying", leader.node_id, exc)
             return
@@ -117,10 +120,10 @@ class MarkerChannel:
                     )
         self.on_result()
 
-    async def _connection(self, leader) -> BrokerConnection:
+    async def _connection(self, leader) -> Connection:
         conn = self._connections.get(leader.node_id)
         if conn is None or conn.closed or (conn.host, conn.port) != (leader.host, leader.port):
-            conn = BrokerConnection(
+            conn = Connection(
                 leader.host,
                 leader.port,
                 leader.node_id,
