@@ -44,6 +44,7 @@ def up(brokers, data_dir, base_port, zookeeper_port, racks, overrides):
       odradek cluster up --brokers 5 --racks a,a,b,b,c
       odradek cluster up --override default.replication.factor=3 --override min.insync.replicas=2
     """
+    from odradek.testing.embedded_cluster import stop_all
     from odradek.testing.process import BrokerProcess
     from odradek.testing.zookeeper import ZooKeeperNotInstalledError, ZooKeeperServer, ZooKeeperStartError
 
@@ -100,11 +101,10 @@ def up(brokers, data_dir, base_port, zookeeper_port, racks, overrides):
                     click.echo(f"broker {broker.node_id} exited with code {broker.proc.returncode}; see {broker.log_path}", err=True)
                     stop.set()
     finally:
+        running = [b for b in started if b.proc is not None and b.proc.poll() is None]
+        codes = dict(zip((b.node_id for b in running), stop_all(running), strict=True))
         for broker in started:
-            if broker.proc is not None and broker.proc.poll() is None:
-                broker.proc.send_signal(signal.SIGTERM)
-        for broker in started:
-            code = broker.stop()
+            code = codes.get(broker.node_id, broker.proc.returncode)
             click.echo(f"broker {broker.node_id} stopped (exit code {code})")
         if zookeeper.running:
             zookeeper.stop()

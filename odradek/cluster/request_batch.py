@@ -39,12 +39,14 @@ class RequestBatch:
 
     def add_leader_and_isr(self, brokers: Iterable[int], tp: TopicPartition, *, is_new: bool = False) -> None:
         """Tell ``brokers`` (live ones only) the partition's current leader and ISR; every live
-        broker also gets UpdateMetadata for it, as Kafka does."""
-        live = self.ctx.live_or_shutting_down_broker_ids
+        broker also gets UpdateMetadata for it, as Kafka does. A broker in controlled shutdown is
+        left out: it gets StopReplica instead, so it never follows again (and so is never taken
+        back into an ISR) before it exits."""
+        live = self.ctx.live_broker_ids
         for broker in brokers:
             if broker in live:
                 self.leader_and_isr[broker][tp] = is_new or self.leader_and_isr[broker].get(tp, False)
-        self.add_update_metadata(live, [tp])
+        self.add_update_metadata(self.ctx.live_or_shutting_down_broker_ids, [tp])
 
     def add_update_metadata(self, brokers: Iterable[int], partitions: Iterable[TopicPartition]) -> None:
         self.metadata_brokers.update(brokers)

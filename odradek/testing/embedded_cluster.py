@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import shutil
 import signal
+import subprocess
 import tempfile
 import time
 import uuid
@@ -38,6 +39,22 @@ from odradek.testing.zookeeper import ZooKeeperServer
 
 # Quick failure detection for tests: ZooKeeper (tick 500 ms) allows 1 s to 10 s.
 DEFAULT_SESSION_TIMEOUT_MS = 4000
+
+
+def stop_all(brokers: list[BrokerProcess], timeout: float = 30.0) -> list[int]:
+    """SIGTERM every broker at once (each shutdown is short and none waits for the others), then
+    wait for each exit (SIGKILL after ``timeout``); the exit codes, in order. Each gets exactly one
+    SIGTERM: a second one could land after its handler is gone and kill it mid-shutdown."""
+    for broker in brokers:
+        broker.proc.send_signal(signal.SIGTERM)
+    codes = []
+    for broker in brokers:
+        try:
+            codes.append(broker.proc.wait(timeout))
+        except subprocess.TimeoutExpired:
+            broker.proc.kill()
+            codes.append(broker.proc.wait())
+    return codes
 
 
 class EmbeddedClusterError(RuntimeError):
@@ -146,10 +163,7 @@ class EmbeddedCluster:
                 pass
             self._admin = None
         running = [b for b in self.brokers.values() if b.proc is not None and b.proc.poll() is None]
-        for broker in running:  # all at once: each shutdown is short, none waits for the others
-            broker.proc.send_signal(signal.SIGTERM)
-        for broker in running:
-            broker.stop()  # waits for the exit (SIGKILL after 30 s)
+        stop_all(running)
         if self.zookeeper is not None:
             self.zookeeper.stop()
         if self._tmp is not None:
