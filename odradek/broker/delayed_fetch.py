@@ -11,7 +11,15 @@ from odradek.broker.purgatory import DelayedOperation
 
 class DelayedFetch(DelayedOperation):
     def __init__(
-        self, replicas, plan, max_bytes: int, isolation_level: int, min_bytes: int, max_wait_ms: int
+        self,
+        replicas,
+        plan,
+        max_bytes: int,
+        isolation_level: int,
+        min_bytes: int,
+        max_wait_ms: int,
+        replica_id: int = -1,
+        follower_reads: bool = False,
     ):
         super().__init__(max_wait_ms)
         self.replicas = replicas  # the ReplicaManager
@@ -19,10 +27,17 @@ class DelayedFetch(DelayedOperation):
         self.max_bytes = max_bytes
         self.isolation_level = isolation_level
         self.min_bytes = min_bytes
+        self.replica_id = replica_id  # a follower reads up to the log end
+        self.follower_reads = follower_reads  # a consumer may read a follower (v11+)
 
     def try_complete(self) -> bool:
         _, total, had_error = self.replicas.read(
-            self.plan, self.max_bytes, self.isolation_level, sizes_only=True
+            self.plan,
+            self.max_bytes,
+            self.isolation_level,
+            sizes_only=True,
+            replica_id=self.replica_id,
+            follower_reads=self.follower_reads,
         )
         if total >= self.min_bytes or had_error:
             return self.force_complete()

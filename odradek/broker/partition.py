@@ -13,7 +13,9 @@ truncation come with replication. Called only from the event loop.
 
 from __future__ import annotations
 
+import logging
 import time
+from dataclasses import dataclass
 
 from odradek.broker.broker_metrics import TopicCounters
 from odradek.cluster.metadata_image import PartitionState
@@ -22,6 +24,20 @@ from odradek.protocol import errors
 # ListOffsets' special timestamps
 EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP = -2, -1, -3
 EARLIEST_LOCAL_TIMESTAMP = -4  # KIP-405: without tiered storage, the log start offset
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class FollowerState:
+    """What the leader knows of one follower (Kafka's Replica): its log end offset as of its
+    last fetch (-1 until it fetches), and the times behind ``replica.lag.time.max.ms``."""
+
+    leo: int = -1
+    log_start: int = -1
+    last_fetch_ms: int = 0
+    last_fetch_leader_leo: int = -1
+    last_caught_up_ms: int = 0
 
 
 class Partition:
@@ -32,7 +48,10 @@ class Partition:
         self.node_id = node_id
         self.log_config = log_config
         self.state = state
-        self._follower_leos: dict[int, int] = {}  # replica id -> its log end offset, as last fetched
+        self._followers: dict[int, FollowerState] = {}  # as leader: replica id -> what it fetched
+        self.controller_epoch = -1  # of the controller that last set the role
+        self.leader_epoch_start_offset = 0  # the log end offset when this leader epoch began
+        self.isr_change_in_flight = False  # a ZooKeeper write of a new ISR is pending
         self.counters = TopicCounters()  # the replica manager shares one per topic
 
     # -- role ----------------------------------------------------------------------------
@@ -46,9 +65,53 @@ class Partition:
         return self.state.leader == self.node_id
 
     def become_leader(self, state: PartitionState) -> None:
+        """Lead with ``state`` from the local metadata image (single node: this broker
+        alone in the ISR)."""
         self.state = state
         self.log.assign_epoch(state.leader_epoch, self.log.log_end_offset)
+        self._followers = {r: FollowerState() for r in state.replicas if r != self.node_id}
         self._maybe_advance_high_watermark()
+
+    def make_leader(self, state: PartitionState, controller_epoch: int, now_ms: int) -> bool:
+        """Lead with ``state`` (LeaderAndIsr). A new leader epoch starts at the log end
+        offset; every follower's log end offset is unknown until it fetches, and those in
+        the ISR count as caught up now (Kafka's makeLeader). Returns whether this broker
+        was not leading this epoch before."""
+        is_new = not self.is_leader or state.leader_epoch != self.state.leader_epoch
+        self.state = _copy_state(state)
+        self.controller_epoch = controller_epoch
+        leo = self.log.log_end_offset
+        if is_new:
+            self.leader_epoch_start_offset = leo
+            latest = self.log.latest_epoch
+            if latest is None or state.leader_epoch > latest:
+                self.log.assign_epoch(state.leader_epoch, leo)
+            self._followers = {
+                r: FollowerState(last_caught_up_ms=now_ms if r in state.isr else 0)
+                for r in state.replicas
+                if r != self.node_id
+            }
+        else:  # same epoch, new replicas or ISR: keep what is known of the followers
+            old = self._followers
+            self._followers = {
+                r: old.get(r) or FollowerState(last_caught_up_ms=now_ms if r in state.isr else 0)
+                for r in state.replicas
+                if r != self.node_id
+            }
+        self.isr_change_in_flight = False
+        self._maybe_advance_high_watermark()
+        return is_new
+
+    def make_follower(self, state: PartitionState, controller_epoch: int) -> bool:
+        """Follow ``state.leader`` (LeaderAndIsr). Returns whether the leader or its epoch
+        changed, i.e. whether the fetcher must start over (and truncate)."""
+        changed = state.leader != self.state.leader or state.leader_epoch != self.state.leader_epoch
+        was_leader = self.is_leader
+        self.state = _copy_state(state)
+        self.controller_epoch = controller_epoch
+        self._followers = {}
+        self.isr_change_in_flight = False
+        return changed or was_leader
 
     def update_config(self, log_config) -> None:
         self.log_config = log_config
@@ -78,27 +141,144 @@ class Partition:
         """Bytes of the local log, every segment."""
         return self.log.size
 
-    def update_follower_fetch_state(self, replica_id: int, log_end_offset: int) -> bool:
+    def update_follower_fetch_state(
+        self, replica_id: int, log_end_offset: int, now_ms: int | None = None, log_start_offset: int = -1
+    ) -> bool:
         """A follower fetched from ``log_end_offset``: everything below is in its log. Returns
-        whether the high watermark moved."""
-        self._follower_leos[replica_id] = log_end_offset
+        whether the high watermark moved. A replica not assigned to this partition is
+        answered NOT_LEADER_OR_FOLLOWER (Kafka's followerReplicaOrThrow)."""
+        follower = self._followers.get(replica_id)
+        if follower is None:
+            raise errors.NotLeaderOrFollowerError(
+                f"{self}: fetch from broker {replica_id}, which is not a replica ({self.state.replicas})"
+            )
+        if now_ms is None:
+            now_ms = int(time.time() * 1000)
+        leader_leo = self.log.log_end_offset
+        if log_end_offset >= leader_leo:
+            follower.last_caught_up_ms = now_ms
+        elif log_end_offset >= follower.last_fetch_leader_leo >= 0:
+            follower.last_caught_up_ms = max(follower.last_caught_up_ms, follower.last_fetch_ms)
+        follower.leo = log_end_offset
+        if log_start_offset >= 0:
+            follower.log_start = log_start_offset
+        follower.last_fetch_ms = now_ms
+        follower.last_fetch_leader_leo = leader_leo
         return self._maybe_advance_high_watermark()
+
+    def follower_states(self) -> dict[int, FollowerState]:
+        return self._followers
 
     def _maybe_advance_high_watermark(self) -> bool:
         """The high watermark follows the smallest log end offset in the ISR (a follower not
-        heard from yet counts as 0); it never moves back."""
+        heard from yet holds it where it is); it never moves back."""
         isr = self.state.isr
         if len(isr) == 1 and isr[0] == self.node_id:  # a single in-sync replica: this one
             return self.log.raise_high_watermark(self.log.log_end_offset)
-        leos = [self.log.log_end_offset]
-        leos += [self._follower_leos.get(r, 0) for r in isr if r != self.node_id]
-        return self.log.raise_high_watermark(min(leos))
+        low = self.log.log_end_offset
+        followers = self._followers
+        for r in isr:
+            if r != self.node_id:
+                follower = followers.get(r)
+                leo = follower.leo if follower is not None else -1
+                if leo < low:
+                    low = leo
+        if low < 0:
+            return False
+        return self.log.raise_high_watermark(low)
+
+    # -- the ISR (leader) ----------------------------------------------------------------
+
+    def isr_to_shrink(self, now_ms: int, max_lag_ms: int) -> list[int] | None:
+        """The ISR without the followers not caught up for ``max_lag_ms`` (Kafka's
+        maybeShrinkIsr), or None when nothing changes."""
+        if not self.is_leader or self.isr_change_in_flight:
+            return None
+        out = [
+            r
+            for r in self.state.isr
+            if r != self.node_id
+            and now_ms - self._followers.get(r, FollowerState()).last_caught_up_ms > max_lag_ms
+        ]
+        if not out:
+            return None
+        return [r for r in self.state.isr if r not in out]
+
+    def isr_to_expand(self, replica_id: int) -> list[int] | None:
+        """The ISR with ``replica_id`` added when it has caught up: its log reaches the high
+        watermark and the start of this leader epoch (Kafka's maybeExpandIsr); else None."""
+        if not self.is_leader or self.isr_change_in_flight or replica_id in self.state.isr:
+            return None
+        follower = self._followers.get(replica_id)
+        if follower is None or replica_id not in self.state.replicas:
+            return None
+        if follower.leo >= self.high_watermark and follower.leo >= self.leader_epoch_start_offset:
+            return [*self.state.isr, replica_id]
+        return None
+
+    def apply_isr(self, isr: list[int], zk_version: int) -> bool:
+        """Take ``isr`` as written (the state znode now at ``zk_version``); returns whether
+        the high watermark moved (a smaller ISR can let it advance)."""
+        self.state.isr = list(isr)
+        self.state.partition_epoch = zk_version
+        return self._maybe_advance_high_watermark()
+
+    @property
+    def low_watermark(self) -> int:
+        """The smallest log start offset over the leader and the followers in the ISR, as
+        their fetches last said (DeleteRecords answers it; -1 while one has not said)."""
+        low = self.log.log_start_offset
+        for r in self.state.isr:
+            if r != self.node_id:
+                follower = self._followers.get(r)
+                start = follower.log_start if follower is not None else -1
+                if start < low:
+                    low = start
+        return low
+
+    @property
+    def under_min_isr(self) -> bool:
+        return len(self.state.isr) < self.log_config.min_insync_replicas
+
+    # -- the follower ----------------------------------------------------------------------
+
+    def append_as_follower(self, records) -> int:
+        """Write the leader's batches as they are; returns the new log end offset."""
+        self.log.append_as_follower(records)
+        return self.log.log_end_offset
+
+    def update_follower_high_watermark(self, leader_hw: int, leader_log_start: int) -> None:
+        """What the leader's fetch answer said: the high watermark (never past this log's end)
+        and the log start offset (records below it were deleted on the leader)."""
+        log_ = self.log
+        hw = min(leader_hw, log_.log_end_offset)
+        if hw > log_.high_watermark:
+            log_.high_watermark = hw
+        if leader_log_start > log_.log_start_offset and leader_log_start <= log_.high_watermark:
+            log_.maybe_increment_log_start_offset(leader_log_start)
+
+    def truncate_to(self, offset: int) -> bool:
+        """Drop every record at or past ``offset`` (diverged from the leader)."""
+        return self.log.truncate_to(offset)
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        self.log.truncate_fully_and_start_at(offset)
 
     # -- data ----------------------------------------------------------------------------
 
     def check_leader(self, current_leader_epoch: int = -1) -> None:
         if not self.is_leader:
             raise errors.NotLeaderOrFollowerError(f"broker {self.node_id} is not the leader of {self}")
+        if current_leader_epoch >= 0:
+            if current_leader_epoch < self.leader_epoch:
+                raise errors.FencedLeaderEpochError(f"epoch {current_leader_epoch} < {self.leader_epoch}")
+            if current_leader_epoch > self.leader_epoch:
+                raise errors.UnknownLeaderEpochError(f"epoch {current_leader_epoch} > {self.leader_epoch}")
+
+    def check_replica(self, current_leader_epoch: int = -1) -> None:
+        """A consumer may read a follower (KIP-392) as long as it knows the same epoch."""
+        if self.state.leader < 0:
+            raise errors.NotLeaderOrFollowerError(f"broker {self.node_id} does not replicate {self} now")
         if current_leader_epoch >= 0:
             if current_leader_epoch < self.leader_epoch:
                 raise errors.FencedLeaderEpochError(f"epoch {current_leader_epoch} < {self.leader_epoch}")
@@ -197,3 +377,9 @@ class Partition:
 
     def __str__(self) -> str:
         return f"{self.topic}-{self.index}"
+
+
+def _copy_state(state: PartitionState) -> PartitionState:
+    return PartitionState(
+        state.leader, state.leader_epoch, list(state.replicas), list(state.isr), state.partition_epoch
+    )

@@ -10,6 +10,15 @@ topic with more than ``INLINE_CREATES`` new local partitions gets its logs from 
 task that works in slices of ``CREATE_SLICE_S`` and yields to the loop between them; its
 partitions appear as their logs do, ``logs_ready(name)`` waits for the last, and
 ``on_ready(name)`` is called then (the broker re-announces the topic to the coordinators).
+
+In a cluster (``enable_replication``) the controller decides what this broker leads and
+follows: ``become_leader_or_follower`` (LeaderAndIsr) and ``stop_replicas`` (StopReplica)
+create the partitions, make them leaders or followers and hand followers to the replica
+fetchers (``replica_fetcher.py``). As leader it records followers' fetches
+(``read_for_follower``), moves high watermarks, shrinks the ISR of followers lagging more
+than ``replica.lag.time.max.ms`` and expands it when they catch up (``isr_updater.py``
+writes the change to ZooKeeper), and completes acks=all produces waiting in the produce
+purgatory (``delayed_produce.py``). In single-node mode none of this runs.
 """
 
 from __future__ import annotations
@@ -21,7 +30,9 @@ import time
 from odradek._tasks import cancel_and_wait
 from odradek.broker.broker_metrics import BrokerTopicMetrics, ReplicaMetrics
 from odradek.broker.partition import Partition
+from odradek.cluster.metadata_image import BrokerInfo, PartitionState
 from odradek.protocol import errors
+from odradek.protocol.errors import ErrorCode
 
 log = logging.getLogger(__name__)
 
@@ -41,12 +52,32 @@ class ReplicaManager:
         self._creating: dict[str, asyncio.Task] = {}  # topic -> task creating its logs
         self.topic_metrics = BrokerTopicMetrics()
         self.replica_metrics = ReplicaMetrics()
+        # -- replication (cluster mode; see enable_replication) --
+        self.replicated = False  # LeaderAndIsr, not the local image, decides roles
+        self.controller_epoch = -1
+        self.broker_epoch = -1  # the czxid of this broker's registration, once registered
+        self.fetchers = None  # ReplicaFetcherManager
+        self.isr_updater = None  # IsrUpdater, or None: ISR changes are applied here alone
+        self.on_high_watermark = lambda key: None  # wakes the fetch and produce purgatories
+        self.on_role_change = lambda partition, leader: None  # coordinators load / unload
+        self.replica_lag_time_max_ms = 30000
+        self.replica_selector = None  # KIP-392: (partition, client rack, fetch offset) -> replica id or None
+        self._tasks: set[asyncio.Task] = set()
 
     # -- keeping in step with metadata ------------------------------------------------------
 
     def sync_topic(self, name: str) -> None:
-        """Create or refresh the local replicas of ``name`` from the metadata image."""
+        """Create or refresh the local replicas of ``name`` from the metadata image. With
+        replication the controller creates and deletes replicas (LeaderAndIsr, StopReplica);
+        the image only refreshes their configs."""
         topic = self.store.image.topics.get(name)
+        if self.replicated:
+            if topic is not None:
+                config = self.log_config_for(name)
+                for (t, _), partition in self.partitions.items():
+                    if t == name:
+                        partition.update_config(config)
+            return
         if topic is None:
             self.remove_topic(name)
             return
@@ -152,12 +183,254 @@ class ReplicaManager:
     async def close(self) -> None:
         await cancel_and_wait(*self._creating.values())
         self._creating.clear()
+        if self.fetchers is not None:
+            await self.fetchers.close()
+        await cancel_and_wait(*self._tasks)
+        if self.isr_updater is not None:
+            await self.isr_updater.close()
+
+    def track(self, task: asyncio.Task) -> None:
+        """Keep a background task until it ends; its failure is logged, close() cancels it."""
+        self._tasks.add(task)
+        task.add_done_callback(self._task_done)
+
+    def _task_done(self, task: asyncio.Task) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("replica manager task %s failed", task.get_name(), exc_info=task.exception())
+
+    # -- replication: roles from the controller (LeaderAndIsr, StopReplica) --------------
+
+    def enable_replication(self, config_get, isr_updater=None) -> None:
+        """Cluster mode: roles come from the controller, followers fetch, the ISR is kept.
+        ``config_get`` reads broker config keys; ``isr_updater`` writes ISR changes to
+        ZooKeeper (None: applied locally, for tests without a controller)."""
+        from odradek.broker.replica_fetcher import FetcherConfig, ReplicaFetcherManager
+        from odradek.broker.replica_selector import replica_selector
+
+        self.replicated = True
+        self.isr_updater = isr_updater
+        self.replica_selector = replica_selector(config_get("replica.selector.class"), self.store)
+        self.replica_lag_time_max_ms = config_get("replica.lag.time.max.ms")
+        self.fetchers = ReplicaFetcherManager(self, FetcherConfig.from_getter(self.node_id, config_get))
+        self.track(asyncio.get_running_loop().create_task(self._isr_expiration(), name="isr-expiration"))
+
+    def become_leader_or_follower(self, request) -> tuple[int, list[tuple[str, int, int]]]:
+        """Apply a LeaderAndIsr request (Kafka's becomeLeaderOrFollower). ``request`` has
+        Kafka's fields (``controller_epoch``, ``topic_states[].partition_states[]`` with
+        ``leader``, ``leader_epoch``, ``isr``, ``replicas``, ``partition_epoch``; and
+        ``live_leaders[]`` with ``broker_id``, ``host_name``, ``port``). Returns the
+        request's error code and ``(topic, partition, error code)`` per partition:
+        STALE_CONTROLLER_EPOCH for an older controller (nothing applied) or a leader epoch
+        older than the one this broker has, UNKNOWN_TOPIC_OR_PARTITION when this broker is
+        not a replica, KAFKA_STORAGE_ERROR when its log dir is offline."""
+        if request.controller_epoch < self.controller_epoch:
+            log.warning(
+                "ignoring LeaderAndIsr from controller %d with epoch %d: the current controller epoch is %d",
+                request.controller_epoch,
+                request.controller_epoch,
+                self.controller_epoch,
+            )
+            return ErrorCode.stale_controller_epoch, []
+        self.controller_epoch = request.controller_epoch
+        leaders = {b.broker_id: BrokerInfo(b.broker_id, b.host_name, b.port) for b in request.live_leaders}
+        results = []
+        now_ms = int(time.time() * 1000)
+        for topic_state in request.topic_states:
+            name = topic_state.topic_name
+            for ps in topic_state.partition_states:
+                key = (name, ps.partition_index)
+                code = self._apply_partition_state(key, ps, request.controller_epoch, leaders, now_ms)
+                results.append((name, ps.partition_index, code))
+        return 0, results
+
+    def _apply_partition_state(self, key, ps, controller_epoch: int, leaders, now_ms: int) -> int:
+        name, index = key
+        replicas = list(ps.replicas)
+        if self.node_id not in replicas:
+            log.warning("LeaderAndIsr for %s-%d, of which broker %d is not a replica", name, index, self.node_id)
+            return ErrorCode.unknown_topic_or_partition
+        partition = self.partitions.get(key)
+        if partition is not None and ps.leader_epoch < partition.leader_epoch:
+            log.warning(
+                "ignoring LeaderAndIsr for %s-%d with leader epoch %d: this broker has epoch %d",
+                name,
+                index,
+                ps.leader_epoch,
+                partition.leader_epoch,
+            )
+            return ErrorCode.stale_controller_epoch
+        state = PartitionState(ps.leader, ps.leader_epoch, replicas, list(ps.isr), ps.partition_epoch)
+        try:
+            if partition is None:
+                config = self.log_config_for(name)
+                plog = self.log_manager.get_or_create_log(name, index, config, sync_dir=True)
+                partition = Partition(name, index, plog, state, self.node_id, config)
+                partition.state = PartitionState(-1, -1, replicas, [], ps.partition_epoch)  # no role yet
+                partition.counters = self.topic_metrics.for_topic(name)
+                self.partitions[key] = partition
+            if ps.leader == self.node_id:
+                self.fetchers.remove_partition(key)
+                if partition.make_leader(state, controller_epoch, now_ms):
+                    log.info("%s: leader at epoch %d, ISR %s", partition, state.leader_epoch, state.isr)
+                    self.on_role_change(partition, True)
+            else:
+                was_leader = partition.is_leader
+                changed = partition.make_follower(state, controller_epoch)
+                if was_leader:
+                    self.on_role_change(partition, False)
+                leader = leaders.get(ps.leader)
+                if ps.leader < 0 or leader is None:
+                    self.fetchers.remove_partition(key)  # no live leader: wait for the next state
+                elif changed or self.fetchers.leader_of(key) != ps.leader:
+                    self.fetchers.add_partition(key, leader, state.leader_epoch)
+                    log.info("%s: follower of broker %d at epoch %d", partition, ps.leader, state.leader_epoch)
+            self.on_high_watermark(key)  # waiting produces and fetches re-check their partition
+        except errors.KafkaStorageErrorError as exc:
+            log.error("LeaderAndIsr for %s-%d: %s", name, index, exc.message)
+            return ErrorCode.kafka_storage_error
+        return 0
+
+    def stop_replicas(self, request) -> tuple[int, list[tuple[str, int, int]]]:
+        """Apply a StopReplica request (Kafka's stopReplicas): stop fetching, stop leading,
+        and with ``delete_partition`` delete the log. A leader epoch older than this
+        broker's answers FENCED_LEADER_EPOCH (-1 and -2, "no epoch" and "during a topic
+        deletion", always match)."""
+        if request.controller_epoch < self.controller_epoch:
+            return ErrorCode.stale_controller_epoch, []
+        self.controller_epoch = request.controller_epoch
+        results = []
+        for topic_state in request.topic_states:
+            name = topic_state.topic_name
+            for ps in topic_state.partition_states:
+                key = (name, ps.partition_index)
+                results.append((name, ps.partition_index, self._stop_replica(key, ps.leader_epoch, ps.delete_partition)))
+        return 0, results
+
+    def _stop_replica(self, key, leader_epoch: int, delete: bool) -> int:
+        partition = self.partitions.get(key)
+        if partition is not None and leader_epoch >= 0 and leader_epoch < partition.leader_epoch:
+            return ErrorCode.fenced_leader_epoch
+        if self.fetchers is not None:
+            self.fetchers.remove_partition(key)
+        if partition is None:
+            if delete and self.log_manager.get_log(*key) is not None:
+                self.log_manager.delete_log(*key)
+            return 0
+        was_leader = partition.is_leader
+        state = partition.state
+        partition.state = PartitionState(-1, state.leader_epoch, state.replicas, [], state.partition_epoch)
+        if delete:
+            self.partitions.pop(key, None)
+            self.log_manager.delete_log(*key)
+        if was_leader:
+            self.on_role_change(partition, False)
+        self.on_high_watermark(key)
+        return 0
+
+    # -- replication: the leader's side ----------------------------------------------------
+
+    def read_for_follower(
+        self, replica_id: int, plan, max_bytes: int, *, file_slices: bool = False, log_starts=None
+    ):
+        """A follower's fetch: record how far each of its logs reaches (its fetch offset) and
+        where it starts (``log_starts``: (topic, partition) -> its log start offset),
+        advancing high watermarks and low watermarks and expanding ISRs, then read up to the
+        log end (not the high watermark). Same results as ``read``."""
+        now_ms = int(time.time() * 1000)
+        for topic, index, offset, _, epoch in plan:
+            partition = self.partitions.get((topic, index))
+            if partition is None or not partition.is_leader:
+                continue
+            key = (topic, index)
+            try:
+                partition.check_leader(epoch)
+                low = partition.low_watermark
+                moved = partition.update_follower_fetch_state(
+                    replica_id, offset, now_ms, log_starts.get(key, -1) if log_starts else -1
+                )
+            except errors.KafkaError:
+                continue  # answered below by the read's own checks
+            expanded = partition.isr_to_expand(replica_id)
+            if expanded is not None:
+                self.change_isr(partition, expanded, f"broker {replica_id} caught up")
+            if moved or partition.low_watermark != low:
+                self.on_high_watermark(key)
+        return self.read(plan, max_bytes, 0, file_slices=file_slices, replica_id=replica_id)
+
+    def on_follower_append(self, key) -> None:
+        """A fetcher appended to a follower: fetches waiting here (other followers, rare) wake."""
+        self.on_append(key)
+
+    def change_isr(self, partition: Partition, isr: list[int], why: str) -> None:
+        """Record ``isr`` for ``partition`` (ZooKeeper first when there is an updater)."""
+        if self.isr_updater is None:
+            self._apply_isr(partition, isr, partition.state.partition_epoch + 1, why)
+            return
+        partition.isr_change_in_flight = True
+        self.track(
+            asyncio.get_running_loop().create_task(self._write_isr(partition, isr, why), name=f"isr-{partition}")
+        )
+
+    async def _write_isr(self, partition: Partition, isr: list[int], why: str) -> None:
+        state = partition.state
+        epoch = state.leader_epoch
+        try:
+            version = await self.isr_updater.write(
+                partition.topic,
+                partition.index,
+                self.node_id,
+                epoch,
+                isr,
+                partition.controller_epoch,
+                state.partition_epoch,
+            )
+        except Exception as exc:
+            log.warning(
+                "%s: could not record ISR %s (%s): %s; waiting for the controller's next state",
+                partition,
+                isr,
+                why,
+                exc,
+            )
+            return
+        finally:
+            partition.isr_change_in_flight = False
+        if partition.is_leader and partition.leader_epoch == epoch:
+            self._apply_isr(partition, isr, version, why)
+
+    def _apply_isr(self, partition: Partition, isr: list[int], version: int, why: str) -> None:
+        old = list(partition.state.isr)
+        partition.apply_isr(isr, version)
+        if len(isr) < len(old):
+            self.replica_metrics.isr_shrinks += 1
+        else:
+            self.replica_metrics.isr_expands += 1
+        level = logging.WARNING if len(isr) < len(old) else logging.INFO
+        log.log(level, "%s: ISR %s -> %s (%s)", partition, old, isr, why)
+        self.on_high_watermark((partition.topic, partition.index))
+
+    async def _isr_expiration(self) -> None:
+        """Kafka's isr-expiration task: every half of ``replica.lag.time.max.ms``."""
+        while True:
+            await asyncio.sleep(max(self.replica_lag_time_max_ms / 2000, 0.01))
+            now_ms = int(time.time() * 1000)
+            for partition in list(self.partitions.values()):
+                shrunk = partition.isr_to_shrink(now_ms, self.replica_lag_time_max_ms)
+                if shrunk is not None:
+                    out = [r for r in partition.state.isr if r not in shrunk]
+                    self.change_isr(
+                        partition, shrunk, f"{out} not caught up for {self.replica_lag_time_max_ms} ms"
+                    )
 
     # -- access ----------------------------------------------------------------------------
 
     def get_partition(self, topic: str, index: int) -> Partition:
         partition = self.partitions.get((topic, index))
         if partition is None:
+            info = self.store.image.topics.get(topic)
+            if info is not None and index in info.partitions:  # it exists, on other brokers (Kafka's rule)
+                raise errors.NotLeaderOrFollowerError(f"broker {self.node_id} hosts no replica of {topic}-{index}")
             raise errors.UnknownTopicOrPartitionError(f"this broker has no partition {topic}-{index}")
         return partition
 
@@ -227,6 +500,9 @@ class ReplicaManager:
         *,
         file_slices: bool = False,
         sizes_only: bool = False,
+        replica_id: int = -1,
+        client_rack: str = "",
+        follower_reads: bool = False,
     ):
         """Read the partitions of a fetch (Kafka's ``readFromLocalLog``): ``plan`` is
         ``(topic, partition, fetch offset, partition max bytes, current leader epoch or -1)``
@@ -239,7 +515,12 @@ class ReplicaManager:
 
         Record data comes back as file slices with ``file_slices`` (the connection sends them
         with zero copy), else as bytes read from the page cache; ``sizes_only`` reads only how
-        much there is (a waiting fetch asking whether it can complete).
+        much there is (a waiting fetch asking whether it can complete). A follower
+        (``replica_id`` >= 0) reads up to the log end offset. In a cluster a consumer
+        speaking Fetch v11+ (``follower_reads``) may read a follower (up to its high
+        watermark), as Kafka allows since KIP-392; with a replica selector
+        (``replica.selector.class``, KIP-392) the leader answers a consumer with a
+        ``client_rack`` by naming a replica in that rack instead of sending records.
         """
         partitions = self.partitions
         results: dict[str, list] = {}
@@ -251,12 +532,25 @@ class ReplicaManager:
                 partition = partitions.get((topic, index))
                 if partition is None:
                     partition = self.get_partition(topic, index)  # raises
-                partition.check_leader(epoch)
+                if follower_reads and self.replicated and not partition.is_leader:
+                    partition.check_replica(epoch)
+                else:
+                    partition.check_leader(epoch)
+                if client_rack and self.replica_selector is not None and replica_id < 0:
+                    preferred = self.replica_selector(partition, client_rack, offset)
+                    if preferred is not None and preferred != self.node_id:
+                        hw = partition.high_watermark
+                        lso = partition.last_stable_offset
+                        out.append((index, 0, hw, lso, partition.log_start_offset, None, b"", preferred))
+                        continue
                 budget = min(partition_max, max_bytes - total)
                 lso = partition.last_stable_offset
-                read = partition.read(
-                    offset, max(budget, 0), isolation_level=isolation_level, min_one_message=total == 0
-                )
+                if replica_id < 0:
+                    read = partition.read(
+                        offset, max(budget, 0), isolation_level=isolation_level, min_one_message=total == 0
+                    )
+                else:
+                    read = partition.log.read(offset, max(budget, 0), min_one_message=total == 0)
                 records = None
                 size = 0
                 aborted = None

@@ -86,6 +86,7 @@ class Broker:
         # with sendfile instead.
         self.zero_copy = os.environ.get("ODRADEK_ZERO_COPY", "0") == "1"
         self.started = asyncio.Event()
+        self.cluster = None  # the ClusterNode in cluster mode (zookeeper.connect set)
         self._tasks: list[asyncio.Task] = []
         self._stopped = False
         self._dir_locks: list[DirLock] = []
@@ -122,14 +123,18 @@ class Broker:
         except HttpBindError as exc:
             raise StartupError(str(exc)) from None
         advertised = self._advertised()
-        try:
-            self.cluster_id = self._load_or_create_identity(log_dirs)
-        except errors.InconsistentClusterIdError as exc:
-            raise StartupError(exc.message) from None
-
-        self.store = LocalMetadataStore(
-            log_dirs[0], self.cluster_id, BrokerInfo(self.node_id, advertised[0], advertised[1], self.rack, self._advertised_endpoints())
-        )
+        if self.config.cluster_mode:
+            await self._connect_cluster(log_dirs, advertised)
+        else:
+            try:
+                self.cluster_id = self._load_or_create_identity(log_dirs)
+            except errors.InconsistentClusterIdError as exc:
+                raise StartupError(exc.message) from None
+            self.store = LocalMetadataStore(
+                log_dirs[0],
+                self.cluster_id,
+                BrokerInfo(self.node_id, advertised[0], advertised[1], self.rack, self._advertised_endpoints()),
+            )
         self.client_quotas = ClientQuotas(
             self.store,
             self.config.get("quota.window.num"),
@@ -141,14 +146,21 @@ class Broker:
             self.network.gates = RequestGates(self.authorizer)
         # KIP-226: the dynamic levels stored with the metadata; self.config is now the config in force.
         self.dynamic_config = DynamicBrokerConfig.attach(self)
-        self.controller = Controller(
-            self.store,
+        controller_settings = dict(
             default_partitions=self.default_partitions,
             default_replication_factor=self.default_replication_factor,
             validate_configs=self._validate_topic_configs,
             max_partitions_per_request=self.config.get("max.partitions.per.request"),
             broker_partition_limit=self._partition_limit,
         )
+        if self.cluster is not None:
+            from odradek.cluster.topic_admin import ClusterTopicAdmin
+
+            self.controller = ClusterTopicAdmin(
+                self.store, zk=self.cluster.zk, nudge_controller=self.cluster.nudge_topics, **controller_settings
+            )
+        else:
+            self.controller = Controller(self.store, **controller_settings)
         try:
             self.log_manager = LogManager(
                 [str(d) for d in log_dirs], self.log_config_for(None), config_for=self.log_config_for
@@ -161,6 +173,8 @@ class Broker:
         self._warn_if_over_capacity()
         self.timer = SystemTimer(loop=asyncio.get_running_loop())
         self.fetch_purgatory = DelayedOperationPurgatory("fetch", self.timer)
+        self.produce_purgatory = DelayedOperationPurgatory("produce", self.timer)
+        self.delete_records_purgatory = DelayedOperationPurgatory("delete-records", self.timer)
         self.replica_manager = ReplicaManager(
             self.node_id,
             self.log_manager,
@@ -169,8 +183,10 @@ class Broker:
             on_append=self.fetch_purgatory.check_and_complete,
             on_ready=lambda topic: self.controller.notify("ready", topic),
         )
-        self.replica_manager.sync_all()
-        self.controller.on_change(self._on_metadata_change)
+        self.replica_manager.on_high_watermark = self._on_high_watermark
+        if self.cluster is None:  # in a cluster, LeaderAndIsr and StopReplica say which replicas to host
+            self.replica_manager.sync_all()
+        self.controller.on_change(self._on_metadata_change)  # in a cluster: topic config changes
         self.group_coordinator = GroupCoordinator.for_broker(self)  # listens after the replica manager
         self.group_coordinator.start()
         self.share_fetches = ShareFetchManager(self)
@@ -179,6 +195,11 @@ class Broker:
         self.producer_ids = ProducerIdManager(self.store)
         self.transaction_coordinator = TransactionCoordinator.for_broker(self)  # after the groups: markers
         self.transaction_coordinator.start()  # on __consumer_offsets complete transactional commits
+        self.replica_manager.on_role_change = self._on_role_change
+        if self.cluster is not None:
+            from odradek.broker.isr_updater import IsrUpdater
+
+            self.enable_replication(IsrUpdater(self.cluster.zk))
 
         # -- log cleaner (compaction; odradek/storage/cleaner_manager.py) --
         self.log_cleaner = LogCleaner(
@@ -192,6 +213,8 @@ class Broker:
 
         self._tasks.append(asyncio.get_running_loop().create_task(self._periodic_flush()))
         await self.network.start_serving()
+        if self.cluster is not None:
+            await self._register_in_cluster()
         if self.http is not None:
             self.http.start()
         self.started.set()
@@ -205,6 +228,94 @@ class Broker:
             len(self.log_manager),
             open_files_limit(),
         )
+
+    # -- cluster mode ----------------------------------------------------------------------
+
+    async def _connect_cluster(self, log_dirs: list[Path], advertised: tuple[str, int]) -> None:
+        """Join the ZooKeeper-mode cluster as far as a start needs before loading logs: the
+        session, the cluster id and this broker's id (see cluster.cluster_node)."""
+        from odradek.cluster.cluster_node import ClusterNode, ClusterStartupError
+        from odradek.cluster.zk_data import BrokerEndpoint
+        from odradek.cluster.zk_store import ZkMetadataStore
+
+        stored_cluster, stored_node = self._stored_identity(log_dirs)
+        endpoints = []
+        for listener in self.config.advertised_listeners:
+            bound = self.network.bound.get(listener.name)
+            host = listener.host or (bound[0] if bound else "127.0.0.1")
+            port = listener.port or (bound[1] if bound else 0)
+            endpoints.append(BrokerEndpoint(listener.name, host, port, listener.security_protocol))
+        self.cluster = ClusterNode(self.config, endpoints, self.rack)
+        try:
+            await self.cluster.connect(stored_cluster, stored_node)
+        except ClusterStartupError as exc:
+            await self.cluster.zk.close()
+            raise StartupError(str(exc)) from None
+        self.node_id = self.cluster.broker_id
+        self.cluster_id = self.cluster.cluster_id
+        for d in log_dirs:
+            if read_meta_properties(str(d)) is None:
+                write_meta_properties(str(d), self.node_id, self.cluster_id)
+        self.store = ZkMetadataStore(
+            self.cluster.zk,
+            self.cluster_id,
+            BrokerInfo(self.node_id, advertised[0], advertised[1], self.rack, self._advertised_endpoints()),
+            self.config.advertised_listeners[0].name,
+        )
+        await self.store.load()
+        self.cluster.on_session_lost = self._stop_leading
+        self.cluster.on_config_change = self._on_config_change
+
+    def _stored_identity(self, log_dirs: list[Path]) -> tuple[str | None, int | None]:
+        cluster_id = node_id = None
+        for d in log_dirs:
+            meta = read_meta_properties(str(d))
+            if meta is None:
+                continue
+            stored_node = int(meta.get("node.id", meta.get("broker.id", -1)))
+            if node_id is not None and stored_node != node_id or cluster_id is not None and meta.get("cluster.id") != cluster_id:
+                raise StartupError(f"log dirs disagree on the broker id or cluster id ({d}/meta.properties)")
+            node_id, cluster_id = stored_node, meta.get("cluster.id")
+        return cluster_id, node_id
+
+    async def _register_in_cluster(self) -> None:
+        from odradek.cluster.cluster_node import ClusterStartupError
+
+        self.cluster.on_registered = self._on_registered
+        try:
+            await self.cluster.register()
+        except ClusterStartupError as exc:
+            raise StartupError(str(exc)) from None
+
+    def _on_registered(self, broker_epoch: int) -> None:
+        """Requests the controller meant for an earlier registration are refused from now on."""
+        self.replica_manager.broker_epoch = broker_epoch
+
+    def _stop_leading(self) -> None:
+        """The ZooKeeper session expired: another broker may lead our partitions by now."""
+        from odradek.cluster.cluster_node import demoted
+
+        for partition in self.replica_manager.partitions.values():
+            if partition.is_leader:
+                partition.state = demoted(partition.state)
+
+    async def _on_config_change(self, entity_path: str) -> None:
+        changed = await self.store.reload_config(entity_path)
+        if changed is None:
+            return
+        entity_type, name = changed
+        if entity_type == "topics":
+            config = self.log_config_for(name)
+            for (topic, _), partition in list(self.replica_manager.partitions.items()):
+                if topic == name:
+                    partition.update_config(config)
+            self.controller.notify("configs", name)
+        else:
+            self.dynamic_config.reload()
+
+    def controller_address(self, controller_id: int) -> tuple[str, int] | None:
+        info = self.image.brokers.get(controller_id)
+        return (info.host, info.port) if info is not None else None
 
     async def _bind(self) -> None:
         try:
@@ -341,17 +452,28 @@ class Broker:
         started = self.started.is_set()
         if started:
             log.info("odradek broker %d shutting down", self.node_id)
+        if self.cluster is not None and started and self.config.get("controlled.shutdown.enable"):
+            await self.cluster.controlled_shutdown(self.controller_address)
         if self.http is not None:
             await self.http.close()
         if hasattr(self, "network"):
             await self.network.stop()
         await cancel_and_wait(*self._tasks)
+        if self.cluster is not None:  # leave the cluster: our znodes go now, not after the session timeout
+            for part in (getattr(self, "controller", None), self.cluster, getattr(self, "store", None)):
+                close = getattr(part, "close", None)
+                if close is not None:
+                    await close()
         if hasattr(self, "replica_manager"):
             await self.replica_manager.close()
         if hasattr(self, "fetch_purgatory"):
             self.fetch_purgatory.close()
+            self.produce_purgatory.close()
+            self.delete_records_purgatory.close()
         if hasattr(self, "transaction_coordinator"):
             await self.transaction_coordinator.close()
+        if hasattr(self, "marker_channel"):
+            await self.marker_channel.close()
         if hasattr(self, "group_coordinator"):
             await self.group_coordinator.close()
         if hasattr(self, "log_cleaner"):  # before the logs close; its threads may wait on the loop
@@ -385,6 +507,8 @@ class Broker:
             info = self.store.image.topics.get(topic)
             if info is not None:
                 overrides = info.configs
+            elif self.cluster is not None:  # LeaderAndIsr can come before UpdateMetadata
+                overrides = self.store.known_topic_configs(topic)
         return LogConfig.from_dict(effective_topic_config(overrides, self.config))
 
     def topic_config_entries(self, overrides: dict[str, str]):
@@ -402,6 +526,31 @@ class Broker:
                 coordinator.topic.ensure_created()
                 return self.image.topics.get(name)
         return self.controller.create_topic(name)
+
+    def _on_high_watermark(self, key) -> None:
+        """A high watermark moved (or the leadership did): waiting produces and fetches retry."""
+        self.produce_purgatory.check_and_complete(key)
+        self.fetch_purgatory.check_and_complete(key)
+        self.delete_records_purgatory.check_and_complete(key)
+
+    def enable_replication(self, isr_updater=None) -> None:
+        """Cluster mode (called once the broker is registered): the controller's LeaderAndIsr
+        decides what this broker leads and follows, followers fetch, leaders keep the ISR
+        (written to ZooKeeper through ``isr_updater``, a ``broker.isr_updater.IsrUpdater``),
+        and transaction markers reach partitions led by other brokers."""
+        from odradek.broker.txn.marker_channel import MarkerChannel
+
+        self.replica_manager.enable_replication(self.config.get, isr_updater)
+        txn = self.transaction_coordinator
+        self.marker_channel = MarkerChannel(self, txn._poke, self.config.get("request.timeout.ms"))
+        txn._write_markers = self.marker_channel.write_markers
+
+    def _on_role_change(self, partition, leader: bool) -> None:
+        """Cluster mode: this broker started or stopped leading ``partition``; a coordinator
+        loads or unloads it when it is one of its internal topic's."""
+        for coordinator in (self.group_coordinator, self.transaction_coordinator):
+            if coordinator.topic.name == partition.topic:
+                coordinator.sync_partitions()
 
     def _on_metadata_change(self, event: str, topic: str) -> None:
         self.replica_manager.sync_topic(topic)

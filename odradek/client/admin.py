@@ -18,6 +18,7 @@ from odradek.client.security_admin import AclAdmin, QuotaAdmin, SecurityAdmin
 from odradek.protocol import api_keys
 from odradek.protocol.errors import ErrorCode, KafkaError, error_for
 
+from .admin_placement import LeadersAndPlacement
 from .netclient import NetClient
 from .structs import (
     BrokerInfo,
@@ -85,7 +86,7 @@ def _resource(res) -> tuple[int, str]:
     return int(rtype), str(name)
 
 
-class Admin(SecurityAdmin, AclAdmin, QuotaAdmin):
+class Admin(SecurityAdmin, AclAdmin, QuotaAdmin, LeadersAndPlacement):
     """The asyncio admin client. Options: the common client options plus ``default_api_timeout_ms``."""
 
     def __init__(self, config: dict | None = None, **options):

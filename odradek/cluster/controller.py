@@ -116,7 +116,7 @@ class Controller:
             if unknown:
                 raise errors.InvalidReplicaAssignmentError(f"partition {p} names unknown brokers {unknown}")
 
-    def create_topic(
+    def plan_topic(
         self,
         name: str,
         num_partitions: int = -1,
@@ -124,9 +124,10 @@ class Controller:
         assignments: dict[int, list[int]] | None = None,
         configs: dict[str, str] | None = None,
         *,
-        validate_only: bool = False,
         internal: bool = False,
-    ) -> TopicInfo | None:
+    ) -> tuple[dict[int, list[int]], dict[str, str]]:
+        """Every check of a topic creation, and its replica assignments and validated configs;
+        raises KafkaError. Nothing is changed."""
         validate_topic_name(name)
         if name in INTERNAL_TOPICS and not internal:
             raise errors.InvalidRequestError(
@@ -152,6 +153,22 @@ class Controller:
             assignments = self._assign(range(count), rf)
         if not internal:  # the coordinators' own topics are needed however full the broker is
             self._check_broker_capacity(assignments)
+        return assignments, configs
+
+    def create_topic(
+        self,
+        name: str,
+        num_partitions: int = -1,
+        replication_factor: int = -1,
+        assignments: dict[int, list[int]] | None = None,
+        configs: dict[str, str] | None = None,
+        *,
+        validate_only: bool = False,
+        internal: bool = False,
+    ) -> TopicInfo | None:
+        assignments, configs = self.plan_topic(
+            name, num_partitions, replication_factor, assignments, configs, internal=internal
+        )
         if validate_only:
             return None
         topic = self.store.create_topic(
@@ -169,14 +186,9 @@ class Controller:
         self.store.delete_topic(name)
         self.notify("deleted", name)
 
-    def create_partitions(
-        self,
-        name: str,
-        count: int,
-        assignments: list[list[int]] | None = None,
-        *,
-        validate_only: bool = False,
-    ) -> None:
+    def plan_partitions(self, name: str, count: int, assignments: list[list[int]] | None = None) -> dict[int, list[int]]:
+        """Every check of growing ``name`` to ``count`` partitions, and the new partitions'
+        replicas; raises KafkaError. Nothing is changed."""
         topic = self.image.topics.get(name)
         if topic is None:
             raise errors.UnknownTopicOrPartitionError(f"topic '{name}' does not exist")
@@ -205,8 +217,22 @@ class Controller:
             if len(new[current]) != rf:
                 raise errors.InvalidReplicaAssignmentError(f"new partitions must have {rf} replicas")
         else:
-            new = self._assign(range(current, count), rf)
+            new = self._assign_more(topic, count, rf)
         self._check_broker_capacity(new)
+        return new
+
+    def _assign_more(self, topic: TopicInfo, count: int, replication_factor: int) -> dict[int, list[int]]:
+        return self._assign(range(len(topic.partitions), count), replication_factor)
+
+    def create_partitions(
+        self,
+        name: str,
+        count: int,
+        assignments: list[list[int]] | None = None,
+        *,
+        validate_only: bool = False,
+    ) -> None:
+        new = self.plan_partitions(name, count, assignments)
         if validate_only:
             return
         self.store.add_partitions(name, new)

@@ -162,7 +162,9 @@ def fetch_response(
     throttle_ms: int = 0,
 ) -> list:
     """FetchResponse v4..v17 body; record buffers are included as given (not copied). Topics
-    are named by name up to v12 and by topic id (a ``uuid.UUID``) from v13 (KIP-516)."""
+    are named by name up to v12 and by topic id (a ``uuid.UUID``) from v13 (KIP-516). A
+    partition is ``(index, error, hw, lso, log start, aborted, records[, preferred read
+    replica])``."""
     flexible = version >= FETCH_FLEXIBLE_FROM
     by_id = version >= FETCH_TOPIC_IDS_FROM
     out = [_I32.pack(throttle_ms)]  # throttle_time_ms
@@ -174,7 +176,12 @@ def fetch_response(
         # The version decides, not the type: a name (str) up to v12, a topic id (UUID) from v13.
         append(name.bytes if by_id else _string(name, flexible))  # type: ignore[union-attr,arg-type]
         append(_array_len(len(partitions), flexible))
-        for partition, error, hw, lso, start_offset, aborted, records in partitions:
+        for entry in partitions:
+            if len(entry) == 7:
+                partition, error, hw, lso, start_offset, aborted, records = entry
+                preferred = -1
+            else:  # KIP-392: an 8th item names the preferred read replica
+                partition, error, hw, lso, start_offset, aborted, records, preferred = entry
             append(struct.pack(">ihqq", partition, error, hw, lso))
             if version >= 5:
                 append(_I64.pack(start_offset))
@@ -187,7 +194,7 @@ def fetch_response(
                     if flexible:
                         append(_NO_TAGS)
             if version >= 11:
-                append(_I32.pack(-1))  # preferred_read_replica
+                append(_I32.pack(preferred))  # preferred_read_replica
             if records is None:
                 append(b"\x00" if flexible else _I32.pack(-1))
             else:

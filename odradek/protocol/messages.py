@@ -16,7 +16,7 @@ import io
 import struct
 import uuid
 from functools import cache
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, cast
 
 from kio.index import load_payload_module
 from kio.schema.errors import ErrorCode
@@ -25,6 +25,7 @@ from kio.serial import entity_reader, entity_writer
 from kio.static.constants import EntityType
 
 from odradek.protocol import produce_request, wellformed
+from odradek.protocol.inter_broker import SCHEMAS as INTER_BROKER_SCHEMAS
 from odradek.protocol.varint import VarintError, skip_tagged_fields
 
 if TYPE_CHECKING:
@@ -55,12 +56,18 @@ class MalformedResponse(ValueError):
 
 
 def api_name(api_key: int) -> str:
+    if api_key in INTER_BROKER_SCHEMAS:
+        return INTER_BROKER_SCHEMAS[api_key][0]
     return api_key_map.get(api_key, f"unknown({api_key})")
 
 
 @cache
 def known_versions(api_key: int) -> range:
-    """The versions we can parse: kio's schemas, plus Produce v0-v2 (``produce_request``)."""
+    """The versions we can parse: kio's schemas, plus Produce v0-v2 (``produce_request``) and
+    our own inter-broker schemas (``protocol.inter_broker``)."""
+    if api_key in INTER_BROKER_SCHEMAS:
+        version = INTER_BROKER_SCHEMAS[api_key][1]
+        return range(version, version + 1)
     name = api_key_map.get(api_key)
     if name is None:
         return range(0)
@@ -76,6 +83,8 @@ def _is_legacy_produce(api_key: int, api_version: int) -> bool:
 
 @cache
 def request_class(api_key: int, api_version: int) -> type[Payload]:
+    if api_key in INTER_BROKER_SCHEMAS:
+        return _inter_broker_class(api_key, api_version, 2)
     return load_payload_module(api_key, api_version, EntityType.request).__dict__[
         _class_name(api_key, "Request")
     ]
@@ -83,9 +92,19 @@ def request_class(api_key: int, api_version: int) -> type[Payload]:
 
 @cache
 def response_class(api_key: int, api_version: int) -> type[Payload]:
+    if api_key in INTER_BROKER_SCHEMAS:
+        return _inter_broker_class(api_key, api_version, 3)
     return load_payload_module(api_key, api_version, EntityType.response).__dict__[
         _class_name(api_key, "Response")
     ]
+
+
+def _inter_broker_class(api_key: int, api_version: int, which: int) -> type[Payload]:
+    name, version, request, response = INTER_BROKER_SCHEMAS[api_key]
+    if api_version != version:
+        raise KeyError(f"{name} v{api_version}: only v{version} is known")
+    # declared by our decorators, which mypy does not see: they carry Payload's class variables
+    return cast("type[Payload]", request if which == 2 else response)
 
 
 def _class_name(api_key: int, suffix: str) -> str:

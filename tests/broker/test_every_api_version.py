@@ -84,6 +84,41 @@ def catalogue(api_key: int, version: int, records: bytes) -> dict:
             "include_cluster_authorized_operations": False,
             "include_topic_authorized_operations": False,
         },
+        # the controller's requests (cluster mode): a single node answers INVALID_REQUEST
+        4: lambda: {
+            "controller_id": 1,
+            "controller_epoch": 1,
+            "broker_epoch": -1,
+            "type": 0,
+            "topic_states": [
+                {
+                    "topic_name": topic,
+                    "topic_id": None,
+                    "partition_states": [
+                        {
+                            "partition_index": 0,
+                            "controller_epoch": 1,
+                            "leader": 0,
+                            "leader_epoch": 0,
+                            "isr": [0],
+                            "partition_epoch": 0,
+                            "replicas": [0],
+                        }
+                    ],
+                }
+            ],
+            "live_leaders": [],
+        },
+        5: lambda: {
+            "controller_id": 1,
+            "controller_epoch": 1,
+            "broker_epoch": -1,
+            "topic_states": [
+                {"topic_name": topic, "partition_states": [{"partition_index": 0, "delete_partition": False}]}
+            ],
+        },
+        6: lambda: {"controller_id": 1, "controller_epoch": 1, "broker_epoch": -1, "topic_states": [], "live_brokers": []},
+        7: lambda: {"broker_id": 0, "broker_epoch": -1},
         8: lambda: {
             "group_id": group,
             "generation_id_or_member_epoch": -1,
@@ -246,6 +281,9 @@ def catalogue(api_key: int, version: int, records: bytes) -> dict:
             "validate_only": True,
         },
         42: lambda: {"groups_names": [f"every-absent-group-v{version}"]},
+        43: lambda: {"election_type": 0, "topic_partitions": [{"topic": topic, "partitions": [0]}], "timeout": 5000},
+        45: lambda: {"timeout": 5000, "topics": [{"name": topic, "partitions": [{"partition_index": 0, "replicas": [0]}]}]},
+        46: lambda: {"timeout": 5000, "topics": None},
         44: lambda: {
             "resources": [
                 {

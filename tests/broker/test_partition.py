@@ -37,7 +37,8 @@ def test_high_watermark_is_the_smallest_log_end_offset_in_the_isr(tmp_path):
     assert p.high_watermark == 2
     p.update_follower_fetch_state(1, 3)
     assert p.high_watermark == 3
-    p.update_follower_fetch_state(9, 0)  # not in the ISR: does not hold the high watermark back
+    with pytest.raises(errors.NotLeaderOrFollowerError):
+        p.update_follower_fetch_state(9, 0)  # not a replica: refused, as Kafka does
     assert p.high_watermark == 3
 
 

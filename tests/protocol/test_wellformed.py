@@ -11,6 +11,7 @@ from kio.schema.index import api_key_map
 from kio_samples import sample
 
 from odradek.protocol import messages, wellformed
+from odradek.protocol.inter_broker import SCHEMAS as INTER_BROKER_SCHEMAS
 from odradek.protocol.varint import encode_unsigned_varint
 
 LIST_OFFSETS_V7 = bytes.fromhex(
@@ -20,7 +21,7 @@ OFFSET_FETCH_V9 = bytes.fromhex("00000020000900090000000a000772646b61666b6100fff
 
 
 def every_message_class():
-    for api_key in api_key_map:
+    for api_key in [*api_key_map, *INTER_BROKER_SCHEMAS]:
         for version in messages.known_versions(api_key):
             if api_key == messages.PRODUCE_KEY and version < 3:
                 continue  # no kio schema (produce_request parses them)

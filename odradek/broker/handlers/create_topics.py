@@ -11,11 +11,15 @@ partitions is INVALID_PARTITIONS; topics that each fit but together ask for more
 POLICY_VIOLATION, as in Kafka; more than the broker can host is POLICY_VIOLATION. Logs of
 a large topic are created in the background, yielding to the event loop; the answer waits
 for them.
+
+In cluster mode only the active controller creates topics (others answer NOT_CONTROLLER, and
+clients ask the controller Metadata names): it writes them to ZooKeeper and answers once its
+metadata shows their leaders, or REQUEST_TIMED_OUT after the request's timeout.
 """
 
 from collections import Counter
 
-from odradek.broker.handlers import api
+from odradek.broker.handlers import api, cluster_admin
 from odradek.protocol import errors, messages
 from odradek.protocol.errors import ErrorCode
 
@@ -49,14 +53,14 @@ async def handle_create_topics(broker, request):
                 )
             assignments = {a.partition_index: list(a.broker_ids) for a in t.assignments}
             configs = {c.name: c.value for c in t.configs}
-            created = broker.controller.create_topic(
-                t.name,
-                t.num_partitions,
-                t.replication_factor,
-                assignments or None,
-                configs,
-                validate_only=body.validate_only,
-            )
+            args = (t.name, t.num_partitions, t.replication_factor, assignments or None, configs)
+            if broker.cluster is not None:
+                cluster_admin.require_controller(broker)
+                created = await broker.controller.create_topic_and_wait(
+                    *args, validate_only=body.validate_only, timeout_s=cluster_admin.timeout_s(body)
+                )
+            else:
+                created = broker.controller.create_topic(*args, validate_only=body.validate_only)
             if created is not None:
                 await broker.replica_manager.logs_ready(t.name)
             info = created or broker.image.topics.get(t.name)

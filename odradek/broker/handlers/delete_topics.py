@@ -2,14 +2,16 @@
 
 Deletes by name, or by topic id (v6). Internal topics cannot be deleted; with
 ``delete.topic.enable=false`` every deletion fails with TOPIC_DELETION_DISABLED.
+In cluster mode the active controller asks for the deletion in ZooKeeper and answers once its
+metadata no longer has the topic (others answer NOT_CONTROLLER).
 """
 
-from odradek.broker.handlers import api
+from odradek.broker.handlers import api, cluster_admin
 from odradek.protocol import errors, messages
 
 
 @api(20, 1, 6)
-def handle_delete_topics(broker, request):
+async def handle_delete_topics(broker, request):
     body = request.body
     if request.api_version >= 6:
         wanted = [(t.name, t.topic_id) for t in body.topics]
@@ -33,7 +35,11 @@ def handle_delete_topics(broker, request):
                     raise errors.InvalidRequestError(f"internal topic '{name}' cannot be deleted")
             if not broker.config.get("delete.topic.enable"):
                 raise errors.TopicDeletionDisabledError("delete.topic.enable is false")
-            broker.controller.delete_topic(name)
+            if broker.cluster is not None:
+                cluster_admin.require_controller(broker)
+                await broker.controller.delete_topic_and_wait(name, cluster_admin.timeout_s(body))
+            else:
+                broker.controller.delete_topic(name)
         except errors.KafkaError as exc:
             entry.update(error_code=exc.code, error_message=exc.message)
         responses.append(entry)

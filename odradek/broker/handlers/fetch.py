@@ -9,9 +9,13 @@ available and ``max_wait_ms`` > 0, the request parks in the fetch purgatory unti
 append brings enough bytes or the wait expires; ``max_wait_ms`` = 0 answers at once. The
 reading is ``ReplicaManager.read``; the waiting a ``DelayedFetch`` in the fetch purgatory.
 Fetch sessions (KIP-227) are not kept: every answer carries session id 0, which tells
-the client to send full requests. Follower fetches (replica_id >= 0) belong to
-replication. The response is packed by hand around the record bytes. With an authorizer,
-partitions of topics the principal may not Read answer TOPIC_AUTHORIZATION_FAILED.
+the client to send full requests. The response is packed by hand around the record bytes.
+A follower's fetch (replica_id >= 0, cluster mode only; a single node answers
+UNKNOWN_SERVER_ERROR) reads up to the log end offset instead of the high watermark, and
+tells the leader how far the follower's log reaches (``ReplicaManager.read_for_follower``):
+that moves the high watermark and the ISR; it waits like a consumer's fetch, woken by appends.
+With an authorizer, partitions of topics a consumer may not Read (and every partition of a
+follower without ClusterAction) answer TOPIC_AUTHORIZATION_FAILED.
 From v13 topics are named by topic id (KIP-516), an unknown id answering UNKNOWN_TOPIC_ID;
 v15 moves the replica id into ``replica_state``; v16's current-leader hints (for
 NOT_LEADER_OR_FOLLOWER, which a single node never answers) and v17's replica directory id
@@ -50,6 +54,21 @@ def _plan(broker, body, version: int):
     return plan, ids, unknown
 
 
+def _rack(body, version: int) -> str:
+    """The consumer's ``client.rack`` (v11+, KIP-392), or ""."""
+    return (body.rack_id or "") if version >= 11 else ""
+
+
+def _follower_log_starts(broker, body, version: int) -> dict:
+    """A follower's log start offset per partition (it tells the leader in each fetch)."""
+    out = {}
+    for t in body.topics:
+        name = t.topic if version < FETCH_TOPIC_IDS_FROM else _topic_name(broker, t.topic_id)
+        for p in t.partitions:
+            out[(name, p.partition)] = p.log_start_offset
+    return out
+
+
 _NAMES_BY_ID: dict = {}
 _ZERO_ID = uuid.UUID(int=0)  # kio reads the all-zero id as None
 
@@ -84,22 +103,36 @@ def handle_fetch(broker, request):
     body = request.body
     version = request.api_version
     replica_id = body.replica_state.replica_id if version >= 15 else body.replica_id
-    if replica_id >= 0:
+    if replica_id >= 0 and not broker.replica_manager.replicated:
         return RawResponse(fetch_response(version, [], error_code=ErrorCode.unknown_server_error))
     if version >= 7 and body.session_id != 0:
         return RawResponse(fetch_response(version, [], error_code=ErrorCode.fetch_session_id_not_found))
     plan, ids, unknown = _plan(broker, body, version)
     denied = None
     if broker.authorizer is not None:
-        plan, denied = _authorized(broker, request, plan)
+        plan, denied = _authorized(broker, request, plan, follower=replica_id >= 0)
     isolation = body.isolation_level
     max_bytes = body.max_bytes
-    topics, total, had_error = broker.replica_manager.read(
-        plan, max_bytes, isolation, file_slices=broker.zero_copy
-    )
+    if replica_id >= 0:
+        isolation = 0
+        log_starts = _follower_log_starts(broker, body, version)
+        topics, total, had_error = broker.replica_manager.read_for_follower(
+            replica_id, plan, max_bytes, file_slices=broker.zero_copy, log_starts=log_starts
+        )
+    else:
+        topics, total, had_error = broker.replica_manager.read(
+            plan,
+            max_bytes,
+            isolation,
+            file_slices=broker.zero_copy,
+            client_rack=_rack(body, version),
+            follower_reads=version >= 11,
+        )
     max_wait_ms = int(body.max_wait.total_seconds() * 1000)
     if total < body.min_bytes and max_wait_ms > 0 and not had_error and not unknown and not denied and plan:
-        return _wait_and_read(broker, request, plan, ids, max_bytes, isolation, body.min_bytes, max_wait_ms)
+        return _wait_and_read(
+            broker, request, plan, ids, max_bytes, isolation, body.min_bytes, max_wait_ms, replica_id
+        )
     if denied:
         topics = topics + denied
     sent = _count(broker, topics)
@@ -107,15 +140,17 @@ def handle_fetch(broker, request):
     return RawResponse(response, has_files=broker.zero_copy)
 
 
-def _authorized(broker, request, plan):
-    """The plan narrowed to the topics the principal may Read, and the answers for the rest."""
+def _authorized(broker, request, plan, follower: bool = False):
+    """The plan narrowed to the topics the principal may Read (a follower: ClusterAction on the
+    cluster, as Kafka asks of replica fetches), and the answers for the rest."""
     verdicts: dict[str, bool] = {}
     kept, denied = [], {}
+    cluster_ok = follower and broker.allowed(request, "ClusterAction", "Cluster", "kafka-cluster")
     for item in plan:
         name = item[0]
         ok = verdicts.get(name)
         if ok is None:
-            ok = verdicts[name] = broker.allowed(request, "Read", "Topic", name)
+            ok = verdicts[name] = cluster_ok if follower else broker.allowed(request, "Read", "Topic", name)
         if ok:
             kept.append(item)
         else:
@@ -126,13 +161,25 @@ def _authorized(broker, request, plan):
 
 
 async def _wait_and_read(
-    broker, request, plan, ids, max_bytes: int, isolation: int, min_bytes: int, max_wait_ms: int
+    broker, request, plan, ids, max_bytes: int, isolation: int, min_bytes: int, max_wait_ms: int, replica_id=-1
 ):
     replicas = broker.replica_manager
-    op = DelayedFetch(replicas, plan, max_bytes, isolation, min_bytes, max_wait_ms)
+    op = DelayedFetch(
+        replicas, plan, max_bytes, isolation, min_bytes, max_wait_ms, replica_id, request.api_version >= 11
+    )
     if not broker.fetch_purgatory.try_complete_else_watch(op, [(t, i) for t, i, *_ in plan]):
         await op
-    topics, _, _ = replicas.read(plan, max_bytes, isolation, file_slices=broker.zero_copy)
+    if replica_id >= 0:
+        topics, _, _ = replicas.read_for_follower(replica_id, plan, max_bytes, file_slices=broker.zero_copy)
+    else:
+        topics, _, _ = replicas.read(
+            plan,
+            max_bytes,
+            isolation,
+            file_slices=broker.zero_copy,
+            client_rack=_rack(request.body, request.api_version),
+            follower_reads=request.api_version >= 11,
+        )
     sent = _count(broker, topics)
     throttle_ms = _throttle(broker, request, sent)
     return RawResponse(_response(request.api_version, topics, ids, {}, throttle_ms), has_files=broker.zero_copy)

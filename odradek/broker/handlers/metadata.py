@@ -11,7 +11,9 @@ With an authorizer, topics the principal may not Describe are left out of an all
 answer and answer TOPIC_AUTHORIZATION_FAILED when named; auto-creation needs Create on the
 cluster or the topic (else TOPIC_AUTHORIZATION_FAILED). The authorized-operations fields
 (KIP-430) are filled when asked for and an authorizer is configured, else answered with
-Kafka's "not requested" default.
+Kafka's "not requested" default. A partition without a live leader (cluster mode) is
+LEADER_NOT_AVAILABLE, and so is a topic just auto-created in cluster mode, until the
+controller has elected its leaders.
 
 One request creates at most ``auto.create.topics.max.per.request`` topics (Odradek's own
 key); the others get THROTTLING_QUOTA_EXCEEDED, retriable, so a client asking again gets
@@ -55,7 +57,7 @@ def _topic_entry(broker, topic, request=None) -> dict:
         "is_internal": topic.internal,
         "partitions": [
             {
-                "error_code": 0,
+                "error_code": ErrorCode.leader_not_available if state.leader < 0 else 0,
                 "partition_index": index,
                 "leader_id": state.leader,
                 "leader_epoch": state.leader_epoch,
@@ -187,7 +189,10 @@ def _entries(broker, request, wanted, allow_create: bool):
                 yield _error_entry(name, exc.code), False
                 continue
             created += 1
-            yield _topic_entry(broker, topic, with_ops), True
+            if topic is None:  # cluster mode: being created through the controller; ask again
+                yield _error_entry(name, ErrorCode.leader_not_available), True
+            else:
+                yield _topic_entry(broker, topic, with_ops), True
     if refused:
         log.warning(
             "Metadata from %s (client id %r) would auto-create %d topics: created %d "

@@ -7,11 +7,17 @@ themselves). Per partition: UNKNOWN_TOPIC_OR_PARTITION for partitions that do no
 (UNKNOWN_TOPIC_ID by id, v10), OFFSET_METADATA_TOO_LARGE past
 ``offset.metadata.max.bytes``. v2-v4 may give a retention time (kept as the offset's own
 expire timestamp); v6+ the leader epoch; v10 names topics by id. The client's commit
-timestamp is ignored: the broker's clock is used, as in Kafka.
+timestamp is ignored: the broker's clock is used, as in Kafka. In a cluster the answer
+waits until the commit is replicated to the ISR of the group's ``__consumer_offsets``
+partition (``offsets.commit.timeout.ms``; COORDINATOR_NOT_AVAILABLE when it is not, or
+NOT_COORDINATOR when leadership moved meanwhile), so that a committed offset survives the
+coordinator's failure.
 """
 
+from odradek.broker.delayed_produce import wait_for_isr
 from odradek.broker.group.group_handler_support import coordinator_of, ms
 from odradek.broker.group.offset_and_metadata import OffsetAndMetadata
+from odradek.broker.group.offsets_topic import commit_append_error
 from odradek.broker.handlers import api
 from odradek.protocol import errors, messages
 from odradek.protocol.errors import ErrorCode
@@ -69,6 +75,40 @@ def handle_offset_commit(broker, request):
         for item, value in codes.items():
             if isinstance(value, tuple):
                 codes[item] = results[value]
+        unreplicated = _unreplicated_commit(broker, body.group_id, results)
+        if unreplicated is not None:
+            return _respond_when_replicated(broker, version, by_id, items, codes, unreplicated)
+    return _response(version, by_id, items, codes)
+
+
+def _unreplicated_commit(broker, group_id: str, results: dict):
+    """The group's ``__consumer_offsets`` partition and the offset its ISR must reach when
+    this commit wrote something not replicated yet (cluster mode); else None."""
+    if not broker.replica_manager.replicated or not any(code == 0 for code in results.values()):
+        return None
+    coordinator = coordinator_of(broker)
+    index = coordinator.partition_of(group_id)
+    partition = broker.replica_manager.partitions.get((coordinator.topic.name, index))
+    if partition is None or not partition.is_leader or partition.high_watermark >= partition.log_end_offset:
+        return None
+    return partition, partition.log_end_offset
+
+
+async def _respond_when_replicated(broker, version, by_id, items, codes, unreplicated):
+    failed = []
+    partition, required = unreplicated
+    await wait_for_isr(
+        broker.produce_purgatory,
+        broker.config.get("offsets.commit.timeout.ms"),
+        [(partition, required, failed.append)],
+    )
+    if failed:
+        code = commit_append_error(failed[0])
+        codes = {item: (code if value == 0 else value) for item, value in codes.items()}
+    return _response(version, by_id, items, codes)
+
+
+def _response(version: int, by_id: bool, items, codes):
     topics: dict = {}
     for key, partition in items:
         topics.setdefault(key, []).append(

@@ -3,8 +3,11 @@
 Record batches stay bytes: each partition's batches are validated, given offsets and
 appended by the log (see ``storage.log.Log.append_as_leader``). acks=0 sends no answer
 (and closes the connection if any partition failed, so the client notices, as Kafka
-does); acks=1 and acks=-1 answer once the append is done — on a single node the ISR is
-this broker, so the high watermark has already passed the batch. Writes to internal
+does); acks=1 answers once the append is done; acks=-1 too when the ISR is this broker
+alone (a single node), else it waits in the produce purgatory (``DelayedProduce``) until
+the high watermark passes the batch or ``timeout_ms`` runs out (REQUEST_TIMED_OUT); an ISR
+smaller than ``min.insync.replicas`` refuses it (NOT_ENOUGH_REPLICAS, or
+NOT_ENOUGH_REPLICAS_AFTER_APPEND when it shrank while waiting). Writes to internal
 topics are refused. The response is packed by hand (``protocol.hot_responses``).
 v0-v2 carry legacy message sets (magic 0/1), converted to v2 batches before the append.
 A batch rejected for some of its records (keyless records on a compacted topic, out-of-range
@@ -19,6 +22,7 @@ transactional id (else TRANSACTIONAL_ID_AUTHORIZATION_FAILED) is checked, and th
 is not used (the broker registers none).
 """
 
+from odradek.broker.delayed_produce import wait_for_isr
 from odradek.broker.handlers import RawResponse, api, fast_lane
 from odradek.protocol import errors, messages
 from odradek.protocol.batch import (
@@ -57,6 +61,7 @@ def handle_produce(broker, request):
             for t in body.topic_data
         ]
         return RawResponse(produce_response(request.api_version, results))
+    waiting = []  # acks=all partitions whose records have not reached the ISR yet
     for topic in body.topic_data:
         name = topic.name
         info_topic = image_topics.get(name)
@@ -82,6 +87,8 @@ def handle_produce(broker, request):
                 partitions.append(
                     (index, 0, info.first_offset, info.log_append_time, info.log_start_offset, None)
                 )
+                if acks == -1 and partition.high_watermark <= info.last_offset:
+                    waiting.append((partition, info.last_offset + 1, _failer(partitions, len(partitions) - 1)))
             except errors.KafkaError as exc:
                 failed = exc
                 partitions.append(_failure(index, exc))
@@ -96,7 +103,25 @@ def handle_produce(broker, request):
         if failed is not None:
             raise failed  # the connection is closed: the only signal an acks=0 producer gets
         return None
+    if waiting:
+        return _wait_for_isr(
+            broker, request.api_version, results, waiting, int(body.timeout.total_seconds() * 1000), throttle_ms
+        )
     return RawResponse(produce_response(request.api_version, results, throttle_ms))
+
+
+async def _wait_for_isr(broker, version: int, results, waiting, timeout_ms: int, throttle_ms: int = 0):
+    await wait_for_isr(broker.produce_purgatory, timeout_ms, waiting)
+    return RawResponse(produce_response(version, results, throttle_ms))
+
+
+def _failer(partitions: list, slot: int):
+    """Turns the partition's result at ``slot`` into a failure with the given code."""
+
+    def fail(code: int) -> None:
+        partitions[slot] = (partitions[slot][0], code, -1, -1, -1, None, None)
+
+    return fail
 
 
 @fast_lane(0)
@@ -112,6 +137,10 @@ def produce_one_partition(broker, frame):
     topic = broker.image.topics.get(name)
     if topic is None or topic.internal or acks not in (-1, 0, 1):
         return None
+    if acks == -1:
+        partition = broker.replica_manager.partitions.get((name, index))
+        if partition is not None and len(partition.state.isr) > 1:
+            return None  # replicated: it may have to wait for the ISR (handle_produce)
     try:
         _, info = broker.replica_manager.append(name, index, records, acks)
     except errors.KafkaError as exc:

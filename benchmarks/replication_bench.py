@@ -1,0 +1,246 @@
+"""The cost of replication on a real 3-broker cluster (issue 16), one run, one table.
+
+A real ZooKeeper and three ``odradek server`` processes on this machine; 1 KB records from a
+confluent-kafka producer (``_loadgen.py``, linger.ms=5, acks=all):
+
+* **throughput**: acks=all to an RF=3 topic with ``min.insync.replicas=2`` versus an RF=1
+  topic, records/s and MB/s, and the ratio (target >= 0.5); the three brokers' CPU seconds
+  per MB produced (all replicas counted);
+* **end-to-end latency** of acks=all RF=3 at a steady ``--rate`` with librdkafka's default
+  linger.ms=5: send to consume, p50/p99, and send to acknowledgement;
+* **replication lag under load**: while an acks=1 producer writes as fast as it can, the
+  leader's log end offset minus each follower's (read from every broker's /metrics,
+  ``kafka_log_log_logendoffset``) every 100 ms: median and max, in records;
+* **rejoin**: broker 3 stopped (SIGTERM), ``--rejoin-mb`` written without it (acks=all), then
+  started: seconds until it is back in every ISR.
+
+Run::
+
+    python benchmarks/replication_bench.py [--count 200000] [--rate 2000] [--rejoin-mb 1024]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import confluent_kafka  # noqa: E402
+from _brokers import cpu_seconds  # noqa: E402
+from confluent_kafka.admin import NewTopic  # noqa: E402
+
+from tests.cluster.chaos_support import ProcessCluster, _until  # noqa: E402
+
+LOADGEN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_loadgen.py")
+SIZE = 1024
+PARTITIONS = 3
+
+
+def loadgen(job: dict, timeout: float = 900) -> dict:
+    out = subprocess.run(
+        [sys.executable, LOADGEN, json.dumps(job)], capture_output=True, text=True, timeout=timeout, check=False
+    )
+    if out.returncode != 0:
+        raise RuntimeError(f"load generator failed: {out.stderr[-2000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def broker_cpu(cluster: ProcessCluster) -> float:
+    return sum(cpu_seconds(b.proc.pid) for b in cluster.brokers.values() if b.proc and b.proc.poll() is None)
+
+
+def throughput(cluster: ProcessCluster, topic: str, count: int) -> dict:
+    cpu0 = broker_cpu(cluster)
+    r = loadgen({"job": "produce", "bootstrap": cluster.bootstrap, "topic": topic, "count": count, "size": SIZE, "acks": "all"})
+    r["cluster_cpu_s"] = broker_cpu(cluster) - cpu0
+    if r.get("failed") or r.get("undelivered"):
+        raise RuntimeError(f"{topic}: {r['failed']} failed, {r['undelivered']} undelivered: {r['failures']}")
+    return r
+
+
+def latency(cluster: ProcessCluster, topic: str, rate: int, seconds: float, linger_ms: int = 5) -> dict:
+    """Send-to-consume and send-to-ack latencies of acks=all at a steady rate."""
+    consumer = confluent_kafka.Consumer(
+        {"bootstrap.servers": cluster.bootstrap, "group.id": "latency", "enable.auto.commit": False}
+    )
+    tps = []
+    for p in range(PARTITIONS):
+        _, high = consumer.get_watermark_offsets(confluent_kafka.TopicPartition(topic, p), timeout=10)
+        tps.append(confluent_kafka.TopicPartition(topic, p, high))
+    consumer.assign(tps)
+    e2e: list[float] = []
+    acks: list[float] = []
+    done = threading.Event()
+
+    def read():
+        while not done.is_set():
+            msg = consumer.poll(0.1)  # one at a time: consume(n, t) would wait t to fill n
+            if msg is not None and msg.error() is None:
+                e2e.append((time.perf_counter_ns() - int(msg.value()[:20])) / 1e6)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    time.sleep(1)  # the consumer's fetches are in flight
+    producer = confluent_kafka.Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all", "linger.ms": linger_ms})
+    pad = b"x" * (SIZE - 20)
+    interval = 1 / rate
+    start = time.perf_counter()
+    n = 0
+    while time.perf_counter() - start < seconds:
+        sent = time.perf_counter_ns()
+        producer.produce(
+            topic, b"%020d" % sent + pad, on_delivery=lambda err, msg, sent=sent: acks.append((time.perf_counter_ns() - sent) / 1e6)
+        )
+        producer.poll(0)
+        n += 1
+        pause = start + n * interval - time.perf_counter()
+        if pause > 0:
+            time.sleep(pause)
+    producer.flush(30)
+    _until(lambda: len(e2e) >= n, 10)
+    done.set()
+    reader.join(5)
+    consumer.close()
+    return {"sent": n, "e2e": sorted(e2e), "ack": sorted(acks)}
+
+
+def _pct(values: list[float], q: float) -> float:
+    return values[min(len(values) - 1, int(q * len(values)))] if values else float("nan")
+
+
+def log_end_offsets(cluster: ProcessCluster, topic: str) -> dict[int, dict[int, float]]:
+    """{partition: {broker: log end offset}} from each broker's /metrics."""
+    out: dict[int, dict[int, float]] = {}
+    prefix = "kafka_log_log_logendoffset{"
+    for i, b in cluster.brokers.items():
+        try:
+            text = urllib.request.urlopen(b.http_url + "/metrics", timeout=2).read().decode()
+        except OSError:
+            continue
+        for line in text.splitlines():
+            if line.startswith(prefix) and f'topic="{topic}"' in line:
+                labels, value = line.rsplit(" ", 1)
+                partition = int(labels.split('partition="')[1].split('"')[0])
+                out.setdefault(partition, {})[i] = float(value)
+    return out
+
+
+def replication_lag(cluster: ProcessCluster, topic: str, count: int) -> dict:
+    samples: list[float] = []
+    done = threading.Event()
+
+    def sample():
+        while not done.is_set():
+            for leos in log_end_offsets(cluster, topic).values():
+                if len(leos) == 3:
+                    samples.append(max(leos.values()) - min(leos.values()))
+            time.sleep(0.1)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    r = loadgen({"job": "produce", "bootstrap": cluster.bootstrap, "topic": topic, "count": count, "size": SIZE, "acks": "1"})
+    done.set()
+    sampler.join(5)
+    samples.sort()
+    return {"samples": samples, "msgs_per_s": r["msgs_per_s"]}
+
+
+def rejoin(cluster: ProcessCluster, topic: str, megabytes: int) -> dict:
+    cluster.brokers[3].stop()
+    _until(lambda: all(3 not in p_isr for p_isr in _isrs(cluster, topic).values()), 30)
+    r = loadgen(
+        {"job": "produce", "bootstrap": cluster.bootstrap, "topic": topic, "count": megabytes * 1024, "size": SIZE, "acks": "all"},
+        timeout=3600,
+    )
+    t0 = time.monotonic()
+    cluster.restart(3)
+    started = time.monotonic() - t0
+    back = _until(lambda: cluster.in_sync([topic]), 1800, step=0.2)
+    return {"written_mb": megabytes, "write_mb_s": r["mb_per_s"], "start_s": started, "rejoin_s": time.monotonic() - t0 if back else None}
+
+
+def _isrs(cluster: ProcessCluster, topic: str) -> dict[int, list[int]]:
+    try:
+        t = cluster.metadata().topics[topic]
+    except (confluent_kafka.KafkaException, KeyError):
+        return {}
+    return {p.id: list(p.isrs) for p in t.partitions.values()}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--count", type=int, default=200_000, help="1 KB records per throughput run")
+    parser.add_argument("--rate", type=int, default=2000, help="records/s of the latency run")
+    parser.add_argument("--seconds", type=float, default=10, help="length of the latency run")
+    parser.add_argument("--lag-count", type=int, default=1_000_000, help="records of the lag run")
+    parser.add_argument("--rejoin-mb", type=int, default=1024, help="MB written while broker 3 is down")
+    args = parser.parse_args()
+    base = Path(tempfile.mkdtemp(prefix="odradek-replication-bench-"))
+    cluster = ProcessCluster(base, overrides={"replica.lag.time.max.ms": 10000, "log.segment.bytes": 256 << 20}).start()
+    rows = []
+    try:
+        admin = cluster.admin()
+        futures = admin.create_topics(
+            [
+                NewTopic("rf1", PARTITIONS, 1),
+                NewTopic("rf3", PARTITIONS, 3, config={"min.insync.replicas": "2"}),
+                NewTopic("lag", PARTITIONS, 3, config={"min.insync.replicas": "2"}),
+                NewTopic("rejoin", PARTITIONS, 3, config={"min.insync.replicas": "2"}),
+            ]
+        )
+        for f in futures.values():
+            f.result(30)
+        _until(lambda: cluster.in_sync(["rf1", "rf3", "lag", "rejoin"]), 30)
+        one = throughput(cluster, "rf1", args.count)
+        three = throughput(cluster, "rf3", args.count)
+        mb = args.count * SIZE / 1e6
+        rows += [
+            ("produce 1 KB acks=all, RF=1", f"{one['msgs_per_s']:,.0f} rec/s, {one['mb_per_s']:.1f} MB/s, brokers {one['cluster_cpu_s'] / mb * 1000:.1f} ms CPU/MB"),
+            ("produce 1 KB acks=all, RF=3 min.insync=2", f"{three['msgs_per_s']:,.0f} rec/s, {three['mb_per_s']:.1f} MB/s, brokers {three['cluster_cpu_s'] / mb * 1000:.1f} ms CPU/MB"),
+            ("RF=3 / RF=1 throughput", f"{three['msgs_per_s'] / one['msgs_per_s']:.2f}x (target >= 0.5x)"),
+        ]
+        lat = latency(cluster, "rf3", args.rate, args.seconds)
+        rows += [
+            (f"end to end, acks=all RF=3, {args.rate}/s, linger.ms=5", f"p50 {_pct(lat['e2e'], 0.5):.1f} ms, p99 {_pct(lat['e2e'], 0.99):.1f} ms ({len(lat['e2e'])}/{lat['sent']} read)"),
+            ("send to ack, acks=all RF=3", f"p50 {_pct(lat['ack'], 0.5):.1f} ms, p99 {_pct(lat['ack'], 0.99):.1f} ms"),
+        ]
+        lag = replication_lag(cluster, "lag", args.lag_count)
+        samples = lag["samples"]
+        rows.append(
+            (
+                f"replication lag, acks=1 at {lag['msgs_per_s']:,.0f} rec/s",
+                f"median {statistics.median(samples) if samples else float('nan'):.0f} records, max {max(samples) if samples else float('nan'):.0f} ({len(samples)} samples)",
+            )
+        )
+        back = rejoin(cluster, "rejoin", args.rejoin_mb)
+        rows.append(
+            (
+                f"rejoin ISR after {back['written_mb']} MB without it",
+                f"{back['rejoin_s']:.1f} s after restart (process start {back['start_s']:.1f} s; written at {back['write_mb_s']:.1f} MB/s)"
+                if back["rejoin_s"] is not None
+                else "did NOT rejoin within 30 min",
+            )
+        )
+    finally:
+        cluster.close()
+    width = max(len(r[0]) for r in rows)
+    print(f"\n{'measure'.ljust(width)}  result\n{'-' * width}  ------")
+    for name, value in rows:
+        print(f"{name.ljust(width)}  {value}")
+    print(f"(3 broker processes and ZooKeeper on this machine, {os.cpu_count()} CPUs, data in {base})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,419 @@
+"""Followers copying their leaders (Kafka's ReplicaFetcherManager / ReplicaFetcherThread).
+
+``ReplicaFetcherManager`` keeps one ``ReplicaFetcher`` per (source broker, fetcher id): a
+partition goes to fetcher ``abs(31 * java_hash(topic) + partition) % num.replica.fetchers``
+of its leader, as in Kafka. Each fetcher is one task over one connection to its leader and
+loops:
+
+1. **Truncate** the partitions that just became followers (or lost their place): ask the
+   leader with OffsetForLeaderEpoch where this replica's latest leader epoch ends on the
+   leader and cut the local log there (KIP-101, KIP-279: when the leader does not know that
+   epoch, it answers the largest epoch it has below it, and we cut at the smaller of both
+   end offsets). A leader that knows no epochs: cut at the high watermark.
+2. **Fetch** from each partition's log end offset with the follower Fetch (``replica_id`` =
+   this broker; ``replica.fetch.wait.max.ms``, ``replica.fetch.min.bytes``,
+   ``replica.fetch.max.bytes`` per partition, ``replica.fetch.response.max.bytes`` in all),
+   append the leader's batches as they are (``Partition.append_as_follower``: same offsets,
+   same CRCs, producer state and leader epochs rebuilt from them) and take the leader's high
+   watermark and log start offset.
+
+Errors are per partition: OFFSET_OUT_OF_RANGE truncates again (or starts over at the
+leader's log start offset when this replica is below it); NOT_LEADER_OR_FOLLOWER,
+FENCED_LEADER_EPOCH and UNKNOWN_LEADER_EPOCH park the partition for
+``replica.fetch.backoff.ms`` until the controller's next LeaderAndIsr moves it; a failed
+connection backs the whole fetcher off and reconnects. Nothing here raises into the loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass
+
+from odradek._tasks import cancel_and_wait
+from odradek.broker.group.partitioning import java_string_hash
+from odradek.net.connection import Connection
+from odradek.net.connection_errors import ClientError
+from odradek.protocol import errors, messages
+from odradek.protocol.errors import ErrorCode
+from odradek.storage.log import UnexpectedAppendOffsetError
+
+log = logging.getLogger(__name__)
+
+_LINK_ERRORS = (ClientError, OSError)  # the connection failed or timed out: reconnect
+
+FETCH_KEY, LIST_OFFSETS_KEY, OFFSET_FOR_LEADER_EPOCH_KEY = 1, 2, 23
+FETCH_VERSION = 11  # topics by name; the follower truncates with OffsetForLeaderEpoch
+LIST_OFFSETS_VERSION = 4
+OFFSET_FOR_LEADER_EPOCH_VERSION = 4
+EARLIEST_TIMESTAMP = -2
+
+_PARKING_ERRORS = {
+    ErrorCode.not_leader_or_follower,
+    ErrorCode.fenced_leader_epoch,
+    ErrorCode.unknown_leader_epoch,
+    ErrorCode.unknown_topic_or_partition,
+    ErrorCode.kafka_storage_error,
+}
+
+
+@dataclass(frozen=True)
+class FetcherConfig:
+    node_id: int
+    wait_max_ms: int = 500
+    min_bytes: int = 1
+    max_bytes: int = 1048576
+    response_max_bytes: int = 10485760
+    backoff_ms: int = 1000
+    socket_timeout_ms: int = 30000
+    num_fetchers: int = 1
+
+    @classmethod
+    def from_getter(cls, node_id: int, get) -> FetcherConfig:
+        return cls(
+            node_id,
+            get("replica.fetch.wait.max.ms"),
+            get("replica.fetch.min.bytes"),
+            get("replica.fetch.max.bytes"),
+            get("replica.fetch.response.max.bytes"),
+            get("replica.fetch.backoff.ms"),
+            get("replica.socket.timeout.ms"),
+            max(1, get("num.replica.fetchers")),
+        )
+
+
+@dataclass
+class FetchState:
+    """One partition on a fetcher: its leader's epoch, and whether it must truncate first."""
+
+    leader_epoch: int
+    truncating: bool = True
+    parked_until: float = 0.0
+
+
+class ReplicaFetcher:
+    """One task fetching every partition this broker follows on one leader."""
+
+    def __init__(self, manager: ReplicaFetcherManager, source, fetcher_id: int):
+        self.manager = manager
+        self.source = source  # BrokerInfo of the leader
+        self.fetcher_id = fetcher_id
+        self.partitions: dict[tuple[str, int], FetchState] = {}
+        self._wakeup = asyncio.Event()
+        self._conn: Connection | None = None
+        self._task = asyncio.get_running_loop().create_task(
+            self._run(), name=f"replica-fetcher-{fetcher_id}-broker-{source.node_id}"
+        )
+
+    def __repr__(self) -> str:
+        return f"ReplicaFetcher[{self.fetcher_id}, leader {self.source.node_id}]"
+
+    def add(self, key: tuple[str, int], leader_epoch: int) -> None:
+        self.partitions[key] = FetchState(leader_epoch)
+        self._wakeup.set()
+
+    def remove(self, key: tuple[str, int]) -> None:
+        self.partitions.pop(key, None)
+
+    async def close(self) -> None:
+        await cancel_and_wait(self._task)
+        if self._conn is not None:
+            self._conn.close()
+
+    # -- the loop ------------------------------------------------------------------------
+
+    async def _run(self) -> None:
+        config = self.manager.config
+        while True:
+            if not self.partitions:
+                self._wakeup.clear()
+                await self._wakeup.wait()
+                continue
+            try:
+                conn = await self._connection()
+                await self._truncate(conn)
+                fetched = await self._fetch(conn)
+            except _LINK_ERRORS as exc:
+                log.warning("%r: %s; retrying in %d ms", self, exc, config.backoff_ms)
+                if self._conn is not None:
+                    self._conn.close()
+                self._conn = None
+                await asyncio.sleep(config.backoff_ms / 1000)
+                continue
+            except Exception:
+                log.exception("%r failed a round; retrying in %d ms", self, config.backoff_ms)
+                await asyncio.sleep(config.backoff_ms / 1000)
+                continue
+            if not fetched:  # every partition parked: wait for a change or the backoff
+                self._wakeup.clear()
+                try:
+                    await asyncio.wait_for(self._wakeup.wait(), config.backoff_ms / 1000)
+                except TimeoutError:
+                    pass
+
+    async def _connection(self) -> Connection:
+        if self._conn is None or self._conn.closed:
+            config = self.manager.config
+            conn = Connection(
+                self.source.host,
+                self.source.port,
+                self.source.node_id,
+                f"broker-{config.node_id}-fetcher-{self.fetcher_id}",
+                config.socket_timeout_ms,
+            )
+            await conn.connect(config.socket_timeout_ms / 1000)
+            self._conn = conn
+        return self._conn
+
+    def _partition(self, key):
+        return self.manager.replica_manager.partitions.get(key)
+
+    # -- truncation (KIP-101 / KIP-279) --------------------------------------------------
+
+    async def _truncate(self, conn: Connection) -> None:
+        todo = {k: s for k, s in self.partitions.items() if s.truncating}
+        if not todo:
+            return
+        asks: dict[str, list[dict]] = {}
+        for (topic, index), state in todo.items():
+            partition = self._partition((topic, index))
+            if partition is None:
+                self.partitions.pop((topic, index), None)
+                continue
+            latest = partition.log.latest_epoch
+            if latest is None:  # no epochs known here: keep what is below the high watermark
+                self._cut(partition, partition.high_watermark, "no leader epochs in the local log")
+                state.truncating = False
+                continue
+            asks.setdefault(topic, []).append(
+                {"partition": index, "current_leader_epoch": state.leader_epoch, "leader_epoch": latest}
+            )
+        if not asks:
+            return
+        request = messages.build_request(
+            OFFSET_FOR_LEADER_EPOCH_KEY,
+            OFFSET_FOR_LEADER_EPOCH_VERSION,
+            {
+                "replica_id": self.manager.config.node_id,
+                "topics": [{"topic": t, "partitions": ps} for t, ps in asks.items()],
+            },
+        )
+        response = await conn.send(OFFSET_FOR_LEADER_EPOCH_KEY, request, version=OFFSET_FOR_LEADER_EPOCH_VERSION)
+        for t in response.topics:
+            for p in t.partitions:
+                key = (t.topic, p.partition)
+                state = self.partitions.get(key)
+                partition = self._partition(key)
+                if state is None or partition is None:
+                    continue
+                if p.error_code:
+                    self._park(key, state, p.error_code, "OffsetForLeaderEpoch")
+                    continue
+                self._truncate_to_leader_epoch(partition, p.leader_epoch, p.end_offset)
+                state.truncating = False
+
+    def _truncate_to_leader_epoch(self, partition, leader_epoch: int, end_offset: int) -> None:
+        if end_offset < 0:  # the leader knows no epoch at or below ours
+            self._cut(partition, partition.high_watermark, "the leader has no matching leader epoch")
+            return
+        own_epoch, own_end = partition.log.end_offset_for_epoch(leader_epoch)
+        if own_epoch == leader_epoch:
+            target = end_offset
+        else:  # KIP-279: our log has no entries of that epoch; cut at the smaller end
+            target = min(end_offset, own_end if own_end >= 0 else partition.high_watermark)
+        self._cut(partition, target, f"leader epoch {leader_epoch} ends at {end_offset} on the leader")
+
+    def _cut(self, partition, offset: int, why: str) -> None:
+        leo = partition.log_end_offset
+        if offset >= leo:
+            return
+        hw = partition.high_watermark
+        if offset < hw:
+            log.warning(
+                "%s: truncating below the high watermark (%d < %d): %s; records a consumer may have "
+                "seen are dropped (an unclean leader election?)",
+                partition,
+                offset,
+                hw,
+                why,
+            )
+        log.info("%s: truncating from %d to %d (%s)", partition, leo, offset, why)
+        partition.truncate_to(offset)
+
+    # -- fetching ------------------------------------------------------------------------
+
+    async def _fetch(self, conn: Connection) -> bool:
+        config = self.manager.config
+        now = time.monotonic()
+        topics: dict[str, list[dict]] = {}
+        for (topic, index), state in self.partitions.items():
+            if state.truncating or state.parked_until > now:
+                continue
+            partition = self._partition((topic, index))
+            if partition is None:
+                continue
+            topics.setdefault(topic, []).append(
+                {
+                    "partition": index,
+                    "current_leader_epoch": state.leader_epoch,
+                    "fetch_offset": partition.log_end_offset,
+                    "log_start_offset": partition.log_start_offset,
+                    "partition_max_bytes": config.max_bytes,
+                }
+            )
+        if not topics:
+            return False
+        request = messages.build_request(
+            FETCH_KEY,
+            FETCH_VERSION,
+            {
+                "replica_id": config.node_id,
+                "max_wait": config.wait_max_ms,
+                "min_bytes": config.min_bytes,
+                "max_bytes": config.response_max_bytes,
+                "isolation_level": 0,
+                "session_id": 0,
+                "session_epoch": -1,
+                "topics": [{"topic": t, "partitions": ps} for t, ps in topics.items()],
+                "forgotten_topics_data": [],
+                "rack_id": "",
+            },
+        )
+        timeout = (config.wait_max_ms + config.socket_timeout_ms) / 1000
+        response = await conn.send(FETCH_KEY, request, version=FETCH_VERSION, timeout=timeout)
+        if response.error_code:
+            raise ClientError(f"leader {self.source.node_id} refused the fetch: {response.error_code!r}")
+        replicas = self.manager.replica_manager
+        for t in response.responses:
+            for p in t.partitions:
+                key = (t.topic, p.partition_index)
+                state = self.partitions.get(key)
+                partition = self._partition(key)
+                if state is None or partition is None or partition.is_leader:
+                    continue
+                if p.error_code == ErrorCode.offset_out_of_range:
+                    await self._out_of_range(conn, key, state, partition)
+                    continue
+                if p.error_code:
+                    self._park(key, state, p.error_code, "Fetch")
+                    continue
+                try:
+                    if p.records:
+                        partition.append_as_follower(p.records)
+                    partition.update_follower_high_watermark(p.high_watermark, p.log_start_offset)
+                except UnexpectedAppendOffsetError as exc:  # our log moved meanwhile: fetch again
+                    log.warning("%s: %s", partition, exc)
+                    continue
+                except errors.KafkaError as exc:
+                    log.error("%s: cannot append what leader %d sent: %s", partition, self.source.node_id, exc)
+                    state.parked_until = time.monotonic() + config.backoff_ms / 1000
+                    continue
+                replicas.on_follower_append(key)
+        return True
+
+    async def _out_of_range(self, conn, key, state: FetchState, partition) -> None:
+        """Our log end is outside the leader's log: below its start, start over there;
+        else (we are ahead) truncate by leader epoch again."""
+        topic, index = key
+        request = messages.build_request(
+            LIST_OFFSETS_KEY,
+            LIST_OFFSETS_VERSION,
+            {
+                "replica_id": self.manager.config.node_id,
+                "isolation_level": 0,
+                "topics": [
+                    {
+                        "name": topic,
+                        "partitions": [
+                            {
+                                "partition_index": index,
+                                "current_leader_epoch": state.leader_epoch,
+                                "timestamp": EARLIEST_TIMESTAMP,
+                            }
+                        ],
+                    }
+                ],
+            },
+        )
+        response = await conn.send(LIST_OFFSETS_KEY, request, version=LIST_OFFSETS_VERSION)
+        answer = response.topics[0].partitions[0]
+        if answer.error_code:
+            self._park(key, state, answer.error_code, "ListOffsets")
+            return
+        if partition.log_end_offset < answer.offset:
+            log.info(
+                "%s: log end %d is below leader %d's log start %d; starting over there",
+                partition,
+                partition.log_end_offset,
+                self.source.node_id,
+                answer.offset,
+            )
+            partition.truncate_fully_and_start_at(answer.offset)
+        else:
+            state.truncating = True
+
+    def _park(self, key, state: FetchState, code: int, what: str) -> None:
+        name = ErrorCode(code).name if code in ErrorCode._value2member_map_ else str(code)
+        log.info(
+            "%s-%d: %s from leader %d answered %s; waiting for the controller",
+            key[0],
+            key[1],
+            what,
+            self.source.node_id,
+            name,
+        )
+        state.parked_until = time.monotonic() + self.manager.config.backoff_ms / 1000
+
+
+class ReplicaFetcherManager:
+    """The fetchers of this broker, by (leader, fetcher id); called only from the event loop."""
+
+    def __init__(self, replica_manager, config: FetcherConfig):
+        self.replica_manager = replica_manager
+        self.config = config
+        self.fetchers: dict[tuple[int, int], ReplicaFetcher] = {}
+        self._where: dict[tuple[str, int], tuple[int, int]] = {}  # partition -> its fetcher's key
+
+    def fetcher_id(self, topic: str, index: int) -> int:
+        return abs(31 * java_string_hash(topic) + index) % self.config.num_fetchers
+
+    def add_partition(self, key: tuple[str, int], leader, leader_epoch: int) -> None:
+        """Fetch ``key`` from ``leader`` (a BrokerInfo) from now on, truncating first."""
+        self.remove_partition(key)
+        where = (leader.node_id, self.fetcher_id(*key))
+        fetcher = self.fetchers.get(where)
+        if fetcher is None or (fetcher.source.host, fetcher.source.port) != (leader.host, leader.port):
+            if fetcher is not None:
+                self._retire(where)
+            fetcher = self.fetchers[where] = ReplicaFetcher(self, leader, where[1])
+        fetcher.add(key, leader_epoch)
+        self._where[key] = where
+
+    def remove_partition(self, key: tuple[str, int]) -> None:
+        where = self._where.pop(key, None)
+        if where is None:
+            return
+        fetcher = self.fetchers.get(where)
+        if fetcher is not None:
+            fetcher.remove(key)
+            if not fetcher.partitions:
+                self._retire(where)
+
+    def leader_of(self, key: tuple[str, int]) -> int | None:
+        where = self._where.get(key)
+        return where[0] if where else None
+
+    def _retire(self, where) -> None:
+        fetcher = self.fetchers.pop(where)
+        for key in list(fetcher.partitions):
+            self._where.pop(key, None)
+        task = asyncio.get_running_loop().create_task(fetcher.close(), name=f"close-{fetcher!r}")
+        self.replica_manager.track(task)
+
+    async def close(self) -> None:
+        fetchers = list(self.fetchers.values())
+        self.fetchers.clear()
+        self._where.clear()
+        for fetcher in fetchers:
+            await fetcher.close()
