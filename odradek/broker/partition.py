@@ -324,10 +324,9 @@ class Partition:
 
     def read_up_to(self, fetch_offset: int, max_bytes: int, max_offset: int):
         """Batches from ``fetch_offset`` holding no offset at or past ``max_offset`` (at most
-        the high watermark), at least one whole batch: how a coordinator reads its partition
-        back when it loads (up to the high watermark it saw when it began)."""
-        upper = min(max_offset, self.high_watermark)
-        return self.log.read(fetch_offset, max_bytes, max_offset=upper, min_one_message=True)
+        the log end), at least one whole batch: how a coordinator reads its partition back
+        when it loads (up to the log end it saw when it began)."""
+        return self.log.read(fetch_offset, max_bytes, max_offset=max_offset, min_one_message=True)
 
     # -- offsets by timestamp and by epoch (ListOffsets, OffsetForLeaderEpoch) ----------
 

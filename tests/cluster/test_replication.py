@@ -523,3 +523,31 @@ def test_a_follower_fetch_from_an_unknown_replica_or_with_a_stale_epoch_is_refus
     assert fetch(2, 5) == (ErrorCode.unknown_leader_epoch, 0)
     code, size = fetch(2, 4)
     assert code == 0 and size > 0
+
+
+def test_a_new_coordinator_loads_commits_above_its_lagging_high_watermark(three):
+    """A follower learns the high watermark one fetch late; when it becomes the leader of
+    __consumer_offsets right then, the last acknowledged commits sit above its high
+    watermark. It loads to its log end, as Kafka does (the chaos run lost a commit here)."""
+    rs = three
+    rs.create_topic("t", {0: [1, 2, 3]})
+    rs.create_topic("__consumer_offsets", {p: [1, 2, 3] for p in range(5)}, {"cleanup.policy": "compact"}, internal=True)
+    offsets_states = [partition_state("__consumer_offsets", p, 1, 1, [1, 2, 3], [1, 2, 3]) for p in range(5)]
+    rs.leader_and_isr([partition_state("t", 0, 1, 1, [1, 2, 3], [1, 2, 3])] + offsets_states)
+    c = confluent_kafka.Consumer({"bootstrap.servers": rs.bootstrap(1), "group.id": "lagging", "enable.auto.commit": False})
+    c.commit(offsets=[confluent_kafka.TopicPartition("t", 0, 11)], asynchronous=False)
+    c.close()
+    group_partition = rs.brokers[1].call(lambda b: b.group_coordinator.partition_of("lagging"))
+    leo = rs.partition(1, "__consumer_offsets", group_partition).leo
+    wait_for(lambda: rs.partition(2, "__consumer_offsets", group_partition).leo == leo, what="broker 2 has the commit")
+
+    def lag(broker):  # broker 2 has not heard of the last high watermark yet
+        broker.replica_manager.partitions[("__consumer_offsets", group_partition)].log.high_watermark = 0
+
+    rs.brokers[2].call(lag)
+    rs.leader_and_isr([partition_state("__consumer_offsets", p, 2, 2, [1, 2, 3], [1, 2, 3]) for p in range(5)])
+    c = confluent_kafka.Consumer({"bootstrap.servers": rs.bootstrap(2), "group.id": "lagging"})
+    try:
+        assert c.committed([confluent_kafka.TopicPartition("t", 0)], timeout=10)[0].offset == 11
+    finally:
+        c.close()
