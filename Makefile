@@ -1,7 +1,8 @@
 # Two commands get a newcomer going; each installs what it needs on first use.
 #   make broker   a development broker on PLAINTEXT://127.0.0.1:9092, data in ./odradek-data,
 #                 configured by config/server.properties
-#   make test     the test suite against real clients (installs them, kcat and Java first)
+#   make test     ruff, mypy, then the test suite against real clients (installs them, kcat
+#                 and Java first)
 #
 # Python packages go into a virtual environment, .venv, made from $(PYTHON). It sees the
 # packages already installed for $(PYTHON) (--system-site-packages) and installs only what
@@ -18,17 +19,21 @@ TEST_DEBIAN_PACKAGES := kcat zookeeper chromium
 JAVA_DEBIAN_PACKAGE := openjdk-17-jre-headless
 HAVE_JAVA := $(shell command -v java 2>/dev/null || ls "$$JAVA_HOME/bin/java" 2>/dev/null)
 
-.PHONY: broker test install install-test debian-packages check-java lint bench
+.PHONY: broker test install install-test debian-packages check-java lint typecheck bench
 .DEFAULT_GOAL := install
 
 broker: install
 	$(PY) -m odradek server config/server.properties
 
-test: install-test lint
+test: install-test lint typecheck
 	$(PY) -m pytest -q
 
 lint: $(VENV)/.installed-test
 	$(PY) -m ruff check odradek tests benchmarks
+
+# mypy over the files pyproject.toml's [tool.mypy] lists.
+typecheck: $(VENV)/.installed-test
+	$(PY) -m mypy
 
 bench: install-test
 	$(PY) benchmarks/broker_bench.py

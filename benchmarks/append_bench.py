@@ -37,17 +37,21 @@ ROWS = {
 CHILD = r"""
 import json, os, sys, tempfile, time
 from odradek.protocol import batch as batch_format
-from odradek.protocol import records as R
+from odradek.protocol.records import NewRecord
 from odradek.storage import Log, LogConfig
+try:
+    from odradek.protocol.batch_builder import build_batch
+except ImportError:  # a tree from before protocol/records.py was split
+    from odradek.protocol.records import build_batch
 
 rows, seconds = json.loads(sys.argv[1]), float(sys.argv[2])
 
 def batch(value_size, records=1, codec=0, pid=-1):
     now = int(time.time() * 1000)
-    recs = [R.NewRecord(b"key-%d" % i, b"x" * value_size, (), now) for i in range(records)]
+    recs = [NewRecord(b"key-%d" % i, b"x" * value_size, (), now) for i in range(records)]
     if pid < 0:
-        return R.build_batch(recs, compression=codec)
-    return R.build_batch(recs, compression=codec, producer_id=pid, producer_epoch=0, base_sequence=0)
+        return build_batch(recs, compression=codec)
+    return build_batch(recs, compression=codec, producer_id=pid, producer_epoch=0, base_sequence=0)
 
 def batches(name):
     if name == "plain 100 B":

@@ -293,6 +293,7 @@ def parse_value(d: ConfigDef, raw: Any) -> Any:
     t = d.type
     if raw is None:
         return d.default
+    value: Any  # of the definition's type
     try:
         if t in _BOUNDS:
             if isinstance(raw, bool):

@@ -452,6 +452,9 @@ class ReplicaManager:
     def get_partition(self, topic: str, index: int) -> Partition:
         partition = self.partitions.get((topic, index))
         if partition is None:
+            info = self.store.image.topics.get(topic)
+            if info is not None and index in info.partitions:  # it exists, on other brokers (Kafka's rule)
+                raise errors.NotLeaderOrFollowerError(f"broker {self.node_id} hosts no replica of {topic}-{index}")
             raise errors.UnknownTopicOrPartitionError(f"this broker has no partition {topic}-{index}")
         return partition
 

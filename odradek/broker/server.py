@@ -165,7 +165,7 @@ class Broker:
         self.replica_manager.on_high_watermark = self._on_high_watermark
         if self.cluster is None:  # in a cluster, LeaderAndIsr and StopReplica say which replicas to host
             self.replica_manager.sync_all()
-            self.controller.on_change(self._on_metadata_change)
+        self.controller.on_change(self._on_metadata_change)  # in a cluster: topic config changes
         self.group_coordinator = GroupCoordinator.for_broker(self)  # listens after the replica manager
         self.group_coordinator.start()
         self.producer_ids = ProducerIdManager(self.store)
@@ -257,10 +257,15 @@ class Broker:
     async def _register_in_cluster(self) -> None:
         from odradek.cluster.cluster_node import ClusterStartupError
 
+        self.cluster.on_registered = self._on_registered
         try:
             await self.cluster.register()
         except ClusterStartupError as exc:
             raise StartupError(str(exc)) from None
+
+    def _on_registered(self, broker_epoch: int) -> None:
+        """Requests the controller meant for an earlier registration are refused from now on."""
+        self.replica_manager.broker_epoch = broker_epoch
 
     def _stop_leading(self) -> None:
         """The ZooKeeper session expired: another broker may lead our partitions by now."""
@@ -451,6 +456,8 @@ class Broker:
             info = self.store.image.topics.get(topic)
             if info is not None:
                 overrides = info.configs
+            elif self.cluster is not None:  # LeaderAndIsr can come before UpdateMetadata
+                overrides = self.store.known_topic_configs(topic)
         return LogConfig.from_dict(effective_topic_config(overrides, self.config))
 
     def topic_config_entries(self, overrides: dict[str, str]):

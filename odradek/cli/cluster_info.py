@@ -1,26 +1,31 @@
-"""``odradek cluster``: the cluster id, the controller and the brokers (kafka-cluster.sh, kafka-broker-api-versions.sh)."""
+"""``odradek cluster``: the cluster id, the controller and the brokers (kafka-cluster.sh,
+kafka-broker-api-versions.sh); ``odradek cluster up`` starts a local cluster (cli/cluster_up.py)."""
 
 from __future__ import annotations
 
 import click
 
+from odradek.cli.cluster_up import up
 from odradek.cli.common import client_command
 
 
-@click.command()
+@click.group(invoke_without_command=True)
 @click.option(
     "--api-versions", is_flag=True, help="Also list the API versions the bootstrap broker supports."
 )
 @client_command
 def cluster(session, api_versions):
-    """Show the cluster id, the controller and every broker.
+    """Show the cluster id, the controller and every broker (with its rack).
 
     \b
     Examples:
       odradek cluster
       odradek cluster --api-versions
       odradek cluster -b broker1:9092 -o json
+      odradek cluster up --brokers 3      (start a local cluster: see odradek cluster up --help)
     """
+    if click.get_current_context().invoked_subcommand is not None:
+        return
     with session.admin() as admin:
         desc = admin.describe_cluster()
         versions = admin.api_versions() if api_versions else None
@@ -58,3 +63,6 @@ def cluster(session, api_versions):
                 for a in data["api_versions"]
             ],
         )
+
+
+cluster.add_command(up)

@@ -25,7 +25,13 @@ LAZY_COMMANDS = {
         "offsets",
         "Earliest, latest or by-time offsets of a topic's partitions.",
     ),
-    "cluster": ("odradek.cli.cluster_info", "cluster", "Cluster id, controller and brokers."),
+    "cluster": ("odradek.cli.cluster_info", "cluster", "Cluster id, controller and brokers; `cluster up` starts one."),
+    "reassign": ("odradek.cli.reassign", "reassign", "Move partitions between brokers (generate, execute, verify)."),
+    "leader-election": (
+        "odradek.cli.leader_election",
+        "leader_election",
+        "Elect preferred (or unclean) partition leaders now.",
+    ),
     "log-dirs": ("odradek.cli.log_dirs_tool", "log_dirs", "The brokers' log dirs and the partitions in them."),
     "console": (
         "odradek.cli.console",

@@ -17,6 +17,7 @@ from odradek.client.consumer.consumer_protocol import decode_assignment
 from odradek.protocol import api_keys
 from odradek.protocol.errors import KafkaError, error_for
 
+from .admin_placement import LeadersAndPlacement
 from .netclient import NetClient
 from .structs import (
     BrokerInfo,
@@ -84,7 +85,7 @@ def _resource(res) -> tuple[int, str]:
     return int(rtype), str(name)
 
 
-class Admin:
+class Admin(LeadersAndPlacement):
     """The asyncio admin client. Options: the common client options plus ``default_api_timeout_ms``."""
 
     def __init__(self, config: dict | None = None, **options):

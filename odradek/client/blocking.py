@@ -294,6 +294,9 @@ for _name in (
     "describe_cluster",
     "describe_log_dirs",
     "api_versions",
+    "elect_leaders",
+    "alter_partition_reassignments",
+    "list_partition_reassignments",
 ):
     setattr(Admin, _name, _blocking(_name, aadmin.Admin))
 

@@ -74,6 +74,8 @@ class ClusterNode:
         self.controller: ZkController | None = None
         self.registered_session: int | None = None
         self.on_session_lost: Callable[[], None] = lambda: None  # the broker stops leading
+        self.on_registered: Callable[[int], None] = lambda broker_epoch: None
+        self.on_config_change: Callable[[str], object] = lambda entity_path: None  # may return a coroutine
         self._task: asyncio.Task | None = None
         self._last_config_change = -1
         self._pending_watches: set[str] = set()
@@ -178,6 +180,7 @@ class ClusterNode:
         stat = await self.zk.exists(path)
         self.broker_epoch = stat.czxid
         self.registered_session = self.zk.session_id
+        self.on_registered(self.broker_epoch)
         log.info(
             "registered broker %d in ZooKeeper at %s (broker epoch %d, cluster %s, rack %s)",
             self.broker_id,
@@ -306,8 +309,6 @@ class ClusterNode:
             await self._watch_config_changes()
 
     # ---------------------------------------------------------------- config changes
-
-    on_config_change: Callable[[str], object] = staticmethod(lambda entity_path: None)
 
     async def _watch_config_changes(self) -> None:
         """``/config/changes``: each new notification names an entity whose config to re-read."""

@@ -27,7 +27,13 @@ from odradek.cluster import zk_data
 from odradek.cluster.controller import Controller
 from odradek.cluster.metadata_image import TopicInfo
 from odradek.cluster.partitions import ReplicaAssignment
-from odradek.cluster.zk_client import BadVersionError, NodeExistsError, NoNodeError, ZooKeeperError
+from odradek.cluster.zk_client import (
+    BadVersionError,
+    NodeExistsError,
+    NoNodeError,
+    SessionState,
+    ZooKeeperError,
+)
 from odradek.protocol import errors
 
 log = logging.getLogger(__name__)
@@ -184,7 +190,9 @@ class ClusterTopicAdmin(Controller):
             exc = t.exception()
             if isinstance(exc, errors.TopicAlreadyExistsError):
                 return
-            if isinstance(exc, errors.KafkaError | ZooKeeperError):
+            if isinstance(exc, ZooKeeperError) and self.zk.state is not SessionState.CONNECTED:
+                log.debug("%s failed while ZooKeeper is unreachable (said once by the cluster node): %s", what, exc)
+            elif isinstance(exc, errors.KafkaError | ZooKeeperError):
                 log.warning("%s failed: %s", what, exc)
             elif exc is not None:
                 log.error("%s failed", what, exc_info=exc)

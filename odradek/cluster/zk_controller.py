@@ -167,6 +167,11 @@ class ZkController(LeadershipMoves, PartitionReassignments):
         present = await self._watch_controller()
         if self.active and self.active_controller_id != self.node_id:
             await self.resign("another broker holds /controller")
+        if present and not self.active and self.active_controller_id == self.node_id:
+            # ours, but this controller resigned (fenced by a newer /controller_epoch): free it
+            # so that a fresh election, with a new epoch, takes place
+            await self._delete_quietly(zk_data.CONTROLLER_PATH)
+            present = False
         if not present:
             await self.elect()
 

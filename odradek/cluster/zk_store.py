@@ -3,8 +3,8 @@ ZooKeeper-mode MetadataCache), plus the configs and producer ids it reads from Z
 
 The image (``MetadataImage``) is what every handler reads, as on a single node. Here it
 changes only when the controller says so: UpdateMetadata replaces the live brokers and the
-partitions it names (a partition whose leader is -2 is being deleted and leaves the image),
-LeaderAndIsr records the states this broker leads or follows. Topic configs are read from
+partitions it names (a partition whose leader is -2 is being deleted and leaves the image).
+Topic configs are read from
 ``/config/topics/<topic>`` the first time a topic appears (and again on a config change
 notification); broker configs from ``/config/brokers/<id>`` and ``/config/brokers/<default>``.
 Producer ids come in blocks claimed from ``/latest_producer_id_block`` with a conditional
@@ -38,7 +38,6 @@ class ZkMetadataStore(MetadataStore):
         self.node = node
         self.listener_name = listener_name
         self.image = MetadataImage(cluster_id=cluster_id, controller_id=-1, brokers={node.node_id: node})
-        self.controller_epoch = -1  # the newest controller epoch this broker has heard from
         self._broker_configs: dict[str, dict[str, str]] = {}
         self._topic_configs: dict[str, dict[str, str]] = {}
         self._pid_blocks: deque[tuple[int, int]] = deque()
@@ -124,18 +123,9 @@ class ZkMetadataStore(MetadataStore):
         self._notify()
         return changed
 
-    async def apply_leader_and_isr(self, topic_name: str, topic_id, partition_states) -> tuple[TopicInfo, bool]:
-        """Record the states of a LeaderAndIsr for one topic; returns (topic, whether it is new here)."""
-        topic = self.image.topics.get(topic_name)
-        created = topic is None
-        if created:
-            topic = await self._new_topic(topic_name, topic_id)
-        for ps in partition_states:
-            topic.partitions[ps.partition_index] = _state(
-                ps.leader, ps.leader_epoch, ps.replicas, ps.isr, ps.partition_epoch
-            )
-        self._notify()
-        return topic, created
+    def known_topic_configs(self, topic: str) -> dict[str, str]:
+        """The topic's configs if already read (``topic_configs``), else none."""
+        return dict(self._topic_configs.get(topic, {}))
 
     async def _new_topic(self, name: str, topic_id) -> TopicInfo:
         configs = await self.topic_configs(name)

@@ -134,7 +134,7 @@ def build_batch(
             max_timestamp = timestamp
         append_record(parts, offset_delta, timestamp - base_timestamp, key, value, headers)
         offset_delta += 1
-    if not offset_delta:
+    if not offset_delta or base_timestamp is None:  # no records (then no base timestamp either)
         raise ValueError("a record batch needs at least one record")
     return _assemble(
         b"".join(parts),
@@ -272,7 +272,8 @@ class BatchBuilder:
         partition_leader_epoch: int = -1,
         compression_level: int | None = None,
     ) -> bytes:
-        if not self._count:
+        base_timestamp = self._base_timestamp  # set by the first append
+        if base_timestamp is None:
             raise ValueError("a record batch needs at least one record")
         return _assemble(
             b"".join(self._parts),
@@ -280,7 +281,7 @@ class BatchBuilder:
             attributes=batch_attributes(self.compression, timestamp_type, transactional, False),
             base_offset=base_offset,
             last_offset_delta=self._count - 1,
-            base_timestamp=self._base_timestamp,
+            base_timestamp=base_timestamp,
             max_timestamp=self._max_timestamp,
             producer_id=producer_id,
             producer_epoch=producer_epoch,

@@ -10,6 +10,10 @@ FetchResponse.json; the tests compare the output with kio's writer field by fiel
 from __future__ import annotations
 
 import struct
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import uuid
 
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
@@ -149,7 +153,7 @@ PartitionFetchResult = tuple
 
 def fetch_response(
     version: int,
-    topics: list[tuple[str, list[PartitionFetchResult]]],
+    topics: list[tuple[str | uuid.UUID, list[PartitionFetchResult]]],
     *,
     error_code: int = 0,
     session_id: int = 0,
@@ -166,7 +170,8 @@ def fetch_response(
         append(struct.pack(">hi", error_code, session_id))
     append(_array_len(len(topics), flexible))
     for name, partitions in topics:
-        append(name.bytes if by_id else _string(name, flexible))
+        # The version decides, not the type: a name (str) up to v12, a topic id (UUID) from v13.
+        append(name.bytes if by_id else _string(name, flexible))  # type: ignore[union-attr,arg-type]
         append(_array_len(len(partitions), flexible))
         for entry in partitions:
             if len(entry) == 7:

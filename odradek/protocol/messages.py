@@ -15,7 +15,7 @@ import datetime
 import io
 import struct
 from functools import cache
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, cast
 
 from kio.index import load_payload_module
 from kio.schema.errors import ErrorCode
@@ -26,6 +26,9 @@ from kio.static.constants import EntityType
 from odradek.protocol import produce_request, wellformed
 from odradek.protocol.inter_broker import SCHEMAS as INTER_BROKER_SCHEMAS
 from odradek.protocol.varint import VarintError, skip_tagged_fields
+
+if TYPE_CHECKING:
+    from kio.static.protocol import Entity, Payload
 
 PRODUCE_KEY = 0
 API_VERSIONS_KEY = 18
@@ -78,7 +81,7 @@ def _is_legacy_produce(api_key: int, api_version: int) -> bool:
 
 
 @cache
-def request_class(api_key: int, api_version: int) -> type:
+def request_class(api_key: int, api_version: int) -> type[Payload]:
     if api_key in INTER_BROKER_SCHEMAS:
         return _inter_broker_class(api_key, api_version, 2)
     return load_payload_module(api_key, api_version, EntityType.request).__dict__[
@@ -87,7 +90,7 @@ def request_class(api_key: int, api_version: int) -> type:
 
 
 @cache
-def response_class(api_key: int, api_version: int) -> type:
+def response_class(api_key: int, api_version: int) -> type[Payload]:
     if api_key in INTER_BROKER_SCHEMAS:
         return _inter_broker_class(api_key, api_version, 3)
     return load_payload_module(api_key, api_version, EntityType.response).__dict__[
@@ -95,11 +98,12 @@ def response_class(api_key: int, api_version: int) -> type:
     ]
 
 
-def _inter_broker_class(api_key: int, api_version: int, which: int) -> type:
-    name, version, *_ = INTER_BROKER_SCHEMAS[api_key]
+def _inter_broker_class(api_key: int, api_version: int, which: int) -> type[Payload]:
+    name, version, request, response = INTER_BROKER_SCHEMAS[api_key]
     if api_version != version:
         raise KeyError(f"{name} v{api_version}: only v{version} is known")
-    return INTER_BROKER_SCHEMAS[api_key][which]
+    # declared by our decorators, which mypy does not see: they carry Payload's class variables
+    return cast("type[Payload]", request if which == 2 else response)
 
 
 def _class_name(api_key: int, suffix: str) -> str:
@@ -114,12 +118,12 @@ def is_flexible(api_key: int, api_version: int) -> bool:
 
 
 @cache
-def _reader(cls: type):
+def _reader(cls: type[Entity]):
     return entity_reader(cls)
 
 
 @cache
-def _writer(cls: type):
+def _writer(cls: type[Entity]):
     return entity_writer(cls)
 
 
@@ -184,7 +188,7 @@ def decode_request_body(header: RequestHeader, payload, pos: int):
     return entity
 
 
-def encode_body(entity) -> bytes:
+def encode_body(entity: Entity) -> bytes:
     out = io.BytesIO()
     _writer(type(entity))(out, entity)
     return out.getvalue()
@@ -316,7 +320,7 @@ def _converter_for(hint):
     if origin is tuple:
         convert = _converter_for(typing.get_args(hint)[0])
         return lambda v: tuple(convert(x) for x in v)
-    if dataclasses.is_dataclass(hint):
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
         return lambda v: v if isinstance(v, hint) else build(hint, v)
     if hint is ErrorCode:
         return lambda v: v if isinstance(v, ErrorCode) else ErrorCode(int(v))

@@ -37,7 +37,7 @@ _NO_TXN_ACKS_TIMEOUT_TOPICS = struct.Struct(">hhii")  # v3-v8: null txn id, acks
 
 
 class PartitionProduceData(NamedTuple):
-    index: int
+    index: int  # type: ignore[assignment]  # Kafka's field name; it hides tuple.index, which no one calls
     records: memoryview | None
 
 

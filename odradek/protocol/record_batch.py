@@ -194,17 +194,19 @@ def iter_batches(
             raise errors.CorruptMessageError(f"invalid magic byte {magic}")
         if pos + size > end:
             return
+        batch: RecordBatch | LegacyBatch | None
         if magic == 2:
             header = read_header(data, pos) if size >= HEADER_SIZE else None
             if header is None:
                 raise errors.CorruptMessageError(f"record batch size {size} is below the header size")
             batch = RecordBatch(data, pos, header)
+            offset = header.base_offset
         else:
             batch = read_legacy_message(data, pos, end)
+            assert batch is not None, "the size check above saw the whole message"
+            offset = batch.offset  # not base_offset, which decompresses a wrapper
         if check_crc and not batch.crc_is_valid():
-            raise errors.CorruptMessageError(
-                f"batch at offset {batch.base_offset if magic == 2 else batch.offset} fails its CRC"
-            )
+            raise errors.CorruptMessageError(f"batch at offset {offset} fails its CRC")
         yield batch
         pos += size
 

@@ -267,7 +267,7 @@ def scan_records(data, pos: int, end: int, count: int) -> list[tuple]:
     Lighter than :func:`decode_records_one_by_one`: values and headers are skipped, not parsed. Raises
     InvalidRecordError if the records do not parse.
     """
-    out = []
+    out: list[tuple] = []
     append = out.append
     try:
         for _ in range(count):

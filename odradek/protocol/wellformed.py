@@ -42,6 +42,9 @@ from kio.serial._introspect import (
     is_optional,
 )
 
+if typing.TYPE_CHECKING:
+    from kio.static.protocol import Entity
+
 
 class MalformedMessage(ValueError):
     """The body does not match its schema, or claims more than the frame holds."""
@@ -78,7 +81,7 @@ _FIXED_SIZES = {
 }
 
 
-def check(cls: type, buf, pos: int) -> int:
+def check(cls: type[Entity], buf, pos: int) -> int:
     """Walk the body of kio entity class ``cls`` in ``buf`` from ``pos``; return where it
     ends. Raises MalformedMessage."""
     try:
@@ -91,7 +94,7 @@ def check(cls: type, buf, pos: int) -> int:
 
 
 @cache
-def steps_of(cls: type) -> tuple:
+def steps_of(cls: type[Entity]) -> tuple:
     """The steps that walk one ``cls`` entity (its tagged fields last when flexible)."""
     flexible = cls.__flexible__
     steps: list = []
@@ -161,12 +164,12 @@ def min_size(step: tuple) -> int:
 
 
 @cache
-def checker(cls: type):
+def checker(cls: type[Entity]):
     """``check(buf, pos, end) -> end of body`` for ``cls``, compiled from its steps."""
     return _compile(steps_of(cls), f"check_{cls.__name__}")
 
 
-def source_of(cls: type) -> str:
+def source_of(cls: type[Entity]) -> str:
     return _Emitter().function(steps_of(cls), f"check_{cls.__name__}")
 
 

@@ -114,6 +114,7 @@ class AbstractIndex:
         position = n * self.ENTRY_SIZE
         end = position + len(data)
         if end <= self._backed_end:
+            assert self._mm is not None, "backed bytes imply a mapping"
             self._mm[position:end] = data
             return
         fd = os.open(self.path, os.O_WRONLY)
@@ -133,6 +134,7 @@ class AbstractIndex:
 
     def _entry_is_zero(self, n: int) -> bool:
         e = self.ENTRY_SIZE
+        assert self._mm is not None, "a non-empty file is mapped"
         return self._mm[n * e : (n + 1) * e] == bytes(e)
 
     def _count_nonzero_prefix(self, entries: int) -> int:

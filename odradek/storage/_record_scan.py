@@ -111,9 +111,10 @@ def _stream_heads(data: bytes, pieces: Iterator[bytes], count: int) -> Iterator[
             # Skip the rest of the record, reading on as far as it goes.
             while record_end > len(data):
                 record_end -= len(data)
-                data = next(pieces, None)
-                if data is None:
+                piece = next(pieces, None)
+                if piece is None:
                     raise errors.InvalidRecordError("the records section ends inside a record")
+                data = piece
             pos = record_end
     except VarintError as exc:
         raise errors.InvalidRecordError(f"found invalid record structure: {exc}") from None
@@ -197,7 +198,10 @@ def end_txn_marker(batch) -> tuple[int, int] | None:
     from ..protocol import record_batch  # control batches are rare: decode them the simple way
 
     try:
-        marker = record_batch.decode_batch(bytes(batch), 0, check_crc=False).end_txn_marker()
+        decoded = record_batch.decode_batch(bytes(batch), 0, check_crc=False)
+        if not isinstance(decoded, record_batch.RecordBatch):
+            return None  # a legacy message, never a control batch
+        marker = decoded.end_txn_marker()
     except (errors.KafkaError, ValueError, IndexError):
         return None
     return None if marker is None else (marker.control_type, marker.coordinator_epoch)

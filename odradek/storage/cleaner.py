@@ -59,6 +59,7 @@ import os
 import threading
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ..faults import fault_point
 from ..protocol import batch as batch_format
@@ -79,6 +80,9 @@ from .segment import (
     segment_paths,
 )
 from .time_index import TimeIndex
+
+if TYPE_CHECKING:
+    from .log import Log
 
 _log = logging.getLogger(__name__)
 
@@ -158,11 +162,12 @@ class Throttler:
 
 class SegmentFile:
     """What the cleaner reads of a segment: its base offset and its ``.log`` (``log.batches``,
-    ``log.path``). A LogSegment has both; the worker process opens read-only ones."""
+    ``log.path``). A LogSegment has both; the worker process opens read-only ones, and stands
+    in for the active segment, which it never reads, with one that has no ``.log``."""
 
     __slots__ = ("base_offset", "log")
 
-    def __init__(self, base_offset: int, log: FileRecords):
+    def __init__(self, base_offset: int, log: FileRecords | None):
         self.base_offset = base_offset
         self.log = log
 
@@ -171,7 +176,7 @@ class SegmentFile:
 class CleaningPlan:
     """What the owner thread hands the cleaner: a snapshot of one log's state."""
 
-    log: object  # the Log (None in the worker process); touched only on the owner thread
+    log: Log | None  # None in the worker process; touched only on the owner thread
     topic: str
     partition: int
     dir: str
@@ -214,14 +219,17 @@ class CleaningPlan:
     def from_spec(cls, spec: dict) -> CleaningPlan:
         """In the worker: open each inactive segment's ``.log`` read-only (FileNotFoundError if
         one was deleted meanwhile). The active segment is a stand-in that is never read."""
-        segments = []
+        opened: list[FileRecords] = []
         try:
-            for base, path in spec["segments"]:
-                segments.append(SegmentFile(base, FileRecords.open_read_only(path)))
+            for _base, path in spec["segments"]:
+                opened.append(FileRecords.open_read_only(path))
         except OSError:
-            for seg in segments:
-                seg.log.close()
+            for records in opened:
+                records.close()
             raise
+        segments = [
+            SegmentFile(base, records) for (base, _path), records in zip(spec["segments"], opened, strict=True)
+        ]
         segments.append(SegmentFile(spec["active_base"], None))
         return cls(
             log=None,
@@ -646,6 +654,7 @@ class Cleaner:
 def swap_on_owner(plan: CleaningPlan, old: list[LogSegment]) -> bool:
     """On the owner thread: swap the cleaned group in unless the log changed meanwhile (closed,
     moved, truncated, or one of the old segments gone or of another size)."""
+    assert plan.log is not None, "a plan made on the owner thread has its log"
     if plan.changed():
         return False
     sizes = dict(zip((id(seg) for seg in plan.segments), plan.sizes, strict=True))

@@ -59,6 +59,7 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from .checkpoint import (
     CLEANER_OFFSET_CHECKPOINT,
@@ -69,6 +70,10 @@ from .checkpoint import (
 from .cleaner import Cleaner, CleanerAborted, CleaningPlan, CleanResult, Throttler
 from .cleaner_worker import WorkerDied, WorkerProcess, remove_cleaned_files
 from .log_config import LONG_MAX
+
+if TYPE_CHECKING:
+    from .log import Log
+    from .log_manager import LogManager
 
 _log = logging.getLogger(__name__)
 
@@ -127,10 +132,10 @@ class LogCleanerManager:
     dir (``topic partition offset`` lines). Owned by the owner thread; the cleaner threads
     reach it through ``call_owner``."""
 
-    def __init__(self, log_manager):
+    def __init__(self, log_manager: LogManager):
         self.log_manager = log_manager
         self._checkpoints: dict[str, dict[TopicPartition, int]] = {}
-        self._owners: dict[TopicPartition, object] = {}  # the Log a checkpoint entry belongs to
+        self._owners: dict[TopicPartition, Log] = {}  # the Log a checkpoint entry belongs to
         self._in_progress: dict[TopicPartition, CleaningPlan] = {}
         self._uncleanable: set[TopicPartition] = set()
         self._horizons: dict[TopicPartition, int] = {}
@@ -150,15 +155,19 @@ class LogCleanerManager:
 
     # ---- dirtiness (owner thread) -----------------------------------------------------
 
-    def first_dirty_offset(self, tp: TopicPartition, log) -> int:
+    def _recorded(self, tp: TopicPartition) -> int | None:
+        """The first dirty offset the checkpoint of ``tp``'s log dir records for it."""
         log_dir = self.log_manager.log_dir_of(*tp)
-        offset = self._checkpoints.get(log_dir, {}).get(tp)
+        return None if log_dir is None else self._checkpoints.get(log_dir, {}).get(tp)
+
+    def first_dirty_offset(self, tp: TopicPartition, log: Log) -> int:
+        offset = self._recorded(tp)
         start = log.log_start_offset
         if offset is None or self._owners.get(tp) is not log or not start <= offset <= log.log_end_offset:
             return start
         return offset
 
-    def dirty_stats(self, tp: TopicPartition, log, now_ms: int) -> DirtyStats:
+    def dirty_stats(self, tp: TopicPartition, log: Log, now_ms: int) -> DirtyStats:
         cfg = log.config
         segments = log.segments
         first_dirty = self.first_dirty_offset(tp, log)
@@ -241,6 +250,7 @@ class LogCleanerManager:
         tp = (plan.topic, plan.partition)
         self._in_progress.pop(tp, None)
         log = plan.log
+        assert log is not None, "a plan made on the owner thread has its log"
         log.cleaning = False
         if failed:
             self._uncleanable.add(tp)
@@ -271,8 +281,7 @@ class LogCleanerManager:
 
     def checkpoint(self, topic: str, partition: int) -> int | None:
         """The recorded first dirty offset of a log (for tests and tools)."""
-        log_dir = self.log_manager.log_dir_of(topic, partition)
-        return self._checkpoints.get(log_dir, {}).get((topic, partition))
+        return self._recorded((topic, partition))
 
     @property
     def uncleanable(self) -> set[TopicPartition]:
@@ -325,7 +334,7 @@ class LogCleaner:
 
     def __init__(
         self,
-        log_manager,
+        log_manager: LogManager,
         config: CleanerConfig | None = None,
         *,
         call_owner=None,

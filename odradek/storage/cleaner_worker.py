@@ -93,6 +93,8 @@ class WorkerProcess:
         self._send(("settings", self.settings))
 
     def _send(self, msg) -> None:
+        if self._outbox is None:
+            raise WorkerDied("the worker process was never started")
         try:
             self._outbox.send(msg)
         except (OSError, EOFError) as exc:
@@ -104,6 +106,8 @@ class WorkerProcess:
         CleanerAborted, WorkerDied, or RuntimeError (the worker's exception, as text)."""
         if not self.alive:
             self.start()
+        proc, inbox = self.proc, self._inbox
+        assert proc is not None and inbox is not None, "start() sets both"
         self._job += 1
         job = self._job
         self._send(("clean", job, plan.to_spec()))
@@ -111,7 +115,7 @@ class WorkerProcess:
         index = {seg.base_offset: i for i, seg in enumerate(plan.segments)}
         while True:
             try:
-                ready = self._inbox.poll(0.1)
+                ready = inbox.poll(0.1)
             except (OSError, EOFError) as exc:
                 raise WorkerDied(str(exc)) from exc
             if not ready:
@@ -119,10 +123,10 @@ class WorkerProcess:
                     self._send(("abort", job))
                     abort_sent = True
                 if not self.alive:
-                    raise WorkerDied(f"exit code {self.proc.returncode}")
+                    raise WorkerDied(f"exit code {proc.returncode}")
                 continue
             try:
-                msg = self._inbox.recv()
+                msg = inbox.recv()
             except (OSError, EOFError) as exc:
                 raise WorkerDied(str(exc)) from exc
             kind, msg_job = msg[0], msg[1]

@@ -33,6 +33,7 @@ import errno
 import os
 import struct
 import threading
+import types
 
 from ..protocol import batch as batch_format
 from ..protocol import errors
@@ -276,11 +277,12 @@ class _Unopened(FileRecords):
                 if self.closed:
                     raise OSError(errno.EBADF, f"{self.path} is closed")
                 fd = self.fd = open_or_explain(self.path, _OPEN_FLAGS)
-                self.__class__ = FileRecords
+                # Back to a plain FileRecords, the point of this class (mypy allows only subclasses).
+                self.__class__ = FileRecords  # type: ignore[assignment]
             return fd
 
 
-_FD_SLOT = FileRecords.fd
+_FD_SLOT: types.MemberDescriptorType = FileRecords.__dict__["fd"]  # the slot's descriptor
 
 
 def _open_fd(records: FileRecords) -> int | None:

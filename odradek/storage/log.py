@@ -403,7 +403,7 @@ class Log:
         mv = memoryview(buf)
         total = len(mv)
         check = self._validator.check_replicated
-        infos = []
+        infos: list[tuple[int, int, int]] = []  # (size, last offset, max timestamp) per batch
         headers = []
         pos = 0
         records = 0

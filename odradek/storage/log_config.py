@@ -221,8 +221,8 @@ class LogConfig:
     def with_overrides(self, values: dict[str, Any]) -> LogConfig:
         return LogConfig.from_dict(values, base=self)
 
-    def to_dict(self) -> dict[str, str]:
-        """Kafka keys → string values, as DescribeConfigs shows them."""
+    def to_dict(self) -> dict[str, str | None]:
+        """Kafka keys → string values (None for null), as DescribeConfigs shows them."""
         return {key: render_value(d, getattr(self, key.replace(".", "_"))) for key, d in _LOG_KEYS.items()}
 
     @staticmethod

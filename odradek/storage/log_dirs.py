@@ -27,11 +27,14 @@ import os
 import shutil
 import time
 import uuid
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from ..protocol.errors import KafkaStorageErrorError, LogDirNotFoundError
 from .checkpoint import fsync_dir
 from .log import Log, parse_topic_partition
+
+if TYPE_CHECKING:
+    from .log_config import LogConfig
 
 # The names LogManager gives these dirs (its DELETE_DIR_SUFFIX and FUTURE_DIR_SUFFIX).
 DELETE_DIR_SUFFIX = "-delete"
@@ -55,6 +58,20 @@ class LogDirInfo(NamedTuple):
 class LogDirs:
     """JBOD, mixed into LogManager: offline dirs and moves through ``-future`` dirs (see the
     module docstring). Owner thread only."""
+
+    # LogManager's, which this mixin works on.
+    log_dirs: list[str]
+    offline_dirs: dict[str, str]
+    _logs: dict[TopicPartition, Log]
+    _dir_of: dict[TopicPartition, str]
+    _pending_dir_deletes: list[tuple[int, Log]]
+    _producer_id_expiration_ms: int
+
+    if TYPE_CHECKING:
+
+        def config_for(self, topic: str) -> LogConfig: ...
+
+        def checkpoint_all(self, high_watermarks: dict[TopicPartition, int] | None = None) -> None: ...
 
     def _load_moves(self, now_ms: int) -> None:
         """At start: finish the committed moves, roll back the unfinished ones."""

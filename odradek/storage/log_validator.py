@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import logging
 import struct
+from collections.abc import Sequence
 
 import crc32c
 
@@ -230,7 +231,7 @@ class LogValidator:
         codec = self.codec
         max_message_bytes = self.max_message_bytes
         check_ts = not log_append_time and (self.ts_before != LONG_MAX or self.ts_after != LONG_MAX)
-        parts = []
+        parts: list[bytes | bytearray | memoryview] = []
         infos = []
         producer_batches = []
         next_offset = first_offset
@@ -411,7 +412,7 @@ class LogValidator:
         )
 
 
-def rejected(error: type[errors.KafkaError], count: int, record_errors: list[tuple[int, str | None]]):
+def rejected(error: type[errors.KafkaError], count: int, record_errors: Sequence[tuple[int, str | None]]):
     """The error that rejects a whole batch for some of its records: ``record_errors`` lists
     (index in the batch, why) so the producer can tell the bad records from the rest (KIP-467)."""
     shown = "; ".join(f"record {i}: {why}" for i, why in record_errors[:3] if why)

@@ -41,7 +41,7 @@ class OffsetIndex(AbstractIndex):
     def _read_last_offset(self) -> int:
         if self._entries == 0:
             return self.base_offset
-        return self.base_offset + _unpack(self._mm, (self._entries - 1) * 8)[0]
+        return self.entry(self._entries - 1)[0]
 
     @property
     def last_offset(self) -> int:
@@ -50,6 +50,7 @@ class OffsetIndex(AbstractIndex):
 
     def entry(self, n: int) -> tuple[int, int]:
         """(absolute offset, position) of entry ``n``."""
+        assert self._mm is not None, "entries imply a mapping"
         rel, pos = _unpack(self._mm, n * 8)
         return self.base_offset + rel, pos
 
@@ -76,7 +77,10 @@ class OffsetIndex(AbstractIndex):
         rel = offset - self.base_offset
         mm = self._mm
         n = self._entries
-        if n == 0 or _unpack(mm, 0)[0] > rel:
+        if n == 0:
+            return -1
+        assert mm is not None, "entries imply a mapping"
+        if _unpack(mm, 0)[0] > rel:
             return -1
         lo, hi = 0, n - 1
         while lo < hi:
@@ -92,6 +96,7 @@ class OffsetIndex(AbstractIndex):
         slot = self._largest_lower_bound_slot(offset)
         if slot < 0:
             return self.base_offset, 0
+        assert self._mm is not None, "entries imply a mapping"
         rel, pos = _unpack(self._mm, slot * 8)
         return self.base_offset + rel, pos
 
@@ -122,6 +127,7 @@ class OffsetIndex(AbstractIndex):
                 f"Corrupt index {self.path}: last offset {self._last_offset} < base offset {self.base_offset}"
             )
         if self._entries:
+            assert self._mm is not None, "entries imply a mapping"
             first_rel, first_pos = _unpack(self._mm, 0)
             last_rel, last_pos = _unpack(self._mm, (self._entries - 1) * 8)
             if first_rel < 0 or last_rel < first_rel or last_pos < first_pos or first_pos < 0:

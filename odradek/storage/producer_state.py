@@ -325,7 +325,7 @@ class ProducerStateManager:
     # ---- snapshots ----------------------------------------------------------------------
 
     def _list_snapshots(self) -> list[int]:
-        offsets = []
+        offsets: list[int] = []
         try:
             names = os.listdir(self.dir)
         except FileNotFoundError:

@@ -285,7 +285,8 @@ class LogSegment:
 
     # ---- timestamps -------------------------------------------------------------------
 
-    def _load_max_timestamp(self) -> None:
+    def _load_max_timestamp(self) -> int:
+        """Load (and return) the segment's max timestamp so far from its time index."""
         opened_here = self._ti is None and not self._writable_indexes
         ti = self.time_index
         ts, offset = ti.last_entry()
@@ -296,12 +297,14 @@ class LogSegment:
             # need not keep its time index mapped for that.
             ti.close_handler()
             self._ti = None
+        return ts
 
     @property
     def max_timestamp_so_far(self) -> int:
-        if self._max_ts is None:
-            self._load_max_timestamp()
-        return self._max_ts
+        max_ts = self._max_ts
+        if max_ts is None:
+            max_ts = self._load_max_timestamp()
+        return max_ts
 
     @property
     def offset_of_max_timestamp_so_far(self) -> int:
@@ -366,8 +369,7 @@ class LogSegment:
             )
         max_ts = self._max_ts
         if max_ts is None:
-            self._load_max_timestamp()
-            max_ts = self._max_ts
+            max_ts = self._load_max_timestamp()
         log = self.log
         if isinstance(parts, list):
             position = log.appendv(parts, total)
@@ -597,8 +599,8 @@ class LogSegment:
         self.recover(validate=False)
         if not was_writable:
             self._writable_indexes = False
-            self._oi.trim_to_valid_size()
-            self._ti.trim_to_valid_size()
+            self.offset_index.trim_to_valid_size()
+            self.time_index.trim_to_valid_size()
 
     def truncate_to(self, offset: int, now_ms: int = 0) -> int:
         """Remove every batch whose last offset >= ``offset`` (whole batches); returns bytes removed."""
@@ -614,12 +616,12 @@ class LogSegment:
             self.created_ms = now_ms
             self._rolling_based_ts = None
         # The time index is sparse: take its last entry, then scan the unindexed tail.
-        self._load_max_timestamp()
+        max_ts = self._load_max_timestamp()
         _, position = self.offset_index.last_entry()
         for _pos, buf, rel, _size in self.log.batches(position, chunk_size=_SCAN_CHUNK):
             ts = batch_max_timestamp(buf, rel)
-            if ts > self._max_ts:
-                self._max_ts = ts
+            if ts > max_ts:
+                max_ts = self._max_ts = ts
                 self._offset_of_max_ts = batch_last_offset(buf, rel)
         return removed
 

@@ -51,6 +51,7 @@ class TimeIndex(AbstractIndex):
 
     def entry(self, n: int) -> tuple[int, int]:
         """(timestamp, absolute offset) of entry ``n``."""
+        assert self._mm is not None, "entries imply a mapping"
         ts, rel = _unpack(self._mm, n * 12)
         return ts, self.base_offset + rel
 
@@ -80,7 +81,10 @@ class TimeIndex(AbstractIndex):
         n = self._entries
         col = 1 if by_offset else 0
         target = value - self.base_offset if by_offset else value
-        if n == 0 or _unpack(mm, 0)[col] > target:
+        if n == 0:
+            return -1
+        assert mm is not None, "entries imply a mapping"
+        if _unpack(mm, 0)[col] > target:
             return -1
         lo, hi = 0, n - 1
         while lo < hi:

@@ -5,6 +5,10 @@ Fixtures:
   ``odradek_broker_session``  one broker shared by the whole session; use unique topic names.
   ``odradek_broker_factory``  ``make(**kwargs)`` → a started ``EmbeddedBroker`` (stopped after the
                               test), for several brokers or special configs in one test.
+  ``odradek_cluster``         a started ``EmbeddedCluster`` (its own ZooKeeper and 3 broker
+                              processes in cluster mode) for one test; the marker
+                              ``@pytest.mark.odradek_cluster(brokers=5, racks=[...], overrides={...})``
+                              passes keyword arguments.
 
 Options: the marker ``@pytest.mark.odradek_broker(overrides={...}, mode="process")`` passes
 keyword arguments to the ``odradek_broker`` fixture's broker; the ini option
@@ -40,6 +44,11 @@ def pytest_configure(config):
         "markers",
         "odradek_broker(**kwargs): keyword arguments for the odradek_broker fixture's EmbeddedBroker "
         "(overrides={...}, mode='process', ...)",
+    )
+    config.addinivalue_line(
+        "markers",
+        "odradek_cluster(**kwargs): keyword arguments for the odradek_cluster fixture's EmbeddedCluster "
+        "(brokers=3, racks=[...], overrides={...})",
     )
 
 
@@ -84,3 +93,14 @@ def odradek_broker_factory(request):
     yield make
     for broker in reversed(started):
         broker.stop()
+
+
+@pytest.fixture
+def odradek_cluster(request):
+    """A started ``EmbeddedCluster``: ``odradek_cluster.bootstrap_servers``, ``.kill(id)``, ``.metadata()``."""
+    from odradek.testing.embedded_cluster import EmbeddedCluster
+
+    marker = request.node.get_closest_marker("odradek_cluster")
+    kwargs = dict(marker.kwargs) if marker else {}
+    with EmbeddedCluster(**kwargs) as cluster:
+        yield cluster

@@ -243,7 +243,7 @@ def send(bootstrap: str, api_key: int, entity, version: int):
 
 
 def leader_and_isr_request(states: list, leaders: dict[int, int], controller_epoch: int = 1, topic_ids=None):
-    """A LeaderAndIsr v6 request entity; ``leaders`` maps broker id -> port."""
+    """A LeaderAndIsr v7 request entity; ``leaders`` maps broker id -> port."""
     from odradek.protocol.inter_broker import leader_and_isr_schema as s
 
     topics: dict[str, list] = {}

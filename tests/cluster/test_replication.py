@@ -167,7 +167,7 @@ def test_new_leader_truncates_the_old_leaders_unreplicated_tail(three):
 
 
 def test_leader_and_isr_and_stop_replica_over_the_wire(three):
-    """The controller's requests as bytes on a socket: LeaderAndIsr v6 makes broker 2 the
+    """The controller's requests as bytes on a socket: LeaderAndIsr v7 makes broker 2 the
     leader and 1, 3 its followers; StopReplica with delete removes broker 3's replica."""
     import uuid
 

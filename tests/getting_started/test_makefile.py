@@ -60,6 +60,16 @@ def test_make_test_installs_debian_packages_and_checks_java_before_pip(tmp_path)
     assert f"{tmp_path / 'venv'}/bin/python -m pytest" in plan  # the tests run from the venv
 
 
+def test_make_test_runs_ruff_and_mypy_from_the_venv_before_the_tests(tmp_path):
+    python = f"{tmp_path / 'venv'}/bin/python"
+    r = subprocess.run([MAKE, "-n", "test", f"VENV={tmp_path / 'venv'}"], cwd=REPO, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    plan = r.stdout
+    tests = plan.index(f"{python} -m pytest")
+    assert plan.index(f"{python} -m ruff check odradek tests benchmarks") < tests
+    assert plan.index(f"{python} -m mypy\n") < tests  # its files come from pyproject's [tool.mypy]
+
+
 @pytest.mark.skipif(shutil.which("dpkg-query") is None, reason="not a Debian system")
 def test_apt_install_does_nothing_when_the_packages_are_there():
     installed = subprocess.run(

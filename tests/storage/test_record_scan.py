@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 
 import pytest
+from kafka.record.legacy_records import LegacyRecordBatchBuilder
 from storage_batches import hbatch, kbatch, zeros_batch
 
 from odradek.protocol import batch as batch_format
@@ -97,3 +98,10 @@ def test_uncompressed_batches_need_no_copy():
     data = kbatch(3)
     buf, start, end = scan.batch_records_buffer(data, 0, batch_format.read_header(data), LIMIT)
     assert buf is data and (start, end) == (batch_format.HEADER_SIZE, len(data))
+
+
+def test_end_txn_marker_of_a_legacy_message_is_none():
+    # A legacy (magic 0/1) message is never a control batch: no marker, no AttributeError.
+    builder = LegacyRecordBatchBuilder(1, codecs.NONE, 1 << 20)
+    builder.append(0, timestamp=T0, key=b"k", value=b"v")
+    assert scan.end_txn_marker(bytes(builder.build())) is None

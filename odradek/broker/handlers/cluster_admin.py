@@ -29,14 +29,15 @@ def timeout_s(body) -> float:
 
 
 def stale_control_request(broker, body) -> int | None:
-    """The error for a LeaderAndIsr, UpdateMetadata or StopReplica this broker must refuse:
+    """The error for an UpdateMetadata this broker must refuse (LeaderAndIsr and StopReplica
+    check the same in the replica manager):
     STALE_CONTROLLER_EPOCH from a controller older than one already heard from (it lost its
     election: Kafka's fencing), STALE_BROKER_EPOCH when it was meant for an earlier
     registration of this broker. Otherwise None, and the epoch is remembered."""
-    store = broker.store
-    if body.controller_epoch < store.controller_epoch:
+    replicas = broker.replica_manager  # one controller epoch for all three requests, as Kafka keeps
+    if body.controller_epoch < replicas.controller_epoch:
         return errors.ErrorCode.stale_controller_epoch
-    if 0 <= body.broker_epoch < broker.cluster.broker_epoch:
+    if 0 <= body.broker_epoch < replicas.broker_epoch:
         return errors.ErrorCode.stale_broker_epoch
-    store.controller_epoch = body.controller_epoch
+    replicas.controller_epoch = body.controller_epoch
     return None

@@ -50,26 +50,14 @@ async def handle_create_topics(broker, request):
                 )
             assignments = {a.partition_index: list(a.broker_ids) for a in t.assignments}
             configs = {c.name: c.value for c in t.configs}
+            args = (t.name, t.num_partitions, t.replication_factor, assignments or None, configs)
             if broker.cluster is not None:
                 cluster_admin.require_controller(broker)
                 created = await broker.controller.create_topic_and_wait(
-                    t.name,
-                    t.num_partitions,
-                    t.replication_factor,
-                    assignments or None,
-                    configs,
-                    validate_only=body.validate_only,
-                    timeout_s=cluster_admin.timeout_s(body),
+                    *args, validate_only=body.validate_only, timeout_s=cluster_admin.timeout_s(body)
                 )
             else:
-                created = broker.controller.create_topic(
-                    t.name,
-                    t.num_partitions,
-                    t.replication_factor,
-                    assignments or None,
-                    configs,
-                    validate_only=body.validate_only,
-                )
+                created = broker.controller.create_topic(*args, validate_only=body.validate_only)
             if created is not None:
                 await broker.replica_manager.logs_ready(t.name)
             info = created or broker.image.topics.get(t.name)

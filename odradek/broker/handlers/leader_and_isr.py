@@ -1,8 +1,9 @@
 """LeaderAndIsr (key 4), v7 (``protocol.inter_broker``): the controller says what this
 broker leads and follows (cluster mode only).
 
-The metadata image records the new states (``store.apply_leader_and_isr``), then
-``ReplicaManager.become_leader_or_follower`` applies them: logs created, leaders lead from
+The configs of topics new to this broker are read from ZooKeeper first (their logs are made
+with them; the metadata image itself changes only with UpdateMetadata), then
+``ReplicaManager.become_leader_or_follower`` applies the states: logs created, leaders lead from
 the new epoch, followers fetch from their leader after truncating by leader epoch. A
 controller epoch older than one already heard from answers STALE_CONTROLLER_EPOCH for the
 whole request and changes nothing; a broker epoch older than this broker's registration
@@ -28,15 +29,9 @@ async def handle_leader_and_isr(broker, request):
     code = controller_request_refusal(broker, body, "LeaderAndIsr", request.peer)
     if code:
         return _response(code, body, {})
-    if broker.cluster is not None:
-        for t in body.topic_states:
-            current = {
-                ps.partition_index: p.leader_epoch
-                for ps in t.partition_states
-                if (p := replicas.partitions.get((t.topic_name, ps.partition_index))) is not None
-            }
-            fresh = [ps for ps in t.partition_states if ps.leader_epoch >= current.get(ps.partition_index, -1)]
-            await broker.store.apply_leader_and_isr(t.topic_name, t.topic_id, fresh)
+    if broker.cluster is not None:  # a new topic's logs are made with its configs (from ZooKeeper)
+        for ts in body.topic_states:
+            await broker.store.topic_configs(ts.topic_name)
     code, results = replicas.become_leader_or_follower(body)
     for t in body.topic_states:
         broker.controller.notify("partitions", t.topic_name)

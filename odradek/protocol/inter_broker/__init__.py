@@ -15,7 +15,7 @@ from odradek.protocol.inter_broker import stop_replica_schema as stop_replica
 from odradek.protocol.inter_broker import update_metadata_schema as update_metadata
 
 # api key -> (name as kio spells API names, version, request class, response class)
-SCHEMAS = {
+SCHEMAS: dict[int, tuple[str, int, type, type]] = {
     leader_and_isr.API_KEY: (
         "leader_and_isr",
         leader_and_isr.VERSION,
