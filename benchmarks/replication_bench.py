@@ -40,7 +40,7 @@ import confluent_kafka  # noqa: E402
 from _brokers import cpu_seconds  # noqa: E402
 from confluent_kafka.admin import NewTopic  # noqa: E402
 
-from tests.cluster.chaos_support import ProcessCluster, _until  # noqa: E402
+from tests.cluster.chaos_support import ChaosCluster, _until  # noqa: E402
 
 LOADGEN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_loadgen.py")
 SIZE = 1024
@@ -56,11 +56,11 @@ def loadgen(job: dict, timeout: float = 900) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def broker_cpu(cluster: ProcessCluster) -> float:
+def broker_cpu(cluster: ChaosCluster) -> float:
     return sum(cpu_seconds(b.proc.pid) for b in cluster.brokers.values() if b.proc and b.proc.poll() is None)
 
 
-def throughput(cluster: ProcessCluster, topic: str, count: int) -> dict:
+def throughput(cluster: ChaosCluster, topic: str, count: int) -> dict:
     cpu0 = broker_cpu(cluster)
     r = loadgen({"job": "produce", "bootstrap": cluster.bootstrap, "topic": topic, "count": count, "size": SIZE, "acks": "all"})
     r["cluster_cpu_s"] = broker_cpu(cluster) - cpu0
@@ -69,7 +69,7 @@ def throughput(cluster: ProcessCluster, topic: str, count: int) -> dict:
     return r
 
 
-def latency(cluster: ProcessCluster, topic: str, rate: int, seconds: float, linger_ms: int = 5) -> dict:
+def latency(cluster: ChaosCluster, topic: str, rate: int, seconds: float, linger_ms: int = 5) -> dict:
     """Send-to-consume and send-to-ack latencies of acks=all at a steady rate."""
     consumer = confluent_kafka.Consumer(
         {"bootstrap.servers": cluster.bootstrap, "group.id": "latency", "enable.auto.commit": False}
@@ -119,7 +119,7 @@ def _pct(values: list[float], q: float) -> float:
     return values[min(len(values) - 1, int(q * len(values)))] if values else float("nan")
 
 
-def log_end_offsets(cluster: ProcessCluster, topic: str) -> dict[int, dict[int, float]]:
+def log_end_offsets(cluster: ChaosCluster, topic: str) -> dict[int, dict[int, float]]:
     """{partition: {broker: log end offset}} from each broker's /metrics."""
     out: dict[int, dict[int, float]] = {}
     prefix = "kafka_log_log_logendoffset{"
@@ -136,7 +136,7 @@ def log_end_offsets(cluster: ProcessCluster, topic: str) -> dict[int, dict[int, 
     return out
 
 
-def replication_lag(cluster: ProcessCluster, topic: str, count: int) -> dict:
+def replication_lag(cluster: ChaosCluster, topic: str, count: int) -> dict:
     samples: list[float] = []
     done = threading.Event()
 
@@ -156,8 +156,8 @@ def replication_lag(cluster: ProcessCluster, topic: str, count: int) -> dict:
     return {"samples": samples, "msgs_per_s": r["msgs_per_s"]}
 
 
-def rejoin(cluster: ProcessCluster, topic: str, megabytes: int) -> dict:
-    cluster.brokers[3].stop()
+def rejoin(cluster: ChaosCluster, topic: str, megabytes: int) -> dict:
+    cluster.stop(3)
     _until(lambda: all(3 not in p_isr for p_isr in _isrs(cluster, topic).values()), 30)
     r = loadgen(
         {"job": "produce", "bootstrap": cluster.bootstrap, "topic": topic, "count": megabytes * 1024, "size": SIZE, "acks": "all"},
@@ -170,12 +170,10 @@ def rejoin(cluster: ProcessCluster, topic: str, megabytes: int) -> dict:
     return {"written_mb": megabytes, "write_mb_s": r["mb_per_s"], "start_s": started, "rejoin_s": time.monotonic() - t0 if back else None}
 
 
-def _isrs(cluster: ProcessCluster, topic: str) -> dict[int, list[int]]:
-    try:
-        t = cluster.metadata().topics[topic]
-    except (confluent_kafka.KafkaException, KeyError):
-        return {}
-    return {p.id: list(p.isrs) for p in t.partitions.values()}
+def _isrs(cluster: ChaosCluster, topic: str) -> dict[int, list[int]]:
+    view = cluster.view()
+    partitions = view.topics.get(topic, {}) if view is not None else {}
+    return {p: list(state.isr) for p, state in partitions.items()}
 
 
 def main() -> int:
@@ -187,7 +185,7 @@ def main() -> int:
     parser.add_argument("--rejoin-mb", type=int, default=1024, help="MB written while broker 3 is down")
     args = parser.parse_args()
     base = Path(tempfile.mkdtemp(prefix="odradek-replication-bench-"))
-    cluster = ProcessCluster(base, overrides={"replica.lag.time.max.ms": 10000, "log.segment.bytes": 256 << 20}).start()
+    cluster = ChaosCluster(base, overrides={"replica.lag.time.max.ms": 10000, "log.segment.bytes": 256 << 20}).start()
     rows = []
     try:
         admin = cluster.admin()

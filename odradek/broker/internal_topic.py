@@ -100,12 +100,16 @@ class InternalTopic:
         }
 
     def read_chunks(self, partition: int, chunk_bytes: int) -> Iterator[tuple[int, list]]:
-        """The partition's log from its start to its high watermark, one chunk at a time, as
+        """The partition's log from its start to its log end, one chunk at a time, as
         ``(offset, batches)``: the chunk's first offset and the batches that reach it (a
-        batch's records before ``offset`` were in the chunk before). Raises KafkaError."""
+        batch's records before ``offset`` were in the chunk before). Raises KafkaError.
+
+        To the log end, not the high watermark, as Kafka's coordinators load: a new leader's
+        high watermark lags until its followers fetch, and the records above it were
+        acknowledged by the old leader (a commit missed here would be lost)."""
         p = self.broker.replica_manager.get_partition(self.name, partition)
         offset = p.log_start_offset
-        end = p.high_watermark
+        end = p.log_end_offset
         while offset < end:
             result = p.read_up_to(offset, chunk_bytes, end)
             if result.records is None or result.records.size == 0:

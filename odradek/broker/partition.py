@@ -269,6 +269,10 @@ class Partition:
     def check_leader(self, current_leader_epoch: int = -1) -> None:
         if not self.is_leader:
             raise errors.NotLeaderOrFollowerError(f"broker {self.node_id} is not the leader of {self}")
+        self._check_epoch(current_leader_epoch)
+
+    def _check_epoch(self, current_leader_epoch: int) -> None:
+        """The epoch a client or follower knows must be this replica's (-1: not checked)."""
         if current_leader_epoch >= 0:
             if current_leader_epoch < self.leader_epoch:
                 raise errors.FencedLeaderEpochError(f"epoch {current_leader_epoch} < {self.leader_epoch}")
@@ -279,11 +283,7 @@ class Partition:
         """A consumer may read a follower (KIP-392) as long as it knows the same epoch."""
         if self.state.leader < 0:
             raise errors.NotLeaderOrFollowerError(f"broker {self.node_id} does not replicate {self} now")
-        if current_leader_epoch >= 0:
-            if current_leader_epoch < self.leader_epoch:
-                raise errors.FencedLeaderEpochError(f"epoch {current_leader_epoch} < {self.leader_epoch}")
-            if current_leader_epoch > self.leader_epoch:
-                raise errors.UnknownLeaderEpochError(f"epoch {current_leader_epoch} > {self.leader_epoch}")
+        self._check_epoch(current_leader_epoch)
 
     def append_as_leader(
         self, records: bytes, required_acks: int, now_ms: int | None = None, origin: str = "client"
@@ -324,10 +324,9 @@ class Partition:
 
     def read_up_to(self, fetch_offset: int, max_bytes: int, max_offset: int):
         """Batches from ``fetch_offset`` holding no offset at or past ``max_offset`` (at most
-        the high watermark), at least one whole batch: how a coordinator reads its partition
-        back when it loads (up to the high watermark it saw when it began)."""
-        upper = min(max_offset, self.high_watermark)
-        return self.log.read(fetch_offset, max_bytes, max_offset=upper, min_one_message=True)
+        the log end), at least one whole batch: how a coordinator reads its partition back
+        when it loads (up to the log end it saw when it began)."""
+        return self.log.read(fetch_offset, max_bytes, max_offset=max_offset, min_one_message=True)
 
     # -- offsets by timestamp and by epoch (ListOffsets, OffsetForLeaderEpoch) ----------
 

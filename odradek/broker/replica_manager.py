@@ -271,6 +271,14 @@ class ReplicaManager:
                 self.partitions[key] = partition
             if ps.leader == self.node_id:
                 self.fetchers.remove_partition(key)
+                if getattr(ps, "leader_recovery_state", 0) == 1:
+                    log.warning(
+                        "%s-%d: leader by unclean election at epoch %d: records acknowledged by the "
+                        "former in-sync replicas and missing here are lost",
+                        name,
+                        index,
+                        ps.leader_epoch,
+                    )
                 if partition.make_leader(state, controller_epoch, now_ms):
                     log.info("%s: leader at epoch %d, ISR %s", partition, state.leader_epoch, state.isr)
                     self.on_role_change(partition, True)
@@ -338,6 +346,7 @@ class ReplicaManager:
         advancing high watermarks and low watermarks and expanding ISRs, then read up to the
         log end (not the high watermark). Same results as ``read``."""
         now_ms = int(time.time() * 1000)
+        refused = {}  # (topic, partition) -> error code: not a replica of it, for one
         for topic, index, offset, _, epoch in plan:
             partition = self.partitions.get((topic, index))
             if partition is None or not partition.is_leader:
@@ -349,14 +358,29 @@ class ReplicaManager:
                 moved = partition.update_follower_fetch_state(
                     replica_id, offset, now_ms, log_starts.get(key, -1) if log_starts else -1
                 )
-            except errors.KafkaError:
-                continue  # answered below by the read's own checks
+            except errors.KafkaError as exc:
+                refused[key] = exc.code
+                log.warning("%s: fetch from broker %d refused: %s", partition, replica_id, exc.message)
+                continue
             expanded = partition.isr_to_expand(replica_id)
             if expanded is not None:
                 self.change_isr(partition, expanded, f"broker {replica_id} caught up")
             if moved or partition.low_watermark != low:
                 self.on_high_watermark(key)
-        return self.read(plan, max_bytes, 0, file_slices=file_slices, replica_id=replica_id)
+        topics, total, had_error = self.read(plan, max_bytes, 0, file_slices=file_slices, replica_id=replica_id)
+        if refused:
+            had_error = True
+            topics = [
+                (
+                    topic,
+                    [
+                        (e[0], refused[(topic, e[0])], -1, -1, -1, None, b"") if (topic, e[0]) in refused else e
+                        for e in entries
+                    ],
+                )
+                for topic, entries in topics
+            ]
+        return topics, total, had_error
 
     def on_follower_append(self, key) -> None:
         """A fetcher appended to a follower: fetches waiting here (other followers, rare) wake."""

@@ -1,7 +1,7 @@
 """A Jepsen-style chaos run against a real cluster, and the checker of its history (STYLE 20).
 
 ``run_chaos`` starts a real ZooKeeper and broker processes (``odradek server`` with
-``zookeeper.connect``), creates RF=3 topics with ``min.insync.replicas=2``, and while
+``zookeeper.connect``, through ``odradek.testing.EmbeddedCluster``), creates RF=3 topics with ``min.insync.replicas=2``, and while
 idempotent acks=all producers write numbered records and a consumer group reads and commits,
 a fault loop kill -9s partition leaders, pauses them (SIGSTOP, then SIGCONT) and kills the
 controller, restarting what it killed. Every operation goes into a ``History``. At the end,
@@ -31,8 +31,7 @@ from pathlib import Path
 import confluent_kafka
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from odradek.testing.process import BrokerProcess
-from odradek.testing.zookeeper import ZooKeeperServer
+from odradek.testing.embedded_cluster import EmbeddedCluster
 
 TOPIC = "chaos"
 GROUP = "chaos-readers"
@@ -81,81 +80,59 @@ class History:
             path.write_text("\n".join(json.dumps(e) for e in self.events))
 
 
-class ProcessCluster:
-    """A ZooKeeper and N broker processes with ids 1..N under ``base``."""
+class ChaosCluster(EmbeddedCluster):
+    """C1's ``EmbeddedCluster`` (a ZooKeeper and broker processes 1..N under ``base``, kept
+    after close) with what the fault loop needs: SIGSTOP/SIGCONT, a restart that waits out
+    the killed broker's ZooKeeper session, and "is every replica in sync"."""
 
     def __init__(self, base: Path, brokers: int = 3, overrides: dict | None = None):
-        self.base = Path(base)
-        self.zk = ZooKeeperServer(self.base / "zookeeper")
-        self.settings = {**BROKER_SETTINGS, **(overrides or {})}
-        self.brokers: dict[int, BrokerProcess] = {}
-        self.count = brokers
+        settings = {**BROKER_SETTINGS, **(overrides or {})}
+        session_ms = int(settings.pop("zookeeper.session.timeout.ms"))
+        super().__init__(brokers, overrides=settings, data_dir=base, session_timeout_ms=session_ms)
         self.paused: set[int] = set()
-
-    def start(self) -> ProcessCluster:
-        self.zk.start()
-        connect = f"{self.zk.connect_string}/odradek"
-        for i in range(1, self.count + 1):
-            b = BrokerProcess(
-                self.base / f"broker-{i}",
-                node_id=i,
-                overrides={"zookeeper.connect": connect, **self.settings},
-                log_path=self.base / f"broker-{i}.log",
-            )
-            self.brokers[i] = b.start()
-        if not _until(lambda: self.live_brokers() == self.count, 30):
-            raise RuntimeError(f"the {self.count} brokers did not all register within 30 s")
-        return self
-
-    def live_brokers(self) -> int:
-        try:
-            return len(self.metadata().brokers)
-        except confluent_kafka.KafkaException:
-            return 0
 
     @property
     def bootstrap(self) -> str:
-        return ",".join(b.bootstrap_servers for b in self.brokers.values())
+        return self.bootstrap_servers
 
     def admin(self) -> AdminClient:
         return AdminClient({"bootstrap.servers": self.bootstrap})
 
-    def metadata(self, timeout: float = 5.0):
-        return self.admin().list_topics(timeout=timeout)
+    def view(self):
+        """The cluster's metadata, or None while no broker answers."""
+        try:
+            return self.metadata()
+        except Exception:  # a broker just died or stopped: a fresh admin client next time
+            admin, self._admin = self._admin, None
+            if admin is not None:
+                try:
+                    admin.close()
+                except Exception:
+                    pass
+            return None
 
     def leaders(self, topic: str) -> dict[int, int]:
-        try:
-            md = self.metadata()
-        except confluent_kafka.KafkaException:
-            return {}
-        t = md.topics.get(topic)
-        return {p.id: p.leader for p in t.partitions.values()} if t is not None else {}
+        view = self.view()
+        partitions = view.topics.get(topic, {}) if view is not None else {}
+        return {p: state.leader for p, state in partitions.items()}
 
     def controller(self) -> int:
-        try:
-            return self.metadata().controller_id
-        except confluent_kafka.KafkaException:
-            return -1
+        view = self.view()
+        return view.controller_id if view is not None else -1
 
     def in_sync(self, topics) -> bool:
         """Every partition of ``topics`` has a leader and all its replicas in the ISR."""
-        try:
-            md = self.metadata()
-        except confluent_kafka.KafkaException:
-            return False
-        if len(md.brokers) < self.count:
+        view = self.view()
+        if view is None or len(view.brokers) < len(self.brokers):
             return False
         for name in topics:
-            t = md.topics.get(name)
-            if t is None or t.error is not None or not t.partitions:
+            partitions = view.topics.get(name)
+            if not partitions:
                 return False
-            for p in t.partitions.values():
-                if p.leader < 0 or sorted(p.isrs) != sorted(p.replicas):
+            for p in partitions.values():
+                if p.leader < 0 or sorted(p.isr) != sorted(p.replicas):
                     return False
         return True
-
-    def kill(self, i: int) -> None:
-        self.brokers[i].kill()
 
     def restart(self, i: int, timeout: float = 60.0) -> None:
         """Start broker ``i`` again. After a kill -9 its old ZooKeeper session holds
@@ -164,7 +141,7 @@ class ProcessCluster:
         deadline = time.monotonic() + timeout
         while True:
             try:
-                self.brokers[i].start()
+                self.start_broker(i)
                 return
             except RuntimeError:
                 if time.monotonic() > deadline:
@@ -183,15 +160,10 @@ class ProcessCluster:
             os.kill(proc.pid, signal.SIGCONT)
         self.paused.discard(i)
 
-    def stop(self) -> None:
+    def close(self) -> None:
         for i in list(self.paused):
             self.resume(i)
-        for b in self.brokers.values():
-            b.stop()
-
-    def close(self) -> None:
-        self.stop()
-        self.zk.stop()
+        super().close()
 
 
 class Writer(threading.Thread):
@@ -279,7 +251,7 @@ def _quiet_logger():
 FAULTS = ("kill-leader", "pause-leader", "kill-controller")
 
 
-def inject(cluster: ProcessCluster, kind: str, rng: random.Random, history: History) -> None:
+def inject(cluster: ChaosCluster, kind: str, rng: random.Random, history: History) -> None:
     """One fault, held for 1-3 s, then healed (restart or SIGCONT)."""
     if kind == "kill-controller":
         victim = cluster.controller()
@@ -324,7 +296,7 @@ def run_chaos(
 ) -> ChaosResult:
     rng = random.Random(seed)
     history = History()
-    cluster = ProcessCluster(base, overrides=overrides).start()
+    cluster = ChaosCluster(base, overrides=overrides).start()
     stop = threading.Event()
     threads: list[threading.Thread] = []
     stats: dict = {"faults": {}, "rejoin_s": []}
@@ -361,7 +333,7 @@ def run_chaos(
         final_sync = _until(lambda: cluster.in_sync([TOPIC, "__consumer_offsets"]), settle_timeout, step=0.2)
         logs = read_partitions(cluster.bootstrap, partitions)
         final_committed = committed_offsets(cluster.bootstrap, partitions)
-        cluster.stop()
+        cluster.close()  # cleanly, every broker; the data stays in ``base``
         replicas = replica_files(cluster, partitions)
         rows = check(history, logs, replicas, final_committed, bool(final_sync))
         return ChaosResult(rows, history, stats)
@@ -401,7 +373,7 @@ def committed_offsets(bootstrap: str, partitions: int) -> dict[int, int]:
         consumer.close()
 
 
-def replica_files(cluster: ProcessCluster, partitions: int) -> dict[int, dict[int, bytes]]:
+def replica_files(cluster: ChaosCluster, partitions: int) -> dict[int, dict[int, bytes]]:
     """Each replica's log bytes, read from the stopped brokers' data directories."""
     from odradek.storage import Log, LogConfig
 

@@ -483,3 +483,71 @@ def test_every_isr_change_gets_a_notification_even_while_one_is_being_written(zk
             return announced
 
     assert asyncio.run(scenario()) == {TopicPartition("n", 0), TopicPartition("n", 1)}
+
+
+def test_a_follower_fetch_from_an_unknown_replica_or_with_a_stale_epoch_is_refused(three):
+    """Kafka's answers, no crash: NOT_LEADER_OR_FOLLOWER for a broker that is not a replica,
+    FENCED_LEADER_EPOCH for an older leader epoch, UNKNOWN_LEADER_EPOCH for a newer one."""
+    from odradek.protocol import messages
+
+    rs = three
+    rs.create_topic("t", {0: [1, 2, 3]})
+    _lead(rs, "t", 1, 4)
+    assert not [e for e, _ in _produce(rs.bootstrap(1), "t", [b"q"] * 3) if e]
+
+    def fetch(replica_id, epoch):
+        request = messages.build_request(
+            1,
+            11,
+            {
+                "replica_id": replica_id,
+                "max_wait": 0,
+                "min_bytes": 1,
+                "topics": [
+                    {
+                        "topic": "t",
+                        "partitions": [
+                            {"partition": 0, "current_leader_epoch": epoch, "fetch_offset": 0, "partition_max_bytes": 1 << 20}
+                        ],
+                    }
+                ],
+                "forgotten_topics_data": [],
+            },
+        )
+        response = send(rs.bootstrap(1), 1, request, 11)
+        p = response.responses[0].partitions[0]
+        return p.error_code, len(p.records or b"")
+
+    assert fetch(9, 4) == (ErrorCode.not_leader_or_follower, 0)
+    assert fetch(2, 3) == (ErrorCode.fenced_leader_epoch, 0)
+    assert fetch(2, 5) == (ErrorCode.unknown_leader_epoch, 0)
+    code, size = fetch(2, 4)
+    assert code == 0 and size > 0
+
+
+def test_a_new_coordinator_loads_commits_above_its_lagging_high_watermark(three):
+    """A follower learns the high watermark one fetch late; when it becomes the leader of
+    __consumer_offsets right then, the last acknowledged commits sit above its high
+    watermark. It loads to its log end, as Kafka does (the chaos run lost a commit here)."""
+    rs = three
+    rs.create_topic("t", {0: [1, 2, 3]})
+    rs.create_topic("__consumer_offsets", {p: [1, 2, 3] for p in range(5)}, {"cleanup.policy": "compact"}, internal=True)
+    offsets_states = [partition_state("__consumer_offsets", p, 1, 1, [1, 2, 3], [1, 2, 3]) for p in range(5)]
+    rs.leader_and_isr([partition_state("t", 0, 1, 1, [1, 2, 3], [1, 2, 3])] + offsets_states)
+    c = confluent_kafka.Consumer({"bootstrap.servers": rs.bootstrap(1), "group.id": "lagging", "enable.auto.commit": False})
+    c.commit(offsets=[confluent_kafka.TopicPartition("t", 0, 11)], asynchronous=False)
+    c.close()
+    group_partition = rs.brokers[1].call(lambda b: b.group_coordinator.partition_of("lagging"))
+    leo = rs.partition(1, "__consumer_offsets", group_partition).leo
+    wait_for(lambda: rs.partition(2, "__consumer_offsets", group_partition).leo == leo, what="broker 2 has the commit")
+
+    def lag(broker):  # broker 2 has not heard of the last high watermark yet
+        broker.replica_manager.partitions[("__consumer_offsets", group_partition)].log.high_watermark = 0
+
+    rs.brokers[2].call(lag)
+    rs.leader_and_isr([partition_state("__consumer_offsets", p, 2, 2, [1, 2, 3], [1, 2, 3]) for p in range(5)])
+    c = confluent_kafka.Consumer({"bootstrap.servers": rs.bootstrap(2), "group.id": "lagging"})
+    try:
+        assert c.committed([confluent_kafka.TopicPartition("t", 0)], timeout=10)[0].offset == 11
+    finally:
+        c.close()
