@@ -148,3 +148,23 @@ def test_admin_and_group_apis_answer_kafkas_authorization_errors(acl_broker):
         # Past the checks it reaches the coordinator (which may still be loading: NOT_COORDINATOR).
         resp = raw.request(68, 0, hb)
         assert resp.error_code in (ErrorCode.none, ErrorCode.not_coordinator, ErrorCode.coordinator_not_available)
+
+
+def test_share_fetch_answers_topic_authorization_failed_for_a_topic_it_may_not_read(acl_broker):
+    allow(acl_broker, "User:alice", AclOperation.READ, ResourceType.GROUP, "sg")
+    allow(acl_broker, "User:alice", AclOperation.WRITE, ResourceType.TOPIC, "orders")
+    with RawClient(acl_broker.endpoint("SASL_PLAINTEXT")) as raw:
+        login(raw, "admin", "admin-secret")
+        ids = {t.name: t.topic_id for t in raw.request(3, 12, {"topics": None, "allow_auto_topic_creation": False, "include_topic_authorized_operations": False}).topics}
+    with RawClient(acl_broker.endpoint("SASL_PLAINTEXT")) as raw:
+        login(raw, "alice", "alice-secret")
+        fetch = {
+            "group_id": "sg", "member_id": "m-alice", "share_session_epoch": 0, "max_wait": 0, "min_bytes": 1,
+            "max_bytes": 1 << 20, "max_records": 10, "batch_size": 10, "forgotten_topics_data": [],
+            "topics": [{"topic_id": ids["orders"], "partitions": [{"partition_index": 0, "acknowledgement_batches": []}]}],
+        }
+        resp = raw.request(78, 1, fetch)
+        assert resp.error_code == ErrorCode.none, resp
+        assert [(r.topic_id, r.partitions[0].error_code) for r in resp.responses] == [(ids["orders"], ErrorCode.topic_authorization_failed)]
+        resp = raw.request(78, 1, {**fetch, "group_id": "not-hers"})
+        assert resp.error_code == ErrorCode.group_authorization_failed

@@ -16,7 +16,7 @@ is answered with the API's own error code in an otherwise empty response:
 * OffsetDelete: Delete on the group;
 * ConsumerGroupHeartbeat, ShareGroupHeartbeat: Read on the group (GROUP_AUTHORIZATION_FAILED),
   Describe on each subscribed topic name (TOPIC_AUTHORIZATION_FAILED);
-* ShareFetch, ShareAcknowledge: Read on the group.
+* ShareFetch, ShareAcknowledge: Read on the group (Read on each topic: their handlers).
 
 Everything else narrows its items in its handler through ``Broker.allowed`` (Produce, Fetch,
 Metadata, the topic, config, transaction and describe APIs), answering each denied item with
