@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from broker_e2e import RawClient
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
-from confluent_kafka.admin import AclOperation, ResourceType
+from confluent_kafka.admin import AclOperation, AdminClient, ResourceType
 from test_acls import allow, conf, start_acl_broker
 
 from odradek.protocol.errors import ErrorCode
@@ -168,3 +168,23 @@ def test_share_fetch_answers_topic_authorization_failed_for_a_topic_it_may_not_r
         assert [(r.topic_id, r.partitions[0].error_code) for r in resp.responses] == [(ids["orders"], ErrorCode.topic_authorization_failed)]
         resp = raw.request(78, 1, {**fetch, "group_id": "not-hers"})
         assert resp.error_code == ErrorCode.group_authorization_failed
+
+
+def test_cluster_authorized_operations_in_describe_cluster_and_metadata(acl_broker):
+    Op = AclOperation
+    allow(acl_broker, "User:alice", Op.DESCRIBE, ResourceType.BROKER, "kafka-cluster")
+    allow(acl_broker, "User:alice", Op.IDEMPOTENT_WRITE, ResourceType.BROKER, "kafka-cluster")
+    alice, admin = AdminClient(conf(acl_broker, "alice")), AdminClient(conf(acl_broker, "admin"))
+    described = alice.describe_cluster(include_authorized_operations=True).result(30)
+    assert set(described.authorized_operations) == {Op.DESCRIBE, Op.IDEMPOTENT_WRITE}
+    described = admin.describe_cluster(include_authorized_operations=True).result(30)
+    assert set(described.authorized_operations) == {
+        Op.CREATE, Op.ALTER, Op.DESCRIBE, Op.CLUSTER_ACTION, Op.DESCRIBE_CONFIGS, Op.ALTER_CONFIGS, Op.IDEMPOTENT_WRITE,
+    }
+    with RawClient(acl_broker.endpoint("SASL_PLAINTEXT")) as raw:
+        login(raw, "alice", "alice-secret")
+        body = {"topics": [], "allow_auto_topic_creation": False, "include_cluster_authorized_operations": True, "include_topic_authorized_operations": False}
+        resp = raw.request(3, 8, body)
+        assert resp.cluster_authorized_operations == (1 << 8) | (1 << 12)  # Describe, IdempotentWrite
+        resp = raw.request(3, 8, {**body, "include_cluster_authorized_operations": False})
+        assert resp.cluster_authorized_operations == -(2**31)
