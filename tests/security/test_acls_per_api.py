@@ -188,3 +188,24 @@ def test_cluster_authorized_operations_in_describe_cluster_and_metadata(acl_brok
         assert resp.cluster_authorized_operations == (1 << 8) | (1 << 12)  # Describe, IdempotentWrite
         resp = raw.request(3, 8, {**body, "include_cluster_authorized_operations": False})
         assert resp.cluster_authorized_operations == -(2**31)
+
+
+def test_fast_lane_write_decision_is_dropped_when_the_acls_change(acl_broker):
+    """One producer connection: allowed (the fast lane caches the decision), then the ACL is
+    removed and the same connection's next record is refused."""
+    from confluent_kafka.admin import AclBindingFilter, AclPermissionType, ResourcePatternType
+
+    allow(acl_broker, "User:alice", AclOperation.WRITE, ResourceType.TOPIC, "orders")
+    p = Producer({**conf(acl_broker, "alice"), "linger.ms": 0, "message.timeout.ms": 10000, "retries": 0})
+    outcome: list = []
+    p.produce("orders", b"first", on_delivery=lambda err, msg: outcome.append(err))
+    p.flush(20)
+    assert outcome == [None]
+    admin = AdminClient(conf(acl_broker, "admin"))
+    acl_filter = AclBindingFilter(ResourceType.TOPIC, "orders", ResourcePatternType.LITERAL, "User:alice", "*", AclOperation.WRITE, AclPermissionType.ALLOW)
+    for f in admin.delete_acls([acl_filter]).values():
+        assert len(f.result(30)) == 1
+    p.produce("orders", b"second", on_delivery=lambda err, msg: outcome.append(err))
+    p.flush(20)
+    assert len(outcome) == 2 and outcome[1] is not None
+    assert outcome[1].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED

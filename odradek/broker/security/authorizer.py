@@ -57,6 +57,7 @@ class Authorizer:
         self.super_users = super_users
         self.allow_if_no_acl = allow_if_no_acl
         self._index: dict[str, list[AclBinding]] = {}
+        self.generation = 0  # bumped by each reload: decisions cached elsewhere are stale
         self.reload()
 
     @classmethod
@@ -74,6 +75,7 @@ class Authorizer:
             b = AclBinding.from_json(data)
             index[b.resource_type].append(b)
         self._index = dict(index)
+        self.generation += 1
 
     def acls(self) -> list[AclBinding]:
         return [b for bindings in self._index.values() for b in bindings]
