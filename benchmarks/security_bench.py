@@ -2,7 +2,11 @@
 (SCRAM-SHA-512) listeners of one broker process, with confluent-kafka; prints a table of
 throughput and the broker's CPU per MB.
 
-    python benchmarks/security_bench.py [--mb 64] [--repeat 2]
+    python benchmarks/security_bench.py [--mb 64] [--repeat 2] [--authorizer]
+
+With ``--authorizer`` the broker runs the ACL authorizer: PLAINTEXT and SSL clients are
+anonymous super users, the SASL_SSL user ``bench`` is allowed by prefixed ACLs (All on
+topics ``bench-``, Read on group ``bench``), so its row shows what authorization costs.
 
 Certificates are made on the fly (tests/security/certs.py). One broker serves all three
 listeners, so the rows differ only in the listener. CPU is the broker process's
@@ -28,7 +32,7 @@ RECORD = 1024
 SCRAM = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
 
 
-def start_broker(tmp: Path):
+def start_broker(tmp: Path, authorizer: bool = False):
     tls = make_tls_files(tmp / "tls")
     ssl_port, sasl_port = free_port(), free_port()
     broker = BrokerProcess(tmp / "data")
@@ -43,6 +47,10 @@ def start_broker(tmp: Path):
             "inter.broker.listener.name": "PLAINTEXT",
         }
     )
+    if authorizer:
+        broker.overrides.update(
+            {"authorizer.class.name": "kafka.security.authorizer.AclAuthorizer", "super.users": "User:ANONYMOUS"}
+        )
     broker.start()
     from confluent_kafka.admin import (
         AdminClient,
@@ -55,6 +63,22 @@ def start_broker(tmp: Path):
     upsert = UserScramCredentialUpsertion("bench", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096), b"bench-secret")
     for f in admin.alter_user_scram_credentials([upsert]).values():
         f.result(30)
+    if authorizer:
+        from confluent_kafka.admin import (
+            AclBinding,
+            AclOperation,
+            AclPermissionType,
+            ResourcePatternType,
+            ResourceType,
+        )
+
+        allow = AclPermissionType.ALLOW
+        bindings = [
+            AclBinding(ResourceType.TOPIC, "bench-", ResourcePatternType.PREFIXED, "User:bench", "*", AclOperation.ALL, allow),
+            AclBinding(ResourceType.GROUP, "bench", ResourcePatternType.LITERAL, "User:bench", "*", AclOperation.READ, allow),
+        ]
+        for f in admin.create_acls(bindings).values():
+            f.result(30)
     configs = {
         "PLAINTEXT": {"bootstrap.servers": broker.bootstrap_servers},
         "SSL": {"bootstrap.servers": f"127.0.0.1:{ssl_port}", "security.protocol": "SSL", "ssl.ca.location": str(tls.ca)},
@@ -107,10 +131,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--mb", type=int, default=64, help="MB produced (and consumed) per listener")
     parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--authorizer", action="store_true", help="run the ACL authorizer (see above)")
     args = parser.parse_args()
     count = args.mb * 1024 * 1024 // RECORD
     with tempfile.TemporaryDirectory(prefix="security-bench-") as tmp:
-        broker, configs = start_broker(Path(tmp))
+        broker, configs = start_broker(Path(tmp), args.authorizer)
         try:
             rows = []
             for run in range(args.repeat):

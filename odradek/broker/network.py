@@ -68,6 +68,11 @@ class Connection(asyncio.BufferedProtocol):
         # fast lane may bypass it); see broker/security/sasl_authenticator.py.
         self.auth = server.new_authenticator(self.security)
         self.lanes = server.fast_lanes if self.auth is None else {}
+        # With an authorizer the fast lanes ask this connection whether its principal may Write
+        # a topic; the answers are cached until the ACLs change (Authorizer.generation).
+        self.write_check = self._may_write if server.gates is not None else None
+        self._writable: dict[str, bool] = {}
+        self._acl_generation = -1
         self.reader = FrameReader(server.max_request_size)
         self.transport: asyncio.Transport | None = None
         self.peer = "?"
@@ -247,13 +252,25 @@ class Connection(asyncio.BufferedProtocol):
             self.close(outcome.reason, flush=True)
         elif self.auth.complete:
             self.principal = self.auth.principal
+            self._writable.clear()
             self.lanes = self.server.fast_lanes
 
     # -- request handling --------------------------------------------------------------
 
+    def _may_write(self, topic: str) -> bool:
+        authorizer = self.server.gates.authorizer
+        if authorizer.generation != self._acl_generation:
+            self._writable.clear()
+            self._acl_generation = authorizer.generation
+        allowed = self._writable.get(topic)
+        if allowed is None:
+            allowed = self._writable[topic] = authorizer.authorize(self, "Write", "Topic", topic)
+        return allowed
+
     def _try_fast_lane(self, lane, payload) -> bool:
+        check = self.write_check
         try:
-            response = lane(self.broker, payload)
+            response = lane(self.broker, payload) if check is None else lane(self.broker, payload, check)
         except KafkaError as exc:
             self.close(f"{messages.api_name(payload[1])} rejected: {exc}")
             return True

@@ -108,8 +108,8 @@ def test_topics_spliced_into_a_metadata_frame_match_the_plain_encoding(version):
     image = SimpleNamespace(
         topics={}, brokers={0: BrokerInfo(0, "h", 9)}, controller_id=0
     )
-    broker = SimpleNamespace(image=image, cluster_id="cluster")
-    request = SimpleNamespace(api_version=version, correlation_id=41, listener="PLAINTEXT")
+    broker = SimpleNamespace(image=image, cluster_id="cluster", authorizer=None)
+    request = SimpleNamespace(api_version=version, correlation_id=41, listener="PLAINTEXT", body=SimpleNamespace())
     entries = [metadata._error_entry(f"topic-{i}", ErrorCode.unknown_topic_or_partition) for i in range(3)]
     topic_class = metadata._topic_class(version)
     encoded = [messages.encode_body(messages.build(topic_class, e)) for e in entries]

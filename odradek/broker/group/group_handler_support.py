@@ -73,6 +73,18 @@ def heartbeat_answer(error=0, message=None, member_id=None, epoch=-1, interval=0
     }
 
 
+def describe_if_allowed(broker, request, describe: Callable[[str], dict]) -> Callable[[str], dict]:
+    """``describe`` behind Kafka's check for ConsumerGroupDescribe/ShareGroupDescribe: Describe on
+    the group, else GROUP_AUTHORIZATION_FAILED for that group."""
+
+    def checked(group_id: str) -> dict:
+        if not broker.allowed(request, "Describe", "Group", group_id):
+            raise errors.GroupAuthorizationFailedError(f"not authorized to describe group {group_id}")
+        return describe(group_id)
+
+    return checked
+
+
 def described_group(group_id: str, operations: int, describe: Callable[[str], dict]) -> dict:
     """One group of a ConsumerGroupDescribe or ShareGroupDescribe answer; ``describe`` gives
     the group's fields or raises KafkaError (GROUP_ID_NOT_FOUND, coordinator errors)."""

@@ -16,7 +16,9 @@ An API may also register a fast lane, ``lane(broker, frame) -> bytes | None``: i
 offered each whole request frame of that API key first and returns the complete
 response frame (empty bytes: no response), or None to decline, having changed nothing,
 so that the handler gets the request as usual. Produce has one for its usual shape
-(see handlers/produce.py); a lane raises ``KafkaError`` like a handler.
+(see handlers/produce.py); a lane raises ``KafkaError`` like a handler. With an authorizer
+the lane is called as ``lane(broker, frame, may_write)``: it must decline (None) for a topic
+``may_write(name)`` refuses, so that the handler answers the authorization error.
 """
 
 from __future__ import annotations

@@ -56,11 +56,41 @@ def _topic_results(by_topic: dict) -> list[dict]:
     ]
 
 
+def _denied(broker, request) -> dict:
+    """v0-v3 under an authorizer, as Kafka: without Write on the transactional id every
+    partition is TRANSACTIONAL_ID_AUTHORIZATION_FAILED; else the partitions of topics it may
+    not Write are TOPIC_AUTHORIZATION_FAILED and the others OPERATION_NOT_ATTEMPTED. Empty
+    when the request may go ahead."""
+    if broker.authorizer is None:
+        return {}
+    body = request.body
+    wanted = [(t.name, p) for t in body.v3_and_below_topics for p in t.partitions]
+    if not broker.allowed(request, "Write", "TransactionalId", body.v3_and_below_transactional_id):
+        codes = dict.fromkeys(wanted, int(ErrorCode.transactional_id_authorization_failed))
+    else:
+        refused = {t.name for t in body.v3_and_below_topics if not broker.allowed(request, "Write", "Topic", t.name)}
+        if not refused:
+            return {}
+        codes = {
+            tp: int(ErrorCode.topic_authorization_failed if tp[0] in refused else ErrorCode.operation_not_attempted)
+            for tp in wanted
+        }
+    out: dict = {}
+    for (topic, partition), code in codes.items():
+        out.setdefault(topic, {})[partition] = code
+    return out
+
+
 @api(24, 0, 5)
 def handle_add_partitions_to_txn(broker, request):
     body = request.body
     version = request.api_version
     if version <= 3:
+        denied = _denied(broker, request)
+        if denied:
+            return messages.build_response(
+                24, version, {"throttle_time": 0, "results_by_topic_v3_and_below": _topic_results(denied)}
+            )
         by_topic = _answer(
             broker,
             version,

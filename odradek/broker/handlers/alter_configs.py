@@ -45,6 +45,7 @@ def _alter(broker, request, incremental: bool):
         try:
             if named[(r.resource_type, r.resource_name)] > 1:
                 raise errors.InvalidRequestError("Each resource must appear at most once.")
+            _authorize(broker, request, r.resource_type, r.resource_name)
             ops = _operations(r.configs, incremental)
             if r.resource_type == TOPIC:
                 _alter_topic(broker, r.resource_name, ops, incremental, body.validate_only)
@@ -61,6 +62,16 @@ def _alter(broker, request, incremental: bool):
             entry.update(error_code=exc.code, error_message=exc.message)
         responses.append(entry)
     return {"throttle_time": 0, "responses": responses}
+
+
+def _authorize(broker, request, resource_type: int, name: str) -> None:
+    """AlterConfigs on the topic, the cluster (broker resources) or the group, as Kafka."""
+    if resource_type == TOPIC and not broker.allowed(request, "AlterConfigs", "Topic", name):
+        raise errors.TopicAuthorizationFailedError(f"not authorized to alter the configs of topic {name}")
+    if resource_type == BROKER and not broker.allowed(request, "AlterConfigs"):
+        raise errors.ClusterAuthorizationFailedError("not authorized to alter broker configs")
+    if resource_type == GROUP and not broker.allowed(request, "AlterConfigs", "Group", name):
+        raise errors.GroupAuthorizationFailedError(f"not authorized to alter the configs of group {name}")
 
 
 def _operations(configs, incremental: bool) -> list[tuple[str, int, str | None]]:

@@ -19,11 +19,14 @@ from odradek.protocol import errors, messages
 def handle_alter_replica_log_dirs(broker, request):
     mover = LogDirMover.of(broker)
     results: dict[str, list] = {}
+    allowed = broker.allowed(request, "Alter")
     for d in request.body.dirs:
         for topic in d.topics:
             for index in topic.partitions:
                 code = 0
                 try:
+                    if not allowed:
+                        raise errors.ClusterAuthorizationFailedError("moving replicas needs Alter on the cluster")
                     mover.move(topic.name, index, d.path)
                 except errors.KafkaError as exc:
                     code = exc.code

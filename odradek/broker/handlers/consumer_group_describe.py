@@ -1,10 +1,11 @@
 """ConsumerGroupDescribe (key 69), v0-v1: consumer-protocol groups (KIP-848) with their
 epochs, assignor and members, each with its current and target assignment. A classic
 group or an unknown one is GROUP_ID_NOT_FOUND. ``include_authorized_operations`` gets
-every group operation, since there is no authorizer.
+every group operation. Under an authorizer a group the caller may not Describe is
+GROUP_AUTHORIZATION_FAILED.
 """
 
-from odradek.broker.group.group_handler_support import coordinator_of, described_group
+from odradek.broker.group.group_handler_support import coordinator_of, describe_if_allowed, described_group
 from odradek.broker.handlers import api
 from odradek.broker.handlers.describe_groups import GROUP_OPERATIONS, NOT_REQUESTED
 from odradek.protocol import messages
@@ -15,7 +16,7 @@ def handle_consumer_group_describe(broker, request):
     body = request.body
     operations = GROUP_OPERATIONS if body.include_authorized_operations else NOT_REQUESTED
     groups = [
-        described_group(group_id, operations, lambda g: coordinator_of(broker).consumer_group_describe(g))
+        described_group(group_id, operations, describe_if_allowed(broker, request, coordinator_of(broker).consumer_group_describe))
         for group_id in body.group_ids
     ]
     return messages.build_response(69, request.api_version, {"throttle_time": 0, "groups": groups})

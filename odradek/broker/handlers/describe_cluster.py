@@ -1,6 +1,7 @@
 """DescribeCluster (key 60), v0-v1: cluster id, controller and brokers (KIP-700)."""
 
 from odradek.broker.handlers import api
+from odradek.broker.security.authorizer import cluster_authorized_operations
 from odradek.protocol import messages
 
 
@@ -15,6 +16,9 @@ def handle_describe_cluster(broker, request):
             "error_code": 0,
             "cluster_id": image.cluster_id,
             "controller_id": image.controller_id,
+            "cluster_authorized_operations": cluster_authorized_operations(
+                broker.authorizer, request, request.body.include_cluster_authorized_operations
+            ),
             "brokers": [
                 {"broker_id": b.node_id, "host": host, "port": port, "rack": b.rack}
                 for b in image.brokers.values()

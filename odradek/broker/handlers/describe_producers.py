@@ -30,9 +30,12 @@ def handle_describe_producers(broker, request):
     topics = []
     for topic in request.body.topics:
         partitions = []
+        allowed = broker.allowed(request, "Read", "Topic", topic.name)
         for index in topic.partition_indexes:
             entry = {"partition_index": index, "error_code": 0, "error_message": None, "active_producers": []}
             try:
+                if not allowed:
+                    raise errors.TopicAuthorizationFailedError(f"not authorized to read topic {topic.name}")
                 partition = broker.replica_manager.get_partition(topic.name, index)
                 partition.check_leader()
                 entry["active_producers"] = _producers(partition)

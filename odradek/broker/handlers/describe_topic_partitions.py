@@ -43,7 +43,8 @@ def _missing(name: str, code: int) -> dict:
     return {"error_code": code, "name": name, "topic_id": None, "is_internal": False, "partitions": []}
 
 
-def _describe(broker, body) -> dict:
+def _describe(broker, request) -> dict:
+    body = request.body
     cursor = body.cursor
     start_topic = cursor.topic_name if cursor is not None else ""
     every = not body.topics
@@ -64,6 +65,10 @@ def _describe(broker, body) -> dict:
             next_cursor = {"topic_name": name, "partition_index": 0}
             break
         topic = broker.image.topics.get(name)
+        if broker.authorizer is not None and not broker.allowed(request, "Describe", "Topic", name):
+            if not every:  # as Kafka: named topics answer the error, the others are left out
+                topics.append(_missing(name, ErrorCode.topic_authorization_failed))
+            continue
         if topic is None:
             if not every:
                 try:
@@ -96,7 +101,7 @@ def _describe(broker, body) -> dict:
 def handle_describe_topic_partitions(broker, request):
     body = request.body
     try:
-        response = _describe(broker, body)
+        response = _describe(broker, request)
     except errors.KafkaError as exc:
         response = {
             "throttle_time": 0,

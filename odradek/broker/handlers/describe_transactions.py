@@ -9,6 +9,7 @@ coordinator), COORDINATOR_LOAD_IN_PROGRESS, TRANSACTIONAL_ID_NOT_FOUND.
 from odradek.broker.handlers import api
 from odradek.broker.txn.txn_handler_support import coordinator_of
 from odradek.protocol import errors, messages
+from odradek.protocol.errors import ErrorCode
 
 
 def _missing(tid: str, code: int) -> dict:
@@ -28,8 +29,16 @@ def _missing(tid: str, code: int) -> dict:
 def handle_describe_transactions(broker, request):
     states = []
     for tid in request.body.transactional_ids:
+        if not broker.allowed(request, "Describe", "TransactionalId", tid):
+            states.append(_missing(tid, int(ErrorCode.transactional_id_authorization_failed)))
+            continue
         try:
-            states.append(coordinator_of(broker).describe(tid))
+            state = coordinator_of(broker).describe(tid)
+            if broker.authorizer is not None:  # as Kafka: only the topics it may Describe
+                state["topics"] = [
+                    t for t in state["topics"] if broker.allowed(request, "Describe", "Topic", t["topic"])
+                ]
+            states.append(state)
         except errors.KafkaError as exc:
             states.append(_missing(tid, int(exc.code)))
     return messages.build_response(

@@ -25,5 +25,7 @@ def handle_list_transactions(broker, request):
     except errors.KafkaError as exc:
         response["error_code"] = int(exc.code)
     else:
+        if broker.authorizer is not None:  # as Kafka: only the ids it may Describe
+            listed = [s for s in listed if broker.allowed(request, "Describe", "TransactionalId", s["transactional_id"])]
         response.update(error_code=error, unknown_state_filters=unknown, transaction_states=listed)
     return messages.build_response(66, request.api_version, response)

@@ -31,6 +31,7 @@ import typing
 from functools import cache
 
 from odradek.broker.handlers import api
+from odradek.broker.security.authorizer import NOT_REQUESTED, cluster_authorized_operations
 from odradek.protocol import errors, messages
 from odradek.protocol.errors import ErrorCode
 from odradek.protocol.varint import encode_unsigned_varint
@@ -42,7 +43,6 @@ _INT32 = struct.Struct(">i")
 
 
 TOPIC_OPERATIONS = (3, 4, 5, 6, 7, 8, 10, 11)  # Read .. AlterConfigs (Kafka's topic operations)
-CLUSTER_OPERATIONS = (5, 7, 8, 9, 10, 11, 12)
 
 
 def _topic_entry(broker, topic, request=None) -> dict:
@@ -93,7 +93,7 @@ def handle_metadata(broker, request):
     if count > CHUNK or (allow_create and _any_unknown(image, wanted)):
         return _answer_in_steps(broker, request, wanted, allow_create)
     topics = [entry for entry, _ in _entries(broker, request, wanted, allow_create)]
-    return messages.build_response(3, request.api_version, _response(broker, topics, request.listener))
+    return messages.build_response(3, request.api_version, _response(broker, topics, request.listener, _cluster_operations(broker, request)))
 
 
 async def _answer_in_steps(broker, request, wanted, allow_create: bool):
@@ -119,7 +119,7 @@ def _frame_with_topics(broker, request, count: int, topics: list[bytes]) -> byte
     spliced in where its empty topics array was (only trailing fixed fields follow it)."""
     version = request.api_version
     cls = messages.response_class(3, version)
-    empty = messages.encode_body(messages.build(cls, _response(broker, [], request.listener)))
+    empty = messages.encode_body(messages.build(cls, _response(broker, [], request.listener, _cluster_operations(broker, request))))
     flexible = messages.is_flexible(3, version)
     has_cluster_ops = any(f.name == "cluster_authorized_operations" for f in dataclasses.fields(cls))
     cut = len(empty) - (4 if has_cluster_ops else 0) - (1 if flexible else 0)
@@ -216,9 +216,15 @@ def _any_unknown(image, wanted) -> bool:
     return False
 
 
-def _response(broker, topics: list, listener: str) -> dict:
+def _cluster_operations(broker, request) -> int:
+    requested = bool(getattr(request.body, "include_cluster_authorized_operations", False))
+    return cluster_authorized_operations(broker.authorizer, request, requested)
+
+
+def _response(broker, topics: list, listener: str, cluster_operations: int = NOT_REQUESTED) -> dict:
     image = broker.image
     return {
+        "cluster_authorized_operations": cluster_operations,
         "throttle_time": 0,
         "brokers": [
             {"node_id": b.node_id, "host": host, "port": port, "rack": b.rack}

@@ -19,12 +19,15 @@ def handle_offset_delete(broker, request):
     image = broker.image
     items = []
     known = []
+    refused = set()
     for t in body.topics:
         info = image.topics.get(t.name)
+        if broker.authorizer is not None and not broker.allowed(request, "Read", "Topic", t.name):
+            refused.add(t.name)
         for p in t.partitions:
             tp = (t.name, p.partition_index)
             items.append(tp)
-            if info is not None and p.partition_index in info.partitions:
+            if t.name not in refused and info is not None and p.partition_index in info.partitions:
                 known.append(tp)
     try:
         results = coordinator_of(broker).delete_offsets(body.group_id, known)
@@ -33,6 +36,8 @@ def handle_offset_delete(broker, request):
     topics: dict = {}
     for tp in items:
         code = results.get(tp, int(ErrorCode.unknown_topic_or_partition))
+        if tp[0] in refused:
+            code = int(ErrorCode.topic_authorization_failed)
         topics.setdefault(tp[0], []).append({"partition_index": tp[1], "error_code": code})
     return messages.build_response(
         47,

@@ -18,8 +18,8 @@ coordinator first (``transaction.partition.verification.enable``, KIP-890): the 
 must be in the producer's open transaction (INVALID_TXN_STATE) and its epoch current
 (INVALID_PRODUCER_EPOCH), so a fenced producer cannot leave data no marker will decide.
 With an authorizer, Write on each topic (else TOPIC_AUTHORIZATION_FAILED) and on the
-transactional id (else TRANSACTIONAL_ID_AUTHORIZATION_FAILED) is checked, and the fast lane
-is not used (the broker registers none).
+transactional id (else TRANSACTIONAL_ID_AUTHORIZATION_FAILED) is checked; the fast lane
+serves a topic only when the connection's cached decision says its principal may Write it.
 """
 
 from odradek.broker.delayed_produce import wait_for_isr
@@ -125,7 +125,7 @@ def _failer(partitions: list, slot: int):
 
 
 @fast_lane(0)
-def produce_one_partition(broker, frame):
+def produce_one_partition(broker, frame, may_write=None):
     """The fast lane: a v3-v11 request with no transactional id writing one partition of a
     known, non-internal topic, the shape of every request a client sends at linger.ms=0.
     The same append as above, minus the request objects; the answer is packed from a
@@ -136,6 +136,8 @@ def produce_one_partition(broker, frame):
     version, correlation_id, acks, name, index, records = request
     topic = broker.image.topics.get(name)
     if topic is None or topic.internal or acks not in (-1, 0, 1):
+        return None
+    if may_write is not None and not may_write(name):
         return None
     if acks == -1:
         partition = broker.replica_manager.partitions.get((name, index))

@@ -3,9 +3,15 @@ share-group member acquired; INVALID_RECORD_STATE for records it does not hold (
 acquired, already acknowledged, or its lock timed out). Epoch -1 closes the share session."""
 
 from odradek.broker.handlers import api
+from odradek.broker.share.share_authorization import without_unreadable_topics
 from odradek.protocol import messages
 
 
 @api(79, 1, 1)
 def handle_share_acknowledge(broker, request):
-    return messages.build_response(79, 1, broker.share_fetches.share_acknowledge(request.body))
+    manager = broker.share_fetches
+    body, denied = without_unreadable_topics(broker, request, manager.acknowledge_row)
+    answer = manager.share_acknowledge(body)
+    if denied and not answer["error_code"]:
+        answer["responses"] = [*answer["responses"], *denied]
+    return messages.build_response(79, 1, answer)

@@ -5,9 +5,15 @@ NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_ID per partition; INVALID_RECORD_STATE as 
 partition's acknowledge error for records the member has not acquired."""
 
 from odradek.broker.handlers import api
+from odradek.broker.share.share_authorization import without_unreadable_topics
 from odradek.protocol import messages
 
 
 @api(78, 1, 1)
 async def handle_share_fetch(broker, request):
-    return messages.build_response(78, 1, await broker.share_fetches.share_fetch(request.body))
+    manager = broker.share_fetches
+    body, denied = without_unreadable_topics(broker, request, manager.fetch_row)
+    answer = await manager.share_fetch(body)
+    if denied and not answer["error_code"]:
+        answer["responses"] = [*answer["responses"], *denied]
+    return messages.build_response(78, 1, answer)

@@ -22,6 +22,16 @@ from odradek.protocol import errors, messages
 from odradek.protocol.errors import ErrorCode
 
 
+def _request_denied(broker, request) -> int:
+    """Kafka's whole-request checks: Write on the transactional id, Read on the group."""
+    body = request.body
+    if not broker.allowed(request, "Write", "TransactionalId", body.transactional_id):
+        return int(ErrorCode.transactional_id_authorization_failed)
+    if not broker.allowed(request, "Read", "Group", body.group_id):
+        return int(ErrorCode.group_authorization_failed)
+    return 0
+
+
 @api(28, 0, 4)
 def handle_txn_offset_commit(broker, request):
     body = request.body
@@ -29,11 +39,18 @@ def handle_txn_offset_commit(broker, request):
     items = []  # (topic, partition) in request order
     offsets: dict[tuple[str, int], OffsetAndMetadata] = {}
     codes: dict[tuple[str, int], int] = {}
+    denied = _request_denied(broker, request)
     for t in body.topics:
         info = image.topics.get(t.name)
+        topic_denied = denied or (
+            broker.authorizer is not None and not broker.allowed(request, "Read", "Topic", t.name) and ErrorCode.topic_authorization_failed
+        )
         for p in t.partitions:
             tp = (t.name, p.partition_index)
             items.append(tp)
+            if topic_denied:
+                codes[tp] = int(topic_denied)
+                continue
             if info is None or p.partition_index not in info.partitions:
                 codes[tp] = int(ErrorCode.unknown_topic_or_partition)
                 continue

@@ -57,6 +57,7 @@ class Authorizer:
         self.super_users = super_users
         self.allow_if_no_acl = allow_if_no_acl
         self._index: dict[str, list[AclBinding]] = {}
+        self.generation = 0  # bumped by each reload: decisions cached elsewhere are stale
         self.reload()
 
     @classmethod
@@ -74,6 +75,7 @@ class Authorizer:
             b = AclBinding.from_json(data)
             index[b.resource_type].append(b)
         self._index = dict(index)
+        self.generation += 1
 
     def acls(self) -> list[AclBinding]:
         return [b for bindings in self._index.values() for b in bindings]
@@ -154,6 +156,20 @@ class Authorizer:
         return bits
 
 
+CLUSTER_OPERATIONS = (5, 7, 8, 9, 10, 11, 12)  # Create .. IdempotentWrite: Kafka's cluster operations
+NOT_REQUESTED = -(2**31)  # Kafka's "authorized operations not requested"
+
+
+def cluster_authorized_operations(authorizer, request, requested: bool) -> int:
+    """KIP-430's cluster bit field for Metadata (v8-v10) and DescribeCluster: what the principal
+    may do on the cluster; every cluster operation without an authorizer, as Kafka."""
+    if not requested:
+        return NOT_REQUESTED
+    if authorizer is None:
+        return sum(1 << code for code in CLUSTER_OPERATIONS)
+    return authorizer.authorized_operations(request, "Cluster", CLUSTER_NAME, CLUSTER_OPERATIONS)
+
+
 def _applies(b: AclBinding, name: str) -> bool:
     if b.pattern_type == "LITERAL":
         return b.name == name or b.name == WILDCARD
@@ -165,4 +181,12 @@ def _host(peer: str) -> str:
     return host.strip("[]")
 
 
-__all__ = ["AUTHORIZER_CLASSES", "CLUSTER_NAME", "Authorizer", "parse_super_users"]
+__all__ = [
+    "AUTHORIZER_CLASSES",
+    "CLUSTER_NAME",
+    "CLUSTER_OPERATIONS",
+    "NOT_REQUESTED",
+    "Authorizer",
+    "cluster_authorized_operations",
+    "parse_super_users",
+]

@@ -11,16 +11,16 @@ is answered with the API's own error code in an otherwise empty response:
   IdempotentWrite on the cluster or Write on some topic (KIP-679);
 * AddOffsetsToTxn: Write on the transactional id, Read on the group; EndTxn: Write on the
   transactional id;
-* DescribeLogDirs: Describe on the cluster.
+* AddPartitionsToTxn v4+ (broker to broker): ClusterAction on the cluster;
+* DescribeLogDirs: Describe on the cluster; ListConfigResources: DescribeConfigs on it;
+* OffsetDelete: Delete on the group;
+* ConsumerGroupHeartbeat, ShareGroupHeartbeat: Read on the group (GROUP_AUTHORIZATION_FAILED),
+  Describe on each subscribed topic name (TOPIC_AUTHORIZATION_FAILED);
+* ShareFetch, ShareAcknowledge: Read on the group (Read on each topic: their handlers).
 
-DeleteRecords (Delete on the topic), OffsetForLeaderEpoch (Describe on the topic, or
-ClusterAction for a follower), DescribeConfigs (DescribeConfigs on the topic or cluster) and
-CreatePartitions (Alter on the topic) narrow their items in their handlers.
-
-``SUPER_USERS_ONLY`` lists the APIs whose per-item checks are not written yet: with an
-authorizer they serve super users only, and anyone else's request closes the connection
-with a log line naming the API, so nothing is ever served with less protection than
-configured.
+Everything else narrows its items in its handler through ``Broker.allowed`` (Produce, Fetch,
+Metadata, the topic, config, transaction and describe APIs), answering each denied item with
+Kafka's code, as ``KafkaApis`` does.
 """
 
 from __future__ import annotations
@@ -31,32 +31,30 @@ from odradek.protocol.errors import ErrorCode
 GROUP_DENIED = ErrorCode.group_authorization_failed
 TXN_DENIED = ErrorCode.transactional_id_authorization_failed
 CLUSTER_DENIED = ErrorCode.cluster_authorization_failed
-
-SUPER_USERS_ONLY = {
-    24: "AddPartitionsToTxn",
-    27: "WriteTxnMarkers",
-    28: "TxnOffsetCommit",
-    33: "AlterConfigs",
-    34: "AlterReplicaLogDirs",
-    44: "IncrementalAlterConfigs",
-    47: "OffsetDelete",
-    61: "DescribeProducers",
-    65: "DescribeTransactions",
-    66: "ListTransactions",
-    74: "ListConfigResources",
-    75: "DescribeTopicPartitions",
-}
+TOPIC_DENIED = ErrorCode.topic_authorization_failed
+CLUSTER = ("Cluster", "kafka-cluster")
 
 
-def _group(body):
+def _group(body, version):
     return [("Read", "Group", body.group_id, GROUP_DENIED)]
 
 
-def _init_producer_id(body):
+def _group_heartbeat(body, version):
+    """KIP-848/KIP-932 heartbeats: Read on the group, Describe on each subscribed topic name."""
+    names = body.subscribed_topic_names or ()
+    return [*_group(body, version), *(("Describe", "Topic", n, TOPIC_DENIED) for n in names)]
+
+
+def _init_producer_id(body, version):
     txn = body.transactional_id
     if txn is not None:
         return [("Write", "TransactionalId", txn, TXN_DENIED)]
-    return [("IdempotentWrite", "Cluster", "kafka-cluster", CLUSTER_DENIED)]
+    return [("IdempotentWrite", *CLUSTER, CLUSTER_DENIED)]
+
+
+def _add_partitions_to_txn(body, version):
+    # v4+ is broker-to-broker (KIP-890): ClusterAction; v0-v3 are checked in the handler.
+    return [("ClusterAction", *CLUSTER, CLUSTER_DENIED)] if version >= 4 else []
 
 
 GATES = {
@@ -65,9 +63,16 @@ GATES = {
     13: _group,
     14: _group,
     22: _init_producer_id,
-    25: lambda body: [("Write", "TransactionalId", body.transactional_id, TXN_DENIED), *_group(body)],
-    26: lambda body: [("Write", "TransactionalId", body.transactional_id, TXN_DENIED)],
-    35: lambda body: [("Describe", "Cluster", "kafka-cluster", CLUSTER_DENIED)],
+    24: _add_partitions_to_txn,
+    25: lambda body, v: [("Write", "TransactionalId", body.transactional_id, TXN_DENIED), *_group(body, v)],
+    26: lambda body, v: [("Write", "TransactionalId", body.transactional_id, TXN_DENIED)],
+    35: lambda body, v: [("Describe", *CLUSTER, CLUSTER_DENIED)],
+    47: lambda body, v: [("Delete", "Group", body.group_id, GROUP_DENIED)],
+    68: _group_heartbeat,
+    74: lambda body, v: [("DescribeConfigs", *CLUSTER, CLUSTER_DENIED)],
+    76: _group_heartbeat,
+    78: _group,
+    79: _group,
 }
 
 
@@ -80,17 +85,10 @@ class RequestGates:
         string: the reason to close the connection."""
         key = request.api_key
         authorizer = self.authorizer
-        if key in SUPER_USERS_ONLY:
-            if request.principal in authorizer.super_users:
-                return None
-            return (
-                f"{SUPER_USERS_ONLY[key]} from {request.principal} refused: with an authorizer Odradek "
-                "serves it to super.users only (its per-resource checks are not implemented yet)"
-            )
         gate = GATES.get(key)
         if gate is None:
             return None
-        for operation, resource_type, name, code in gate(request.body):
+        for operation, resource_type, name, code in gate(request.body, request.api_version):
             if authorizer.authorize(request, operation, resource_type, name):
                 continue
             if key == 22 and resource_type == "Cluster" and authorizer.may_write_some_topic(request):

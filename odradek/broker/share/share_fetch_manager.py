@@ -220,7 +220,7 @@ class ShareFetchManager:
                 if epoch != -1:
                     session.partitions.add(key)
                 acks = [(b.first_offset, b.last_offset, b.acknowledge_types) for b in p.acknowledgement_batches]
-                row = rows[key] = self._row(p.partition_index)
+                row = rows[key] = self.fetch_row(p.partition_index)
                 if acks:
                     row["acknowledge_error_code"] = self.acknowledge(group_id, member_id, t.topic_id, p.partition_index, acks)
         for t in body.forgotten_topics_data:
@@ -249,7 +249,7 @@ class ShareFetchManager:
         for key in sorted(session.partitions, key=str):
             if left <= 0:
                 break
-            row = rows.get(key) or self._row(key[1])
+            row = rows.get(key) or self.fetch_row(key[1])
             code, records, runs = self._acquire(group_id, member_id, key[0], key[1], left, max_bytes)
             if code:
                 row.update(error_code=code)
@@ -265,7 +265,7 @@ class ShareFetchManager:
                 got = True
         return got
 
-    def _row(self, index: int) -> dict:
+    def fetch_row(self, index: int) -> dict:
         return {
             "partition_index": index,
             "error_code": 0,
@@ -275,6 +275,14 @@ class ShareFetchManager:
             "current_leader": {"leader_id": self.broker.node_id, "leader_epoch": -1},
             "records": b"",  # kio's schema has it non-nullable
             "acquired_records": [],
+        }
+
+    def acknowledge_row(self, index: int) -> dict:
+        return {
+            "partition_index": index,
+            "error_code": 0,
+            "error_message": None,
+            "current_leader": {"leader_id": self.broker.node_id, "leader_epoch": -1},
         }
 
     def _endpoints(self) -> list[dict]:
@@ -300,14 +308,7 @@ class ShareFetchManager:
             for p in t.partitions:
                 acks = [(b.first_offset, b.last_offset, b.acknowledge_types) for b in p.acknowledgement_batches]
                 code = self.acknowledge(group_id, member_id, t.topic_id, p.partition_index, acks)
-                parts.append(
-                    {
-                        "partition_index": p.partition_index,
-                        "error_code": code,
-                        "error_message": None,
-                        "current_leader": {"leader_id": self.broker.node_id, "leader_epoch": -1},
-                    }
-                )
+                parts.append({**self.acknowledge_row(p.partition_index), "error_code": code})
             answer["responses"].append({"topic_id": t.topic_id, "partitions": parts})
         if epoch == -1:
             self.release_member(group_id, member_id)
