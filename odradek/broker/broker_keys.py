@@ -238,6 +238,11 @@ BROKER_CONFIGS: dict[str, ConfigDef] = config_table(
     ConfigDef("group.consumer.session.timeout.ms", INT, 45000, AtLeast(1), "Session timeout of consumer-protocol groups."),
     ConfigDef("group.consumer.heartbeat.interval.ms", INT, 5000, AtLeast(1), "Heartbeat interval of consumer-protocol groups."),
     ConfigDef("group.consumer.max.size", INT, INT_MAX, AtLeast(1), "Most members of a consumer-protocol group."),
+    ConfigDef("group.consumer.assignors", LIST, ["uniform", "range"], ListOf("uniform", "range"), "Server-side assignors of consumer-protocol groups; the first is the default."),
+    ConfigDef("group.share.heartbeat.interval.ms", INT, 5000, AtLeast(1), "Heartbeat interval of share groups."),
+    ConfigDef("group.share.session.timeout.ms", INT, 45000, AtLeast(1), "Session timeout of share-group members."),
+    ConfigDef("group.share.record.lock.duration.ms", INT, 30000, Between(1000, 3600000), "How long a share-group member holds the records it acquired."),
+    ConfigDef("group.share.delivery.count.limit", INT, 5, Between(2, 10), "Deliveries of a record to share-group members before it is archived."),
     # transactions and producer ids
     ConfigDef("transaction.state.log.num.partitions", INT, 50, AtLeast(1), "Partitions of __transaction_state."),
     ConfigDef("transaction.state.log.replication.factor", SHORT, 3, AtLeast(1), "Replication factor of __transaction_state (capped at the live brokers)."),

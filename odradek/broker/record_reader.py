@@ -1,19 +1,21 @@
-"""Reading the versioned keys and values that coordinators keep in internal topics.
+"""Reading and writing the versioned keys and values that coordinators keep in internal topics.
 
-``__consumer_offsets`` and ``__transaction_state`` records use Kafka's message encoding:
-fixed-width big-endian integers, and strings, byte arrays and arrays that are
-length-prefixed (int16/int32) in older versions and compact (unsigned varint length + 1,
-then tagged fields) in flexible ones. A value starts with its int16 schema version. This
-module owns the reading of those fields; each schema module says what the fields are.
-Any malformed input raises CorruptMessageError.
+``__consumer_offsets``, ``__transaction_state`` and ``__share_group_state`` records use
+Kafka's message encoding: fixed-width big-endian integers, 16-byte uuids, and strings, byte
+arrays and arrays that are length-prefixed (int16/int32) in older versions and compact
+(unsigned varint length + 1, then tagged fields) in flexible ones. A key or value starts
+with its int16 type or schema version. This module owns the encoding of those fields
+(``Reader``, ``Writer``); each schema module says what the fields are. Any malformed input
+raises CorruptMessageError.
 """
 
 from __future__ import annotations
 
 import struct
+import uuid
 
 from odradek.protocol import errors
-from odradek.protocol.varint import decode_unsigned_varint
+from odradek.protocol.varint import decode_unsigned_varint, encode_unsigned_varint
 
 _I8 = struct.Struct(">b")
 _I16 = struct.Struct(">h")
@@ -51,6 +53,19 @@ class Reader:
 
     def int64(self) -> int:
         return _I64.unpack(self._take(8))[0]
+
+    def uuid(self) -> uuid.UUID:
+        return uuid.UUID(bytes=bytes(self._take(16)))
+
+    def int32_array(self) -> list[int]:
+        return [self.int32() for _ in range(self.array())]
+
+    def string_array(self) -> list[str]:
+        return [self.string() or "" for _ in range(self.array())]
+
+    @property
+    def at_end(self) -> bool:
+        return self.pos >= len(self.buf)
 
     def _uvarint(self) -> int:
         try:
@@ -95,3 +110,63 @@ def value_reader(
     if version not in versions:
         raise errors.CorruptMessageError(f"unknown {what} version {version}")
     return Reader(value, 2, version >= flexible_from, record), version
+
+
+class Writer:
+    """Fields written in order after an int16 (a value's version, a key's type)."""
+
+    __slots__ = ("parts", "flexible")
+
+    def __init__(self, version: int, flexible: bool):
+        self.parts = [_I16.pack(version)]
+        self.flexible = flexible
+
+    def int8(self, n: int) -> None:
+        self.parts.append(_I8.pack(n))
+
+    def int16(self, n: int) -> None:
+        self.parts.append(_I16.pack(n))
+
+    def int32(self, n: int) -> None:
+        self.parts.append(_I32.pack(n))
+
+    def int64(self, n: int) -> None:
+        self.parts.append(_I64.pack(n))
+
+    def uuid(self, u: uuid.UUID) -> None:
+        self.parts.append(u.bytes)
+
+    def string(self, s: str | None) -> None:
+        if s is None:
+            self.parts.append(b"\x00" if self.flexible else _I16.pack(-1))
+            return
+        data = s.encode()
+        self.parts.append(encode_unsigned_varint(len(data) + 1) if self.flexible else _I16.pack(len(data)))
+        self.parts.append(data)
+
+    def bytes_(self, b: bytes) -> None:
+        self.parts.append(encode_unsigned_varint(len(b) + 1) if self.flexible else _I32.pack(len(b)))
+        self.parts.append(bytes(b))
+
+    def array(self, n: int) -> None:
+        self.parts.append(encode_unsigned_varint(n + 1) if self.flexible else _I32.pack(n))
+
+    def int32_array(self, values) -> None:
+        values = list(values)
+        self.array(len(values))
+        for v in values:
+            self.int32(v)
+
+    def string_array(self, values) -> None:
+        values = list(values)
+        self.array(len(values))
+        for v in values:
+            self.string(v)
+
+    def tags(self) -> None:
+        """An empty tagged-field section (flexible versions only)."""
+        if self.flexible:
+            self.parts.append(b"\x00")
+
+    def getvalue(self) -> bytes:
+        return b"".join(self.parts)

@@ -33,6 +33,7 @@ from odradek.broker.network import NetworkServer
 from odradek.broker.producer_ids import ProducerIdManager
 from odradek.broker.purgatory import DelayedOperationPurgatory
 from odradek.broker.replica_manager import ReplicaManager
+from odradek.broker.share.share_fetch_manager import ShareFetchManager
 from odradek.broker.timing_wheel import SystemTimer
 from odradek.broker.topic_configs import effective_topic_config, validate_topic_configs
 from odradek.broker.txn.transaction_coordinator import TransactionCoordinator
@@ -168,6 +169,9 @@ class Broker:
         self.controller.on_change(self._on_metadata_change)  # in a cluster: topic config changes
         self.group_coordinator = GroupCoordinator.for_broker(self)  # listens after the replica manager
         self.group_coordinator.start()
+        self.share_fetches = ShareFetchManager(self)
+        self.group_coordinator.on_share_member_gone(self.share_fetches.release_member)
+        self.group_coordinator.on_share_group_deleted(self.share_fetches.delete_group)
         self.producer_ids = ProducerIdManager(self.store)
         self.transaction_coordinator = TransactionCoordinator.for_broker(self)  # after the groups: markers
         self.transaction_coordinator.start()  # on __consumer_offsets complete transactional commits
@@ -509,7 +513,7 @@ class Broker:
             return None
         from odradek.broker.handlers.api_versions import unsupported_version_response
 
-        return unsupported_version_response(header.correlation_id)
+        return unsupported_version_response(header.correlation_id, self)
 
 
 def _lock_log_dir(d: Path) -> DirLock:

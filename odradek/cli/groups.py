@@ -69,7 +69,7 @@ def _log_offsets(session, tps, how: str) -> dict:
 )
 @client_command
 def list_(session, states):
-    """List consumer groups with their states.
+    """List consumer groups with their type (classic, or consumer for KIP-848's protocol) and state.
 
     \b
     Examples:
@@ -83,13 +83,17 @@ def list_(session, states):
     rows = [g for g in listing if not wanted or (g.state or "").lower() in wanted]
     if session.json:
         session.print_json(
-            [{"group": g.group_id, "state": g.state, "protocol_type": g.protocol_type} for g in rows]
+            [
+                {"group": g.group_id, "type": g.group_type, "state": g.state, "protocol_type": g.protocol_type}
+                for g in rows
+            ]
         )
     elif not rows:
         session.info("No consumer groups.")
     else:
         session.table(
-            ["GROUP", "STATE", "PROTOCOL-TYPE"], [[g.group_id, g.state, g.protocol_type or ""] for g in rows]
+            ["GROUP", "TYPE", "STATE", "PROTOCOL-TYPE"],
+            [[g.group_id, g.group_type, g.state, g.protocol_type or ""] for g in rows],
         )
 
 
@@ -143,6 +147,7 @@ def describe(session, group_args, group_opts, all_groups, members, show_state, v
             results.append(
                 {
                     "group": g,
+                    "type": d.group_type,
                     "state": d.state,
                     "protocol_type": d.protocol_type,
                     "protocol": d.protocol,
@@ -181,7 +186,9 @@ def describe(session, group_args, group_opts, all_groups, members, show_state, v
                     "client_id": m.client_id if m else None,
                 }
             )
-        results.append({"group": g, "state": d.state, "members": len(d.members), "partitions": rows})
+        results.append(
+            {"group": g, "type": d.group_type, "state": d.state, "members": len(d.members), "partitions": rows}
+        )
     if session.json:
         session.print_json(results)
         return
@@ -247,8 +254,8 @@ def _print_members(session, results, members: bool, verbose: bool) -> None:
         return
     if not members:
         session.table(
-            ["GROUP", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS"],
-            [[r["group"], r["protocol"] or "", r["state"], len(r["members"])] for r in results],
+            ["GROUP", "TYPE", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS"],
+            [[r["group"], r["type"], r["protocol"] or "", r["state"], len(r["members"])] for r in results],
         )
         return
     rows = []

@@ -19,6 +19,11 @@ LAZY_COMMANDS = {
         "groups",
         "List, describe, delete consumer groups; reset their offsets.",
     ),
+    "share-groups": (
+        "odradek.cli.share_groups",
+        "share_groups",
+        "List and describe share groups (KIP-932 queues).",
+    ),
     "configs": ("odradek.cli.configs", "configs", "Describe and alter topic and broker configs."),
     "offsets": (
         "odradek.cli.offsets",

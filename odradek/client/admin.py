@@ -15,7 +15,7 @@ from odradek.client import client_config as config_mod
 from odradek.client.client_errors import ClientClosedError, KafkaConnectionError, KafkaTimeoutError
 from odradek.client.consumer.consumer_protocol import decode_assignment
 from odradek.protocol import api_keys
-from odradek.protocol.errors import KafkaError, error_for
+from odradek.protocol.errors import ErrorCode, KafkaError, error_for
 
 from .admin_placement import LeadersAndPlacement
 from .netclient import NetClient
@@ -470,7 +470,9 @@ class Admin(LeadersAndPlacement):
             if resp.error_code:
                 raise error_for(int(resp.error_code))(f"ListGroups on broker {node}")
             for g in resp.groups:
-                out[g.group_id] = GroupListing(g.group_id, g.protocol_type, getattr(g, "group_state", None))
+                out[g.group_id] = GroupListing(
+                    g.group_id, g.protocol_type, getattr(g, "group_state", None), getattr(g, "group_type", "") or "classic"
+                )
         return sorted(out.values())
 
     async def describe_groups(self, group_ids, timeout: float | None = None) -> dict[str, GroupDescription]:
@@ -483,6 +485,11 @@ class Admin(LeadersAndPlacement):
                 gid, api_keys.DESCRIBE_GROUPS, {"groups": [gid], "include_authorized_operations": False}, timeout
             )
             for g in resp.groups:
+                if g.error_code == ErrorCode.group_id_not_found:  # maybe a consumer-protocol group (KIP-848)
+                    found = await self._describe_consumer_group(gid, timeout)
+                    if found is not None:
+                        out[gid] = found
+                        continue
                 if g.error_code:
                     errors[g.group_id] = _item_error(int(g.error_code), None, f"group {g.group_id!r}")
                     continue
@@ -508,6 +515,50 @@ class Admin(LeadersAndPlacement):
                 )
         _raise_items(errors, "groups")
         return out
+
+    async def describe_share_group(self, group_id: str, timeout: float | None = None) -> GroupDescription | None:
+        """ShareGroupDescribe (KIP-932) of one group; None when there is no such share group."""
+        timeout = self._t(timeout)
+        body = {"group_ids": [group_id], "include_authorized_operations": False}
+        resp = await self._group_call(group_id, api_keys.SHARE_GROUP_DESCRIBE, body, timeout)
+        g = resp.groups[0]
+        if g.error_code == ErrorCode.group_id_not_found:
+            return None
+        if g.error_code:
+            raise error_for(int(g.error_code))(g.error_message or f"share group {group_id!r}")
+        members = [
+            MemberDescription(
+                m.member_id,
+                None,
+                m.client_id,
+                m.client_host,
+                {TopicPartition(t.topic_name, p) for t in m.assignment.topic_partitions for p in t.partitions},
+            )
+            for m in g.members
+        ]
+        return GroupDescription(g.group_id, g.group_state, "share", g.assignor_name, members, 0, "share")
+
+    async def _describe_consumer_group(self, group_id: str, timeout: float) -> GroupDescription | None:
+        """ConsumerGroupDescribe of one group; None when it is no consumer group either."""
+        body = {"group_ids": [group_id], "include_authorized_operations": False}
+        try:
+            resp = await self._group_call(group_id, api_keys.CONSUMER_GROUP_DESCRIBE, body, timeout)
+        except KafkaError:
+            return None
+        g = resp.groups[0]
+        if g.error_code:
+            return None
+        members = [
+            MemberDescription(
+                m.member_id,
+                m.instance_id,
+                m.client_id,
+                m.client_host,
+                {TopicPartition(t.topic_name, p) for t in m.assignment.topic_partitions for p in t.partitions},
+            )
+            for m in g.members
+        ]
+        return GroupDescription(g.group_id, g.group_state, "consumer", g.assignor_name, members, 0, "consumer")
 
     async def delete_groups(self, group_ids, timeout: float | None = None) -> None:
         timeout = self._t(timeout)

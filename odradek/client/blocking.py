@@ -286,6 +286,7 @@ for _name in (
     "incremental_alter_configs",
     "list_groups",
     "describe_groups",
+    "describe_share_group",
     "delete_groups",
     "list_group_offsets",
     "alter_group_offsets",

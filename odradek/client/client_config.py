@@ -190,6 +190,7 @@ PRODUCER: dict[str, Spec] = {
 CONSUMER: dict[str, Spec] = {
     "group_id": (None, _optional_str),
     "group_instance_id": (None, _optional_str),
+    "group_protocol": ("classic", _choice("classic", "consumer")),
     "session_timeout_ms": (45000, _int(1)),
     "heartbeat_interval_ms": (3000, _int(1)),
     "max_poll_interval_ms": (300000, _int(1)),

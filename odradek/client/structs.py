@@ -176,6 +176,7 @@ class GroupListing(NamedTuple):
     group_id: str
     protocol_type: str
     state: str | None = None
+    group_type: str = "classic"  # or "consumer" (KIP-848)
 
 
 class MemberDescription(NamedTuple):
@@ -193,6 +194,7 @@ class GroupDescription(NamedTuple):
     protocol: str
     members: list[MemberDescription]
     error_code: int = 0
+    group_type: str = "classic"  # or "consumer" (KIP-848): protocol is then the server-side assignor
 
 
 class DeletedRecords(NamedTuple):

@@ -301,6 +301,9 @@ def catalogue(api_key: int, version: int, records: bytes) -> dict:
         60: lambda: {"include_cluster_authorized_operations": False, "endpoint_type": 1},
         65: lambda: {"transactional_ids": [txn]},
         66: lambda: {"state_filters": [], "producer_id_filters": [], "duration_filter": -1, "transactional_id_pattern": None},
+        68: lambda: {"group_id": group, "member_id": "every-member", "member_epoch": 0, "rebalance_timeout": 30000,
+                     "subscribed_topic_names": [topic], "topic_partitions": []},
+        69: lambda: {"group_ids": [group], "include_authorized_operations": False},
     }[api_key]()
 
 

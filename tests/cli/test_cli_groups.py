@@ -167,3 +167,27 @@ def test_active_group_is_described_and_protected(odradek, broker, topic_name):
     assert gone.code == 0, gone
     assert "was successful" in gone.out
     assert odradek("groups", "delete", group).code == 1
+
+
+def test_list_and_describe_show_a_consumer_protocol_group(odradek, broker, topic_name):
+    from confluent_kafka import Consumer
+    from support import wait_until
+
+    assert odradek("topics", "create", topic_name, "-p", "2").code == 0
+    group = f"kip848-{topic_name}"
+    c = Consumer(
+        {"bootstrap.servers": broker.bootstrap_servers, "group.id": group, "group.protocol": "consumer"}
+    )
+    try:
+        c.subscribe([topic_name])
+        wait_until(lambda: len(c.assignment()) == 2, 20, "the assignment", step=lambda: c.poll(0.1))
+        listing = odradek("groups", "list", "-o", "json")
+        assert [(g["type"], g["state"]) for g in listing.json() if g["group"] == group] == [("consumer", "Stable")]
+        state = odradek("groups", "describe", group, "--state")
+        assert state.code == 0, state
+        assert state.lines()[1].split() == [group, "consumer", "uniform", "Stable", "1"]
+        members = odradek("groups", "describe", group, "--members", "--verbose")
+        assert members.code == 0, members
+        assert members.lines()[1].split()[-2:] == ["2", f"{topic_name}(0,1)"]
+    finally:
+        c.close()

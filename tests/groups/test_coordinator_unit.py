@@ -528,3 +528,32 @@ def test_partition_that_fails_to_load_is_not_served_until_loaded_again():
     h.topic.unreadable.clear()
     h2.coordinator.sync_partitions()  # the next leadership change loads it
     assert dict(h2.coordinator.fetch_offsets("g", None))[("t", 0)].offset == 5
+
+
+def test_consumer_group_offsets_expire_by_kafkas_rule():
+    """Offsets of topics a consumer-protocol group does not subscribe to age from their commit;
+    an empty group left without offsets is removed."""
+    from odradek.broker.group.consumer_group_manager import HeartbeatRequest
+
+    h = Harness(offsets_retention_ms=60_000)
+    c = h.coordinator
+
+    def beat(epoch: int):
+        return c.consumer_group_heartbeat(
+            HeartbeatRequest("cg", "m1", epoch, None, None, 30_000, ("t",), None, None, {} if epoch == 0 else None,
+                             "c", "/h", 1)
+        )
+
+    async def scenario():
+        joined = beat(0)
+        assert c.commit_offsets(
+            "cg", "m1", None, joined.member_epoch, {("t", 0): OffsetAndMetadata(1), ("u", 0): OffsetAndMetadata(2)}
+        ) == {("t", 0): 0, ("u", 0): 0}
+        h.now += 61_000
+        assert c.expire_offsets() == 1  # u: not subscribed
+        assert [tp for tp, _ in c.fetch_offsets("cg", None)] == [("t", 0)]
+        beat(-1)
+        assert c.expire_offsets() == 1  # nobody subscribes to t any more
+        assert c.consumer_group("cg") is None
+
+    asyncio.run(scenario())

@@ -35,8 +35,8 @@ import struct
 from typing import NamedTuple
 
 from odradek.broker.record_reader import Reader, value_reader
+from odradek.broker.record_reader import Writer as _Writer
 from odradek.protocol import errors
-from odradek.protocol.varint import encode_unsigned_varint
 
 OFFSET_COMMIT_KEY_TYPES = (0, 1)
 GROUP_METADATA_KEY_TYPE = 2
@@ -82,48 +82,6 @@ class GroupMetadataValue(NamedTuple):
     leader: str | None
     current_state_timestamp: int
     members: tuple[MemberRecord, ...]
-
-
-# -- a tiny reader and writer for Kafka's message encoding ------------------------------
-
-
-class _Writer:
-    __slots__ = ("parts", "flexible")
-
-    def __init__(self, version: int, flexible: bool):
-        self.parts = [_I16.pack(version)]
-        self.flexible = flexible
-
-    def int16(self, n: int) -> None:
-        self.parts.append(_I16.pack(n))
-
-    def int32(self, n: int) -> None:
-        self.parts.append(_I32.pack(n))
-
-    def int64(self, n: int) -> None:
-        self.parts.append(_I64.pack(n))
-
-    def string(self, s: str | None) -> None:
-        if s is None:
-            self.parts.append(b"\x00" if self.flexible else _I16.pack(-1))
-            return
-        data = s.encode()
-        self.parts.append(encode_unsigned_varint(len(data) + 1) if self.flexible else _I16.pack(len(data)))
-        self.parts.append(data)
-
-    def bytes_(self, b: bytes) -> None:
-        self.parts.append(encode_unsigned_varint(len(b) + 1) if self.flexible else _I32.pack(len(b)))
-        self.parts.append(bytes(b))
-
-    def array(self, n: int) -> None:
-        self.parts.append(encode_unsigned_varint(n + 1) if self.flexible else _I32.pack(n))
-
-    def tags(self) -> None:
-        if self.flexible:
-            self.parts.append(b"\x00")
-
-    def getvalue(self) -> bytes:
-        return b"".join(self.parts)
 
 
 _RECORD = "group coordinator record"

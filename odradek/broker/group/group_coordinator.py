@@ -11,7 +11,8 @@ group request shares — INVALID_GROUP_ID, COORDINATOR_NOT_AVAILABLE while stopp
 NOT_COORDINATOR when another broker leads the partition, COORDINATOR_LOAD_IN_PROGRESS
 while it loads — and the shard's managers do the rest: ``ClassicGroupManager`` (JoinGroup,
 SyncGroup, Heartbeat, LeaveGroup, DescribeGroups; its state machine in
-``classic_group_state.py``) and ``OffsetManager`` (OffsetCommit, OffsetFetch,
+``classic_group_state.py``), ``ConsumerGroupManager`` (KIP-848: ConsumerGroupHeartbeat,
+ConsumerGroupDescribe) and ``OffsetManager`` (OffsetCommit, OffsetFetch,
 OffsetDelete, TxnOffsetCommit, expiry). JoinGroup and SyncGroup answer through a callback,
 at once or when the rest of the group is there.
 
@@ -34,6 +35,9 @@ from odradek._tasks import cancel_and_wait, start_task
 from odradek.broker.group.classic_group import ClassicGroup
 from odradek.broker.group.classic_group_manager import CLASSIC_GROUP_TYPE, JoinRequest
 from odradek.broker.group.classic_group_member import JoinResult, SyncResult
+from odradek.broker.group.classic_group_state import DEAD
+from odradek.broker.group.consumer_group import CONSUMER_GROUP_TYPE
+from odradek.broker.group.consumer_group_manager import HeartbeatAnswer, HeartbeatRequest
 from odradek.broker.group.group_coordinator_shard import LOADING, GroupCoordinatorShard, ShardContext
 from odradek.broker.group.offset_and_metadata import OffsetAndMetadata
 from odradek.broker.group.offsets_loader import OffsetsLoader
@@ -59,6 +63,13 @@ class GroupConfig(NamedTuple):
     offset_metadata_max_bytes: int = 4096
     load_buffer_size: int = 5 * 1024 * 1024
     new_member_join_timeout_ms: int = 300000
+    consumer_session_timeout_ms: int = 45000
+    consumer_heartbeat_interval_ms: int = 5000
+    consumer_max_size: int = 2**31 - 1
+    consumer_assignors: tuple[str, ...] = ("uniform", "range")
+    protocols: tuple[str, ...] = ("classic", "consumer")
+    share_heartbeat_interval_ms: int = 5000
+    share_session_timeout_ms: int = 45000
 
     @classmethod
     def from_broker_config(cls, config) -> GroupConfig:
@@ -71,6 +82,13 @@ class GroupConfig(NamedTuple):
             offsets_retention_check_interval_ms=config.get("offsets.retention.check.interval.ms"),
             offset_metadata_max_bytes=config.get("offset.metadata.max.bytes"),
             load_buffer_size=config.get("offsets.load.buffer.size"),
+            consumer_session_timeout_ms=config.get("group.consumer.session.timeout.ms"),
+            consumer_heartbeat_interval_ms=config.get("group.consumer.heartbeat.interval.ms"),
+            consumer_max_size=config.get("group.consumer.max.size"),
+            consumer_assignors=tuple(config.get("group.consumer.assignors")),
+            protocols=tuple(config.get("group.coordinator.rebalance.protocols")),
+            share_heartbeat_interval_ms=config.get("group.share.heartbeat.interval.ms"),
+            share_session_timeout_ms=config.get("group.share.session.timeout.ms"),
         )
 
 
@@ -100,7 +118,7 @@ class GroupCoordinator:
     def counts(self) -> tuple[int, int]:
         """(groups, committed offsets) held by the shards this broker serves."""
         shards = self._serving()
-        groups = sum(len(shard.groups) for shard in shards)
+        groups = sum(len(shard.groups) + len(shard.consumer.groups) for shard in shards)
         offsets = sum(len(o) for shard in shards for o in shard.offsets.offsets.values())
         return groups, offsets
 
@@ -155,6 +173,7 @@ class GroupCoordinator:
     # -- partitions ------------------------------------------------------------------------
 
     def on_metadata_change(self, event: str, topic: str) -> None:
+        self.context.metadata_version += 1  # consumer groups re-resolve subscriptions on their next heartbeat
         try:
             if topic == OFFSETS_TOPIC:
                 self.sync_partitions()
@@ -235,6 +254,12 @@ class GroupCoordinator:
     def join_group(self, req: JoinRequest, callback: Callable[[JoinResult], None]) -> None:
         try:
             shard = self._shard_of(req.group_id)
+            if req.group_id in shard.consumer.groups:
+                if not shard.consumer.is_empty(req.group_id):
+                    raise errors.InconsistentGroupProtocolError(
+                        f"group {req.group_id} is a consumer-protocol group with members"
+                    )
+                shard.convert_consumer_to_classic(req.group_id)
         except KafkaError as exc:
             callback(JoinResult.failed(exc.code, req.member_id))
             return
@@ -283,6 +308,47 @@ class GroupCoordinator:
         """
         return self._shard_of(group_id).classic.leave_group(group_id, leaving)
 
+    # -- consumer groups (KIP-848): ConsumerGroupHeartbeat, ConsumerGroupDescribe ----------
+
+    def consumer_group_heartbeat(self, req: HeartbeatRequest) -> HeartbeatAnswer:
+        """Raises KafkaError with the code to answer."""
+        return self._shard_of(req.group_id).consumer.heartbeat(req)
+
+    def consumer_group_describe(self, group_id: str) -> dict:
+        """The group as ConsumerGroupDescribe shows it; raises KafkaError (GROUP_ID_NOT_FOUND)."""
+        shard = self._shard_of(group_id)
+        found = shard.consumer.describe(group_id)
+        if found is None:
+            if group_id in shard.groups and not shard.groups[group_id].is_(DEAD):
+                raise errors.GroupIdNotFoundError(f"group {group_id} is not a consumer group")
+            raise errors.GroupIdNotFoundError(f"group {group_id} not found")
+        return found
+
+    # -- share groups (KIP-932): ShareGroupHeartbeat, ShareGroupDescribe ----------------------
+
+    def share_group_heartbeat(self, group_id, member_id, epoch, rack_id, topics, client_id, client_host):
+        """(member id, epoch, interval ms, assignment or None); raises KafkaError."""
+        return self._shard_of(group_id).share.heartbeat(group_id, member_id, epoch, rack_id, topics, client_id, client_host)
+
+    def share_group_describe(self, group_id: str) -> dict:
+        found = self._shard_of(group_id).share.describe(group_id)
+        if found is None:
+            raise errors.GroupIdNotFoundError(f"group {group_id} is not a share group")
+        return found
+
+    def on_share_member_gone(self, callback) -> None:
+        """``callback(group id, member id)`` when a share-group member leaves or times out."""
+        self.context.share_member_gone = callback
+
+    def on_share_group_deleted(self, callback) -> None:
+        """``callback(group id)`` when an empty share group is deleted (DeleteGroups)."""
+        self.context.share_group_deleted = callback
+
+    def consumer_group(self, group_id: str):
+        """The consumer group if a shard of this broker holds it (for tests and the console)."""
+        shard = self.shards.get(self.partition_of(group_id))
+        return shard.consumer.groups.get(group_id) if shard is not None else None
+
     # -- offsets ---------------------------------------------------------------------------
 
     def commit_offsets(
@@ -304,13 +370,22 @@ class GroupCoordinator:
         )
 
     def fetch_offsets(
-        self, group_id: str, partitions: list[TopicPartition] | None
+        self,
+        group_id: str,
+        partitions: list[TopicPartition] | None,
+        member_id: str | None = None,
+        member_epoch: int = -1,
     ) -> list[tuple[TopicPartition, OffsetAndMetadata | None]]:
         """Committed offsets (None where there is none); all of them when ``partitions`` is None.
+        A consumer-group member (OffsetFetch v9+) is checked against its epoch.
 
         Raises KafkaError for a group-level failure.
         """
-        return self._shard_of(group_id, allow_empty=True).offsets.fetch(group_id, partitions)
+        shard = self._shard_of(group_id, allow_empty=True)
+        consumer_group = shard.consumer.groups.get(group_id)
+        if consumer_group is not None and member_epoch >= 0:
+            shard.consumer.validate_offset_commit(consumer_group, member_id or "", member_epoch)
+        return shard.offsets.fetch(group_id, partitions)
 
     def delete_offsets(self, group_id: str, partitions: list[TopicPartition]) -> dict[TopicPartition, int]:
         """OffsetDelete: per partition, its error code; raises KafkaError for the group."""
@@ -358,13 +433,24 @@ class GroupCoordinator:
         error = int(ErrorCode.coordinator_load_in_progress) if loading else NONE
         wanted_states = {s.lower() for s in states or ()}
         wanted_types = {t.lower() for t in types or ()}
-        if wanted_types and CLASSIC_GROUP_TYPE not in wanted_types:
-            return error, []
-        return error, [entry for shard in self._serving() for entry in shard.classic.listed(wanted_states)]
+        listed = []
+        for shard in self._serving():
+            if not wanted_types or CLASSIC_GROUP_TYPE in wanted_types:
+                listed += shard.classic.listed(wanted_states)
+            if not wanted_types or CONSUMER_GROUP_TYPE in wanted_types:
+                listed += shard.consumer.listed(wanted_states)
+            if not wanted_types or "share" in wanted_types:
+                listed += shard.share.listed(wanted_states)
+        return error, listed
 
     def describe_group(self, group_id: str) -> dict | None:
-        """The group as DescribeGroups shows it, or None if there is no such group."""
-        return self._shard_of(group_id, allow_empty=True).classic.describe_group(group_id)
+        """The group as DescribeGroups shows it, or None if there is no such group; a
+        consumer-protocol group is GROUP_ID_NOT_FOUND here, as in Kafka (ConsumerGroupDescribe
+        describes it)."""
+        shard = self._shard_of(group_id, allow_empty=True)
+        if group_id in shard.consumer.groups:
+            raise errors.GroupIdNotFoundError(f"group {group_id} is not a classic group")
+        return shard.classic.describe_group(group_id)
 
     def delete_groups(self, group_ids: list[str]) -> dict[str, int]:
         results = {}

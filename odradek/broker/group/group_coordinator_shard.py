@@ -7,9 +7,9 @@ loaded, and drops it when the leadership moves (every waiting request is answere
 NOT_COORDINATOR and goes to the new leader).
 
 The shard holds the groups and hands each request to the manager of its kind: membership
-and rebalances of classic groups to ``ClassicGroupManager``, committed offsets to
-``OffsetManager`` — the consumer protocol (KIP-848) and share groups (KIP-932) get managers
-of their own beside them. What touches both lives here: deleting a group with its offsets,
+and rebalances of classic groups to ``ClassicGroupManager``, consumer-protocol groups
+(KIP-848) to ``ConsumerGroupManager``, committed offsets to ``OffsetManager`` (share groups,
+KIP-932, would get a manager of their own beside them). What touches both lives here: deleting a group with its offsets,
 expiring offsets (a group left with neither members nor offsets disappears), replaying a
 record into the manager that owns its type. Everything it writes goes to its partition as
 a leader append (acks=1).
@@ -23,11 +23,14 @@ import logging
 from collections.abc import Callable
 
 from odradek.broker.group import consumer_offsets_schema as schema
+from odradek.broker.group import modern_group_records as modern
 from odradek.broker.group.classic_group import ClassicGroup
 from odradek.broker.group.classic_group_manager import ClassicGroupManager
 from odradek.broker.group.classic_group_state import DEAD, EMPTY, NON_EMPTY_STATES
+from odradek.broker.group.consumer_group_manager import ConsumerGroupManager
 from odradek.broker.group.offset_manager import OffsetManager
 from odradek.broker.group.offsets_topic import group_append_error
+from odradek.broker.group.share_group_manager import ShareGroupManager
 from odradek.broker.purgatory import DelayedOperationPurgatory
 from odradek.protocol.errors import ErrorCode, KafkaError
 
@@ -50,6 +53,9 @@ class ShardContext:
         self.join_purgatory = DelayedOperationPurgatory("rebalance", timer)
         self.heartbeat_purgatory = DelayedOperationPurgatory("heartbeat", timer)
         self.rebalances = 0
+        self.metadata_version = 0  # bumped on every topic change (consumer groups' subscriptions)
+        self.share_member_gone: Callable[[str, str], None] = lambda group, member: None
+        self.share_group_deleted: Callable[[str], None] = lambda group: None
 
     def close(self) -> None:
         self.join_purgatory.close()
@@ -64,6 +70,9 @@ class GroupCoordinatorShard:
         self.groups: dict[str, ClassicGroup] = {}
         self.classic = ClassicGroupManager(self)
         self.offsets = OffsetManager(self)
+        self.consumer = ConsumerGroupManager(self)
+        self.share = ShareGroupManager(self)
+        self.share.on_member_gone = lambda group, member: context.share_member_gone(group, member)
         self.deferred_markers: list[tuple[int, bool]] = []  # written while loading, past the replay's end
 
     @property
@@ -93,7 +102,11 @@ class GroupCoordinatorShard:
             self.offsets.replay(k.group, (k.topic, k.partition), value, producer_id)
         elif isinstance(k, schema.GroupMetadataKey):
             self.classic.replay(k.group, value)
-        # other record types (the consumer protocol's) are not used here
+        else:
+            modern_key = modern.decode_key(int.from_bytes(key[:2], "big", signed=True), key)
+            if modern_key is not None and modern_key.kind in modern.CONSUMER_TYPES:
+                self.consumer.replay(modern_key, value)
+            # share-group records are not used here yet
 
     def replay_transaction_marker(self, producer_id: int, committed: bool) -> None:
         self.offsets.complete_transaction(producer_id, committed)
@@ -102,14 +115,15 @@ class GroupCoordinatorShard:
         """The partition is replayed: serve it. Returns how many groups it holds."""
         now = self.now()
         for group_id in self.offsets.group_ids():
-            if group_id not in self.groups:
+            if group_id not in self.groups and group_id not in self.consumer.groups:
                 self.groups[group_id] = ClassicGroup(group_id, now)  # a group that only stores offsets
         self.classic.on_loaded()
+        self.consumer.on_loaded()
         self.state = ACTIVE
         for producer_id, committed in self.deferred_markers:
             self.complete_transaction(producer_id, committed)
         self.deferred_markers.clear()
-        return len(self.groups)
+        return len(self.groups) + len(self.consumer.groups)
 
     def unload(self) -> None:
         """Stop serving: every group leaves, its waiting requests answered NOT_COORDINATOR."""
@@ -118,6 +132,23 @@ class GroupCoordinatorShard:
         self.groups.clear()
         for group in groups:
             self.classic.retire(group)
+        self.consumer.unload()
+        self.share.unload()
+
+    def convert_classic_to_consumer(self, group_id: str) -> None:
+        """An empty classic group becomes a consumer group (KIP-848's upgrade); offsets stay."""
+        group = self.groups.pop(group_id)
+        if group.generation_id > 0:
+            self.append([(schema.encode_group_metadata_key(group_id), None)], self.now())
+        self.classic.retire(group)
+        log.info("group %s: the empty classic group becomes a consumer group", group_id)
+
+    def convert_consumer_to_classic(self, group_id: str) -> None:
+        """An empty consumer group becomes a classic group when a classic member joins."""
+        group = self.consumer.groups[group_id]
+        self.append(self.consumer.group_tombstones(group), self.now())
+        del self.consumer.groups[group_id]
+        log.info("group %s: the empty consumer group becomes a classic group", group_id)
 
     # -- across groups and offsets ---------------------------------------------------------
 
@@ -134,6 +165,15 @@ class GroupCoordinatorShard:
 
     def delete_group(self, group_id: str) -> int:
         """DeleteGroups for one group: its error code."""
+        if group_id in self.consumer.groups:
+            return self._delete_consumer_group(group_id)
+        if group_id in self.share.groups:
+            if self.share.groups[group_id].members:
+                return int(ErrorCode.non_empty_group)
+            del self.share.groups[group_id]
+            self.context.share_group_deleted(group_id)
+            log.info("share group %s deleted", group_id)
+            return NONE
         group = self.groups.get(group_id)
         if group is None or group.is_(DEAD):
             return int(ErrorCode.group_id_not_found)
@@ -155,6 +195,24 @@ class GroupCoordinatorShard:
         group.pending_heartbeats.clear()
         self.classic.retire(group)
         log.info("group %s deleted", group_id)
+        return NONE
+
+    def _delete_consumer_group(self, group_id: str) -> int:
+        group = self.consumer.groups[group_id]
+        if group.members:
+            return int(ErrorCode.non_empty_group)
+        entries: list[tuple[bytes, bytes | None]] = [
+            (schema.encode_offset_commit_key(group_id, t, p), None)
+            for (t, p) in self.offsets.partitions_of(group_id)
+        ]
+        entries += self.consumer.group_tombstones(group)
+        try:
+            self.append(entries, self.now())
+        except KafkaError as exc:
+            return group_append_error(exc.code)
+        del self.consumer.groups[group_id]
+        self.offsets.forget(group_id)
+        log.info("consumer group %s deleted", group_id)
         return NONE
 
     def remove_offsets(self, group: ClassicGroup, removed: list[tuple[str, int]]) -> None:
@@ -183,7 +241,26 @@ class GroupCoordinatorShard:
             if expired or (group.is_(EMPTY) and not self.offsets.has_offsets(group.group_id)):
                 self.remove_offsets(group, expired)
                 total += len(expired)
+        for consumer_group in list(self.consumer.groups.values()):
+            total += self._expire_consumer_group_offsets(consumer_group, now, retention)
         return total
+
+    def _expire_consumer_group_offsets(self, group, now: int, retention: int) -> int:
+        """Expire a consumer group's offsets; an empty group left without offsets is deleted."""
+        group_id = group.group_id
+        expired = self.offsets.expired_consumer_group_offsets(group_id, group.subscribed_topic_names(), now, retention)
+        entries = self.offsets.remove(group_id, expired)
+        gone = not group.members and not self.offsets.has_offsets(group_id)
+        if gone:
+            entries += self.consumer.group_tombstones(group)
+            del self.consumer.groups[group_id]
+            log.info("consumer group %s: no members and no offsets left; removed", group_id)
+        if entries:
+            try:
+                self.append(entries, self.now())
+            except KafkaError as exc:
+                log.warning("group %s: writing tombstones failed: %s", group_id, exc)
+        return len(expired)
 
     def drop_offsets_of_topic(self, topic: str) -> None:
         """``topic`` was deleted: its offsets go (Kafka keeps them until they expire)."""

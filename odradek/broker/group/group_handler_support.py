@@ -51,3 +51,44 @@ def answer_later(register: Callable[[Callable], None], build: Callable):
         return build(await future)
 
     return wait()
+
+
+def assignment_field(assignment) -> dict | None:
+    """A heartbeat answer's ``assignment`` from ``{topic id: partitions}`` (None: unchanged)."""
+    if assignment is None:
+        return None
+    return {"topic_partitions": [{"topic_id": t, "partitions": sorted(ps)} for t, ps in sorted(assignment.items())]}
+
+
+def heartbeat_answer(error=0, message=None, member_id=None, epoch=-1, interval=0, assignment=None) -> dict:
+    """The body of a ConsumerGroupHeartbeat or ShareGroupHeartbeat answer."""
+    return {
+        "throttle_time": 0,
+        "error_code": error,
+        "error_message": message,
+        "member_id": member_id,
+        "member_epoch": epoch,
+        "heartbeat_interval": interval,
+        "assignment": assignment_field(assignment),
+    }
+
+
+def described_group(group_id: str, operations: int, describe: Callable[[str], dict]) -> dict:
+    """One group of a ConsumerGroupDescribe or ShareGroupDescribe answer; ``describe`` gives
+    the group's fields or raises KafkaError (GROUP_ID_NOT_FOUND, coordinator errors)."""
+    entry = {
+        "error_code": 0,
+        "error_message": None,
+        "group_id": group_id,
+        "group_state": "",
+        "group_epoch": -1,
+        "assignment_epoch": -1,
+        "assignor_name": "",
+        "members": [],
+        "authorized_operations": operations,
+    }
+    try:
+        entry.update(describe(group_id))
+    except errors.KafkaError as exc:
+        entry.update(error_code=exc.code, error_message=exc.message)
+    return entry

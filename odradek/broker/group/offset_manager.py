@@ -81,18 +81,16 @@ class OffsetManager:
         expire timestamp of their own, as Kafka did before KIP-211.
         """
         now = self.shard.now()
-        group = self.groups.get(group_id)
-        if group is None:
-            if generation_id >= 0:
-                return dict.fromkeys(offsets, int(ErrorCode.illegal_generation))
-            # a consumer that assigns partitions itself: a group that only stores offsets
-            group = self.groups[group_id] = ClassicGroup(group_id, now)
-        error = group.validate_offset_commit(member_id, group_instance_id, generation_id)
-        if error != NONE:
-            return dict.fromkeys(offsets, error)
-        member = group.members.get(member_id)
-        if member is not None and group.state in (STABLE, PREPARING_REBALANCE):
-            self.shard.classic.schedule_heartbeat(group, member)
+        consumer_group = self.shard.consumer.groups.get(group_id)
+        if consumer_group is not None:  # KIP-848: the generation is the member epoch
+            try:
+                self.shard.consumer.validate_offset_commit(consumer_group, member_id, generation_id)
+            except KafkaError as exc:
+                return dict.fromkeys(offsets, int(exc.code))
+        else:
+            error = self._validate_classic_commit(group_id, member_id, group_instance_id, generation_id, now)
+            if error != NONE:
+                return dict.fromkeys(offsets, error)
         expire = now + retention_ms if retention_ms >= 0 else -1
         results, accepted = self._accept(offsets, now, expire)
         if accepted:
@@ -105,6 +103,23 @@ class OffsetManager:
                 self.offsets.setdefault(group_id, {}).update(accepted)
                 results.update(dict.fromkeys(accepted, NONE))
         return {tp: results[tp] for tp in offsets}
+
+    def _validate_classic_commit(
+        self, group_id: str, member_id: str, group_instance_id: str | None, generation_id: int, now: int
+    ) -> int:
+        group = self.groups.get(group_id)
+        if group is None:
+            if generation_id >= 0:
+                return int(ErrorCode.illegal_generation)
+            # a consumer that assigns partitions itself: a group that only stores offsets
+            group = self.groups[group_id] = ClassicGroup(group_id, now)
+        error = group.validate_offset_commit(member_id, group_instance_id, generation_id)
+        if error != NONE:
+            return error
+        member = group.members.get(member_id)
+        if member is not None and group.state in (STABLE, PREPARING_REBALANCE):
+            self.shard.classic.schedule_heartbeat(group, member)
+        return NONE
 
     def _accept(self, offsets: Offsets, now: int, expire: int) -> tuple[dict[TopicPartition, int], Offsets]:
         """(error codes of the refused, the accepted as they will be stored)."""
@@ -135,7 +150,8 @@ class OffsetManager:
     ) -> list[tuple[TopicPartition, OffsetAndMetadata | None]]:
         """Committed offsets (None where there is none); all of them when ``partitions`` is None."""
         group = self.groups.get(group_id)
-        offsets = self.offsets.get(group_id, {}) if group is not None and not group.is_(DEAD) else {}
+        known = (group is not None and not group.is_(DEAD)) or group_id in self.shard.consumer.groups
+        offsets = self.offsets.get(group_id, {}) if known else {}
         if partitions is None:
             return sorted(offsets.items())
         return [(tp, offsets.get(tp)) for tp in partitions]
@@ -285,5 +301,20 @@ class OffsetManager:
                 if now >= om.expire_timestamp:
                     out.append(tp)
             elif now - base(om) >= retention:
+                out.append(tp)
+        return out
+
+    def expired_consumer_group_offsets(
+        self, group_id: str, subscribed: set[str], now: int, retention: int
+    ) -> list[TopicPartition]:
+        """A consumer-protocol group's offsets past retention (Kafka's rule): those of topics
+        it does not subscribe to, counted from their commit."""
+        out = []
+        for tp, om in self.offsets.get(group_id, {}).items():
+            if tp[0] in subscribed:
+                continue
+            if (om.expire_timestamp >= 0 and now >= om.expire_timestamp) or (
+                om.expire_timestamp < 0 and now - om.commit_timestamp >= retention
+            ):
                 out.append(tp)
         return out

@@ -27,7 +27,7 @@ from odradek.config_def import ConfigType
 from odradek.protocol import errors, messages
 from odradek.storage.log_config import TOPIC_CONFIGS
 
-TOPIC, BROKER = 2, 4
+TOPIC, BROKER, GROUP = 2, 4, 32
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 
 
@@ -50,9 +50,12 @@ def _alter(broker, request, incremental: bool):
                 _alter_topic(broker, r.resource_name, ops, incremental, body.validate_only)
             elif r.resource_type == BROKER:
                 _alter_broker(broker, r.resource_name, ops, incremental, body.validate_only)
+            elif r.resource_type == GROUP and incremental:  # share-group settings (KIP-932)
+                broker.share_fetches.alter_group_config(r.resource_name, ops, body.validate_only)
             else:
                 raise errors.InvalidRequestError(
-                    f"Unknown resource type {r.resource_type}: only topics (2) and brokers (4) can be altered"
+                    f"Unknown resource type {r.resource_type}: only topics (2), brokers (4) and, with "
+                    "IncrementalAlterConfigs, groups (32) can be altered"
                 )
         except errors.KafkaError as exc:
             entry.update(error_code=exc.code, error_message=exc.message)

@@ -10,23 +10,37 @@ from odradek.broker.handlers import REGISTRY, api
 from odradek.protocol import messages
 from odradek.protocol.errors import ErrorCode
 
+# APIs of a group protocol (``group.coordinator.rebalance.protocols``): advertised only when it
+# is enabled, since clients (librdkafka's group.protocol=consumer) use them when advertised.
+PROTOCOL_APIS = {"consumer": (68, 69), "share": (76, 77, 78, 79)}
 
-def _api_keys():
+
+def _disabled_apis(broker) -> set[int]:
+    config = getattr(broker, "config", None)
+    if config is None:
+        return set()
+    enabled = config.get("group.coordinator.rebalance.protocols")
+    return {key for protocol, keys in PROTOCOL_APIS.items() if protocol not in enabled for key in keys}
+
+
+def _api_keys(broker=None):
+    disabled = _disabled_apis(broker)
     return [
         {"api_key": s.api_key, "min_version": s.min_version, "max_version": s.max_version}
         for s in sorted(REGISTRY.values())
+        if s.api_key not in disabled
     ]
 
 
 @api(18, 0, 4)
 def handle_api_versions(broker, request):
     return messages.build_response(
-        18, request.api_version, {"error_code": 0, "api_keys": _api_keys(), "throttle_time": 0}
+        18, request.api_version, {"error_code": 0, "api_keys": _api_keys(broker), "throttle_time": 0}
     )
 
 
-def unsupported_version_response(correlation_id: int) -> bytes:
+def unsupported_version_response(correlation_id: int, broker=None) -> bytes:
     body = messages.build_response(
-        18, 0, {"error_code": ErrorCode.unsupported_version, "api_keys": _api_keys(), "throttle_time": 0}
+        18, 0, {"error_code": ErrorCode.unsupported_version, "api_keys": _api_keys(broker), "throttle_time": 0}
     )
     return messages.encode_response(18, 0, correlation_id, body)

@@ -1,8 +1,8 @@
 """ListGroups (key 16), v0-v5.
 
 The groups this broker coordinates (clients ask every broker). v4+ filter by state
-(case-insensitive: Empty, PreparingRebalance, CompletingRebalance, Stable), v5+ by type
-(every group here is "classic"). While a ``__consumer_offsets`` partition is still
+(case-insensitive: Empty, PreparingRebalance, CompletingRebalance, Stable; consumer-protocol
+groups: Empty, Assigning, Reconciling, Stable), v5+ by type ("classic" or "consumer"). While a ``__consumer_offsets`` partition is still
 loading the answer carries COORDINATOR_LOAD_IN_PROGRESS along with the groups known.
 """
 

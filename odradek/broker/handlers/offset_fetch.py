@@ -27,7 +27,9 @@ def _row(partition: int, om, error: int = 0) -> dict:
     }
 
 
-def _fetch_group(broker, version: int, group_id: str, topics, require_stable: bool = False) -> dict:
+def _fetch_group(
+    broker, version: int, group_id: str, topics, require_stable: bool = False, member_id=None, member_epoch: int = -1
+) -> dict:
     """One group's answer: ``{"group_id", "error_code", "topics"}``."""
     image = broker.image
     by_id = version >= 10
@@ -49,7 +51,7 @@ def _fetch_group(broker, version: int, group_id: str, topics, require_stable: bo
             names[name] = key
             wanted += [(name, p) for p in t.partition_indexes]
     try:
-        rows = coordinator_of(broker).fetch_offsets(group_id, wanted)
+        rows = coordinator_of(broker).fetch_offsets(group_id, wanted, member_id, member_epoch)
     except errors.KafkaError as exc:
         if version >= 2:
             return {"group_id": group_id, "error_code": exc.code, "topics": []}
@@ -87,7 +89,13 @@ def handle_offset_fetch(broker, request):
     version = request.api_version
     if version >= 8:
         stable = body.require_stable
-        groups = [_fetch_group(broker, version, g.group_id, g.topics, stable) for g in body.groups]
+        groups = [
+            _fetch_group(
+                broker, version, g.group_id, g.topics, stable,
+                getattr(g, "member_id", None), getattr(g, "member_epoch", -1),
+            )
+            for g in body.groups
+        ]
         return messages.build_response(9, version, {"throttle_time": 0, "groups": groups})
     answer = _fetch_group(broker, version, body.group_id, body.topics, getattr(body, "require_stable", False))
     return messages.build_response(

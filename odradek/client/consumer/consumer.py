@@ -16,6 +16,7 @@ from odradek.client import client_config as config_mod
 from odradek.client.client_errors import ClientClosedError, IllegalStateError, KafkaTimeoutError
 from odradek.client.consumer.assignors import make_assignors
 from odradek.client.consumer.consumer_coordinator import ConsumerCoordinator
+from odradek.client.consumer.consumer_protocol_coordinator import ConsumerProtocolCoordinator
 from odradek.client.consumer.fetcher import EARLIEST, LATEST, Fetcher
 from odradek.client.consumer.subscription import SubscriptionState
 from odradek.client.netclient import NetClient
@@ -72,7 +73,8 @@ class Consumer:
         run_callback = _run_callback or _call_direct
         self._coordinator = None
         if cfg["group_id"] is not None:
-            self._coordinator = ConsumerCoordinator(
+            member_class = ConsumerProtocolCoordinator if cfg["group_protocol"] == "consumer" else ConsumerCoordinator
+            self._coordinator = member_class(
                 self._client, self._subs, cfg, self._assignors, run_callback, self._interceptors
             )
         self._run_callback = run_callback

@@ -213,16 +213,7 @@ class ConsumerCoordinator:
         backoff = Backoff(int(self.retry_backoff * 1000), 1000)
         while True:
             try:
-                if self.subs.group_managed and self._fatal is None and not self._closing:
-                    await self.ensure_coordinator()
-                    if self._lost:
-                        await self._handle_lost()
-                    if self._need_rejoin or self.state == UNJOINED:
-                        await self._join_and_sync()
-                        backoff.reset()
-                        continue
-                await self._maybe_auto_commit()
-                await self._wait(self._next_wait())
+                await self._step()
                 backoff.reset()
             except asyncio.CancelledError:
                 raise
@@ -231,6 +222,18 @@ class ConsumerCoordinator:
                 if isinstance(exc, KafkaConnectionError) or getattr(exc, "code", None) in COORDINATOR_ERRORS:
                     self.coordinator_dead()
                 await asyncio.sleep(backoff.next())
+
+    async def _step(self) -> None:
+        """One turn of the task: (re)join when needed, else auto-commit and wait."""
+        if self.subs.group_managed and self._fatal is None and not self._closing:
+            await self.ensure_coordinator()
+            if self._lost:
+                await self._handle_lost()
+            if self._need_rejoin or self.state == UNJOINED:
+                await self._join_and_sync()
+                return
+        await self._maybe_auto_commit()
+        await self._wait(self._next_wait())
 
     def _next_wait(self) -> float:
         if not self.auto_commit:

@@ -1,0 +1,317 @@
+"""ShareFetch and ShareAcknowledge on a partition leader (Kafka's SharePartitionManager).
+
+Each member of a share group fetches through a *share session* with every leader it reads
+from: epoch 0 opens it with a list of partitions, each later request carries the next epoch
+and may add partitions (``topics``) or drop them (``forgotten_topics_data``), and -1 closes it
+(the member's acquired records are released). A fetch first applies the acknowledgements it
+carries, then acquires available records of the session's partitions for the member
+(``share_partition.py``) and answers their batches with the acquired offset ranges.
+
+Settings: broker ``group.share.record.lock.duration.ms`` and ``group.share.delivery.count.limit``;
+per group (IncrementalAlterConfigs on GROUP resources, ``group_configs``)
+``share.record.lock.duration.ms`` (15-60 s, as Kafka) and ``share.auto.offset.reset``
+(``latest``, Kafka's default, or ``earliest``), which decides where a group starts reading
+a partition the first time.
+
+The records' state is written to ``__share_group_state`` after every change and read back
+when the leader first serves a share partition (``share_state_topic.py``); sessions and the
+group configs are in memory.
+
+Threading: the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+
+from odradek.broker.share.share_partition import SharePartition, batch_ranges
+from odradek.broker.share.share_state_topic import ShareStateTopic
+from odradek.protocol import errors
+from odradek.protocol.errors import ErrorCode
+
+_READ_BYTES = 1 << 20  # read per partition and fetch: max_records is usually reached well before
+
+GROUP_CONFIG_KEYS = {
+    "share.auto.offset.reset": ("latest", "earliest"),
+    "share.record.lock.duration.ms": (15000, 60000),
+}
+
+
+@dataclass
+class ShareSession:
+    epoch: int = 0  # the epoch the next request must carry
+    partitions: set = field(default_factory=set)  # (topic id, partition)
+
+
+class ShareFetchManager:
+    def __init__(self, broker):
+        self.broker = broker
+        self.partitions: dict[tuple[str, str, int], SharePartition] = {}  # (group, topic, partition)
+        self.sessions: dict[tuple[str, str], ShareSession] = {}  # (group, member)
+        self.group_configs: dict[str, dict[str, str]] = {}
+        config = broker.config
+        self.state_topic = ShareStateTopic(
+            broker,
+            num_partitions=config.get("share.coordinator.state.topic.num.partitions"),
+            replication_factor=config.get("share.coordinator.state.topic.replication.factor"),
+            segment_bytes=config.get("offsets.topic.segment.bytes"),
+        )
+
+    # -- group configs ------------------------------------------------------------------------
+
+    def alter_group_config(self, group_id: str, ops, validate_only: bool) -> None:
+        """IncrementalAlterConfigs of a GROUP resource: ``(name, op, value)``, op 0 SET, 1 DELETE."""
+        current = dict(self.group_configs.get(group_id, {}))
+        for name, op, value in ops:
+            if name not in GROUP_CONFIG_KEYS:
+                raise errors.InvalidConfigError(
+                    f"Unknown group config {name}; group configs are {', '.join(sorted(GROUP_CONFIG_KEYS))}"
+                )
+            if op == 1:
+                current.pop(name, None)
+                continue
+            if op != 0:
+                raise errors.InvalidConfigError(f"{name} only takes SET and DELETE")
+            allowed = GROUP_CONFIG_KEYS[name]
+            if isinstance(allowed[0], int):
+                try:
+                    number = int(value)
+                except ValueError:
+                    raise errors.InvalidConfigError(f"{name} must be a number of milliseconds") from None
+                if not allowed[0] <= number <= allowed[1]:
+                    raise errors.InvalidConfigError(f"{name} must be between {allowed[0]} and {allowed[1]}")
+            elif value not in allowed:
+                raise errors.InvalidConfigError(f"{name} must be one of {', '.join(allowed)}")
+            current[name] = value
+        if not validate_only:
+            self.group_configs[group_id] = current
+
+    def _lock_ms(self, group_id: str) -> int:
+        value = self.group_configs.get(group_id, {}).get("share.record.lock.duration.ms")
+        return int(value) if value is not None else self.broker.config.get("group.share.record.lock.duration.ms")
+
+    def _start_offset(self, group_id: str, partition) -> int:
+        reset = self.group_configs.get(group_id, {}).get("share.auto.offset.reset", "latest")
+        return partition.log_start_offset if reset == "earliest" else partition.high_watermark
+
+    # -- sessions -----------------------------------------------------------------------------
+
+    def _session(self, group_id: str, member_id: str, epoch: int, final_ok: bool) -> ShareSession | None:
+        key = (group_id, member_id)
+        if epoch == 0:
+            self.release_member(group_id, member_id)
+            session = self.sessions[key] = ShareSession()
+            return session
+        session = self.sessions.get(key)
+        if session is None:
+            raise errors.ShareSessionNotFoundError(f"no share session of member {member_id} in group {group_id}")
+        if epoch == -1:
+            return session if final_ok else None
+        if epoch != session.epoch:
+            raise errors.InvalidShareSessionEpochError(f"share session epoch {epoch}; expected {session.epoch}")
+        return session
+
+    def release_member(self, group_id: str, member_id: str) -> None:
+        """The member left its group or closed its session: its records are available again."""
+        self.sessions.pop((group_id, member_id), None)
+        for (g, _, _), sp in self.partitions.items():
+            if g == group_id:
+                sp.release_member(member_id)
+
+    def delete_group(self, group_id: str) -> None:
+        """The share group was deleted: its state (with tombstones), sessions and configs go."""
+        for key in [k for k in self.partitions if k[0] == group_id]:
+            del self.partitions[key]
+            info = self.broker.image.topics.get(key[1])
+            if info is not None:
+                self.state_topic.forget(group_id, info.topic_id, key[2], int(time.time() * 1000))
+        for key in [k for k in self.sessions if k[0] == group_id]:
+            del self.sessions[key]
+        self.group_configs.pop(group_id, None)
+
+    # -- ShareFetch ---------------------------------------------------------------------------
+
+    def _share_partition(self, group_id: str, topic_id, index: int):
+        topic = self._name(topic_id)
+        partition = self.broker.replica_manager.get_partition(topic, index)
+        if not partition.is_leader:
+            raise errors.NotLeaderOrFollowerError(f"this broker does not lead {topic}-{index}")
+        key = (group_id, topic, index)
+        sp = self.partitions.get(key)
+        if sp is None:
+            sp = self.state_topic.load(group_id, topic_id, index)
+            if sp is None:
+                sp = SharePartition(self._start_offset(group_id, partition))
+            self.partitions[key] = sp
+        return partition, sp
+
+    def _save(self, group_id: str, topic_id, index: int, sp: SharePartition) -> None:
+        self.state_topic.save(group_id, topic_id, index, sp, int(time.time() * 1000))
+
+    def _name(self, topic_id) -> str:
+        info = self.broker.image.topic_by_id(topic_id)
+        if info is None:
+            raise errors.UnknownTopicIdError(f"no topic with id {topic_id}")
+        return info.name
+
+    def acknowledge(self, group_id: str, member_id: str, topic_id, index: int, batches) -> int:
+        """Apply acknowledgement batches ``(first, last, types)``; the partition's error code."""
+        try:
+            _, sp = self._share_partition(group_id, topic_id, index)
+        except errors.KafkaError as exc:
+            return int(exc.code)
+        ok = True
+        changed = False
+        for first, last, types in batches:
+            done = sp.acknowledge(member_id, first, last, list(types))
+            changed = changed or done
+            ok = ok and done
+        if changed:
+            self._save(group_id, topic_id, index, sp)
+        return 0 if ok else int(ErrorCode.invalid_record_state)
+
+    def _acquire(self, group_id: str, member_id: str, topic_id, index: int, max_records: int, max_bytes: int):
+        """(error code, records bytes or None, acquired runs)."""
+        try:
+            partition, sp = self._share_partition(group_id, topic_id, index)
+        except errors.KafkaError as exc:
+            return int(exc.code), None, []
+        now = int(time.time() * 1000)
+        sp.expire_locks(now)
+        start = max(sp.start_offset, partition.log_start_offset)
+        while start < sp.end_offset and (r := sp.records.get(start)) is not None and r.state != 0:
+            start += 1  # skip what is in flight or done
+        if start >= partition.high_watermark:
+            return 0, None, []
+        read = partition.read(start, min(max_bytes, _READ_BYTES))  # at least one whole batch
+        if read.records is None:
+            return 0, None, []
+        data = read.records.read()
+        batches = batch_ranges(data)
+        limit = self.broker.config.get("group.share.delivery.count.limit")
+        runs, used = sp.acquire(batches, member_id, now, self._lock_ms(group_id), max_records, limit)
+        if not runs:
+            return 0, None, []
+        self._save(group_id, topic_id, index, sp)  # the delivery counts
+        records = b"".join(data[batches[i][2] : batches[i][2] + batches[i][3]] for i in used)
+        return 0, records, runs
+
+    async def share_fetch(self, body) -> dict:
+        group_id, member_id, epoch = body.group_id or "", body.member_id or "", body.share_session_epoch
+        answer = {
+            "throttle_time": 0,
+            "error_code": 0,
+            "error_message": None,
+            "acquisition_lock_timeout": self._lock_ms(group_id),
+            "responses": [],
+            "node_endpoints": [],
+        }
+        try:
+            session = self._session(group_id, member_id, epoch, final_ok=True)
+        except errors.KafkaError as exc:
+            answer.update(error_code=exc.code, error_message=exc.message)
+            return answer
+        rows: dict[tuple, dict] = {}
+        for t in body.topics:
+            for p in t.partitions:
+                key = (t.topic_id, p.partition_index)
+                if epoch != -1:
+                    session.partitions.add(key)
+                acks = [(b.first_offset, b.last_offset, b.acknowledge_types) for b in p.acknowledgement_batches]
+                row = rows[key] = self._row(p.partition_index)
+                if acks:
+                    row["acknowledge_error_code"] = self.acknowledge(group_id, member_id, t.topic_id, p.partition_index, acks)
+        for t in body.forgotten_topics_data:
+            for index in t.partitions:
+                session.partitions.discard((t.topic_id, index))
+        if epoch == -1:
+            self.release_member(group_id, member_id)
+        else:
+            session.epoch = epoch + 1 if epoch < 2**31 - 1 else 1
+            deadline = time.monotonic() + min(body.max_wait.total_seconds(), 5.0)
+            while True:
+                got = self._fetch_all(group_id, member_id, session, rows, body.max_records, body.max_bytes)
+                if got or time.monotonic() >= deadline or self.sessions.get((group_id, member_id)) is not session:
+                    break
+                await asyncio.sleep(0.02)
+        by_topic: dict = {}
+        for (topic_id, _), row in rows.items():
+            by_topic.setdefault(topic_id, []).append(row)
+        answer["responses"] = [{"topic_id": t, "partitions": parts} for t, parts in by_topic.items()]
+        answer["node_endpoints"] = self._endpoints()
+        return answer
+
+    def _fetch_all(self, group_id, member_id, session, rows, max_records: int, max_bytes: int) -> bool:
+        got = False
+        left = max(max_records, 1)
+        for key in sorted(session.partitions, key=str):
+            if left <= 0:
+                break
+            row = rows.get(key) or self._row(key[1])
+            code, records, runs = self._acquire(group_id, member_id, key[0], key[1], left, max_bytes)
+            if code:
+                row.update(error_code=code)
+                rows[key] = row
+                continue
+            if runs:
+                row["records"] = records
+                row["acquired_records"] = [
+                    {"first_offset": a, "last_offset": b, "delivery_count": n} for a, b, n in runs
+                ]
+                rows[key] = row
+                left -= sum(b - a + 1 for a, b, _ in runs)
+                got = True
+        return got
+
+    def _row(self, index: int) -> dict:
+        return {
+            "partition_index": index,
+            "error_code": 0,
+            "error_message": None,
+            "acknowledge_error_code": 0,
+            "acknowledge_error_message": None,
+            "current_leader": {"leader_id": self.broker.node_id, "leader_epoch": -1},
+            "records": b"",  # kio's schema has it non-nullable
+            "acquired_records": [],
+        }
+
+    def _endpoints(self) -> list[dict]:
+        info = self.broker.image.brokers.get(self.broker.node_id)
+        if info is None:
+            return []
+        return [{"node_id": self.broker.node_id, "host": info.host, "port": info.port, "rack": None}]
+
+    # -- ShareAcknowledge ---------------------------------------------------------------------
+
+    def share_acknowledge(self, body) -> dict:
+        group_id, member_id, epoch = body.group_id or "", body.member_id or "", body.share_session_epoch
+        answer = {"throttle_time": 0, "error_code": 0, "error_message": None, "responses": [], "node_endpoints": []}
+        try:
+            if epoch == 0:
+                raise errors.InvalidShareSessionEpochError("ShareAcknowledge cannot open a share session (epoch 0)")
+            session = self._session(group_id, member_id, epoch, final_ok=True)
+        except errors.KafkaError as exc:
+            answer.update(error_code=exc.code, error_message=exc.message)
+            return answer
+        for t in body.topics:
+            parts = []
+            for p in t.partitions:
+                acks = [(b.first_offset, b.last_offset, b.acknowledge_types) for b in p.acknowledgement_batches]
+                code = self.acknowledge(group_id, member_id, t.topic_id, p.partition_index, acks)
+                parts.append(
+                    {
+                        "partition_index": p.partition_index,
+                        "error_code": code,
+                        "error_message": None,
+                        "current_leader": {"leader_id": self.broker.node_id, "leader_epoch": -1},
+                    }
+                )
+            answer["responses"].append({"topic_id": t.topic_id, "partitions": parts})
+        if epoch == -1:
+            self.release_member(group_id, member_id)
+        else:
+            session.epoch = epoch + 1
+        answer["node_endpoints"] = self._endpoints()
+        return answer

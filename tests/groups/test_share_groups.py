@@ -1,0 +1,263 @@
+"""Share groups (KIP-932) with confluent-kafka's ShareConsumer, and hand-made requests for the
+errors a real client does not provoke."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+import time
+import uuid
+
+import pytest
+from confluent_kafka import AcknowledgeType, Producer, ShareConsumer
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    NewTopic,
+    ResourceType,
+)
+from group_raw import RawClient
+from support import wait_until
+
+from odradek.protocol.errors import ErrorCode
+from odradek.testing.process import BrokerProcess
+
+OVERRIDES = {
+    "group.coordinator.rebalance.protocols": "classic,consumer,share",
+    "group.share.heartbeat.interval.ms": 300,
+    "group.share.session.timeout.ms": 3000,
+    "group.share.record.lock.duration.ms": 2000,
+    "group.share.delivery.count.limit": 3,
+}
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory):
+    proc = BrokerProcess(tmp_path_factory.mktemp("kip932") / "data", overrides=OVERRIDES).start()
+    yield proc
+    proc.stop()
+    log = proc.log_text()
+    assert "Traceback" not in log, f"the broker logged a traceback:\n{log[-4000:]}"
+
+
+def setup_group(broker, count: int) -> tuple[str, str, set[bytes]]:
+    """A one-partition topic with ``count`` records and a share group reading it from the start."""
+    topic = f"q-{uuid.uuid4().hex[:8]}"
+    group = f"sg-{uuid.uuid4().hex[:6]}"
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(15)
+    resource = ConfigResource(
+        ResourceType.GROUP,
+        group,
+        incremental_configs=[ConfigEntry("share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET)],
+    )
+    admin.incremental_alter_configs([resource])[resource].result(10)
+    p = Producer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 5})
+    values = {f"r{i}".encode() for i in range(count)}
+    for v in sorted(values):
+        p.produce(topic, value=v)
+    assert p.flush(10) == 0
+    return topic, group, values
+
+
+def share_consumer(broker, group: str, topic: str, **conf) -> ShareConsumer:
+    c = ShareConsumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": group, **conf})
+    c.subscribe([topic])
+    return c
+
+
+def polled(c: ShareConsumer, timeout: float = 0.2) -> list:
+    return [m for m in c.poll(timeout) or [] if m.error() is None]
+
+
+def test_consumers_on_one_partition_each_get_every_record_once(broker):
+    topic, group, values = setup_group(broker, 300)
+    consumers = [share_consumer(broker, group, topic) for _ in range(3)]
+    read: dict[int, list[bytes]] = {i: [] for i in range(3)}
+
+    def poll_all():
+        for i, c in enumerate(consumers):
+            read[i].extend(m.value() for m in polled(c, 0.05))
+
+    wait_until(lambda: sum(len(v) for v in read.values()) >= len(values), 30, "every record", step=poll_all)
+    for _ in range(5):
+        poll_all()  # nothing comes twice once all are accepted (implicitly, on the next poll)
+    everything = [v for vs in read.values() for v in vs]
+    assert sorted(everything) == sorted(values)
+    for c in consumers:
+        c.close()
+
+
+def test_released_records_are_delivered_again_until_the_delivery_limit_archives_them(broker):
+    topic, group, values = setup_group(broker, 1)
+    c = share_consumer(broker, group, topic, **{"share.acknowledgement.mode": "explicit"})
+    deliveries = 0
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and deliveries < 3:
+        for m in polled(c):
+            assert m.value() == b"r0"
+            deliveries += 1
+            c.acknowledge(m, AcknowledgeType.RELEASE)
+    assert deliveries == 3  # group.share.delivery.count.limit
+    c.commit_sync()
+    end = time.monotonic() + 2  # archived: never delivered again
+    while time.monotonic() < end:
+        assert polled(c) == []
+    c.close()
+
+
+MEMBER = textwrap.dedent(
+    """
+    import sys
+    from confluent_kafka import ShareConsumer
+    c = ShareConsumer({"bootstrap.servers": sys.argv[1], "group.id": sys.argv[2],
+                       "share.acknowledgement.mode": "explicit"})
+    c.subscribe([sys.argv[3]])
+    while True:
+        got = [m for m in c.poll(0.2) or [] if m.error() is None]
+        if got:
+            print(len(got), flush=True)
+            break
+    sys.stdin.read()  # holds its records, never acknowledges, until killed
+    """
+)
+
+
+def test_a_killed_consumers_records_come_back_after_the_lock(broker):
+    topic, group, values = setup_group(broker, 20)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", MEMBER, broker.bootstrap_servers, group, topic],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        held = int(proc.stdout.readline())
+        assert held > 0
+        proc.kill()
+        proc.wait()
+        c = share_consumer(broker, group, topic)
+        read: list[bytes] = []
+        wait_until(lambda: set(read) >= values, 20, "the killed member's records", step=lambda: read.extend(
+            m.value() for m in polled(c)))
+        c.close()
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def _share_heartbeat(raw, group: str, member: str, epoch: int, topics=None):
+    return raw.request(76, 1, {"group_id": group, "member_id": member, "member_epoch": epoch, "rack_id": None,
+                               "subscribed_topic_names": topics})
+
+
+def test_bad_share_requests_get_kafkas_error_codes(broker):
+    topic, group, _ = setup_group(broker, 5)
+    with RawClient(broker) as raw:
+        wait_until(lambda: raw.request(10, 3, {"key": group, "key_type": 0}).error_code == ErrorCode.none, 10, "a coordinator")
+        joined = _share_heartbeat(raw, group, "m1", 0, [topic])
+        assert joined.error_code == ErrorCode.none and joined.member_epoch >= 1
+        assert _share_heartbeat(raw, group, "m1", joined.member_epoch + 5).error_code == ErrorCode.fenced_member_epoch
+        assert _share_heartbeat(raw, group, "nobody", 1).error_code == ErrorCode.unknown_member_id
+        tid = joined.assignment.topic_partitions[0].topic_id
+        fetch = {"group_id": group, "member_id": "m1", "max_wait": 500, "min_bytes": 1, "max_bytes": 1 << 20,
+                 "max_records": 2, "batch_size": 2, "forgotten_topics_data": []}
+        missing = raw.request(78, 1, {**fetch, "share_session_epoch": 3, "topics": []})
+        assert missing.error_code == ErrorCode.share_session_not_found
+        first = raw.request(78, 1, {**fetch, "share_session_epoch": 0, "topics": [
+            {"topic_id": tid, "partitions": [{"partition_index": 0, "acknowledgement_batches": []}]}]})
+        acquired = first.responses[0].partitions[0].acquired_records
+        assert first.error_code == ErrorCode.none and acquired and acquired[0].first_offset == 0
+        assert raw.request(78, 1, {**fetch, "share_session_epoch": 7, "topics": []}).error_code == (
+            ErrorCode.invalid_share_session_epoch
+        )
+
+        def ack(epoch, first_offset, last_offset, kind=1):
+            return raw.request(79, 1, {"group_id": group, "member_id": "m1", "share_session_epoch": epoch, "topics": [
+                {"topic_id": tid, "partitions": [{"partition_index": 0, "acknowledgement_batches": [
+                    {"first_offset": first_offset, "last_offset": last_offset, "acknowledge_types": [kind]}]}]}]})
+
+        last = acquired[-1].last_offset
+        assert ack(1, 0, last).responses[0].partitions[0].error_code == ErrorCode.none
+        again = ack(2, 0, last)  # already acknowledged
+        assert again.responses[0].partitions[0].error_code == ErrorCode.invalid_record_state
+        never = ack(3, last + 1, last + 1)  # never acquired
+        assert never.responses[0].partitions[0].error_code == ErrorCode.invalid_record_state
+        # a share heartbeat for a group of another type
+        consumer_group = f"cg-{uuid.uuid4().hex[:6]}"
+        wait_until(lambda: raw.request(10, 3, {"key": consumer_group, "key_type": 0}).error_code == ErrorCode.none, 10,
+                   "a coordinator")
+        commit = {"group_id": consumer_group, "generation_id_or_member_epoch": -1, "member_id": "",
+                  "group_instance_id": None, "topics": [{"name": topic, "partitions": [
+                      {"partition_index": 0, "committed_offset": 1, "committed_leader_epoch": -1,
+                       "committed_metadata": ""}]}]}
+        assert raw.request(8, 9, commit).topics[0].partitions[0].error_code == ErrorCode.none
+        assert _share_heartbeat(raw, consumer_group, "m1", 0, [topic]).error_code == ErrorCode.group_id_not_found
+        described = raw.request(77, 1, {"group_ids": [group], "include_authorized_operations": False}).groups[0]
+        assert described.error_code == ErrorCode.none and [m.member_id for m in described.members] == ["m1"]
+
+
+def test_share_groups_cli_lists_and_describes_a_group(broker):
+    topic, group, _ = setup_group(broker, 1)
+    c = share_consumer(broker, group, topic)
+    try:
+        wait_until(lambda: polled(c), 20, "the record", interval=0)
+
+        def odradek(*args):
+            return subprocess.run(
+                [sys.executable, "-m", "odradek", *args, "--bootstrap-server", broker.bootstrap_servers, "-o", "json"],
+                capture_output=True, text=True, timeout=60,
+            )
+
+        listed = odradek("share-groups", "list")
+        assert listed.returncode == 0, listed.stderr
+        assert {"group": group, "state": "Stable"} in json.loads(listed.stdout)
+        described = odradek("share-groups", "describe", "--group", group)
+        assert described.returncode == 0, described.stderr
+        data = json.loads(described.stdout)
+        assert data["state"] == "Stable" and data["members"][0]["assignment"] == [{"topic": topic, "partition": 0}]
+        missing = odradek("share-groups", "describe", "nope-" + group)
+        assert missing.returncode == 1 and "does not exist" in missing.stderr
+        busy = odradek("share-groups", "delete", group)
+        assert busy.returncode == 1 and "NON_EMPTY_GROUP" in busy.stderr
+        c.close()
+        wait_until(lambda: json.loads(odradek("share-groups", "describe", group).stdout)["state"] == "Empty", 10, "empty")
+        deleted = odradek("share-groups", "delete", group)
+        assert deleted.returncode == 0, deleted.stderr
+        assert group not in {g["group"] for g in json.loads(odradek("share-groups", "list").stdout)}
+    finally:
+        c.close()
+
+
+def test_acknowledged_records_stay_acknowledged_through_a_broker_restart(tmp_path):
+    proc = BrokerProcess(tmp_path / "data", overrides=OVERRIDES).start()
+    try:
+        topic, group, values = setup_group(proc, 10)
+        c = share_consumer(proc, group, topic)
+        read: list[bytes] = []
+        wait_until(lambda: set(read) >= values, 20, "the first records", step=lambda: read.extend(
+            m.value() for m in polled(c)))
+        for _ in range(3):
+            assert polled(c) == []  # the next polls acknowledge (implicitly) what it read
+        c.close()
+        proc.stop()
+        proc.start()
+        p = Producer({"bootstrap.servers": proc.bootstrap_servers})
+        more = {f"s{i}".encode() for i in range(5)}
+        for v in sorted(more):
+            p.produce(topic, value=v)
+        assert p.flush(10) == 0
+        # the share partition's start offset came back from __share_group_state: only the new
+        # records come (the group config is gone, so without it the group would start at the end)
+        c = share_consumer(proc, group, topic)
+        again: list[bytes] = []
+        wait_until(lambda: set(again) >= more, 20, "the new records", step=lambda: again.extend(
+            m.value() for m in polled(c)))
+        assert sorted(again) == sorted(more)
+        c.close()
+    finally:
+        proc.stop()
