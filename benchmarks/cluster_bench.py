@@ -71,7 +71,7 @@ def leader_failover(cluster: EmbeddedCluster, topic: str, how: str) -> float:
     leader = next(b for b in sorted(md.brokers) if b != controller)
     replicas = [leader] + [b for b in sorted(md.brokers) if b != leader]
     admin = Admin({"bootstrap.servers": cluster.running_bootstrap_servers()})
-    admin.create_topics([OurNewTopic(topic, replica_assignments={0: replicas})])
+    _wait(lambda: admin.create_topics([OurNewTopic(topic, replica_assignments={0: replicas})]) is None, 30, f"{topic} created")
     admin.close()
     cluster.wait_for(lambda md: topic in md.topics and md.topics[topic][0].isr == tuple(replicas), 30, f"{topic} in sync")
     producer = confluent_kafka.Producer(

@@ -265,6 +265,7 @@ class Broker:
         await self.store.load()
         self.cluster.on_session_lost = self._stop_leading
         self.cluster.on_config_change = self._on_config_change
+        self.cluster.on_controller_known = self._on_controller_known
 
     def _stored_identity(self, log_dirs: list[Path]) -> tuple[str | None, int | None]:
         cluster_id = node_id = None
@@ -298,6 +299,12 @@ class Broker:
         for partition in self.replica_manager.partitions.values():
             if partition.is_leader:
                 partition.state = demoted(partition.state)
+
+    def _on_controller_known(self, controller_id: int) -> None:
+        """This broker's own watch on /controller named the active controller: Metadata and
+        NOT_CONTROLLER answers name it even before the controller's first UpdateMetadata arrives."""
+        if controller_id >= 0:
+            self.store.image.controller_id = controller_id
 
     async def _on_config_change(self, entity_path: str) -> None:
         changed = await self.store.reload_config(entity_path)

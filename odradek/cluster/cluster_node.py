@@ -76,6 +76,7 @@ class ClusterNode:
         self.on_session_lost: Callable[[], None] = lambda: None  # the broker stops leading
         self.on_registered: Callable[[int], None] = lambda broker_epoch: None
         self.on_config_change: Callable[[str], object] = lambda entity_path: None  # may return a coroutine
+        self.on_controller_known: Callable[[int], None] = lambda controller_id: None  # from /controller
         self._task: asyncio.Task | None = None
         self._last_config_change = -1
         self._pending_watches: set[str] = set()
@@ -157,6 +158,7 @@ class ClusterNode:
         """Create ``/brokers/ids/<id>``, start the event task, and join the controller election."""
         await self._create_registration(first=True)
         self.controller = ZkController(self.broker_id, self.zk, self.config)
+        self.controller.on_change = lambda: self.on_controller_known(self.controller.active_controller_id)
         self.controller._post = self.post
         self._task = asyncio.get_running_loop().create_task(self._run(), name="cluster-events")
         await self.call(self.controller.elect)
