@@ -8,14 +8,13 @@ carries, then acquires available records of the session's partitions for the mem
 (``share_partition.py``) and answers their batches with the acquired offset ranges.
 
 Settings: broker ``group.share.record.lock.duration.ms`` and ``group.share.delivery.count.limit``;
-per group (IncrementalAlterConfigs on GROUP resources, ``group_configs``)
-``share.record.lock.duration.ms`` (15-60 s, as Kafka) and ``share.auto.offset.reset``
-(``latest``, Kafka's default, or ``earliest``), which decides where a group starts reading
-a partition the first time.
+per group (``broker/group/group_configs.py``) ``share.record.lock.duration.ms`` and
+``share.auto.offset.reset``, which decides where a group starts reading a partition the
+first time.
 
 The records' state is written to ``__share_group_state`` after every change and read back
 when the leader first serves a share partition (``share_state_topic.py``); sessions and the
-group configs are in memory.
+group configs are in the metadata store.
 
 Threading: the event loop.
 """
@@ -33,12 +32,6 @@ from odradek.protocol.errors import ErrorCode
 
 _READ_BYTES = 1 << 20  # read per partition and fetch: max_records is usually reached well before
 
-GROUP_CONFIG_KEYS = {
-    "share.auto.offset.reset": ("latest", "earliest"),
-    "share.record.lock.duration.ms": (15000, 60000),
-}
-
-
 @dataclass
 class ShareSession:
     epoch: int = 0  # the epoch the next request must carry
@@ -50,7 +43,6 @@ class ShareFetchManager:
         self.broker = broker
         self.partitions: dict[tuple[str, str, int], SharePartition] = {}  # (group, topic, partition)
         self.sessions: dict[tuple[str, str], ShareSession] = {}  # (group, member)
-        self.group_configs: dict[str, dict[str, str]] = {}
         config = broker.config
         self.state_topic = ShareStateTopic(
             broker,
@@ -59,41 +51,13 @@ class ShareFetchManager:
             segment_bytes=config.get("offsets.topic.segment.bytes"),
         )
 
-    # -- group configs ------------------------------------------------------------------------
-
-    def alter_group_config(self, group_id: str, ops, validate_only: bool) -> None:
-        """IncrementalAlterConfigs of a GROUP resource: ``(name, op, value)``, op 0 SET, 1 DELETE."""
-        current = dict(self.group_configs.get(group_id, {}))
-        for name, op, value in ops:
-            if name not in GROUP_CONFIG_KEYS:
-                raise errors.InvalidConfigError(
-                    f"Unknown group config {name}; group configs are {', '.join(sorted(GROUP_CONFIG_KEYS))}"
-                )
-            if op == 1:
-                current.pop(name, None)
-                continue
-            if op != 0:
-                raise errors.InvalidConfigError(f"{name} only takes SET and DELETE")
-            allowed = GROUP_CONFIG_KEYS[name]
-            if isinstance(allowed[0], int):
-                try:
-                    number = int(value)
-                except ValueError:
-                    raise errors.InvalidConfigError(f"{name} must be a number of milliseconds") from None
-                if not allowed[0] <= number <= allowed[1]:
-                    raise errors.InvalidConfigError(f"{name} must be between {allowed[0]} and {allowed[1]}")
-            elif value not in allowed:
-                raise errors.InvalidConfigError(f"{name} must be one of {', '.join(allowed)}")
-            current[name] = value
-        if not validate_only:
-            self.group_configs[group_id] = current
+    # -- group configs (``broker/group/group_configs.py``) -----------------------------------
 
     def _lock_ms(self, group_id: str) -> int:
-        value = self.group_configs.get(group_id, {}).get("share.record.lock.duration.ms")
-        return int(value) if value is not None else self.broker.config.get("group.share.record.lock.duration.ms")
+        return self.broker.group_configs.int_value(group_id, "share.record.lock.duration.ms")
 
     def _start_offset(self, group_id: str, partition) -> int:
-        reset = self.group_configs.get(group_id, {}).get("share.auto.offset.reset", "latest")
+        reset = self.broker.group_configs.value(group_id, "share.auto.offset.reset")
         return partition.log_start_offset if reset == "earliest" else partition.high_watermark
 
     # -- sessions -----------------------------------------------------------------------------
@@ -129,7 +93,7 @@ class ShareFetchManager:
                 self.state_topic.forget(group_id, info.topic_id, key[2], int(time.time() * 1000))
         for key in [k for k in self.sessions if k[0] == group_id]:
             del self.sessions[key]
-        self.group_configs.pop(group_id, None)
+        self.broker.group_configs.delete(group_id)
 
     # -- ShareFetch ---------------------------------------------------------------------------
 
