@@ -261,3 +261,36 @@ def test_acknowledged_records_stay_acknowledged_through_a_broker_restart(tmp_pat
         c.close()
     finally:
         proc.stop()
+
+
+def test_a_waiting_share_fetch_gets_records_produced_or_released_while_it_waits(broker):
+    topic, group, _ = setup_group(broker, 0)
+    p = Producer({"bootstrap.servers": broker.bootstrap_servers})
+    with RawClient(broker) as a, RawClient(broker) as b:
+        wait_until(lambda: a.request(10, 3, {"key": group, "key_type": 0}).error_code == ErrorCode.none, 10, "a coordinator")
+        tid = _share_heartbeat(a, group, "ma", 0, [topic]).assignment.topic_partitions[0].topic_id
+        assert _share_heartbeat(a, group, "mb", 0, [topic]).error_code == ErrorCode.none
+        part = [{"topic_id": tid, "partitions": [{"partition_index": 0, "acknowledgement_batches": []}]}]
+
+        def fetch(member, epoch, topics, wait_ms=5000):
+            return {"group_id": group, "member_id": member, "share_session_epoch": epoch, "max_wait": wait_ms,
+                    "min_bytes": 1, "max_bytes": 1 << 20, "max_records": 100, "batch_size": 100,
+                    "topics": topics, "forgotten_topics_data": []}
+
+        # an empty partition: ma's fetch parks; a record produced meanwhile completes it
+        a.send(78, 1, fetch("ma", 0, part))
+        p.produce(topic, value=b"first")
+        assert p.flush(10) == 0
+        _, got = a.receive(78, 1)
+        acquired = got.responses[0].partitions[0].acquired_records
+        assert got.error_code == ErrorCode.none and [(r.first_offset, r.last_offset) for r in acquired] == [(0, 0)]
+        # mb's fetch parks (ma holds the only record); ma RELEASEs it and mb gets it, delivery 2
+        assert not b.request(78, 1, fetch("mb", 0, part, 0)).responses[0].partitions[0].acquired_records
+        b.send(78, 1, fetch("mb", 1, []))
+        released = a.request(79, 1, {"group_id": group, "member_id": "ma", "share_session_epoch": 1, "topics": [
+            {"topic_id": tid, "partitions": [{"partition_index": 0, "acknowledgement_batches": [
+                {"first_offset": 0, "last_offset": 0, "acknowledge_types": [2]}]}]}]})
+        assert released.responses[0].partitions[0].error_code == ErrorCode.none
+        _, got = b.receive(78, 1)
+        acquired = got.responses[0].partitions[0].acquired_records
+        assert [(r.first_offset, r.delivery_count) for r in acquired] == [(0, 2)]
