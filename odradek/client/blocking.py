@@ -287,6 +287,7 @@ for _name in (
     "list_groups",
     "describe_groups",
     "describe_share_group",
+    "alter_share_group_offsets",
     "delete_groups",
     "list_group_offsets",
     "alter_group_offsets",

@@ -294,3 +294,58 @@ def test_a_waiting_share_fetch_gets_records_produced_or_released_while_it_waits(
         _, got = b.receive(78, 1)
         acquired = got.responses[0].partitions[0].acquired_records
         assert [(r.first_offset, r.delivery_count) for r in acquired] == [(0, 2)]
+
+
+def test_share_groups_cli_reset_offsets_redelivers_from_earliest_and_skips_to_latest(broker):
+    topic, group, values = setup_group(broker, 10)
+
+    def odradek(*args):
+        return subprocess.run(
+            [sys.executable, "-m", "odradek", *args, "--bootstrap-server", broker.bootstrap_servers, "-o", "json"],
+            capture_output=True, text=True, timeout=60,
+        )
+
+    def read_all(expected: set[bytes]) -> list[bytes]:
+        c = share_consumer(broker, group, topic)
+        got: list[bytes] = []
+        try:
+            wait_until(lambda: set(got) >= expected, 20, "the records", step=lambda: got.extend(
+                m.value() for m in polled(c)))
+            assert polled(c) == []  # acknowledges (implicitly) what it read
+            busy = odradek("share-groups", "reset-offsets", group, "--topic", topic, "--to-earliest", "--execute")
+            assert busy.returncode == 1 and "member" in busy.stderr
+        finally:
+            c.close()
+        wait_until(lambda: json.loads(odradek("share-groups", "describe", group).stdout)["state"] == "Empty", 10,
+                   "the group empty")
+        return got
+
+    assert sorted(read_all(values)) == sorted(values)
+    dry = odradek("share-groups", "reset-offsets", group, "--topic", topic, "--to-earliest")
+    assert dry.returncode == 0, dry.stderr
+    assert json.loads(dry.stdout)["executed"] is False
+    reset = odradek("share-groups", "reset-offsets", group, "--topic", topic, "--to-earliest", "--execute")
+    assert reset.returncode == 0, reset.stderr
+    assert json.loads(reset.stdout)["partitions"] == [
+        {"group": group, "topic": topic, "partition": 0, "new_start_offset": 0}]
+    assert sorted(read_all(values)) == sorted(values)  # every record again
+    assert odradek("share-groups", "reset-offsets", group, "--topic", topic, "--to-latest", "--execute").returncode == 0
+    p = Producer({"bootstrap.servers": broker.bootstrap_servers})
+    for v in (b"late1", b"late2"):
+        p.produce(topic, value=v)
+    assert p.flush(10) == 0
+    assert sorted(read_all({b"late1", b"late2"})) == [b"late1", b"late2"]
+    with RawClient(broker) as raw:
+        def alter(group_id, offset):
+            return raw.request(91, 0, {"group_id": group_id, "topics": [
+                {"topic_name": topic, "partitions": [{"partition_index": 0, "start_offset": offset}]}]})
+        assert alter(group, 999).responses[0].partitions[0].error_code == ErrorCode.offset_out_of_range
+        classic = f"classic-{uuid.uuid4().hex[:6]}"
+        wait_until(lambda: raw.request(10, 3, {"key": classic, "key_type": 0}).error_code == ErrorCode.none, 10,
+                   "a coordinator")
+        commit = {"group_id": classic, "generation_id_or_member_epoch": -1, "member_id": "",
+                  "group_instance_id": None, "topics": [{"name": topic, "partitions": [
+                      {"partition_index": 0, "committed_offset": 1, "committed_leader_epoch": -1,
+                       "committed_metadata": ""}]}]}
+        assert raw.request(8, 9, commit).topics[0].partitions[0].error_code == ErrorCode.none
+        assert alter(classic, 0).error_code == ErrorCode.group_id_not_found

@@ -223,6 +223,16 @@ class ShareGroupManager:
             for member in group.members.values():
                 self._schedule_session(group, member)
 
+    def check_offsets_alterable(self, group_id: str) -> None:
+        """AlterShareGroupOffsets: the group must be a share group (or none yet) without members."""
+        if self.shard.groups.get(group_id) is not None or group_id in self.shard.consumer.groups:
+            raise errors.GroupIdNotFoundError(f"group {group_id} is not a share group")
+        group = self.groups.get(group_id)
+        if group is not None and group.members:
+            raise errors.NonEmptyGroupError(
+                f"share group {group_id} has {len(group.members)} member(s); stop them before resetting its offsets"
+            )
+
     def unload(self) -> None:
         for group in self.groups.values():
             for member in group.members.values():

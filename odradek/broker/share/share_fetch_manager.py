@@ -107,6 +107,24 @@ class ShareFetchManager:
             del self.sessions[key]
         self.broker.group_configs.delete(group_id)
 
+    def alter_start_offset(self, group_id: str, topic: str, index: int, offset: int) -> int:
+        """AlterShareGroupOffsets for one partition: the group's share partition starts afresh at
+        ``offset`` (between the log start and end). Its error code."""
+        info = self.broker.image.topics.get(topic)
+        if info is None or not 0 <= index < len(info.partitions):
+            return int(ErrorCode.unknown_topic_or_partition)
+        try:
+            partition, old = self._share_partition(group_id, info.topic_id, index)
+        except errors.KafkaError as exc:
+            return int(exc.code)
+        if not partition.log_start_offset <= offset <= partition.high_watermark:
+            return int(ErrorCode.offset_out_of_range)
+        sp = SharePartition(offset)
+        sp.snapshot_epoch = old.snapshot_epoch
+        self.partitions[(group_id, topic, index)] = sp
+        self._save(group_id, info.topic_id, index, sp)
+        return 0
+
     # -- ShareFetch ---------------------------------------------------------------------------
 
     def _share_partition(self, group_id: str, topic_id, index: int):
