@@ -17,6 +17,7 @@ from odradek.client.producer import producer as aproducer
 from odradek.client.producer.producer import NeedMemory, NeedMetadata
 
 from . import admin as aadmin
+from . import share_consumer as ashare
 from .sync import LoopThread, UserThreadCalls
 
 
@@ -257,6 +258,41 @@ for _name in (
     "topics",
 ):
     setattr(Consumer, _name, _blocking(_name, aconsumer.Consumer))
+
+
+class ShareConsumer(_OnLoopThread):
+    """Blocking share consumer (KIP-932); the methods of ``odradek.aio.ShareConsumer``, blocking."""
+
+    def __init__(self, config: dict | None = None, **options):
+        aio = ashare.ShareConsumer(config, **options)
+        self._start(aio, aio._client.client_id)
+
+    def subscribe(self, topics) -> None:
+        self._thread.run(self._subscribe(topics))
+
+    async def _subscribe(self, topics) -> None:
+        self._aio.subscribe(topics)
+
+    def assignment(self):
+        return self._aio.assignment()
+
+    def acknowledge(self, record, type: str = "accept") -> None:
+        self._aio.acknowledge(record, type)
+
+    def delivery_count(self, record) -> int:
+        return self._aio.delivery_count(record)
+
+    def close(self) -> None:
+        if self._aio.closed:
+            return
+        try:
+            self._thread.run(self._aio.close())
+        finally:
+            self._thread.stop()
+
+
+for _name in ("poll", "commit"):
+    setattr(ShareConsumer, _name, _blocking(_name, ashare.ShareConsumer))
 
 
 class Admin(_OnLoopThread):
