@@ -260,6 +260,16 @@ for _name in (
     setattr(Consumer, _name, _blocking(_name, aconsumer.Consumer))
 
 
+def _close_on_loop(self) -> None:
+    """Close the asyncio client on its loop, then stop the loop thread."""
+    if self._aio.closed:
+        return
+    try:
+        self._thread.run(self._aio.close())
+    finally:
+        self._thread.stop()
+
+
 class ShareConsumer(_OnLoopThread):
     """Blocking share consumer (KIP-932); the methods of ``odradek.aio.ShareConsumer``, blocking."""
 
@@ -282,13 +292,7 @@ class ShareConsumer(_OnLoopThread):
     def delivery_count(self, record) -> int:
         return self._aio.delivery_count(record)
 
-    def close(self) -> None:
-        if self._aio.closed:
-            return
-        try:
-            self._thread.run(self._aio.close())
-        finally:
-            self._thread.stop()
+    close = _close_on_loop
 
 
 for _name in ("poll", "commit"):
@@ -302,13 +306,7 @@ class Admin(_OnLoopThread):
         aio = aadmin.Admin(config, **options)
         self._start(aio, aio._client.client_id)
 
-    def close(self) -> None:
-        if self._aio.closed:
-            return
-        try:
-            self._thread.run(self._aio.close())
-        finally:
-            self._thread.stop()
+    close = _close_on_loop
 
 
 for _name in (
