@@ -1,4 +1,4 @@
-"""The asyncio client: ``Producer``, ``Consumer`` and ``Admin`` with the blocking API's options.
+"""The asyncio client: ``Producer``, ``Consumer``, ``ShareConsumer`` and ``Admin`` with the blocking API's options.
 
 ``send``, ``flush``, ``poll``, ``commit`` and ``close`` are coroutines; ``subscribe``,
 ``assign`` and ``assignment`` are plain calls. Use ``async with`` (or ``await start()``).
@@ -7,6 +7,7 @@
 from odradek.client.admin import Admin
 from odradek.client.consumer.consumer import Consumer
 from odradek.client.producer.producer import Producer
+from odradek.client.share_consumer import ShareConsumer
 from odradek.client.structs import (
     ConsumerRecord,
     NewPartitions,
@@ -25,5 +26,6 @@ __all__ = [
     "OffsetAndMetadata",
     "Producer",
     "RecordMetadata",
+    "ShareConsumer",
     "TopicPartition",
 ]

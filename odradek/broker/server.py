@@ -29,6 +29,7 @@ from odradek.broker.client_quotas import ClientQuotas
 from odradek.broker.config import BrokerConfig
 from odradek.broker.config_entries import broker_config_entries, topic_config_entries
 from odradek.broker.dynamic_config import DynamicBrokerConfig
+from odradek.broker.group.group_configs import GroupConfigs
 from odradek.broker.group.group_coordinator import GroupCoordinator
 from odradek.broker.network import NetworkServer
 from odradek.broker.producer_ids import ProducerIdManager
@@ -187,7 +188,9 @@ class Broker:
         if self.cluster is None:  # in a cluster, LeaderAndIsr and StopReplica say which replicas to host
             self.replica_manager.sync_all()
         self.controller.on_change(self._on_metadata_change)  # in a cluster: topic config changes
+        self.group_configs = GroupConfigs(self.store, lambda: self.config)
         self.group_coordinator = GroupCoordinator.for_broker(self)  # listens after the replica manager
+        self.group_coordinator.context.group_configs = self.group_configs
         self.group_coordinator.start()
         self.share_fetches = ShareFetchManager(self)
         self.group_coordinator.on_share_member_gone(self.share_fetches.release_member)

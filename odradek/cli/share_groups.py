@@ -1,10 +1,12 @@
-"""``odradek share-groups``: kafka-share-groups.sh's list and describe (KIP-932)."""
+"""``odradek share-groups``: kafka-share-groups.sh's list, describe, delete and reset-offsets
+(KIP-932)."""
 
 from __future__ import annotations
 
 import click
 
-from odradek.cli.common import CliError, client_command
+from odradek.cli.common import CliError, client_command, parse_time
+from odradek.cli.groups import _topic_partitions
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -18,6 +20,7 @@ def share_groups():
       odradek share-groups list
       odradek share-groups describe --group jobs
       odradek share-groups delete jobs
+      odradek share-groups reset-offsets jobs --topic orders --to-earliest --execute
     """
 
 
@@ -103,3 +106,74 @@ def delete(session, group_arg, group_opt):
         except Exception as exc:
             raise CliError(f"could not delete share group {group!r}: {exc}", "stop its members first") from None
     session.info(f"Deleted share group '{group}'.")
+
+
+@share_groups.command("reset-offsets")
+@click.argument("group_arg", required=False, metavar="[GROUP]")
+@click.option("--group", "-g", "group_opt", metavar="GROUP", help="Group id (or give it as an argument).")
+@click.option("--topic", "topics", multiple=True, metavar="TOPIC[:P,...]",
+              help="A topic (all its partitions) or topic:0,2; repeatable.")
+@click.option("--to-earliest", is_flag=True, help="Start at the first record still in the log.")
+@click.option("--to-latest", is_flag=True, help="Start after the last record: only new records are read.")
+@click.option("--to-datetime", metavar="TIME", help="Start at the first record at or after TIME (ISO date-time or epoch ms).")
+@click.option("--dry-run", is_flag=True, help="Show the new start offsets without changing anything (the default).")
+@click.option("--execute", is_flag=True, help="Apply the new start offsets.")
+@client_command
+def reset_offsets(session, group_arg, group_opt, topics, to_earliest, to_latest, to_datetime, dry_run, execute):
+    """Move where an empty share group reads its partitions from. Records before the new
+    start are skipped, records after it are delivered again; the group must have no members.
+
+    \b
+    Examples:
+      odradek share-groups reset-offsets jobs --topic orders --to-earliest --execute
+      odradek share-groups reset-offsets jobs --topic orders:0 --to-latest --dry-run
+      odradek share-groups reset-offsets jobs --topic orders --to-datetime 2026-05-01T00:00:00 --execute
+    """
+    group = group_opt or group_arg
+    if not group:
+        raise click.UsageError("Missing group: give its id or --group GROUP.")
+    chosen = [name for name, on in (("--to-earliest", to_earliest), ("--to-latest", to_latest),
+                                    ("--to-datetime", to_datetime is not None)) if on]
+    if len(chosen) != 1:
+        raise click.UsageError("Give exactly one of --to-earliest, --to-latest, --to-datetime.")
+    if not topics:
+        raise click.UsageError("Give --topic TOPIC (repeatable).")
+    if dry_run and execute:
+        raise click.UsageError("Give --dry-run or --execute, not both.")
+    target_ms = parse_time(to_datetime, "--to-datetime") if to_datetime is not None else None
+    with session.admin() as admin:
+        described = admin.describe_share_group(group)
+        if described is not None and described.members:
+            raise CliError(
+                f"share group {group!r} has {len(described.members)} member(s); its offsets can only be reset "
+                "while it has none",
+                f"stop its consumers first (see them with `odradek share-groups describe {group}`)",
+            )
+        tps = _topic_partitions(topics, admin)
+        with session.consumer(allow_auto_create_topics=False, enable_auto_commit=False) as consumer:
+            earliest = consumer.beginning_offsets(tps)
+            latest = consumer.end_offsets(tps)
+            by_time = consumer.offsets_for_times({tp: target_ms for tp in tps}) if target_ms is not None else {}
+        new = {}
+        for tp in tps:
+            if to_earliest:
+                new[tp] = earliest[tp]
+            elif to_latest:
+                new[tp] = latest[tp]
+            else:
+                found = by_time.get(tp)
+                new[tp] = found.offset if found is not None else latest[tp]
+        if execute:
+            try:
+                admin.alter_share_group_offsets(group, new)
+            except Exception as exc:
+                raise CliError(f"could not reset share group {group!r}: {exc}", "stop its members first") from None
+    rows = [{"group": group, "topic": tp.topic, "partition": tp.partition, "new_start_offset": off}
+            for tp, off in sorted(new.items())]
+    if session.json:
+        session.print_json({"group": group, "executed": execute, "partitions": rows})
+        return
+    if not execute:
+        session.info("Dry run: nothing was changed. Add --execute to apply these start offsets.")
+    session.table(["GROUP", "TOPIC", "PARTITION", "NEW-START-OFFSET"],
+                  [[r["group"], r["topic"], r["partition"], r["new_start_offset"]] for r in rows])

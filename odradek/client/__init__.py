@@ -9,6 +9,7 @@ _EXPORTS = {
     "Producer": "odradek.client.blocking",
     "Consumer": "odradek.client.blocking",
     "Admin": "odradek.client.blocking",
+    "ShareConsumer": "odradek.client.blocking",
     "TopicPartition": "odradek.client.structs",
     "RecordMetadata": "odradek.client.structs",
     "ConsumerRecord": "odradek.client.structs",

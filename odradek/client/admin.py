@@ -641,6 +641,25 @@ class Admin(SecurityAdmin, AclAdmin, QuotaAdmin, LeadersAndPlacement):
                     errors[tp] = _item_error(int(p.error_code), None, f"{t.name}-{p.partition_index}")
         _raise_items(errors, "partitions")
 
+    async def alter_share_group_offsets(self, group_id: str, offsets: dict, timeout: float | None = None) -> None:
+        """AlterShareGroupOffsets (KIP-932): where an empty share group starts reading each
+        partition, ``{TopicPartition: offset}``."""
+        timeout = self._t(timeout)
+        by_topic: dict[str, list] = {}
+        for tp, off in offsets.items():
+            by_topic.setdefault(tp[0], []).append({"partition_index": tp[1], "start_offset": off})
+        values = {"group_id": group_id, "topics": [{"topic_name": t, "partitions": ps} for t, ps in by_topic.items()]}
+        resp = await self._group_call(group_id, api_keys.ALTER_SHARE_GROUP_OFFSETS, values, timeout)
+        if resp.error_code:
+            raise error_for(int(resp.error_code))(resp.error_message or f"share group {group_id!r}")
+        errors = {}
+        for t in resp.responses:
+            for p in t.partitions:
+                if p.error_code:
+                    tp = TopicPartition(t.topic_name, int(p.partition_index))
+                    errors[tp] = _item_error(int(p.error_code), p.error_message, f"{t.topic_name}-{p.partition_index}")
+        _raise_items(errors, "partitions")
+
     async def delete_group_offsets(self, group_id: str, partitions, timeout: float | None = None) -> None:
         timeout = self._t(timeout)
         by_topic: dict[str, list] = {}

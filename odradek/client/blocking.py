@@ -17,6 +17,7 @@ from odradek.client.producer import producer as aproducer
 from odradek.client.producer.producer import NeedMemory, NeedMetadata
 
 from . import admin as aadmin
+from . import share_consumer as ashare
 from .sync import LoopThread, UserThreadCalls
 
 
@@ -259,6 +260,45 @@ for _name in (
     setattr(Consumer, _name, _blocking(_name, aconsumer.Consumer))
 
 
+def _close_on_loop(self) -> None:
+    """Close the asyncio client on its loop, then stop the loop thread."""
+    if self._aio.closed:
+        return
+    try:
+        self._thread.run(self._aio.close())
+    finally:
+        self._thread.stop()
+
+
+class ShareConsumer(_OnLoopThread):
+    """Blocking share consumer (KIP-932); the methods of ``odradek.aio.ShareConsumer``, blocking."""
+
+    def __init__(self, config: dict | None = None, **options):
+        aio = ashare.ShareConsumer(config, **options)
+        self._start(aio, aio._client.client_id)
+
+    def subscribe(self, topics) -> None:
+        self._thread.run(self._subscribe(topics))
+
+    async def _subscribe(self, topics) -> None:
+        self._aio.subscribe(topics)
+
+    def assignment(self):
+        return self._aio.assignment()
+
+    def acknowledge(self, record, type: str = "accept") -> None:
+        self._aio.acknowledge(record, type)
+
+    def delivery_count(self, record) -> int:
+        return self._aio.delivery_count(record)
+
+    close = _close_on_loop
+
+
+for _name in ("poll", "commit"):
+    setattr(ShareConsumer, _name, _blocking(_name, ashare.ShareConsumer))
+
+
 class Admin(_OnLoopThread):
     """Blocking admin client; the methods of ``odradek.aio.Admin``, blocking."""
 
@@ -266,13 +306,7 @@ class Admin(_OnLoopThread):
         aio = aadmin.Admin(config, **options)
         self._start(aio, aio._client.client_id)
 
-    def close(self) -> None:
-        if self._aio.closed:
-            return
-        try:
-            self._thread.run(self._aio.close())
-        finally:
-            self._thread.stop()
+    close = _close_on_loop
 
 
 for _name in (
@@ -294,6 +328,7 @@ for _name in (
     "list_groups",
     "describe_groups",
     "describe_share_group",
+    "alter_share_group_offsets",
     "delete_groups",
     "list_group_offsets",
     "alter_group_offsets",

@@ -245,6 +245,14 @@ CONSUMER: dict[str, Spec] = {
     "client_rack": (None, _optional_str),
 }
 
+SHARE_CONSUMER: dict[str, Spec] = {
+    "group_id": (None, _optional_str),
+    "share_acknowledgement_mode": ("implicit", _choice("implicit", "explicit")),
+    "max_poll_records": (500, _int(1)),
+    "fetch_max_wait_ms": (500, _int(0)),
+    "fetch_max_bytes": (52428800, _int(0)),
+}
+
 ADMIN: dict[str, Spec] = {
     "default_api_timeout_ms": (60000, _int(0)),
 }
@@ -253,6 +261,7 @@ _KINDS = {
     "producer": {**COMMON, **PRODUCER},
     "consumer": {**COMMON, **CONSUMER},
     "admin": {**COMMON, **ADMIN},
+    "share_consumer": {**COMMON, **SHARE_CONSUMER},
 }
 
 

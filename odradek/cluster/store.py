@@ -72,6 +72,15 @@ class MetadataStore(ABC):
         """Replace the dynamic configs of ``entity`` (see ``broker_configs``); {} removes them."""
 
     @abstractmethod
+    def group_configs(self, group_id: str) -> dict[str, str]:
+        """The configs set on one group (GROUP resources, KIP-848/KIP-932); {} when none.
+        Kafka keeps them in the metadata log as GROUP ConfigRecords."""
+
+    @abstractmethod
+    def set_group_configs(self, group_id: str, configs: dict[str, str]) -> None:
+        """Replace the configs of ``group_id``; {} removes them."""
+
+    @abstractmethod
     def update_partition(self, topic: str, partition: int, state: PartitionState) -> None: ...
 
     # Security (issue 17). Kafka keeps SCRAM credentials in /config/users/<user> and ACLs in
@@ -125,6 +134,7 @@ class LocalMetadataStore(MetadataStore):
         self._scram: dict[str, dict[str, str]] = {}
         self._acls: list[dict] = []
         self._quotas: list[dict] = []  # {"entity": {...}, "quotas": {...}}
+        self._group_configs: dict[str, dict[str, str]] = {}
         self.next_producer_id = 0
         if self.path.exists():
             data = json.loads(self.path.read_text())
@@ -134,6 +144,11 @@ class LocalMetadataStore(MetadataStore):
             self._broker_configs = {
                 entity: dict(configs)
                 for entity, configs in data.get("broker_configs", {}).items()
+                if isinstance(configs, dict)
+            }
+            self._group_configs = {
+                group: dict(configs)
+                for group, configs in data.get("group_configs", {}).items()
                 if isinstance(configs, dict)
             }
             self.next_producer_id = data.get("next_producer_id", 0)
@@ -157,6 +172,7 @@ class LocalMetadataStore(MetadataStore):
             "version": 1,
             "topics": {name: t.to_json() for name, t in self.image.topics.items()},
             "broker_configs": self._broker_configs,
+            "group_configs": self._group_configs,
             "next_producer_id": self.next_producer_id,
             "scram_credentials": self._scram,
             "acls": self._acls,
@@ -216,13 +232,22 @@ class LocalMetadataStore(MetadataStore):
         return dict(self._broker_configs.get(entity, {}))
 
     def set_broker_configs(self, entity, configs) -> None:
-        old = self._broker_configs.get(entity)
+        self._replace(self._broker_configs, entity, configs)
+
+    def group_configs(self, group_id) -> dict[str, str]:
+        return dict(self._group_configs.get(group_id, {}))
+
+    def set_group_configs(self, group_id, configs) -> None:
+        self._replace(self._group_configs, group_id, configs)
+
+    def _replace(self, level: dict[str, dict[str, str]], name: str, configs: dict[str, str]) -> None:
+        old = level.get(name)
 
         def put(value) -> None:
             if value:
-                self._broker_configs[entity] = dict(value)
+                level[name] = dict(value)
             else:
-                self._broker_configs.pop(entity, None)
+                level.pop(name, None)
 
         put(configs)
         self._commit(lambda: put(old))

@@ -184,8 +184,15 @@ class ZkMetadataStore(MetadataStore):
     def update_partition(self, topic, partition, state: PartitionState) -> None:
         self.image.topics[topic].partitions[partition] = state
 
-    # Security and quota state is not kept in ZooKeeper yet (zk_security_data.py has the layout):
+    # Group configs (KRaft-only in Kafka), security and quota state are not kept in ZooKeeper yet
+    # (zk_security_data.py has the layout for the latter):
     # a cluster has none, and changes are refused with a message instead of being lost.
+    def group_configs(self, group_id) -> dict[str, str]:
+        return {}
+
+    def set_group_configs(self, group_id, configs) -> None:
+        raise errors.InvalidRequestError(_NOT_IN_ZOOKEEPER.format(what="group configs"))
+
     def scram_credentials(self, user) -> dict[str, str]:
         return {}
 

@@ -357,14 +357,40 @@ def _broker_json(b) -> dict:
 
 
 def _describe(coordinator, group_id: str) -> dict | None:
+    """The group as DescribeGroups shows it; a consumer-protocol group (KIP-848), which
+    DescribeGroups does not describe, from ConsumerGroupDescribe in the same shape (each
+    member's ``member_assignment`` already [topic, partition] pairs)."""
     try:
         return coordinator.describe_group(group_id)
     except errors.KafkaError:
+        pass
+    try:
+        found = coordinator.consumer_group_describe(group_id)
+    except errors.KafkaError:
         return None
+    return {
+        "group_state": found["group_state"],
+        "protocol_type": "consumer",
+        "protocol_data": found["assignor_name"],
+        "members": [
+            {
+                "member_id": m["member_id"],
+                "group_instance_id": m["instance_id"],
+                "client_id": m["client_id"],
+                "client_host": m["client_host"],
+                "member_assignment": sorted(
+                    [t["topic_name"], p] for t in m["assignment"]["topic_partitions"] for p in t["partitions"]
+                ),
+            }
+            for m in found["members"]
+        ],
+    }
 
 
-def _assignment(protocol_type: str, data: bytes) -> list[list] | None:
+def _assignment(protocol_type: str, data: bytes | list) -> list[list] | None:
     """A consumer member's partitions as [topic, partition] pairs (None for other protocols)."""
+    if isinstance(data, list):  # a consumer-protocol group's, decoded already (_describe)
+        return data
     if protocol_type != "consumer" or not data:
         return None if protocol_type != "consumer" else []
     from odradek.client.consumer.consumer_protocol import decode_assignment

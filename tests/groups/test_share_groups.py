@@ -261,3 +261,91 @@ def test_acknowledged_records_stay_acknowledged_through_a_broker_restart(tmp_pat
         c.close()
     finally:
         proc.stop()
+
+
+def test_a_waiting_share_fetch_gets_records_produced_or_released_while_it_waits(broker):
+    topic, group, _ = setup_group(broker, 0)
+    p = Producer({"bootstrap.servers": broker.bootstrap_servers})
+    with RawClient(broker) as a, RawClient(broker) as b:
+        wait_until(lambda: a.request(10, 3, {"key": group, "key_type": 0}).error_code == ErrorCode.none, 10, "a coordinator")
+        tid = _share_heartbeat(a, group, "ma", 0, [topic]).assignment.topic_partitions[0].topic_id
+        assert _share_heartbeat(a, group, "mb", 0, [topic]).error_code == ErrorCode.none
+        part = [{"topic_id": tid, "partitions": [{"partition_index": 0, "acknowledgement_batches": []}]}]
+
+        def fetch(member, epoch, topics, wait_ms=5000):
+            return {"group_id": group, "member_id": member, "share_session_epoch": epoch, "max_wait": wait_ms,
+                    "min_bytes": 1, "max_bytes": 1 << 20, "max_records": 100, "batch_size": 100,
+                    "topics": topics, "forgotten_topics_data": []}
+
+        # an empty partition: ma's fetch parks; a record produced meanwhile completes it
+        a.send(78, 1, fetch("ma", 0, part))
+        p.produce(topic, value=b"first")
+        assert p.flush(10) == 0
+        _, got = a.receive(78, 1)
+        acquired = got.responses[0].partitions[0].acquired_records
+        assert got.error_code == ErrorCode.none and [(r.first_offset, r.last_offset) for r in acquired] == [(0, 0)]
+        # mb's fetch parks (ma holds the only record); ma RELEASEs it and mb gets it, delivery 2
+        assert not b.request(78, 1, fetch("mb", 0, part, 0)).responses[0].partitions[0].acquired_records
+        b.send(78, 1, fetch("mb", 1, []))
+        released = a.request(79, 1, {"group_id": group, "member_id": "ma", "share_session_epoch": 1, "topics": [
+            {"topic_id": tid, "partitions": [{"partition_index": 0, "acknowledgement_batches": [
+                {"first_offset": 0, "last_offset": 0, "acknowledge_types": [2]}]}]}]})
+        assert released.responses[0].partitions[0].error_code == ErrorCode.none
+        _, got = b.receive(78, 1)
+        acquired = got.responses[0].partitions[0].acquired_records
+        assert [(r.first_offset, r.delivery_count) for r in acquired] == [(0, 2)]
+
+
+def test_share_groups_cli_reset_offsets_redelivers_from_earliest_and_skips_to_latest(broker):
+    topic, group, values = setup_group(broker, 10)
+
+    def odradek(*args):
+        return subprocess.run(
+            [sys.executable, "-m", "odradek", *args, "--bootstrap-server", broker.bootstrap_servers, "-o", "json"],
+            capture_output=True, text=True, timeout=60,
+        )
+
+    def read_all(expected: set[bytes]) -> list[bytes]:
+        c = share_consumer(broker, group, topic)
+        got: list[bytes] = []
+        try:
+            wait_until(lambda: set(got) >= expected, 20, "the records", step=lambda: got.extend(
+                m.value() for m in polled(c)))
+            assert polled(c) == []  # acknowledges (implicitly) what it read
+            busy = odradek("share-groups", "reset-offsets", group, "--topic", topic, "--to-earliest", "--execute")
+            assert busy.returncode == 1 and "member" in busy.stderr
+        finally:
+            c.close()
+        wait_until(lambda: json.loads(odradek("share-groups", "describe", group).stdout)["state"] == "Empty", 10,
+                   "the group empty")
+        return got
+
+    assert sorted(read_all(values)) == sorted(values)
+    dry = odradek("share-groups", "reset-offsets", group, "--topic", topic, "--to-earliest")
+    assert dry.returncode == 0, dry.stderr
+    assert json.loads(dry.stdout)["executed"] is False
+    reset = odradek("share-groups", "reset-offsets", group, "--topic", topic, "--to-earliest", "--execute")
+    assert reset.returncode == 0, reset.stderr
+    assert json.loads(reset.stdout)["partitions"] == [
+        {"group": group, "topic": topic, "partition": 0, "new_start_offset": 0}]
+    assert sorted(read_all(values)) == sorted(values)  # every record again
+    assert odradek("share-groups", "reset-offsets", group, "--topic", topic, "--to-latest", "--execute").returncode == 0
+    p = Producer({"bootstrap.servers": broker.bootstrap_servers})
+    for v in (b"late1", b"late2"):
+        p.produce(topic, value=v)
+    assert p.flush(10) == 0
+    assert sorted(read_all({b"late1", b"late2"})) == [b"late1", b"late2"]
+    with RawClient(broker) as raw:
+        def alter(group_id, offset):
+            return raw.request(91, 0, {"group_id": group_id, "topics": [
+                {"topic_name": topic, "partitions": [{"partition_index": 0, "start_offset": offset}]}]})
+        assert alter(group, 999).responses[0].partitions[0].error_code == ErrorCode.offset_out_of_range
+        classic = f"classic-{uuid.uuid4().hex[:6]}"
+        wait_until(lambda: raw.request(10, 3, {"key": classic, "key_type": 0}).error_code == ErrorCode.none, 10,
+                   "a coordinator")
+        commit = {"group_id": classic, "generation_id_or_member_epoch": -1, "member_id": "",
+                  "group_instance_id": None, "topics": [{"name": topic, "partitions": [
+                      {"partition_index": 0, "committed_offset": 1, "committed_leader_epoch": -1,
+                       "committed_metadata": ""}]}]}
+        assert raw.request(8, 9, commit).topics[0].partitions[0].error_code == ErrorCode.none
+        assert alter(classic, 0).error_code == ErrorCode.group_id_not_found

@@ -115,6 +115,25 @@ def test_group_lag_in_the_api(http_broker, topic_name):
     ]
 
 
+def test_a_consumer_protocol_groups_members_show_in_the_api(http_broker, topic_name):
+    group = f"g848-{topic_name}"
+    create_topic(http_broker, topic_name, 2)
+    c = Consumer({"bootstrap.servers": http_broker.bootstrap_servers, "group.id": group,
+                  "group.protocol": "consumer", "client.id": "kip848-member"})
+    c.subscribe([topic_name])
+    try:
+        wait_until(lambda: c.poll(0.1) is None and len(c.assignment()) == 2, 20, message="the member's assignment")
+        listed = {g["group_id"]: g for g in get_json(http_broker.http_url, "/v1/groups")}
+        assert (listed[group]["members"], listed[group]["protocol_type"]) == (1, "consumer")
+        detail = get_json(http_broker.http_url, f"/v1/groups/{group}")
+        assert [(m["client_id"], m["assignment"]) for m in detail["members"]] == [
+            ("kip848-member", [[topic_name, 0], [topic_name, 1]])
+        ]
+        assert detail["state"] == "Stable"
+    finally:
+        c.close()
+
+
 def test_actions_create_delete_records_and_reset_offsets(http_broker, topic_name):
     created = post_json(
         http_broker.http_url,

@@ -119,7 +119,7 @@ class ConsumerGroupManager:
         return HeartbeatAnswer(
             member.member_id,
             member.member_epoch,
-            self.config.consumer_heartbeat_interval_ms,
+            self._heartbeat_ms(group.group_id),
             member.assigned if send_assignment else None,
         )
 
@@ -366,7 +366,7 @@ class ConsumerGroupManager:
             self._remove_member(group, member, entries, "left the group")
             self._bump(group, entries)
         self._write(entries)
-        return HeartbeatAnswer(req.member_id, req.member_epoch, self.config.consumer_heartbeat_interval_ms, None)
+        return HeartbeatAnswer(req.member_id, req.member_epoch, self._heartbeat_ms(group.group_id), None)
 
     def _remove_member(self, group: ConsumerGroup, member: ConsumerGroupMember, entries, reason: str) -> None:
         self._cancel_timers(member)
@@ -395,10 +395,17 @@ class ConsumerGroupManager:
 
     # -- timers ------------------------------------------------------------------------------
 
+    def _heartbeat_ms(self, group_id: str) -> int:
+        return self.shard.context.group_ms(
+            group_id, "consumer.heartbeat.interval.ms", self.config.consumer_heartbeat_interval_ms
+        )
+
     def _schedule_session(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
         if member.session_timer is not None:
             member.session_timer.cancel()
-        delay = self.config.consumer_session_timeout_ms / 1000
+        delay = self.shard.context.group_ms(
+            group.group_id, "consumer.session.timeout.ms", self.config.consumer_session_timeout_ms
+        ) / 1000
         member.session_timer = asyncio.get_running_loop().call_later(
             delay, self._fence, group, member.member_id, "session timeout"
         )

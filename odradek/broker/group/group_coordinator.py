@@ -336,6 +336,10 @@ class GroupCoordinator:
             raise errors.GroupIdNotFoundError(f"group {group_id} is not a share group")
         return found
 
+    def check_share_offsets_alterable(self, group_id: str) -> None:
+        """Raises KafkaError unless ``group_id`` may have its share offsets reset (no members)."""
+        self._shard_of(group_id).share.check_offsets_alterable(group_id)
+
     def on_share_member_gone(self, callback) -> None:
         """``callback(group id, member id)`` when a share-group member leaves or times out."""
         self.context.share_member_gone = callback

@@ -9,7 +9,7 @@ NOT_COORDINATOR and goes to the new leader).
 The shard holds the groups and hands each request to the manager of its kind: membership
 and rebalances of classic groups to ``ClassicGroupManager``, consumer-protocol groups
 (KIP-848) to ``ConsumerGroupManager``, committed offsets to ``OffsetManager`` (share groups,
-KIP-932, would get a manager of their own beside them). What touches both lives here: deleting a group with its offsets,
+KIP-932, to ``ShareGroupManager``). What touches both lives here: deleting a group with its offsets,
 expiring offsets (a group left with neither members nor offsets disappears), replaying a
 record into the manager that owns its type. Everything it writes goes to its partition as
 a leader append (acks=1).
@@ -56,6 +56,11 @@ class ShardContext:
         self.metadata_version = 0  # bumped on every topic change (consumer groups' subscriptions)
         self.share_member_gone: Callable[[str, str], None] = lambda group, member: None
         self.share_group_deleted: Callable[[str], None] = lambda group: None
+        self.group_configs = None  # GroupConfigs: per-group overrides; None uses the broker's settings
+
+    def group_ms(self, group_id: str, name: str, fallback: int) -> int:
+        """Group config ``name`` (a number of ms) of ``group_id``, or ``fallback`` without them."""
+        return fallback if self.group_configs is None else self.group_configs.int_value(group_id, name)
 
     def close(self) -> None:
         self.join_purgatory.close()
@@ -106,7 +111,8 @@ class GroupCoordinatorShard:
             modern_key = modern.decode_key(int.from_bytes(key[:2], "big", signed=True), key)
             if modern_key is not None and modern_key.kind in modern.CONSUMER_TYPES:
                 self.consumer.replay(modern_key, value)
-            # share-group records are not used here yet
+            elif modern_key is not None:
+                self.share.replay(modern_key, value)
 
     def replay_transaction_marker(self, producer_id: int, committed: bool) -> None:
         self.offsets.complete_transaction(producer_id, committed)
@@ -119,11 +125,12 @@ class GroupCoordinatorShard:
                 self.groups[group_id] = ClassicGroup(group_id, now)  # a group that only stores offsets
         self.classic.on_loaded()
         self.consumer.on_loaded()
+        self.share.on_loaded()
         self.state = ACTIVE
         for producer_id, committed in self.deferred_markers:
             self.complete_transaction(producer_id, committed)
         self.deferred_markers.clear()
-        return len(self.groups) + len(self.consumer.groups)
+        return len(self.groups) + len(self.consumer.groups) + len(self.share.groups)
 
     def unload(self) -> None:
         """Stop serving: every group leaves, its waiting requests answered NOT_COORDINATOR."""
@@ -170,6 +177,10 @@ class GroupCoordinatorShard:
         if group_id in self.share.groups:
             if self.share.groups[group_id].members:
                 return int(ErrorCode.non_empty_group)
+            try:
+                self.append(self.share.group_tombstones(group_id), self.now())
+            except KafkaError as exc:
+                return group_append_error(exc.code)
             del self.share.groups[group_id]
             self.context.share_group_deleted(group_id)
             log.info("share group %s deleted", group_id)

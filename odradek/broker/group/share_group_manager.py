@@ -6,8 +6,13 @@ to one member at a time (``broker/share/``). A member joins with epoch 0, heartb
 its epoch every ``group.share.heartbeat.interval.ms`` and leaves with -1; one silent for
 ``group.share.session.timeout.ms`` is removed and its acquired records are released.
 
-Membership is kept in memory: after a coordinator restart members rejoin (UNKNOWN_MEMBER_ID,
-then epoch 0); the records' delivery state lives with the partition leaders.
+Membership is written to the shard's ``__consumer_offsets`` partition with Kafka's share-group
+record types (``modern_group_records.py``): the group epoch (11), each member's subscription
+(10), its target assignment (13, with the assignment epoch 12) and its current assignment
+(14); leaving writes tombstones. A coordinator that loads the partition gets the members back
+with their epochs, so they keep heartbeating across a restart. The records' delivery state
+lives with the partition leaders (``broker/share/``). Per-group ``share.session.timeout.ms``
+and ``share.heartbeat.interval.ms`` override the broker's ``group.share.*`` keys.
 """
 
 from __future__ import annotations
@@ -17,11 +22,19 @@ import logging
 import uuid
 from dataclasses import dataclass, field
 
+from odradek.broker.group import modern_group_records as records
+from odradek.broker.group.modern_group_records import CurrentAssignmentValue, ModernKey, ShareMemberValue
 from odradek.protocol import errors
+from odradek.protocol.errors import KafkaError
 
 log = logging.getLogger(__name__)
 
 SHARE_GROUP_TYPE = "share"
+_MEMBER_KINDS = (
+    records.SHARE_GROUP_MEMBER_METADATA,
+    records.SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER,
+    records.SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT,
+)
 
 
 @dataclass
@@ -32,6 +45,7 @@ class ShareMember:
     rack_id: str | None = None
     topics: tuple[str, ...] = ()
     epoch: int = 0
+    previous_epoch: int = 0
     assigned: dict = field(default_factory=dict)  # topic id -> frozenset of partitions
     timer: object = None
 
@@ -77,7 +91,7 @@ class ShareGroupManager:
             if group is None or member_id not in group.members:
                 raise errors.UnknownMemberIdError(f"member {member_id} is not in share group {group_id}")
             self._remove(group, member_id, "left the group")
-            return member_id, -1, self.config.share_heartbeat_interval_ms, None
+            return member_id, -1, self._heartbeat_ms(group_id), None
         if epoch == 0:
             if topics is None:
                 raise errors.InvalidRequestError("SubscribedTopicNames must be set when joining.")
@@ -86,13 +100,14 @@ class ShareGroupManager:
             member = group.members.get(member_id) or ShareMember(member_id)
             group.members[member_id] = member
             group.epoch += 1
-            member.epoch = group.epoch
+            member.previous_epoch, member.epoch = member.epoch, group.epoch
         else:
             member = group.members.get(member_id) if group is not None else None
             if member is None:
                 raise errors.UnknownMemberIdError(f"member {member_id} is not in share group {group_id}")
             if epoch != member.epoch:
                 raise errors.FencedMemberEpochError(f"member {member_id} sent epoch {epoch}; its epoch is {member.epoch}")
+        before = (member.topics, member.rack_id, member.client_id, member.client_host)
         if topics is not None:
             member.topics = tuple(sorted(set(topics)))
         if rack_id is not None:
@@ -103,16 +118,25 @@ class ShareGroupManager:
             names[t][0]: frozenset(range(names[t][1])) for t in member.topics if t in names
         }
         changed = assignment != member.assigned or epoch == 0
+        described = (member.topics, member.rack_id, member.client_id, member.client_host)
         member.assigned = assignment
+        if epoch == 0 or changed or described != before:
+            self._write(self._member_records(group, member))
         self._schedule_session(group, member)
-        return member.member_id, member.epoch, self.config.share_heartbeat_interval_ms, assignment if changed else None
+        return member.member_id, member.epoch, self._heartbeat_ms(group_id), assignment if changed else None
+
+    def _heartbeat_ms(self, group_id: str) -> int:
+        return self.shard.context.group_ms(
+            group_id, "share.heartbeat.interval.ms", self.config.share_heartbeat_interval_ms
+        )
 
     def _schedule_session(self, group: ShareGroup, member: ShareMember) -> None:
         if member.timer is not None:
             member.timer.cancel()
-        member.timer = asyncio.get_running_loop().call_later(
-            self.config.share_session_timeout_ms / 1000, self._expire, group, member.member_id
+        timeout_ms = self.shard.context.group_ms(
+            group.group_id, "share.session.timeout.ms", self.config.share_session_timeout_ms
         )
+        member.timer = asyncio.get_running_loop().call_later(timeout_ms / 1000, self._expire, group, member.member_id)
 
     def _expire(self, group: ShareGroup, member_id: str) -> None:
         if self.groups.get(group.group_id) is group and member_id in group.members:
@@ -124,8 +148,90 @@ class ShareGroupManager:
             member.timer.cancel()
         group.epoch += 1
         log.info("share group %s: member %s removed (%s)", group.group_id, member_id, reason)
+        entries = [(records.encode_key(ModernKey(kind, group.group_id, member_id)), None) for kind in _MEMBER_KINDS]
+        entries.append(self._epoch_record(group))
+        try:
+            self._write(entries)
+        except KafkaError as exc:  # a session timeout has nobody to answer: log it
+            log.warning("share group %s: writing the removal of %s failed: %s", group.group_id, member_id, exc)
         if self.on_member_gone is not None:
             self.on_member_gone(group.group_id, member_id)
+
+    # -- records -----------------------------------------------------------------------------
+
+    def _write(self, entries) -> None:
+        if not self.shard.active:
+            raise errors.NotCoordinatorError("no longer the coordinator of this group")
+        self.shard.append(entries, self.shard.now())
+
+    @staticmethod
+    def _epoch_record(group: ShareGroup):
+        key = ModernKey(records.SHARE_GROUP_METADATA, group.group_id)
+        return records.encode_key(key), records.encode_value(key.kind, group.epoch)
+
+    def _member_records(self, group: ShareGroup, m: ShareMember) -> list:
+        """A member's subscription, target and current assignment, with the group's epochs."""
+        def entry(kind: int, value, member: str | None = m.member_id):
+            key = ModernKey(kind, group.group_id, member)
+            return records.encode_key(key), records.encode_value(kind, value)
+
+        return [
+            entry(records.SHARE_GROUP_MEMBER_METADATA, ShareMemberValue(m.rack_id, m.client_id, m.client_host, m.topics)),
+            self._epoch_record(group),
+            entry(records.SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER, m.assigned),
+            entry(records.SHARE_GROUP_TARGET_ASSIGNMENT_METADATA, group.epoch, None),
+            entry(
+                records.SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT,
+                CurrentAssignmentValue(m.epoch, m.previous_epoch, 0, m.assigned, {}),
+            ),
+        ]
+
+    def group_tombstones(self, group_id: str) -> list:
+        """The records that delete an empty share group."""
+        kinds = (records.SHARE_GROUP_TARGET_ASSIGNMENT_METADATA, records.SHARE_GROUP_METADATA)
+        return [(records.encode_key(ModernKey(kind, group_id)), None) for kind in kinds]
+
+    def replay(self, key: ModernKey, value: bytes | None) -> None:
+        """Apply one share-group record read back from ``__consumer_offsets``."""
+        kind = key.kind
+        data = records.decode_value(kind, value) if value is not None else None
+        group = self.groups.get(key.group)
+        if group is None:
+            if data is None:
+                return
+            group = self.groups[key.group] = ShareGroup(key.group)
+        if kind == records.SHARE_GROUP_METADATA:
+            if data is None:
+                del self.groups[key.group]
+            else:
+                group.epoch = data
+        elif kind in _MEMBER_KINDS and key.member is not None:
+            if data is None:
+                group.members.pop(key.member, None)
+                return
+            member = group.members.setdefault(key.member, ShareMember(key.member))
+            if kind == records.SHARE_GROUP_MEMBER_METADATA:
+                member.rack_id, member.client_id, member.client_host, member.topics = data
+            elif kind == records.SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT:
+                member.epoch, member.previous_epoch = data.member_epoch, data.previous_member_epoch
+                member.assigned = dict(data.assigned)
+        # types 9, 12 and 15 carry nothing this coordinator needs back
+
+    def on_loaded(self) -> None:
+        """Members loaded from the log get a fresh session."""
+        for group in self.groups.values():
+            for member in group.members.values():
+                self._schedule_session(group, member)
+
+    def check_offsets_alterable(self, group_id: str) -> None:
+        """AlterShareGroupOffsets: the group must be a share group (or none yet) without members."""
+        if self.shard.groups.get(group_id) is not None or group_id in self.shard.consumer.groups:
+            raise errors.GroupIdNotFoundError(f"group {group_id} is not a share group")
+        group = self.groups.get(group_id)
+        if group is not None and group.members:
+            raise errors.NonEmptyGroupError(
+                f"share group {group_id} has {len(group.members)} member(s); stop them before resetting its offsets"
+            )
 
     def unload(self) -> None:
         for group in self.groups.values():

@@ -51,8 +51,8 @@ def _alter(broker, request, incremental: bool):
                 _alter_topic(broker, r.resource_name, ops, incremental, body.validate_only)
             elif r.resource_type == BROKER:
                 _alter_broker(broker, r.resource_name, ops, incremental, body.validate_only)
-            elif r.resource_type == GROUP and incremental:  # share-group settings (KIP-932)
-                broker.share_fetches.alter_group_config(r.resource_name, ops, body.validate_only)
+            elif r.resource_type == GROUP and incremental:  # broker/group/group_configs.py
+                broker.group_configs.alter(r.resource_name, ops, body.validate_only)
             else:
                 raise errors.InvalidRequestError(
                     f"Unknown resource type {r.resource_type}: only topics (2), brokers (4) and, with "

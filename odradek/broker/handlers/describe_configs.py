@@ -5,7 +5,8 @@ Topic resources (type 2) list every topic-level config with its value and source
 default) and, when asked, synonyms (v1+) and documentation (v3+). Broker resources (type 4)
 named with this broker's id list every broker config with its source and ``read_only``
 (false for the dynamically updatable keys, KIP-226); an empty name lists the cluster-wide
-dynamic defaults only, as Kafka does. Unknown topics get UNKNOWN_TOPIC_OR_PARTITION; another
+dynamic defaults only, as Kafka does. Group resources (type 32) list the group configs
+(``broker/group/group_configs.py``): GROUP_CONFIG when set on the group, else the default. Unknown topics get UNKNOWN_TOPIC_OR_PARTITION; another
 broker's id and other resource types INVALID_REQUEST.
 """
 
@@ -13,7 +14,7 @@ from odradek.broker.config_entries import default_broker_config_entries
 from odradek.broker.handlers import api
 from odradek.protocol import errors, messages
 
-TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
+TOPIC, BROKER, BROKER_LOGGER, GROUP = 2, 4, 8, 32
 
 
 def _entry(c, synonyms: bool, documentation: bool) -> dict:
@@ -71,6 +72,10 @@ def handle_describe_configs(broker, request):
                 configs = broker.topic_config_entries(topic.configs)
             elif r.resource_type == BROKER:
                 configs = _broker_entries(broker, r.resource_name)
+            elif r.resource_type == GROUP:
+                if not r.resource_name:
+                    raise errors.InvalidRequestError("A group resource needs a group id.")
+                configs = broker.group_configs.entries(r.resource_name)
             else:
                 raise errors.InvalidRequestError(f"resource type {r.resource_type} is not supported")
             keys = set(r.configuration_keys) if r.configuration_keys else None

@@ -8,36 +8,33 @@ carries, then acquires available records of the session's partitions for the mem
 (``share_partition.py``) and answers their batches with the acquired offset ranges.
 
 Settings: broker ``group.share.record.lock.duration.ms`` and ``group.share.delivery.count.limit``;
-per group (IncrementalAlterConfigs on GROUP resources, ``group_configs``)
-``share.record.lock.duration.ms`` (15-60 s, as Kafka) and ``share.auto.offset.reset``
-(``latest``, Kafka's default, or ``earliest``), which decides where a group starts reading
-a partition the first time.
+per group (``broker/group/group_configs.py``) ``share.record.lock.duration.ms`` and
+``share.auto.offset.reset``, which decides where a group starts reading a partition the
+first time.
 
 The records' state is written to ``__share_group_state`` after every change and read back
-when the leader first serves a share partition (``share_state_topic.py``); sessions and the
-group configs are in memory.
+when the leader first serves a share partition (``share_state_topic.py``); a share partition
+idle for ten minutes, or whose leadership moved, or whose group was deleted, leaves memory.
+Sessions are in memory; the group configs in the metadata store. A fetch that finds nothing
+to acquire waits in the broker's fetch purgatory (``delayed_share_fetch.py``).
 
 Threading: the event loop.
 """
 
 from __future__ import annotations
 
-import asyncio
 import time
 from dataclasses import dataclass, field
 
-from odradek.broker.share.share_partition import SharePartition, batch_ranges
+from odradek.broker.share.delayed_share_fetch import DelayedShareFetch
+from odradek.broker.share.share_partition import RELEASE, SharePartition, batch_ranges
 from odradek.broker.share.share_state_topic import ShareStateTopic
 from odradek.protocol import errors
 from odradek.protocol.errors import ErrorCode
 
+_MAX_WAIT_S = 5.0  # a share fetch waits at most this long, whatever it asks
+IDLE_EVICT_S = 600  # a share partition nobody read for this long leaves memory
 _READ_BYTES = 1 << 20  # read per partition and fetch: max_records is usually reached well before
-
-GROUP_CONFIG_KEYS = {
-    "share.auto.offset.reset": ("latest", "earliest"),
-    "share.record.lock.duration.ms": (15000, 60000),
-}
-
 
 @dataclass
 class ShareSession:
@@ -50,7 +47,8 @@ class ShareFetchManager:
         self.broker = broker
         self.partitions: dict[tuple[str, str, int], SharePartition] = {}  # (group, topic, partition)
         self.sessions: dict[tuple[str, str], ShareSession] = {}  # (group, member)
-        self.group_configs: dict[str, dict[str, str]] = {}
+        self._used: dict[tuple[str, str, int], float] = {}  # share partition -> last read (monotonic s)
+        self._last_sweep = time.monotonic()
         config = broker.config
         self.state_topic = ShareStateTopic(
             broker,
@@ -59,41 +57,13 @@ class ShareFetchManager:
             segment_bytes=config.get("offsets.topic.segment.bytes"),
         )
 
-    # -- group configs ------------------------------------------------------------------------
-
-    def alter_group_config(self, group_id: str, ops, validate_only: bool) -> None:
-        """IncrementalAlterConfigs of a GROUP resource: ``(name, op, value)``, op 0 SET, 1 DELETE."""
-        current = dict(self.group_configs.get(group_id, {}))
-        for name, op, value in ops:
-            if name not in GROUP_CONFIG_KEYS:
-                raise errors.InvalidConfigError(
-                    f"Unknown group config {name}; group configs are {', '.join(sorted(GROUP_CONFIG_KEYS))}"
-                )
-            if op == 1:
-                current.pop(name, None)
-                continue
-            if op != 0:
-                raise errors.InvalidConfigError(f"{name} only takes SET and DELETE")
-            allowed = GROUP_CONFIG_KEYS[name]
-            if isinstance(allowed[0], int):
-                try:
-                    number = int(value)
-                except ValueError:
-                    raise errors.InvalidConfigError(f"{name} must be a number of milliseconds") from None
-                if not allowed[0] <= number <= allowed[1]:
-                    raise errors.InvalidConfigError(f"{name} must be between {allowed[0]} and {allowed[1]}")
-            elif value not in allowed:
-                raise errors.InvalidConfigError(f"{name} must be one of {', '.join(allowed)}")
-            current[name] = value
-        if not validate_only:
-            self.group_configs[group_id] = current
+    # -- group configs (``broker/group/group_configs.py``) -----------------------------------
 
     def _lock_ms(self, group_id: str) -> int:
-        value = self.group_configs.get(group_id, {}).get("share.record.lock.duration.ms")
-        return int(value) if value is not None else self.broker.config.get("group.share.record.lock.duration.ms")
+        return self.broker.group_configs.int_value(group_id, "share.record.lock.duration.ms")
 
     def _start_offset(self, group_id: str, partition) -> int:
-        reset = self.group_configs.get(group_id, {}).get("share.auto.offset.reset", "latest")
+        reset = self.broker.group_configs.value(group_id, "share.auto.offset.reset")
         return partition.log_start_offset if reset == "earliest" else partition.high_watermark
 
     # -- sessions -----------------------------------------------------------------------------
@@ -115,21 +85,45 @@ class ShareFetchManager:
 
     def release_member(self, group_id: str, member_id: str) -> None:
         """The member left its group or closed its session: its records are available again."""
-        self.sessions.pop((group_id, member_id), None)
-        for (g, _, _), sp in self.partitions.items():
-            if g == group_id:
-                sp.release_member(member_id)
+        session = self.sessions.pop((group_id, member_id), None)
+        released = [(t, i) for (g, t, i), sp in list(self.partitions.items()) if g == group_id and sp.release_member(member_id)]
+        for topic, index in released:
+            self._wake(topic, index)
+        if session is not None:  # its own parked fetch ends
+            for topic_id, index in session.partitions:
+                info = self.broker.image.topic_by_id(topic_id)
+                if info is not None:
+                    self._wake(info.name, index)
 
     def delete_group(self, group_id: str) -> None:
         """The share group was deleted: its state (with tombstones), sessions and configs go."""
         for key in [k for k in self.partitions if k[0] == group_id]:
             del self.partitions[key]
+            self._used.pop(key, None)
             info = self.broker.image.topics.get(key[1])
             if info is not None:
                 self.state_topic.forget(group_id, info.topic_id, key[2], int(time.time() * 1000))
         for key in [k for k in self.sessions if k[0] == group_id]:
             del self.sessions[key]
-        self.group_configs.pop(group_id, None)
+        self.broker.group_configs.delete(group_id)
+
+    def alter_start_offset(self, group_id: str, topic: str, index: int, offset: int) -> int:
+        """AlterShareGroupOffsets for one partition: the group's share partition starts afresh at
+        ``offset`` (between the log start and end). Its error code."""
+        info = self.broker.image.topics.get(topic)
+        if info is None or not 0 <= index < len(info.partitions):
+            return int(ErrorCode.unknown_topic_or_partition)
+        try:
+            partition, old = self._share_partition(group_id, info.topic_id, index)
+        except errors.KafkaError as exc:
+            return int(exc.code)
+        if not partition.log_start_offset <= offset <= partition.high_watermark:
+            return int(ErrorCode.offset_out_of_range)
+        sp = SharePartition(offset)
+        sp.snapshot_epoch = old.snapshot_epoch
+        self.partitions[(group_id, topic, index)] = sp
+        self._save(group_id, info.topic_id, index, sp)
+        return 0
 
     # -- ShareFetch ---------------------------------------------------------------------------
 
@@ -137,15 +131,37 @@ class ShareFetchManager:
         topic = self._name(topic_id)
         partition = self.broker.replica_manager.get_partition(topic, index)
         if not partition.is_leader:
+            self.partitions.pop((group_id, topic, index), None)  # the new leader loads its state
+            self._used.pop((group_id, topic, index), None)
             raise errors.NotLeaderOrFollowerError(f"this broker does not lead {topic}-{index}")
         key = (group_id, topic, index)
         sp = self.partitions.get(key)
+        now = time.monotonic()
         if sp is None:
+            self._evict_idle(now)
             sp = self.state_topic.load(group_id, topic_id, index)
             if sp is None:
                 sp = SharePartition(self._start_offset(group_id, partition))
             self.partitions[key] = sp
+        self._used[key] = now
         return partition, sp
+
+    def _evict_idle(self, now: float) -> None:
+        """Forget share partitions nobody read for ``IDLE_EVICT_S`` that hold no acquired
+        records and whose state is saved: the next read loads them back from
+        ``__share_group_state``. Checked when a share partition is first needed, at most once
+        a minute."""
+        if now - self._last_sweep < 60:
+            return
+        self._last_sweep = now
+        for key, used in list(self._used.items()):
+            sp = self.partitions.get(key)
+            if sp is None or now - used < IDLE_EVICT_S or sp.counts()["acquired"]:
+                continue
+            info = self.broker.image.topics.get(key[1])
+            if info is None or self.state_topic.persists(key[0], info.topic_id, key[2]):
+                del self.partitions[key]
+                del self._used[key]
 
     def _save(self, group_id: str, topic_id, index: int, sp: SharePartition) -> None:
         self.state_topic.save(group_id, topic_id, index, sp, int(time.time() * 1000))
@@ -170,6 +186,8 @@ class ShareFetchManager:
             ok = ok and done
         if changed:
             self._save(group_id, topic_id, index, sp)
+            if any(RELEASE in types for _, _, types in batches):
+                self._wake(self._name(topic_id), index)
         return 0 if ok else int(ErrorCode.invalid_record_state)
 
     def _acquire(self, group_id: str, member_id: str, topic_id, index: int, max_records: int, max_bytes: int):
@@ -230,18 +248,37 @@ class ShareFetchManager:
             self.release_member(group_id, member_id)
         else:
             session.epoch = epoch + 1 if epoch < 2**31 - 1 else 1
-            deadline = time.monotonic() + min(body.max_wait.total_seconds(), 5.0)
-            while True:
-                got = self._fetch_all(group_id, member_id, session, rows, body.max_records, body.max_bytes)
-                if got or time.monotonic() >= deadline or self.sessions.get((group_id, member_id)) is not session:
-                    break
-                await asyncio.sleep(0.02)
+            await self._wait_for_records(group_id, member_id, session, rows, body)
         by_topic: dict = {}
         for (topic_id, _), row in rows.items():
             by_topic.setdefault(topic_id, []).append(row)
         answer["responses"] = [{"topic_id": t, "partitions": parts} for t, parts in by_topic.items()]
         answer["node_endpoints"] = self._endpoints()
         return answer
+
+    async def _wait_for_records(self, group_id, member_id, session, rows, body) -> None:
+        """Acquire records now, or park in the fetch purgatory until some can be acquired or
+        ``max_wait`` (at most 5 s) runs out."""
+        op = DelayedShareFetch(
+            lambda: self._fetch_all(group_id, member_id, session, rows, body.max_records, body.max_bytes),
+            lambda: self.sessions.get((group_id, member_id)) is session,
+            int(min(body.max_wait.total_seconds(), _MAX_WAIT_S) * 1000),
+        )
+        keys = []
+        for topic_id, index in session.partitions:
+            info = self.broker.image.topic_by_id(topic_id)
+            if info is not None:
+                keys.append((info.name, index))
+        if self.broker.fetch_purgatory.try_complete_else_watch(op, keys):
+            return
+        await op
+        if not op.got and self.sessions.get((group_id, member_id)) is session:
+            # acquisition locks that ran out while it waited make records available: one last try
+            self._fetch_all(group_id, member_id, session, rows, body.max_records, body.max_bytes)
+
+    def _wake(self, topic: str, index: int) -> None:
+        """Records of ``topic``-``index`` became available again: waiting share fetches retry."""
+        self.broker.fetch_purgatory.check_and_complete((topic, index))
 
     def _fetch_all(self, group_id, member_id, session, rows, max_records: int, max_bytes: int) -> bool:
         got = False

@@ -105,6 +105,10 @@ class ShareStateTopic(InternalTopic):
             return None
         return index
 
+    def persists(self, group_id: str, topic_id: uuid.UUID, partition: int) -> bool:
+        """Whether this broker saves (and can load back) the share partition's state."""
+        return self._partition(group_id, topic_id, partition) is not None
+
     def load(self, group_id: str, topic_id: uuid.UUID, partition: int) -> SharePartition | None:
         """The latest snapshot of the share partition, or None."""
         index = self._partition(group_id, topic_id, partition)

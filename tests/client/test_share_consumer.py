@@ -1,0 +1,145 @@
+"""Odradek's share consumer (KIP-932), blocking and asyncio, against a broker with share
+groups on; confluent-kafka's ShareConsumer in the same group."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+
+import pytest
+from confluent_kafka import Producer
+from confluent_kafka import ShareConsumer as ConfluentShareConsumer
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    NewTopic,
+    ResourceType,
+)
+from support import wait_until
+
+from odradek.aio import ShareConsumer as AioShareConsumer
+from odradek.client import ShareConsumer
+from odradek.testing.process import BrokerProcess
+
+OVERRIDES = {
+    "group.coordinator.rebalance.protocols": "classic,consumer,share",
+    "group.share.heartbeat.interval.ms": 200,
+    "group.share.session.timeout.ms": 5000,
+    "group.share.record.lock.duration.ms": 5000,
+}
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory):
+    proc = BrokerProcess(tmp_path_factory.mktemp("share-client") / "data", overrides=OVERRIDES).start()
+    yield proc
+    proc.stop()
+    log = proc.log_text()
+    assert "Traceback" not in log, f"the broker logged a traceback:\n{log[-4000:]}"
+
+
+def queue(broker, count: int) -> tuple[str, str, set[bytes]]:
+    """A topic with ``count`` records and a share group reading it from the start."""
+    topic, group = f"sq-{uuid.uuid4().hex[:8]}", f"sg-{uuid.uuid4().hex[:6]}"
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+    admin.create_topics([NewTopic(topic, 2, 1)])[topic].result(15)
+    resource = ConfigResource(ResourceType.GROUP, group, incremental_configs=[
+        ConfigEntry("share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET)])
+    admin.incremental_alter_configs([resource])[resource].result(10)
+    p = Producer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 5})
+    values = {f"v{i}".encode() for i in range(count)}
+    for i, v in enumerate(sorted(values)):
+        p.produce(topic, value=v, partition=i % 2)
+    assert p.flush(10) == 0
+    return topic, group, values
+
+
+def test_blocking_share_consumers_with_librdkafka_get_each_record_once(broker):
+    topic, group, values = queue(broker, 300)
+    ours = [ShareConsumer(bootstrap_servers=broker.bootstrap_servers, group_id=group, max_poll_records=20)
+            for _ in range(2)]
+    theirs = ConfluentShareConsumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": group})
+    got: list[bytes] = []
+    try:
+        for c in ours:
+            c.subscribe([topic])
+        theirs.subscribe([topic])
+
+        def step():
+            for c in ours:
+                got.extend(r.value for r in c.poll(0.1))
+            got.extend(m.value() for m in theirs.poll(0.1) or [] if m.error() is None)
+
+        wait_until(lambda: len(got) >= len(values), 30, "every record", step=step)
+        for _ in range(3):
+            step()  # nothing more: every record was accepted (implicitly) once
+        assert {tp.partition for tp in ours[0].assignment()} == {0, 1}
+    finally:
+        for c in ours:
+            c.close()
+        theirs.close()
+    assert sorted(got) == sorted(values)
+
+
+def test_explicit_release_redelivers_and_reject_archives(broker):
+    topic, group, values = queue(broker, 4)
+    c = ShareConsumer(bootstrap_servers=broker.bootstrap_servers, group_id=group,
+                      share_acknowledgement_mode="explicit")
+    try:
+        c.subscribe([topic])
+        first: list = []
+        wait_until(lambda: len(first) >= 4, 20, "the records", step=lambda: first.extend(c.poll(0.2)))
+        assert all(c.delivery_count(r) == 1 for r in first)
+        released = next(r for r in first if r.value == b"v0")
+        rejected = next(r for r in first if r.value == b"v1")
+        c.acknowledge(released, "release")
+        c.acknowledge(rejected, "reject")
+        for r in first:
+            if r not in (released, rejected):
+                c.acknowledge(r, "accept")
+        assert all(err is None for err in c.commit().values())
+        again: list = []
+        wait_until(lambda: again, 20, "the released record", step=lambda: again.extend(c.poll(0.2)))
+        assert [(r.value, c.delivery_count(r)) for r in again] == [(b"v0", 2)]
+        c.acknowledge(again[0], "accept")
+        c.commit()
+        deadline = time.monotonic() + 1.0
+        while time.monotonic() < deadline:
+            assert c.poll(0.2) == []  # v1 was archived, the rest accepted
+        with pytest.raises(ValueError, match="accept, release, reject"):
+            c.acknowledge(again[0], "maybe")
+    finally:
+        c.close()
+
+
+def test_asyncio_share_consumer_and_a_closed_members_records_go_to_another(broker):
+    topic, group, values = queue(broker, 50)
+
+    async def main():
+        a = AioShareConsumer(bootstrap_servers=broker.bootstrap_servers, group_id=group,
+                             share_acknowledgement_mode="explicit", max_poll_records=1000)
+        async with a:
+            a.subscribe([topic])
+            held: list = []
+            deadline = time.monotonic() + 20
+            while len(held) < len(values) and time.monotonic() < deadline:
+                held += await a.poll(0.2)
+            assert sorted(r.value for r in held) == sorted(values)
+        # a closed without acknowledging: its records are released at once, not after the lock
+        b = AioShareConsumer(bootstrap_servers=broker.bootstrap_servers, group_id=group)
+        async with b:
+            b.subscribe(topic)
+            got: list = []
+            counts: set[int] = set()
+            deadline = time.monotonic() + 4  # shorter than the 5 s lock
+            while len(got) < len(values) and time.monotonic() < deadline:
+                polled = await b.poll(0.2)
+                got += [r.value for r in polled]
+                counts |= {b.delivery_count(r) for r in polled}
+            assert sorted(got) == sorted(values)
+            assert counts == {2}  # the second delivery of each
+
+    asyncio.run(main())
