@@ -68,6 +68,7 @@ def _run(workdir: Path, address: str, lang: str, code: str) -> str:
 
 def test_readme_examples_run_in_order_and_print_their_records(dev_broker):
     workdir, address = dev_broker
+    # ``sh`` blocks need a cluster of their own (tests/cluster/test_cluster_cli.py runs their commands).
     blocks = [(lang, code) for lang, code in readme_blocks() if lang in ("python", "bash")]
     runnable = [(lang, code) for lang, code in blocks if "make " not in code]  # not `make broker`/`make test`
     assert len(runnable) == len(blocks) - 1, "only the `make` block is not run"
