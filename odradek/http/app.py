@@ -172,6 +172,7 @@ def make_app(view, metrics, authorizer: ConsoleAuthorizer | None = None) -> web.
         if to in ("offset", "timestamp") and value is None:
             raise ApiError(400, f"value: give the {to} to reset to")
         _authorize(authorizer, "READ", "GROUP", group_id)
+        _authorize(authorizer, "READ", "TOPIC", topic_name)  # as Kafka's OffsetCommit asks
         return _json(await view.reset_offsets(group_id, topic_name, to, value))
 
     @routes.route("*", "/v1/{rest:.*}")

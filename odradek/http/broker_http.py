@@ -8,7 +8,7 @@ to load aiohttp and serve; ``close()`` on shutdown.
 from __future__ import annotations
 
 from odradek.broker.listeners import parse_http_listener
-from odradek.http.authz import ConsoleAuthorizer
+from odradek.http.authz import ConsoleAuthorizer, broker_acls
 from odradek.http.http_server import HttpServer
 from odradek.http.local_view import LocalView
 
@@ -17,7 +17,7 @@ class BrokerHttp:
     def __init__(self, broker, addresses: list[tuple[str, int]]):
         self.broker = broker
         self.view = LocalView(broker)
-        self.authorizer = ConsoleAuthorizer()
+        self.authorizer = ConsoleAuthorizer(broker_acls(broker))
         self.server = HttpServer(
             addresses, self._make_app, max_connections=broker.config.get("http.max.connections")
         )

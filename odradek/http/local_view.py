@@ -38,6 +38,18 @@ def topic_meta(info) -> dict:
     }
 
 
+def zookeeper_reason(broker) -> str | None:
+    """Why a cluster-mode broker is not ready as far as ZooKeeper goes (None: registered, or
+    no cluster)."""
+    cluster = broker.cluster
+    if cluster is None or cluster.registered_session is not None:
+        return None
+    return (
+        f"not registered in ZooKeeper (/brokers/ids/{cluster.broker_id}): its session is lost "
+        "or being re-established"
+    )
+
+
 class LocalView:
     source = "broker"
 
@@ -54,6 +66,9 @@ class LocalView:
         if not broker.started.is_set():
             reasons.append("the broker is starting (loading logs, binding listeners)")
             return reasons
+        unregistered = zookeeper_reason(broker)
+        if unregistered:
+            reasons.append(unregistered)
         for name, coordinator, topic in (
             ("group coordinator", broker.group_coordinator, "__consumer_offsets"),
             ("transaction coordinator", broker.transaction_coordinator, "__transaction_state"),

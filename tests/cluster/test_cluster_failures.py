@@ -190,6 +190,7 @@ def test_an_expired_session_stops_leading_then_registers_again(zk_connect, caplo
     """A broker whose ZooKeeper session expired may have lost its leaderships already: it stops
     answering as leader at once, registers again with a new broker epoch, and leads again once
     the controller (itself here) says so."""
+    from odradek.http.local_view import zookeeper_reason
     from odradek.testing import EmbeddedBroker
     from odradek.testing.zookeeper import expire_session
 
@@ -201,6 +202,8 @@ def test_an_expired_session_stops_leading_then_registers_again(zk_connect, caplo
         assert _produce(broker.bootstrap_servers, "alone", [b"one"]) == [None]
         epoch = broker.call(lambda b: b.cluster.broker_epoch)
         leading_after_loss = []
+        readiness_after_loss = []
+        assert _readyz(broker) == (200, "ready")
 
         def watch(b):
             stop_leading = b.cluster.on_session_lost
@@ -208,6 +211,7 @@ def test_an_expired_session_stops_leading_then_registers_again(zk_connect, caplo
             def on_lost():
                 stop_leading()
                 leading_after_loss.append([p.is_leader for p in b.replica_manager.partitions.values()])
+                readiness_after_loss.append(zookeeper_reason(b))
 
             b.cluster.on_session_lost = on_lost
 
@@ -215,6 +219,21 @@ def test_an_expired_session_stops_leading_then_registers_again(zk_connect, caplo
         expire_session(zk_connect, broker.call(lambda b: b.cluster.zk.client_id))
         wait_until(lambda: broker.call(lambda b: b.cluster.broker_epoch) != epoch, 15, "a new registration")
         assert leading_after_loss[0] == [False]  # it stopped leading the moment the session was gone
+        assert "not registered in ZooKeeper (/brokers/ids/1)" in readiness_after_loss[0]  # /readyz said 503
+        wait_until(lambda: _readyz(broker) == (200, "ready"), 15, "/readyz ready again after re-registering")
         assert any("ZooKeeper session of broker 1 expired" in r.getMessage() for r in caplog.records)
         assert _produce(broker.bootstrap_servers, "alone", [b"two"]) == [None]  # leads again
         assert _consume(broker.bootstrap_servers, "alone", 0, 2) == [b"one", b"two"]
+
+
+def _readyz(broker) -> tuple[int, str]:
+    """The status code and status of the broker's /readyz."""
+    import json
+    import urllib.error
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(f"{broker.http_url}/readyz", timeout=5) as answer:
+            return answer.status, json.loads(answer.read())["status"]
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read())["status"]
