@@ -78,7 +78,7 @@ class ClusterNode:
         self.on_config_change: Callable[[str], object] = lambda entity_path: None  # may return a coroutine
         self.on_controller_known: Callable[[int], None] = lambda controller_id: None  # from /controller
         self._task: asyncio.Task | None = None
-        self._last_config_change = -1
+        self._last_config_change: int | None = None  # the newest /config/changes entry handled
         self._pending_watches: set[str] = set()
         self._suspended_since: float | None = None
 
@@ -321,8 +321,8 @@ class ClusterNode:
                 numbered.append((int(zk_data.sequence_number(child, zk_data.CONFIG_CHANGE_PREFIX)), child))
             except (zk_data.ZkDataError, ValueError):
                 continue
-        if self._last_config_change < 0:  # at start: what is there was read with the configs
-            self._last_config_change = max((n for n, _ in numbered), default=0)
+        if self._last_config_change is None:  # at start: what is there was read with the configs
+            self._last_config_change = max((n for n, _ in numbered), default=-1)  # the first is number 0
             return
         for number, child in sorted(numbered):
             if number <= self._last_config_change:
