@@ -13,10 +13,14 @@ confluent-kafka producer (``_loadgen.py``, linger.ms=5, acks=all):
   ``kafka_log_log_logendoffset``) every 100 ms: median and max, in records;
 * **rejoin**: broker 3 stopped (SIGTERM), ``--rejoin-mb`` written without it (acks=all), then
   started: seconds until it is back in every ISR.
+* **catch-up, throttled vs unthrottled**: the same with ``--catch-up-mb``, once freely and once
+  with both replication throttles at ``--throttle`` bytes/s on every broker for every replica
+  (``leader/follower.replication.throttled.rate`` and ``*.replication.throttled.replicas=*``):
+  the catch-up rate in MB/s. ``--only-catch-up`` measures just these two rows.
 
 Run::
 
-    python benchmarks/replication_bench.py [--count 200000] [--rate 2000] [--rejoin-mb 1024]
+    python benchmarks/replication_bench.py [--count 200000] [--rate 2000] [--rejoin-mb 1024] [--catch-up-mb 64]
 """
 
 from __future__ import annotations
@@ -170,6 +174,45 @@ def rejoin(cluster: ChaosCluster, topic: str, megabytes: int) -> dict:
     return {"written_mb": megabytes, "write_mb_s": r["mb_per_s"], "start_s": started, "rejoin_s": time.monotonic() - t0 if back else None}
 
 
+def _set_throttle(cluster: ChaosCluster, topic: str, rate: int | None) -> None:
+    """Both replication rates on every broker and every replica of ``topic`` throttled (as
+    ``odradek reassign execute --throttle`` would for a move), or all of it removed (None)."""
+    from odradek.client.blocking import Admin
+    from odradek.client.structs import ConfigResource
+
+    admin = Admin({"bootstrap.servers": cluster.bootstrap})
+    try:
+        rates = dict.fromkeys(("leader.replication.throttled.rate", "follower.replication.throttled.rate"), rate)
+        admin.incremental_alter_configs({ConfigResource("broker", str(b)): rates for b in cluster.brokers})
+        replicas = None if rate is None else "*"
+        admin.incremental_alter_configs(
+            {
+                ConfigResource("topic", topic): dict.fromkeys(
+                    ("leader.replication.throttled.replicas", "follower.replication.throttled.replicas"), replicas
+                )
+            }
+        )
+    finally:
+        admin.close()
+
+
+def catch_up(cluster: ChaosCluster, topic: str, megabytes: int, rate: int | None) -> dict:
+    """Broker 3 stopped, ``megabytes`` written without it, restarted: its catch-up rate in MB/s,
+    with the replication throttle at ``rate`` bytes/s (None: unthrottled)."""
+    cluster.stop(3)
+    _until(lambda: all(3 not in p_isr for p_isr in _isrs(cluster, topic).values()), 30)
+    loadgen({"job": "produce", "bootstrap": cluster.bootstrap, "topic": topic, "count": megabytes * 1024, "size": SIZE, "acks": "all"})
+    if rate is not None:
+        _set_throttle(cluster, topic, rate)
+    t0 = time.monotonic()
+    cluster.restart(3)
+    back = _until(lambda: cluster.in_sync([topic]), 600, step=0.1)
+    elapsed = time.monotonic() - t0
+    if rate is not None:
+        _set_throttle(cluster, topic, None)
+    return {"mb": megabytes, "s": elapsed if back else None, "mb_s": megabytes * 1.048576 / elapsed if back else None}
+
+
 def _isrs(cluster: ChaosCluster, topic: str) -> dict[int, list[int]]:
     view = cluster.view()
     partitions = view.topics.get(topic, {}) if view is not None else {}
@@ -183,6 +226,9 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=10, help="length of the latency run")
     parser.add_argument("--lag-count", type=int, default=1_000_000, help="records of the lag run")
     parser.add_argument("--rejoin-mb", type=int, default=1024, help="MB written while broker 3 is down")
+    parser.add_argument("--catch-up-mb", type=int, default=64, help="MB behind for the throttled/unthrottled catch-up rows")
+    parser.add_argument("--throttle", type=int, default=4 << 20, help="bytes/s of the throttled catch-up row")
+    parser.add_argument("--only-catch-up", action="store_true", help="measure only the catch-up rows")
     args = parser.parse_args()
     base = Path(tempfile.mkdtemp(prefix="odradek-replication-bench-"))
     cluster = ChaosCluster(base, overrides={"replica.lag.time.max.ms": 10000, "log.segment.bytes": 256 << 20}).start()
@@ -195,11 +241,23 @@ def main() -> int:
                 NewTopic("rf3", PARTITIONS, 3, config={"min.insync.replicas": "2"}),
                 NewTopic("lag", PARTITIONS, 3, config={"min.insync.replicas": "2"}),
                 NewTopic("rejoin", PARTITIONS, 3, config={"min.insync.replicas": "2"}),
+                NewTopic("catchup", PARTITIONS, 3, config={"min.insync.replicas": "2"}),
             ]
         )
         for f in futures.values():
             f.result(30)
-        _until(lambda: cluster.in_sync(["rf1", "rf3", "lag", "rejoin"]), 30)
+        _until(lambda: cluster.in_sync(["rf1", "rf3", "lag", "rejoin", "catchup"]), 30)
+        for rate in (None, args.throttle):
+            c = catch_up(cluster, "catchup", args.catch_up_mb, rate)
+            what = "unthrottled" if rate is None else f"throttled at {rate / 1048576:.1f} MB/s"
+            rows.append(
+                (
+                    f"catch-up of {c['mb']} MB behind, {what}",
+                    f"{c['mb_s']:.1f} MB/s ({c['s']:.1f} s to rejoin the ISR)" if c["s"] is not None else "did NOT rejoin",
+                )
+            )
+        if args.only_catch_up:
+            return _print(rows, base)
         one = throughput(cluster, "rf1", args.count)
         three = throughput(cluster, "rf3", args.count)
         mb = args.count * SIZE / 1e6
@@ -232,6 +290,10 @@ def main() -> int:
         )
     finally:
         cluster.close()
+    return _print(rows, base)
+
+
+def _print(rows, base) -> int:
     width = max(len(r[0]) for r in rows)
     print(f"\n{'measure'.ljust(width)}  result\n{'-' * width}  ------")
     for name, value in rows:

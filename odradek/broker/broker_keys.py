@@ -307,6 +307,8 @@ BROKER_CONFIGS: dict[str, ConfigDef] = config_table(
     ConfigDef("quota.window.size.seconds", INT, 1, AtLeast(1), "Time span of one quota sample."),
     ConfigDef("replication.quota.window.num", INT, 11, AtLeast(1), "Samples kept for replication quotas."),
     ConfigDef("replication.quota.window.size.seconds", INT, 1, AtLeast(1), "Time span of one replication quota sample."),
+    ConfigDef("leader.replication.throttled.rate", LONG, LONG_MAX, AtLeast(0), "Bytes/s this broker sends to followers of throttled replicas (a dynamic config)."),
+    ConfigDef("follower.replication.throttled.rate", LONG, LONG_MAX, AtLeast(0), "Bytes/s this broker fetches for throttled replicas (a dynamic config)."),
     ConfigDef("client.quota.callback.class", CLASS, None, None, "Custom client quota callback."),
     # policies and config providers
     ConfigDef("create.topic.policy.class.name", CLASS, None, None, "Class validating CreateTopics.", _INFO),

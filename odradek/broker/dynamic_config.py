@@ -69,12 +69,15 @@ DYNAMIC_THREAD_CONFIGS = frozenset(
 # per-address limits and the creation rate stay read-only until the network server takes them).
 DYNAMIC_SOCKET_CONFIGS = frozenset({"max.connections"})
 DYNAMIC_PRODUCER_STATE_CONFIGS = frozenset({"producer.id.expiration.ms", "transaction.partition.verification.enable"})
+# Replication throttles (Kafka's DynamicConfig.Broker): applied by cluster/replication_quota.py.
+DYNAMIC_REPLICATION_QUOTA_CONFIGS = frozenset({"leader.replication.throttled.rate", "follower.replication.throttled.rate"})
 DYNAMIC_BROKER_CONFIGS = (
     DYNAMIC_LOG_CONFIGS
     | DYNAMIC_CLEANER_CONFIGS
     | DYNAMIC_THREAD_CONFIGS
     | DYNAMIC_SOCKET_CONFIGS
     | DYNAMIC_PRODUCER_STATE_CONFIGS
+    | DYNAMIC_REPLICATION_QUOTA_CONFIGS
     | {"metric.reporters"}
 )
 assert DYNAMIC_BROKER_CONFIGS <= set(BROKER_CONFIGS), DYNAMIC_BROKER_CONFIGS - set(BROKER_CONFIGS)
@@ -251,6 +254,8 @@ def _apply_to_broker(broker, old: BrokerConfig, new: BrokerConfig, restarter: _C
         restarter.restart()
     if _changed(old, new, DYNAMIC_SOCKET_CONFIGS):
         broker.network.max_connections = new.get("max.connections")
+    if _changed(old, new, DYNAMIC_REPLICATION_QUOTA_CONFIGS):
+        broker.replication_quotas.update(new.get)
     if _changed(old, new, DYNAMIC_PRODUCER_STATE_CONFIGS):
         expiration = new.get("producer.id.expiration.ms")
         for plog in broker.log_manager.logs():

@@ -15,7 +15,8 @@ loops:
    ``replica.fetch.max.bytes`` per partition, ``replica.fetch.response.max.bytes`` in all),
    append the leader's batches as they are (``Partition.append_as_follower``: same offsets,
    same CRCs, producer state and leader epochs rebuilt from them) and take the leader's high
-   watermark and log start offset.
+   watermark and log start offset. Partitions the follower replication throttle holds back
+   (``follower.replication.throttled.rate``, cluster/replication_quota.py) are left out.
 
 Errors are per partition: OFFSET_OUT_OF_RANGE truncates again (or starts over at the
 leader's log start offset when this replica is below it); NOT_LEADER_OR_FOLLOWER,
@@ -246,12 +247,13 @@ class ReplicaFetcher:
     async def _fetch(self, conn: Connection) -> bool:
         config = self.manager.config
         now = time.monotonic()
+        throttle = self.manager.throttle
         topics: dict[str, list[dict]] = {}
         for (topic, index), state in self.partitions.items():
             if state.truncating or state.parked_until > now:
                 continue
             partition = self._partition((topic, index))
-            if partition is None:
+            if partition is None or (throttle is not None and throttle.holds_back(partition)):
                 continue
             topics.setdefault(topic, []).append(
                 {
@@ -302,6 +304,8 @@ class ReplicaFetcher:
                     if p.records:
                         partition.append_as_follower(p.records)
                     partition.update_follower_high_watermark(p.high_watermark, p.log_start_offset)
+                    if throttle is not None:
+                        throttle.fetched(partition, len(p.records or b""), p.high_watermark)
                 except UnexpectedAppendOffsetError as exc:  # our log moved meanwhile: fetch again
                     log.warning("%s: %s", partition, exc)
                     continue
@@ -374,6 +378,7 @@ class ReplicaFetcherManager:
         self.config = config
         self.fetchers: dict[tuple[int, int], ReplicaFetcher] = {}
         self._where: dict[tuple[str, int], tuple[int, int]] = {}  # partition -> its fetcher's key
+        self.throttle = None  # a cluster.replication_quota.FollowerThrottle, set in cluster mode
 
     def fetcher_id(self, topic: str, index: int) -> int:
         return abs(31 * java_string_hash(topic) + index) % self.config.num_fetchers

@@ -43,6 +43,7 @@ from odradek.broker.topic_configs import effective_topic_config, validate_topic_
 from odradek.broker.txn.transaction_coordinator import TransactionCoordinator
 from odradek.cluster.controller import Controller
 from odradek.cluster.metadata_image import BrokerInfo
+from odradek.cluster.replication_quota import ReplicationQuotas
 from odradek.cluster.store import LocalMetadataStore
 from odradek.http.broker_http import BrokerHttp
 from odradek.http.http_server import HttpBindError
@@ -147,6 +148,7 @@ class Broker:
             self.network.gates = RequestGates(self.authorizer)
         # KIP-226: the dynamic levels stored with the metadata; self.config is now the config in force.
         self.dynamic_config = DynamicBrokerConfig.attach(self)
+        self.replication_quotas = ReplicationQuotas(self.node_id, self.config.get)  # throttles (cluster mode)
         controller_settings = dict(
             default_partitions=self.default_partitions,
             default_replication_factor=self.default_replication_factor,
@@ -551,6 +553,7 @@ class Broker:
         from odradek.broker.txn.marker_channel import MarkerChannel
 
         self.replica_manager.enable_replication(self.config.get, isr_updater)
+        self.replica_manager.fetchers.throttle = self.replication_quotas.follower
         txn = self.transaction_coordinator
         self.marker_channel = MarkerChannel(self, txn._poke, self.config.get("request.timeout.ms"))
         txn._write_markers = self.marker_channel.write_markers

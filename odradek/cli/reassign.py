@@ -6,6 +6,13 @@ The plan is Kafka's JSON, so plans move between the two tools unchanged:
 ``execute`` starts it (AlterPartitionReassignments, KIP-455; the controller moves leadership
 into the new replicas once they are in sync), ``verify`` says which moves are done,
 ``cancel`` stops the ones still running, ``list`` shows what is moving now.
+
+``execute --throttle BYTES_PER_SEC`` limits the replication traffic of the moves, as
+kafka-reassign-partitions does: ``leader.replication.throttled.rate`` and
+``follower.replication.throttled.rate`` on every broker a moving partition has or will have,
+``leader.replication.throttled.replicas`` (the current replicas, which may lead) and
+``follower.replication.throttled.replicas`` (the new ones) on the moving topics. ``verify``
+removes them all once every move of the plan is completed (unless ``--preserve-throttles``).
 """
 
 from __future__ import annotations
@@ -100,21 +107,90 @@ def generate(session, topics, broker_list, disable_rack_aware):
     click.echo(_plan_json(proposed))
 
 
+BROKER_RATES = ("leader.replication.throttled.rate", "follower.replication.throttled.rate")
+TOPIC_THROTTLES = ("leader.replication.throttled.replicas", "follower.replication.throttled.replicas")
+
+
+def _throttles(current, wanted):
+    """Kafka's throttles for moving from ``current`` to ``wanted``: per topic, the
+    leader-side (every current replica of a moving partition may be its leader) and
+    follower-side (the replicas being added) ``partition:broker`` lists; and the brokers
+    involved."""
+    topics: dict[str, tuple[list[str], list[str]]] = {}
+    brokers: set[int] = set()
+    for (topic, p), target in sorted(wanted.items()):
+        now = current.get((topic, p), [])
+        if now == target:
+            continue
+        leaders, followers = topics.setdefault(topic, ([], []))
+        leaders.extend(f"{p}:{b}" for b in now)
+        followers.extend(f"{p}:{b}" for b in target if b not in now)
+        brokers.update(now, target)
+    return topics, brokers
+
+
+def _set_throttles(admin, current, wanted, rate: int) -> None:
+    from odradek.client.structs import ConfigResource
+
+    topics, brokers = _throttles(current, wanted)
+    if not topics:
+        return
+    admin.incremental_alter_configs(
+        {
+            ConfigResource("topic", t): {TOPIC_THROTTLES[0]: ",".join(lead), TOPIC_THROTTLES[1]: ",".join(follow)}
+            for t, (lead, follow) in topics.items()
+        }
+    )
+    admin.incremental_alter_configs({ConfigResource("broker", str(b)): dict.fromkeys(BROKER_RATES, rate) for b in sorted(brokers)})
+    click.echo(
+        f"The inter-broker throttle limit was set to {rate} B/s on brokers {','.join(map(str, sorted(brokers)))}; "
+        "run verify until every move is completed, which removes it",
+        err=True,
+    )
+
+
+def _clear_throttles(admin, topics) -> None:
+    """Kafka's clean-up after a completed reassignment: the rates on every broker, the
+    throttled-replicas lists on the plan's topics."""
+    from odradek.client.structs import ConfigResource
+
+    brokers = sorted(b.node_id for b in admin.describe_cluster().brokers)
+    admin.incremental_alter_configs({ConfigResource("broker", str(b)): dict.fromkeys(BROKER_RATES) for b in brokers})
+    admin.incremental_alter_configs({ConfigResource("topic", t): dict.fromkeys(TOPIC_THROTTLES) for t in sorted(topics)})
+    click.echo(
+        f"Cleared the replication throttles on brokers {','.join(map(str, brokers))} and topics {','.join(sorted(topics))}",
+        err=True,
+    )
+
+
 @reassign.command()
 @click.argument("plan", type=click.Path(exists=True, dir_okay=False))
+@click.option(
+    "--throttle",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="BYTES_PER_SEC",
+    help="Limit the replication of the moves to this many bytes/s per broker (removed by verify).",
+)
 @client_command
-def execute(session, plan):
+def execute(session, plan, throttle):
     """Start the moves of PLAN (Kafka's reassignment JSON).
+
+    With --throttle, data moves at most that fast in and out of each broker involved, so
+    clients keep their bandwidth; run verify until it says completed to remove the throttle.
 
     \b
     Examples:
       odradek reassign execute plan.json > rollback.json
+      odradek reassign execute plan.json --throttle 50000000   (50 MB/s)
     """
     from odradek.client.structs import TopicPartition
 
     wanted = _read_plan(plan)
     with session.admin() as admin:
         current = _current(admin, {t for t, _ in wanted})
+        if throttle is not None:
+            _set_throttles(admin, current, wanted, throttle)
         results = admin.alter_partition_reassignments({TopicPartition(t, p): r for (t, p), r in wanted.items()})
     click.echo("Current partition replica assignment (save it to roll back):")
     click.echo(_plan_json({k: v for k, v in current.items() if k in wanted}))
@@ -128,10 +204,12 @@ def execute(session, plan):
 
 @reassign.command()
 @click.argument("plan", type=click.Path(exists=True, dir_okay=False))
+@click.option("--preserve-throttles", is_flag=True, help="Keep the replication throttles when every move is completed.")
 @client_command
-def verify(session, plan):
+def verify(session, plan, preserve_throttles):
     """Say which moves of PLAN are completed, still in progress, or did not happen (exit code 1
-    until every move is completed).
+    until every move is completed). Once all are completed, the throttles of execute
+    --throttle are removed.
 
     \b
     Examples:
@@ -142,6 +220,11 @@ def verify(session, plan):
     with session.admin() as admin:
         moving = admin.list_partition_reassignments()
         current = _current(admin, {t for t, _ in wanted})
+        done = not any((tp.topic, tp.partition) in wanted for tp in moving) and all(
+            current.get(k) == r for k, r in wanted.items()
+        )
+        if done and not preserve_throttles:
+            _clear_throttles(admin, {t for t, _ in wanted})
     rows, pending = [], 0
     for (t, p), replicas in sorted(wanted.items()):
         if (t, p) in moving:

@@ -14,6 +14,9 @@ A follower's fetch (replica_id >= 0, cluster mode only; a single node answers
 UNKNOWN_SERVER_ERROR) reads up to the log end offset instead of the high watermark, and
 tells the leader how far the follower's log reaches (``ReplicaManager.read_for_follower``):
 that moves the high watermark and the ISR; it waits like a consumer's fetch, woken by appends.
+With ``leader.replication.throttled.rate`` set, the leader's replication throttle
+(cluster/replication_quota.py) withholds the records of throttled partitions from followers out
+of the ISR while over its quota; those bytes do not count toward ``min_bytes``.
 With an authorizer, partitions of topics a consumer may not Read (and every partition of a
 follower without ClusterAction) answer TOPIC_AUTHORIZATION_FAILED.
 From v13 topics are named by topic id (KIP-516), an unknown id answering UNKNOWN_TOPIC_ID;
@@ -22,6 +25,7 @@ NOT_LEADER_OR_FOLLOWER, which a single node never answers) and v17's replica dir
 (KRaft) are left out.
 """
 
+import asyncio
 import uuid
 
 from odradek.broker.delayed_fetch import DelayedFetch
@@ -113,12 +117,18 @@ def handle_fetch(broker, request):
         plan, denied = _authorized(broker, request, plan, follower=replica_id >= 0)
     isolation = body.isolation_level
     max_bytes = body.max_bytes
+    held = None  # partitions whose records the leader's replication throttle withheld
     if replica_id >= 0:
         isolation = 0
         log_starts = _follower_log_starts(broker, body, version)
         topics, total, had_error = broker.replica_manager.read_for_follower(
             replica_id, plan, max_bytes, file_slices=broker.zero_copy, log_starts=log_starts
         )
+        if broker.replication_quotas.leader.limited:
+            topics, withheld, held = broker.replication_quotas.leader.apply(
+                broker.replica_manager.partitions, replica_id, topics
+            )
+            total -= withheld
     else:
         topics, total, had_error = broker.replica_manager.read(
             plan,
@@ -131,7 +141,7 @@ def handle_fetch(broker, request):
     max_wait_ms = int(body.max_wait.total_seconds() * 1000)
     if total < body.min_bytes and max_wait_ms > 0 and not had_error and not unknown and not denied and plan:
         return _wait_and_read(
-            broker, request, plan, ids, max_bytes, isolation, body.min_bytes, max_wait_ms, replica_id
+            broker, request, plan, ids, max_bytes, isolation, body.min_bytes, max_wait_ms, replica_id, held
         )
     if denied:
         topics = topics + denied
@@ -161,16 +171,33 @@ def _authorized(broker, request, plan, follower: bool = False):
 
 
 async def _wait_and_read(
-    broker, request, plan, ids, max_bytes: int, isolation: int, min_bytes: int, max_wait_ms: int, replica_id=-1
+    broker,
+    request,
+    plan,
+    ids,
+    max_bytes: int,
+    isolation: int,
+    min_bytes: int,
+    max_wait_ms: int,
+    replica_id=-1,
+    held=None,
 ):
+    """Park until ``min_bytes`` or ``max_wait_ms``, then read again. The bytes of partitions the
+    replication throttle withholds (``held``) do not count: with only those, the wait is whole."""
     replicas = broker.replica_manager
-    op = DelayedFetch(
-        replicas, plan, max_bytes, isolation, min_bytes, max_wait_ms, replica_id, request.api_version >= 11
-    )
-    if not broker.fetch_purgatory.try_complete_else_watch(op, [(t, i) for t, i, *_ in plan]):
-        await op
+    watched = [item for item in plan if (item[0], item[1]) not in held] if held else plan
+    if watched:
+        op = DelayedFetch(
+            replicas, watched, max_bytes, isolation, min_bytes, max_wait_ms, replica_id, request.api_version >= 11
+        )
+        if not broker.fetch_purgatory.try_complete_else_watch(op, [(t, i) for t, i, *_ in watched]):
+            await op
+    else:
+        await asyncio.sleep(max_wait_ms / 1000)
     if replica_id >= 0:
         topics, _, _ = replicas.read_for_follower(replica_id, plan, max_bytes, file_slices=broker.zero_copy)
+        if broker.replication_quotas.leader.limited:
+            topics, _, _ = broker.replication_quotas.leader.apply(replicas.partitions, replica_id, topics)
     else:
         topics, _, _ = replicas.read(
             plan,
