@@ -16,7 +16,10 @@ confluent-kafka producer (``_loadgen.py``, linger.ms=5, acks=all):
 * **catch-up, throttled vs unthrottled**: the same with ``--catch-up-mb``, once freely and once
   with both replication throttles at ``--throttle`` bytes/s on every broker for every replica
   (``leader/follower.replication.throttled.rate`` and ``*.replication.throttled.replicas=*``):
-  the catch-up rate in MB/s. ``--only-catch-up`` measures just these two rows.
+  the catch-up rate in MB/s. ``--only-catch-up`` measures just these two rows. Kafka's quota
+  judges a young measurement over ``replication.quota.window.num - 1`` windows (10 s by
+  default), so the first 10 s worth of the rate pass at once: keep ``--catch-up-mb`` well
+  above 10 x ``--throttle``.
 
 Run::
 
@@ -175,15 +178,15 @@ def rejoin(cluster: ChaosCluster, topic: str, megabytes: int) -> dict:
 
 
 def _set_throttle(cluster: ChaosCluster, topic: str, rate: int | None) -> None:
-    """Both replication rates on every broker and every replica of ``topic`` throttled (as
-    ``odradek reassign execute --throttle`` would for a move), or all of it removed (None)."""
+    """Both replication rates as the cluster-wide default (so a stopped broker has them when it
+    starts) and every replica of ``topic`` throttled, or all of it removed (None)."""
     from odradek.client.blocking import Admin
     from odradek.client.structs import ConfigResource
 
     admin = Admin({"bootstrap.servers": cluster.bootstrap})
     try:
         rates = dict.fromkeys(("leader.replication.throttled.rate", "follower.replication.throttled.rate"), rate)
-        admin.incremental_alter_configs({ConfigResource("broker", str(b)): rates for b in cluster.brokers})
+        admin.incremental_alter_configs({ConfigResource("broker", ""): rates})
         replicas = None if rate is None else "*"
         admin.incremental_alter_configs(
             {
@@ -226,7 +229,7 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=10, help="length of the latency run")
     parser.add_argument("--lag-count", type=int, default=1_000_000, help="records of the lag run")
     parser.add_argument("--rejoin-mb", type=int, default=1024, help="MB written while broker 3 is down")
-    parser.add_argument("--catch-up-mb", type=int, default=64, help="MB behind for the throttled/unthrottled catch-up rows")
+    parser.add_argument("--catch-up-mb", type=int, default=128, help="MB behind for the throttled/unthrottled catch-up rows")
     parser.add_argument("--throttle", type=int, default=4 << 20, help="bytes/s of the throttled catch-up row")
     parser.add_argument("--only-catch-up", action="store_true", help="measure only the catch-up rows")
     args = parser.parse_args()

@@ -361,28 +361,48 @@ class ClusterNode:
 
     async def controlled_shutdown(self, controller_address: Callable[[int], tuple[str, int] | None]) -> bool:
         """Ask the controller to move this broker's leaderships away (Kafka's controlled shutdown);
-        True once it has none left. Tries ``controlled.shutdown.max.retries`` times."""
-        retries = max(1, self.config.get("controlled.shutdown.max.retries"))
-        backoff = self.config.get("controlled.shutdown.retry.backoff.ms") / 1000
-        for attempt in range(retries):
+        True once it leads no partition with other replicas. Kafka's retries: up to
+        ``controlled.shutdown.max.retries`` attempts, ``controlled.shutdown.retry.backoff.ms``
+        apart, while the controller cannot be reached or answers partitions it could not move
+        (no other replica in sync); then False, and the broker shuts down anyway."""
+        attempts = max(0, self.config.get("controlled.shutdown.max.retries"))
+        backoff = max(0, self.config.get("controlled.shutdown.retry.backoff.ms")) / 1000
+        remaining: set | None = None
+        for attempt in range(1, attempts + 1):
             t0 = time.perf_counter()
             try:
                 remaining = await self._ask_for_controlled_shutdown(controller_address)
             except (BrokerLinkError, NotActiveController, ZooKeeperError, ConnectionError) as exc:
-                log.warning("controlled shutdown attempt %d failed: %s", attempt + 1, exc)
+                log.warning("controlled shutdown attempt %d of %d failed: %s", attempt, attempts, exc)
                 remaining = None
             if remaining is not None and not remaining:
                 log.info("controlled shutdown of broker %d done in %.0f ms", self.broker_id, (time.perf_counter() - t0) * 1000)
                 return True
             if remaining:
                 log.warning(
-                    "controlled shutdown attempt %d: broker %d still leads %s",
-                    attempt + 1,
+                    "controlled shutdown attempt %d of %d: broker %d still leads %d partitions (%s)",
+                    attempt,
+                    attempts,
                     self.broker_id,
-                    ", ".join(sorted(map(str, remaining))[:10]),
+                    len(remaining),
+                    _names(remaining),
                 )
-            if attempt + 1 < retries:
+            if attempt < attempts:
+                log.info("retrying the controlled shutdown in %.0f ms", backoff * 1000)
                 await asyncio.sleep(backoff)
+        if remaining:
+            log.warning(
+                "shutting down without a complete controlled shutdown after %d attempts; partitions left "
+                "led by broker %d (unavailable until another replica leads them): %s",
+                attempts,
+                self.broker_id,
+                _names(remaining, limit=None),
+            )
+        else:
+            log.warning(
+                "shutting down without a controlled shutdown: the controller could not be reached in %d attempts",
+                attempts,
+            )
         return False
 
     async def _ask_for_controlled_shutdown(self, controller_address) -> set | None:
@@ -415,6 +435,12 @@ class ClusterNode:
                 pass
         await cancel_and_wait(self._task)
         await self.zk.close()  # our ephemeral znodes go now, not after the session timeout
+
+
+def _names(partitions, limit: int | None = 10) -> str:
+    names = sorted(f"{tp.topic}-{tp.partition}" for tp in partitions)
+    more = f" and {len(names) - limit} more" if limit is not None and len(names) > limit else ""
+    return ", ".join(names[:limit]) + more
 
 
 def demoted(state):

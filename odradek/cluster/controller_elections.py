@@ -58,18 +58,15 @@ class LeadershipMoves:
         self.rsm.set_state(followers, R.OFFLINE, reason)
         await self._remove_replicas_from_isr(followers, reason)
         self._send()
-        return self._movable_leaderships(broker)
+        return self._replicated_leaderships(broker)
 
-    def _movable_leaderships(self, broker: int) -> set[TopicPartition]:
-        """The partitions ``broker`` still leads although another live in-ISR replica could take
-        over (a retry may move them). Partitions with no such replica stay where they are: asking
-        again would not help, so the broker need not wait for them (Kafka retries regardless)."""
+    def _replicated_leaderships(self, broker: int) -> set[TopicPartition]:
+        """The partitions with more than one replica that ``broker`` still leads (Kafka's
+        answer): e.g. one whose other replicas are out of the ISR or down. The broker asks
+        again (``controlled.shutdown.max.retries``) and then shuts down anyway; a partition with
+        a single replica has nowhere to go and is not listed."""
         ctx = self.ctx
-        return {
-            tp
-            for tp in ctx.partition_leaders_on_broker(broker)
-            if any(r != broker and ctx.is_replica_online(r, tp) for r in ctx.partition_leader_and_isr(tp).isr)
-        }
+        return {tp for tp in ctx.partition_leaders_on_broker(broker) if len(ctx.partition_replica_assignment(tp)) > 1}
 
     # ---------------------------------------------------------------- leader elections
 
