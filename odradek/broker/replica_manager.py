@@ -250,6 +250,9 @@ class ReplicaManager:
         if self.node_id not in replicas:
             log.warning("LeaderAndIsr for %s-%d, of which broker %d is not a replica", name, index, self.node_id)
             return ErrorCode.unknown_topic_or_partition
+        if self.log_manager.offline_dirs and self.log_manager.is_offline(name, index):
+            log.warning("LeaderAndIsr for %s-%d: its log dir is offline; answering KAFKA_STORAGE_ERROR", name, index)
+            return ErrorCode.kafka_storage_error
         partition = self.partitions.get(key)
         if partition is not None and ps.leader_epoch < partition.leader_epoch:
             log.warning(

@@ -554,9 +554,23 @@ class Broker:
 
         self.replica_manager.enable_replication(self.config.get, isr_updater)
         self.replica_manager.fetchers.throttle = self.replication_quotas.follower
+        if self.cluster is not None:
+            loop = asyncio.get_running_loop()
+            self.log_manager.on_dir_offline = lambda d: loop.call_soon_threadsafe(self._log_dir_failed, d)
         txn = self.transaction_coordinator
         self.marker_channel = MarkerChannel(self, txn._poke, self.config.get("request.timeout.ms"))
         txn._write_markers = self.marker_channel.write_markers
+
+    def _log_dir_failed(self, log_dir: str) -> None:
+        """Cluster mode: a log dir went offline. Its followers stop fetching and the controller is
+        told (``/log_dir_event_notification``); it then moves their leaderships (Kafka's
+        handleLogDirFailure)."""
+        for key in list(self.replica_manager.partitions):
+            if self.log_manager.is_offline(*key):
+                self.replica_manager.fetchers.remove_partition(key)
+        self._tasks.append(
+            asyncio.get_running_loop().create_task(self.cluster.report_log_dir_failure(log_dir), name="log-dir-event")
+        )
 
     def _on_role_change(self, partition, leader: bool) -> None:
         """Cluster mode: this broker started or stopped leading ``partition``; a coordinator

@@ -303,6 +303,8 @@ class ClusterNode:
             await c.on_topic_deletion()
         elif path == zk_data.ISR_CHANGE_NOTIFICATION_PATH:
             await c.on_isr_change_notification()
+        elif path == zk_data.LOG_DIR_EVENT_NOTIFICATION_PATH:
+            await c.on_log_dir_event_notification()
         elif path == zk_data.REASSIGN_PARTITIONS_PATH:
             await c.on_zk_reassignment()
         elif path == zk_data.PREFERRED_REPLICA_ELECTION_PATH:
@@ -356,6 +358,22 @@ class ClusterNode:
         if not self.is_active_controller():
             raise NotActiveController(f"broker {self.broker_id} is not the controller")
         return await self.call(getattr(self.controller, method), *args)
+
+    # ---------------------------------------------------------------- log dir failures
+
+    async def report_log_dir_failure(self, log_dir: str) -> None:
+        """Tell the controller a log dir of this broker failed: Kafka's
+        ``/log_dir_event_notification/log_dir_event_<seq>``. Retried while ZooKeeper is away."""
+        while True:
+            try:
+                path = await self.zk.create(
+                    zk_data.log_dir_event_path(), zk_data.encode_log_dir_event(self.broker_id), sequential=True, makepath=True
+                )
+                log.info("reported the failure of log dir %s to the controller (%s)", log_dir, path)
+                return
+            except ZooKeeperError as exc:
+                log.warning("could not report the failure of log dir %s yet: %s; retrying", log_dir, exc)
+                await asyncio.sleep(1)
 
     # ---------------------------------------------------------------- shutdown
 

@@ -33,6 +33,7 @@ class PartitionState:
     replicas: list[int]
     isr: list[int]
     partition_epoch: int = 0
+    offline: list[int] = field(default_factory=list)  # replicas in a failed log dir (UpdateMetadata's offline replicas)
 
     def to_json(self) -> dict:
         return {

@@ -17,6 +17,9 @@ The active controller reads the cluster from ZooKeeper when elected, then reacts
   (UpdateMetadata leader -2), its replicas stopped and deleted, then its znodes removed.
 * ``/isr_change_notification``: leaders changed ISRs; the new ISRs go out as UpdateMetadata,
   and a reassignment whose new replicas caught up completes.
+* ``/log_dir_event_notification``: a broker's log dir failed; it is sent LeaderAndIsr for its
+  replicas, and those answering KAFKA_STORAGE_ERROR go offline (leaders move to other in-sync
+  replicas), as in Kafka.
 * ``/admin/reassign_partitions`` and ``/admin/preferred_replica_election``: the ZooKeeper-era
   ways to ask for a reassignment or a preferred election.
 
@@ -237,6 +240,7 @@ class ZkController(LeadershipMoves, PartitionReassignments):
         for tp in sorted(self.ctx.partitions_being_reassigned):
             await self._maybe_complete_reassignment(tp)
         await self._watch_admin_paths()
+        await self.on_log_dir_event_notification()
         self._send()
         if self.config.get("auto.leader.rebalance.enable"):
             self._rebalance_task = asyncio.get_running_loop().create_task(self._rebalance_timer(), name="leader-rebalance")
@@ -472,6 +476,78 @@ class ZkController(LeadershipMoves, PartitionReassignments):
     def _on_leader_and_isr_response(self, broker: int, response) -> None:
         if response.error_code:
             log.warning("broker %d answered LeaderAndIsr with %s", broker, ErrorCode(response.error_code).name)
+            return
+        if self._post is None:
+            return
+        by_id = {topic_id: name for name, topic_id in self.ctx.topic_ids.items()}
+        answers = {
+            TopicPartition(by_id[t.topic_id], e.partition_index): int(e.error_code)
+            for t in response.topics
+            if t.topic_id in by_id
+            for e in t.partition_errors
+        }
+        self._post(lambda: self._on_replica_answers(broker, answers))
+
+    async def _on_replica_answers(self, broker: int, answers: dict[TopicPartition, int]) -> None:
+        """Kafka's LeaderAndIsrResponseReceived: replicas answering KAFKA_STORAGE_ERROR live in a
+        failed log dir of ``broker`` and go offline (leaders move to other in-sync replicas);
+        those answering NONE are online again (the broker restarted with the dir repaired)."""
+        if not self.active or broker not in self.ctx.live_or_shutting_down_broker_ids:
+            return
+        ctx = self.ctx
+        before = set(ctx.replicas_on_offline_dirs.get(broker, ()))
+        now = (before - {tp for tp, code in answers.items() if code == 0}) | {
+            tp for tp, code in answers.items() if code == ErrorCode.kafka_storage_error
+        }
+        ctx.replicas_on_offline_dirs[broker] = now
+        new = sorted(now - before)
+        if new:
+            self.state_log.info(f"Mark replicas {', '.join(map(str, new))} on broker {broker} as offline (a failed log dir)")
+            await self._on_replicas_offline(broker, new, f"broker {broker}'s log dir failed")
+            self._send()
+
+    async def _on_replicas_offline(self, broker: int, partitions: list[TopicPartition], reason: str) -> None:
+        """Kafka's onReplicasBecomeOffline for one broker's replicas in a failed log dir."""
+        ctx = self.ctx
+        led = sorted(ctx.partitions_with_offline_leader() - ctx.partitions_in_state(P.OFFLINE))
+        self.psm.set_state(led, P.OFFLINE, reason)
+        await self._bring_online(self.psm.partitions_to_bring_online(), ElectionStrategy.OFFLINE, reason)
+        replicas = [
+            PartitionAndReplica(tp, broker) for tp in partitions if not ctx.is_topic_queued_up_for_deletion(tp.topic)
+        ]
+        for r in replicas:
+            self.batch.add_stop_replica(broker, r.topic_partition, delete=False)
+        self.rsm.set_state(replicas, R.OFFLINE, reason)
+        await self._remove_replicas_from_isr(replicas, reason)
+        self.batch.add_update_metadata(ctx.live_or_shutting_down_broker_ids, set(partitions))
+
+    async def on_log_dir_event_notification(self) -> None:
+        """``/log_dir_event_notification``: brokers whose log dir failed. Each is asked about all its
+        replicas with LeaderAndIsr; those in the failed dir answer KAFKA_STORAGE_ERROR (see
+        ``_on_replica_answers``). The notifications are deleted, as Kafka's controller does."""
+        if not self.active:
+            return
+        children = await self.zk.get_children(zk_data.LOG_DIR_EVENT_NOTIFICATION_PATH, watch=True)
+        brokers: set[int] = set()
+        for child in sorted(children):
+            path = f"{zk_data.LOG_DIR_EVENT_NOTIFICATION_PATH}/{child}"
+            try:
+                data, _ = await self.zk.get(path)
+                brokers.add(zk_data.decode_log_dir_event(data))
+            except NoNodeError:
+                continue
+            except zk_data.ZkDataError as exc:
+                log.warning("ignoring log dir event notification %s: %s", path, exc)
+            await self._delete_quietly(path)
+        brokers &= self.ctx.live_or_shutting_down_broker_ids
+        if not brokers:
+            return
+        ctx = self.ctx
+        self.state_log.info(f"Log dir failure reported by brokers {sorted(brokers)}: asking them about their replicas")
+        for r in sorted(ctx.replicas_on_brokers(brokers)):
+            if r.topic_partition in ctx.partition_leadership:
+                self.batch.add_leader_and_isr([r.replica], r.topic_partition)
+        self._send()
 
     # ---------------------------------------------------------------- brokers
 
@@ -520,6 +596,8 @@ class ZkController(LeadershipMoves, PartitionReassignments):
     async def _on_broker_startup(self, brokers: set[int]) -> None:
         ctx = self.ctx
         self.state_log.info(f"Brokers {sorted(brokers)} started (registered)")
+        for broker in brokers:  # a restarted broker says again which of its log dirs failed
+            ctx.replicas_on_offline_dirs.pop(broker, None)
         reason = f"broker {', '.join(map(str, sorted(brokers)))} started"
         self.batch.add_full_update_metadata(ctx.live_or_shutting_down_broker_ids)
         replicas = ctx.replicas_on_brokers(brokers)

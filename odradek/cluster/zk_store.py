@@ -116,6 +116,7 @@ class ZkMetadataStore(MetadataStore):
                     topic = await self._new_topic(t.topic_name, t.topic_id)
                     changed[t.topic_name] = "created"
                 state = _state(ps.leader, ps.leader_epoch, ps.replicas, ps.isr, ps.zk_version)
+                state.offline = [int(r) for r in ps.offline_replicas]
                 if ps.partition_index not in topic.partitions:
                     changed.setdefault(t.topic_name, "partitions")
                 topic.partitions[ps.partition_index] = state

@@ -103,6 +103,7 @@ class LogManager(LogDirs):
         self._pending_dir_deletes: list[tuple[int, Log]] = []
         self.had_clean_shutdown: dict[str, bool] = {}
         self.offline_dirs: dict[str, str] = {}  # log dir -> why it went offline
+        self.on_dir_offline = None  # called with a log dir when it goes offline (from any thread)
         self._closed = False
         for d in self.log_dirs:
             os.makedirs(d, exist_ok=True)
@@ -199,6 +200,8 @@ class LogManager(LogDirs):
                 log = self._logs.get(tp)
                 if log is not None:
                     log.set_offline(reason)
+        if self.on_dir_offline is not None:
+            self.on_dir_offline(log_dir)
 
     def is_offline(self, topic: str, partition: int) -> bool:
         return self._dir_of.get((topic, partition)) in self.offline_dirs

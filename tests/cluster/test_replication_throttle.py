@@ -134,7 +134,7 @@ def test_reassign_with_a_throttle_moves_data_no_faster_than_the_throttle_and_ver
         plan = tmp_path / "plan.json"
         plan.write_text(json.dumps({"version": 1, "partitions": [{"topic": "slow", "partition": 0, "replicas": [2]}]}))
         started = time.monotonic()
-        executed = odradek("reassign", "execute", plan, "-b", boot)
+        executed = odradek("reassign", "execute", plan, "--throttle", RATE, "-b", boot)
         assert executed.returncode == 0, executed.stderr
         assert "throttle limit was set to 524288 B/s on brokers 1,2" in executed.stderr
         # Kafka's layout: the rates per broker, the replicas that may lead (1) and the one copying (2)

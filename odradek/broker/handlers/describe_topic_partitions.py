@@ -23,7 +23,7 @@ MAX_PARTITIONS = 2000  # Kafka's max.request.partition.size.limit default
 
 def _partition(broker, topic, index: int) -> dict:
     state = topic.partitions[index]
-    offline = [r for r in state.replicas if r not in broker.image.brokers]
+    offline = [r for r in state.replicas if r not in broker.image.brokers or r in state.offline]
     if broker.node_id in state.replicas and broker.log_manager.is_offline(topic.name, index):
         offline.append(broker.node_id)
     return {

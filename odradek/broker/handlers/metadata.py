@@ -63,7 +63,7 @@ def _topic_entry(broker, topic, request=None) -> dict:
                 "leader_epoch": state.leader_epoch,
                 "replica_nodes": state.replicas,
                 "isr_nodes": state.isr,
-                "offline_replicas": [r for r in state.replicas if r not in broker.image.brokers],
+                "offline_replicas": [r for r in state.replicas if r not in broker.image.brokers or r in state.offline],
             }
             for index, state in sorted(topic.partitions.items())
         ],
