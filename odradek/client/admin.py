@@ -43,6 +43,19 @@ log = logging.getLogger("odradek.client.admin")
 RESOURCE_TYPES = {"topic": 2, "group": 3, "broker": 4, "broker_logger": 8}
 OPS = {"set": 0, "delete": 1, "append": 2, "subtract": 3}
 _CONTROLLER_MOVED = {41}  # NOT_CONTROLLER
+_ITEM_LISTS = ("topics", "responses", "results")  # CreateTopics, DeleteTopics, CreatePartitions
+
+
+def _answered_not_controller(resp) -> bool:
+    """Whether a controller-bound answer says the broker is not (or no longer) the controller:
+    the whole answer's error, or one of its topics' (Kafka's admin client retries the call)."""
+    if int(getattr(resp, "error_code", 0) or 0) in _CONTROLLER_MOVED:
+        return True
+    for name in _ITEM_LISTS:
+        for item in getattr(resp, name, None) or ():
+            if int(getattr(item, "error_code", 0) or 0) in _CONTROLLER_MOVED:
+                return True
+    return False
 
 
 def _raise_items(errors: dict, what: str) -> None:
@@ -176,22 +189,31 @@ class Admin(SecurityAdmin, AclAdmin, QuotaAdmin, LeadersAndPlacement):
         return await self._any(api_keys.METADATA, values, timeout)
 
     async def _controller_call(self, api_key, values, timeout):
-        """Send to the controller (as the metadata names it)."""
+        """Send to the controller (as the metadata names it). An answer of NOT_CONTROLLER (the
+        controller moved, or the metadata was stale) is retried like a failed connection: fresh
+        metadata, then the controller it names, with backoff, until ``timeout``."""
+        from odradek.protocol.messages import api_name
 
         async def attempt():
             md = await self._metadata([], timeout)
             node = int(md.controller_id)
             if node < 0 or node not in {int(b.node_id) for b in md.brokers}:
+                named = f"a broker (the metadata names no live controller: {node})"
                 conn = await self._client.any_connection()
             else:
+                named = f"broker {node}, which the metadata named the controller,"
                 if node not in self._client.cluster.brokers:
                     from odradek.client.cluster_metadata import ClusterMetadata
 
                     self._client.cluster = ClusterMetadata.from_response(md, self._client.cluster)
                 conn = await self._client.get_connection(node)
-            return await conn.send(api_key, values)
-
-        from odradek.protocol.messages import api_name
+            resp = await conn.send(api_key, values)
+            if _answered_not_controller(resp):
+                log.info("%s: %s answered NOT_CONTROLLER; retrying with fresh metadata", api_name(api_key), named)
+                raise error_for(41)(
+                    f"{named} answered NOT_CONTROLLER: the controller moved or is being elected"
+                )
+            return resp
 
         return await self._retrying(attempt, timeout, api_name(api_key))
 
