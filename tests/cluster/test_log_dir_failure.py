@@ -5,43 +5,18 @@ keeps leading. The failure is real: a small tmpfs filled up, as the single-node 
 
 from __future__ import annotations
 
-import os
-import subprocess
-import time
-
 import confluent_kafka
-import pytest
 
 from odradek.client.blocking import Admin
 from odradek.client.structs import NewTopic
+from tests.broker import conftest as disk_fixtures
 from tests.cluster.control_support import ZkReader, cluster_on
+from tests.cluster.test_cluster_failures import _consume
 from tests.support import wait_until
 
-
-@pytest.fixture
-def small_disk(tmp_path):
-    path = tmp_path / "small-disk"
-    path.mkdir()
-    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(path)], capture_output=True, text=True)
-    if r.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here (needs root or CAP_SYS_ADMIN): {r.stderr.strip()}")
-    yield path
-    subprocess.run(["umount", "-l", str(path)], capture_output=True)
-
-
-def _fill(path) -> None:
-    """Take every byte left on the file system holding ``path``."""
-    fd = os.open(path / "filler", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-    try:
-        for size in (1 << 16, 4096, 512, 1):
-            chunk = bytes(size)
-            try:
-                while True:
-                    os.write(fd, chunk)
-            except OSError:
-                pass
-    finally:
-        os.close(fd)
+# the single-node full-disk tests' real tmpfs (mounted and unmounted per test) and its filler
+small_disk = disk_fixtures.small_disk
+fill_disk = disk_fixtures.fill_disk
 
 
 def _produce(bootstrap: str, topic: str, values: list[bytes]) -> list:
@@ -55,24 +30,12 @@ def _produce(bootstrap: str, topic: str, values: list[bytes]) -> list:
     return reports
 
 
-def _consume(bootstrap: str, topic: str, count: int) -> list[bytes]:
-    consumer = confluent_kafka.Consumer({"bootstrap.servers": bootstrap, "group.id": f"r-{time.monotonic_ns()}"})
-    consumer.assign([confluent_kafka.TopicPartition(topic, 0, 0)])
-    out: list[bytes] = []
-    deadline = time.monotonic() + 30
-    while len(out) < count and time.monotonic() < deadline:
-        msg = consumer.poll(0.2)
-        if msg is not None and msg.error() is None:
-            out.append(msg.value())
-    consumer.close()
-    return out
-
-
-def test_a_failed_log_dir_moves_its_leaderships_and_the_notification_is_handled(zookeeper, small_disk):
+def test_a_failed_log_dir_moves_its_leaderships_and_the_notification_is_handled(zookeeper, small_disk, fill_disk):
+    disk = small_disk("8m")
     cluster = cluster_on(zookeeper, 3)
     broker1 = cluster.brokers[1]
     sturdy_dir = broker1.data_dir / "sturdy-dir"
-    broker1.overrides["log.dirs"] = f"{small_disk},{sturdy_dir}"  # the first partition goes to the tmpfs
+    broker1.overrides["log.dirs"] = f"{disk},{sturdy_dir}"  # the first partition goes to the tmpfs
     with cluster, ZkReader(cluster) as zk:
         boot = cluster.bootstrap_servers
         admin = Admin({"bootstrap.servers": boot})
@@ -83,11 +46,11 @@ def test_a_failed_log_dir_moves_its_leaderships_and_the_notification_is_handled(
             cluster.wait_for(lambda md: "sturdy" in md.topics and md.topics["sturdy"][0].isr == (1, 3), 30, "sturdy in sync")
         finally:
             admin.close()
-        assert (small_disk / "fragile-0").is_dir() and (sturdy_dir / "sturdy-0").is_dir()
+        assert (disk / "fragile-0").is_dir() and (sturdy_dir / "sturdy-0").is_dir()
         before = [f"before-{i}".encode() for i in range(20)]
         assert _produce(boot, "fragile", before) == [None] * 20
 
-        _fill(small_disk)
+        fill_disk(disk)
         after = [f"after-{i}".encode() + b"x" * 4000 for i in range(20)]
         # broker 1 fails the write (ENOSPC), its dir goes offline, broker 2 takes over; the
         # producer's retries land there
@@ -104,5 +67,5 @@ def test_a_failed_log_dir_moves_its_leaderships_and_the_notification_is_handled(
         assert "Log dir failure reported by brokers [1]" in text
         assert "Mark replicas fragile-0 on broker 1 as offline" in text
         wait_until(lambda: zk.children("/log_dir_event_notification") == [], 10, "the notification deleted")
-        got = _consume(boot, "fragile", 40)
+        got = _consume(boot, "fragile", 0, 40)
         assert got[:20] == before and sorted(got[20:]) == sorted(after)
