@@ -9,7 +9,7 @@ import time
 import pytest
 from broker_e2e import RawClient
 from confluent_kafka import Producer
-from test_client_quotas import alter_quota
+from test_client_quotas import _Store, alter_quota
 
 from odradek.broker.client_quotas import DEFAULT, ClientQuotas
 from odradek.protocol.errors import ErrorCode
@@ -91,14 +91,6 @@ def test_request_percentage_is_accepted_by_alter_and_describe(broker):
     assert resp.error_code == 0, resp
     assert [[(v.key, v.value) for v in e.values] for e in resp.entries] == [[("request_percentage", 25.0)]]
     assert alter_quota(broker, entity, "request_percentage", None) == 0
-
-
-class _Store:
-    def __init__(self, entries):
-        self.entries = entries
-
-    def client_quotas(self):
-        return self.entries
 
 
 @pytest.mark.parametrize("version", [3, 8, 9, 11])
