@@ -5,6 +5,7 @@
     python benchmarks/broker_bench.py --quick         # 10x fewer records, one run per row
     python benchmarks/broker_bench.py --only odradek --json /tmp/bench.json
     python benchmarks/broker_bench.py --profile /tmp/prof   # + py-spy of Odradek (pip install py-spy)
+    python benchmarks/broker_bench.py --security-only --security-mb 64   # TLS and SASL_SSL rows only
 
 Odradek writes to disk (a temporary log dir); tansu runs with ``memory://`` storage. Both run
 as child processes on 127.0.0.1 and are measured in the same run, row by row and never at
@@ -25,6 +26,9 @@ Rows
   fresh starts; Odradek's include creating its empty data dir).
 - RSS (``VmRSS``, /proc/PID/status) idle after startup, after every row has run, and the
   most it reached while a run's data was still held.
+- with ``--security`` (or ``--security-only``): produce and consume 1 KB records over
+  PLAINTEXT, SSL and SASL_SSL (SCRAM-SHA-512) listeners of one Odradek broker, with the
+  broker's CPU per MB (``security_bench.py``'s rows; ``--security-mb`` MB per listener).
 
 Each run (per size) produces its acks=1 and acks=all topics, consumes the acks=1 topic, reads
 it again raw, and then deletes both topics, so the machine holds one run's data at a time:
@@ -761,6 +765,16 @@ def print_profiles(console: Console, res: dict, profile_dir: str) -> None:
 # main
 
 
+def print_security_rows(args) -> None:
+    """What TLS and SASL_SSL cost beside PLAINTEXT (``security_bench.py``'s measurement)."""
+    import security_bench
+
+    mb = args.security_mb or (8 if args.quick else 64)
+    err.log(f"security rows: {mb} MB of 1 KB records per listener")
+    print(f"\nOdradek over PLAINTEXT, SSL and SASL_SSL (SCRAM-SHA-512), {mb} MB of 1 KB records each:")
+    security_bench.print_rows(security_bench.measure(mb, args.repeat or 1))
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="10x fewer records, one run per row (a smoke run)")
@@ -813,6 +827,15 @@ def main(argv: list[str] | None = None) -> int:
         "--profile-only", action="store_true", help="with --profile: skip the table, only profile Odradek"
     )
     ap.add_argument("--profile-native", action="store_true", help="py-spy --native (C frames too)")
+    ap.add_argument(
+        "--security",
+        action="store_true",
+        help="then Odradek over PLAINTEXT, SSL and SASL_SSL listeners: produce/consume 1 KB, CPU per MB",
+    )
+    ap.add_argument("--security-only", action="store_true", help="only the --security rows")
+    ap.add_argument(
+        "--security-mb", type=int, default=None, help="MB per listener for --security (default 64, quick 8)"
+    )
     args = ap.parse_args(argv)
     # Byte-compile Odradek first, as an installed wheel is: where PYTHONDONTWRITEBYTECODE is
     # set, the broker would otherwise compile its sources at every start.
@@ -825,6 +848,10 @@ def main(argv: list[str] | None = None) -> int:
         res = json.loads(Path(args.from_json).read_text())
         pick_rows(res, args.pick)
         print_report(res, list(res["brokers"]), None)
+        return 0
+
+    if args.security_only:
+        print_security_rows(args)
         return 0
 
     div = 10 if args.quick else 1
@@ -1065,6 +1092,8 @@ def main(argv: list[str] | None = None) -> int:
         Path(args.json).write_text(json.dumps(res, indent=2, default=str))
         err.log(f"numbers saved to {args.json}")
     print_report(res, names, args.profile)
+    if args.security:
+        print_security_rows(args)
     if args.keep or args.workdir:
         err.log(f"work dir kept: {workdir}")
     return 0

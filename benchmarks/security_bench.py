@@ -127,30 +127,40 @@ def consume(conf: dict, topic: str, count: int) -> float:
     return elapsed
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--mb", type=int, default=64, help="MB produced (and consumed) per listener")
-    parser.add_argument("--repeat", type=int, default=1)
-    parser.add_argument("--authorizer", action="store_true", help="run the ACL authorizer (see above)")
-    args = parser.parse_args()
-    count = args.mb * 1024 * 1024 // RECORD
+def measure(mb: int, repeat: int = 1, authorizer: bool = False) -> list[tuple]:
+    """Rows (phase, listener, MB/s, records/s, broker CPU ms per MB): produce then consume
+    ``mb`` MB of 1 KB records over each listener of one broker process."""
+    count = mb * 1024 * 1024 // RECORD
+    rows = []
     with tempfile.TemporaryDirectory(prefix="security-bench-") as tmp:
-        broker, configs = start_broker(Path(tmp), args.authorizer)
+        broker, configs = start_broker(Path(tmp), authorizer)
         try:
-            rows = []
-            for run in range(args.repeat):
+            for run in range(repeat):
                 for name, conf in configs.items():
                     topic = f"bench-{name.lower()}-{run}"
                     for phase, fn in (("produce", produce), ("consume", consume)):
                         cpu0 = cpu_seconds(broker.proc.pid)
                         elapsed = fn(conf, topic, count)
                         cpu = cpu_seconds(broker.proc.pid) - cpu0
-                        rows.append((phase, name, args.mb / elapsed, count / elapsed, cpu / args.mb * 1000))
+                        rows.append((phase, name, mb / elapsed, count / elapsed, cpu / mb * 1000))
         finally:
             broker.stop()
+    return rows
+
+
+def print_rows(rows: list[tuple]) -> None:
     print(f"{'phase':8} {'listener':10} {'MB/s':>8} {'records/s':>10} {'broker CPU ms/MB':>17}")
     for phase, name, mbps, rps, cpu_ms in rows:
         print(f"{phase:8} {name:10} {mbps:8.1f} {rps:10.0f} {cpu_ms:17.1f}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--mb", type=int, default=64, help="MB produced (and consumed) per listener")
+    parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--authorizer", action="store_true", help="run the ACL authorizer (see above)")
+    args = parser.parse_args()
+    print_rows(measure(args.mb, args.repeat, args.authorizer))
 
 
 if __name__ == "__main__":

@@ -21,7 +21,9 @@ memory pool); once the count reaches the limit, a connection starting such a req
 waits, without reading, until enough of the others are done. ``max.connections`` and
 ``max.connections.per.ip`` (with ``max.connections.per.ip.overrides``) close connections
 over the limit as they are accepted; beyond ``max.connection.creation.rate`` new
-connections per second, a new connection is not read until its turn comes. Request frames of ``BIG_REQUEST_BYTES`` or more are
+connections per second, a new connection is not read until its turn comes; one that takes
+its IP address over its ``connection_creation_rate`` quota (KIP-612) is never read and is
+closed after its throttle time. Request frames of ``BIG_REQUEST_BYTES`` or more are
 decoded out of the garbage collector's way (``_decode_big``): a request of a million items
 then costs the loop a tenth of a second instead of half a second of collections. Anything
 a connection sends that we cannot make sense of closes that connection alone, with the
@@ -39,6 +41,7 @@ import socket
 import time
 
 from odradek._tasks import cancel_and_wait
+from odradek.broker import request_time_quota
 from odradek.broker.broker_metrics import RequestMetrics
 from odradek.broker.handlers import RawResponse, Request
 from odradek.broker.security.sasl_authenticator import PASS, Close, SaslAuthenticator
@@ -100,6 +103,14 @@ class Connection(asyncio.BufferedProtocol):
         if not self.server.register(self):
             self.closed = True
             transport.abort()
+            return
+        quotas = self.broker.client_quotas
+        close_in_ms = quotas.record_connection(self.ip) if quotas.ip_active else 0
+        if close_in_ms:  # KIP-612: over its IP's connection_creation_rate; closed unread, later
+            self._held = True
+            self._update_reading()
+            why = f"{self.ip} is over its connection_creation_rate quota ({quotas.ip_quota(self.ip):g}/s)"
+            asyncio.get_running_loop().call_later(close_in_ms / 1000, self._close_throttled, why)
             return
         delay = self.server.creation_delay()
         if delay > 0:  # max.connection.creation.rate: this one waits its turn before being read
@@ -342,19 +353,45 @@ class Connection(asyncio.BufferedProtocol):
             )
             self.close("internal error")
             return
+        timed = self.broker.client_quotas.request_time and not request_time_quota.exempt(request)
         if result is None:
+            if timed:
+                self._charge_handling(request, None, _now_ns() - request.received_ns)
             self._observe(request.api_key, _now_ns() - request.received_ns)
             if request.extra:
                 self._mute(request.extra.get("throttle_ms", 0))
             return
         # RawResponse (Produce, Fetch) first: asyncio.iscoroutine is an ABC check.
         if type(result) is not RawResponse and asyncio.iscoroutine(result):
-            self._answer_later(self._encode_when_done(request, result), spec.name)
+            busy_ns = _now_ns() - request.received_ns if timed else None
+            self._answer_later(self._encode_when_done(request, result, busy_ns), spec.name)
         else:
+            if timed:
+                result = self._charge_handling(request, result, _now_ns() - request.received_ns)
+            encoding = _now_ns()
             self._write(self._encode(request, result))
-            self._observe(request.api_key, _now_ns() - request.received_ns)
+            done = _now_ns()
+            if timed:
+                self._charge_encoding(request, done - encoding)
+            self._observe(request.api_key, done - request.received_ns)
         if request.extra:
             self._mute(request.extra.get("throttle_ms", 0))
+
+    def _charge_handling(self, request: Request, result, busy_ns: int):
+        """request_percentage: charge the loop time spent parsing and handling the request; a
+        response over the quota carries the throttle time (the larger one when a byte-rate
+        quota throttles too), and the connection is muted that long."""
+        throttle_ms = self.broker.client_quotas.record_request_time(request.principal, request.client_id, busy_ns)
+        if throttle_ms > request.extra.get("throttle_ms", 0):
+            request.extra["throttle_ms"] = throttle_ms
+            if result is not None:
+                result = request_time_quota.with_throttle(result, throttle_ms)
+        return result
+
+    def _charge_encoding(self, request: Request, busy_ns: int) -> None:
+        """The time spent encoding the response counts, without throttling (Kafka's network
+        thread time)."""
+        self.broker.client_quotas.record_request_time(request.principal, request.client_id, busy_ns)
 
     def _request(self, header, body, received_ns: int) -> Request:
         return Request(
@@ -369,9 +406,14 @@ class Connection(asyncio.BufferedProtocol):
             received_ns=received_ns,
         )
 
-    async def _encode_when_done(self, request: Request, result):
+    async def _encode_when_done(self, request: Request, result, busy_ns: int | None = None):
         result = await result
+        if busy_ns is not None:  # charged: the handler's time before it waited
+            result = self._charge_handling(request, result, busy_ns)
+        encoding = _now_ns()
         data = None if result is None else self._encode(request, result)
+        if busy_ns is not None:
+            self._charge_encoding(request, _now_ns() - encoding)
         self._observe(request.api_key, _now_ns() - request.received_ns)
         if request.extra:
             self._mute(request.extra.get("throttle_ms", 0))
@@ -488,6 +530,17 @@ class Connection(asyncio.BufferedProtocol):
                 transport.abort()
             else:
                 transport.close()
+
+    def _close_throttled(self, why: str) -> None:
+        """Close a connection refused by a quota; logged like refused connections (one line
+        per interval under a flood)."""
+        if self.closed:
+            return
+        self.server.note_refusal(self, why)
+        self.closed = True
+        self._drop_work()
+        if self.transport is not None:
+            self.transport.close()
 
     def _drop_work(self):
         """Forget what this connection was doing: its pending answer (a delayed fetch
@@ -697,7 +750,7 @@ class NetworkServer:
 
     def register(self, conn: Connection) -> bool:
         if len(self.connections) >= self.max_connections:
-            self._refuse(conn, f"max.connections ({self.max_connections}) reached")
+            self.note_refusal(conn, f"max.connections ({self.max_connections}) reached")
             return False
         count = self.per_ip.get(conn.ip, 0)
         limit = self.ip_limits.get(conn.ip, self.max_connections_per_ip)
@@ -705,13 +758,13 @@ class NetworkServer:
             key = (
                 "max.connections.per.ip.overrides" if conn.ip in self.ip_limits else "max.connections.per.ip"
             )
-            self._refuse(conn, f"{conn.ip} already has {count} connections ({key}: {limit})")
+            self.note_refusal(conn, f"{conn.ip} already has {count} connections ({key}: {limit})")
             return False
         self.per_ip[conn.ip] = count + 1
         self.connections.add(conn)
         return True
 
-    def _refuse(self, conn: Connection, why: str) -> None:
+    def note_refusal(self, conn: Connection, why: str) -> None:
         """Log a refused connection; under a flood, one line per interval with a count."""
         self._refused += 1
         now = time.monotonic()

@@ -394,9 +394,9 @@ class Broker:
         return cluster_id
 
     def _quotas_changed(self, quotas: ClientQuotas) -> None:
-        """The produce fast lane skips quotas: it is off while a producer quota exists."""
+        """The produce fast lane skips quotas: it is off while a producer or request quota exists."""
         lanes = self.network.fast_lanes
-        if quotas.has("producer_byte_rate"):
+        if quotas.has("producer_byte_rate") or quotas.request_time:
             lanes.clear()
         else:
             lanes.update(handlers.FAST_LANES)

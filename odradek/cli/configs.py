@@ -1,10 +1,12 @@
-"""``odradek configs``: kafka-configs.sh for topics and brokers (describe, alter)."""
+"""``odradek configs``: kafka-configs.sh for topics and brokers, and the client quotas of users,
+client ids and IP addresses (describe, alter)."""
 
 from __future__ import annotations
 
 import click
 
 from odradek.cli.common import CliError, client_command, parse_key_values, translate
+from odradek.client.security_admin import DEFAULT_ENTITY
 
 # DescribeConfigs config_source → the names kafka-configs.sh prints.
 SOURCES = {
@@ -27,21 +29,36 @@ _TYPES = {
     "users": "users",
     "client": "clients",
     "clients": "clients",
+    "ip": "ips",
+    "ips": "ips",
 }
-_QUOTA_ENTITY = {"users": "user", "clients": "client-id"}
+_QUOTA_ENTITY = {"users": "user", "clients": "client-id", "ips": "ip"}
+# --entity-default shares --entity-name's list, so that names and defaults keep their order.
+_DEFAULT = "\0default"
+QUOTAS = "quotas"
 
 
 def _entity(
-    entity_type, entity_name, topic, broker, pos_type, pos_name, entity_default=False
-) -> tuple[str, str | None]:
-    """Resolve the many spellings (Kafka's and positional) to ("topics"|"brokers", name|None);
-    the cluster-wide broker defaults (--entity-default) are the broker named ""."""
-    if entity_default:
-        if entity_name is not None or topic is not None or broker is not None or pos_name is not None:
+    entity_types, entity_names, topic, broker, pos_type, pos_name
+) -> tuple[str, str | None] | tuple[str, list[tuple[str, str | None]]]:
+    """Resolve the many spellings (Kafka's and positional) to ("topics"|"brokers", name|None)
+    (the cluster-wide broker defaults, --entity-default, are the broker named ""), or to
+    (QUOTAS, [(quota entity type, name | "" for its default | None for any)]): quota
+    entities take one --entity-type each, the i-th --entity-name / --entity-default naming
+    the i-th type, as kafka-configs pairs them."""
+    kinds = [_TYPES[t.lower()] for t in entity_types]
+    if any(k in _QUOTA_ENTITY for k in kinds):
+        return QUOTAS, _quota_entity(kinds, entity_names, topic, broker, pos_type)
+    if len(kinds) > 1 or len(entity_names) > 1:
+        raise click.UsageError("Give one --entity-type and one --entity-name (several only for users and clients).")
+    entity_type = entity_types[0] if entity_types else None
+    entity_name = entity_names[0] if entity_names else None
+    if entity_name == _DEFAULT:
+        if topic is not None or broker is not None or pos_name is not None:
             raise click.UsageError("--entity-default names the cluster-wide defaults: give no broker id.")
         kind = _TYPES.get((entity_type or pos_type or "brokers").lower())
-        if kind not in ("brokers", "users", "clients"):
-            raise click.UsageError("--entity-default applies to brokers, users and clients.")
+        if kind != "brokers":
+            raise click.UsageError("--entity-default applies to brokers, users, clients and ips.")
         return kind, ""
     given = []
     if topic is not None:
@@ -50,8 +67,8 @@ def _entity(
         given.append(("brokers", broker))
     if entity_type is not None or entity_name is not None:
         if entity_type is None:
-            raise click.UsageError("--entity-name needs --entity-type topics|brokers.")
-        given.append((_TYPES[entity_type], entity_name))
+            raise click.UsageError("--entity-name needs --entity-type topics|brokers|users|clients|ips.")
+        given.append((_TYPES[entity_type.lower()], entity_name))
     if pos_type is not None:
         if pos_type.lower() not in _TYPES:
             raise click.UsageError(f"Unknown entity type {pos_type!r}: use topics or brokers.")
@@ -67,6 +84,21 @@ def _entity(
     return given[0]
 
 
+def _quota_entity(kinds, names, topic, broker, pos_type) -> list[tuple[str, str | None]]:
+    if topic is not None or broker is not None or pos_type is not None:
+        raise click.UsageError("Quota entities (users, clients, ips) go with --entity-type/--entity-name only.")
+    if any(k not in _QUOTA_ENTITY for k in kinds):
+        raise click.UsageError("users, clients and ips cannot be combined with topics or brokers.")
+    if len(set(kinds)) != len(kinds):
+        raise click.UsageError("Give each of users and clients at most once.")
+    if "ips" in kinds and len(kinds) > 1:
+        raise click.UsageError("ips cannot be combined with users or clients.")
+    if len(names) > len(kinds):
+        raise click.UsageError("More --entity-name/--entity-default than --entity-type: give one type before each name.")
+    padded = list(names) + [None] * (len(kinds) - len(names))
+    return [(_QUOTA_ENTITY[k], "" if n == _DEFAULT else n) for k, n in zip(kinds, padded, strict=True)]
+
+
 def _entity_options(fn):
     fn = click.option(
         "--broker", metavar="ID", help="A broker (same as --entity-type brokers --entity-name ID)."
@@ -76,11 +108,26 @@ def _entity_options(fn):
     )(fn)
     fn = click.option(
         "--entity-default",
-        is_flag=True,
-        help="The cluster-wide broker defaults (dynamic configs every broker takes unless it has its own).",
+        "entity_names",
+        flag_value=_DEFAULT,
+        multiple=True,
+        help="The default entity of the --entity-type before it: the cluster-wide broker defaults "
+        "(dynamic configs every broker takes unless it has its own), or the default user, client id or ip.",
     )(fn)
-    fn = click.option("--entity-name", metavar="NAME", help="Topic name or broker id.")(fn)
-    fn = click.option("--entity-type", type=click.Choice(sorted(_TYPES)), help="topics, brokers, users (quotas) or clients (quotas).")(fn)
+    fn = click.option(
+        "--entity-name",
+        "entity_names",
+        metavar="NAME",
+        multiple=True,
+        help="Topic name, broker id, user, client id or IP address; the i-th names the i-th --entity-type.",
+    )(fn)
+    fn = click.option(
+        "--entity-type",
+        "entity_types",
+        type=click.Choice(sorted(_TYPES), case_sensitive=False),
+        multiple=True,
+        help="topics, brokers, or for quotas users, clients (both together for a user's client id) or ips.",
+    )(fn)
     fn = click.argument("pos_name", required=False, metavar="[NAME]")(fn)
     fn = click.argument("pos_type", required=False, metavar="[topics|brokers]")(fn)
     return fn
@@ -88,11 +135,12 @@ def _entity_options(fn):
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 def configs():
-    """Describe and alter topic and broker configs (kafka-configs.sh).
+    """Describe and alter topic and broker configs, and client quotas (kafka-configs.sh).
 
     Broker configs come from server.properties; those Kafka can change at run time
     (read_only=false in `describe --all -o json`) can also be set dynamically, for one
     broker or as the cluster-wide default. Dynamic configs apply at once and survive restarts.
+    Quotas belong to users, client ids, a user's client id, or IP addresses.
 
     \b
     Examples:
@@ -102,6 +150,8 @@ def configs():
       odradek configs alter --topic orders --delete-config retention.ms
       odradek configs alter --entity-type brokers --entity-default --add-config log.retention.ms=3600000
       odradek configs alter --entity-type brokers --entity-name 0 --add-config message.max.bytes=2097152
+      odradek configs alter --entity-type users --entity-name alice --entity-type clients \\
+                            --entity-name app --add-config producer_byte_rate=1048576
     """
 
 
@@ -111,7 +161,7 @@ def configs():
     "--all", "show_all", is_flag=True, help="Every config, defaults included (default: only those set)."
 )
 @client_command
-def describe(session, pos_type, pos_name, entity_type, entity_name, entity_default, topic, broker, show_all):
+def describe(session, pos_type, pos_name, entity_types, entity_names, topic, broker, show_all):
     """Show the configs set on a topic or broker (with --all: every config in force).
 
     Without a name, every topic (or broker) is described. A broker's configs show where
@@ -126,12 +176,18 @@ def describe(session, pos_type, pos_name, entity_type, entity_name, entity_defau
       odradek configs describe --entity-type topics                 # every topic
       odradek configs describe --broker 0 --all -o json
       odradek configs describe --entity-type brokers --entity-default
+      odradek configs describe --entity-type users --entity-name alice --entity-type clients
+      odradek configs describe --entity-type ips                      # every IP with a quota
+
+    Quotas: each --entity-type with an --entity-name (or --entity-default) shows that
+    entity; one without a name shows every named entity of that type. Only entities of
+    exactly the given types are listed, as kafka-configs lists them.
     """
     from odradek.client.structs import ConfigResource
 
-    kind, name = _entity(entity_type, entity_name, topic, broker, pos_type, pos_name, entity_default)
-    if kind in _QUOTA_ENTITY:
-        describe_quotas(session, kind, name)
+    kind, name = _entity(entity_types, entity_names, topic, broker, pos_type, pos_name)
+    if kind == QUOTAS:
+        describe_quotas(session, name)
         return
     with session.admin() as admin:
         if name is None:
@@ -212,10 +268,8 @@ def describe(session, pos_type, pos_name, entity_type, entity_name, entity_defau
 )
 @click.option("--validate-only", is_flag=True, help="Check the change on the broker without applying it.")
 @client_command
-def alter(
-    session, pos_type, pos_name, entity_type, entity_name, entity_default, topic, broker, add, delete, validate_only
-):
-    """Set or remove configs of a topic or broker (incrementally: other configs stay).
+def alter(session, pos_type, pos_name, entity_types, entity_names, topic, broker, add, delete, validate_only):
+    """Set or remove configs of a topic or broker, or quotas (incrementally: others stay).
 
     A broker takes the keys Kafka can change at run time (log.retention.ms,
     message.max.bytes, log.cleaner.*, ...) for itself (--entity-name ID) or for every
@@ -231,11 +285,21 @@ def alter(
       odradek configs alter --entity-type brokers --entity-default --delete-config log.retention.ms
       odradek configs alter --entity-type clients --entity-name app --add-config producer_byte_rate=1048576
       odradek configs alter --entity-type users --entity-default --add-config consumer_byte_rate=2097152
+      odradek configs alter --entity-type users --entity-name alice --entity-type clients \\
+                            --entity-name app --add-config producer_byte_rate=1024,request_percentage=50
+      odradek configs alter --entity-type ips --entity-default --add-config connection_creation_rate=10
+
+    Quota keys: producer_byte_rate and consumer_byte_rate (bytes a second),
+    request_percentage (percent of one thread's time) for users and clients;
+    connection_creation_rate (new connections a second) for ips.
     """
     from odradek.client.structs import ConfigResource
 
-    kind, name = _entity(entity_type, entity_name, topic, broker, pos_type, pos_name, entity_default)
-    if name is None:
+    kind, name = _entity(entity_types, entity_names, topic, broker, pos_type, pos_name)
+    if kind == QUOTAS:
+        if any(n is None for _, n in name):
+            raise click.UsageError("Give --entity-name or --entity-default after each --entity-type.")
+    elif name is None:
         raise click.UsageError(
             f"Name the {kind[:-1]} to alter (--entity-name)"
             + (", or --entity-default for every broker." if kind == "brokers" else ".")
@@ -249,8 +313,8 @@ def alter(
         raise click.UsageError(f"{', '.join(sorted(both))} both added and deleted.")
     changes: dict = dict(to_set)
     changes.update({k: None for k in to_delete})
-    if kind in _QUOTA_ENTITY:
-        _alter_quotas(session, kind, name, changes, validate_only)
+    if kind == QUOTAS:
+        _alter_quotas(session, name, changes, validate_only)
         return
     rtype = "topic" if kind == "topics" else "broker"
     what = "the cluster-wide broker defaults" if name == "" else f"{rtype} '{name}'"
@@ -290,25 +354,31 @@ def alter(
         click.echo(f"Completed updating config for {rtype} {name}.")
 
 
-def _alter_quotas(session, kind: str, name: str, changes: dict, validate_only: bool) -> None:
-    """Client quotas of a user or client id (KIP-546): producer_byte_rate, consumer_byte_rate."""
+def _describe_entity(entity: list[tuple[str, str | None]]) -> str:
+    """As kafka-configs names them: user-principal 'alice', the default client-id."""
+    labels = {"user": "user-principal", "client-id": "client-id", "ip": "ip"}
+    return ", ".join(f"the default {labels[t]}" if not n else f"{labels[t]} '{n}'" for t, n in entity)
+
+
+def _alter_quotas(session, entity: list[tuple[str, str | None]], changes: dict, validate_only: bool) -> None:
+    """Client quotas of a user, a client id, both, or an IP address (KIP-546)."""
     try:
         values = {k: None if v is None else float(v) for k, v in changes.items()}
     except ValueError:
         raise click.UsageError("quota values are numbers, e.g. producer_byte_rate=1048576") from None
-    entity = {_QUOTA_ENTITY[kind]: name or None}
     with session.admin() as admin:
-        admin.alter_client_quotas(entity, values, validate_only=validate_only)
-    who = f"the default {kind[:-1]}" if not name else f"{kind[:-1]} '{name}'"
-    session.info(f"{'Checked' if validate_only else 'Altered'} quotas of {who}.")
+        admin.alter_client_quotas({t: n or None for t, n in entity}, values, validate_only=validate_only)
+    session.info(f"{'Checked' if validate_only else 'Altered'} quotas of {_describe_entity(entity)}.")
 
 
-def describe_quotas(session, kind: str, name: str | None) -> None:
+def describe_quotas(session, entity: list[tuple[str, str | None]]) -> None:
     with session.admin() as admin:
-        found = admin.describe_client_quotas(_QUOTA_ENTITY[kind], name or None, default=name == "")
+        found = admin.describe_client_quotas(
+            {t: DEFAULT_ENTITY if n == "" else n for t, n in entity}, strict=True
+        )
     rows = [
-        [", ".join(f"{t}={n if n is not None else '<default>'}" for t, n in entity.items()), key, value]
-        for entity, quotas in found
+        [", ".join(f"{t}={n if n is not None else '<default>'}" for t, n in e.items()), key, value]
+        for e, quotas in found
         for key, value in sorted(quotas.items())
     ]
     if session.json:

@@ -21,6 +21,7 @@ from odradek.protocol.sasl_mechanisms import SCRAM_MECHANISMS, salted_password
 
 SCRAM_CODES = {"SCRAM-SHA-256": 1, "SCRAM-SHA-512": 2}
 SCRAM_NAMES = {code: name for name, code in SCRAM_CODES.items()}
+DEFAULT_ENTITY = "<default>"  # describe_client_quotas: an entity type's default entity
 
 
 @dataclass(frozen=True)
@@ -162,15 +163,22 @@ class QuotaAdmin:
             if r.error_code:
                 raise error_for(int(r.error_code))(r.error_message or "AlterClientQuotas")
 
-    async def describe_client_quotas(self, entity_type: str | None = None, name: str | None = None, default: bool = False, timeout: float | None = None):
-        """[(entity dict, {key: value})]: every quota, or those of one entity type (one name,
-        or its default entity)."""
-        components = []
-        if entity_type is not None:
-            match_type = 1 if default else 0 if name is not None else 2
-            components.append({"entity_type": entity_type, "match_type": match_type, "match": name})
+    async def describe_client_quotas(
+        self, entities: dict | None = None, strict: bool = False, timeout: float | None = None
+    ):
+        """[(entity dict, {key: value})]: the quotas of the entities that match ``entities``,
+        {entity type: a name, DEFAULT_ENTITY (its default entity) or None (any named one)};
+        every quota without it. ``strict``: only entities of exactly those types."""
+        components = [
+            {
+                "entity_type": entity_type,
+                "match_type": 1 if name == DEFAULT_ENTITY else 2 if name is None else 0,
+                "match": None if name == DEFAULT_ENTITY else name,
+            }
+            for entity_type, name in (entities or {}).items()
+        ]
         resp = await self._any(
-            api_keys.DESCRIBE_CLIENT_QUOTAS, {"components": components, "strict": False}, self._t(timeout)
+            api_keys.DESCRIBE_CLIENT_QUOTAS, {"components": components, "strict": strict}, self._t(timeout)
         )
         if resp.error_code:
             raise error_for(int(resp.error_code))(resp.error_message or "DescribeClientQuotas")

@@ -110,7 +110,9 @@ class MetadataStore(ABC):
 
     def client_quotas(self) -> list[tuple[dict, dict]]:
         """Every client quota: ({"user": u, "client-id": c}, {key: float}); a part is a name,
-        "<default>" or None (Kafka: /config/users/<u>/clients/<c>, /config/clients/<c>)."""
+        "<default>" or None (Kafka: /config/users/<u>/clients/<c>, /config/clients/<c>); or
+        an IP entity ({"ip": address or "<default>"}, {"connection_creation_rate": n})
+        (Kafka: /config/ips/<ip>)."""
         raise NotImplementedError(f"{type(self).__name__} keeps no client quotas")
 
     def set_client_quota(self, entity: dict, changes: dict) -> None:
@@ -300,7 +302,10 @@ class LocalMetadataStore(MetadataStore):
 
     def set_client_quota(self, entity, changes) -> None:
         old = [dict(q) for q in self._quotas]
-        entity = {"user": entity.get("user"), "client-id": entity.get("client-id")}
+        if entity.get("ip") is not None:
+            entity = {"ip": entity["ip"]}
+        else:
+            entity = {"user": entity.get("user"), "client-id": entity.get("client-id")}
         current = next((q for q in self._quotas if q["entity"] == entity), None)
         quotas = dict(current["quotas"]) if current else {}
         for key, value in changes.items():

@@ -12,12 +12,20 @@ picks per API the highest version both sides support.
 
 A request that gets no answer within its timeout closes the connection: every request
 in flight fails with ``KafkaConnectionError`` (retriable), as Kafka's clients do.
+
+Re-authentication (KIP-368). When SaslAuthenticate gives a session lifetime, the connection
+authenticates again on the same socket before the session ends, between requests as Kafka's
+Java client does: the first request sent after 85-95 % of the lifetime (a random point, so
+that connections do not all renew at once) waits, with every later one, while the requests
+in flight are answered and a new SaslHandshake/SaslAuthenticate exchange runs; then they go
+out in order. A failed re-authentication closes the connection, failing them.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import random
 import socket
 import ssl
 from collections.abc import Mapping
@@ -60,6 +68,11 @@ class Connection(asyncio.BufferedProtocol):
         self._write_ready: asyncio.Future | None = None
         self.on_close = None  # callable(conn, exc) set by the owner
         self.last_used = self._loop.time()
+        self._reauth_at: float | None = None  # loop time after which to re-authenticate
+        self._held: list | None = None  # sends waiting for a re-authentication, in order
+        self._reauth_task: asyncio.Task | None = None
+        self._idle: asyncio.Event | None = None  # set when nothing is in flight (re-auth waits)
+        self.reauthentications = 0
 
     def __repr__(self) -> str:
         return f"<Connection node={self.node_id} {self.host}:{self.port}>"
@@ -113,13 +126,12 @@ class Connection(asyncio.BufferedProtocol):
                 return
 
     async def _authenticate(self) -> None:
-        """SaslHandshake v1, then the mechanism's tokens in SaslAuthenticate (KIP-152). A
-        session lifetime the broker gives is not renewed: the broker closes the connection
-        when it ends and the client connects again."""
+        """SaslHandshake v1, then the mechanism's tokens in SaslAuthenticate (KIP-152); a
+        session lifetime in the answer (v1+) schedules the re-authentication."""
         sec = self.security
         if not self.supports(SASL_HANDSHAKE) or not self.supports(SASL_AUTHENTICATE):
             raise KafkaConnectionError(f"broker {self.node_id} at {self.host}:{self.port} does not speak SASL")
-        shake = await self.send(SASL_HANDSHAKE, {"mechanism": sec.mechanism}, version=1)
+        shake = await self._send_now(SASL_HANDSHAKE, {"mechanism": sec.mechanism}, 1)
         if shake.error_code:
             raise error_for(shake.error_code)(
                 f"broker {self.node_id} does not enable SASL mechanism {sec.mechanism} "
@@ -127,14 +139,56 @@ class Connection(asyncio.BufferedProtocol):
             )
         client = sec.sasl_client()
         token = client.first()
+        lifetime_ms = 0
         while token is not None:
-            resp = await self.send(SASL_AUTHENTICATE, {"auth_bytes": token})
+            resp = await self._send_now(SASL_AUTHENTICATE, {"auth_bytes": token}, self.version(SASL_AUTHENTICATE))
             if resp.error_code:
                 raise error_for(resp.error_code)(resp.error_message or "SASL authentication failed")
+            lifetime = getattr(resp, "session_lifetime", None)  # v1+
+            lifetime_ms = int(lifetime.total_seconds() * 1000) if lifetime is not None else 0
             try:
                 token = client.step(resp.auth_bytes)
             except SaslFailure as exc:
                 raise error_for(ErrorCode.sasl_authentication_failed)(str(exc)) from None
+        self._reauth_at = None
+        if lifetime_ms > 0:
+            self._reauth_at = self._loop.time() + lifetime_ms / 1000 * random.uniform(0.85, 0.95)
+
+    def _reauth_due(self) -> bool:
+        return self._reauth_at is not None and self._loop.time() >= self._reauth_at
+
+    async def _reauthenticate(self) -> None:
+        """Wait for the requests in flight, authenticate again, then send the held ones."""
+        try:
+            while self._core.in_flight:
+                self._idle = asyncio.Event()
+                await self._idle.wait()
+            await self._authenticate()
+        except Exception as exc:
+            self._reauth_task = None
+            log.warning("re-authenticating with broker %s failed: %s", self.node_id, exc)
+            if not isinstance(exc, KafkaConnectionError):
+                exc = KafkaConnectionError(f"re-authentication with broker {self.node_id} failed: {exc}")
+            self.close(exc)
+            return
+        finally:
+            self._idle = None
+        self._reauth_task = None
+        self.reauthentications += 1
+        log.debug("re-authenticated with broker %s", self.node_id)
+        held, self._held = self._held or [], None
+        for write in held:
+            write()
+
+    def _hold(self, write) -> bool:
+        """Whether ``write`` must wait for a re-authentication (started here when due)."""
+        if self._held is None:
+            if not self._reauth_due():
+                return False
+            self._held = []
+            self._reauth_task = self._loop.create_task(self._reauthenticate())
+        self._held.append(write)
+        return True
 
     def connection_made(self, transport) -> None:
         self._transport = transport
@@ -168,6 +222,11 @@ class Connection(asyncio.BufferedProtocol):
                 timer.cancel()
             if not fut.done():
                 fut.set_exception(exc)
+        held, self._held = self._held or [], None
+        for write in held:
+            write()  # fails its future: the connection is closed
+        if self._reauth_task is not None:
+            self._reauth_task.cancel()
         if self._write_ready is not None and not self._write_ready.done():
             self._write_ready.set_result(None)
         if self.on_close is not None:
@@ -179,7 +238,8 @@ class Connection(asyncio.BufferedProtocol):
 
     @property
     def in_flight(self) -> int:
-        return self._core.in_flight
+        """Requests sent and not answered, and those held for a re-authentication."""
+        return self._core.in_flight + len(self._held or ())
 
     # -- writing -------------------------------------------------------------------------
 
@@ -219,18 +279,33 @@ class Connection(asyncio.BufferedProtocol):
 
         ``values`` is a dict for ``request_builder.build``, a callable ``f(version) -> dict``,
         or a ready kio entity. With ``expect_response=False`` (acks=0 produce) the future is
-        resolved with None once written.
+        resolved with None once written (or held until a re-authentication is over).
         """
         fut = self._loop.create_future()
+        write = lambda: self._write_request(fut, api_key, values, version, expect_response, timeout)  # noqa: E731
+        if self._closed is None and self._hold(write):
+            return fut
+        write()
+        return fut
+
+    def _send_now(self, api_key: int, values, version: int):
+        """A request of the SASL exchange itself: never held."""
+        fut = self._loop.create_future()
+        self._write_request(fut, api_key, values, version, True, None)
+        return fut
+
+    def _write_request(self, fut, api_key: int, values, version, expect_response: bool, timeout) -> None:
+        if fut.done():
+            return
         if self._closed is not None:
             fut.set_exception(self._closed)
-            return fut
+            return
         if version is None:
             try:
                 version = self.version(api_key)
             except UnsupportedVersionError as exc:
                 fut.set_exception(exc)
-                return fut
+                return
         token = [fut, None] if expect_response else None  # the timer is set once sent
         try:
             correlation_id, frame = self._core.request(
@@ -238,10 +313,9 @@ class Connection(asyncio.BufferedProtocol):
             )
         except Exception as exc:
             fut.set_exception(exc)
-            return fut
+            return
         self._sent(correlation_id, fut, token, timeout)
         self._transport.write(frame)
-        return fut
 
     def send_parts(self, api_key: int, version: int, build, expect_response: bool = True, timeout=None):
         """Like ``send``, for a request packed by hand: ``build(correlation_id) -> [buffers]``.
@@ -249,9 +323,18 @@ class Connection(asyncio.BufferedProtocol):
         The buffers go to the transport with ``writelines`` (no join, no copy here).
         """
         fut = self._loop.create_future()
+        write = lambda: self._write_parts(fut, api_key, version, build, expect_response, timeout)  # noqa: E731
+        if self._closed is None and self._hold(write):
+            return fut
+        write()
+        return fut
+
+    def _write_parts(self, fut, api_key: int, version: int, build, expect_response: bool, timeout) -> None:
+        if fut.done():
+            return
         if self._closed is not None:
             fut.set_exception(self._closed)
-            return fut
+            return
         token = [fut, None] if expect_response else None
         try:
             correlation_id, parts = self._core.request_parts(
@@ -259,10 +342,9 @@ class Connection(asyncio.BufferedProtocol):
             )
         except Exception as exc:
             fut.set_exception(exc)
-            return fut
+            return
         self._sent(correlation_id, fut, token, timeout)
         self._transport.writelines(parts)
-        return fut
 
     def _sent(self, correlation_id: int, fut, token: list | None, timeout) -> None:
         """A request went out now: its answer is awaited up to ``timeout`` (else the request
@@ -320,6 +402,8 @@ class Connection(asyncio.BufferedProtocol):
                 continue
             fut.set_result(entity)
         self.last_used = self._loop.time()
+        if self._idle is not None and not self._core.in_flight:
+            self._idle.set()
 
     def eof_received(self):
         return False

@@ -98,6 +98,17 @@ def produce_response(
     return [b"".join(out)]  # small: one buffer is cheaper to frame and send than a dozen
 
 
+def produce_throttle_at(version: int) -> int | None:
+    """Where throttle_time_ms lies in ``produce_response``'s buffer, from its end (None in v0)."""
+    if version < 1:
+        return None
+    return -5 if version >= PRODUCE_FLEXIBLE_FROM else -4
+
+
+# throttle_time_ms is the first four bytes of ``fetch_response``'s first buffer.
+FETCH_THROTTLE_AT = 0
+
+
 def _record_errors(record_errors, flexible: bool) -> bytes:
     """The ``record_errors`` array: (batch_index int32, batch_index_error_message)."""
     null_string = _NULL_STRING[flexible]

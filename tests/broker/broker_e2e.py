@@ -278,9 +278,12 @@ def fetch_body(
 class RawClient:
     """One blocking socket speaking Kafka frames; for requests no real client would send."""
 
-    def __init__(self, broker, timeout: float = 10.0):
+    def __init__(self, broker, timeout: float = 10.0, source: str | None = None):
+        """``source``: the local address to connect from (e.g. 127.0.0.2, another loopback IP)."""
         self.broker = broker
-        self.sock = socket.create_connection((broker.host, broker.port), timeout=timeout)
+        self.sock = socket.create_connection(
+            (broker.host, broker.port), timeout=timeout, source_address=(source, 0) if source else None
+        )
         self._address = self.local_address
         self._correlation = 0
 

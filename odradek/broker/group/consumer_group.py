@@ -77,9 +77,10 @@ class ConsumerGroupMember:
     state: int = STABLE
     assigned: Assignment = field(default_factory=dict)
     pending_revocation: Assignment = field(default_factory=dict)
-    # timers (not persisted)
+    # not persisted: timers, and who heartbeats (principal and peer, for the authorizer)
     session_timer: object = None
     rebalance_timer: object = None
+    requester: object = None
 
     @property
     def owned(self) -> Assignment:
@@ -97,7 +98,7 @@ class ConsumerGroup:
         self.target: dict[str, Assignment] = {}  # member id -> its target partitions
         self.subscription_metadata: dict[uuid.UUID, tuple[str, int]] = {}  # topic id -> (name, partitions)
         self.resolved_regexes: dict[str, frozenset[str]] = {}  # regex -> topic names
-        self.resolved_at: int | None = None  # the coordinator's metadata version they were resolved at
+        self.resolved_at: tuple | None = None  # (metadata version, ACL generation) they were resolved at
         self.dead = False
 
     @property

@@ -64,6 +64,14 @@ class HeartbeatRequest(NamedTuple):
     client_id: str
     client_host: str
     api_version: int
+    requester: Requester | None = None
+
+
+class Requester(NamedTuple):
+    """Who sent a heartbeat, as the authorizer asks: the principal and its address."""
+
+    principal: str
+    peer: str
 
 
 class HeartbeatAnswer(NamedTuple):
@@ -99,8 +107,8 @@ class ConsumerGroupManager:
         if self._update_member(member, req) or bump:
             entries.append(self._member_record(group, member))
             bump = True
-        if (bump or group.resolved_at != self.shard.context.metadata_version) and self._refresh_subscriptions(
-            group, entries
+        if (bump or group.resolved_at != self._resolution_stamp()) and self._refresh_subscriptions(
+            group, entries, member
         ):
             bump = True
         if bump:
@@ -266,6 +274,8 @@ class ConsumerGroupManager:
             member.rebalance_timeout_ms = req.rebalance_timeout_ms
         member.client_id = req.client_id
         member.client_host = req.client_host
+        if req.requester is not None:
+            member.requester = req.requester
         return before != (member.subscribed_topics, member.subscribed_regex, member.server_assignor)
 
     # -- subscriptions and the target assignment ---------------------------------------------
@@ -280,15 +290,40 @@ class ConsumerGroupManager:
             if not info.internal and not name.startswith("__")
         }
 
-    def _refresh_subscriptions(self, group: ConsumerGroup, entries) -> bool:
-        """Re-resolve regexes and the subscribed topics' metadata (only when a subscription or
-        the topics changed, so a heartbeat does not scan every topic); True on a change."""
-        group.resolved_at = self.shard.context.metadata_version
-        regexes = self._refresh_regexes(group, entries)
+    def _authorizer(self):
+        broker = getattr(self.shard.context.topic, "broker", None)
+        return getattr(broker, "authorizer", None)
+
+    def _resolution_stamp(self) -> tuple:
+        """What regexes are resolved against: the topics, and the ACLs (an ACL change may show
+        or hide topics)."""
+        authorizer = self._authorizer()
+        return (self.shard.context.metadata_version, authorizer.generation if authorizer is not None else 0)
+
+    def _refresh_subscriptions(self, group: ConsumerGroup, entries, member: ConsumerGroupMember | None = None) -> bool:
+        """Re-resolve regexes and the subscribed topics' metadata (only when a subscription,
+        the topics or the ACLs changed, so a heartbeat does not scan every topic); True on a
+        change. ``member``: the one heartbeating, whose principal resolves its regex."""
+        group.resolved_at = self._resolution_stamp()
+        regexes = self._refresh_regexes(group, entries, member)
         return self._refresh_subscription_metadata(group, entries) or regexes
 
-    def _refresh_regexes(self, group: ConsumerGroup, entries) -> bool:
-        """Resolve the group's regular expressions against today's topics; True on a change."""
+    @staticmethod
+    def _regex_requester(group: ConsumerGroup, regex: str, member: ConsumerGroupMember | None):
+        """Whose principal resolves ``regex``: the heartbeating member's if it subscribes
+        with it, else another subscriber's (None until one has heartbeated to this broker)."""
+        if member is not None and member.subscribed_regex == regex and member.requester is not None:
+            return member.requester
+        return next(
+            (m.requester for m in group.members.values() if m.subscribed_regex == regex and m.requester is not None),
+            None,
+        )
+
+    def _refresh_regexes(self, group: ConsumerGroup, entries, member: ConsumerGroupMember | None = None) -> bool:
+        """Resolve the group's regular expressions against today's topics; True on a change.
+        Under an authorizer a regex resolves only to the topics its subscriber's principal
+        may Describe, as Kafka resolves it with the heartbeat's context."""
+        authorizer = self._authorizer()
         wanted = {m.subscribed_regex for m in group.members.values() if m.subscribed_regex}
         changed = False
         for regex in list(group.resolved_regexes):
@@ -300,6 +335,11 @@ class ConsumerGroupManager:
         for regex in wanted:
             pattern = re.compile(regex)
             matched = frozenset(n for n in names if pattern.fullmatch(n))
+            if authorizer is not None:
+                who = self._regex_requester(group, regex, member)
+                if who is None:  # loaded from the log: kept until a subscriber heartbeats
+                    continue
+                matched = frozenset(n for n in matched if authorizer.authorize(who, "Describe", "Topic", n))
             if group.resolved_regexes.get(regex) != matched:
                 group.resolved_regexes[regex] = matched
                 value = records.RegexValue(matched, group.group_epoch + 1, self.shard.now())

@@ -56,10 +56,13 @@ class Request:
 class RawResponse:
     """A response body packed by the handler, as buffers written in order.
 
-    ``has_files`` marks bodies holding file slices (sent with sendfile)."""
+    ``has_files`` marks bodies holding file slices (sent with sendfile); ``throttle_at`` is
+    where throttle_time_ms lies in ``parts[0]`` (from its end when negative), for the
+    request-time quota to set it."""
 
     parts: list
     has_files: bool = False
+    throttle_at: int | None = None
 
 
 REGISTRY: dict[int, ApiSpec] = {}

@@ -9,7 +9,7 @@ GROUP_ID_NOT_FOUND (a classic group with members) and the coordinator errors. Se
 when ``group.coordinator.rebalance.protocols`` lists ``consumer``.
 """
 
-from odradek.broker.group.consumer_group_manager import HeartbeatRequest
+from odradek.broker.group.consumer_group_manager import HeartbeatRequest, Requester
 from odradek.broker.group.group_handler_support import client_host, coordinator_of, heartbeat_answer, ms
 from odradek.broker.handlers import api
 from odradek.protocol import errors, messages
@@ -44,6 +44,7 @@ def handle_consumer_group_heartbeat(broker, request):
                 client_id=request.client_id or "",
                 client_host=client_host(request),
                 api_version=version,
+                requester=Requester(request.principal, request.peer),
             )
         )
     except errors.KafkaError as exc:

@@ -1,10 +1,10 @@
 """DescribeClientQuotas (key 48), v0-v1 (KIP-546): the quotas of the entities the filter
-matches. Components: EXACT (0) a name, or null for the default entity; DEFAULT (1) the
+matches (user / client-id entities and ip entities). Components: EXACT (0) a name, or null for the default entity; DEFAULT (1) the
 default entity; SPECIFIED (2) any named entity. ``strict`` leaves out entities with
 components the filter does not name. Needs DescribeConfigs on the cluster.
 """
 
-from odradek.broker.client_quotas import DEFAULT, ENTITY_TYPES
+from odradek.broker.client_quotas import DEFAULT, ENTITY_TYPES, IP_ENTITY
 from odradek.broker.handlers import api
 from odradek.protocol import messages
 from odradek.protocol.errors import ErrorCode
@@ -35,7 +35,7 @@ def handle_describe_client_quotas(broker, request):
     if not broker.allowed(request, "DescribeConfigs"):
         return _response(request, ErrorCode.cluster_authorization_failed, "Not authorized to describe quotas", None)
     for c in body.components:
-        if c.entity_type not in ENTITY_TYPES or c.match_type not in (EXACT, DEFAULT_MATCH, SPECIFIED):
+        if c.entity_type not in (*ENTITY_TYPES, IP_ENTITY) or c.match_type not in (EXACT, DEFAULT_MATCH, SPECIFIED):
             return _response(request, ErrorCode.invalid_request, f"unsupported filter component {c.entity_type}/{c.match_type}", None)
     entries = []
     for entity, quotas in broker.client_quotas.entries():

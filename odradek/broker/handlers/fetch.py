@@ -31,7 +31,7 @@ import uuid
 from odradek.broker.delayed_fetch import DelayedFetch
 from odradek.broker.handlers import RawResponse, api
 from odradek.protocol.errors import ErrorCode
-from odradek.protocol.hot_responses import FETCH_TOPIC_IDS_FROM, fetch_response
+from odradek.protocol.hot_responses import FETCH_THROTTLE_AT, FETCH_TOPIC_IDS_FROM, fetch_response
 
 
 def _plan(broker, body, version: int):
@@ -108,9 +108,9 @@ def handle_fetch(broker, request):
     version = request.api_version
     replica_id = body.replica_state.replica_id if version >= 15 else body.replica_id
     if replica_id >= 0 and not broker.replica_manager.replicated:
-        return RawResponse(fetch_response(version, [], error_code=ErrorCode.unknown_server_error))
+        return RawResponse(fetch_response(version, [], error_code=ErrorCode.unknown_server_error), throttle_at=FETCH_THROTTLE_AT)
     if version >= 7 and body.session_id != 0:
-        return RawResponse(fetch_response(version, [], error_code=ErrorCode.fetch_session_id_not_found))
+        return RawResponse(fetch_response(version, [], error_code=ErrorCode.fetch_session_id_not_found), throttle_at=FETCH_THROTTLE_AT)
     plan, ids, unknown = _plan(broker, body, version)
     denied = None
     if broker.authorizer is not None:
@@ -147,7 +147,7 @@ def handle_fetch(broker, request):
         topics = topics + denied
     sent = _count(broker, topics)
     response = _response(version, topics, ids, unknown, _throttle(broker, request, sent))
-    return RawResponse(response, has_files=broker.zero_copy)
+    return RawResponse(response, has_files=broker.zero_copy, throttle_at=FETCH_THROTTLE_AT)
 
 
 def _authorized(broker, request, plan, follower: bool = False):
@@ -209,7 +209,9 @@ async def _wait_and_read(
         )
     sent = _count(broker, topics)
     throttle_ms = _throttle(broker, request, sent)
-    return RawResponse(_response(request.api_version, topics, ids, {}, throttle_ms), has_files=broker.zero_copy)
+    return RawResponse(
+        _response(request.api_version, topics, ids, {}, throttle_ms), has_files=broker.zero_copy, throttle_at=FETCH_THROTTLE_AT
+    )
 
 
 def _throttle(broker, request, sent: int) -> int:

@@ -33,7 +33,7 @@ from odradek.protocol.batch import (
     read_header,
 )
 from odradek.protocol.errors import ErrorCode
-from odradek.protocol.hot_responses import one_partition_produce_frame, produce_response
+from odradek.protocol.hot_responses import one_partition_produce_frame, produce_response, produce_throttle_at
 from odradek.protocol.legacy_records import convert_legacy_to_v2
 from odradek.protocol.produce_request import parse_single_partition
 
@@ -47,7 +47,7 @@ def handle_produce(broker, request):
             (t.name, [(p.index, ErrorCode.invalid_required_acks, -1, -1, -1, None) for p in t.partition_data])
             for t in body.topic_data
         ]
-        return RawResponse(produce_response(request.api_version, results))
+        return _response(request.api_version, results)
     replicas = broker.replica_manager
     image_topics = broker.image.topics
     txn_id = getattr(body, "transactional_id", None)
@@ -60,7 +60,7 @@ def handle_produce(broker, request):
             (t.name, [(p.index, ErrorCode.transactional_id_authorization_failed, -1, -1, -1, None) for p in t.partition_data])
             for t in body.topic_data
         ]
-        return RawResponse(produce_response(request.api_version, results))
+        return _response(request.api_version, results)
     waiting = []  # acks=all partitions whose records have not reached the ISR yet
     for topic in body.topic_data:
         name = topic.name
@@ -107,12 +107,16 @@ def handle_produce(broker, request):
         return _wait_for_isr(
             broker, request.api_version, results, waiting, int(body.timeout.total_seconds() * 1000), throttle_ms
         )
-    return RawResponse(produce_response(request.api_version, results, throttle_ms))
+    return _response(request.api_version, results, throttle_ms)
+
+
+def _response(version: int, results, throttle_ms: int = 0) -> RawResponse:
+    return RawResponse(produce_response(version, results, throttle_ms), throttle_at=produce_throttle_at(version))
 
 
 async def _wait_for_isr(broker, version: int, results, waiting, timeout_ms: int, throttle_ms: int = 0):
     await wait_for_isr(broker.produce_purgatory, timeout_ms, waiting)
-    return RawResponse(produce_response(version, results, throttle_ms))
+    return _response(version, results, throttle_ms)
 
 
 def _failer(partitions: list, slot: int):

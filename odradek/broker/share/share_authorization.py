@@ -28,3 +28,18 @@ def without_unreadable_topics(broker, request, row) -> tuple[object, list[dict]]
     if not denied:
         return body, []
     return dataclasses.replace(body, topics=tuple(kept)), denied
+
+
+def readable_topic_ids(broker, request):
+    """``readable(topic id)`` for the share-fetch manager: whether the principal may Read the
+    topic now (None without an authorizer). Kafka checks every partition of the share session
+    at each ShareFetch, so an ACL removed mid-session stops its partitions at the next one."""
+    if broker.authorizer is None:
+        return None
+    image = broker.image
+
+    def readable(topic_id) -> bool:
+        info = image.topic_by_id(topic_id)
+        return info is None or broker.allowed(request, "Read", "Topic", info.name)
+
+    return readable

@@ -216,7 +216,10 @@ class ShareFetchManager:
         records = b"".join(data[batches[i][2] : batches[i][2] + batches[i][3]] for i in used)
         return 0, records, runs
 
-    async def share_fetch(self, body) -> dict:
+    async def share_fetch(self, body, readable=None) -> dict:
+        """``readable(topic id)``: whether the member's principal may still Read the topic;
+        session partitions of topics it may not are answered TOPIC_AUTHORIZATION_FAILED and
+        not fetched (they stay in the session, and are served again once allowed)."""
         group_id, member_id, epoch = body.group_id or "", body.member_id or "", body.share_session_epoch
         answer = {
             "throttle_time": 0,
@@ -248,7 +251,14 @@ class ShareFetchManager:
             self.release_member(group_id, member_id)
         else:
             session.epoch = epoch + 1 if epoch < 2**31 - 1 else 1
-            await self._wait_for_records(group_id, member_id, session, rows, body)
+            denied = frozenset(k for k in session.partitions if readable is not None and not readable(k[0]))
+            for key in denied:
+                row = rows[key] = rows.get(key) or self.fetch_row(key[1])
+                row["error_code"] = ErrorCode.topic_authorization_failed
+            if denied:  # an error to tell: answer at once, with what can be acquired now
+                self._fetch_all(group_id, member_id, session, rows, body.max_records, body.max_bytes, denied)
+            else:
+                await self._wait_for_records(group_id, member_id, session, rows, body)
         by_topic: dict = {}
         for (topic_id, _), row in rows.items():
             by_topic.setdefault(topic_id, []).append(row)
@@ -280,12 +290,14 @@ class ShareFetchManager:
         """Records of ``topic``-``index`` became available again: waiting share fetches retry."""
         self.broker.fetch_purgatory.check_and_complete((topic, index))
 
-    def _fetch_all(self, group_id, member_id, session, rows, max_records: int, max_bytes: int) -> bool:
+    def _fetch_all(self, group_id, member_id, session, rows, max_records: int, max_bytes: int, skip=frozenset()) -> bool:
         got = False
         left = max(max_records, 1)
         for key in sorted(session.partitions, key=str):
             if left <= 0:
                 break
+            if key in skip:
+                continue
             row = rows.get(key) or self.fetch_row(key[1])
             code, records, runs = self._acquire(group_id, member_id, key[0], key[1], left, max_bytes)
             if code:
