@@ -5,11 +5,16 @@ partition goes to fetcher ``abs(31 * java_hash(topic) + partition) % num.replica
 of its leader, as in Kafka. Each fetcher is one task over one connection to its leader and
 loops:
 
-1. **Truncate** the partitions that just became followers (or lost their place): ask the
-   leader with OffsetForLeaderEpoch where this replica's latest leader epoch ends on the
-   leader and cut the local log there (KIP-101, KIP-279: when the leader does not know that
-   epoch, it answers the largest epoch it has below it, and we cut at the smaller of both
-   end offsets). A leader that knows no epochs: cut at the high watermark.
+1. **Truncate** the partitions that just became followers (or lost their place). A leader
+   speaking Fetch v12+ does it through the fetch itself (KIP-595, as Kafka 2.7+ fetchers
+   do): each partition names the leader epoch of its last batch (``last_fetched_epoch``)
+   and, where this log diverged, the leader answers ``diverging_epoch`` (its largest epoch
+   at or below ours and where that ends) instead of records. Otherwise (an older leader, a
+   log without epochs, or after OFFSET_OUT_OF_RANGE) ask with OffsetForLeaderEpoch where
+   our latest epoch ends on the leader. Either answer cuts the log by KIP-101/KIP-279's
+   rule (``_truncation_offset``): at the smaller of both ends of that epoch, or, when this
+   log does not have the leader's epoch, at the end of our largest epoch below it and ask
+   again. A leader that knows no epochs: cut at the high watermark.
 2. **Fetch** from each partition's log end offset with the follower Fetch (``replica_id`` =
    this broker; ``replica.fetch.wait.max.ms``, ``replica.fetch.min.bytes``,
    ``replica.fetch.max.bytes`` per partition, ``replica.fetch.response.max.bytes`` in all),
@@ -44,7 +49,8 @@ log = logging.getLogger(__name__)
 _LINK_ERRORS = (ClientError, OSError)  # the connection failed or timed out: reconnect
 
 FETCH_KEY, LIST_OFFSETS_KEY, OFFSET_FOR_LEADER_EPOCH_KEY = 1, 2, 23
-FETCH_VERSION = 11  # topics by name; the follower truncates with OffsetForLeaderEpoch
+FETCH_VERSION = 12  # topics by name, last_fetched_epoch / diverging_epoch (KIP-595)
+FETCH_VERSION_BEFORE_KIP_595 = 11  # a leader without v12: truncate with OffsetForLeaderEpoch
 LIST_OFFSETS_VERSION = 4
 OFFSET_FOR_LEADER_EPOCH_VERSION = 4
 EARLIEST_TIMESTAMP = -2
@@ -85,10 +91,12 @@ class FetcherConfig:
 
 @dataclass
 class FetchState:
-    """One partition on a fetcher: its leader's epoch, and whether it must truncate first."""
+    """One partition on a fetcher: its leader's epoch, whether it must truncate first, and
+    whether that must ask OffsetForLeaderEpoch (rather than the Fetch v12 itself)."""
 
     leader_epoch: int
     truncating: bool = True
+    ask_leader: bool = False
     parked_until: float = 0.0
 
 
@@ -171,10 +179,15 @@ class ReplicaFetcher:
 
     # -- truncation (KIP-101 / KIP-279) --------------------------------------------------
 
+    def _fetch_version(self, conn: Connection) -> int:
+        top = conn.broker_versions.get(FETCH_KEY, (0, FETCH_VERSION_BEFORE_KIP_595))[1]
+        return FETCH_VERSION if top >= FETCH_VERSION else FETCH_VERSION_BEFORE_KIP_595
+
     async def _truncate(self, conn: Connection) -> None:
         todo = {k: s for k, s in self.partitions.items() if s.truncating}
         if not todo:
             return
+        by_fetch = self._fetch_version(conn) >= FETCH_VERSION
         asks: dict[str, list[dict]] = {}
         for (topic, index), state in todo.items():
             partition = self._partition((topic, index))
@@ -184,6 +197,9 @@ class ReplicaFetcher:
             latest = partition.log.latest_epoch
             if latest is None:  # no epochs known here: keep what is below the high watermark
                 self._cut(partition, partition.high_watermark, "no leader epochs in the local log")
+                state.truncating = False
+                continue
+            if by_fetch and not state.ask_leader:  # the fetch names ``latest``; the leader answers
                 state.truncating = False
                 continue
             asks.setdefault(topic, []).append(
@@ -210,23 +226,15 @@ class ReplicaFetcher:
                 if p.error_code:
                     self._park(key, state, p.error_code, "OffsetForLeaderEpoch")
                     continue
-                self._truncate_to_leader_epoch(partition, p.leader_epoch, p.end_offset)
-                state.truncating = False
-
-    def _truncate_to_leader_epoch(self, partition, leader_epoch: int, end_offset: int) -> None:
-        if end_offset < 0:  # the leader knows no epoch at or below ours
-            self._cut(partition, partition.high_watermark, "the leader has no matching leader epoch")
-            return
-        own_epoch, own_end = partition.log.end_offset_for_epoch(leader_epoch)
-        if own_epoch == leader_epoch:
-            target = end_offset
-        else:  # KIP-279: our log has no entries of that epoch; cut at the smaller end
-            target = min(end_offset, own_end if own_end >= 0 else partition.high_watermark)
-        self._cut(partition, target, f"leader epoch {leader_epoch} ends at {end_offset} on the leader")
+                offset, done = _truncation_offset(partition, p.leader_epoch, p.end_offset)
+                self._cut(partition, offset, f"leader epoch {p.leader_epoch} ends at {p.end_offset} on the leader")
+                if done:  # else ask again with the epoch our log now ends with (KIP-279)
+                    state.truncating = state.ask_leader = False
 
     def _cut(self, partition, offset: int, why: str) -> None:
         leo = partition.log_end_offset
         if offset >= leo:
+            partition.truncate_to(leo)  # nothing to cut; an epoch entry at the end may go
             return
         hw = partition.high_watermark
         if offset < hw:
@@ -253,20 +261,23 @@ class ReplicaFetcher:
             partition = self._partition((topic, index))
             if partition is None:
                 continue
+            latest = partition.log.latest_epoch
             topics.setdefault(topic, []).append(
                 {
                     "partition": index,
                     "current_leader_epoch": state.leader_epoch,
                     "fetch_offset": partition.log_end_offset,
+                    "last_fetched_epoch": -1 if latest is None else latest,
                     "log_start_offset": partition.log_start_offset,
                     "partition_max_bytes": config.max_bytes,
                 }
             )
         if not topics:
             return False
+        version = self._fetch_version(conn)
         request = messages.build_request(
             FETCH_KEY,
-            FETCH_VERSION,
+            version,
             {
                 "replica_id": config.node_id,
                 "max_wait": config.wait_max_ms,
@@ -281,7 +292,7 @@ class ReplicaFetcher:
             },
         )
         timeout = (config.wait_max_ms + config.socket_timeout_ms) / 1000
-        response = await conn.send(FETCH_KEY, request, version=FETCH_VERSION, timeout=timeout)
+        response = await conn.send(FETCH_KEY, request, version=version, timeout=timeout)
         if response.error_code:
             raise ClientError(f"leader {self.source.node_id} refused the fetch: {response.error_code!r}")
         replicas = self.manager.replica_manager
@@ -298,6 +309,16 @@ class ReplicaFetcher:
                 if p.error_code:
                     self._park(key, state, p.error_code, "Fetch")
                     continue
+                diverging = getattr(p, "diverging_epoch", None)  # v12+
+                if diverging is not None and diverging.end_offset >= 0:
+                    offset, _ = _truncation_offset(partition, diverging.epoch, diverging.end_offset)
+                    self._cut(
+                        partition,
+                        offset,
+                        f"the fetch diverged: leader epoch {diverging.epoch} ends at {diverging.end_offset} "
+                        f"on leader {self.source.node_id}",
+                    )
+                    continue  # the next fetch names the epoch the log ends with now
                 try:
                     if p.records:
                         partition.append_as_follower(p.records)
@@ -351,7 +372,7 @@ class ReplicaFetcher:
             )
             partition.truncate_fully_and_start_at(answer.offset)
         else:
-            state.truncating = True
+            state.truncating = state.ask_leader = True
 
     def _park(self, key, state: FetchState, code: int, what: str) -> None:
         name = ErrorCode(code).name if code in ErrorCode._value2member_map_ else str(code)
@@ -364,6 +385,24 @@ class ReplicaFetcher:
             name,
         )
         state.parked_until = time.monotonic() + self.manager.config.backoff_ms / 1000
+
+
+def _truncation_offset(partition, leader_epoch: int, end_offset: int) -> tuple[int, bool]:
+    """Where to cut this replica's log, given that the leader's largest epoch at or below
+    ours is ``leader_epoch`` and ends at ``end_offset`` there (KIP-101, KIP-279); and whether
+    that is final. When our log has no batches of ``leader_epoch`` it is not: cut at the end
+    of our largest epoch below it and compare again."""
+    leo = partition.log_end_offset
+    if end_offset < 0:  # the leader knows no epoch at or below ours
+        return partition.high_watermark, True
+    if leader_epoch < 0:
+        return min(end_offset, leo), True
+    own_epoch, own_end = partition.log.end_offset_for_epoch(leader_epoch)
+    if own_end < 0:  # no epochs here at all
+        return min(end_offset, leo), True
+    if own_epoch != leader_epoch:
+        return min(own_end, leo), False
+    return min(own_end, end_offset, leo), True
 
 
 class ReplicaFetcherManager:

@@ -17,6 +17,10 @@ that moves the high watermark and the ISR; it waits like a consumer's fetch, wok
 With an authorizer, partitions of topics a consumer may not Read (and every partition of a
 follower without ClusterAction) answer TOPIC_AUTHORIZATION_FAILED.
 From v13 topics are named by topic id (KIP-516), an unknown id answering UNKNOWN_TOPIC_ID;
+From v12 a fetcher names the leader epoch of the last batch it has (``last_fetched_epoch``,
+KIP-595): where its log diverged from this one the partition answers no records and a
+``diverging_epoch`` (the largest epoch at or below it here and where it ends), at once, and
+a follower's fetch offset there does not count as its log end.
 v15 moves the replica id into ``replica_state``; v16's current-leader hints (for
 NOT_LEADER_OR_FOLLOWER, which a single node never answers) and v17's replica directory id
 (KRaft) are left out.
@@ -52,6 +56,24 @@ def _plan(broker, body, version: int):
             for p in t.partitions
         )
     return plan, ids, unknown
+
+
+def _last_fetched_epochs(broker, body, version: int) -> dict | None:
+    """v12+: the leader epoch of the last batch the fetcher has, per partition that names
+    one (KIP-595); None when none does (every fetch before v12, most consumers')."""
+    if version < 12:
+        return None
+    out = None
+    for t in body.topics:
+        name = None
+        for p in t.partitions:
+            if p.last_fetched_epoch >= 0:
+                if name is None:
+                    name = t.topic if version < FETCH_TOPIC_IDS_FROM else _topic_name(broker, t.topic_id)
+                if out is None:
+                    out = {}
+                out[(name, p.partition)] = p.last_fetched_epoch
+    return out
 
 
 def _rack(body, version: int) -> str:
@@ -113,11 +135,17 @@ def handle_fetch(broker, request):
         plan, denied = _authorized(broker, request, plan, follower=replica_id >= 0)
     isolation = body.isolation_level
     max_bytes = body.max_bytes
+    last_fetched = _last_fetched_epochs(broker, body, version)
     if replica_id >= 0:
         isolation = 0
         log_starts = _follower_log_starts(broker, body, version)
         topics, total, had_error = broker.replica_manager.read_for_follower(
-            replica_id, plan, max_bytes, file_slices=broker.zero_copy, log_starts=log_starts
+            replica_id,
+            plan,
+            max_bytes,
+            file_slices=broker.zero_copy,
+            log_starts=log_starts,
+            last_fetched=last_fetched,
         )
     else:
         topics, total, had_error = broker.replica_manager.read(
@@ -127,11 +155,12 @@ def handle_fetch(broker, request):
             file_slices=broker.zero_copy,
             client_rack=_rack(body, version),
             follower_reads=version >= 11,
+            last_fetched=last_fetched,
         )
     max_wait_ms = int(body.max_wait.total_seconds() * 1000)
     if total < body.min_bytes and max_wait_ms > 0 and not had_error and not unknown and not denied and plan:
         return _wait_and_read(
-            broker, request, plan, ids, max_bytes, isolation, body.min_bytes, max_wait_ms, replica_id
+            broker, request, plan, ids, max_bytes, isolation, body.min_bytes, max_wait_ms, replica_id, last_fetched
         )
     if denied:
         topics = topics + denied
@@ -161,7 +190,16 @@ def _authorized(broker, request, plan, follower: bool = False):
 
 
 async def _wait_and_read(
-    broker, request, plan, ids, max_bytes: int, isolation: int, min_bytes: int, max_wait_ms: int, replica_id=-1
+    broker,
+    request,
+    plan,
+    ids,
+    max_bytes: int,
+    isolation: int,
+    min_bytes: int,
+    max_wait_ms: int,
+    replica_id=-1,
+    last_fetched=None,
 ):
     replicas = broker.replica_manager
     op = DelayedFetch(
@@ -170,7 +208,9 @@ async def _wait_and_read(
     if not broker.fetch_purgatory.try_complete_else_watch(op, [(t, i) for t, i, *_ in plan]):
         await op
     if replica_id >= 0:
-        topics, _, _ = replicas.read_for_follower(replica_id, plan, max_bytes, file_slices=broker.zero_copy)
+        topics, _, _ = replicas.read_for_follower(
+            replica_id, plan, max_bytes, file_slices=broker.zero_copy, last_fetched=last_fetched
+        )
     else:
         topics, _, _ = replicas.read(
             plan,
@@ -179,6 +219,7 @@ async def _wait_and_read(
             file_slices=broker.zero_copy,
             client_rack=_rack(request.body, request.api_version),
             follower_reads=request.api_version >= 11,
+            last_fetched=last_fetched,
         )
     sent = _count(broker, topics)
     throttle_ms = _throttle(broker, request, sent)
