@@ -22,6 +22,10 @@ loops:
    same CRCs, producer state and leader epochs rebuilt from them) and take the leader's high
    watermark and log start offset.
 
+Counted for ``/metrics``: the bytes appended (``ReplicationBytesInPerSec``, per topic) and
+each partition's lag behind the leader's high watermark after its last fetch (Kafka's
+FetcherLagMetrics ``ConsumerLag``; ``ReplicaFetcherManager.max_lag`` is ``MaxLag``).
+
 Errors are per partition: OFFSET_OUT_OF_RANGE truncates again (or starts over at the
 leader's log start offset when this replica is below it); NOT_LEADER_OR_FOLLOWER,
 FENCED_LEADER_EPOCH and UNKNOWN_LEADER_EPOCH park the partition for
@@ -98,6 +102,7 @@ class FetchState:
     truncating: bool = True
     ask_leader: bool = False
     parked_until: float = 0.0
+    lag: int = 0  # the leader's high watermark minus our log end, after the last fetch
 
 
 class ReplicaFetcher:
@@ -116,6 +121,11 @@ class ReplicaFetcher:
 
     def __repr__(self) -> str:
         return f"ReplicaFetcher[{self.fetcher_id}, leader {self.source.node_id}]"
+
+    @property
+    def client_id(self) -> str:
+        """Kafka's name for the fetcher thread (the ``clientId`` tag of its metrics)."""
+        return f"ReplicaFetcherThread-{self.fetcher_id}-{self.source.node_id}"
 
     def add(self, key: tuple[str, int], leader_epoch: int) -> None:
         self.partitions[key] = FetchState(leader_epoch)
@@ -322,7 +332,9 @@ class ReplicaFetcher:
                 try:
                     if p.records:
                         partition.append_as_follower(p.records)
+                        partition.counters.replication_bytes_in += len(p.records)
                     partition.update_follower_high_watermark(p.high_watermark, p.log_start_offset)
+                    state.lag = max(0, p.high_watermark - partition.log_end_offset)
                 except UnexpectedAppendOffsetError as exc:  # our log moved meanwhile: fetch again
                     log.warning("%s: %s", partition, exc)
                     continue
@@ -438,6 +450,16 @@ class ReplicaFetcherManager:
             fetcher.remove(key)
             if not fetcher.partitions:
                 self._retire(where)
+
+    def max_lag(self) -> int:
+        """The largest lag of any partition fetched (Kafka's ReplicaFetcherManager MaxLag)."""
+        return max((s.lag for f in self.fetchers.values() for s in f.partitions.values()), default=0)
+
+    def lags(self):
+        """(fetcher client id, topic, partition, lag) for every partition fetched."""
+        for fetcher in self.fetchers.values():
+            for (topic, index), state in fetcher.partitions.items():
+                yield fetcher.client_id, topic, index, state.lag
 
     def leader_of(self, key: tuple[str, int]) -> int | None:
         where = self._where.get(key)

@@ -164,7 +164,7 @@ def handle_fetch(broker, request):
         )
     if denied:
         topics = topics + denied
-    sent = _count(broker, topics)
+    sent = _count(broker, topics, replica_id >= 0)
     response = _response(version, topics, ids, unknown, _throttle(broker, request, sent))
     return RawResponse(response, has_files=broker.zero_copy)
 
@@ -221,7 +221,7 @@ async def _wait_and_read(
             follower_reads=request.api_version >= 11,
             last_fetched=last_fetched,
         )
-    sent = _count(broker, topics)
+    sent = _count(broker, topics, replica_id >= 0)
     throttle_ms = _throttle(broker, request, sent)
     return RawResponse(_response(request.api_version, topics, ids, {}, throttle_ms), has_files=broker.zero_copy)
 
@@ -237,9 +237,10 @@ def _throttle(broker, request, sent: int) -> int:
     return throttle_ms
 
 
-def _count(broker, topics) -> int:
+def _count(broker, topics, follower: bool = False) -> int:
     """Per topic, the request, its failed partitions and the record bytes sent (Kafka's
-    TotalFetchRequestsPerSec, FailedFetchRequestsPerSec, BytesOutPerSec); returns the bytes."""
+    TotalFetchRequestsPerSec, FailedFetchRequestsPerSec, and BytesOutPerSec, or for a
+    follower ReplicationBytesOutPerSec); returns the bytes."""
     metrics = broker.replica_manager.topic_metrics.topics
     sent = 0
     for name, partitions in topics:
@@ -247,9 +248,14 @@ def _count(broker, topics) -> int:
         if counters is None:
             continue
         counters.fetch_requests += 1
+        size = 0
         for entry in partitions:
             if entry[1]:
                 counters.failed_fetch_requests += 1
-            counters.bytes_out += len(entry[6])
-            sent += len(entry[6])
+            size += len(entry[6])
+        if follower:
+            counters.replication_bytes_out += size
+        else:
+            counters.bytes_out += size
+        sent += size
     return sent
