@@ -140,6 +140,26 @@ def broker_families(broker, http_server=None) -> list:
             lag.add_metric([client_id, topic, str(index)], records)
     out.append(lag)
 
+    # kafka.server:type=FetchSessionCache (KIP-227)
+    sessions = broker.fetch_sessions
+    out += [
+        GaugeMetricFamily(
+            "kafka_server_fetchsessioncache_numincrementalfetchsessions",
+            "Incremental fetch sessions kept",
+            value=len(sessions.sessions),
+        ),
+        GaugeMetricFamily(
+            "kafka_server_fetchsessioncache_numincrementalfetchpartitionscached",
+            "Partitions in the incremental fetch sessions kept",
+            value=sessions.partitions_cached,
+        ),
+        CounterMetricFamily(
+            "kafka_server_fetchsessioncache_incrementalfetchsessionevictions",
+            "Fetch sessions evicted to make room for others",
+            value=sessions.evictions,
+        ),
+    ]
+
     # kafka.controller:type=KafkaController (the figures are the active controller's)
     active = image.controller_id == node
     offline = global_partitions = 0

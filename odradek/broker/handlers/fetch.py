@@ -8,8 +8,11 @@ that a consumer can always make progress (KIP-74). With fewer than ``min_bytes``
 available and ``max_wait_ms`` > 0, the request parks in the fetch purgatory until an
 append brings enough bytes or the wait expires; ``max_wait_ms`` = 0 answers at once. The
 reading is ``ReplicaManager.read``; the waiting a ``DelayedFetch`` in the fetch purgatory.
-Fetch sessions (KIP-227) are not kept: every answer carries session id 0, which tells
-the client to send full requests. The response is packed by hand around the record bytes.
+Fetch sessions (KIP-227, ``fetch_session.py``): a fetch with session id 0 and epoch -1
+(librdkafka's, always) is sessionless; epoch 0 opens a session when the cache has room, and
+later fetches list only what changed and get only partitions with something new; an unknown
+session answers FETCH_SESSION_ID_NOT_FOUND, a wrong epoch INVALID_FETCH_SESSION_EPOCH.
+The response is packed by hand around the record bytes.
 A follower's fetch (replica_id >= 0, cluster mode only; a single node answers
 UNKNOWN_SERVER_ERROR) reads up to the log end offset instead of the high watermark, and
 tells the leader how far the follower's log reaches (``ReplicaManager.read_for_follower``):
@@ -26,9 +29,11 @@ NOT_LEADER_OR_FOLLOWER, which a single node never answers) and v17's replica dir
 (KRaft) are left out.
 """
 
+import time
 import uuid
 
 from odradek.broker.delayed_fetch import DelayedFetch
+from odradek.broker.fetch_session import FINAL_EPOCH
 from odradek.broker.handlers import RawResponse, api
 from odradek.protocol.errors import ErrorCode
 from odradek.protocol.hot_responses import FETCH_TOPIC_IDS_FROM, fetch_response
@@ -56,6 +61,30 @@ def _plan(broker, body, version: int):
             for p in t.partitions
         )
     return plan, ids, unknown
+
+
+def _forgotten(broker, body, version: int) -> list[tuple[str, int]]:
+    """The partitions an incremental fetch drops from its session."""
+    out = []
+    for t in body.forgotten_topics_data:
+        name = t.topic if version < FETCH_TOPIC_IDS_FROM else _topic_name(broker, t.topic_id)
+        out.extend((name, index) for index in t.partitions)
+    return out
+
+
+def _session(broker, body, version: int, replica_id: int, plan, ids, last_fetched, log_starts):
+    """The fetch's context in its session (KIP-227): what to read and which session to name."""
+    return broker.fetch_sessions.context(
+        body.session_id,
+        body.session_epoch,
+        plan,
+        last_fetched,
+        log_starts,
+        _forgotten(broker, body, version),
+        ids,
+        replica_id >= 0,
+        int(time.time() * 1000),
+    )
 
 
 def _last_fetched_epochs(broker, body, version: int) -> dict | None:
@@ -107,7 +136,7 @@ def _topic_name(broker, topic_id):
     return name
 
 
-def _response(version: int, topics, ids, unknown, throttle_ms: int = 0) -> RawResponse:
+def _response(version: int, topics, ids, unknown, throttle_ms: int = 0, session_id: int = 0) -> RawResponse:
     """The response body; from v13 each topic is named by the id the request used."""
     if ids is not None:
         topics = [(ids[name], partitions) for name, partitions in topics]
@@ -115,7 +144,7 @@ def _response(version: int, topics, ids, unknown, throttle_ms: int = 0) -> RawRe
             (topic_id or _ZERO_ID, [(i, ErrorCode.unknown_topic_id, -1, -1, -1, None, b"") for i in indexes])
             for topic_id, indexes in unknown.items()
         ]
-    return fetch_response(version, topics, throttle_ms=throttle_ms)
+    return fetch_response(version, topics, throttle_ms=throttle_ms, session_id=session_id)
 
 
 @api(1, 4, 17)
@@ -127,18 +156,24 @@ def handle_fetch(broker, request):
     replica_id = body.replica_state.replica_id if version >= 15 else body.replica_id
     if replica_id >= 0 and not broker.replica_manager.replicated:
         return RawResponse(fetch_response(version, [], error_code=ErrorCode.unknown_server_error))
-    if version >= 7 and body.session_id != 0:
-        return RawResponse(fetch_response(version, [], error_code=ErrorCode.fetch_session_id_not_found))
     plan, ids, unknown = _plan(broker, body, version)
+    last_fetched = _last_fetched_epochs(broker, body, version)
+    log_starts = _follower_log_starts(broker, body, version) if replica_id >= 0 else None
+    context = None
+    if version >= 7 and (body.session_id or body.session_epoch != FINAL_EPOCH):
+        context = _session(broker, body, version, replica_id, plan, ids, last_fetched, log_starts)
+        if context.error:
+            return RawResponse(fetch_response(version, [], error_code=context.error))
+        plan, last_fetched, log_starts = context.plan, context.last_fetched, context.log_starts
+        if ids is not None and context.session is not None:
+            ids = context.session.topic_ids
     denied = None
     if broker.authorizer is not None:
         plan, denied = _authorized(broker, request, plan, follower=replica_id >= 0)
     isolation = body.isolation_level
     max_bytes = body.max_bytes
-    last_fetched = _last_fetched_epochs(broker, body, version)
     if replica_id >= 0:
         isolation = 0
-        log_starts = _follower_log_starts(broker, body, version)
         topics, total, had_error = broker.replica_manager.read_for_follower(
             replica_id,
             plan,
@@ -160,12 +195,25 @@ def handle_fetch(broker, request):
     max_wait_ms = int(body.max_wait.total_seconds() * 1000)
     if total < body.min_bytes and max_wait_ms > 0 and not had_error and not unknown and not denied and plan:
         return _wait_and_read(
-            broker, request, plan, ids, max_bytes, isolation, body.min_bytes, max_wait_ms, replica_id, last_fetched
+            broker,
+            request,
+            plan,
+            ids,
+            max_bytes,
+            isolation,
+            body.min_bytes,
+            max_wait_ms,
+            replica_id,
+            last_fetched,
+            context,
         )
+    if context is not None:
+        topics = context.responses(topics)
     if denied:
         topics = topics + denied
     sent = _count(broker, topics, replica_id >= 0)
-    response = _response(version, topics, ids, unknown, _throttle(broker, request, sent))
+    session_id = context.session_id if context is not None else 0
+    response = _response(version, topics, ids, unknown, _throttle(broker, request, sent), session_id)
     return RawResponse(response, has_files=broker.zero_copy)
 
 
@@ -200,6 +248,7 @@ async def _wait_and_read(
     max_wait_ms: int,
     replica_id=-1,
     last_fetched=None,
+    context=None,
 ):
     replicas = broker.replica_manager
     op = DelayedFetch(
@@ -221,9 +270,13 @@ async def _wait_and_read(
             follower_reads=request.api_version >= 11,
             last_fetched=last_fetched,
         )
+    if context is not None:
+        topics = context.responses(topics)
     sent = _count(broker, topics, replica_id >= 0)
     throttle_ms = _throttle(broker, request, sent)
-    return RawResponse(_response(request.api_version, topics, ids, {}, throttle_ms), has_files=broker.zero_copy)
+    session_id = context.session_id if context is not None else 0
+    response = _response(request.api_version, topics, ids, {}, throttle_ms, session_id)
+    return RawResponse(response, has_files=broker.zero_copy)
 
 
 def _throttle(broker, request, sent: int) -> int:
