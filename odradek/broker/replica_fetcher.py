@@ -17,7 +17,10 @@ loops:
    again. A leader that knows no epochs: cut at the high watermark.
 2. **Fetch** from each partition's log end offset with the follower Fetch (``replica_id`` =
    this broker; ``replica.fetch.wait.max.ms``, ``replica.fetch.min.bytes``,
-   ``replica.fetch.max.bytes`` per partition, ``replica.fetch.response.max.bytes`` in all),
+   ``replica.fetch.max.bytes`` per partition, ``replica.fetch.response.max.bytes`` in all)
+   in an incremental fetch session (KIP-227, ``fetch_session_handler.py``): after one full
+   fetch, a request lists only the partitions whose offsets or epochs changed (those parked or
+   truncating are forgotten meanwhile) and the answer only those with something new,
    append the leader's batches as they are (``Partition.append_as_follower``: same offsets,
    same CRCs, producer state and leader epochs rebuilt from them) and take the leader's high
    watermark and log start offset.
@@ -41,6 +44,7 @@ import time
 from dataclasses import dataclass
 
 from odradek._tasks import cancel_and_wait
+from odradek.broker.fetch_session_handler import FetchSessionHandler
 from odradek.broker.group.partitioning import java_string_hash
 from odradek.net.connection import Connection
 from odradek.net.connection_errors import ClientError
@@ -113,6 +117,7 @@ class ReplicaFetcher:
         self.source = source  # BrokerInfo of the leader
         self.fetcher_id = fetcher_id
         self.partitions: dict[tuple[str, int], FetchState] = {}
+        self.session = FetchSessionHandler()  # KIP-227: fetches name only what changed
         self._wakeup = asyncio.Event()
         self._conn: Connection | None = None
         self._task = asyncio.get_running_loop().create_task(
@@ -264,27 +269,39 @@ class ReplicaFetcher:
     async def _fetch(self, conn: Connection) -> bool:
         config = self.manager.config
         now = time.monotonic()
-        topics: dict[str, list[dict]] = {}
-        for (topic, index), state in self.partitions.items():
+        wanted: dict[tuple[str, int], tuple] = {}
+        for key, state in self.partitions.items():
             if state.truncating or state.parked_until > now:
                 continue
-            partition = self._partition((topic, index))
+            partition = self._partition(key)
             if partition is None:
                 continue
             latest = partition.log.latest_epoch
+            wanted[key] = (
+                partition.log_end_offset,
+                partition.log_start_offset,
+                state.leader_epoch,
+                -1 if latest is None else latest,
+            )
+        if not wanted:
+            return False
+        version = self._fetch_version(conn)
+        session_id, epoch, send, forget = self.session.build(wanted)
+        topics: dict[str, list[dict]] = {}
+        for (topic, index), (offset, log_start, leader_epoch, last_fetched) in send.items():
             topics.setdefault(topic, []).append(
                 {
                     "partition": index,
-                    "current_leader_epoch": state.leader_epoch,
-                    "fetch_offset": partition.log_end_offset,
-                    "last_fetched_epoch": -1 if latest is None else latest,
-                    "log_start_offset": partition.log_start_offset,
+                    "current_leader_epoch": leader_epoch,
+                    "fetch_offset": offset,
+                    "last_fetched_epoch": last_fetched,
+                    "log_start_offset": log_start,
                     "partition_max_bytes": config.max_bytes,
                 }
             )
-        if not topics:
-            return False
-        version = self._fetch_version(conn)
+        forgotten: dict[str, list[int]] = {}
+        for topic, index in forget:
+            forgotten.setdefault(topic, []).append(index)
         request = messages.build_request(
             FETCH_KEY,
             version,
@@ -294,15 +311,28 @@ class ReplicaFetcher:
                 "min_bytes": config.min_bytes,
                 "max_bytes": config.response_max_bytes,
                 "isolation_level": 0,
-                "session_id": 0,
-                "session_epoch": -1,
+                "session_id": session_id,
+                "session_epoch": epoch,
                 "topics": [{"topic": t, "partitions": ps} for t, ps in topics.items()],
-                "forgotten_topics_data": [],
+                "forgotten_topics_data": [{"topic": t, "partitions": ps} for t, ps in forgotten.items()],
                 "rack_id": "",
             },
         )
         timeout = (config.wait_max_ms + config.socket_timeout_ms) / 1000
-        response = await conn.send(FETCH_KEY, request, version=version, timeout=timeout)
+        try:
+            response = await conn.send(FETCH_KEY, request, version=version, timeout=timeout)
+        except BaseException:
+            self.session.reset()
+            raise
+        if not self.session.answered(response.error_code, response.session_id):
+            log.info(
+                "%r: leader %d dropped fetch session %d (%s); starting a new one",
+                self,
+                self.source.node_id,
+                session_id,
+                ErrorCode(response.error_code).name,
+            )
+            return True
         if response.error_code:
             raise ClientError(f"leader {self.source.node_id} refused the fetch: {response.error_code!r}")
         replicas = self.manager.replica_manager

@@ -8,10 +8,23 @@ import confluent_kafka
 
 from odradek.testing.embedded_cluster import EmbeddedCluster
 from tests.cluster.chaos_support import _until
-from tests.cluster.test_diverging_epoch import _scrape
 
 TOPIC = "metered"
 SETTINGS = {"replica.fetch.wait.max.ms": 200, "replica.fetch.backoff.ms": 200, "auto.create.topics.enable": "false"}
+
+
+def _scrape(url: str) -> dict[str, float]:
+    """/metrics as {sample with labels: value}."""
+    import urllib.request
+
+    with urllib.request.urlopen(f"{url}/metrics", timeout=10) as answer:
+        text = answer.read().decode()
+    out = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            name, _, value = line.rpartition(" ")
+            out[name] = float(value)
+    return out
 
 
 def _counter(samples: dict, family: str, topic: str | None = None) -> float:
