@@ -7,7 +7,7 @@ loops:
 
 1. **Truncate** the partitions that just became followers (or lost their place). A leader
    speaking Fetch v12+ does it through the fetch itself (KIP-595, as Kafka 2.7+ fetchers
-   do): each partition names the leader epoch of its last batch (``last_fetched_epoch``)
+   do; ``inter.broker.protocol.version`` below 2.7 keeps Fetch v11): each partition names the leader epoch of its last batch (``last_fetched_epoch``)
    and, where this log diverged, the leader answers ``diverging_epoch`` (its largest epoch
    at or below ours and where that ends) instead of records. Otherwise (an older leader, a
    log without epochs, or after OFFSET_OUT_OF_RANGE) ask with OffsetForLeaderEpoch where
@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import time
 from dataclasses import dataclass
 
@@ -82,6 +83,7 @@ class FetcherConfig:
     backoff_ms: int = 1000
     socket_timeout_ms: int = 30000
     num_fetchers: int = 1
+    truncate_on_fetch: bool = True  # Fetch v12 (KIP-595); False below inter.broker.protocol.version 2.7
 
     @classmethod
     def from_getter(cls, node_id: int, get) -> FetcherConfig:
@@ -94,6 +96,7 @@ class FetcherConfig:
             get("replica.fetch.backoff.ms"),
             get("replica.socket.timeout.ms"),
             max(1, get("num.replica.fetchers")),
+            _protocol_at_least(get("inter.broker.protocol.version"), (2, 7)),
         )
 
 
@@ -196,7 +199,9 @@ class ReplicaFetcher:
 
     def _fetch_version(self, conn: Connection) -> int:
         top = conn.broker_versions.get(FETCH_KEY, (0, FETCH_VERSION_BEFORE_KIP_595))[1]
-        return FETCH_VERSION if top >= FETCH_VERSION else FETCH_VERSION_BEFORE_KIP_595
+        if top >= FETCH_VERSION and self.manager.config.truncate_on_fetch:
+            return FETCH_VERSION
+        return FETCH_VERSION_BEFORE_KIP_595
 
     async def _truncate(self, conn: Connection) -> None:
         todo = {k: s for k, s in self.partitions.items() if s.truncating}
@@ -427,6 +432,13 @@ class ReplicaFetcher:
             name,
         )
         state.parked_until = time.monotonic() + self.manager.config.backoff_ms / 1000
+
+
+def _protocol_at_least(version: str | None, wanted: tuple[int, int]) -> bool:
+    """Whether ``inter.broker.protocol.version`` (e.g. "2.6" or "2.6-IV0"; unset: the
+    newest) is ``wanted`` or later."""
+    match = re.match(r"(\d+)\.(\d+)", version or "")
+    return match is None or (int(match[1]), int(match[2])) >= wanted
 
 
 def _truncation_offset(partition, leader_epoch: int, end_offset: int) -> tuple[int, bool]:

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from odradek.protocol import messages
 from odradek.protocol.errors import ErrorCode
-from tests.cluster.replication_support import ReplicaSet, partition_state, send, wait_for
+from tests.cluster.replication_support import ReplicaSet, fetch_one, partition_state, wait_for
 from tests.cluster.test_replication import _consume, _produce
 
 OFFSET_FOR_LEADER_EPOCH = 23
@@ -25,31 +24,7 @@ def three():
 
 
 def _fetch_v12(bootstrap, *, replica_id, leader_epoch, fetch_offset, last_fetched_epoch):
-    request = messages.build_request(
-        1,
-        12,
-        {
-            "replica_id": replica_id,
-            "max_wait": 0,
-            "min_bytes": 1,
-            "topics": [
-                {
-                    "topic": "t",
-                    "partitions": [
-                        {
-                            "partition": 0,
-                            "current_leader_epoch": leader_epoch,
-                            "fetch_offset": fetch_offset,
-                            "last_fetched_epoch": last_fetched_epoch,
-                            "partition_max_bytes": 1 << 20,
-                        }
-                    ],
-                }
-            ],
-            "forgotten_topics_data": [],
-        },
-    )
-    p = send(bootstrap, 1, request, 12).responses[0].partitions[0]
+    p = fetch_one(bootstrap, 12, replica_id, leader_epoch, fetch_offset, last_fetched_epoch=last_fetched_epoch)
     return p.error_code, (p.diverging_epoch.epoch, p.diverging_epoch.end_offset), len(p.records or b"")
 
 
@@ -87,13 +62,21 @@ def test_a_fetch_with_a_stale_last_fetched_epoch_gets_the_diverging_epoch(three)
     )
 
 
-def test_a_follower_cuts_a_diverged_tail_of_two_epochs_through_the_fetch(three):
+@pytest.mark.parametrize("protocol", [None, "2.6"])
+def test_a_follower_cuts_a_diverged_tail_of_two_epochs(protocol):
     """KIP-279's case. Both replicas have epoch 1 (0-4). Broker 2 then leads epoch 2 alone
     (5-7), broker 1 leads epoch 4 alone (5-6); broker 2 becomes leader at epoch 5. Broker 1
     names epoch 4, the leader answers (2, 8); broker 1 has no epoch 2, so it cuts at the end
-    of its epoch 1 (5) and fetches again, naming epoch 1: no divergence, and it copies
-    broker 2 from offset 5. No OffsetForLeaderEpoch is asked."""
-    rs = three
+    of its epoch 1 (5) and asks again, naming epoch 1: no divergence, and it copies broker 2
+    from offset 5. Through the Fetch v12 itself, no OffsetForLeaderEpoch is asked; with
+    ``inter.broker.protocol.version`` 2.6 (before KIP-595) the same cut comes from
+    OffsetForLeaderEpoch answers."""
+    overrides = {"inter.broker.protocol.version": protocol} if protocol else {}
+    with ReplicaSet(3, overrides) as rs:
+        _two_epoch_divergence(rs, asks_expected=protocol is not None)
+
+
+def _two_epoch_divergence(rs, asks_expected: bool) -> None:
     rs.create_topic("t", {0: [1, 2]})
     rs.leader_and_isr([partition_state("t", 0, 1, 1, [1, 2], [1, 2])])
     assert not [e for e, _ in _produce(rs.bootstrap(1), "t", [b"one"] * 5) if e]
@@ -111,7 +94,7 @@ def test_a_follower_cuts_a_diverged_tail_of_two_epochs_through_the_fetch(three):
     assert rs.batches(1, "t") == rs.batches(2, "t")
     assert _consume(rs.bootstrap(2), "t", 10) == [b"one"] * 5 + [b"two"] * 3 + [b"five"] * 2
     asked = rs.brokers[2].call(lambda b: b.network.request_metrics.by_api.get(OFFSET_FOR_LEADER_EPOCH))
-    assert asked is None or asked.count == 0
+    assert (asked is not None and asked.count > 0) if asks_expected else (asked is None or asked.count == 0)
     epochs = rs.brokers[1].call(lambda b: b.replica_manager.partitions[("t", 0)].log.leader_epoch_cache.entries())
     assert epochs == [(1, 0), (2, 5), (5, 8)]
 
