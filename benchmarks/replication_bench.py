@@ -21,9 +21,15 @@ confluent-kafka producer (``_loadgen.py``, linger.ms=5, acks=all):
   default), so the first 10 s worth of the rate pass at once: keep ``--catch-up-mb`` well
   above 10 x ``--throttle``.
 
+* **many partitions** (``--many-partitions``, default 1000, RF=3): what the followers' fetch
+  loops cost when most partitions are idle (the case fetch sessions, KIP-227, are for): the
+  three brokers' CPU over ``--idle-seconds`` with no writes, then acks=all 1 KB records
+  spread over every partition (``--many-count``): records/s and brokers' CPU per MB.
+
 Run::
 
     python benchmarks/replication_bench.py [--count 200000] [--rate 2000] [--rejoin-mb 1024] [--catch-up-mb 64]
+    python benchmarks/replication_bench.py --only-many [--many-partitions 1000]
 """
 
 from __future__ import annotations
@@ -216,6 +222,31 @@ def catch_up(cluster: ChaosCluster, topic: str, megabytes: int, rate: int | None
     return {"mb": megabytes, "s": elapsed if back else None, "mb_s": megabytes * 1.048576 / elapsed if back else None}
 
 
+def many_partitions(cluster: ChaosCluster, partitions: int, idle_seconds: float, count: int) -> list[tuple[str, str]]:
+    """Idle and loaded replication of one topic with ``partitions`` partitions (RF=3)."""
+    t0 = time.monotonic()
+    admin = cluster.admin()
+    for f in admin.create_topics([NewTopic("many", partitions, 3, config={"min.insync.replicas": "2"})]).values():
+        f.result(120)
+    if not _until(lambda: cluster.in_sync(["many"]), 600, step=1):
+        raise RuntimeError("the many-partition topic never became fully in sync")
+    created = time.monotonic() - t0
+    time.sleep(2)  # the creation's own work is over
+    cpu0, w0 = broker_cpu(cluster), time.monotonic()
+    time.sleep(idle_seconds)
+    idle = (broker_cpu(cluster) - cpu0) / (time.monotonic() - w0)
+    r = throughput(cluster, "many", count)
+    mb = count * SIZE / 1e6
+    return [
+        (f"{partitions} partitions RF=3: created and in sync", f"{created:.1f} s"),
+        (f"{partitions} partitions RF=3 idle: brokers' CPU", f"{idle * 100:.1f}% of one core (3 brokers, {idle_seconds:.0f} s)"),
+        (
+            f"{partitions} partitions RF=3: produce 1 KB acks=all",
+            f"{r['msgs_per_s']:,.0f} rec/s, {r['mb_per_s']:.1f} MB/s, brokers {r['cluster_cpu_s'] / mb * 1000:.1f} ms CPU/MB",
+        ),
+    ]
+
+
 def _isrs(cluster: ChaosCluster, topic: str) -> dict[int, list[int]]:
     view = cluster.view()
     partitions = view.topics.get(topic, {}) if view is not None else {}
@@ -232,11 +263,18 @@ def main() -> int:
     parser.add_argument("--catch-up-mb", type=int, default=128, help="MB behind for the throttled/unthrottled catch-up rows")
     parser.add_argument("--throttle", type=int, default=4 << 20, help="bytes/s of the throttled catch-up row")
     parser.add_argument("--only-catch-up", action="store_true", help="measure only the catch-up rows")
+    parser.add_argument("--many-partitions", type=int, default=1000, help="partitions of the many-partition run (0: skip it)")
+    parser.add_argument("--idle-seconds", type=float, default=20, help="length of the idle many-partition measure")
+    parser.add_argument("--many-count", type=int, default=100_000, help="1 KB records of the many-partition run")
+    parser.add_argument("--only-many", action="store_true", help="run only the many-partition measures")
     args = parser.parse_args()
     base = Path(tempfile.mkdtemp(prefix="odradek-replication-bench-"))
     cluster = ChaosCluster(base, overrides={"replica.lag.time.max.ms": 10000, "log.segment.bytes": 256 << 20}).start()
     rows = []
     try:
+        if args.only_many:
+            rows += many_partitions(cluster, args.many_partitions, args.idle_seconds, args.many_count)
+            return _print(rows, base)
         admin = cluster.admin()
         futures = admin.create_topics(
             [
@@ -291,12 +329,14 @@ def main() -> int:
                 else "did NOT rejoin within 30 min",
             )
         )
+        if args.many_partitions:
+            rows += many_partitions(cluster, args.many_partitions, args.idle_seconds, args.many_count)
     finally:
         cluster.close()
     return _print(rows, base)
 
 
-def _print(rows, base) -> int:
+def _print(rows: list[tuple[str, str]], base: Path) -> int:
     width = max(len(r[0]) for r in rows)
     print(f"\n{'measure'.ljust(width)}  result\n{'-' * width}  ------")
     for name, value in rows:

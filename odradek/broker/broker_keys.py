@@ -105,7 +105,7 @@ BROKER_CONFIGS: dict[str, ConfigDef] = config_table(
     ConfigDef("zookeeper.max.in.flight.requests", INT, 10, AtLeast(1), "Unacknowledged ZooKeeper requests before blocking."),
     ConfigDef("zookeeper.set.acl", BOOL, False, None, "Use secure ACLs on the znodes this broker creates."),
     ConfigDef("controller.socket.timeout.ms", INT, 30000, None, "Socket timeout of controller-to-broker channels."),
-    ConfigDef("inter.broker.protocol.version", STR, None, None, "Inter-broker protocol version.", _INFO),
+    ConfigDef("inter.broker.protocol.version", STR, None, None, "Inter-broker protocol version; below 2.7 replica fetchers send Fetch v11 and truncate with OffsetForLeaderEpoch, as Kafka's did before KIP-595 (unset: the newest)."),
     # listeners
     ConfigDef("listeners", LIST, ["PLAINTEXT://127.0.0.1:9092"], NonEmptyUnique(), "Listeners as NAME://host:port; an empty host binds every interface, port 0 an ephemeral port."),
     ConfigDef("advertised.listeners", LIST, None, None, "Addresses given to clients, as NAME://host:port; default: listeners."),

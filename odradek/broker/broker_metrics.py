@@ -3,7 +3,9 @@
 Each component keeps its own object from here and increments plain integers on its path:
 
 * ``BrokerTopicMetrics`` (the replica manager): per topic, records and bytes in (appends),
-  bytes out (fetch responses), produce and fetch requests and their failures. A partition
+  bytes out (fetch responses to consumers), replication bytes in (a follower's appends of
+  its leader's batches) and out (fetch responses to followers), produce and fetch requests
+  and their failures. A partition
   holds its topic's ``TopicCounters`` so an append adds to it without a lookup. The
   all-topics figures are the sum over topics, taken when scraped; a deleted topic's counts
   move into ``retired`` so the totals never go backwards.
@@ -34,6 +36,8 @@ class TopicCounters:
         "fetch_requests",
         "failed_produce_requests",
         "failed_fetch_requests",
+        "replication_bytes_in",
+        "replication_bytes_out",
     )
 
     def __init__(self):

@@ -356,6 +356,21 @@ class Partition:
         for an epoch below the oldest known (the leader-epoch cache's rules)."""
         return self.log.end_offset_for_epoch(leader_epoch)
 
+    def diverging_epoch(self, last_fetched_epoch: int, fetch_offset: int) -> tuple[int, int] | None:
+        """A Fetch v12+ names the epoch of the last batch its sender has (KIP-595): when this
+        log ends that epoch before ``fetch_offset``, or knows only smaller epochs, the
+        sender's log diverged from this one, and the answer is ``(largest epoch <= the
+        sender's, its end offset here)`` for the sender to truncate to; None when the logs
+        agree. OFFSET_OUT_OF_RANGE when this log knows no epoch at or below it."""
+        epoch, end_offset = self.log.end_offset_for_epoch(last_fetched_epoch)
+        if epoch < 0 or end_offset < 0:
+            raise errors.OffsetOutOfRangeError(
+                f"{self}: cannot tell where leader epoch {last_fetched_epoch} of the fetch ends"
+            )
+        if epoch < last_fetched_epoch or end_offset < fetch_offset:
+            return epoch, end_offset
+        return None
+
     # -- DeleteRecords -------------------------------------------------------------------
 
     def delete_records_on_leader(self, offset: int) -> int:

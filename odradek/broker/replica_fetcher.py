@@ -5,18 +5,30 @@ partition goes to fetcher ``abs(31 * java_hash(topic) + partition) % num.replica
 of its leader, as in Kafka. Each fetcher is one task over one connection to its leader and
 loops:
 
-1. **Truncate** the partitions that just became followers (or lost their place): ask the
-   leader with OffsetForLeaderEpoch where this replica's latest leader epoch ends on the
-   leader and cut the local log there (KIP-101, KIP-279: when the leader does not know that
-   epoch, it answers the largest epoch it has below it, and we cut at the smaller of both
-   end offsets). A leader that knows no epochs: cut at the high watermark.
+1. **Truncate** the partitions that just became followers (or lost their place). A leader
+   speaking Fetch v12+ does it through the fetch itself (KIP-595, as Kafka 2.7+ fetchers
+   do; ``inter.broker.protocol.version`` below 2.7 keeps Fetch v11): each partition names the leader epoch of its last batch (``last_fetched_epoch``)
+   and, where this log diverged, the leader answers ``diverging_epoch`` (its largest epoch
+   at or below ours and where that ends) instead of records. Otherwise (an older leader, a
+   log without epochs, or after OFFSET_OUT_OF_RANGE) ask with OffsetForLeaderEpoch where
+   our latest epoch ends on the leader. Either answer cuts the log by KIP-101/KIP-279's
+   rule (``_truncation_offset``): at the smaller of both ends of that epoch, or, when this
+   log does not have the leader's epoch, at the end of our largest epoch below it and ask
+   again. A leader that knows no epochs: cut at the high watermark.
 2. **Fetch** from each partition's log end offset with the follower Fetch (``replica_id`` =
    this broker; ``replica.fetch.wait.max.ms``, ``replica.fetch.min.bytes``,
-   ``replica.fetch.max.bytes`` per partition, ``replica.fetch.response.max.bytes`` in all),
+   ``replica.fetch.max.bytes`` per partition, ``replica.fetch.response.max.bytes`` in all)
+   in an incremental fetch session (KIP-227, ``fetch_session_handler.py``): after one full
+   fetch, a request lists only the partitions whose offsets or epochs changed (those parked or
+   truncating are forgotten meanwhile) and the answer only those with something new,
    append the leader's batches as they are (``Partition.append_as_follower``: same offsets,
    same CRCs, producer state and leader epochs rebuilt from them) and take the leader's high
    watermark and log start offset. Partitions the follower replication throttle holds back
    (``follower.replication.throttled.rate``, cluster/replication_quota.py) are left out.
+
+Counted for ``/metrics``: the bytes appended (``ReplicationBytesInPerSec``, per topic) and
+each partition's lag behind the leader's high watermark after its last fetch (Kafka's
+FetcherLagMetrics ``ConsumerLag``; ``ReplicaFetcherManager.max_lag`` is ``MaxLag``).
 
 Errors are per partition: OFFSET_OUT_OF_RANGE truncates again (or starts over at the
 leader's log start offset when this replica is below it); NOT_LEADER_OR_FOLLOWER,
@@ -29,10 +41,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import time
 from dataclasses import dataclass
 
 from odradek._tasks import cancel_and_wait
+from odradek.broker.fetch_session_handler import FetchSessionHandler
 from odradek.broker.group.partitioning import java_string_hash
 from odradek.net.connection import Connection
 from odradek.net.connection_errors import ClientError
@@ -45,7 +59,8 @@ log = logging.getLogger(__name__)
 _LINK_ERRORS = (ClientError, OSError)  # the connection failed or timed out: reconnect
 
 FETCH_KEY, LIST_OFFSETS_KEY, OFFSET_FOR_LEADER_EPOCH_KEY = 1, 2, 23
-FETCH_VERSION = 11  # topics by name; the follower truncates with OffsetForLeaderEpoch
+FETCH_VERSION = 12  # topics by name, last_fetched_epoch / diverging_epoch (KIP-595)
+FETCH_VERSION_BEFORE_KIP_595 = 11  # a leader without v12: truncate with OffsetForLeaderEpoch
 LIST_OFFSETS_VERSION = 4
 OFFSET_FOR_LEADER_EPOCH_VERSION = 4
 EARLIEST_TIMESTAMP = -2
@@ -69,6 +84,7 @@ class FetcherConfig:
     backoff_ms: int = 1000
     socket_timeout_ms: int = 30000
     num_fetchers: int = 1
+    truncate_on_fetch: bool = True  # Fetch v12 (KIP-595); False below inter.broker.protocol.version 2.7
 
     @classmethod
     def from_getter(cls, node_id: int, get) -> FetcherConfig:
@@ -81,16 +97,20 @@ class FetcherConfig:
             get("replica.fetch.backoff.ms"),
             get("replica.socket.timeout.ms"),
             max(1, get("num.replica.fetchers")),
+            _protocol_at_least(get("inter.broker.protocol.version"), (2, 7)),
         )
 
 
 @dataclass
 class FetchState:
-    """One partition on a fetcher: its leader's epoch, and whether it must truncate first."""
+    """One partition on a fetcher: its leader's epoch, whether it must truncate first, and
+    whether that must ask OffsetForLeaderEpoch (rather than the Fetch v12 itself)."""
 
     leader_epoch: int
     truncating: bool = True
+    ask_leader: bool = False
     parked_until: float = 0.0
+    lag: int = 0  # the leader's high watermark minus our log end, after the last fetch
 
 
 class ReplicaFetcher:
@@ -101,6 +121,7 @@ class ReplicaFetcher:
         self.source = source  # BrokerInfo of the leader
         self.fetcher_id = fetcher_id
         self.partitions: dict[tuple[str, int], FetchState] = {}
+        self.session = FetchSessionHandler()  # KIP-227: fetches name only what changed
         self._wakeup = asyncio.Event()
         self._conn: Connection | None = None
         self._task = asyncio.get_running_loop().create_task(
@@ -109,6 +130,11 @@ class ReplicaFetcher:
 
     def __repr__(self) -> str:
         return f"ReplicaFetcher[{self.fetcher_id}, leader {self.source.node_id}]"
+
+    @property
+    def client_id(self) -> str:
+        """Kafka's name for the fetcher thread (the ``clientId`` tag of its metrics)."""
+        return f"ReplicaFetcherThread-{self.fetcher_id}-{self.source.node_id}"
 
     def add(self, key: tuple[str, int], leader_epoch: int) -> None:
         self.partitions[key] = FetchState(leader_epoch)
@@ -172,10 +198,17 @@ class ReplicaFetcher:
 
     # -- truncation (KIP-101 / KIP-279) --------------------------------------------------
 
+    def _fetch_version(self, conn: Connection) -> int:
+        top = conn.broker_versions.get(FETCH_KEY, (0, FETCH_VERSION_BEFORE_KIP_595))[1]
+        if top >= FETCH_VERSION and self.manager.config.truncate_on_fetch:
+            return FETCH_VERSION
+        return FETCH_VERSION_BEFORE_KIP_595
+
     async def _truncate(self, conn: Connection) -> None:
         todo = {k: s for k, s in self.partitions.items() if s.truncating}
         if not todo:
             return
+        by_fetch = self._fetch_version(conn) >= FETCH_VERSION
         asks: dict[str, list[dict]] = {}
         for (topic, index), state in todo.items():
             partition = self._partition((topic, index))
@@ -185,6 +218,9 @@ class ReplicaFetcher:
             latest = partition.log.latest_epoch
             if latest is None:  # no epochs known here: keep what is below the high watermark
                 self._cut(partition, partition.high_watermark, "no leader epochs in the local log")
+                state.truncating = False
+                continue
+            if by_fetch and not state.ask_leader:  # the fetch names ``latest``; the leader answers
                 state.truncating = False
                 continue
             asks.setdefault(topic, []).append(
@@ -211,23 +247,15 @@ class ReplicaFetcher:
                 if p.error_code:
                     self._park(key, state, p.error_code, "OffsetForLeaderEpoch")
                     continue
-                self._truncate_to_leader_epoch(partition, p.leader_epoch, p.end_offset)
-                state.truncating = False
-
-    def _truncate_to_leader_epoch(self, partition, leader_epoch: int, end_offset: int) -> None:
-        if end_offset < 0:  # the leader knows no epoch at or below ours
-            self._cut(partition, partition.high_watermark, "the leader has no matching leader epoch")
-            return
-        own_epoch, own_end = partition.log.end_offset_for_epoch(leader_epoch)
-        if own_epoch == leader_epoch:
-            target = end_offset
-        else:  # KIP-279: our log has no entries of that epoch; cut at the smaller end
-            target = min(end_offset, own_end if own_end >= 0 else partition.high_watermark)
-        self._cut(partition, target, f"leader epoch {leader_epoch} ends at {end_offset} on the leader")
+                offset, done = _truncation_offset(partition, p.leader_epoch, p.end_offset)
+                self._cut(partition, offset, f"leader epoch {p.leader_epoch} ends at {p.end_offset} on the leader")
+                if done:  # else ask again with the epoch our log now ends with (KIP-279)
+                    state.truncating = state.ask_leader = False
 
     def _cut(self, partition, offset: int, why: str) -> None:
         leo = partition.log_end_offset
         if offset >= leo:
+            partition.truncate_to(leo)  # nothing to cut; an epoch entry at the end may go
             return
         hw = partition.high_watermark
         if offset < hw:
@@ -248,42 +276,70 @@ class ReplicaFetcher:
         config = self.manager.config
         now = time.monotonic()
         throttle = self.manager.throttle
-        topics: dict[str, list[dict]] = {}
-        for (topic, index), state in self.partitions.items():
+        wanted: dict[tuple[str, int], tuple] = {}
+        for key, state in self.partitions.items():
             if state.truncating or state.parked_until > now:
                 continue
-            partition = self._partition((topic, index))
+            partition = self._partition(key)
             if partition is None or (throttle is not None and throttle.holds_back(partition)):
                 continue
+            latest = partition.log.latest_epoch
+            wanted[key] = (
+                partition.log_end_offset,
+                partition.log_start_offset,
+                state.leader_epoch,
+                -1 if latest is None else latest,
+            )
+        if not wanted:
+            return False
+        version = self._fetch_version(conn)
+        session_id, epoch, send, forget = self.session.build(wanted)
+        topics: dict[str, list[dict]] = {}
+        for (topic, index), (offset, log_start, leader_epoch, last_fetched) in send.items():
             topics.setdefault(topic, []).append(
                 {
                     "partition": index,
-                    "current_leader_epoch": state.leader_epoch,
-                    "fetch_offset": partition.log_end_offset,
-                    "log_start_offset": partition.log_start_offset,
+                    "current_leader_epoch": leader_epoch,
+                    "fetch_offset": offset,
+                    "last_fetched_epoch": last_fetched,
+                    "log_start_offset": log_start,
                     "partition_max_bytes": config.max_bytes,
                 }
             )
-        if not topics:
-            return False
+        forgotten: dict[str, list[int]] = {}
+        for topic, index in forget:
+            forgotten.setdefault(topic, []).append(index)
         request = messages.build_request(
             FETCH_KEY,
-            FETCH_VERSION,
+            version,
             {
                 "replica_id": config.node_id,
                 "max_wait": config.wait_max_ms,
                 "min_bytes": config.min_bytes,
                 "max_bytes": config.response_max_bytes,
                 "isolation_level": 0,
-                "session_id": 0,
-                "session_epoch": -1,
+                "session_id": session_id,
+                "session_epoch": epoch,
                 "topics": [{"topic": t, "partitions": ps} for t, ps in topics.items()],
-                "forgotten_topics_data": [],
+                "forgotten_topics_data": [{"topic": t, "partitions": ps} for t, ps in forgotten.items()],
                 "rack_id": "",
             },
         )
         timeout = (config.wait_max_ms + config.socket_timeout_ms) / 1000
-        response = await conn.send(FETCH_KEY, request, version=FETCH_VERSION, timeout=timeout)
+        try:
+            response = await conn.send(FETCH_KEY, request, version=version, timeout=timeout)
+        except BaseException:
+            self.session.reset()
+            raise
+        if not self.session.answered(response.error_code, response.session_id):
+            log.info(
+                "%r: leader %d dropped fetch session %d (%s); starting a new one",
+                self,
+                self.source.node_id,
+                session_id,
+                ErrorCode(response.error_code).name,
+            )
+            return True
         if response.error_code:
             raise ClientError(f"leader {self.source.node_id} refused the fetch: {response.error_code!r}")
         replicas = self.manager.replica_manager
@@ -300,12 +356,24 @@ class ReplicaFetcher:
                 if p.error_code:
                     self._park(key, state, p.error_code, "Fetch")
                     continue
+                diverging = getattr(p, "diverging_epoch", None)  # v12+
+                if diverging is not None and diverging.end_offset >= 0:
+                    offset, _ = _truncation_offset(partition, diverging.epoch, diverging.end_offset)
+                    self._cut(
+                        partition,
+                        offset,
+                        f"the fetch diverged: leader epoch {diverging.epoch} ends at {diverging.end_offset} "
+                        f"on leader {self.source.node_id}",
+                    )
+                    continue  # the next fetch names the epoch the log ends with now
                 try:
                     if p.records:
                         partition.append_as_follower(p.records)
+                        partition.counters.replication_bytes_in += len(p.records)
                     partition.update_follower_high_watermark(p.high_watermark, p.log_start_offset)
                     if throttle is not None:
                         throttle.fetched(partition, len(p.records or b""), p.high_watermark)
+                    state.lag = max(0, p.high_watermark - partition.log_end_offset)
                 except UnexpectedAppendOffsetError as exc:  # our log moved meanwhile: fetch again
                     log.warning("%s: %s", partition, exc)
                     continue
@@ -355,7 +423,7 @@ class ReplicaFetcher:
             )
             partition.truncate_fully_and_start_at(answer.offset)
         else:
-            state.truncating = True
+            state.truncating = state.ask_leader = True
 
     def _park(self, key, state: FetchState, code: int, what: str) -> None:
         name = ErrorCode(code).name if code in ErrorCode._value2member_map_ else str(code)
@@ -368,6 +436,31 @@ class ReplicaFetcher:
             name,
         )
         state.parked_until = time.monotonic() + self.manager.config.backoff_ms / 1000
+
+
+def _protocol_at_least(version: str | None, wanted: tuple[int, int]) -> bool:
+    """Whether ``inter.broker.protocol.version`` (e.g. "2.6" or "2.6-IV0"; unset: the
+    newest) is ``wanted`` or later."""
+    match = re.match(r"(\d+)\.(\d+)", version or "")
+    return match is None or (int(match[1]), int(match[2])) >= wanted
+
+
+def _truncation_offset(partition, leader_epoch: int, end_offset: int) -> tuple[int, bool]:
+    """Where to cut this replica's log, given that the leader's largest epoch at or below
+    ours is ``leader_epoch`` and ends at ``end_offset`` there (KIP-101, KIP-279); and whether
+    that is final. When our log has no batches of ``leader_epoch`` it is not: cut at the end
+    of our largest epoch below it and compare again."""
+    leo = partition.log_end_offset
+    if end_offset < 0:  # the leader knows no epoch at or below ours
+        return partition.high_watermark, True
+    if leader_epoch < 0:
+        return min(end_offset, leo), True
+    own_epoch, own_end = partition.log.end_offset_for_epoch(leader_epoch)
+    if own_end < 0:  # no epochs here at all
+        return min(end_offset, leo), True
+    if own_epoch != leader_epoch:
+        return min(own_end, leo), False
+    return min(own_end, end_offset, leo), True
 
 
 class ReplicaFetcherManager:
@@ -404,6 +497,16 @@ class ReplicaFetcherManager:
             fetcher.remove(key)
             if not fetcher.partitions:
                 self._retire(where)
+
+    def max_lag(self) -> int:
+        """The largest lag of any partition fetched (Kafka's ReplicaFetcherManager MaxLag)."""
+        return max((s.lag for f in self.fetchers.values() for s in f.partitions.values()), default=0)
+
+    def lags(self):
+        """(fetcher client id, topic, partition, lag) for every partition fetched."""
+        for fetcher in self.fetchers.values():
+            for (topic, index), state in fetcher.partitions.items():
+                yield fetcher.client_id, topic, index, state.lag
 
     def leader_of(self, key: tuple[str, int]) -> int | None:
         where = self._where.get(key)

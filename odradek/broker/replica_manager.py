@@ -342,12 +342,21 @@ class ReplicaManager:
     # -- replication: the leader's side ----------------------------------------------------
 
     def read_for_follower(
-        self, replica_id: int, plan, max_bytes: int, *, file_slices: bool = False, log_starts=None
+        self,
+        replica_id: int,
+        plan,
+        max_bytes: int,
+        *,
+        file_slices: bool = False,
+        log_starts=None,
+        last_fetched=None,
     ):
         """A follower's fetch: record how far each of its logs reaches (its fetch offset) and
         where it starts (``log_starts``: (topic, partition) -> its log start offset),
         advancing high watermarks and low watermarks and expanding ISRs, then read up to the
-        log end (not the high watermark). Same results as ``read``."""
+        log end (not the high watermark). A partition whose log diverged from this one
+        (``last_fetched``, see ``read``) tells nothing of the follower's log: its fetch
+        offset is past the divergence. Same results as ``read``."""
         now_ms = int(time.time() * 1000)
         refused = {}  # (topic, partition) -> error code: not a replica of it, for one
         for topic, index, offset, _, epoch in plan:
@@ -357,6 +366,9 @@ class ReplicaManager:
             key = (topic, index)
             try:
                 partition.check_leader(epoch)
+                fetched_epoch = last_fetched.get(key, -1) if last_fetched else -1
+                if fetched_epoch >= 0 and partition.diverging_epoch(fetched_epoch, offset) is not None:
+                    continue  # read() answers where the logs part
                 low = partition.low_watermark
                 moved = partition.update_follower_fetch_state(
                     replica_id, offset, now_ms, log_starts.get(key, -1) if log_starts else -1
@@ -370,7 +382,9 @@ class ReplicaManager:
                 self.change_isr(partition, expanded, f"broker {replica_id} caught up")
             if moved or partition.low_watermark != low:
                 self.on_high_watermark(key)
-        topics, total, had_error = self.read(plan, max_bytes, 0, file_slices=file_slices, replica_id=replica_id)
+        topics, total, had_error = self.read(
+            plan, max_bytes, 0, file_slices=file_slices, replica_id=replica_id, last_fetched=last_fetched
+        )
         if refused:
             had_error = True
             topics = [
@@ -530,6 +544,7 @@ class ReplicaManager:
         replica_id: int = -1,
         client_rack: str = "",
         follower_reads: bool = False,
+        last_fetched=None,
     ):
         """Read the partitions of a fetch (Kafka's ``readFromLocalLog``): ``plan`` is
         ``(topic, partition, fetch offset, partition max bytes, current leader epoch or -1)``
@@ -548,6 +563,11 @@ class ReplicaManager:
         watermark), as Kafka allows since KIP-392; with a replica selector
         (``replica.selector.class``, KIP-392) the leader answers a consumer with a
         ``client_rack`` by naming a replica in that rack instead of sending records.
+
+        ``last_fetched`` (Fetch v12+) maps partitions to the leader epoch of the last batch
+        the fetcher has: where its log diverged from this one the partition answers no
+        records and a 9th item, the diverging epoch ``(epoch, end offset)`` (KIP-595), and
+        the fetch counts as failed (it is answered at once).
         """
         partitions = self.partitions
         results: dict[str, list] = {}
@@ -563,6 +583,14 @@ class ReplicaManager:
                     partition.check_replica(epoch)
                 else:
                     partition.check_leader(epoch)
+                if last_fetched:
+                    fetched_epoch = last_fetched.get((topic, index), -1)
+                    diverging = partition.diverging_epoch(fetched_epoch, offset) if fetched_epoch >= 0 else None
+                    if diverging is not None:
+                        had_error = True
+                        hw, lso, start = partition.high_watermark, partition.last_stable_offset, partition.log_start_offset
+                        out.append((index, 0, hw, lso, start, None, b"", -1, diverging))
+                        continue
                 if client_rack and self.replica_selector is not None and replica_id < 0:
                     preferred = self.replica_selector(partition, client_rack, offset)
                     if preferred is not None and preferred != self.node_id:

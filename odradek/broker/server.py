@@ -29,6 +29,7 @@ from odradek.broker.client_quotas import ClientQuotas
 from odradek.broker.config import BrokerConfig
 from odradek.broker.config_entries import broker_config_entries, topic_config_entries
 from odradek.broker.dynamic_config import DynamicBrokerConfig
+from odradek.broker.fetch_session import FetchSessionCache
 from odradek.broker.group.group_configs import GroupConfigs
 from odradek.broker.group.group_coordinator import GroupCoordinator
 from odradek.broker.network import NetworkServer
@@ -176,6 +177,7 @@ class Broker:
         self._warn_if_over_capacity()
         self.timer = SystemTimer(loop=asyncio.get_running_loop())
         self.fetch_purgatory = DelayedOperationPurgatory("fetch", self.timer)
+        self.fetch_sessions = FetchSessionCache(self.config.get("max.incremental.fetch.session.cache.slots"))
         self.produce_purgatory = DelayedOperationPurgatory("produce", self.timer)
         self.delete_records_purgatory = DelayedOperationPurgatory("delete-records", self.timer)
         self.replica_manager = ReplicaManager(

@@ -26,6 +26,8 @@ _TOPIC_COUNTERS = (
     ("totalfetchrequests", "fetch_requests", "Fetch responses, per topic read"),
     ("failedproducerequests", "failed_produce_requests", "Failed partition appends"),
     ("failedfetchrequests", "failed_fetch_requests", "Partitions a fetch failed to read"),
+    ("replicationbytesin", "replication_bytes_in", "Record batch bytes a follower appended from its leaders"),
+    ("replicationbytesout", "replication_bytes_out", "Record batch bytes sent to followers"),
 )
 
 # Kafka's names for the purgatories (DelayedOperationPurgatory's delayedOperation tag).
@@ -115,6 +117,46 @@ def broker_families(broker, http_server=None) -> list:
             "kafka_server_replicamanager_isrexpands",
             "ISR expands",
             value=replicas.replica_metrics.isr_expands,
+        ),
+    ]
+
+    # kafka.server:type=ReplicaFetcherManager and FetcherLagMetrics (a follower's fetchers)
+    fetchers = replicas.fetchers
+    out.append(
+        GaugeMetricFamily(
+            "kafka_server_replicafetchermanager_maxlag",
+            "Largest lag, in records, of a partition this broker follows behind its leader's high watermark",
+            labels=["clientId"],
+        )
+    )
+    out[-1].add_metric(["Replica"], fetchers.max_lag() if fetchers is not None else 0)
+    lag = GaugeMetricFamily(
+        "kafka_server_fetcherlagmetrics_consumerlag",
+        "Records a followed partition is behind its leader's high watermark, after its last fetch",
+        labels=["clientId", "topic", "partition"],
+    )
+    if fetchers is not None:
+        for client_id, topic, index, records in sorted(fetchers.lags()):
+            lag.add_metric([client_id, topic, str(index)], records)
+    out.append(lag)
+
+    # kafka.server:type=FetchSessionCache (KIP-227)
+    sessions = broker.fetch_sessions
+    out += [
+        GaugeMetricFamily(
+            "kafka_server_fetchsessioncache_numincrementalfetchsessions",
+            "Incremental fetch sessions kept",
+            value=len(sessions.sessions),
+        ),
+        GaugeMetricFamily(
+            "kafka_server_fetchsessioncache_numincrementalfetchpartitionscached",
+            "Partitions in the incremental fetch sessions kept",
+            value=sessions.partitions_cached,
+        ),
+        CounterMetricFamily(
+            "kafka_server_fetchsessioncache_incrementalfetchsessionevictions",
+            "Fetch sessions evicted to make room for others",
+            value=sessions.evictions,
         ),
     ]
 

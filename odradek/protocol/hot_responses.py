@@ -160,8 +160,11 @@ def _one_partition_template(version: int, topic: str) -> tuple[int, bytes, struc
 
 
 # (partition, error_code, high_watermark, last_stable_offset, log_start_offset,
-#  aborted_transactions: list[(producer_id, first_offset)] | None, records: buffer | None)
+#  aborted_transactions: list[(producer_id, first_offset)] | None, records: buffer | None
+#  [, preferred_read_replica [, diverging_epoch: (epoch, end_offset)]])
 PartitionFetchResult = tuple
+
+_EPOCH_END_OFFSET = struct.Struct(">iq")
 
 
 def fetch_response(
@@ -175,7 +178,8 @@ def fetch_response(
     """FetchResponse v4..v17 body; record buffers are included as given (not copied). Topics
     are named by name up to v12 and by topic id (a ``uuid.UUID``) from v13 (KIP-516). A
     partition is ``(index, error, hw, lso, log start, aborted, records[, preferred read
-    replica])``."""
+    replica[, diverging epoch]])``; the diverging epoch ``(epoch, end offset)`` (v12+,
+    KIP-595) goes out as the partition's tagged field 0."""
     flexible = version >= FETCH_FLEXIBLE_FROM
     by_id = version >= FETCH_TOPIC_IDS_FROM
     out = [_I32.pack(throttle_ms)]  # throttle_time_ms
@@ -188,11 +192,14 @@ def fetch_response(
         append(name.bytes if by_id else _string(name, flexible))  # type: ignore[union-attr,arg-type]
         append(_array_len(len(partitions), flexible))
         for entry in partitions:
+            diverging = None
             if len(entry) == 7:
                 partition, error, hw, lso, start_offset, aborted, records = entry
                 preferred = -1
-            else:  # KIP-392: an 8th item names the preferred read replica
+            elif len(entry) == 8:  # KIP-392: an 8th item names the preferred read replica
                 partition, error, hw, lso, start_offset, aborted, records, preferred = entry
+            else:  # a 9th: where the fetcher's log diverged from this one (KIP-595, v12+)
+                partition, error, hw, lso, start_offset, aborted, records, preferred, diverging = entry
             append(struct.pack(">ihqq", partition, error, hw, lso))
             if version >= 5:
                 append(_I64.pack(start_offset))
@@ -213,7 +220,10 @@ def fetch_response(
                 append(_uvarint(size + 1) if flexible else _I32.pack(size))
                 if size:
                     append(records)
-            if flexible:
+            if diverging is not None and flexible:
+                # one tagged field: tag 0, 13 bytes (epoch int32, end offset int64, no tags)
+                append(b"\x01\x00\x0d" + _EPOCH_END_OFFSET.pack(*diverging) + _NO_TAGS)
+            elif flexible:
                 append(_NO_TAGS)
         if flexible:
             append(_NO_TAGS)

@@ -601,6 +601,9 @@ class Log:
         if offset < 0:
             raise ValueError(f"Cannot truncate to a negative offset {offset}")
         if offset >= self._leo:
+            # Nothing to cut, but an epoch this replica started as leader without writing
+            # a batch of it must go, or the follower would keep naming it (as Kafka does).
+            self.leader_epoch_cache.truncate_from_end(self._leo)
             return False
         if now_ms is None:
             now_ms = _now_ms()

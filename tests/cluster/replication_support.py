@@ -242,6 +242,25 @@ def send(bootstrap: str, api_key: int, entity, version: int):
     return asyncio.run(go())
 
 
+def fetch_one(bootstrap: str, version: int, replica_id: int, leader_epoch: int, fetch_offset: int, **partition):
+    """One Fetch of partition 0 of topic "t" at ``fetch_offset`` (no wait); its partition answer."""
+    from odradek.protocol import messages
+
+    fields = {"partition": 0, "current_leader_epoch": leader_epoch, "fetch_offset": fetch_offset}
+    request = messages.build_request(
+        1,
+        version,
+        {
+            "replica_id": replica_id,
+            "max_wait": 0,
+            "min_bytes": 1,
+            "topics": [{"topic": "t", "partitions": [{**fields, "partition_max_bytes": 1 << 20, **partition}]}],
+            "forgotten_topics_data": [],
+        },
+    )
+    return send(bootstrap, 1, request, version).responses[0].partitions[0]
+
+
 def leader_and_isr_request(states: list, leaders: dict[int, int], controller_epoch: int = 1, topic_ids=None):
     """A LeaderAndIsr v7 request entity; ``leaders`` maps broker id -> port."""
     from odradek.protocol.inter_broker import leader_and_isr_schema as s

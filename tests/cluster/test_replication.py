@@ -12,6 +12,7 @@ from odradek.protocol import errors
 from odradek.protocol.errors import ErrorCode
 from tests.cluster.replication_support import (
     ReplicaSet,
+    fetch_one,
     leader_and_isr_request,
     partition_state,
     send,
@@ -488,34 +489,13 @@ def test_every_isr_change_gets_a_notification_even_while_one_is_being_written(zk
 def test_a_follower_fetch_from_an_unknown_replica_or_with_a_stale_epoch_is_refused(three):
     """Kafka's answers, no crash: NOT_LEADER_OR_FOLLOWER for a broker that is not a replica,
     FENCED_LEADER_EPOCH for an older leader epoch, UNKNOWN_LEADER_EPOCH for a newer one."""
-    from odradek.protocol import messages
-
     rs = three
     rs.create_topic("t", {0: [1, 2, 3]})
     _lead(rs, "t", 1, 4)
     assert not [e for e, _ in _produce(rs.bootstrap(1), "t", [b"q"] * 3) if e]
 
     def fetch(replica_id, epoch):
-        request = messages.build_request(
-            1,
-            11,
-            {
-                "replica_id": replica_id,
-                "max_wait": 0,
-                "min_bytes": 1,
-                "topics": [
-                    {
-                        "topic": "t",
-                        "partitions": [
-                            {"partition": 0, "current_leader_epoch": epoch, "fetch_offset": 0, "partition_max_bytes": 1 << 20}
-                        ],
-                    }
-                ],
-                "forgotten_topics_data": [],
-            },
-        )
-        response = send(rs.bootstrap(1), 1, request, 11)
-        p = response.responses[0].partitions[0]
+        p = fetch_one(rs.bootstrap(1), 11, replica_id, epoch, 0)
         return p.error_code, len(p.records or b"")
 
     assert fetch(9, 4) == (ErrorCode.not_leader_or_follower, 0)

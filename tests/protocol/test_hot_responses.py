@@ -79,3 +79,15 @@ def test_fetch_response_names_topics_by_id_from_v13(version):
     assert topic.topic_id == topic_id
     (p,) = topic.partitions
     assert (p.partition_index, p.high_watermark, bytes(p.records)) == (2, 10, records)
+
+
+@pytest.mark.parametrize("version", [12, 13, 17])
+def test_fetch_response_carries_the_diverging_epoch_as_tagged_field_0(version):
+    name = "t" if version < 13 else uuid.uuid4()
+    diverged = (0, 0, 40, 40, 0, None, b"", -1, (3, 25))
+    plain = (1, 0, 40, 40, 0, None, memoryview(b"\x07" * 9))
+    resp = _decode(1, version, hot_responses.fetch_response(version, [(name, [diverged, plain])]))
+    p0, p1 = resp.responses[0].partitions
+    assert (p0.diverging_epoch.epoch, p0.diverging_epoch.end_offset) == (3, 25)
+    assert (p1.diverging_epoch.epoch, p1.diverging_epoch.end_offset) == (-1, -1)
+    assert bytes(p1.records) == b"\x07" * 9

@@ -8,8 +8,11 @@ that a consumer can always make progress (KIP-74). With fewer than ``min_bytes``
 available and ``max_wait_ms`` > 0, the request parks in the fetch purgatory until an
 append brings enough bytes or the wait expires; ``max_wait_ms`` = 0 answers at once. The
 reading is ``ReplicaManager.read``; the waiting a ``DelayedFetch`` in the fetch purgatory.
-Fetch sessions (KIP-227) are not kept: every answer carries session id 0, which tells
-the client to send full requests. The response is packed by hand around the record bytes.
+Fetch sessions (KIP-227, ``fetch_session.py``): a fetch with session id 0 and epoch -1
+(librdkafka's, always) is sessionless; epoch 0 opens a session when the cache has room, and
+later fetches list only what changed and get only partitions with something new; an unknown
+session answers FETCH_SESSION_ID_NOT_FOUND, a wrong epoch INVALID_FETCH_SESSION_EPOCH.
+The response is packed by hand around the record bytes.
 A follower's fetch (replica_id >= 0, cluster mode only; a single node answers
 UNKNOWN_SERVER_ERROR) reads up to the log end offset instead of the high watermark, and
 tells the leader how far the follower's log reaches (``ReplicaManager.read_for_follower``):
@@ -20,15 +23,21 @@ of the ISR while over its quota; those bytes do not count toward ``min_bytes``.
 With an authorizer, partitions of topics a consumer may not Read (and every partition of a
 follower without ClusterAction) answer TOPIC_AUTHORIZATION_FAILED.
 From v13 topics are named by topic id (KIP-516), an unknown id answering UNKNOWN_TOPIC_ID;
+From v12 a fetcher names the leader epoch of the last batch it has (``last_fetched_epoch``,
+KIP-595): where its log diverged from this one the partition answers no records and a
+``diverging_epoch`` (the largest epoch at or below it here and where it ends), at once, and
+a follower's fetch offset there does not count as its log end.
 v15 moves the replica id into ``replica_state``; v16's current-leader hints (for
 NOT_LEADER_OR_FOLLOWER, which a single node never answers) and v17's replica directory id
 (KRaft) are left out.
 """
 
 import asyncio
+import time
 import uuid
 
 from odradek.broker.delayed_fetch import DelayedFetch
+from odradek.broker.fetch_session import FINAL_EPOCH
 from odradek.broker.handlers import RawResponse, api
 from odradek.protocol.errors import ErrorCode
 from odradek.protocol.hot_responses import FETCH_THROTTLE_AT, FETCH_TOPIC_IDS_FROM, fetch_response
@@ -56,6 +65,48 @@ def _plan(broker, body, version: int):
             for p in t.partitions
         )
     return plan, ids, unknown
+
+
+def _forgotten(broker, body, version: int) -> list[tuple[str, int]]:
+    """The partitions an incremental fetch drops from its session."""
+    out = []
+    for t in body.forgotten_topics_data:
+        name = t.topic if version < FETCH_TOPIC_IDS_FROM else _topic_name(broker, t.topic_id)
+        out.extend((name, index) for index in t.partitions)
+    return out
+
+
+def _session(broker, body, version: int, replica_id: int, plan, ids, last_fetched, log_starts):
+    """The fetch's context in its session (KIP-227): what to read and which session to name."""
+    return broker.fetch_sessions.context(
+        body.session_id,
+        body.session_epoch,
+        plan,
+        last_fetched,
+        log_starts,
+        _forgotten(broker, body, version),
+        ids,
+        replica_id >= 0,
+        int(time.time() * 1000),
+    )
+
+
+def _last_fetched_epochs(broker, body, version: int) -> dict | None:
+    """v12+: the leader epoch of the last batch the fetcher has, per partition that names
+    one (KIP-595); None when none does (every fetch before v12, most consumers')."""
+    if version < 12:
+        return None
+    out = None
+    for t in body.topics:
+        name = None
+        for p in t.partitions:
+            if p.last_fetched_epoch >= 0:
+                if name is None:
+                    name = t.topic if version < FETCH_TOPIC_IDS_FROM else _topic_name(broker, t.topic_id)
+                if out is None:
+                    out = {}
+                out[(name, p.partition)] = p.last_fetched_epoch
+    return out
 
 
 def _rack(body, version: int) -> str:
@@ -89,7 +140,7 @@ def _topic_name(broker, topic_id):
     return name
 
 
-def _response(version: int, topics, ids, unknown, throttle_ms: int = 0) -> RawResponse:
+def _response(version: int, topics, ids, unknown, throttle_ms: int = 0, session_id: int = 0) -> RawResponse:
     """The response body; from v13 each topic is named by the id the request used."""
     if ids is not None:
         topics = [(ids[name], partitions) for name, partitions in topics]
@@ -97,7 +148,7 @@ def _response(version: int, topics, ids, unknown, throttle_ms: int = 0) -> RawRe
             (topic_id or _ZERO_ID, [(i, ErrorCode.unknown_topic_id, -1, -1, -1, None, b"") for i in indexes])
             for topic_id, indexes in unknown.items()
         ]
-    return fetch_response(version, topics, throttle_ms=throttle_ms)
+    return fetch_response(version, topics, throttle_ms=throttle_ms, session_id=session_id)
 
 
 @api(1, 4, 17)
@@ -109,9 +160,17 @@ def handle_fetch(broker, request):
     replica_id = body.replica_state.replica_id if version >= 15 else body.replica_id
     if replica_id >= 0 and not broker.replica_manager.replicated:
         return RawResponse(fetch_response(version, [], error_code=ErrorCode.unknown_server_error), throttle_at=FETCH_THROTTLE_AT)
-    if version >= 7 and body.session_id != 0:
-        return RawResponse(fetch_response(version, [], error_code=ErrorCode.fetch_session_id_not_found), throttle_at=FETCH_THROTTLE_AT)
     plan, ids, unknown = _plan(broker, body, version)
+    last_fetched = _last_fetched_epochs(broker, body, version)
+    log_starts = _follower_log_starts(broker, body, version) if replica_id >= 0 else None
+    context = None
+    if version >= 7 and (body.session_id or body.session_epoch != FINAL_EPOCH):
+        context = _session(broker, body, version, replica_id, plan, ids, last_fetched, log_starts)
+        if context.error:
+            return RawResponse(fetch_response(version, [], error_code=context.error), throttle_at=FETCH_THROTTLE_AT)
+        plan, last_fetched, log_starts = context.plan, context.last_fetched, context.log_starts
+        if ids is not None and context.session is not None:
+            ids = context.session.topic_ids
     denied = None
     if broker.authorizer is not None:
         plan, denied = _authorized(broker, request, plan, follower=replica_id >= 0)
@@ -120,9 +179,13 @@ def handle_fetch(broker, request):
     held = None  # partitions whose records the leader's replication throttle withheld
     if replica_id >= 0:
         isolation = 0
-        log_starts = _follower_log_starts(broker, body, version)
         topics, total, had_error = broker.replica_manager.read_for_follower(
-            replica_id, plan, max_bytes, file_slices=broker.zero_copy, log_starts=log_starts
+            replica_id,
+            plan,
+            max_bytes,
+            file_slices=broker.zero_copy,
+            log_starts=log_starts,
+            last_fetched=last_fetched,
         )
         if broker.replication_quotas.leader.limited:
             topics, withheld, held = broker.replication_quotas.leader.apply(
@@ -137,16 +200,31 @@ def handle_fetch(broker, request):
             file_slices=broker.zero_copy,
             client_rack=_rack(body, version),
             follower_reads=version >= 11,
+            last_fetched=last_fetched,
         )
     max_wait_ms = int(body.max_wait.total_seconds() * 1000)
     if total < body.min_bytes and max_wait_ms > 0 and not had_error and not unknown and not denied and plan:
         return _wait_and_read(
-            broker, request, plan, ids, max_bytes, isolation, body.min_bytes, max_wait_ms, replica_id, held
+            broker,
+            request,
+            plan,
+            ids,
+            max_bytes,
+            isolation,
+            body.min_bytes,
+            max_wait_ms,
+            replica_id,
+            held,
+            last_fetched,
+            context,
         )
+    if context is not None:
+        topics = context.responses(topics)
     if denied:
         topics = topics + denied
-    sent = _count(broker, topics)
-    response = _response(version, topics, ids, unknown, _throttle(broker, request, sent))
+    sent = _count(broker, topics, replica_id >= 0)
+    session_id = context.session_id if context is not None else 0
+    response = _response(version, topics, ids, unknown, _throttle(broker, request, sent), session_id)
     return RawResponse(response, has_files=broker.zero_copy, throttle_at=FETCH_THROTTLE_AT)
 
 
@@ -181,6 +259,8 @@ async def _wait_and_read(
     max_wait_ms: int,
     replica_id=-1,
     held=None,
+    last_fetched=None,
+    context=None,
 ):
     """Park until ``min_bytes`` or ``max_wait_ms``, then read again. The bytes of partitions the
     replication throttle withholds (``held``) do not count: with only those, the wait is whole."""
@@ -195,7 +275,9 @@ async def _wait_and_read(
     else:
         await asyncio.sleep(max_wait_ms / 1000)
     if replica_id >= 0:
-        topics, _, _ = replicas.read_for_follower(replica_id, plan, max_bytes, file_slices=broker.zero_copy)
+        topics, _, _ = replicas.read_for_follower(
+            replica_id, plan, max_bytes, file_slices=broker.zero_copy, last_fetched=last_fetched
+        )
         if broker.replication_quotas.leader.limited:
             topics, _, _ = broker.replication_quotas.leader.apply(replicas.partitions, replica_id, topics)
     else:
@@ -206,12 +288,15 @@ async def _wait_and_read(
             file_slices=broker.zero_copy,
             client_rack=_rack(request.body, request.api_version),
             follower_reads=request.api_version >= 11,
+            last_fetched=last_fetched,
         )
-    sent = _count(broker, topics)
+    if context is not None:
+        topics = context.responses(topics)
+    sent = _count(broker, topics, replica_id >= 0)
     throttle_ms = _throttle(broker, request, sent)
-    return RawResponse(
-        _response(request.api_version, topics, ids, {}, throttle_ms), has_files=broker.zero_copy, throttle_at=FETCH_THROTTLE_AT
-    )
+    session_id = context.session_id if context is not None else 0
+    response = _response(request.api_version, topics, ids, {}, throttle_ms, session_id)
+    return RawResponse(response, has_files=broker.zero_copy, throttle_at=FETCH_THROTTLE_AT)
 
 
 def _throttle(broker, request, sent: int) -> int:
@@ -225,9 +310,10 @@ def _throttle(broker, request, sent: int) -> int:
     return throttle_ms
 
 
-def _count(broker, topics) -> int:
+def _count(broker, topics, follower: bool = False) -> int:
     """Per topic, the request, its failed partitions and the record bytes sent (Kafka's
-    TotalFetchRequestsPerSec, FailedFetchRequestsPerSec, BytesOutPerSec); returns the bytes."""
+    TotalFetchRequestsPerSec, FailedFetchRequestsPerSec, and BytesOutPerSec, or for a
+    follower ReplicationBytesOutPerSec); returns the bytes."""
     metrics = broker.replica_manager.topic_metrics.topics
     sent = 0
     for name, partitions in topics:
@@ -235,9 +321,14 @@ def _count(broker, topics) -> int:
         if counters is None:
             continue
         counters.fetch_requests += 1
+        size = 0
         for entry in partitions:
             if entry[1]:
                 counters.failed_fetch_requests += 1
-            counters.bytes_out += len(entry[6])
-            sent += len(entry[6])
+            size += len(entry[6])
+        if follower:
+            counters.replication_bytes_out += size
+        else:
+            counters.bytes_out += size
+        sent += size
     return sent
