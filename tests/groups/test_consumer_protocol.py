@@ -334,10 +334,10 @@ def test_heartbeat_errors_are_kafkas(broker):
         assert raw.request(8, 9, commit).topics[0].partitions[0].error_code == ErrorCode.none
         commit["member_id"] = "nobody"
         assert raw.request(8, 9, commit).topics[0].partitions[0].error_code == ErrorCode.unknown_member_id
-        # a classic member cannot join a consumer group with members
+        # a classic member of another protocol type cannot join a consumer group
         join = raw.request(11, 5, {
             "group_id": group, "session_timeout": 10000, "rebalance_timeout": 10000, "member_id": "",
-            "group_instance_id": None, "protocol_type": "consumer",
+            "group_instance_id": None, "protocol_type": "connect",
             "protocols": [{"name": "range", "metadata": b""}],
         })
         assert join.error_code == ErrorCode.inconsistent_group_protocol
