@@ -34,6 +34,7 @@ from odradek.protocol.errors import ErrorCode
 
 _MAX_WAIT_S = 5.0  # a share fetch waits at most this long, whatever it asks
 IDLE_EVICT_S = 600  # a share partition nobody read for this long leaves memory
+SWEEP_S = 60  # how often (at most) idle share partitions are looked for
 _READ_BYTES = 1 << 20  # read per partition and fetch: max_records is usually reached well before
 
 @dataclass
@@ -150,8 +151,8 @@ class ShareFetchManager:
         """Forget share partitions nobody read for ``IDLE_EVICT_S`` that hold no acquired
         records and whose state is saved: the next read loads them back from
         ``__share_group_state``. Checked when a share partition is first needed, at most once
-        a minute."""
-        if now - self._last_sweep < 60:
+        ``SWEEP_S``."""
+        if now - self._last_sweep < SWEEP_S:
             return
         self._last_sweep = now
         for key, used in list(self._used.items()):
