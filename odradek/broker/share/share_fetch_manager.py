@@ -14,7 +14,8 @@ first time.
 
 The records' state is written to ``__share_group_state`` after every change and read back
 when the leader first serves a share partition (``share_state_topic.py``); a share partition
-idle for ten minutes, or whose leadership moved, or whose group was deleted, leaves memory.
+idle for ten minutes, or whose leadership moved, or whose group was deleted, leaves memory;
+one loaded at an older leader epoch (the leadership went away and came back) is loaded again.
 Sessions are in memory; the group configs in the metadata store. A fetch that finds nothing
 to acquire waits in the broker's fetch purgatory (``delayed_share_fetch.py``).
 
@@ -121,7 +122,7 @@ class ShareFetchManager:
         if not partition.log_start_offset <= offset <= partition.high_watermark:
             return int(ErrorCode.offset_out_of_range)
         sp = SharePartition(offset)
-        sp.snapshot_epoch = old.snapshot_epoch
+        sp.snapshot_epoch, sp.leader_epoch = old.snapshot_epoch, old.leader_epoch
         self.partitions[(group_id, topic, index)] = sp
         self._save(group_id, info.topic_id, index, sp)
         return 0
@@ -138,11 +139,14 @@ class ShareFetchManager:
         key = (group_id, topic, index)
         sp = self.partitions.get(key)
         now = time.monotonic()
+        if sp is not None and sp.leader_epoch != partition.leader_epoch:
+            sp = None  # the leadership went elsewhere and came back: what this broker held is stale
         if sp is None:
             self._evict_idle(now)
             sp = self.state_topic.load(group_id, topic_id, index)
             if sp is None:
                 sp = SharePartition(self._start_offset(group_id, partition))
+            sp.leader_epoch = partition.leader_epoch
             self.partitions[key] = sp
         self._used[key] = now
         return partition, sp
