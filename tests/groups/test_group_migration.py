@@ -38,8 +38,8 @@ def group_types(raw) -> dict[str, str]:
 class ClassicMember:
     """A hand-driven classic consumer: JoinGroup v5, SyncGroup v5, Heartbeat v4, OffsetCommit v8."""
 
-    def __init__(self, raw, group: str, topic: str):
-        self.raw, self.group, self.topic = raw, group, topic
+    def __init__(self, raw, group: str, topic: str, instance_id: str | None = None):
+        self.raw, self.group, self.topic, self.instance_id = raw, group, topic, instance_id
         self.member_id = ""
         self.generation = -1
         self.owned: set[int] = set()
@@ -49,7 +49,7 @@ class ClassicMember:
         while True:
             answer = self.raw.request(11, 5, {
                 "group_id": self.group, "session_timeout": 10000, "rebalance_timeout": 10000,
-                "member_id": self.member_id, "group_instance_id": None, "protocol_type": "consumer",
+                "member_id": self.member_id, "group_instance_id": self.instance_id, "protocol_type": "consumer",
                 "protocols": [{"name": "range", "metadata": metadata}],
             })
             self.member_id = answer.member_id
@@ -62,7 +62,7 @@ class ClassicMember:
     def sync(self, assignments: dict[str, bytes] | None = None):
         answer = self.raw.request(14, 5, {
             "group_id": self.group, "generation_id": self.generation, "member_id": self.member_id,
-            "group_instance_id": None, "protocol_type": "consumer", "protocol_name": "range",
+            "group_instance_id": self.instance_id, "protocol_type": "consumer", "protocol_name": "range",
             "assignments": [{"member_id": m, "assignment": a} for m, a in (assignments or {}).items()],
         })
         if answer.error_code == ErrorCode.none:
@@ -72,7 +72,7 @@ class ClassicMember:
     def heartbeat(self, generation: int | None = None) -> int:
         return self.raw.request(12, 4, {
             "group_id": self.group, "generation_id": self.generation if generation is None else generation,
-            "member_id": self.member_id, "group_instance_id": None,
+            "member_id": self.member_id, "group_instance_id": self.instance_id,
         }).error_code
 
     def commit(self, generation: int) -> int:
@@ -152,6 +152,37 @@ def test_a_classic_group_upgrades_online_keeps_its_classic_member_and_downgrades
     finally:
         proc.stop()
     assert "Traceback" not in proc.log_text()
+
+
+def test_a_static_member_back_with_the_classic_protocol_downgrades_the_group_keeping_its_partitions(broker):
+    topic = new_topic(broker, 4)
+    group = f"mig-{uuid.uuid4().hex[:6]}"
+    with RawClient(broker) as raw:
+        find_coordinator(raw, group)
+        a = ClassicMember(raw, group, topic)
+        assert a.join().error_code == ErrorCode.none
+        assert a.sync({a.member_id: encode_assignment([TopicPartition(topic, p) for p in range(4)])}).error_code == 0
+        s = heartbeat(raw, group, "s1", 0, subscribed_topic_names=[topic], instance_id="inst")
+        assert s.error_code == ErrorCode.none and group_types(raw)[group] == "consumer"
+        # the classic member gives up half; the static consumer-protocol member takes it
+        assert a.heartbeat() == ErrorCode.rebalance_in_progress
+        a.join()
+        a.sync()
+        assert a.heartbeat() == ErrorCode.rebalance_in_progress
+        a.join()
+        a.sync()
+        assert a.heartbeat() == ErrorCode.none and len(a.owned) == 2
+        s = heartbeat(raw, group, "s1", s.member_epoch, instance_id="inst")
+        held = partitions_of(s.assignment)
+        assert held == {0, 1, 2, 3} - a.owned
+        # "inst" restarts speaking the classic protocol: it takes s1's place and the group is classic again
+        back = ClassicMember(raw, group, topic, instance_id="inst")
+        joined = back.join()
+        assert joined.error_code == ErrorCode.none and group_types(raw)[group] == "classic"
+        assert back.sync().error_code == ErrorCode.none and back.owned == held  # no rebalance
+        assert a.heartbeat() == ErrorCode.none and back.heartbeat() == ErrorCode.none
+        described = raw.request(15, 5, {"groups": [group], "include_authorized_operations": False}).groups[0]
+        assert described.group_state == "Stable" and len(described.members) == 2
 
 
 def test_a_migration_policy_without_upgrade_keeps_a_classic_group_with_members_classic(tmp_path):

@@ -25,6 +25,7 @@ import logging
 import uuid
 
 from odradek.broker.group import consumer_offsets_schema as schema
+from odradek.broker.group import group_migration as migration
 from odradek.broker.group.classic_group import CONSUMER_PROTOCOL_TYPE
 from odradek.broker.group.classic_group_member import JoinResult, SyncResult
 from odradek.broker.group.consumer_group import (
@@ -81,7 +82,7 @@ class ClassicMembers:
         except (errors.CorruptMessageError, UnicodeDecodeError) as exc:
             raise errors.InconsistentGroupProtocolError(f"unreadable consumer protocol metadata: {exc}") from None
         entries: list = []
-        member, bump = self._member_for(group, req, member_id, unknown, entries)
+        member, bump, replaced_consumer_member = self._member_for(group, req, member_id, unknown, entries)
         classic = ClassicMemberMetadata(req.session_timeout_ms, tuple(req.protocols))
         before = (member.subscribed_topics, member.rack_id, member.rebalance_timeout_ms, member.classic)
         member.subscribed_topics = tuple(sorted(set(subscription.topics)))
@@ -97,6 +98,14 @@ class ClassicMembers:
             ids[name][0]: partitions for name, partitions in subscription.owned.items() if name in ids and partitions
         }
         self.manager.update_assignment(group, member, bump, owned, entries, joining=bump or unknown)
+        if replaced_consumer_member and migration.may_downgrade_after_replacement(group, self.config):
+            # the last member speaking the consumer protocol came back speaking the classic one
+            classic_group = self.manager.shard.downgrade_online(group, "", entries, rebalance=False)
+            self.manager._write(entries)
+            return JoinResult(
+                NONE, member.member_id, classic_group.generation_id, CONSUMER_PROTOCOL_TYPE,
+                classic_group.protocol_name, "",
+            )
         self.manager._write(entries)
         self._cancel(member, "join_timer")
         self.manager.schedule_session(group, member)
@@ -106,21 +115,22 @@ class ClassicMembers:
         )
 
     def _member_for(self, group: ConsumerGroup, req, member_id: str, unknown: bool, entries):
-        """(the member, whether it is new)."""
+        """(the member, whether it is new, whether it replaced a static member that spoke the
+        consumer protocol)."""
         instance_id = req.group_instance_id
         if instance_id is not None:
             current = group.static_members.get(instance_id)
             if current is not None:
                 if current == member_id:
-                    return self._classic_member(group, current), False
+                    return self._classic_member(group, current), False, False
                 if not unknown:
                     raise errors.FencedInstanceIdError(f"static member {instance_id} is now {current}")
+                # the instance restarted (perhaps with the other protocol): the newcomer takes its place
                 old = group.members[current]
-                if not old.uses_classic_protocol:
-                    raise errors.UnknownMemberIdError(f"static member {instance_id} speaks the consumer protocol")
-                return self.manager._replace_static(group, old, member_id, entries), False
+                replaced = self.manager._replace_static(group, old, member_id, entries)
+                return replaced, False, not old.uses_classic_protocol
         if member_id in group.members:
-            return self._classic_member(group, member_id), False
+            return self._classic_member(group, member_id), False, False
         # a new member, or one with the id MEMBER_ID_REQUIRED gave it (Kafka keeps no pending members
         # in a consumer group), or one fenced meanwhile: it joins afresh
         if len(group.members) >= self.config.consumer_max_size:
@@ -128,7 +138,7 @@ class ClassicMembers:
         member = ConsumerGroupMember(member_id, instance_id=instance_id)
         group.add(member)
         log.info("group %s: classic member %s joins", group.group_id, member_id)
-        return member, True
+        return member, True, False
 
     @staticmethod
     def _classic_member(group: ConsumerGroup, member_id: str) -> ConsumerGroupMember:

@@ -198,7 +198,7 @@ class ConsumerGroupManager:
                 current = group.static_members.get(req.instance_id)
                 if current is not None:
                     old = group.members[current]
-                    if old.member_epoch != STATIC_LEAVE_EPOCH and current != member_id:
+                    if old.member_epoch != STATIC_LEAVE_EPOCH and current != member_id and not old.uses_classic_protocol:
                         raise errors.UnreleasedInstanceIdError(
                             f"static member {req.instance_id} is still in group {group.group_id} as {current}"
                         )

@@ -174,9 +174,12 @@ class GroupCoordinatorShard:
         )
         return group
 
-    def downgrade_online(self, group: ConsumerGroup, leaving_member_id: str, entries: list) -> None:
+    def downgrade_online(
+        self, group: ConsumerGroup, leaving_member_id: str, entries: list, *, rebalance: bool = True
+    ) -> ClassicGroup:
         """The last consumer-protocol member leaves: the group becomes a classic group of the
-        classic members left, which rebalances at once (``group_migration.py``)."""
+        classic members left, which rebalances at once unless ``rebalance`` is False (a static
+        member replaced) (``group_migration.py``)."""
         classic, assignments = migration.classic_group_from_consumer(
             group, leaving_member_id, self.consumer.topic_name, self.now()
         )
@@ -195,7 +198,9 @@ class GroupCoordinatorShard:
             "group %s: only classic members are left; it becomes a classic group at generation %d",
             group.group_id, classic.generation_id,
         )
-        self.classic.prepare_rebalance(classic, "the group went back to the classic protocol")
+        if rebalance:
+            self.classic.prepare_rebalance(classic, "the group went back to the classic protocol")
+        return classic
 
     def convert_consumer_to_classic(self, group_id: str) -> None:
         """An empty consumer group becomes a classic group when a classic member joins."""

@@ -11,7 +11,10 @@ classic members are asked to rejoin to reconcile.
 Downgrade: the last member speaking the consumer protocol leaves (or is fenced) while
 classic members remain. The group becomes a Stable classic group at the group epoch, each
 member handed its target assignment, and a rebalance starts at once so the classic members
-rejoin and their leader assigns again.
+rejoin and their leader assigns again. Also when a static member speaking the consumer
+protocol comes back speaking the classic one (same ``group.instance.id``) and takes the last
+such member's place; then without a rebalance: it keeps the assignment of the member it
+replaced.
 
 Both write the old group's tombstones and the new group's records in one batch, so a
 restart or a coordinator move replays the converted group. Pure functions over groups;
@@ -65,6 +68,17 @@ def may_downgrade(group: ConsumerGroup, leaving_member_id: str, config) -> bool:
     if why is not None:
         log.info("group %s: only classic members are left but it stays a consumer group: %s", group.group_id, why)
     return why is None
+
+
+def may_downgrade_after_replacement(group: ConsumerGroup, config) -> bool:
+    """Whether the group becomes classic now that a classic static member replaced the last
+    member speaking the consumer protocol."""
+    if not group.all_classic_except(""):
+        return False
+    if config.migration_policy not in (BIDIRECTIONAL, DOWNGRADE) or len(group.members) > config.max_size:
+        log.info("group %s: only classic members are left but it stays a consumer group", group.group_id)
+        return False
+    return True
 
 
 def _member_subscription(classic: ClassicGroup, member: ClassicGroupMember) -> schema.Subscription:
