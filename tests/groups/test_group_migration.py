@@ -85,6 +85,16 @@ class ClassicMember:
         return answer.topics[0].partitions[0].error_code
 
 
+def lone_classic_member(raw, group: str, topic: str, partitions: int) -> ClassicMember:
+    """A classic group of one member that assigned itself every partition of ``topic``."""
+    find_coordinator(raw, group)
+    a = ClassicMember(raw, group, topic)
+    assert a.join().error_code == ErrorCode.none
+    everything = encode_assignment([TopicPartition(topic, p) for p in range(partitions)])
+    assert a.sync({a.member_id: everything}).error_code == ErrorCode.none
+    return a
+
+
 def partitions_of(assignment) -> set[int]:
     return {p for t in (assignment.topic_partitions if assignment else ()) for p in t.partitions}
 
@@ -95,11 +105,8 @@ def test_a_classic_group_upgrades_online_keeps_its_classic_member_and_downgrades
         topic = new_topic(proc, 4)
         group = f"mig-{uuid.uuid4().hex[:6]}"
         with RawClient(proc) as raw:
-            find_coordinator(raw, group)
-            a = ClassicMember(raw, group, topic)
-            assert a.join().error_code == ErrorCode.none and a.generation == 1
-            everything = encode_assignment([TopicPartition(topic, p) for p in range(4)])
-            assert a.sync({a.member_id: everything}).error_code == ErrorCode.none and a.owned == {0, 1, 2, 3}
+            a = lone_classic_member(raw, group, topic, 4)
+            assert a.generation == 1 and a.owned == {0, 1, 2, 3}
             assert group_types(raw)[group] == "classic"
 
             # a consumer-protocol member joins: the group becomes a consumer group at once
@@ -141,6 +148,7 @@ def test_a_classic_group_upgrades_online_keeps_its_classic_member_and_downgrades
             assert a.heartbeat() == ErrorCode.rebalance_in_progress
             joined = a.join()
             assert joined.error_code == ErrorCode.none and joined.leader == a.member_id and a.generation == 3
+            everything = encode_assignment([TopicPartition(topic, p) for p in range(4)])
             assert a.sync({a.member_id: everything}).error_code == ErrorCode.none and a.owned == {0, 1, 2, 3}
 
         proc.stop()
@@ -158,10 +166,7 @@ def test_a_static_member_back_with_the_classic_protocol_downgrades_the_group_kee
     topic = new_topic(broker, 4)
     group = f"mig-{uuid.uuid4().hex[:6]}"
     with RawClient(broker) as raw:
-        find_coordinator(raw, group)
-        a = ClassicMember(raw, group, topic)
-        assert a.join().error_code == ErrorCode.none
-        assert a.sync({a.member_id: encode_assignment([TopicPartition(topic, p) for p in range(4)])}).error_code == 0
+        a = lone_classic_member(raw, group, topic, 4)
         s = heartbeat(raw, group, "s1", 0, subscribed_topic_names=[topic], instance_id="inst")
         assert s.error_code == ErrorCode.none and group_types(raw)[group] == "consumer"
         # the classic member gives up half; the static consumer-protocol member takes it
@@ -191,10 +196,7 @@ def test_a_migration_policy_without_upgrade_keeps_a_classic_group_with_members_c
         topic = new_topic(proc, 2)
         group = f"mig-{uuid.uuid4().hex[:6]}"
         with RawClient(proc) as raw:
-            find_coordinator(raw, group)
-            a = ClassicMember(raw, group, topic)
-            assert a.join().error_code == ErrorCode.none
-            assert a.sync({a.member_id: b""}).error_code == ErrorCode.none
+            a = lone_classic_member(raw, group, topic, 2)
             refused = heartbeat(raw, group, "c1", 0, subscribed_topic_names=[topic])
             assert refused.error_code == ErrorCode.group_id_not_found
             assert group_types(raw)[group] == "classic" and a.heartbeat() == ErrorCode.none
