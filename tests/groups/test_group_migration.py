@@ -38,8 +38,9 @@ def group_types(raw) -> dict[str, str]:
 class ClassicMember:
     """A hand-driven classic consumer: JoinGroup v5, SyncGroup v5, Heartbeat v4, OffsetCommit v8."""
 
-    def __init__(self, raw, group: str, topic: str, instance_id: str | None = None):
+    def __init__(self, raw, group: str, topic: str, instance_id: str | None = None, rebalance_timeout: int = 10000):
         self.raw, self.group, self.topic, self.instance_id = raw, group, topic, instance_id
+        self.rebalance_timeout = rebalance_timeout
         self.member_id = ""
         self.generation = -1
         self.owned: set[int] = set()
@@ -48,7 +49,7 @@ class ClassicMember:
         metadata = encode_subscription([self.topic], None, [TopicPartition(self.topic, p) for p in self.owned])
         while True:
             answer = self.raw.request(11, 5, {
-                "group_id": self.group, "session_timeout": 10000, "rebalance_timeout": 10000,
+                "group_id": self.group, "session_timeout": 10000, "rebalance_timeout": self.rebalance_timeout,
                 "member_id": self.member_id, "group_instance_id": self.instance_id, "protocol_type": "consumer",
                 "protocols": [{"name": "range", "metadata": metadata}],
             })
@@ -85,10 +86,10 @@ class ClassicMember:
         return answer.topics[0].partitions[0].error_code
 
 
-def lone_classic_member(raw, group: str, topic: str, partitions: int) -> ClassicMember:
+def lone_classic_member(raw, group: str, topic: str, partitions: int, **options) -> ClassicMember:
     """A classic group of one member that assigned itself every partition of ``topic``."""
     find_coordinator(raw, group)
-    a = ClassicMember(raw, group, topic)
+    a = ClassicMember(raw, group, topic, **options)
     assert a.join().error_code == ErrorCode.none
     everything = encode_assignment([TopicPartition(topic, p) for p in range(partitions)])
     assert a.sync({a.member_id: everything}).error_code == ErrorCode.none
@@ -188,6 +189,31 @@ def test_a_static_member_back_with_the_classic_protocol_downgrades_the_group_kee
         assert a.heartbeat() == ErrorCode.none and back.heartbeat() == ErrorCode.none
         described = raw.request(15, 5, {"groups": [group], "include_authorized_operations": False}).groups[0]
         assert described.group_state == "Stable" and len(described.members) == 2
+
+
+def test_a_classic_member_that_does_not_rejoin_or_sync_in_time_is_fenced_and_its_partitions_move(broker):
+    topic = new_topic(broker, 4)
+    group = f"mig-{uuid.uuid4().hex[:6]}"
+    with RawClient(broker) as raw:
+        a = lone_classic_member(raw, group, topic, 4, rebalance_timeout=1500)
+        c1 = heartbeat(raw, group, "c1", 0, subscribed_topic_names=[topic])
+        assert a.heartbeat() == ErrorCode.rebalance_in_progress  # told to rejoin, it never does
+
+        def c1_partitions() -> set[int]:
+            nonlocal c1
+            c1 = heartbeat(raw, group, "c1", c1.member_epoch, topic_partitions=[])
+            assert c1.error_code == ErrorCode.none
+            return partitions_of(c1.assignment) if c1.assignment is not None else set()
+
+        owned: set[int] = set()
+        wait_until(lambda: owned.update(c1_partitions()) or owned == {0, 1, 2, 3}, 20, "c1 owning every partition")
+        assert a.heartbeat() == ErrorCode.unknown_member_id
+        assert group_types(raw)[group] == "consumer"  # a fenced classic member does not downgrade it
+        # joins again (its old id makes it a new member) but never sends SyncGroup: fenced again
+        assert a.join().error_code == ErrorCode.none
+        wait_until(lambda: a.heartbeat() == ErrorCode.unknown_member_id, 20, "the member fenced for not syncing",
+                   step=c1_partitions)  # c1 stays
+        assert group_types(raw)[group] == "consumer"
 
 
 def test_a_migration_policy_without_upgrade_keeps_a_classic_group_with_members_classic(tmp_path):
