@@ -11,6 +11,11 @@ toward it on its own heartbeats (``consumer_group.reconcile``). A member silent 
 ``group.consumer.session.timeout.ms`` is fenced (removed and its partitions freed); so is a
 member that does not revoke partitions within its rebalance timeout.
 
+Members speaking the classic protocol (JoinGroup/SyncGroup/Heartbeat, after an online
+upgrade or joining a consumer group) are served by ``classic_members.py`` from the same
+state; when the last member speaking the consumer protocol leaves, the group goes back to
+being classic (``group_migration.py``).
+
 Every change is written as Kafka's consumer-group records (``modern_group_records.py``) and
 replayed from them on load, so members, epochs and target assignments survive a restart or
 a coordinator move; sessions restart on load.

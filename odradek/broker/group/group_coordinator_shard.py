@@ -9,7 +9,8 @@ NOT_COORDINATOR and goes to the new leader).
 The shard holds the groups and hands each request to the manager of its kind: membership
 and rebalances of classic groups to ``ClassicGroupManager``, consumer-protocol groups
 (KIP-848) to ``ConsumerGroupManager``, committed offsets to ``OffsetManager`` (share groups,
-KIP-932, to ``ShareGroupManager``). What touches both lives here: deleting a group with its offsets,
+KIP-932, to ``ShareGroupManager``). What touches both lives here: converting a group from one protocol to the other
+(``group_migration.py``), deleting a group with its offsets,
 expiring offsets (a group left with neither members nor offsets disappears), replaying a
 record into the manager that owns its type. Everything it writes goes to its partition as
 a leader append (acks=1).

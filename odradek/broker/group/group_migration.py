@@ -49,8 +49,8 @@ def may_upgrade(classic: ClassicGroup, config) -> bool:
         why = f"group.consumer.migration.policy is {config.migration_policy}"
     elif classic.protocol_type != CONSUMER_PROTOCOL_TYPE:
         why = f"its members speak protocol type {classic.protocol_type!r}, not the consumer protocol"
-    elif classic.size > config.consumer_max_size:
-        why = f"its {classic.size} members are more than group.consumer.max.size"
+    elif classic.size >= config.consumer_max_size:  # the joining member needs room too
+        why = f"its {classic.size} members leave no room under group.consumer.max.size"
     if why is not None:
         log.info("group %s: cannot become a consumer group: %s", classic.group_id, why)
     return why is None
