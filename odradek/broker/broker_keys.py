@@ -242,6 +242,7 @@ BROKER_CONFIGS: dict[str, ConfigDef] = config_table(
     ConfigDef("group.consumer.min.heartbeat.interval.ms", INT, 5000, AtLeast(1), "Shortest consumer.heartbeat.interval.ms a consumer-protocol group may set."),
     ConfigDef("group.consumer.max.heartbeat.interval.ms", INT, 15000, AtLeast(1), "Longest consumer.heartbeat.interval.ms a consumer-protocol group may set."),
     ConfigDef("group.consumer.max.size", INT, INT_MAX, AtLeast(1), "Most members of a consumer-protocol group."),
+    ConfigDef("group.consumer.migration.policy", STR, "bidirectional", OneOf("bidirectional", "upgrade", "downgrade", "disabled"), "Online conversion of groups with members: a consumer-protocol member joining a classic group makes it a consumer group (upgrade); the last one leaving makes it classic again (downgrade)."),
     ConfigDef("group.consumer.assignors", LIST, ["uniform", "range"], ListOf("uniform", "range"), "Server-side assignors of consumer-protocol groups; the first is the default."),
     ConfigDef("group.share.heartbeat.interval.ms", INT, 5000, AtLeast(1), "Heartbeat interval of share groups."),
     ConfigDef("group.share.session.timeout.ms", INT, 45000, AtLeast(1), "Session timeout of share-group members."),

@@ -251,6 +251,9 @@ SHARE_CONSUMER: dict[str, Spec] = {
     "max_poll_records": (500, _int(1)),
     "fetch_max_wait_ms": (500, _int(0)),
     "fetch_max_bytes": (52428800, _int(0)),
+    "key_deserializer": (None, _callable_or_none),
+    "value_deserializer": (None, _callable_or_none),
+    "client_rack": (None, _optional_str),
 }
 
 ADMIN: dict[str, Spec] = {

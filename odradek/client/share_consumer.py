@@ -11,6 +11,12 @@ Acknowledgement (``share_acknowledgement_mode``):
     accepts every record the previous ``poll`` returned;
   * ``explicit``: call ``acknowledge(record, "accept" | "release" | "reject")`` for each
     record; RELEASE hands it back for another delivery, REJECT archives it.
+``key_deserializer`` and ``value_deserializer`` turn keys and values into what ``poll``
+returns, as the consumer's do; a record they cannot turn is rejected (archived, never
+delivered again, as Kafka's share consumer does) and ``poll`` raises SerializationError
+naming it (the other records of that poll come with the next one). ``client_rack`` is sent
+as the member's rack (``rack_id``).
+
 Acknowledgements ride on the next ShareFetch; ``commit`` sends them at once
 (ShareAcknowledge) and returns each partition's error. ``close`` sends what is left, closes
 the share sessions (releasing what this member still holds) and leaves the group.
@@ -25,7 +31,7 @@ import time
 import uuid
 
 from odradek.client import client_config as config_mod
-from odradek.client.client_errors import ClientClosedError, ConfigError
+from odradek.client.client_errors import ClientClosedError, ConfigError, SerializationError
 from odradek.client.consumer.fetcher import decode_records
 from odradek.client.netclient import NetClient
 from odradek.client.structs import TopicPartition
@@ -43,7 +49,8 @@ _NEW_SESSION = (ErrorCode.share_session_not_found, ErrorCode.invalid_share_sessi
 class ShareConsumer:
     """Options: the common client options plus ``group_id`` (required),
     ``share_acknowledgement_mode`` (implicit/explicit), ``max_poll_records``,
-    ``fetch_max_wait_ms``, ``fetch_max_bytes``."""
+    ``fetch_max_wait_ms``, ``fetch_max_bytes``, ``key_deserializer``, ``value_deserializer``,
+    ``client_rack``."""
 
     def __init__(self, config: dict | None = None, **options):
         self.config = config_mod.resolve("share_consumer", config, options)
@@ -61,6 +68,7 @@ class ShareConsumer:
         self._sessions: dict[int, tuple[int, set[TopicPartition]]] = {}  # leader -> (next epoch, partitions)
         self._acks: dict[TopicPartition, dict[int, int]] = {}  # pending: partition -> offset -> type
         self._delivered: list = []  # the last poll's records (implicit mode accepts them)
+        self._ready: list = []  # decoded records held back by a deserialization error, for the next poll
         self._deliveries: dict[tuple[TopicPartition, int], int] = {}
         self._interval = 1.0
         self._heartbeat_task: asyncio.Task | None = None
@@ -116,7 +124,7 @@ class ShareConsumer:
     async def _heartbeat(self, node: int, epoch: int):
         topics = self._topics if epoch == 0 or self._topics != self._sent_topics else None
         body = {"group_id": self.group_id, "member_id": self.member_id, "member_epoch": epoch,
-                "rack_id": None, "subscribed_topic_names": list(topics) if topics is not None else None}
+                "rack_id": self.config["client_rack"], "subscribed_topic_names": list(topics) if topics is not None else None}
         resp = await self._client.call(node, SHARE_GROUP_HEARTBEAT, body)
         if not resp.error_code and topics is not None:
             self._sent_topics = topics
@@ -215,6 +223,9 @@ class ShareConsumer:
             raise ClientClosedError("share consumer is closed")
         await self.start()
         self._accept_delivered()
+        if self._ready:
+            self._delivered, self._ready = self._ready, []
+            return self._delivered
         deadline = time.monotonic() + timeout
         if not self._assignment:
             with contextlib.suppress(asyncio.TimeoutError):
@@ -232,8 +243,32 @@ class ShareConsumer:
                 log.info("share group %s: a share fetch failed (%s)", self.group_id, got)
             else:
                 records += got
-        self._delivered = records
-        return records
+        return self._deserialized(records)
+
+    def _deserialized(self, records: list) -> list:
+        kdes, vdes = self.config["key_deserializer"], self.config["value_deserializer"]
+        if kdes is None and vdes is None:
+            self._delivered = records
+            return records
+        out, failures = [], []
+        for r in records:
+            try:
+                key = kdes(r.key) if kdes is not None and r.key is not None else r.key
+                value = vdes(r.value) if vdes is not None and r.value is not None else r.value
+            except Exception as exc:
+                tp = TopicPartition(r.topic, r.partition)
+                self._acks.setdefault(tp, {})[r.offset] = ACK_TYPES["reject"]
+                failures.append(f"offset {r.offset} of {r.topic}-{r.partition}: {exc}")
+                continue
+            out.append(tuple.__new__(type(r), (r[0], r[1], key, value, r[4])))  # as the consumer's fetcher does
+        if failures:
+            self._ready = out
+            self._delivered = []
+            raise SerializationError(
+                f"deserializing {len(failures)} record(s) failed, so they were rejected: {'; '.join(failures[:3])}"
+            )
+        self._delivered = out
+        return out
 
     def _ids(self) -> dict[str, object]:
         return {name: t.topic_id for name, t in self._client.cluster.topics.items()}

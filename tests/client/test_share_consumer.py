@@ -22,6 +22,7 @@ from support import wait_until
 
 from odradek.aio import ShareConsumer as AioShareConsumer
 from odradek.client import ShareConsumer
+from odradek.client.client_errors import SerializationError
 from odradek.testing.process import BrokerProcess
 
 OVERRIDES = {
@@ -143,3 +144,60 @@ def test_asyncio_share_consumer_and_a_closed_members_records_go_to_another(broke
             assert counts == {2}  # the second delivery of each
 
     asyncio.run(main())
+
+
+def _share_group_rack_ids(broker, group: str) -> list[str | None]:
+    """The members' rack ids, as ShareGroupDescribe (v1) shows them."""
+    import socket
+    import struct
+
+    from odradek.protocol.messages import decode_response, encode_request
+    from odradek.protocol.request_builder import build_request
+
+    with socket.create_connection((broker.host, broker.port), timeout=10) as sock:
+        body = build_request(77, 1, {"group_ids": [group], "include_authorized_operations": False})
+        sock.sendall(encode_request(77, 1, 1, "t", body))
+        data = b""
+        while len(data) < 4 or len(data) < 4 + struct.unpack(">i", data[:4])[0]:
+            chunk = sock.recv(65536)
+            assert chunk, "the broker closed the connection"
+            data += chunk
+    _, answer = decode_response(77, 1, data[4:])
+    return [m.rack_id for m in answer.groups[0].members]
+
+
+def test_share_consumer_deserializes_rejects_what_it_cannot_and_sends_its_rack(broker):
+    topic, group, _ = queue(broker, 0)
+    p = Producer({"bootstrap.servers": broker.bootstrap_servers})
+    good = {f"k{i}": f"v{i}" for i in range(20)}
+    for k, v in sorted(good.items()):
+        p.produce(topic, key=k.encode(), value=v.encode(), partition=0)
+    p.produce(topic, key=b"bad", value=b"\xff\xfe", partition=0)  # not UTF-8
+    assert p.flush(10) == 0
+    c = ShareConsumer(
+        bootstrap_servers=broker.bootstrap_servers, group_id=group, client_rack="rack-7",
+        key_deserializer=lambda b: b.decode(), value_deserializer=lambda b: b.decode(),
+    )
+    got: dict[str, str] = {}
+    failures: list[str] = []
+
+    def step():
+        try:
+            for r in c.poll(0.2):
+                assert isinstance(r.key, str) and isinstance(r.value, str)
+                assert r.key not in got  # each record once
+                got[r.key] = r.value
+        except SerializationError as exc:
+            failures.append(str(exc))
+
+    try:
+        c.subscribe([topic])
+        wait_until(lambda: got == good and failures, 30, "every good record and the bad one's error", step=step)
+        assert len(failures) == 1 and "offset 20" in failures[0]
+        assert _share_group_rack_ids(broker, group) == ["rack-7"]
+        end = time.monotonic() + 1.5
+        while time.monotonic() < end:
+            step()  # the rejected record never comes back
+        assert len(failures) == 1 and got == good
+    finally:
+        c.close()

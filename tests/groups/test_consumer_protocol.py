@@ -334,10 +334,10 @@ def test_heartbeat_errors_are_kafkas(broker):
         assert raw.request(8, 9, commit).topics[0].partitions[0].error_code == ErrorCode.none
         commit["member_id"] = "nobody"
         assert raw.request(8, 9, commit).topics[0].partitions[0].error_code == ErrorCode.unknown_member_id
-        # a classic member cannot join a consumer group with members
+        # a classic member of another protocol type cannot join a consumer group
         join = raw.request(11, 5, {
             "group_id": group, "session_timeout": 10000, "rebalance_timeout": 10000, "member_id": "",
-            "group_instance_id": None, "protocol_type": "consumer",
+            "group_instance_id": None, "protocol_type": "connect",
             "protocols": [{"name": "range", "metadata": b""}],
         })
         assert join.error_code == ErrorCode.inconsistent_group_protocol
@@ -488,3 +488,24 @@ def test_delete_an_empty_consumer_group_and_a_classic_member_takes_over_an_empty
         assert join.error_code == ErrorCode.member_id_required  # the classic protocol's first answer
         listed = {g.group_id: g.group_type for g in raw.request(16, 5, {"states_filter": [], "types_filter": []}).groups}
         assert listed[group] == "classic"
+
+
+def test_transactional_offset_commits_of_a_consumer_protocol_member(broker):
+    """send_offsets_to_transaction with a group.protocol=consumer member: the offsets commit with
+    the transaction (TxnOffsetCommit is checked against the member's epoch)."""
+    from confluent_kafka import TopicPartition
+
+    topic = new_topic(broker, 1)
+    values = produce(broker, topic, 5, 1)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    c = consumer(broker, group, **{"enable.auto.commit": False})
+    c.subscribe([topic])
+    members = Members(c)
+    wait_until(lambda: set(members.values()) >= values, 20, "every record", step=members.poll)
+    p = Producer({"bootstrap.servers": broker.bootstrap_servers, "transactional.id": f"t-{group}"})
+    p.init_transactions(15)
+    p.begin_transaction()
+    p.send_offsets_to_transaction([TopicPartition(topic, 0, 5)], c.consumer_group_metadata(), 15)
+    p.commit_transaction(15)
+    wait_until(lambda: c.committed([TopicPartition(topic, 0)], 10)[0].offset == 5, 15, "the committed offset")
+    c.close()

@@ -300,13 +300,13 @@ class ClassicGroupManager:
             group.complete_join(member, result)
         elif group.is_(COMPLETING_REBALANCE):
             # the leader may be assigning to the old id: start over
-            self._prepare_rebalance(group, f"static member {new_id} rejoined during CompletingRebalance")
+            self.prepare_rebalance(group, f"static member {new_id} rejoined during CompletingRebalance")
         else:
             self._maybe_complete_join(group)
 
     def _maybe_prepare_rebalance_or_complete_join(self, group: ClassicGroup, reason: str) -> None:
         if group.can_rebalance():
-            self._prepare_rebalance(group, reason)
+            self.prepare_rebalance(group, reason)
         else:
             self._maybe_complete_join(group)
 
@@ -314,7 +314,7 @@ class ClassicGroupManager:
         if group.is_(PREPARING_REBALANCE) and group.join_op is not None:
             self.join_purgatory.check_and_complete(group.group_id)
 
-    def _prepare_rebalance(self, group: ClassicGroup, reason: str) -> None:
+    def prepare_rebalance(self, group: ClassicGroup, reason: str) -> None:
         if group.is_(COMPLETING_REBALANCE):
             self._reset_and_propagate_assignment_error(group, ErrorCode.rebalance_in_progress)
         self._cancel_sync_expiration(group)
@@ -532,7 +532,7 @@ class ClassicGroupManager:
                 if member is not None:
                     self._cancel_heartbeat(member)
                 group.remove(member_id)
-            self._prepare_rebalance(group, f"members {late} never sent SyncGroup")
+            self.prepare_rebalance(group, f"members {late} never sent SyncGroup")
         except Exception:
             log.exception("group %s: sync expiry failed", group.group_id)
 
@@ -713,4 +713,4 @@ class ClassicGroupManager:
                 and group.subscribed_topics
                 and topic in group.subscribed_topics
             ):
-                self._prepare_rebalance(group, f"the partition count of {topic} changed")
+                self.prepare_rebalance(group, f"the partition count of {topic} changed")

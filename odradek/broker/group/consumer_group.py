@@ -21,6 +21,8 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 
+from odradek.broker.group.modern_group_records import ClassicMemberMetadata
+
 Assignment = dict[uuid.UUID, frozenset[int]]
 
 # member states, as stored in ConsumerGroupCurrentMemberAssignment (Kafka's MemberState)
@@ -77,10 +79,18 @@ class ConsumerGroupMember:
     state: int = STABLE
     assigned: Assignment = field(default_factory=dict)
     pending_revocation: Assignment = field(default_factory=dict)
-    # not persisted: timers, and who heartbeats (principal and peer, for the authorizer)
+    # set for a member speaking the classic protocol (JoinGroup/SyncGroup/Heartbeat) in the group
+    classic: ClassicMemberMetadata | None = None
+    # timers (not persisted); a classic member has join and sync timers instead of a rebalance one
     session_timer: object = None
     rebalance_timer: object = None
-    requester: object = None
+    join_timer: object = None
+    sync_timer: object = None
+    requester: object = None  # who heartbeats (principal and peer, for the authorizer)
+
+    @property
+    def uses_classic_protocol(self) -> bool:
+        return self.classic is not None
 
     @property
     def owned(self) -> Assignment:
@@ -126,6 +136,18 @@ class ConsumerGroup:
             if self.static_members.get(member.instance_id) == member_id:
                 del self.static_members[member.instance_id]
         return member
+
+    def all_classic_except(self, member_id: str) -> bool:
+        """Whether every member but ``member_id`` speaks the classic protocol."""
+        return all(m.uses_classic_protocol for m in self.members.values() if m.member_id != member_id)
+
+    def waiting_on_unreleased(self, member: ConsumerGroupMember) -> bool:
+        """Whether a partition of the member's target is still held by another member."""
+        for topic_id, partitions in subtract(self.target.get(member.member_id, {}), member.assigned).items():
+            for p in partitions:
+                if self.owner_of(topic_id, p, member.member_id) is not None:
+                    return True
+        return False
 
     def owner_of(self, topic_id: uuid.UUID, partition: int, besides: str) -> str | None:
         """The member other than ``besides`` still holding the partition, if any."""

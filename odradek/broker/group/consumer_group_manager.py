@@ -11,6 +11,11 @@ toward it on its own heartbeats (``consumer_group.reconcile``). A member silent 
 ``group.consumer.session.timeout.ms`` is fenced (removed and its partitions freed); so is a
 member that does not revoke partitions within its rebalance timeout.
 
+Members speaking the classic protocol (JoinGroup/SyncGroup/Heartbeat, after an online
+upgrade or joining a consumer group) are served by ``classic_members.py`` from the same
+state; when the last member speaking the consumer protocol leaves, the group goes back to
+being classic (``group_migration.py``).
+
 Every change is written as Kafka's consumer-group records (``modern_group_records.py``) and
 replayed from them on load, so members, epochs and target assignments survive a restart or
 a coordinator move; sessions restart on load.
@@ -26,9 +31,11 @@ import re
 import uuid
 from typing import NamedTuple
 
+from odradek.broker.group import group_migration as migration
 from odradek.broker.group import modern_group_records as records
 from odradek.broker.group.classic_group_state import DEAD as CLASSIC_DEAD
 from odradek.broker.group.classic_group_state import EMPTY as CLASSIC_EMPTY
+from odradek.broker.group.classic_members import ClassicMembers
 from odradek.broker.group.consumer_group import (
     CONSUMER_GROUP_TYPE,
     DEAD,
@@ -85,6 +92,7 @@ class ConsumerGroupManager:
     def __init__(self, shard):
         self.shard = shard
         self.groups: dict[str, ConsumerGroup] = {}
+        self.classic_members = ClassicMembers(self)
 
     @property
     def config(self):
@@ -101,12 +109,32 @@ class ConsumerGroupManager:
         self._validate(req)
         if req.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
             return self._leave(req)
-        group = self._group_for(req.group_id, create=req.member_epoch == 0)
         entries: list[tuple[bytes, bytes | None]] = []
+        group = self._group_for(req.group_id, create=req.member_epoch == 0, entries=entries)
         member, bump = self._member_for(group, req, entries)
         if self._update_member(member, req) or bump:
             entries.append(self._member_record(group, member))
             bump = True
+        was = (member.member_epoch, member.assigned)
+        self.update_assignment(group, member, bump, req.topic_partitions, entries, joining=req.member_epoch == 0)
+        self._watch_rebalance_timeout(group, member)
+        self._write(entries)
+        self.schedule_session(group, member)
+        send_assignment = req.topic_partitions is not None or was != (member.member_epoch, member.assigned)
+        return HeartbeatAnswer(
+            member.member_id,
+            member.member_epoch,
+            self._heartbeat_ms(group.group_id),
+            member.assigned if send_assignment else None,
+        )
+
+    def update_assignment(
+        self, group: ConsumerGroup, member: ConsumerGroupMember, bump: bool, owned: Assignment | None, entries,
+        *, joining: bool,
+    ) -> None:
+        """After a member's request: bump the group epoch if ``bump`` or the subscribed topics
+        changed, compute the new target assignment if the epoch moved, and move the member one
+        step toward its target (``owned``: what it says it owns; None: not said)."""
         if (bump or group.resolved_at != self._resolution_stamp()) and self._refresh_subscriptions(
             group, entries, member
         ):
@@ -116,20 +144,8 @@ class ConsumerGroupManager:
             entries.append(self._epoch_record(group))
         if group.group_epoch > group.assignment_epoch:
             self._compute_target(group, entries)
-        was = (member.member_epoch, member.assigned)
-        changed = reconcile(group, member, req.topic_partitions)
-        if changed or req.member_epoch == 0:
+        if reconcile(group, member, owned) or joining:
             entries.append(self._current_record(group, member))
-        self._watch_rebalance_timeout(group, member)
-        self._write(entries)
-        self._schedule_session(group, member)
-        send_assignment = req.topic_partitions is not None or was != (member.member_epoch, member.assigned)
-        return HeartbeatAnswer(
-            member.member_id,
-            member.member_epoch,
-            self._heartbeat_ms(group.group_id),
-            member.assigned if send_assignment else None,
-        )
 
     def _validate(self, req: HeartbeatRequest) -> None:
         if not req.group_id:
@@ -163,7 +179,7 @@ class ConsumerGroupManager:
                     f"SubscribedTopicRegex {req.subscribed_topic_regex!r} is invalid: {exc}"
                 ) from None
 
-    def _group_for(self, group_id: str, *, create: bool) -> ConsumerGroup:
+    def _group_for(self, group_id: str, *, create: bool, entries) -> ConsumerGroup:
         group = self.groups.get(group_id)
         if group is not None:
             return group
@@ -172,7 +188,12 @@ class ConsumerGroupManager:
         classic = self.shard.groups.get(group_id)
         if classic is not None and not classic.is_(CLASSIC_DEAD):
             if not classic.is_(CLASSIC_EMPTY) or classic.pending_members:
-                raise errors.GroupIdNotFoundError(f"group {group_id} is a classic group with members")
+                if create and migration.may_upgrade(classic, self.config):
+                    return self.shard.upgrade_online(classic, entries)
+                raise errors.GroupIdNotFoundError(
+                    f"group {group_id} is a classic group with members"
+                    f" (group.consumer.migration.policy={self.config.migration_policy})"
+                )
             if not create:
                 raise errors.UnknownMemberIdError(f"group {group_id} is a classic group")
             self.shard.convert_classic_to_consumer(group_id)  # the upgrade of an empty classic group
@@ -190,7 +211,7 @@ class ConsumerGroupManager:
                 current = group.static_members.get(req.instance_id)
                 if current is not None:
                     old = group.members[current]
-                    if old.member_epoch != STATIC_LEAVE_EPOCH and current != member_id:
+                    if old.member_epoch != STATIC_LEAVE_EPOCH and current != member_id and not old.uses_classic_protocol:
                         raise errors.UnreleasedInstanceIdError(
                             f"static member {req.instance_id} is still in group {group.group_id} as {current}"
                         )
@@ -207,7 +228,7 @@ class ConsumerGroupManager:
             log.info("group %s: member %s joins", group.group_id, member_id)
             return member, True
         member = group.members.get(req.member_id)
-        if member is None:
+        if member is None or member.uses_classic_protocol:
             raise errors.UnknownMemberIdError(f"member {req.member_id} is not in group {group.group_id}")
         if req.instance_id is not None and group.static_members.get(req.instance_id) != member.member_id:
             raise errors.FencedInstanceIdError(f"static member {req.instance_id} was replaced")
@@ -280,7 +301,7 @@ class ConsumerGroupManager:
 
     # -- subscriptions and the target assignment ---------------------------------------------
 
-    def _topic_names(self) -> dict[str, tuple[uuid.UUID, int]]:
+    def topic_names(self) -> dict[str, tuple[uuid.UUID, int]]:
         image = self._image()
         if image is None:
             return {}
@@ -331,7 +352,7 @@ class ConsumerGroupManager:
                 del group.resolved_regexes[regex]
                 entries.append((records.encode_key(ModernKey(records.CONSUMER_GROUP_REGULAR_EXPRESSION, group.group_id, regex)), None))
                 changed = True
-        names = self._topic_names()
+        names = self.topic_names()
         for regex in wanted:
             pattern = re.compile(regex)
             matched = frozenset(n for n in names if pattern.fullmatch(n))
@@ -349,7 +370,7 @@ class ConsumerGroupManager:
         return changed
 
     def _refresh_subscription_metadata(self, group: ConsumerGroup, entries) -> bool:
-        names = self._topic_names()
+        names = self.topic_names()
         metadata = {}
         for name in group.subscribed_topic_names():
             if name in names:
@@ -391,7 +412,7 @@ class ConsumerGroupManager:
         member = group.members.get(req.member_id)
         if member is None and req.instance_id is not None:
             member = group.members.get(group.static_members.get(req.instance_id, ""))
-        if member is None:
+        if member is None or member.uses_classic_protocol:
             raise errors.UnknownMemberIdError(f"member {req.member_id} is not in group {group.group_id}")
         if req.instance_id is not None and group.static_members.get(req.instance_id) != member.member_id:
             raise errors.FencedInstanceIdError(f"static member {req.instance_id} was replaced")
@@ -403,8 +424,7 @@ class ConsumerGroupManager:
             entries.append(self._current_record(group, member))
             log.info("group %s: static member %s leaves for now", group.group_id, member.instance_id)
         else:
-            self._remove_member(group, member, entries, "left the group")
-            self._bump(group, entries)
+            self.remove_and_rebalance(group, member, entries, "left the group")
         self._write(entries)
         return HeartbeatAnswer(req.member_id, req.member_epoch, self._heartbeat_ms(group.group_id), None)
 
@@ -413,6 +433,17 @@ class ConsumerGroupManager:
         entries.extend(self._member_tombstones(group, member.member_id))
         group.remove(member.member_id)
         log.info("group %s: member %s removed (%s)", group.group_id, member.member_id, reason)
+
+    def remove_and_rebalance(self, group: ConsumerGroup, member: ConsumerGroupMember, entries, reason: str) -> None:
+        """Remove a member and bump the group epoch; when only members speaking the classic
+        protocol are left, the group goes back to being a classic group (online downgrade)."""
+        if migration.may_downgrade(group, member.member_id, self.config):
+            self._cancel_timers(member)
+            log.info("group %s: member %s removed (%s)", group.group_id, member.member_id, reason)
+            self.shard.downgrade_online(group, member.member_id, entries)
+            return
+        self._remove_member(group, member, entries, reason)
+        self._bump(group, entries)
 
     def _bump(self, group: ConsumerGroup, entries) -> None:
         self._refresh_subscriptions(group, entries)
@@ -426,8 +457,7 @@ class ConsumerGroupManager:
         if member is None:
             return
         entries: list = []
-        self._remove_member(group, member, entries, reason)
-        self._bump(group, entries)
+        self.remove_and_rebalance(group, member, entries, reason)
         try:
             self._write(entries)
         except KafkaError as exc:
@@ -440,12 +470,15 @@ class ConsumerGroupManager:
             group_id, "consumer.heartbeat.interval.ms", self.config.consumer_heartbeat_interval_ms
         )
 
-    def _schedule_session(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
+    def schedule_session(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
         if member.session_timer is not None:
             member.session_timer.cancel()
-        delay = self.shard.context.group_ms(
-            group.group_id, "consumer.session.timeout.ms", self.config.consumer_session_timeout_ms
-        ) / 1000
+        if member.classic is not None:
+            delay = member.classic.session_timeout_ms / 1000
+        else:
+            delay = self.shard.context.group_ms(
+                group.group_id, "consumer.session.timeout.ms", self.config.consumer_session_timeout_ms
+            ) / 1000
         member.session_timer = asyncio.get_running_loop().call_later(
             delay, self._fence, group, member.member_id, "session timeout"
         )
@@ -467,10 +500,10 @@ class ConsumerGroupManager:
 
     @staticmethod
     def _cancel_timers(member: ConsumerGroupMember) -> None:
-        for timer in (member.session_timer, member.rebalance_timer):
+        for timer in (member.session_timer, member.rebalance_timer, member.join_timer, member.sync_timer):
             if timer is not None:
                 timer.cancel()
-        member.session_timer = member.rebalance_timer = None
+        member.session_timer = member.rebalance_timer = member.join_timer = member.sync_timer = None
 
     # -- records -----------------------------------------------------------------------------
 
@@ -491,7 +524,7 @@ class ConsumerGroupManager:
         key = ModernKey(records.CONSUMER_GROUP_MEMBER_METADATA, group.group_id, m.member_id)
         value = records.ConsumerMemberValue(
             m.instance_id, m.rack_id, m.client_id, m.client_host, m.subscribed_topics,
-            m.subscribed_regex, m.rebalance_timeout_ms, m.server_assignor,
+            m.subscribed_regex, m.rebalance_timeout_ms, m.server_assignor, m.classic,
         )
         return records.encode_key(key), records.encode_value(key.kind, value)
 
@@ -518,6 +551,36 @@ class ConsumerGroupManager:
                 records.CONSUMER_GROUP_MEMBER_METADATA,
             )
         ]
+
+    def creation_records(self, group: ConsumerGroup) -> list:
+        """The records of a whole group made elsewhere (an upgraded classic group)."""
+        out = [self._member_record(group, m) for m in group.members.values()]
+        out.append(self._epoch_record(group))
+        out += [self._target_member_record(group, member_id) for member_id in group.members]
+        key = ModernKey(records.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA, group.group_id)
+        out.append((records.encode_key(key), records.encode_value(key.kind, group.assignment_epoch)))
+        out += [self._current_record(group, m) for m in group.members.values()]
+        return out
+
+    def full_tombstones(self, group: ConsumerGroup) -> list:
+        """The records that delete the group with its members (its offsets stay)."""
+        out = []
+        for member_id in group.members:
+            out += self._member_tombstones(group, member_id)
+        return out + self.group_tombstones(group)
+
+    def retire(self, group: ConsumerGroup) -> None:
+        """The group stops being a consumer group here (downgraded): stop its timers."""
+        for member in group.members.values():
+            self._cancel_timers(member)
+        group.dead = True
+        if self.groups.get(group.group_id) is group:
+            del self.groups[group.group_id]
+
+    def topic_name(self, topic_id: uuid.UUID) -> str | None:
+        image = self._image()
+        info = image.topic_by_id(topic_id) if image is not None else None
+        return info.name if info is not None else None
 
     def group_tombstones(self, group: ConsumerGroup) -> list:
         """The records that delete an empty group (its offsets are the caller's)."""
@@ -571,6 +634,7 @@ class ConsumerGroupManager:
             member.client_id, member.client_host = data.client_id, data.client_host
             member.subscribed_topics, member.subscribed_regex = tuple(data.topics), data.regex
             member.rebalance_timeout_ms, member.server_assignor = data.rebalance_timeout_ms, data.server_assignor
+            member.classic = data.classic
             group.add(member)
         elif kind == records.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT:
             member = group.members.get(key.member)
@@ -591,7 +655,7 @@ class ConsumerGroupManager:
         """Members loaded from the log get a fresh session."""
         for group in self.groups.values():
             for member in group.members.values():
-                self._schedule_session(group, member)
+                self.schedule_session(group, member)
 
     def unload(self) -> None:
         for group in self.groups.values():
@@ -611,6 +675,10 @@ class ConsumerGroupManager:
         member = group.members.get(member_id)
         if member is None:
             raise errors.UnknownMemberIdError(f"member {member_id} is not in group {group.group_id}")
+        if member_epoch != member.member_epoch and member.uses_classic_protocol:
+            raise errors.IllegalGenerationError(
+                f"member {member_id} committed with generation {member_epoch}; its generation is {member.member_epoch}"
+            )
         if member_epoch != member.member_epoch:
             raise errors.StaleMemberEpochError(
                 f"member {member_id} committed with epoch {member_epoch}; its epoch is {member.member_epoch}"
@@ -661,7 +729,7 @@ class ConsumerGroupManager:
                     "subscribed_topic_regex": m.subscribed_regex,
                     "assignment": assignment(m.assigned),
                     "target_assignment": assignment(group.target.get(m.member_id, {})),
-                    "member_type": 1,  # consumer protocol
+                    "member_type": 0 if m.uses_classic_protocol else 1,
                 }
                 for m in group.members.values()
             ],

@@ -216,3 +216,58 @@ def subscribed_topics(subscription: bytes) -> list[str]:
     r = Reader(subscription, record=_RECORD)
     r.int16()  # version
     return [r.string() or "" for _ in range(r.array())]
+
+
+class Subscription(NamedTuple):
+    """A ``ConsumerProtocolSubscription`` (v0-v3; later versions read as v3, Kafka's rule)."""
+
+    version: int
+    topics: tuple[str, ...]
+    owned: dict[str, frozenset[int]]  # v1+: what the member owns now
+    rack_id: str | None  # v3+
+
+
+def decode_subscription(data: bytes) -> Subscription:
+    """Raises CorruptMessageError when the bytes do not follow the consumer protocol."""
+    r = Reader(data, record="consumer protocol subscription")
+    version = r.int16()
+    if version < 0:
+        raise errors.CorruptMessageError(f"consumer protocol subscription version {version}")
+    topics = tuple(r.string() or "" for _ in range(r.array()))
+    r.bytes_()  # user data
+    owned: dict[str, frozenset[int]] = {}
+    rack = None
+    if version >= 1 and not r.at_end:  # the later fields are ignorable: a writer may stop early
+        for _ in range(r.array()):
+            topic = r.string() or ""
+            owned[topic] = owned.get(topic, frozenset()) | frozenset(r.int32_array())
+        if version >= 2 and not r.at_end:
+            r.int32()  # generation
+        if version >= 3 and not r.at_end:
+            rack = r.string()
+    return Subscription(version, topics, owned, rack)
+
+
+def decode_assignment(data: bytes) -> dict[str, frozenset[int]]:
+    """The partitions of a ``ConsumerProtocolAssignment`` (empty bytes: none)."""
+    if not data:
+        return {}
+    r = Reader(data, record="consumer protocol assignment")
+    r.int16()  # version: every version starts with the partitions
+    out: dict[str, frozenset[int]] = {}
+    for _ in range(r.array()):
+        topic = r.string() or ""
+        out[topic] = out.get(topic, frozenset()) | frozenset(r.int32_array())
+    return out
+
+
+def encode_assignment(partitions: dict[str, frozenset[int]], version: int) -> bytes:
+    """A ``ConsumerProtocolAssignment`` in ``version`` (capped at 3), without user data."""
+    w = _Writer(min(max(version, 0), 3), False)
+    items = sorted((t, sorted(ps)) for t, ps in partitions.items() if ps)
+    w.array(len(items))
+    for topic, ps in items:
+        w.string(topic)
+        w.int32_array(ps)
+    w.parts.append(struct.pack(">i", -1))  # null user data
+    return w.getvalue()

@@ -67,6 +67,7 @@ class GroupConfig(NamedTuple):
     consumer_heartbeat_interval_ms: int = 5000
     consumer_max_size: int = 2**31 - 1
     consumer_assignors: tuple[str, ...] = ("uniform", "range")
+    migration_policy: str = "bidirectional"
     protocols: tuple[str, ...] = ("classic", "consumer")
     share_heartbeat_interval_ms: int = 5000
     share_session_timeout_ms: int = 45000
@@ -86,6 +87,7 @@ class GroupConfig(NamedTuple):
             consumer_heartbeat_interval_ms=config.get("group.consumer.heartbeat.interval.ms"),
             consumer_max_size=config.get("group.consumer.max.size"),
             consumer_assignors=tuple(config.get("group.consumer.assignors")),
+            migration_policy=config.get("group.consumer.migration.policy").lower(),
             protocols=tuple(config.get("group.coordinator.rebalance.protocols")),
             share_heartbeat_interval_ms=config.get("group.share.heartbeat.interval.ms"),
             share_session_timeout_ms=config.get("group.share.session.timeout.ms"),
@@ -254,11 +256,12 @@ class GroupCoordinator:
     def join_group(self, req: JoinRequest, callback: Callable[[JoinResult], None]) -> None:
         try:
             shard = self._shard_of(req.group_id)
-            if req.group_id in shard.consumer.groups:
-                if not shard.consumer.is_empty(req.group_id):
-                    raise errors.InconsistentGroupProtocolError(
-                        f"group {req.group_id} is a consumer-protocol group with members"
-                    )
+            consumer_group = shard.consumer.groups.get(req.group_id)
+            if consumer_group is not None and not shard.consumer.is_empty(req.group_id):
+                # a classic member of a consumer group (KIP-848's migration)
+                shard.consumer.classic_members.join(consumer_group, req, callback)
+                return
+            if consumer_group is not None:
                 shard.convert_consumer_to_classic(req.group_id)
         except KafkaError as exc:
             callback(JoinResult.failed(exc.code, req.member_id))
@@ -282,6 +285,19 @@ class GroupCoordinator:
         except KafkaError as exc:
             callback(SyncResult.failed(exc.code))
             return
+        consumer_group = shard.consumer.groups.get(group_id)
+        if consumer_group is not None:
+            callback(
+                shard.consumer.classic_members.sync(
+                    consumer_group,
+                    member_id=member_id,
+                    group_instance_id=group_instance_id,
+                    generation_id=generation_id,
+                    protocol_type=protocol_type,
+                    protocol_name=protocol_name,
+                )
+            )
+            return
         shard.classic.sync_group(
             group_id=group_id,
             generation_id=generation_id,
@@ -297,16 +313,22 @@ class GroupCoordinator:
         self, group_id: str, member_id: str, group_instance_id: str | None, generation_id: int
     ) -> int:
         """The error code of a Heartbeat; raises KafkaError for failed checks."""
-        return self._shard_of(group_id).classic.heartbeat(
-            group_id, member_id, group_instance_id, generation_id
-        )
+        shard = self._shard_of(group_id)
+        consumer_group = shard.consumer.groups.get(group_id)
+        if consumer_group is not None:
+            return shard.consumer.classic_members.heartbeat(consumer_group, member_id, group_instance_id, generation_id)
+        return shard.classic.heartbeat(group_id, member_id, group_instance_id, generation_id)
 
     def leave_group(self, group_id: str, leaving: list[tuple[str, str | None, str | None]]) -> list[int]:
         """Per leaving ``(member_id, group_instance_id, reason)``, its error code.
 
         Raises KafkaError for a group-level failure.
         """
-        return self._shard_of(group_id).classic.leave_group(group_id, leaving)
+        shard = self._shard_of(group_id)
+        consumer_group = shard.consumer.groups.get(group_id)
+        if consumer_group is not None:
+            return shard.consumer.classic_members.leave(consumer_group, leaving)
+        return shard.classic.leave_group(group_id, leaving)
 
     # -- consumer groups (KIP-848): ConsumerGroupHeartbeat, ConsumerGroupDescribe ----------
 

@@ -9,7 +9,8 @@ NOT_COORDINATOR and goes to the new leader).
 The shard holds the groups and hands each request to the manager of its kind: membership
 and rebalances of classic groups to ``ClassicGroupManager``, consumer-protocol groups
 (KIP-848) to ``ConsumerGroupManager``, committed offsets to ``OffsetManager`` (share groups,
-KIP-932, to ``ShareGroupManager``). What touches both lives here: deleting a group with its offsets,
+KIP-932, to ``ShareGroupManager``). What touches both lives here: converting a group from one protocol to the other
+(``group_migration.py``), deleting a group with its offsets,
 expiring offsets (a group left with neither members nor offsets disappears), replaying a
 record into the manager that owns its type. Everything it writes goes to its partition as
 a leader append (acks=1).
@@ -23,10 +24,13 @@ import logging
 from collections.abc import Callable
 
 from odradek.broker.group import consumer_offsets_schema as schema
+from odradek.broker.group import group_migration as migration
 from odradek.broker.group import modern_group_records as modern
 from odradek.broker.group.classic_group import ClassicGroup
 from odradek.broker.group.classic_group_manager import ClassicGroupManager
+from odradek.broker.group.classic_group_member import JoinResult, SyncResult
 from odradek.broker.group.classic_group_state import DEAD, EMPTY, NON_EMPTY_STATES
+from odradek.broker.group.consumer_group import ConsumerGroup
 from odradek.broker.group.consumer_group_manager import ConsumerGroupManager
 from odradek.broker.group.offset_manager import OffsetManager
 from odradek.broker.group.offsets_topic import group_append_error
@@ -149,6 +153,55 @@ class GroupCoordinatorShard:
             self.append([(schema.encode_group_metadata_key(group_id), None)], self.now())
         self.classic.retire(group)
         log.info("group %s: the empty classic group becomes a consumer group", group_id)
+
+    def upgrade_online(self, classic: ClassicGroup, entries: list) -> ConsumerGroup:
+        """A classic group with members becomes a consumer group (``group_migration.py``);
+        its records go into ``entries``, written with the joining member's."""
+        topic_ids = {name: tid for name, (tid, _) in self.consumer.topic_names().items()}
+        group = migration.consumer_group_from_classic(classic, topic_ids)
+        for member in classic.members.values():  # they rejoin the new group
+            classic.complete_join(member, JoinResult.failed(ErrorCode.rebalance_in_progress, member.member_id))
+            member.complete_sync(SyncResult.failed(ErrorCode.rebalance_in_progress))
+        del self.groups[classic.group_id]
+        self.classic.retire(classic)
+        entries.append((schema.encode_group_metadata_key(classic.group_id), None))
+        entries.extend(self.consumer.creation_records(group))
+        self.consumer.groups[group.group_id] = group
+        for member in group.members.values():
+            self.consumer.schedule_session(group, member)
+        log.info(
+            "group %s: the classic group with %d members becomes a consumer group at epoch %d",
+            group.group_id, len(group.members), group.group_epoch,
+        )
+        return group
+
+    def downgrade_online(
+        self, group: ConsumerGroup, leaving_member_id: str, entries: list, *, rebalance: bool = True
+    ) -> ClassicGroup:
+        """The last consumer-protocol member leaves: the group becomes a classic group of the
+        classic members left, which rebalances at once unless ``rebalance`` is False (a static
+        member replaced) (``group_migration.py``)."""
+        classic, assignments = migration.classic_group_from_consumer(
+            group, leaving_member_id, self.consumer.topic_name, self.now()
+        )
+        self.consumer.retire(group)
+        entries.extend(self.consumer.full_tombstones(group))
+        entries.append(
+            (
+                schema.encode_group_metadata_key(group.group_id),
+                schema.encode_group_metadata_value(classic.to_record(assignments)),
+            )
+        )
+        self.groups[classic.group_id] = classic
+        for member in classic.members.values():
+            self.classic.schedule_heartbeat(classic, member)
+        log.info(
+            "group %s: only classic members are left; it becomes a classic group at generation %d",
+            group.group_id, classic.generation_id,
+        )
+        if rebalance:
+            self.classic.prepare_rebalance(classic, "the group went back to the classic protocol")
+        return classic
 
     def convert_consumer_to_classic(self, group_id: str) -> None:
         """An empty consumer group becomes a classic group when a classic member joins."""

@@ -9,7 +9,10 @@ expression); every value is an int16 version (0 here) then flexible fields::
     4     ConsumerGroupPartitionMetadata(group)  [topic_id uuid, name, partitions int32, racks []]
     5     ConsumerGroupMemberMetadata(g, member) instance_id?, rack_id?, client_id, client_host,
                                                  topics [string], regex?, rebalance_timeout int32,
-                                                 server_assignor?  (+ tagged classic metadata)
+                                                 server_assignor?, tag 0: classic member
+                                                 metadata (session_timeout int32, protocols
+                                                 [name, metadata bytes]) of a member that
+                                                 speaks the classic protocol
     6     ConsumerGroupTargetAssignmentMetadata  assignment_epoch int32
     7     ConsumerGroupTargetAssignmentMember    [topic_id uuid, partitions [int32]]
     8     ConsumerGroupCurrentMemberAssignment   member_epoch, previous_member_epoch int32,
@@ -38,6 +41,7 @@ from typing import NamedTuple
 
 from odradek.broker.record_reader import Reader, Writer, value_reader
 from odradek.protocol import errors
+from odradek.protocol.varint import encode_unsigned_varint
 
 CONSUMER_GROUP_METADATA = 3
 CONSUMER_GROUP_PARTITION_METADATA = 4
@@ -76,6 +80,13 @@ class TopicMetadata(NamedTuple):
     partitions: int
 
 
+class ClassicMemberMetadata(NamedTuple):
+    """What a member speaking the classic protocol in a consumer group joined with."""
+
+    session_timeout_ms: int
+    protocols: tuple[tuple[str, bytes], ...]  # (name, metadata), in the member's order
+
+
 class ConsumerMemberValue(NamedTuple):
     instance_id: str | None
     rack_id: str | None
@@ -85,6 +96,7 @@ class ConsumerMemberValue(NamedTuple):
     regex: str | None
     rebalance_timeout_ms: int
     server_assignor: str | None
+    classic: ClassicMemberMetadata | None = None
 
 
 class ShareMemberValue(NamedTuple):
@@ -183,6 +195,32 @@ def _read_topic_partitions_info(r: Reader) -> dict:
     return out
 
 
+def _classic_tag(w: Writer, classic: ClassicMemberMetadata) -> None:
+    """The tagged-field section holding tag 0, the classic member metadata."""
+    body = Writer(0, True)
+    body.int32(classic.session_timeout_ms)
+    body.array(len(classic.protocols))
+    for name, metadata in classic.protocols:
+        body.string(name)
+        body.bytes_(metadata)
+        body.tags()
+    body.tags()
+    data = body.getvalue()[2:]  # without the version Writer starts with
+    w.parts += [encode_unsigned_varint(1), encode_unsigned_varint(0), encode_unsigned_varint(len(data)), data]
+
+
+def _read_classic(data: bytes) -> ClassicMemberMetadata:
+    r = Reader(data, 0, True, _RECORD)
+    session = r.int32()
+    protocols = []
+    for _ in range(r.array()):
+        name = r.string() or ""
+        protocols.append((name, r.bytes_()))
+        r.skip_tags()
+    r.skip_tags()
+    return ClassicMemberMetadata(session, tuple(protocols))
+
+
 def encode_value(kind: int, value) -> bytes:
     w = Writer(0, True)
     if kind in (CONSUMER_GROUP_METADATA, SHARE_GROUP_METADATA):
@@ -206,6 +244,9 @@ def encode_value(kind: int, value) -> bytes:
         w.string(value.regex)
         w.int32(value.rebalance_timeout_ms)
         w.string(value.server_assignor)
+        if value.classic is not None:
+            _classic_tag(w, value.classic)
+            return w.getvalue()
     elif kind == SHARE_GROUP_MEMBER_METADATA:
         w.string(value.rack_id)
         w.string(value.client_id)
@@ -271,6 +312,8 @@ def decode_value(kind: int, value: bytes):
             r.int32(),
             r.string(),
         )
+        classic = r.tags().get(0)
+        return out._replace(classic=_read_classic(classic)) if classic is not None else out
     elif kind == SHARE_GROUP_MEMBER_METADATA:
         out = ShareMemberValue(r.string(), r.string() or "", r.string() or "", tuple(r.string_array()))
     elif kind in (CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER, SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER):

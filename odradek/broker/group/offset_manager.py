@@ -210,7 +210,14 @@ class OffsetManager:
         producer epoch (INVALID_PRODUCER_EPOCH)."""
         now = self.shard.now()
         group = self.groups.get(group_id)
-        if group is None:
+        consumer_group = self.shard.consumer.groups.get(group_id)
+        if consumer_group is not None:  # KIP-848: checked as an OffsetCommit, the generation is the member epoch
+            try:
+                self.shard.consumer.validate_offset_commit(consumer_group, member_id, generation_id)
+                error = NONE
+            except KafkaError as exc:
+                error = int(exc.code)
+        elif group is None:
             error = int(ErrorCode.illegal_generation) if generation_id >= 0 else NONE
         else:
             error = group.validate_transactional_offset_commit(member_id, group_instance_id, generation_id)

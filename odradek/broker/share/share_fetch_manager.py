@@ -14,7 +14,8 @@ first time.
 
 The records' state is written to ``__share_group_state`` after every change and read back
 when the leader first serves a share partition (``share_state_topic.py``); a share partition
-idle for ten minutes, or whose leadership moved, or whose group was deleted, leaves memory.
+idle for ten minutes, or whose leadership moved, or whose group was deleted, leaves memory;
+one loaded at an older leader epoch (the leadership went away and came back) is loaded again.
 Sessions are in memory; the group configs in the metadata store. A fetch that finds nothing
 to acquire waits in the broker's fetch purgatory (``delayed_share_fetch.py``).
 
@@ -34,6 +35,7 @@ from odradek.protocol.errors import ErrorCode
 
 _MAX_WAIT_S = 5.0  # a share fetch waits at most this long, whatever it asks
 IDLE_EVICT_S = 600  # a share partition nobody read for this long leaves memory
+SWEEP_S = 60  # how often (at most) idle share partitions are looked for
 _READ_BYTES = 1 << 20  # read per partition and fetch: max_records is usually reached well before
 
 @dataclass
@@ -120,7 +122,7 @@ class ShareFetchManager:
         if not partition.log_start_offset <= offset <= partition.high_watermark:
             return int(ErrorCode.offset_out_of_range)
         sp = SharePartition(offset)
-        sp.snapshot_epoch = old.snapshot_epoch
+        sp.snapshot_epoch, sp.leader_epoch = old.snapshot_epoch, old.leader_epoch
         self.partitions[(group_id, topic, index)] = sp
         self._save(group_id, info.topic_id, index, sp)
         return 0
@@ -137,11 +139,14 @@ class ShareFetchManager:
         key = (group_id, topic, index)
         sp = self.partitions.get(key)
         now = time.monotonic()
+        if sp is not None and sp.leader_epoch != partition.leader_epoch:
+            sp = None  # the leadership went elsewhere and came back: what this broker held is stale
         if sp is None:
             self._evict_idle(now)
             sp = self.state_topic.load(group_id, topic_id, index)
             if sp is None:
                 sp = SharePartition(self._start_offset(group_id, partition))
+            sp.leader_epoch = partition.leader_epoch
             self.partitions[key] = sp
         self._used[key] = now
         return partition, sp
@@ -150,8 +155,8 @@ class ShareFetchManager:
         """Forget share partitions nobody read for ``IDLE_EVICT_S`` that hold no acquired
         records and whose state is saved: the next read loads them back from
         ``__share_group_state``. Checked when a share partition is first needed, at most once
-        a minute."""
-        if now - self._last_sweep < 60:
+        ``SWEEP_S``."""
+        if now - self._last_sweep < SWEEP_S:
             return
         self._last_sweep = now
         for key, used in list(self._used.items()):

@@ -56,6 +56,7 @@ class SharePartition:
         self.records: dict[int, InFlight] = {}  # offset -> state, from the SPSO on
         self.end_offset = start_offset  # one past the highest offset ever acquired
         self.snapshot_epoch = 0  # snapshots written to __share_group_state
+        self.leader_epoch = -1  # the partition's leader epoch when this leader loaded it
 
     def expire_locks(self, now_ms: int) -> None:
         for r in self.records.values():
