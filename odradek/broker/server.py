@@ -37,6 +37,7 @@ from odradek.broker.purgatory import DelayedOperationPurgatory
 from odradek.broker.replica_manager import ReplicaManager
 from odradek.broker.security.authorizer import Authorizer
 from odradek.broker.security.request_gates import RequestGates
+from odradek.broker.share.share_coordinator import ShareCoordinator
 from odradek.broker.share.share_fetch_manager import ShareFetchManager
 from odradek.broker.timing_wheel import SystemTimer
 from odradek.broker.topic_configs import effective_topic_config, validate_topic_configs
@@ -192,6 +193,7 @@ class Broker:
         self.group_coordinator = GroupCoordinator.for_broker(self)  # listens after the replica manager
         self.group_coordinator.context.group_configs = self.group_configs
         self.group_coordinator.start()
+        self.share_coordinator = ShareCoordinator(self)
         self.share_fetches = ShareFetchManager(self)
         self.group_coordinator.on_share_member_gone(self.share_fetches.release_member)
         self.group_coordinator.on_share_group_deleted(self.share_fetches.delete_group)
@@ -474,6 +476,8 @@ class Broker:
                 close = getattr(part, "close", None)
                 if close is not None:
                     await close()
+        if hasattr(self, "share_fetches"):
+            await self.share_fetches.close()
         if hasattr(self, "replica_manager"):
             await self.replica_manager.close()
         if hasattr(self, "fetch_purgatory"):

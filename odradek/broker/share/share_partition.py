@@ -55,7 +55,7 @@ class SharePartition:
         self.start_offset = start_offset
         self.records: dict[int, InFlight] = {}  # offset -> state, from the SPSO on
         self.end_offset = start_offset  # one past the highest offset ever acquired
-        self.snapshot_epoch = 0  # snapshots written to __share_group_state
+        self.state_epoch = 0  # of its state in __share_group_state: a new one when the start offset is reset
 
     def expire_locks(self, now_ms: int) -> None:
         for r in self.records.values():

@@ -1,0 +1,173 @@
+"""The share coordinator in a real 3-broker cluster (KIP-932): a share partition's state is kept
+by the leader of its __share_group_state partition, which may be another broker than the
+share-partition leader; acknowledged records stay acknowledged through kill -9 of the share
+coordinator and of the share-partition leader (the state partition is replicated, and the
+new share-partition leader reads the state back with ReadShareGroupState)."""
+
+from __future__ import annotations
+
+import time
+
+from confluent_kafka import AcknowledgeType, Producer, ShareConsumer
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    NewTopic,
+    ResourceType,
+)
+
+from odradek.protocol import messages
+from odradek.protocol.errors import ErrorCode
+from tests.cluster.control_support import cluster_on, request
+from tests.support import wait_until
+
+STATE_TOPIC = "__share_group_state"
+OVERRIDES = {
+    "group.coordinator.rebalance.protocols": "classic,consumer,share",
+    "group.share.heartbeat.interval.ms": 300,
+    "group.share.session.timeout.ms": 6000,
+    "group.share.record.lock.duration.ms": 15000,
+    "share.coordinator.state.topic.num.partitions": 3,
+    "offsets.topic.num.partitions": 3,
+}
+TOPIC = "jobs"
+
+
+def _topic_id(cluster, node: int, topic: str):
+    md = request(cluster, node, 3, 12, messages.build_request(3, 12, {
+        "topics": [{"name": topic, "topic_id": None}], "allow_auto_topic_creation": False,
+        "include_topic_authorized_operations": False,
+    }))  # fmt: skip
+    return md.topics[0].topic_id
+
+
+def _share_coordinator(cluster, node: int, key: str) -> int | None:
+    """FindCoordinator v6, key type 2, asked of broker ``node``."""
+    answer = request(cluster, node, 10, 6, messages.build_request(10, 6, {"key_type": 2, "coordinator_keys": [key]}))
+    found = answer.coordinators[0]
+    return found.node_id if found.error_code == ErrorCode.none else None
+
+
+def _start_offset(cluster, node: int, group: str, topic_id) -> int:
+    """The share partition's start offset as its share coordinator on ``node`` keeps it
+    (ReadShareGroupStateSummary)."""
+    body = {"group_id": group, "topics": [{"topic_id": topic_id, "partitions": [{"partition": 0, "leader_epoch": 0}]}]}
+    result = request(cluster, node, 87, 1, messages.build_request(87, 1, body)).results[0].partitions[0]
+    assert result.error_code == ErrorCode.none, result
+    return result.start_offset
+
+
+def _live(cluster) -> list[int]:
+    return [b for b, p in cluster.brokers.items() if p.proc is not None and p.proc.poll() is None]
+
+
+def _coordinator_of(cluster, key: str, not_on: int | None = None) -> int:
+    def found():
+        for node in _live(cluster):
+            try:
+                got = _share_coordinator(cluster, node, key)
+            except Exception:
+                continue
+            if got is not None and got != not_on and got in _live(cluster):
+                return got
+        return None
+
+    return wait_until(found, 40, f"a live share coordinator for {key}", interval=0.2)
+
+
+def _all_in_sync(cluster) -> None:
+    live = set(_live(cluster))
+    cluster.wait_for(
+        lambda md: all(
+            set(p.isr) == live and p.leader in live
+            for t in (TOPIC, STATE_TOPIC)
+            for p in md.topics.get(t, {}).values()
+        ) and TOPIC in md.topics and STATE_TOPIC in md.topics,
+        60,
+        "every replica of the topic and of __share_group_state in sync",
+    )
+
+
+def _produce(cluster, values: list[bytes]) -> None:
+    p = Producer(cluster.client_config(**{"acks": "all", "linger.ms": 5}))
+    for v in values:
+        p.produce(TOPIC, value=v)
+    assert p.flush(30) == 0
+
+
+def _read_and_accept(cluster, group: str, expected: set[bytes]) -> list[bytes]:
+    """A fresh share consumer reads until it has ``expected`` (and whatever else comes), accepts
+    each record and commits the acknowledgements."""
+    c = ShareConsumer(cluster.client_config(**{"group.id": group, "share.acknowledgement.mode": "explicit"}))
+    c.subscribe([TOPIC])
+    read: list[bytes] = []
+
+    def step():
+        for m in c.poll(0.5) or []:
+            if m.error() is None:
+                read.append(m.value())
+                c.acknowledge(m, AcknowledgeType.ACCEPT)
+        c.commit_sync()
+
+    try:
+        wait_until(lambda: set(read) >= expected, 60, f"{len(expected)} records", step=step)
+        end = time.monotonic() + 1.5  # anything more would come now
+        while time.monotonic() < end:
+            step()
+    finally:
+        c.close()
+    return read
+
+
+def test_acknowledged_records_stay_acknowledged_through_kill_9_of_the_coordinator_and_the_leader(zookeeper):
+    with cluster_on(zookeeper, 3, overrides=OVERRIDES) as cluster:
+        admin = AdminClient(cluster.client_config())
+        admin.create_topics([NewTopic(TOPIC, 1, 3)])[TOPIC].result(30)
+        leader = cluster.wait_for(lambda md: TOPIC in md.topics and md.topics[TOPIC][0].leader > 0, 30).topics[TOPIC][0].leader
+        topic_id = _topic_id(cluster, leader, TOPIC)
+
+        # a group whose share coordinator is not the share-partition leader
+        group = key = None
+        for i in range(60):
+            group, key = f"workers-{i}", f"workers-{i}:{topic_id}:0"
+            if _coordinator_of(cluster, key) != leader:
+                break
+        coordinator = _coordinator_of(cluster, key)
+        assert coordinator != leader
+        resource = ConfigResource(ResourceType.GROUP, group, incremental_configs=[
+            ConfigEntry("share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET)])  # fmt: skip
+        admin.incremental_alter_configs([resource])[resource].result(15)
+
+        first = [f"a{i}".encode() for i in range(40)]
+        _produce(cluster, first)
+        assert sorted(_read_and_accept(cluster, group, set(first))) == sorted(first)
+        assert _start_offset(cluster, coordinator, group, topic_id) == 40  # kept by the other broker
+        _all_in_sync(cluster)
+
+        # kill -9 the share coordinator: the state it wrote is on the other replicas
+        cluster.kill(coordinator)
+        moved_to = _coordinator_of(cluster, key, not_on=coordinator)
+        second = [f"b{i}".encode() for i in range(20)]
+        _produce(cluster, second)
+        got = _read_and_accept(cluster, group, set(second))
+        assert sorted(got) == sorted(second), "accepted records came again after the coordinator died"
+        assert _start_offset(cluster, moved_to, group, topic_id) == 60
+
+        cluster.start_broker(coordinator)
+        _all_in_sync(cluster)
+
+        # kill -9 the share-partition leader: the new leader reads the state back
+        cluster.kill(leader)
+        cluster.wait_for(lambda md: md.topics[TOPIC][0].leader not in (leader, -1), 40, "a new leader of the topic")
+        third = [f"c{i}".encode() for i in range(20)]
+        _produce(cluster, third)
+        got = _read_and_accept(cluster, group, set(third))
+        assert sorted(got) == sorted(third), "accepted records came again after the share-partition leader died"
+        assert _start_offset(cluster, _coordinator_of(cluster, key), group, topic_id) == 80
+        assert moved_to != coordinator
+
+        for node in _live(cluster):
+            log = cluster.log_text(node)
+            assert "Traceback" not in log, f"broker {node} logged a traceback:\n{log[-4000:]}"
