@@ -197,6 +197,7 @@ class Broker:
         self.share_fetches = ShareFetchManager(self)
         self.group_coordinator.on_share_member_gone(self.share_fetches.release_member)
         self.group_coordinator.on_share_group_deleted(self.share_fetches.delete_group)
+        self.group_coordinator.context.share_initialize = self.share_fetches.initialize_partitions
         self.producer_ids = ProducerIdManager(self.store)
         self.transaction_coordinator = TransactionCoordinator.for_broker(self)  # after the groups: markers
         self.transaction_coordinator.start()  # on __consumer_offsets complete transactional commits

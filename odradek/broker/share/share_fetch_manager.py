@@ -29,6 +29,7 @@ Threading: the event loop.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from dataclasses import dataclass, field
 
@@ -39,6 +40,8 @@ from odradek.broker.share.share_persister import SharePersister
 from odradek.broker.share.share_state_topic import ShareState, share_partition_of, state_batches
 from odradek.protocol import errors
 from odradek.protocol.errors import ErrorCode
+
+log = logging.getLogger(__name__)
 
 _MAX_WAIT_S = 5.0  # a share fetch waits at most this long, whatever it asks
 IDLE_EVICT_S = 600  # a share partition nobody read for this long leaves memory
@@ -101,14 +104,19 @@ class ShareFetchManager:
                 if info is not None:
                     self._wake(info.name, index)
 
-    def delete_group(self, group_id: str) -> None:
-        """The share group was deleted: its state (DeleteShareGroupState), sessions and configs go."""
+    def delete_group(self, group_id: str, partitions: dict | None = None) -> None:
+        """The share group was deleted: its state (DeleteShareGroupState, for the share
+        partitions held here and ``partitions``, ``{topic id: partitions}`` its coordinator
+        knew of), sessions and configs go."""
+        doomed = {(t, i) for t, ps in (partitions or {}).items() for i in ps}
         for key in [k for k in self.partitions if k[0] == group_id]:
             del self.partitions[key]
             self._used.pop(key, None)
             info = self.broker.image.topics.get(key[1])
             if info is not None:
-                self.persister.save((group_id, info.topic_id, key[2]), None)
+                doomed.add((info.topic_id, key[2]))
+        for topic_id, index in sorted(doomed, key=str):
+            self.persister.save((group_id, topic_id, index), None)
         for key in [k for k in self.sessions if k[0] == group_id]:
             del self.sessions[key]
         self.broker.group_configs.delete(group_id)
@@ -132,6 +140,21 @@ class ShareFetchManager:
             return int(exc.code)
         self.partitions[(group_id, topic, index)] = sp
         return 0
+
+    async def initialize_partitions(self, group_id: str, topic_id, partitions) -> set[int]:
+        """The group coordinator's InitializeShareGroupState for newly subscribed partitions:
+        the ones whose share state exists now (made here, or there already)."""
+        done = set()
+        for index in sorted(partitions):
+            try:
+                await self.persister.initialize((group_id, topic_id, index), 0, -1)
+            except errors.FencedStateEpochError:
+                pass  # it has a state already
+            except errors.KafkaError as exc:
+                log.warning("share group %s: initializing %s-%d failed: %s", group_id, topic_id, index, exc)
+                continue
+            done.add(index)
+        return done
 
     # -- ShareFetch ---------------------------------------------------------------------------
 
