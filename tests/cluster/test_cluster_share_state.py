@@ -59,6 +59,19 @@ def _start_offset(cluster, node: int, group: str, topic_id) -> int:
     return result.start_offset
 
 
+def _group_coordinator(cluster, node: int, group: str) -> int | None:
+    answer = request(cluster, node, 10, 3, messages.build_request(10, 3, {"key": group, "key_type": 0}))
+    return answer.node_id if answer.error_code == ErrorCode.none else None
+
+
+def _reset_to_earliest(cluster, group: str) -> int:
+    """AlterShareGroupOffsets to offset 0, sent to the group's coordinator; its error code."""
+    coordinator = wait_until(lambda: _group_coordinator(cluster, _live(cluster)[0], group), 30, "a group coordinator")
+    body = {"group_id": group, "topics": [{"topic_name": TOPIC, "partitions": [{"partition_index": 0, "start_offset": 0}]}]}
+    answer = request(cluster, coordinator, 91, 0, messages.build_request(91, 0, body))
+    return answer.error_code or answer.responses[0].partitions[0].error_code
+
+
 def _live(cluster) -> list[int]:
     return [b for b, p in cluster.brokers.items() if p.proc is not None and p.proc.poll() is None]
 
@@ -126,16 +139,19 @@ def test_acknowledged_records_stay_acknowledged_through_kill_9_of_the_coordinato
         admin = AdminClient(cluster.client_config())
         admin.create_topics([NewTopic(TOPIC, 1, 3)])[TOPIC].result(30)
         leader = cluster.wait_for(lambda md: TOPIC in md.topics and md.topics[TOPIC][0].leader > 0, 30).topics[TOPIC][0].leader
-        topic_id = _topic_id(cluster, leader, TOPIC)
+        topic_id = wait_until(
+            lambda: (t := _topic_id(cluster, leader, TOPIC)) is not None and t.int != 0 and t, 20, "the leader to know the topic"
+        )
 
-        # a group whose share coordinator is not the share-partition leader
+        # a group whose share-partition leader, share coordinator and group coordinator are three brokers
         group = key = None
-        for i in range(60):
+        for i in range(100):
             group, key = f"workers-{i}", f"workers-{i}:{topic_id}:0"
-            if _coordinator_of(cluster, key) != leader:
+            group_coordinator = wait_until(lambda g=group: _group_coordinator(cluster, leader, g), 30, "a group coordinator")
+            if len({leader, _coordinator_of(cluster, key), group_coordinator}) == 3:
                 break
         coordinator = _coordinator_of(cluster, key)
-        assert coordinator != leader
+        assert len({leader, coordinator, group_coordinator}) == 3
         resource = ConfigResource(ResourceType.GROUP, group, incremental_configs=[
             ConfigEntry("share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET)])  # fmt: skip
         admin.incremental_alter_configs([resource])[resource].result(15)
@@ -157,6 +173,13 @@ def test_acknowledged_records_stay_acknowledged_through_kill_9_of_the_coordinato
 
         cluster.start_broker(coordinator)
         _all_in_sync(cluster)
+
+        # reset to the earliest offset by the group coordinator, another broker than the leader:
+        # the leader reads the new state when the next member opens its share session
+        assert _group_coordinator(cluster, leader, group) == group_coordinator
+        wait_until(lambda: _reset_to_earliest(cluster, group) == ErrorCode.none, 30, "the offsets reset (the group empty)")
+        got = _read_and_accept(cluster, group, set(first + second))
+        assert sorted(got) == sorted(first + second), "a reset to the earliest offset did not deliver everything again"
 
         # kill -9 the share-partition leader: the new leader reads the state back
         cluster.kill(leader)

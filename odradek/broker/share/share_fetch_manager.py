@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 
 from odradek.broker.share.delayed_share_fetch import DelayedShareFetch
 from odradek.broker.share.share_coordinator import Key
-from odradek.broker.share.share_partition import RELEASE, SharePartition, batch_ranges
+from odradek.broker.share.share_partition import ACQUIRED, RELEASE, SharePartition, batch_ranges
 from odradek.broker.share.share_persister import SharePersister
 from odradek.broker.share.share_state_topic import ShareState, share_partition_of, state_batches
 from odradek.protocol import errors
@@ -122,12 +122,22 @@ class ShareFetchManager:
         self.broker.group_configs.delete(group_id)
 
     async def alter_start_offset(self, group_id: str, topic: str, index: int, offset: int) -> int:
-        """AlterShareGroupOffsets for one partition led here: the group's share partition starts
-        afresh at ``offset`` (between the log start and end), with a new state epoch
-        (InitializeShareGroupState). Its error code."""
+        """AlterShareGroupOffsets for one partition: the group's share partition starts afresh at
+        ``offset`` (between the log start and end, where this broker leads the partition and can
+        tell), with a new state epoch (InitializeShareGroupState). Its leader elsewhere reads the
+        new state when a member next opens a share session with it. Its error code."""
         info = self.broker.image.topics.get(topic)
         if info is None or not 0 <= index < len(info.partitions):
             return int(ErrorCode.unknown_topic_or_partition)
+        key = (group_id, info.topic_id, index)
+        partition = self.broker.replica_manager.partitions.get((topic, index))
+        if partition is None or not partition.is_leader:
+            try:
+                current = await self.persister.summary(key)
+                await self.persister.initialize(key, current.state_epoch + 1, offset)
+            except errors.KafkaError as exc:
+                return int(exc.code)
+            return 0
         try:
             await self._ensure_loaded(group_id, info.topic_id, index)
             partition, old = self._share_partition(group_id, info.topic_id, index)
@@ -135,7 +145,7 @@ class ShareFetchManager:
                 return int(ErrorCode.offset_out_of_range)
             sp = SharePartition(offset)
             sp.state_epoch = old.state_epoch + 1
-            await self.persister.initialize((group_id, info.topic_id, index), sp.state_epoch, offset)
+            await self.persister.initialize(key, sp.state_epoch, offset)
         except errors.KafkaError as exc:
             return int(exc.code)
         self.partitions[(group_id, topic, index)] = sp
@@ -209,6 +219,20 @@ class ShareFetchManager:
             raise errors.CoordinatorLoadInProgressError(f"the share state of {topic}-{index} is being read")
         self._used[key] = time.monotonic()
         return partition, sp
+
+    def _reread_if_quiet(self, group_id: str, topic_id, index: int) -> None:
+        """A member opens a share session: a share partition of the group that nobody holds
+        records of and whose writes are all done is read again from its coordinator, which may
+        have a newer state (its offsets were reset, or the group deleted and made anew)."""
+        info = self.broker.image.topic_by_id(topic_id)
+        if info is None:
+            return
+        sp = self.partitions.get((group_id, info.name, index))
+        if sp is None or self.persister.pending((group_id, topic_id, index)):
+            return
+        if not any(r.state == ACQUIRED for r in sp.records.values()):
+            del self.partitions[(group_id, info.name, index)]
+            self._used.pop((group_id, info.name, index), None)
 
     def _fenced(self, key: Key) -> None:
         """A write of ``key`` was fenced (its offsets were reset, or a newer leader took
@@ -318,6 +342,8 @@ class ShareFetchManager:
         for t in body.topics:
             for p in t.partitions:
                 key = (t.topic_id, p.partition_index)
+                if epoch == 0:
+                    self._reread_if_quiet(group_id, t.topic_id, p.partition_index)
                 if epoch != -1:
                     session.partitions.add(key)
                 acks = [(b.first_offset, b.last_offset, b.acknowledge_types) for b in p.acknowledgement_batches]

@@ -29,6 +29,7 @@ from odradek.broker.share.share_group_state_api import (
     DELETE,
     INITIALIZE,
     READ,
+    SUMMARY,
     WRITE,
     partition_result,
     state_request,
@@ -93,6 +94,18 @@ class SharePersister:
 
         result = await self._call(key, lambda: self.coordinator.read(key, leader_epoch), remote)
         return result if isinstance(result, ShareState) else _state_of(result)
+
+    async def summary(self, key: Key) -> ShareState:
+        """The state's epochs and start offset, without its batches and without fencing
+        (ReadShareGroupStateSummary); raises KafkaError."""
+
+        def remote(node: int):
+            return self._remote(node, SUMMARY, key, {"leader_epoch": -1})
+
+        result = await self._call(key, lambda: self.coordinator.read(key, -1, summary=True), remote)
+        if isinstance(result, ShareState):
+            return result
+        return ShareState(result.state_epoch, result.leader_epoch, result.start_offset)
 
     async def initialize(self, key: Key, state_epoch: int, start_offset: int) -> None:
         """A fresh state at ``state_epoch`` (AlterShareGroupOffsets); raises KafkaError."""
