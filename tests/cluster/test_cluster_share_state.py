@@ -156,6 +156,9 @@ def test_acknowledged_records_stay_acknowledged_through_kill_9_of_the_coordinato
             ConfigEntry("share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET)])  # fmt: skip
         admin.incremental_alter_configs([resource])[resource].result(15)
 
+        (configs,) = admin.describe_configs([ConfigResource(ResourceType.TOPIC, STATE_TOPIC)]).values()
+        assert configs.result(15)["min.insync.replicas"].value == "2"  # share.coordinator.state.topic.min.isr
+
         first = [f"a{i}".encode() for i in range(40)]
         _produce(cluster, first)
         assert sorted(_read_and_accept(cluster, group, set(first))) == sorted(first)

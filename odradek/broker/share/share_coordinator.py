@@ -66,6 +66,7 @@ class ShareCoordinator:
             replication_factor=config.get("share.coordinator.state.topic.replication.factor"),
             segment_bytes=config.get("offsets.topic.segment.bytes"),
         )
+        self.topic.min_isr = config.get("share.coordinator.state.topic.min.isr")
         self.write_timeout_ms = config.get("share.coordinator.write.timeout.ms")
         self._states: dict[int, dict[Key, ShareState]] = {}  # state partition -> its keys' states
         self._loaded_at: dict[int, int] = {}  # state partition -> leader epoch its states were read at

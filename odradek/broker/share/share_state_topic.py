@@ -151,8 +151,15 @@ class ShareStateTopic(InternalTopic):
     name = STATE_TOPIC
     replication_factor_config = "share.coordinator.state.topic.replication.factor"
 
+    min_isr = 1  # share.coordinator.state.topic.min.isr, set by the share coordinator
+
     def topic_configs(self, replication_factor: int) -> dict[str, str]:
-        return {"cleanup.policy": "compact", "segment.bytes": str(self.segment_bytes)}
+        return {
+            "cleanup.policy": "compact",
+            "segment.bytes": str(self.segment_bytes),
+            "min.insync.replicas": str(max(1, min(self.min_isr, replication_factor))),
+            "unclean.leader.election.enable": "false",
+        }
 
     def load(self, index: int) -> dict[tuple[str, uuid.UUID, int], ShareState]:
         """Every share partition's latest state in partition ``index`` (read to its log end);
