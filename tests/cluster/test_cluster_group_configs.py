@@ -5,39 +5,39 @@ restart."""
 
 from __future__ import annotations
 
-from confluent_kafka.admin import (
-    AdminClient,
-    AlterConfigOpType,
-    ConfigEntry,
-    ConfigResource,
-    ConfigSource,
-    ResourceType,
-)
+from confluent_kafka.admin import ConfigSource
 
-from tests.cluster.control_support import ZkReader, cluster_on
+from odradek.protocol import messages
+from odradek.protocol.errors import ErrorCode
+from tests.cluster.control_support import ZkReader, cluster_on, request
 from tests.support import wait_until
 
 OVERRIDES = {"group.coordinator.rebalance.protocols": "classic,consumer,share"}
+GROUP_RESOURCE, SET, DELETE = 32, 0, 1
 
 
 def _alter(cluster, node: int, group: str, name: str, value: str | None) -> None:
-    op = AlterConfigOpType.DELETE if value is None else AlterConfigOpType.SET
-    admin = AdminClient({"bootstrap.servers": cluster.brokers[node].bootstrap_servers})
-    resource = ConfigResource(
-        ResourceType.GROUP, group, incremental_configs=[ConfigEntry(name, value or "", incremental_operation=op)]
-    )
-    admin.incremental_alter_configs([resource])[resource].result(15)
-
-
-def _entry(cluster, node: int, group: str, name: str) -> ConfigEntry:
-    admin = AdminClient({"bootstrap.servers": cluster.brokers[node].bootstrap_servers})
-    (future,) = admin.describe_configs([ConfigResource(ResourceType.GROUP, group)]).values()
-    return future.result(15)[name]
+    """IncrementalAlterConfigs sent to broker ``node`` itself (an admin client picks any broker)."""
+    op = DELETE if value is None else SET
+    body = {"resources": [{"resource_type": GROUP_RESOURCE, "resource_name": group,
+                           "configs": [{"name": name, "config_operation": op, "value": value}]}],
+            "validate_only": False}  # fmt: skip
+    answer = request(cluster, node, 44, 1, messages.build_request(44, 1, body))
+    assert answer.responses[0].error_code == ErrorCode.none, answer
 
 
 def _is(cluster, node: int, group: str, name: str, value: str, source: ConfigSource) -> bool:
-    entry = _entry(cluster, node, group, name)
-    return (entry.value, entry.source) == (value, source.value)
+    """What DescribeConfigs on broker ``node`` itself says of the group's ``name``."""
+    body = {"resources": [{"resource_type": GROUP_RESOURCE, "resource_name": group, "configuration_keys": None}],
+            "include_synonyms": False, "include_documentation": False}  # fmt: skip
+    answer = request(cluster, node, 32, 4, messages.build_request(32, 4, body))
+    entry = next(c for c in answer.results[0].configs if c.name == name)
+    return (entry.value, entry.config_source) == (value, source.value)
+
+
+def _znode(zk, group: str):
+    path = f"/odradek/config/groups/{group}"
+    return zk.json(path) if zk.exists(path) else None
 
 
 def test_group_configs_live_in_zookeeper_and_reach_every_broker(zookeeper):
@@ -54,7 +54,7 @@ def test_group_configs_live_in_zookeeper_and_reach_every_broker(zookeeper):
         assert _is(cluster, 2, group, "share.record.lock.duration.ms", "20000", ConfigSource.GROUP_CONFIG)
         with ZkReader(cluster) as zk:
             wait_until(
-                lambda: zk.json(f"/odradek/config/groups/{group}")
+                lambda: _znode(zk, group)
                 == {"version": 1, "config": {"share.auto.offset.reset": "earliest", "share.record.lock.duration.ms": "20000"}},
                 10,
                 "the group's znode to hold both configs",
@@ -73,6 +73,6 @@ def test_group_configs_live_in_zookeeper_and_reach_every_broker(zookeeper):
             20,
             "broker 1 to see the override deleted on broker 2",
         )
-        assert _entry(cluster, 1, group, "share.record.lock.duration.ms").source == ConfigSource.DEFAULT_CONFIG.value
+        assert _is(cluster, 1, group, "share.record.lock.duration.ms", "30000", ConfigSource.DEFAULT_CONFIG)
         with ZkReader(cluster) as zk:
-            wait_until(lambda: not zk.exists(f"/odradek/config/groups/{group}"), 10, "the group's znode to go")
+            wait_until(lambda: _znode(zk, group) is None, 10, "the group's znode to go")
