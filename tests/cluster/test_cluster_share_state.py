@@ -197,3 +197,58 @@ def test_acknowledged_records_stay_acknowledged_through_kill_9_of_the_coordinato
         for node in _live(cluster):
             log = cluster.log_text(node)
             assert "Traceback" not in log, f"broker {node} logged a traceback:\n{log[-4000:]}"
+
+
+def test_a_leadership_that_moves_away_and_back_serves_no_stale_share_state(zookeeper):
+    """One share consumer reads on while the partition's leadership goes 1 → 2 → 1 (reassignment
+    and preferred elections, no restart): broker 1 must not serve the state it had before
+    broker 2 led, or records accepted on broker 2 would come again."""
+    from kafka import KafkaAdminClient
+    from kafka.admin import NewTopic as KafkaNewTopic
+    from kafka.structs import TopicPartition as KafkaTopicPartition
+
+    with cluster_on(zookeeper, 2, overrides={**OVERRIDES, "share.coordinator.state.topic.replication.factor": 2}) as cluster:
+        kadmin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers)
+        try:
+            kadmin.create_topics([KafkaNewTopic(TOPIC, replica_assignments={0: [1, 2]})])
+            cluster.wait_for(lambda md: TOPIC in md.topics and md.topics[TOPIC][0].isr == (1, 2), 30, "the topic online")
+            group = "movers"
+            admin = AdminClient(cluster.client_config())
+            resource = ConfigResource(ResourceType.GROUP, group, incremental_configs=[
+                ConfigEntry("share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET)])  # fmt: skip
+            admin.incremental_alter_configs([resource])[resource].result(15)
+
+            c = ShareConsumer(cluster.client_config(**{"group.id": group, "share.acknowledgement.mode": "explicit"}))
+            c.subscribe([TOPIC])
+            read: list[bytes] = []
+
+            def step():
+                for m in c.poll(0.5) or []:
+                    if m.error() is None:
+                        read.append(m.value())
+                        c.acknowledge(m, AcknowledgeType.ACCEPT)
+                c.commit_sync()
+
+            def move_leader(to: int, replicas: list[int]) -> None:
+                kadmin.alter_partition_reassignments({KafkaTopicPartition(TOPIC, 0): replicas})
+                cluster.wait_for(lambda md: md.topics[TOPIC][0].replicas == tuple(replicas), 30, "the new replica order")
+                kadmin.elect_leaders(election_type=0, topic_partitions={TOPIC: [0]})
+                cluster.wait_for(lambda md: md.topics[TOPIC][0].leader == to, 30, f"broker {to} leading")
+
+            try:
+                expected: list[bytes] = []
+                for round_, leader in (("a", None), ("b", 2), ("c", 1)):
+                    if leader is not None:
+                        move_leader(leader, [leader, 3 - leader])
+                    batch = [f"{round_}{i}".encode() for i in range(10)]
+                    _produce(cluster, batch)
+                    expected += batch
+                    wait_until(lambda want=set(expected): set(read) >= want, 60, f"round {round_}", step=step)
+                end = time.monotonic() + 1.5
+                while time.monotonic() < end:
+                    step()
+            finally:
+                c.close()
+            assert sorted(read) == sorted(expected), "records accepted while broker 2 led came again"
+        finally:
+            kadmin.close()

@@ -144,7 +144,7 @@ class ShareFetchManager:
             if not partition.log_start_offset <= offset <= partition.high_watermark:
                 return int(ErrorCode.offset_out_of_range)
             sp = SharePartition(offset)
-            sp.state_epoch = old.state_epoch + 1
+            sp.state_epoch, sp.leader_epoch = old.state_epoch + 1, old.leader_epoch
             await self.persister.initialize(key, sp.state_epoch, offset)
         except errors.KafkaError as exc:
             return int(exc.code)
@@ -169,10 +169,15 @@ class ShareFetchManager:
     # -- ShareFetch ---------------------------------------------------------------------------
 
     def _leader(self, group_id: str, topic: str, index: int):
+        """The partition, led here; a share partition loaded at an older leader epoch goes (its
+        leadership went elsewhere and came back: another leader may have moved it on)."""
+        key = (group_id, topic, index)
         partition = self.broker.replica_manager.get_partition(topic, index)
+        sp = self.partitions.get(key)
+        if not partition.is_leader or (sp is not None and sp.leader_epoch != partition.leader_epoch):
+            self.partitions.pop(key, None)  # the (new) leader loads its state
+            self._used.pop(key, None)
         if not partition.is_leader:
-            self.partitions.pop((group_id, topic, index), None)  # the new leader loads its state
-            self._used.pop((group_id, topic, index), None)
             raise errors.NotLeaderOrFollowerError(f"this broker does not lead {topic}-{index}")
         return partition
 
@@ -196,11 +201,13 @@ class ShareFetchManager:
                 if key in self.partitions or not partition.is_leader:
                     continue
                 if state.start_offset >= 0:
-                    self.partitions[key] = share_partition_of(state)
+                    sp = share_partition_of(state)
+                    sp.leader_epoch = partition.leader_epoch
+                    self.partitions[key] = sp
                     self._used[key] = time.monotonic()
                     continue
                 sp = SharePartition(self._start_offset(group_id, partition))
-                sp.state_epoch = state.state_epoch
+                sp.state_epoch, sp.leader_epoch = state.state_epoch, partition.leader_epoch
                 self.partitions[key] = sp
                 self._used[key] = time.monotonic()
                 self._save(group_id, topic_id, index, sp)  # the start the reset chose stays
