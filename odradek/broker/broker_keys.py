@@ -265,6 +265,7 @@ BROKER_CONFIGS: dict[str, ConfigDef] = config_table(
     ConfigDef("share.coordinator.state.topic.replication.factor", SHORT, 3, AtLeast(1), "Replication factor of __share_group_state.", _INFO),
     ConfigDef("share.coordinator.state.topic.min.isr", SHORT, 2, AtLeast(1), "min.insync.replicas of __share_group_state.", _INFO),
     ConfigDef("share.coordinator.state.topic.num.partitions", INT, 50, AtLeast(1), "Partitions of __share_group_state.", _INFO),
+    ConfigDef("share.coordinator.write.timeout.ms", INT, 5000, AtLeast(1), "Most time a share-state write waits for the ISR of its __share_group_state partition."),
     # security
     ConfigDef("authorizer.class.name", STR, "", None, "Authorizer class; empty: no authorization."),
     ConfigDef("super.users", STR, None, None, "Principals allowed everything, as User:name;User:other."),

@@ -38,6 +38,7 @@ from odradek.broker.purgatory import DelayedOperationPurgatory
 from odradek.broker.replica_manager import ReplicaManager
 from odradek.broker.security.authorizer import Authorizer
 from odradek.broker.security.request_gates import RequestGates
+from odradek.broker.share.share_coordinator import ShareCoordinator
 from odradek.broker.share.share_fetch_manager import ShareFetchManager
 from odradek.broker.timing_wheel import SystemTimer
 from odradek.broker.topic_configs import effective_topic_config, validate_topic_configs
@@ -196,9 +197,11 @@ class Broker:
         self.group_coordinator = GroupCoordinator.for_broker(self)  # listens after the replica manager
         self.group_coordinator.context.group_configs = self.group_configs
         self.group_coordinator.start()
+        self.share_coordinator = ShareCoordinator(self)
         self.share_fetches = ShareFetchManager(self)
         self.group_coordinator.on_share_member_gone(self.share_fetches.release_member)
         self.group_coordinator.on_share_group_deleted(self.share_fetches.delete_group)
+        self.group_coordinator.context.share_initialize = self.share_fetches.initialize_partitions
         self.producer_ids = ProducerIdManager(self.store)
         self.transaction_coordinator = TransactionCoordinator.for_broker(self)  # after the groups: markers
         self.transaction_coordinator.start()  # on __consumer_offsets complete transactional commits
@@ -478,6 +481,8 @@ class Broker:
                 close = getattr(part, "close", None)
                 if close is not None:
                     await close()
+        if hasattr(self, "share_fetches"):
+            await self.share_fetches.close()
         if hasattr(self, "replica_manager"):
             await self.replica_manager.close()
         if hasattr(self, "fetch_purgatory"):

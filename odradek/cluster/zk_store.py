@@ -25,6 +25,7 @@ from odradek.cluster.controller import INTERNAL_TOPICS
 from odradek.cluster.metadata_image import BrokerInfo, MetadataImage, PartitionState, TopicInfo
 from odradek.cluster.store import MetadataStore
 from odradek.cluster.zk_client import BadVersionError, NodeExistsError, NoNodeError, ZkClient, ZooKeeperError
+from odradek.cluster.zk_group_configs import GROUP_CONFIG_CHANGE, ZkGroupConfigs
 from odradek.protocol import errors
 
 _NOT_IN_ZOOKEEPER = "{what} are not kept in ZooKeeper yet: a cluster cannot store them (a single broker can)"
@@ -46,6 +47,7 @@ class ZkMetadataStore(MetadataStore):
         self._pid_task: asyncio.Task | None = None
         self._changed = asyncio.Event()
         self._background: set[asyncio.Task] = set()
+        self._group_configs = ZkGroupConfigs(zk)
 
     # -- start ---------------------------------------------------------------------------
 
@@ -55,6 +57,7 @@ class ZkMetadataStore(MetadataStore):
         for entity in (str(self.node.node_id), zk_data.DEFAULT_ENTITY):
             self._broker_configs[entity] = await self._read_config(zk_data.BROKER_CONFIG, entity)
         self._pid_blocks.append(await self._claim_producer_id_block(zk_data.PRODUCER_ID_BLOCK_SIZE))
+        await self._group_configs.load()
 
     async def _read_config(self, entity_type: str, name: str) -> dict[str, str]:
         path = zk_data.entity_config_path(entity_type, name)
@@ -72,6 +75,8 @@ class ZkMetadataStore(MetadataStore):
         """A config change notification named ``entity_path`` (``topics/orders``): re-read it.
         Returns (entity type, name) when it is one this broker keeps."""
         entity_type, _, name = entity_path.partition("/")
+        if entity_type == GROUP_CONFIG_CHANGE:
+            return entity_type, await self._group_configs.reload(name)
         if entity_type == zk_data.TOPIC_CONFIG:
             configs = await self._read_config(zk_data.TOPIC_CONFIG, name)
             self._topic_configs[name] = configs
@@ -185,15 +190,18 @@ class ZkMetadataStore(MetadataStore):
     def update_partition(self, topic, partition, state: PartitionState) -> None:
         self.image.topics[topic].partitions[partition] = state
 
-    # Group configs (KRaft-only in Kafka), security and quota state are not kept in ZooKeeper yet
-    # (zk_security_data.py has the layout for the latter):
-    # a cluster has none, and changes are refused with a message instead of being lost.
+    # -- group configs (KRaft-only in Kafka; Odradek's own znodes: zk_group_configs.py) -----
+
     def group_configs(self, group_id) -> dict[str, str]:
-        return {}
+        return self._group_configs.get(group_id)
 
     def set_group_configs(self, group_id, configs) -> None:
-        raise errors.InvalidRequestError(_NOT_IN_ZOOKEEPER.format(what="group configs"))
+        self._group_configs.set_local(group_id, configs)
+        self._spawn(self._group_configs.write(group_id))
 
+    # -- security and quota state are not kept in ZooKeeper yet ------------------------------
+    # (zk_security_data.py has the layout): a cluster has none, and changes are refused with a
+    # message instead of being lost.
     def scram_credentials(self, user) -> dict[str, str]:
         return {}
 

@@ -14,7 +14,12 @@ from confluent_kafka import Consumer, Producer, ShareConsumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from odradek.broker.share.share_partition import ACKNOWLEDGED
-from odradek.broker.share.share_state_topic import STATE_TOPIC, decode_key, decode_snapshot
+from odradek.broker.share.share_state_topic import (
+    STATE_TOPIC,
+    decode_key,
+    decode_snapshot,
+    share_partition_of,
+)
 from tests.cluster.control_support import cluster_on
 from tests.support import wait_until
 
@@ -70,8 +75,9 @@ def acknowledged_upto(cluster, group: str) -> int:
         c.close()
     if latest is None:
         return 0
+    records = share_partition_of(latest).records
     done = latest.start_offset
-    while latest.records.get(done) is not None and latest.records[done].state == ACKNOWLEDGED:
+    while records.get(done) is not None and records[done].state == ACKNOWLEDGED:
         done += 1
     return done
 

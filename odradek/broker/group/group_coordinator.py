@@ -367,7 +367,8 @@ class GroupCoordinator:
         self.context.share_member_gone = callback
 
     def on_share_group_deleted(self, callback) -> None:
-        """``callback(group id)`` when an empty share group is deleted (DeleteGroups)."""
+        """``callback(group id, {topic id: partitions with share state})`` when an empty share
+        group is deleted (DeleteGroups)."""
         self.context.share_group_deleted = callback
 
     def consumer_group(self, group_id: str):

@@ -59,7 +59,10 @@ class ShardContext:
         self.rebalances = 0
         self.metadata_version = 0  # bumped on every topic change (consumer groups' subscriptions)
         self.share_member_gone: Callable[[str, str], None] = lambda group, member: None
-        self.share_group_deleted: Callable[[str], None] = lambda group: None
+        # (group id, {topic id: partitions with share state}) when an empty share group is deleted
+        self.share_group_deleted: Callable[[str, dict], None] = lambda group, partitions: None
+        # async (group id, topic id, partitions) -> the partitions whose share state exists now
+        self.share_initialize: Callable | None = None
         self.group_configs = None  # GroupConfigs: per-group overrides; None uses the broker's settings
 
     def group_ms(self, group_id: str, name: str, fallback: int) -> int:
@@ -234,8 +237,9 @@ class GroupCoordinatorShard:
                 self.append(self.share.group_tombstones(group_id), self.now())
             except KafkaError as exc:
                 return group_append_error(exc.code)
-            del self.share.groups[group_id]
-            self.context.share_group_deleted(group_id)
+            partitions = self.share.state_partitions(group_id)
+            self.share.forget(group_id)
+            self.context.share_group_deleted(group_id, partitions)
             log.info("share group %s deleted", group_id)
             return NONE
         group = self.groups.get(group_id)

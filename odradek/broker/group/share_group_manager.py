@@ -11,7 +11,15 @@ record types (``modern_group_records.py``): the group epoch (11), each member's 
 (10), its target assignment (13, with the assignment epoch 12) and its current assignment
 (14); leaving writes tombstones. A coordinator that loads the partition gets the members back
 with their epochs, so they keep heartbeating across a restart. The records' delivery state
-lives with the partition leaders (``broker/share/``). Per-group ``share.session.timeout.ms``
+lives with the partition leaders (``broker/share/``) and their share coordinators.
+
+The group also keeps the metadata of the topics it subscribes to (9: id, name, partition
+count; written when it changes) and which of their partitions have share state
+(15, ShareGroupStatePartitionMetadata): a partition newly subscribed is *initializing* until
+its share coordinator confirms it has a state for it (InitializeShareGroupState, through
+``context.share_initialize``; a state that exists already counts), then *initialized*. A
+coordinator that loads the group knows them, retries the initializing ones at the next
+heartbeat, and DeleteGroups deletes the state of every one of them, wherever it lives. Per-group ``share.session.timeout.ms``
 and ``share.heartbeat.interval.ms`` override the broker's ``group.share.*`` keys.
 """
 
@@ -55,6 +63,10 @@ class ShareGroup:
     group_id: str
     epoch: int = 0
     members: dict[str, ShareMember] = field(default_factory=dict)
+    subscribed: list = field(default_factory=list)  # TopicMetadata of its topics (record 9)
+    initializing: dict = field(default_factory=dict)  # topic id -> (name, partitions) (record 15)
+    initialized: dict = field(default_factory=dict)
+    init_task: asyncio.Task | None = None
 
     @property
     def state(self) -> str:
@@ -122,6 +134,7 @@ class ShareGroupManager:
         member.assigned = assignment
         if epoch == 0 or changed or described != before:
             self._write(self._member_records(group, member))
+        self._track_state_partitions(group, names)
         self._schedule_session(group, member)
         return member.member_id, member.epoch, self._heartbeat_ms(group_id), assignment if changed else None
 
@@ -157,6 +170,83 @@ class ShareGroupManager:
         if self.on_member_gone is not None:
             self.on_member_gone(group.group_id, member_id)
 
+    # -- share-partition state (records 9 and 15) ----------------------------------------------
+
+    def _track_state_partitions(self, group: ShareGroup, names: dict) -> None:
+        """Record the subscribed topics' metadata when it changed, and have the share state of
+        newly subscribed partitions initialized."""
+        subscribed = sorted(
+            records.TopicMetadata(names[t][0], t, names[t][1])
+            for t in {t for m in group.members.values() for t in m.topics}
+            if t in names
+        )
+        if subscribed != group.subscribed:
+            group.subscribed = subscribed
+            key = ModernKey(records.SHARE_GROUP_PARTITION_METADATA, group.group_id)
+            self._write([(records.encode_key(key), records.encode_value(key.kind, subscribed))])
+        missing: dict[uuid.UUID, tuple[str, frozenset]] = {}
+        for t in subscribed:
+            done = group.initialized.get(t.topic_id, ("", frozenset()))[1]
+            left = frozenset(range(t.partitions)) - done
+            if left:
+                missing[t.topic_id] = (t.name, left)
+        if not missing or self.shard.context.share_initialize is None:
+            return
+        if group.init_task is not None and not group.init_task.done():
+            return
+        if missing != group.initializing:
+            group.initializing = missing
+            self._write([self._state_partitions_record(group)])
+        group.init_task = asyncio.get_running_loop().create_task(
+            self._initialize(group, missing), name=f"share-state-init {group.group_id}"
+        )
+
+    async def _initialize(self, group: ShareGroup, missing: dict) -> None:
+        initialize = self.shard.context.share_initialize
+        done: dict[uuid.UUID, frozenset] = {}
+        for topic_id, (_, partitions) in missing.items():
+            try:
+                done[topic_id] = frozenset(await initialize(group.group_id, topic_id, partitions))
+            except Exception:
+                log.exception("share group %s: initializing the share state of %s failed", group.group_id, topic_id)
+        if self.groups.get(group.group_id) is not group or not self.shard.active or not any(done.values()):
+            return
+        for topic_id, partitions in done.items():
+            name, before = group.initialized.get(topic_id, (missing[topic_id][0], frozenset()))
+            group.initialized[topic_id] = (name, before | partitions)
+            if topic_id in group.initializing:
+                left = group.initializing[topic_id][1] - partitions
+                if left:
+                    group.initializing[topic_id] = (name, left)
+                else:
+                    del group.initializing[topic_id]
+        try:
+            self._write([self._state_partitions_record(group)])
+        except KafkaError as exc:
+            log.warning("share group %s: writing its initialized partitions failed: %s", group.group_id, exc)
+
+    @staticmethod
+    def _state_partitions_record(group: ShareGroup):
+        key = ModernKey(records.SHARE_GROUP_STATE_PARTITION_METADATA, group.group_id)
+        value = records.StatePartitionsValue(dict(group.initializing), dict(group.initialized), {})
+        return records.encode_key(key), records.encode_value(key.kind, value)
+
+    def state_partitions(self, group_id: str) -> dict[uuid.UUID, frozenset]:
+        """The partitions of the group's topics that have (or are getting) share state."""
+        group = self.groups.get(group_id)
+        out: dict[uuid.UUID, frozenset] = {}
+        if group is not None:
+            for source in (group.initialized, group.initializing):
+                for topic_id, (_, partitions) in source.items():
+                    out[topic_id] = out.get(topic_id, frozenset()) | partitions
+        return out
+
+    def forget(self, group_id: str) -> None:
+        """The group was deleted (its tombstones are written)."""
+        group = self.groups.pop(group_id, None)
+        if group is not None and group.init_task is not None:
+            group.init_task.cancel()
+
     # -- records -----------------------------------------------------------------------------
 
     def _write(self, entries) -> None:
@@ -188,7 +278,12 @@ class ShareGroupManager:
 
     def group_tombstones(self, group_id: str) -> list:
         """The records that delete an empty share group."""
-        kinds = (records.SHARE_GROUP_TARGET_ASSIGNMENT_METADATA, records.SHARE_GROUP_METADATA)
+        kinds = (
+            records.SHARE_GROUP_PARTITION_METADATA,
+            records.SHARE_GROUP_STATE_PARTITION_METADATA,
+            records.SHARE_GROUP_TARGET_ASSIGNMENT_METADATA,
+            records.SHARE_GROUP_METADATA,
+        )
         return [(records.encode_key(ModernKey(kind, group_id)), None) for kind in kinds]
 
     def replay(self, key: ModernKey, value: bytes | None) -> None:
@@ -205,6 +300,11 @@ class ShareGroupManager:
                 del self.groups[key.group]
             else:
                 group.epoch = data
+        elif kind == records.SHARE_GROUP_PARTITION_METADATA:
+            group.subscribed = sorted(data or [])
+        elif kind == records.SHARE_GROUP_STATE_PARTITION_METADATA:
+            group.initializing = dict(data.initializing) if data is not None else {}
+            group.initialized = dict(data.initialized) if data is not None else {}
         elif kind in _MEMBER_KINDS and key.member is not None:
             if data is None:
                 group.members.pop(key.member, None)
@@ -215,7 +315,7 @@ class ShareGroupManager:
             elif kind == records.SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT:
                 member.epoch, member.previous_epoch = data.member_epoch, data.previous_member_epoch
                 member.assigned = dict(data.assigned)
-        # types 9, 12 and 15 carry nothing this coordinator needs back
+        # type 12 carries nothing this coordinator needs back
 
     def on_loaded(self) -> None:
         """Members loaded from the log get a fresh session."""
@@ -238,6 +338,8 @@ class ShareGroupManager:
             for member in group.members.values():
                 if member.timer is not None:
                     member.timer.cancel()
+            if group.init_task is not None:
+                group.init_task.cancel()
         self.groups.clear()
 
     def listed(self, wanted_states: set[str]) -> list[dict]:

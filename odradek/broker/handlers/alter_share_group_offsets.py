@@ -10,7 +10,7 @@ from odradek.protocol import errors, messages
 
 
 @api(91, 0, 0)
-def handle_alter_share_group_offsets(broker, request):
+async def handle_alter_share_group_offsets(broker, request):
     body = request.body
     answer = {"throttle_time": 0, "error_code": 0, "error_message": None, "responses": []}
     try:
@@ -28,7 +28,7 @@ def handle_alter_share_group_offsets(broker, request):
             "partitions": [
                 {
                     "partition_index": p.partition_index,
-                    "error_code": broker.share_fetches.alter_start_offset(
+                    "error_code": await broker.share_fetches.alter_start_offset(
                         body.group_id, t.topic_name, p.partition_index, p.start_offset
                     ),
                     "error_message": None,

@@ -4,14 +4,17 @@ Answers which broker coordinates a key: for groups (key type 0) the leader of th
 ``__consumer_offsets`` partition, creating that topic on first use; for transactional ids
 (key type 1) whatever ``broker.transaction_coordinator`` says (COORDINATOR_NOT_AVAILABLE
 while there is none). v0-v3 ask for one key, v4+ for a batch (KIP-699), each answered on
-its own. Share-group keys (type 2, v6) and unknown types get INVALID_REQUEST.
+its own. Share-state keys (type 2, v6+, ``group:topicId:partition``, KIP-932) name the leader of
+the key's ``__share_group_state`` partition (ClusterAction on the cluster needed, as Kafka
+asks of the share-partition leaders that send them); INVALID_REQUEST before v6, when share
+groups are off, for a malformed key, and for unknown types.
 """
 
 from odradek.broker.handlers import api
 from odradek.protocol import errors, messages
 from odradek.protocol.errors import ErrorCode
 
-GROUP, TRANSACTION = 0, 1
+GROUP, TRANSACTION, SHARE = 0, 1, 2
 
 
 def _coordinator_for(broker, key_type: int):
@@ -19,6 +22,10 @@ def _coordinator_for(broker, key_type: int):
         return getattr(broker, "group_coordinator", None)
     if key_type == TRANSACTION:
         return getattr(broker, "transaction_coordinator", None)
+    if key_type == SHARE:
+        if "share" not in broker.config.get("group.coordinator.rebalance.protocols"):
+            raise errors.InvalidRequestError("share groups are not enabled (group.coordinator.rebalance.protocols)")
+        return getattr(broker, "share_coordinator", None)
     raise errors.InvalidRequestError(f"unsupported coordinator key type {key_type}")
 
 
@@ -30,6 +37,11 @@ def _find(broker, request, key_type: int, key: str) -> dict:
             raise errors.GroupAuthorizationFailedError(f"not authorized to describe group {key}")
         if key_type == TRANSACTION and not broker.allowed(request, "Describe", "TransactionalId", key):
             raise errors.TransactionalIdAuthorizationFailedError(f"not authorized to describe {key}")
+        if key_type == SHARE:
+            if request.api_version < 6:
+                raise errors.InvalidRequestError("share coordinator keys need FindCoordinator v6")
+            if not broker.allowed(request, "ClusterAction", "Cluster", "kafka-cluster"):
+                raise errors.ClusterAuthorizationFailedError("ClusterAction on the cluster is needed")
         coordinator = _coordinator_for(broker, key_type)
         if coordinator is None:
             raise errors.CoordinatorNotAvailableError("no coordinator of that type is running")

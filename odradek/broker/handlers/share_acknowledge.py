@@ -8,10 +8,10 @@ from odradek.protocol import messages
 
 
 @api(79, 1, 1)
-def handle_share_acknowledge(broker, request):
+async def handle_share_acknowledge(broker, request):
     manager = broker.share_fetches
     body, denied = without_unreadable_topics(broker, request, manager.acknowledge_row)
-    answer = manager.share_acknowledge(body)
+    answer = await manager.share_acknowledge(body)
     if denied and not answer["error_code"]:
         answer["responses"] = [*answer["responses"], *denied]
     return messages.build_response(79, 1, answer)

@@ -12,10 +12,14 @@ per group (``broker/group/group_configs.py``) ``share.record.lock.duration.ms`` 
 ``share.auto.offset.reset``, which decides where a group starts reading a partition the
 first time.
 
-The records' state is written to ``__share_group_state`` after every change and read back
-when the leader first serves a share partition (``share_state_topic.py``); a share partition
-idle for ten minutes, or whose leadership moved, or whose group was deleted, leaves memory;
-one loaded at an older leader epoch (the leadership went away and came back) is loaded again.
+The records' state belongs to the share partition's share coordinator (``share_coordinator.py``,
+on this broker or another, reached through ``share_persister.py``): it is read when the leader
+first serves a share partition (ReadShareGroupState; a share partition never written starts
+where ``share.auto.offset.reset`` says, and that start is written at once), and written after
+every change (WriteShareGroupState): an acknowledgement is answered once its write reached the
+ISR of the state partition, acquisitions are written behind. A share partition idle for ten
+minutes, or whose leadership moved, or whose group was deleted, or whose write was fenced (its
+offsets were reset elsewhere), leaves memory.
 Sessions are in memory; the group configs in the metadata store. A fetch that finds nothing
 to acquire waits in the broker's fetch purgatory (``delayed_share_fetch.py``).
 
@@ -24,14 +28,20 @@ Threading: the event loop.
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import time
 from dataclasses import dataclass, field
 
 from odradek.broker.share.delayed_share_fetch import DelayedShareFetch
-from odradek.broker.share.share_partition import RELEASE, SharePartition, batch_ranges
-from odradek.broker.share.share_state_topic import ShareStateTopic
+from odradek.broker.share.share_coordinator import Key
+from odradek.broker.share.share_partition import ACQUIRED, RELEASE, SharePartition, batch_ranges
+from odradek.broker.share.share_persister import SharePersister
+from odradek.broker.share.share_state_topic import ShareState, share_partition_of, state_batches
 from odradek.protocol import errors
 from odradek.protocol.errors import ErrorCode
+
+log = logging.getLogger(__name__)
 
 _MAX_WAIT_S = 5.0  # a share fetch waits at most this long, whatever it asks
 IDLE_EVICT_S = 600  # a share partition nobody read for this long leaves memory
@@ -51,13 +61,11 @@ class ShareFetchManager:
         self.sessions: dict[tuple[str, str], ShareSession] = {}  # (group, member)
         self._used: dict[tuple[str, str, int], float] = {}  # share partition -> last read (monotonic s)
         self._last_sweep = time.monotonic()
-        config = broker.config
-        self.state_topic = ShareStateTopic(
-            broker,
-            num_partitions=config.get("share.coordinator.state.topic.num.partitions"),
-            replication_factor=config.get("share.coordinator.state.topic.replication.factor"),
-            segment_bytes=config.get("offsets.topic.segment.bytes"),
-        )
+        self._loading: dict[tuple[str, str, int], asyncio.Event] = {}
+        self.persister = SharePersister(broker, broker.share_coordinator, self._fenced)
+
+    async def close(self) -> None:
+        await self.persister.close()
 
     # -- group configs (``broker/group/group_configs.py``) -----------------------------------
 
@@ -97,59 +105,150 @@ class ShareFetchManager:
                 if info is not None:
                     self._wake(info.name, index)
 
-    def delete_group(self, group_id: str) -> None:
-        """The share group was deleted: its state (with tombstones), sessions and configs go."""
+    def delete_group(self, group_id: str, partitions: dict | None = None) -> None:
+        """The share group was deleted: its state (DeleteShareGroupState, for the share
+        partitions held here and ``partitions``, ``{topic id: partitions}`` its coordinator
+        knew of), sessions and configs go."""
+        doomed = {(t, i) for t, ps in (partitions or {}).items() for i in ps}
         for key in [k for k in self.partitions if k[0] == group_id]:
             del self.partitions[key]
             self._used.pop(key, None)
             info = self.broker.image.topics.get(key[1])
             if info is not None:
-                self.state_topic.forget(group_id, info.topic_id, key[2], int(time.time() * 1000))
+                doomed.add((info.topic_id, key[2]))
+        for topic_id, index in sorted(doomed, key=str):
+            self.persister.save((group_id, topic_id, index), None)
         for key in [k for k in self.sessions if k[0] == group_id]:
             del self.sessions[key]
         self.broker.group_configs.delete(group_id)
 
-    def alter_start_offset(self, group_id: str, topic: str, index: int, offset: int) -> int:
+    async def alter_start_offset(self, group_id: str, topic: str, index: int, offset: int) -> int:
         """AlterShareGroupOffsets for one partition: the group's share partition starts afresh at
-        ``offset`` (between the log start and end). Its error code."""
+        ``offset`` (between the log start and end, where this broker leads the partition and can
+        tell), with a new state epoch (InitializeShareGroupState). Its leader elsewhere reads the
+        new state when a member next opens a share session with it. Its error code."""
         info = self.broker.image.topics.get(topic)
         if info is None or not 0 <= index < len(info.partitions):
             return int(ErrorCode.unknown_topic_or_partition)
+        key = (group_id, info.topic_id, index)
+        partition = self.broker.replica_manager.partitions.get((topic, index))
+        if partition is None or not partition.is_leader:
+            try:
+                current = await self.persister.summary(key)
+                await self.persister.initialize(key, current.state_epoch + 1, offset)
+            except errors.KafkaError as exc:
+                return int(exc.code)
+            return 0
         try:
+            await self._ensure_loaded(group_id, info.topic_id, index)
             partition, old = self._share_partition(group_id, info.topic_id, index)
+            if not partition.log_start_offset <= offset <= partition.high_watermark:
+                return int(ErrorCode.offset_out_of_range)
+            sp = SharePartition(offset)
+            sp.state_epoch, sp.leader_epoch = old.state_epoch + 1, old.leader_epoch
+            await self.persister.initialize(key, sp.state_epoch, offset)
         except errors.KafkaError as exc:
             return int(exc.code)
-        if not partition.log_start_offset <= offset <= partition.high_watermark:
-            return int(ErrorCode.offset_out_of_range)
-        sp = SharePartition(offset)
-        sp.snapshot_epoch, sp.leader_epoch = old.snapshot_epoch, old.leader_epoch
         self.partitions[(group_id, topic, index)] = sp
-        self._save(group_id, info.topic_id, index, sp)
         return 0
+
+    async def initialize_partitions(self, group_id: str, topic_id, partitions) -> set[int]:
+        """The group coordinator's InitializeShareGroupState for newly subscribed partitions:
+        the ones whose share state exists now (made here, or there already)."""
+        done = set()
+        for index in sorted(partitions):
+            try:
+                await self.persister.initialize((group_id, topic_id, index), 0, -1)
+            except errors.FencedStateEpochError:
+                pass  # it has a state already
+            except errors.KafkaError as exc:
+                log.warning("share group %s: initializing %s-%d failed: %s", group_id, topic_id, index, exc)
+                continue
+            done.add(index)
+        return done
 
     # -- ShareFetch ---------------------------------------------------------------------------
 
-    def _share_partition(self, group_id: str, topic_id, index: int):
-        topic = self._name(topic_id)
+    def _leader(self, group_id: str, topic: str, index: int):
+        """The partition, led here; a share partition loaded at an older leader epoch goes (its
+        leadership went elsewhere and came back: another leader may have moved it on)."""
+        key = (group_id, topic, index)
         partition = self.broker.replica_manager.get_partition(topic, index)
+        sp = self.partitions.get(key)
+        if not partition.is_leader or (sp is not None and sp.leader_epoch != partition.leader_epoch):
+            self.partitions.pop(key, None)  # the (new) leader loads its state
+            self._used.pop(key, None)
         if not partition.is_leader:
-            self.partitions.pop((group_id, topic, index), None)  # the new leader loads its state
-            self._used.pop((group_id, topic, index), None)
             raise errors.NotLeaderOrFollowerError(f"this broker does not lead {topic}-{index}")
+        return partition
+
+    async def _ensure_loaded(self, group_id: str, topic_id, index: int) -> None:
+        """Read the share partition's state from its share coordinator unless it is in memory
+        (one read at a time per share partition); raises KafkaError."""
+        topic = self._name(topic_id)
+        key = (group_id, topic, index)
+        while True:
+            partition = self._leader(group_id, topic, index)
+            if key in self.partitions:
+                return
+            loading = self._loading.get(key)
+            if loading is not None:
+                await loading.wait()
+                continue
+            loading = self._loading[key] = asyncio.Event()
+            try:
+                self._evict_idle(time.monotonic())
+                state = await self.persister.read((group_id, topic_id, index), partition.leader_epoch)
+                if key in self.partitions or not partition.is_leader:
+                    continue
+                if state.start_offset >= 0:
+                    sp = share_partition_of(state)
+                    sp.leader_epoch = partition.leader_epoch
+                    self.partitions[key] = sp
+                    self._used[key] = time.monotonic()
+                    continue
+                sp = SharePartition(self._start_offset(group_id, partition))
+                sp.state_epoch, sp.leader_epoch = state.state_epoch, partition.leader_epoch
+                self.partitions[key] = sp
+                self._used[key] = time.monotonic()
+                self._save(group_id, topic_id, index, sp)  # the start the reset chose stays
+            finally:
+                del self._loading[key]
+                loading.set()
+
+    def _share_partition(self, group_id: str, topic_id, index: int):
+        """(Partition, SharePartition) of a share partition loaded here; raises KafkaError
+        (COORDINATOR_LOAD_IN_PROGRESS while its state is not read yet)."""
+        topic = self._name(topic_id)
+        partition = self._leader(group_id, topic, index)
         key = (group_id, topic, index)
         sp = self.partitions.get(key)
-        now = time.monotonic()
-        if sp is not None and sp.leader_epoch != partition.leader_epoch:
-            sp = None  # the leadership went elsewhere and came back: what this broker held is stale
         if sp is None:
-            self._evict_idle(now)
-            sp = self.state_topic.load(group_id, topic_id, index)
-            if sp is None:
-                sp = SharePartition(self._start_offset(group_id, partition))
-            sp.leader_epoch = partition.leader_epoch
-            self.partitions[key] = sp
-        self._used[key] = now
+            raise errors.CoordinatorLoadInProgressError(f"the share state of {topic}-{index} is being read")
+        self._used[key] = time.monotonic()
         return partition, sp
+
+    def _reread_if_quiet(self, group_id: str, topic_id, index: int) -> None:
+        """A member opens a share session: a share partition of the group that nobody holds
+        records of and whose writes are all done is read again from its coordinator, which may
+        have a newer state (its offsets were reset, or the group deleted and made anew)."""
+        info = self.broker.image.topic_by_id(topic_id)
+        if info is None:
+            return
+        sp = self.partitions.get((group_id, info.name, index))
+        if sp is None or self.persister.pending((group_id, topic_id, index)):
+            return
+        if not any(r.state == ACQUIRED for r in sp.records.values()):
+            del self.partitions[(group_id, info.name, index)]
+            self._used.pop((group_id, info.name, index), None)
+
+    def _fenced(self, key: Key) -> None:
+        """A write of ``key`` was fenced (its offsets were reset, or a newer leader took
+        over): the in-memory state is stale and goes; the next use reads it again."""
+        info = self.broker.image.topic_by_id(key[1])
+        if info is not None:
+            self.partitions.pop((key[0], info.name, key[2]), None)
+            self._used.pop((key[0], info.name, key[2]), None)
 
     def _evict_idle(self, now: float) -> None:
         """Forget share partitions nobody read for ``IDLE_EVICT_S`` that hold no acquired
@@ -164,12 +263,16 @@ class ShareFetchManager:
             if sp is None or now - used < IDLE_EVICT_S or sp.counts()["acquired"]:
                 continue
             info = self.broker.image.topics.get(key[1])
-            if info is None or self.state_topic.persists(key[0], info.topic_id, key[2]):
+            if info is None or not self.persister.pending((key[0], info.topic_id, key[2])):
                 del self.partitions[key]
                 del self._used[key]
 
-    def _save(self, group_id: str, topic_id, index: int, sp: SharePartition) -> None:
-        self.state_topic.save(group_id, topic_id, index, sp, int(time.time() * 1000))
+    def _save(self, group_id: str, topic_id, index: int, sp: SharePartition) -> asyncio.Future:
+        """Write the share partition's state to its coordinator; the future gets the error code."""
+        partition = self.broker.replica_manager.partitions.get((self._name(topic_id), index))
+        leader_epoch = partition.leader_epoch if partition is not None else -1
+        state = ShareState(sp.state_epoch, leader_epoch, sp.start_offset, state_batches(sp))
+        return self.persister.save((group_id, topic_id, index), state)
 
     def _name(self, topic_id) -> str:
         info = self.broker.image.topic_by_id(topic_id)
@@ -177,9 +280,11 @@ class ShareFetchManager:
             raise errors.UnknownTopicIdError(f"no topic with id {topic_id}")
         return info.name
 
-    def acknowledge(self, group_id: str, member_id: str, topic_id, index: int, batches) -> int:
-        """Apply acknowledgement batches ``(first, last, types)``; the partition's error code."""
+    async def acknowledge(self, group_id: str, member_id: str, topic_id, index: int, batches) -> int:
+        """Apply acknowledgement batches ``(first, last, types)``; the partition's error code,
+        once the change is written."""
         try:
+            await self._ensure_loaded(group_id, topic_id, index)
             _, sp = self._share_partition(group_id, topic_id, index)
         except errors.KafkaError as exc:
             return int(exc.code)
@@ -190,15 +295,20 @@ class ShareFetchManager:
             changed = changed or done
             ok = ok and done
         if changed:
-            self._save(group_id, topic_id, index, sp)
+            saved = self._save(group_id, topic_id, index, sp)
             if any(RELEASE in types for _, _, types in batches):
                 self._wake(self._name(topic_id), index)
+            code = await saved
+            if code:
+                return code
         return 0 if ok else int(ErrorCode.invalid_record_state)
 
     def _acquire(self, group_id: str, member_id: str, topic_id, index: int, max_records: int, max_bytes: int):
         """(error code, records bytes or None, acquired runs)."""
         try:
             partition, sp = self._share_partition(group_id, topic_id, index)
+        except errors.CoordinatorLoadInProgressError:
+            return 0, None, []  # its state could not be read yet: nothing to acquire this time
         except errors.KafkaError as exc:
             return int(exc.code), None, []
         now = int(time.time() * 1000)
@@ -243,12 +353,16 @@ class ShareFetchManager:
         for t in body.topics:
             for p in t.partitions:
                 key = (t.topic_id, p.partition_index)
+                if epoch == 0:
+                    self._reread_if_quiet(group_id, t.topic_id, p.partition_index)
                 if epoch != -1:
                     session.partitions.add(key)
                 acks = [(b.first_offset, b.last_offset, b.acknowledge_types) for b in p.acknowledgement_batches]
                 row = rows[key] = self.fetch_row(p.partition_index)
                 if acks:
-                    row["acknowledge_error_code"] = self.acknowledge(group_id, member_id, t.topic_id, p.partition_index, acks)
+                    row["acknowledge_error_code"] = await self.acknowledge(
+                        group_id, member_id, t.topic_id, p.partition_index, acks
+                    )
         for t in body.forgotten_topics_data:
             for index in t.partitions:
                 session.partitions.discard((t.topic_id, index))
@@ -257,6 +371,13 @@ class ShareFetchManager:
         else:
             session.epoch = epoch + 1 if epoch < 2**31 - 1 else 1
             denied = frozenset(k for k in session.partitions if readable is not None and not readable(k[0]))
+            for topic_id, index in list(session.partitions):
+                if (topic_id, index) in denied:
+                    continue
+                try:
+                    await self._ensure_loaded(group_id, topic_id, index)
+                except errors.KafkaError:
+                    pass  # answered by the acquisition below
             for key in denied:
                 row = rows[key] = rows.get(key) or self.fetch_row(key[1])
                 row["error_code"] = ErrorCode.topic_authorization_failed
@@ -347,7 +468,7 @@ class ShareFetchManager:
 
     # -- ShareAcknowledge ---------------------------------------------------------------------
 
-    def share_acknowledge(self, body) -> dict:
+    async def share_acknowledge(self, body) -> dict:
         group_id, member_id, epoch = body.group_id or "", body.member_id or "", body.share_session_epoch
         answer = {"throttle_time": 0, "error_code": 0, "error_message": None, "responses": [], "node_endpoints": []}
         try:
@@ -361,7 +482,7 @@ class ShareFetchManager:
             parts = []
             for p in t.partitions:
                 acks = [(b.first_offset, b.last_offset, b.acknowledge_types) for b in p.acknowledgement_batches]
-                code = self.acknowledge(group_id, member_id, t.topic_id, p.partition_index, acks)
+                code = await self.acknowledge(group_id, member_id, t.topic_id, p.partition_index, acks)
                 parts.append({**self.acknowledge_row(p.partition_index), "error_code": code})
             answer["responses"].append({"topic_id": t.topic_id, "partitions": parts})
         if epoch == -1:

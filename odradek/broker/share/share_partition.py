@@ -55,8 +55,8 @@ class SharePartition:
         self.start_offset = start_offset
         self.records: dict[int, InFlight] = {}  # offset -> state, from the SPSO on
         self.end_offset = start_offset  # one past the highest offset ever acquired
-        self.snapshot_epoch = 0  # snapshots written to __share_group_state
-        self.leader_epoch = -1  # the partition's leader epoch when this leader loaded it
+        self.state_epoch = 0  # of its state in __share_group_state: a new one when the start offset is reset
+        self.leader_epoch = -1  # of the partition when its leader read the state
 
     def expire_locks(self, now_ms: int) -> None:
         for r in self.records.values():

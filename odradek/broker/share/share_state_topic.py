@@ -7,10 +7,10 @@ count)`` for the records from the start offset on that are not simply available)
 records are written as available: after a restart nobody holds them.
 
 The partition of a key is ``hash("group:topic id:partition")`` as for the other internal
-topics. The share-partition leader writes the snapshot after each fetch or acknowledgement
-that changed the state, and reads the latest one when it first serves the share partition;
-it can do so only where it also leads the state partition (a single broker, or a lucky
-cluster layout: Kafka's share coordinator and its Read/WriteShareGroupState are not here).
+topics; its leader is the key's share coordinator (``share_coordinator.py``), the only
+writer. This module is the record format and the topic; ``ShareState`` is what a record
+holds, ``state_batches`` and ``share_partition_of`` convert to and from the share-partition
+leader's in-memory ``SharePartition``.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import struct
 import uuid
+from dataclasses import dataclass, field
 
 from odradek.broker.internal_topic import InternalTopic
 from odradek.broker.record_reader import Reader, Writer, value_reader
@@ -48,7 +49,19 @@ def decode_key(key: bytes) -> tuple[str, uuid.UUID, int] | None:
     return r.string() or "", r.uuid(), r.int32()
 
 
-def encode_snapshot(sp: SharePartition, snapshot_epoch: int) -> bytes:
+@dataclass
+class ShareState:
+    """What a ShareSnapshot record holds (and what Read/WriteShareGroupState carry)."""
+
+    state_epoch: int = 0
+    leader_epoch: int = -1
+    start_offset: int = -1  # -1: not initialized yet (the leader applies share.auto.offset.reset)
+    batches: list[tuple[int, int, int, int]] = field(default_factory=list)  # first, last, state, count
+    snapshot_epoch: int = 0
+
+
+def state_batches(sp: SharePartition) -> list[tuple[int, int, int, int]]:
+    """The share partition's records that are not simply available, as state batches."""
     batches: list[list[int]] = []
     for offset in sorted(sp.records):
         r = sp.records[offset]
@@ -60,95 +73,119 @@ def encode_snapshot(sp: SharePartition, snapshot_epoch: int) -> bytes:
             last[1] = offset
         else:
             batches.append([offset, offset, state, r.delivery_count])
+    return [(a, b, c, d) for a, b, c, d in batches]
+
+
+def share_partition_of(state: ShareState) -> SharePartition:
+    """A share partition as the leader serves it from a read state (start offset set)."""
+    sp = SharePartition(state.start_offset)
+    sp.state_epoch = state.state_epoch
+    for first, last, delivery_state, count in state.batches:
+        for offset in range(max(first, state.start_offset), last + 1):
+            sp.records[offset] = InFlight(delivery_state, count)
+        sp.end_offset = max(sp.end_offset, last + 1)
+    return sp
+
+
+def merge_batches(old, new, start_offset: int) -> list[tuple[int, int, int, int]]:
+    """``old`` state batches overwritten by ``new`` where they overlap, cut below the start
+    offset, sorted, with neighbours of one state and count joined (a write may carry only
+    part of the in-flight records, as Kafka's WriteShareGroupState may)."""
+    pieces: list[tuple[int, int, int, int]] = []
+    covered = sorted((first, last) for first, last, _, _ in new)
+    for first, last, state, count in old:
+        start = first
+        for c_first, c_last in covered:
+            if c_last < start or c_first > last:
+                continue
+            if c_first > start:
+                pieces.append((start, c_first - 1, state, count))
+            start = max(start, c_last + 1)
+            if start > last:
+                break
+        if start <= last:
+            pieces.append((start, last, state, count))
+    pieces.extend(new)
+    out: list[list[int]] = []
+    for first, last, state, count in sorted(pieces):
+        first = max(first, start_offset)
+        if last < first:
+            continue
+        prev = out[-1] if out else None
+        if prev is not None and prev[1] + 1 == first and prev[2] == state and prev[3] == count:
+            prev[1] = last
+        else:
+            out.append([first, last, state, count])
+    return [(a, b, c, d) for a, b, c, d in out]
+
+
+def encode_snapshot(state: ShareState) -> bytes:
     w = Writer(0, True)
-    w.parts.append(_U16.pack(snapshot_epoch & 0xFFFF))
-    w.int32(0)  # state epoch
-    w.int32(-1)  # leader epoch
-    w.int64(sp.start_offset)
-    w.array(len(batches))
-    for first, last, state, count in batches:
+    w.parts.append(_U16.pack(state.snapshot_epoch & 0xFFFF))
+    w.int32(state.state_epoch)
+    w.int32(state.leader_epoch)
+    w.int64(state.start_offset)
+    w.array(len(state.batches))
+    for first, last, delivery_state, count in state.batches:
         w.int64(first)
         w.int64(last)
-        w.int8(state)
+        w.int8(delivery_state)
         w.int16(count)
         w.tags()
     w.tags()
     return w.getvalue()
 
 
-def decode_snapshot(value: bytes) -> SharePartition:
+def decode_snapshot(value: bytes) -> ShareState:
     r, _ = value_reader(value, range(0, 1), "ShareSnapshot value", 0, _RECORD)
-    r.pos += 2  # snapshot epoch
-    r.int32()
-    r.int32()
-    sp = SharePartition(r.int64())
+    (snapshot_epoch,) = _U16.unpack_from(value, r.pos)
+    r.pos += 2
+    state = ShareState(r.int32(), r.int32(), r.int64(), [], snapshot_epoch)
     for _ in range(r.array()):
-        first, last, state, count = r.int64(), r.int64(), r.int8(), r.int16()
+        state.batches.append((r.int64(), r.int64(), r.int8(), r.int16()))
         r.skip_tags()
-        for offset in range(first, last + 1):
-            sp.records[offset] = InFlight(state, count)
-        sp.end_offset = max(sp.end_offset, last + 1)
-    return sp
+    return state
 
 
 class ShareStateTopic(InternalTopic):
     name = STATE_TOPIC
     replication_factor_config = "share.coordinator.state.topic.replication.factor"
 
+    min_isr = 1  # share.coordinator.state.topic.min.isr, set by the share coordinator
+
     def topic_configs(self, replication_factor: int) -> dict[str, str]:
-        return {"cleanup.policy": "compact", "segment.bytes": str(self.segment_bytes)}
+        return {
+            "cleanup.policy": "compact",
+            "segment.bytes": str(self.segment_bytes),
+            "min.insync.replicas": str(max(1, min(self.min_isr, replication_factor))),
+            "unclean.leader.election.enable": "false",
+        }
 
-    def _partition(self, group_id: str, topic_id: uuid.UUID, partition: int) -> int | None:
-        self.ensure_created()
-        index = self.partition_for(f"{group_id}:{topic_id}:{partition}")
-        if index is None or index not in self.led_partitions():
-            return None
-        return index
-
-    def persists(self, group_id: str, topic_id: uuid.UUID, partition: int) -> bool:
-        """Whether this broker saves (and can load back) the share partition's state."""
-        return self._partition(group_id, topic_id, partition) is not None
-
-    def load(self, group_id: str, topic_id: uuid.UUID, partition: int) -> SharePartition | None:
-        """The latest snapshot of the share partition, or None."""
-        index = self._partition(group_id, topic_id, partition)
-        if index is None:
-            return None
-        wanted = encode_key(group_id, topic_id, partition)
-        latest = None
+    def load(self, index: int) -> dict[tuple[str, uuid.UUID, int], ShareState]:
+        """Every share partition's latest state in partition ``index`` (read to its log end);
+        raises KafkaError."""
+        states: dict[tuple[str, uuid.UUID, int], ShareState] = {}
         for _, batches in self.read_chunks(index, 1 << 20):
             for batch in batches:
                 if batch.is_control:
                     continue
                 for rec in batch.records():
-                    if rec.key == wanted:
-                        latest = rec.value
-        if latest is None:
-            return None
-        try:
-            return decode_snapshot(latest)
-        except errors.CorruptMessageError as exc:
-            log.warning("share state of %s %s-%d unreadable (%s); starting afresh", group_id, topic_id, partition, exc)
-            return None
+                    key = decode_key(rec.key) if rec.key else None
+                    if key is None:
+                        continue
+                    if rec.value is None:
+                        states.pop(key, None)
+                        continue
+                    try:
+                        states[key] = decode_snapshot(rec.value)
+                    except errors.CorruptMessageError as exc:
+                        log.warning("share state of %s %s-%d unreadable (%s); skipped", *key, exc)
+        return states
 
-    def forget(self, group_id: str, topic_id: uuid.UUID, partition: int, now_ms: int) -> None:
-        """A tombstone for the share partition's state (its group was deleted)."""
-        self._append(group_id, topic_id, partition, None, now_ms)
-
-    def save(self, group_id: str, topic_id: uuid.UUID, partition: int, sp: SharePartition, now_ms: int) -> None:
-        index = self._partition(group_id, topic_id, partition)
-        if index is None:
-            return
-        sp.snapshot_epoch += 1
-        self._append(group_id, topic_id, partition, encode_snapshot(sp, sp.snapshot_epoch), now_ms, index)
-
-    def _append(self, group_id, topic_id, partition: int, value: bytes | None, now_ms: int, index=None) -> None:
-        if index is None:
-            index = self._partition(group_id, topic_id, partition)
-            if index is None:
-                return
-        batch = build_batch([(encode_key(group_id, topic_id, partition), value, (), now_ms)])
-        try:
-            self.broker.replica_manager.append(STATE_TOPIC, index, batch, 1, now_ms, origin="client")
-        except errors.KafkaError as exc:
-            log.warning("writing the share state of %s %s-%d failed: %s", group_id, topic_id, partition, exc)
+    def append(self, index: int, key: tuple[str, uuid.UUID, int], state: ShareState | None, now_ms: int):
+        """Write the share partition's state (None: a tombstone) as leader of ``index``;
+        returns the Partition written to. Raises KafkaError."""
+        value = None if state is None else encode_snapshot(state)
+        batch = build_batch([(encode_key(*key), value, (), now_ms)])
+        partition, _ = self.broker.replica_manager.append(STATE_TOPIC, index, batch, 1, now_ms, origin="client")
+        return partition
