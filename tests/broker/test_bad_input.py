@@ -101,7 +101,7 @@ def bystander(broker):
 
 def assert_closed_with_logged_reason(broker, raw: RawClient, address: str) -> None:
     assert raw.closed_by_broker(timeout=10), "the broker kept the connection open"
-    line = log_mentions(broker, f"closing connection from {address}")
+    line = log_mentions(broker, f"closing connection from {address}:")
     assert "Traceback" not in line
     assert broker.proc.poll() is None, "the broker died"
 
@@ -305,6 +305,6 @@ def test_oversize_request_at_configured_socket_request_max_bytes(own_broker, top
         body = produce_body(topic_name, 0, record_batch([b"x" * 5000]))
         raw.send(PRODUCE, 9, body)
         assert raw.closed_by_broker(timeout=10)
-    line = log_mentions(b, f"closing connection from {address}")
+    line = log_mentions(b, f"closing connection from {address}:")
     assert "socket.request.max.bytes" in line
     assert_serving(b, topic_name)

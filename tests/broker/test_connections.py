@@ -211,7 +211,7 @@ def test_idle_connections_are_closed_after_connections_max_idle_ms(own_broker, t
         assert closed.is_set(), "the idle connection was not closed"
         assert time.monotonic() - start >= 0.3, "closed before connections.max.idle.ms passed"
         assert busy.request(API_VERSIONS, 3, API_VERSIONS_BODY).error_code == ErrorCode.none
-        assert "connections.max.idle.ms" in log_mentions(b, f"closing connection from {address}")
+        assert "connections.max.idle.ms" in log_mentions(b, f"closing connection from {address}:")
     finally:
         idle.close()
         busy.close()

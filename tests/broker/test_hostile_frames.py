@@ -48,7 +48,7 @@ def bystander(broker):
 
 def closed_with_reason(broker, raw: RawClient, address: str, reason: str) -> str:
     assert raw.closed_by_broker(timeout=10), "the broker kept the connection open"
-    line = log_mentions(broker, f"closing connection from {address}")
+    line = log_mentions(broker, f"closing connection from {address}:")
     assert reason in line, line
     assert broker.proc.poll() is None, "the broker died"
     return line

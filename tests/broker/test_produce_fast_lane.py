@@ -214,7 +214,7 @@ def test_acks_zero_failure_closes_only_its_connection(broker, topic_name):
         quiet.send_raw(produce_frame(9, 2, topic_name, 0, corrupt(record_batch([b"bad"])), acks=0))
         # The broker sends nothing for acks=0 and closes the connection after the failure.
         assert quiet.closed_by_broker(timeout=10)
-        log_mentions(broker, f"closing connection from {address}")
+        log_mentions(broker, f"closing connection from {address}:")
         # The other connection is unaffected.
         for i in range(2, 5):
             response = other.request(
