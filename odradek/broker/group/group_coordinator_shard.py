@@ -12,7 +12,8 @@ and rebalances of classic groups to ``ClassicGroupManager``, consumer-protocol g
 KIP-932, to ``ShareGroupManager``). What touches both lives here: deleting a group with its offsets,
 expiring offsets (a group left with neither members nor offsets disappears), replaying a
 record into the manager that owns its type. Everything it writes goes to its partition as
-a leader append (acks=1).
+a coordinator write (acks=all in a cluster); the handlers answer once the partition's ISR
+has it (``InternalTopic.when_replicated``).
 
 Threading: everything runs on the event loop.
 """
