@@ -120,6 +120,35 @@ def test_a_committed_transaction_survives_kill_9_of_its_coordinator(zookeeper, t
         assert values == [b"order-%d" % i for i in range(20)]
 
 
+def test_a_completed_transaction_survives_kill_9_of_its_partition_leader(zookeeper, tmp_path):
+    """The coordinator writes CompleteCommit only once the COMMIT marker is in the ISR of the
+    transaction's partition, so killing that partition's leader right after the transaction
+    completed loses no marker: a read_committed consumer sees every record."""
+    with _cluster(zookeeper, tmp_path) as cluster:
+        producer = confluent_kafka.Producer(
+            {"bootstrap.servers": cluster.bootstrap_servers, "transactional.id": "marked", "linger.ms": 0}
+        )
+        producer.init_transactions(30)
+        coordinator = _leader_when_in_sync(cluster, TXN_STATE)
+        others = [b for b in cluster.brokers if b != coordinator]
+        _create(cluster, "shipped", others + [coordinator])
+        producer.begin_transaction()
+        for i in range(20):
+            producer.produce("shipped", b"parcel-%d" % i, partition=0)
+        producer.commit_transaction(30)
+        describe = build_request(65, 0, {"transactional_ids": ["marked"]})
+        wait_until(
+            lambda: request(cluster, coordinator, 65, 0, describe).transaction_states[0].transaction_state
+            == "CompleteCommit",
+            30,
+            "the transaction complete",
+            interval=0.01,
+        )
+        cluster.kill(others[0])  # the leader of shipped-0
+        values = _read_committed(cluster.running_bootstrap_servers(), "shipped", 20, 60)
+        assert values == [b"parcel-%d" % i for i in range(20)]
+
+
 def test_a_synced_group_survives_kill_9_of_its_coordinator(zookeeper, tmp_path):
     """SyncGroup is answered only once the group's generation is in the ISR of
     __consumer_offsets: after its coordinator is killed the next coordinator knows the
