@@ -5,12 +5,16 @@ Rows (issue 15's targets in the last column):
   leader failover, kill -9 kill -9 of a partition leader until an acks=all producer succeeds again
   leader failover, SIGTERM the same with a controlled shutdown
   create 1,000 partitions  CreateTopics of one topic, 1,000 partitions, RF 3, until it answers
+  ... until in sync        until every partition has its 3 replicas in the ISR (every broker made its logs)
+  ... ApiVersions p99/max  ApiVersions sent to every broker meanwhile, one after another: how long a
+                           broker's loop stalls while a LeaderAndIsr creates 1,000 logs
   broker start             process start until the broker is registered and in every broker's metadata
   metadata latency         Metadata for every topic with 10,000 partitions in the cluster (p50 / p99)
 
     python benchmarks/cluster_bench.py                      # session timeout 6 s, all rows
     python benchmarks/cluster_bench.py --session-timeout-ms 18000 --repeat 3
     python benchmarks/cluster_bench.py --quick              # smaller numbers, for a smoke run
+    python benchmarks/cluster_bench.py --only create        # only the partition creation rows
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import argparse
 import asyncio
 import statistics
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -95,6 +100,46 @@ def leader_failover(cluster: EmbeddedCluster, topic: str, how: str) -> float:
     return done[0] - t0
 
 
+def create_while_probing(cluster: EmbeddedCluster, name: str, partitions: int, rf: int) -> tuple[float, float, float, float]:
+    """Create ``name`` while a thread sends ApiVersions to every broker in turn. Returns (until
+    CreateTopics answered, until every partition is fully in sync, ApiVersions p99, max)."""
+    from odradek.net.connection import Connection
+
+    stop = threading.Event()
+    latencies: list[float] = []
+
+    async def probe() -> None:
+        conns = []
+        for b in cluster.brokers.values():
+            conn = Connection(b.host, b.port, 0, "cluster-bench-probe", 60000)
+            await conn.connect(10)
+            conns.append(conn)
+        while not stop.is_set():
+            for conn in conns:
+                t0 = time.perf_counter()
+                await conn.send(18, {"client_software_name": "bench", "client_software_version": "1"}, version=3)
+                latencies.append(time.perf_counter() - t0)
+            await asyncio.sleep(0.005)
+        for conn in conns:
+            conn.close()
+
+    thread = threading.Thread(target=lambda: asyncio.run(probe()), daemon=True)
+    thread.start()
+    time.sleep(0.5)
+    t0 = time.monotonic()
+    answered = _create(cluster, name, partitions, rf)
+
+    def in_sync() -> bool:
+        parts = cluster.metadata([name]).topics[name]
+        return len(parts) == partitions and all(len(p.isr) == rf for p in parts.values())
+
+    synced = _wait(in_sync, 300, f"{name} in sync", 0.2) - t0
+    stop.set()
+    thread.join(30)
+    latencies.sort()
+    return answered, synced, latencies[int(len(latencies) * 0.99)], latencies[-1]
+
+
 def broker_start(cluster: EmbeddedCluster) -> float:
     victim = max(cluster.brokers)
     cluster.stop(victim)
@@ -134,6 +179,7 @@ def main() -> None:
     ap.add_argument("--session-timeout-ms", type=int, default=6000)
     ap.add_argument("--repeat", type=int, default=1, help="runs of each failover row (median shown)")
     ap.add_argument("--quick", action="store_true", help="100 partitions and 1,000 for metadata")
+    ap.add_argument("--only", choices=["create"], help="run only these rows")
     args = ap.parse_args()
     session = args.session_timeout_ms / 1000
     create_n = 100 if args.quick else 1000
@@ -143,6 +189,14 @@ def main() -> None:
     with EmbeddedCluster(3, session_timeout_ms=args.session_timeout_ms, overrides=overrides) as cluster:
         print(f"cluster up: 3 brokers, ZooKeeper session timeout {args.session_timeout_ms} ms", file=sys.stderr)
         _create(cluster, "bench", 3, 3)
+        if args.only == "create":
+            answered, synced, p99, worst = create_while_probing(cluster, "wide", create_n, 3)
+            rows.append((f"create {create_n:,} partitions (RF 3)", answered, "<= 10 s"))
+            rows.append((f"create {create_n:,} partitions (RF 3), until in sync", synced, ""))
+            rows.append(("  meanwhile ApiVersions to each broker: p99", p99, ""))
+            rows.append(("  meanwhile ApiVersions to each broker: max", worst, ""))
+            _print(rows)
+            return
         runs = [controller_failover(cluster) for _ in range(args.repeat)]
         rows.append(("controller failover (kill -9)", statistics.median(runs), f"<= {session + 1:.0f} s"))
         runs = [leader_failover(cluster, f"kill-{i}", "kill") for i in range(args.repeat)]
@@ -155,6 +209,10 @@ def main() -> None:
         p50, p99 = metadata_latency(cluster, meta_n, 50)
         rows.append((f"Metadata, all topics, {meta_n + create_n + 3:,} partitions: p50", p50, ""))
         rows.append((f"Metadata, all topics, {meta_n + create_n + 3:,} partitions: p99", p99, ""))
+    _print(rows)
+
+
+def _print(rows) -> None:
     width = max(len(r[0]) for r in rows)
     print(f"{'measure':<{width}}  {'seconds':>9}  target")
     for name, value, target in rows:

@@ -5,7 +5,9 @@ confluent-kafka producer (``_loadgen.py``, linger.ms=5, acks=all):
 
 * **throughput**: acks=all to an RF=3 topic with ``min.insync.replicas=2`` versus an RF=1
   topic, records/s and MB/s, and the ratio (target >= 0.5); the three brokers' CPU seconds
-  per MB produced (all replicas counted);
+  per MB produced (all replicas counted), against tansu's CPU per MB on the same load
+  unreplicated (one tansu process with its in-memory engine; issue 16: Odradek's broker CPU
+  per replicated MB should stay below it);
 * **end-to-end latency** of acks=all RF=3 at a steady ``--rate`` with librdkafka's default
   linger.ms=5: send to consume, p50/p99, and send to acknowledgement;
 * **replication lag under load**: while an acks=1 producer writes as fast as it can, the
@@ -30,6 +32,7 @@ Run::
 
     python benchmarks/replication_bench.py [--count 200000] [--rate 2000] [--rejoin-mb 1024] [--catch-up-mb 64]
     python benchmarks/replication_bench.py --only-many [--many-partitions 1000]
+    python benchmarks/replication_bench.py --only throughput   # the throughput and CPU rows
 """
 
 from __future__ import annotations
@@ -50,7 +53,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import confluent_kafka  # noqa: E402
-from _brokers import cpu_seconds  # noqa: E402
+from _brokers import TansuBroker, cpu_seconds  # noqa: E402
 from confluent_kafka.admin import NewTopic  # noqa: E402
 
 from tests.cluster.chaos_support import ChaosCluster, _until  # noqa: E402
@@ -79,6 +82,28 @@ def throughput(cluster: ChaosCluster, topic: str, count: int) -> dict:
     r["cluster_cpu_s"] = broker_cpu(cluster) - cpu0
     if r.get("failed") or r.get("undelivered"):
         raise RuntimeError(f"{topic}: {r['failed']} failed, {r['undelivered']} undelivered: {r['failures']}")
+    return r
+
+
+def tansu_throughput(count: int) -> dict:
+    """The same load against one tansu process (memory engine, RF 1): its CPU per MB."""
+    from confluent_kafka.admin import AdminClient
+
+    with tempfile.TemporaryDirectory(prefix="odradek-replication-bench-tansu-") as workdir:
+        tansu = TansuBroker(Path(workdir))
+        tansu.start()
+        try:
+            admin = AdminClient({"bootstrap.servers": tansu.bootstrap})
+            for f in admin.create_topics([NewTopic("rf1", PARTITIONS, 1)]).values():
+                f.result(30)
+            r = loadgen(
+                {"job": "produce", "bootstrap": tansu.bootstrap, "topic": "rf1", "count": count, "size": SIZE,
+                 "acks": "all", "broker_pid": tansu.pid}
+            )  # fmt: skip
+        finally:
+            tansu.stop()
+    if r.get("failed") or r.get("undelivered"):
+        raise RuntimeError(f"tansu: {r['failed']} failed, {r['undelivered']} undelivered: {r['failures']}")
     return r
 
 
@@ -267,6 +292,7 @@ def main() -> int:
     parser.add_argument("--idle-seconds", type=float, default=20, help="length of the idle many-partition measure")
     parser.add_argument("--many-count", type=int, default=100_000, help="1 KB records of the many-partition run")
     parser.add_argument("--only-many", action="store_true", help="run only the many-partition measures")
+    parser.add_argument("--only", choices=["throughput"], help="run only these rows")
     args = parser.parse_args()
     base = Path(tempfile.mkdtemp(prefix="odradek-replication-bench-"))
     cluster = ChaosCluster(base, overrides={"replica.lag.time.max.ms": 10000, "log.segment.bytes": 256 << 20}).start()
@@ -288,7 +314,7 @@ def main() -> int:
         for f in futures.values():
             f.result(30)
         _until(lambda: cluster.in_sync(["rf1", "rf3", "lag", "rejoin", "catchup"]), 30)
-        for rate in (None, args.throttle):
+        for rate in () if args.only == "throughput" else (None, args.throttle):
             c = catch_up(cluster, "catchup", args.catch_up_mb, rate)
             what = "unthrottled" if rate is None else f"throttled at {rate / 1048576:.1f} MB/s"
             rows.append(
@@ -302,11 +328,16 @@ def main() -> int:
         one = throughput(cluster, "rf1", args.count)
         three = throughput(cluster, "rf3", args.count)
         mb = args.count * SIZE / 1e6
+        tansu = tansu_throughput(args.count)
         rows += [
             ("produce 1 KB acks=all, RF=1", f"{one['msgs_per_s']:,.0f} rec/s, {one['mb_per_s']:.1f} MB/s, brokers {one['cluster_cpu_s'] / mb * 1000:.1f} ms CPU/MB"),
             ("produce 1 KB acks=all, RF=3 min.insync=2", f"{three['msgs_per_s']:,.0f} rec/s, {three['mb_per_s']:.1f} MB/s, brokers {three['cluster_cpu_s'] / mb * 1000:.1f} ms CPU/MB"),
             ("RF=3 / RF=1 throughput", f"{three['msgs_per_s'] / one['msgs_per_s']:.2f}x (target >= 0.5x)"),
+            ("tansu, same load, RF=1 (memory engine)", f"{tansu['msgs_per_s']:,.0f} rec/s, {tansu['mb_per_s']:.1f} MB/s, broker {tansu['broker_cpu_s'] / mb * 1000:.1f} ms CPU/MB"),
+            ("broker CPU per MB: Odradek RF=3 (3 brokers) / tansu RF=1", f"{three['cluster_cpu_s'] / tansu['broker_cpu_s']:.2f}x (target < 1)"),
         ]
+        if args.only == "throughput":
+            return _print(rows, base)
         lat = latency(cluster, "rf3", args.rate, args.seconds)
         rows += [
             (f"end to end, acks=all RF=3, {args.rate}/s, linger.ms=5", f"p50 {_pct(lat['e2e'], 0.5):.1f} ms, p99 {_pct(lat['e2e'], 0.99):.1f} ms ({len(lat['e2e'])}/{lat['sent']} read)"),

@@ -3,8 +3,17 @@
 ``__consumer_offsets`` (the group coordinator's) and ``__transaction_state`` (the
 transaction coordinator's) are both created on first use, keyed by a hash of a group or
 transactional id, led partition by partition, and read back from the log in chunks when
-a broker becomes their leader. This module owns that common part; what the records mean,
-how they are appended and the topic's configs stay with each subclass.
+a broker becomes their leader. This module owns that common part; what the records mean
+and the topic's configs stay with each subclass.
+
+Writes are Kafka's coordinator writes: ``append_batch`` appends as the partition's leader
+with acks=all in a cluster (NOT_ENOUGH_REPLICAS below ``min.insync.replicas``), and
+``when_replicated`` holds a coordinator's answer until the partition's ISR has everything
+written to it so far (the DelayedProduce of an acks=all produce, in the produce purgatory),
+so that what a client was told survives the coordinator's failure. Waiting for the whole log
+end rather than one request's own records is what Kafka's coordinator runtime does too: an
+answer never shows state that a new coordinator might not load. On a single node (and with
+one in-sync replica) nothing waits.
 
 Every method is called from the event loop.
 """
@@ -13,8 +22,10 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 
+from odradek.broker.delayed_produce import wait_for_isr
 from odradek.broker.group.partitioning import partition_for
 from odradek.protocol import errors
 from odradek.protocol.errors import ErrorCode
@@ -50,7 +61,11 @@ class InternalTopic:
 
     def partition_count(self) -> int | None:
         """The topic's partition count, or None before it exists."""
-        info = self.broker.image.topics.get(self.name)
+        return self.partition_count_of(self.name)
+
+    def partition_count_of(self, topic: str) -> int | None:
+        """Any topic's partition count in this broker's metadata, or None."""
+        info = self.broker.image.topics.get(topic)
         return len(info.partitions) if info is not None else None
 
     def partition_for(self, key: str) -> int | None:
@@ -83,6 +98,50 @@ class InternalTopic:
             (time.perf_counter() - t0) * 1000,
         )
         return self.partition_count() or self.num_partitions
+
+    def append_batch(self, partition: int, batch: bytes, now_ms: int, origin: str = "client") -> None:
+        """Append ``batch`` to ``partition`` as its leader; raises KafkaError. In a cluster
+        with acks=all, as Kafka's coordinators write: refused with NOT_ENOUGH_REPLICAS while
+        the ISR is smaller than ``min.insync.replicas``."""
+        replicas = self.broker.replica_manager
+        replicas.append(self.name, partition, batch, -1 if replicas.replicated else 1, now_ms, origin=origin)
+
+    def when_replicated(self, partitions: Iterable[int | None], timeout_ms: int, answer: Callable[[int], Any]):
+        """``answer(0)`` once the ISR of each of ``partitions`` (None entries are skipped)
+        holds everything written to it so far; ``answer(error)`` with the coordinator's
+        error (COORDINATOR_APPEND_ERRORS: COORDINATOR_NOT_AVAILABLE after ``timeout_ms`` or
+        when the ISR shrank below ``min.insync.replicas``, NOT_COORDINATOR when leadership
+        moved) when it does not. Returns the answer itself when nothing has to wait (always
+        on a single node), else a coroutine returning it: a handler returns either."""
+        waiting = self._unreplicated(partitions)
+        if not waiting:
+            return answer(0)
+        return self._answer_when_replicated(waiting, timeout_ms, answer)
+
+    def _unreplicated(self, partitions: Iterable[int | None]) -> list[tuple]:
+        """``(partition, log end offset)`` of the ones this broker leads whose high watermark
+        is below their log end (only ever in a cluster)."""
+        replicas = self.broker.replica_manager
+        if not replicas.replicated:
+            return []
+        waiting = []
+        for index in set(partitions):
+            p = None if index is None else replicas.partitions.get((self.name, index))
+            if p is not None and p.is_leader and p.high_watermark < p.log_end_offset:
+                waiting.append((p, p.log_end_offset))
+        return waiting
+
+    async def _answer_when_replicated(self, waiting: list[tuple], timeout_ms: int, answer: Callable[[int], Any]):
+        failed: list[int] = []
+        await wait_for_isr(
+            self.broker.produce_purgatory, timeout_ms, [(p, required, failed.append) for p, required in waiting]
+        )
+        if not failed:
+            return answer(0)
+        code = ErrorCode(int(failed[0]))
+        mapped = COORDINATOR_APPEND_ERRORS.get(code, code)
+        log.warning("%s: coordinator records did not reach the ISR (%s); answering %s", self.name, code.name, mapped.name)
+        return answer(int(mapped))
 
     def leader(self, partition: int) -> int | None:
         info = self.broker.image.topics.get(self.name)

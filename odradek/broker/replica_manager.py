@@ -12,8 +12,10 @@ partitions appear as their logs do, ``logs_ready(name)`` waits for the last, and
 ``on_ready(name)`` is called then (the broker re-announces the topic to the coordinators).
 
 In a cluster (``enable_replication``) the controller decides what this broker leads and
-follows: ``become_leader_or_follower`` (LeaderAndIsr) and ``stop_replicas`` (StopReplica)
-create the partitions, make them leaders or followers and hand followers to the replica
+follows: ``apply_leader_and_isr`` (LeaderAndIsr) makes the logs the request brings, then
+applies its states in the request's order, both in slices of ``CREATE_SLICE_S`` that yield to
+the loop (thousands of new partitions do not stall the other requests);
+``stop_replicas`` (StopReplica) stops and deletes. Together they create the partitions, make them leaders or followers and hand followers to the replica
 fetchers (``replica_fetcher.py``). As leader it records followers' fetches
 (``read_for_follower``), moves high watermarks, shrinks the ISR of followers lagging more
 than ``replica.lag.time.max.ms`` and expands it when they catch up (``isr_updater.py``
@@ -215,6 +217,40 @@ class ReplicaManager:
         self.fetchers = ReplicaFetcherManager(self, FetcherConfig.from_getter(self.node_id, config_get))
         self.track(asyncio.get_running_loop().create_task(self._isr_expiration(), name="isr-expiration"))
 
+    async def create_logs(self, request) -> None:
+        """Create the logs of the partitions a LeaderAndIsr makes this broker a replica of
+        and it has none of yet, yielding to the loop every ``CREATE_SLICE_S`` (the directories
+        are fsynced per slice). Nothing else changes: ``become_leader_or_follower`` then finds
+        the logs and applies the states. A log that cannot be created is left to it (it
+        answers KAFKA_STORAGE_ERROR for that partition)."""
+        t0 = time.perf_counter()
+        deadline = t0 + CREATE_SLICE_S
+        created = 0
+        for topic_state in request.topic_states:
+            name = topic_state.topic_name
+            config = None
+            for ps in topic_state.partition_states:
+                index = ps.partition_index
+                if (name, index) in self.partitions or self.node_id not in ps.replicas:
+                    continue
+                if self.log_manager.get_log(name, index) is not None:
+                    continue
+                if config is None:
+                    config = self.log_config_for(name)
+                try:
+                    self.log_manager.get_or_create_log(name, index, config, sync_dir=False)
+                except errors.KafkaStorageErrorError:
+                    continue
+                created += 1
+                if time.perf_counter() >= deadline:
+                    self.log_manager.sync_dirs()
+                    await asyncio.sleep(0)
+                    deadline = time.perf_counter() + CREATE_SLICE_S
+        if created:
+            self.log_manager.sync_dirs()
+            if created > INLINE_CREATES:
+                log.info("LeaderAndIsr: created %d logs in %.1f s", created, time.perf_counter() - t0)
+
     def become_leader_or_follower(self, request) -> tuple[int, list[tuple[str, int, int]]]:
         """Apply a LeaderAndIsr request (Kafka's becomeLeaderOrFollower). ``request`` has
         Kafka's fields (``controller_epoch``, ``topic_states[].partition_states[]`` with
@@ -224,27 +260,70 @@ class ReplicaManager:
         STALE_CONTROLLER_EPOCH for an older controller (nothing applied) or a leader epoch
         older than the one this broker has, UNKNOWN_TOPIC_OR_PARTITION when this broker is
         not a replica, KAFKA_STORAGE_ERROR when its log dir is offline."""
+        if self._stale(request):
+            return ErrorCode.stale_controller_epoch, []
+        results: list[tuple[str, int, int]] = []
+        for _ in self._apply_states(request, results):
+            pass
+        return 0, results
+
+    async def apply_leader_and_isr(self, request) -> tuple[int, list[tuple[str, int, int]]]:
+        """``become_leader_or_follower`` for the LeaderAndIsr handler, which must not stall
+        the loop for a request of thousands of partitions: the logs are created first
+        (``create_logs``), then the states applied in the request's order, both yielding to
+        the loop every ``CREATE_SLICE_S``. A newer controller heard from meanwhile wins: the
+        states not applied yet answer STALE_CONTROLLER_EPOCH."""
+        if self._stale(request):
+            return ErrorCode.stale_controller_epoch, []
+        await self.create_logs(request)
+        if self._stale(request):
+            return ErrorCode.stale_controller_epoch, []
+        results: list[tuple[str, int, int]] = []
+        deadline = time.perf_counter() + CREATE_SLICE_S
+        for _ in self._apply_states(request, results):
+            if time.perf_counter() >= deadline:
+                await asyncio.sleep(0)
+                deadline = time.perf_counter() + CREATE_SLICE_S
+                if request.controller_epoch < self.controller_epoch:
+                    break
+        done = {(t, p) for t, p, _ in results}
+        results += [
+            (ts.topic_name, ps.partition_index, ErrorCode.stale_controller_epoch)
+            for ts in request.topic_states
+            for ps in ts.partition_states
+            if (ts.topic_name, ps.partition_index) not in done
+        ]
+        return 0, results
+
+    def _stale(self, request) -> bool:
+        """Whether ``request`` comes from an older controller than one heard from (else its
+        epoch becomes the current one)."""
         if request.controller_epoch < self.controller_epoch:
             log.warning(
                 "ignoring LeaderAndIsr from controller %d with epoch %d: the current controller epoch is %d",
-                request.controller_epoch,
+                request.controller_id,
                 request.controller_epoch,
                 self.controller_epoch,
             )
-            return ErrorCode.stale_controller_epoch, []
+            return True
         self.controller_epoch = request.controller_epoch
+        return False
+
+    def _apply_states(self, request, results: list):
+        """Apply the request's partition states in order, appending ``(topic, partition,
+        error code)`` to ``results``; yields after each one."""
         leaders = {b.broker_id: BrokerInfo(b.broker_id, b.host_name, b.port) for b in request.live_leaders}
-        results = []
         now_ms = int(time.time() * 1000)
         for topic_state in request.topic_states:
             name = topic_state.topic_name
+            configs: list = []  # the topic's LogConfig, looked up once
             for ps in topic_state.partition_states:
                 key = (name, ps.partition_index)
-                code = self._apply_partition_state(key, ps, request.controller_epoch, leaders, now_ms)
+                code = self._apply_partition_state(key, ps, request.controller_epoch, leaders, now_ms, configs)
                 results.append((name, ps.partition_index, code))
-        return 0, results
+                yield
 
-    def _apply_partition_state(self, key, ps, controller_epoch: int, leaders, now_ms: int) -> int:
+    def _apply_partition_state(self, key, ps, controller_epoch: int, leaders, now_ms: int, configs: list) -> int:
         name, index = key
         replicas = list(ps.replicas)
         if self.node_id not in replicas:
@@ -266,7 +345,9 @@ class ReplicaManager:
         state = PartitionState(ps.leader, ps.leader_epoch, replicas, list(ps.isr), ps.partition_epoch)
         try:
             if partition is None:
-                config = self.log_config_for(name)
+                if not configs:
+                    configs.append(self.log_config_for(name))
+                config = configs[0]
                 plog = self.log_manager.get_or_create_log(name, index, config, sync_dir=True)
                 partition = Partition(name, index, plog, state, self.node_id, config)
                 partition.state = PartitionState(-1, -1, replicas, [], ps.partition_epoch)  # no role yet

@@ -531,3 +531,45 @@ def test_a_new_coordinator_loads_commits_above_its_lagging_high_watermark(three)
         assert c.committed([confluent_kafka.TopicPartition("t", 0)], timeout=10)[0].offset == 11
     finally:
         c.close()
+
+
+def test_a_broker_keeps_answering_while_a_leader_and_isr_creates_2000_logs():
+    """LeaderAndIsr making this broker the replica of 2,000 new partitions creates their logs
+    in slices that yield to the loop: ApiVersions sent meanwhile are answered while the
+    logs are still being made (inline creation would answer at most the one in flight)."""
+    import asyncio
+    import threading
+
+    from odradek.net.connection import Connection
+
+    count = 2000
+    with ReplicaSet(1) as rs:
+        broker = rs.brokers[1]
+        rs.create_topic("wide", {p: [1] for p in range(count)})
+        states = [partition_state("wide", p, 1, 1, [1], [1]) for p in range(count)]
+        request = leader_and_isr_request(states, {1: broker.port})
+        logs = broker.call(lambda b: b.log_manager._logs)
+        done = threading.Event()
+        answered_midway = []
+
+        async def probe():
+            conn = Connection("127.0.0.1", broker.port, -1, "probe", 10000)
+            await conn.connect(5)
+            while not done.is_set():
+                await conn.send(18, {"client_software_name": "probe", "client_software_version": "1"}, version=3)
+                made = sum(1 for t, _ in list(logs) if t == "wide")
+                if 0 < made < count:
+                    answered_midway.append(made)
+            conn.close()
+
+        prober = threading.Thread(target=lambda: asyncio.run(probe()), daemon=True)
+        prober.start()
+        try:
+            response = send(rs.bootstrap(1), 4, request, 7)
+        finally:
+            done.set()
+            prober.join(10)
+        assert response.error_code == 0
+        assert all(p.error_code == 0 for t in response.topics for p in t.partition_errors)
+        assert rs.partition(1, "wide", count - 1).leader == 1
+        assert len(answered_midway) >= 3, answered_midway

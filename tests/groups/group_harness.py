@@ -25,9 +25,13 @@ class FakeOffsetsTopic:
         self.chunk_records = 1000
         self.replays_started: dict[int, int] = dict.fromkeys(range(partitions), 0)
         self.unreadable: set[int] = set()  # partitions whose log cannot be read
+        self.topic_counts: dict[str, int] = {}  # other topics' partition counts (the metadata)
 
     def partition_count(self):
         return self.count
+
+    def partition_count_of(self, topic):
+        return self.topic_counts.get(topic)
 
     def partition_for(self, group_id):
         return partition_for(group_id, self.count)

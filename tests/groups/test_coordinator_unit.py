@@ -422,6 +422,20 @@ def test_partition_count_change_starts_a_rebalance():
     assert h.coordinator.group("g").state is PREPARING_REBALANCE
 
 
+def test_a_leader_change_does_not_start_a_rebalance():
+    """In a cluster every LeaderAndIsr announces "partitions" for its topics: only a new
+    partition count rebalances the groups subscribed to the topic."""
+    h = Harness()
+    h.topic.topic_counts["t"] = 2
+    h.coordinator.on_metadata_change("created", "t")
+    ids, leader, gen = stable_group(h, "g", protocols=[("range", subscription("t"))])
+    h.coordinator.on_metadata_change("partitions", "t")
+    assert h.coordinator.group("g").state is STABLE
+    h.topic.topic_counts["t"] = 3
+    h.coordinator.on_metadata_change("partitions", "t")
+    assert h.coordinator.group("g").state is PREPARING_REBALANCE
+
+
 def test_deleted_topic_offsets_are_dropped():
     h = Harness()
     c = h.coordinator

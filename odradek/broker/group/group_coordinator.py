@@ -111,6 +111,7 @@ class GroupCoordinator:
         )
         self.active = False
         self._expiry_task: asyncio.Task | None = None
+        self._partition_counts: dict[str, int] = {}  # per topic, as last seen in the metadata
 
     @property
     def purgatories(self) -> tuple:
@@ -182,11 +183,25 @@ class GroupCoordinator:
             elif event == "deleted":
                 for shard in self._serving():
                     shard.drop_offsets_of_topic(topic)
-            elif event == "partitions":
+            elif event == "partitions" and self._partition_count_changed(topic):
                 for shard in self._serving():
                     shard.classic.on_partitions_changed(topic)
+            else:
+                self._partition_count_changed(topic)
         except Exception:
             log.exception("group coordinator: handling %s of %s failed", event, topic)
+
+    def _partition_count_changed(self, topic: str) -> bool:
+        """Whether ``topic``'s partition count differs from the last one seen (unknown counts
+        as changed). A "partitions" event also comes with every leader change in a cluster
+        (LeaderAndIsr): a group must not rebalance for those."""
+        count = self.topic.partition_count_of(topic)
+        old = self._partition_counts.get(topic)
+        if count is None:
+            self._partition_counts.pop(topic, None)
+        else:
+            self._partition_counts[topic] = count
+        return old is None or old != count
 
     def sync_partitions(self) -> None:
         """Load newly led ``__consumer_offsets`` partitions; unload the ones led elsewhere now."""

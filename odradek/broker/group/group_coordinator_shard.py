@@ -13,7 +13,8 @@ KIP-932, to ``ShareGroupManager``). What touches both lives here: converting a g
 (``group_migration.py``), deleting a group with its offsets,
 expiring offsets (a group left with neither members nor offsets disappears), replaying a
 record into the manager that owns its type. Everything it writes goes to its partition as
-a leader append (acks=1).
+a coordinator write (acks=all in a cluster); the handlers answer once the partition's ISR
+has it (``InternalTopic.when_replicated``).
 
 Threading: everything runs on the event loop.
 """

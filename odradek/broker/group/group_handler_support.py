@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import datetime
-from collections.abc import Callable
+import inspect
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from odradek.protocol import errors
 
@@ -48,9 +50,22 @@ def answer_later(register: Callable[[Callable], None], build: Callable):
         return build(future.result())
 
     async def wait():
-        return build(await future)
+        answer = build(await future)
+        return (await answer) if inspect.isawaitable(answer) else answer
 
     return wait()
+
+
+def when_group_replicated(broker, group_ids: Iterable[str], answer: Callable[[int], Any]):
+    """``answer(0)`` once the ``__consumer_offsets`` partitions of ``group_ids`` have in
+    their ISR everything written to them, else ``answer(coordinator error)`` (Kafka waits
+    ``offsets.commit.timeout.ms`` for group and offset writes): ``InternalTopic.when_replicated``."""
+    coordinator = getattr(broker, "group_coordinator", None)
+    if coordinator is None or not broker.replica_manager.replicated:
+        return answer(0)  # a single node: nothing to wait for
+    return coordinator.topic.when_replicated(
+        [coordinator.partition_of(g) for g in group_ids], broker.config.get("offsets.commit.timeout.ms"), answer
+    )
 
 
 def assignment_field(assignment) -> dict | None:

@@ -4,8 +4,9 @@ The topic is internal and compacted: a record's key names an offset (group, topi
 partition) or a group, so compaction keeps the latest of each, and a null value (a
 tombstone) deletes it. Transactional offset commits (TxnOffsetCommit) are transactional
 batches of the producer's id and epoch; they take effect at the transaction's COMMIT
-marker, which the transaction coordinator writes here too. Appends go through the ReplicaManager as leader appends; replay
-reads the partition's log from its start to its high watermark in chunks, so a large
+marker, which the transaction coordinator writes here too. Appends are coordinator writes
+(``InternalTopic.append_batch``: acks=all in a cluster); replay
+reads the partition's log from its start to its log end in chunks, so a large
 partition can be loaded without holding the event loop for long.
 
 Every method is called from the event loop.
@@ -81,7 +82,7 @@ class OffsetsTopic(InternalTopic):
             transactional=producer_id >= 0,
         )
         origin = "coordinator" if producer_id >= 0 else "client"
-        self.broker.replica_manager.append(OFFSETS_TOPIC, partition, batch, 1, now_ms, origin=origin)
+        self.append_batch(partition, batch, now_ms, origin)
 
     def replay(self, partition: int, chunk_bytes: int) -> Iterator[list[tuple]]:
         """The partition's records, one list per chunk read from the log, as

@@ -5,12 +5,15 @@ partition (created first if the topic does not exist yet), so the transaction's 
 reaches it; the offsets themselves come with TxnOffsetCommit, sent to the group
 coordinator. Errors as for AddPartitionsToTxn; PRODUCER_FENCED is INVALID_PRODUCER_EPOCH
 before v2. An empty group id is INVALID_GROUP_ID.
+In a cluster a successful answer waits until the id's ``__transaction_state`` partition has
+its writes in the ISR (``request.timeout.ms``; COORDINATOR_NOT_AVAILABLE or NOT_COORDINATOR
+otherwise), as Kafka's coordinator appends with acks=all.
 """
 
 from odradek.broker.group.group_handler_support import coordinator_of as group_coordinator_of
 from odradek.broker.group.partitioning import OFFSETS_TOPIC, partition_for
 from odradek.broker.handlers import api
-from odradek.broker.txn.txn_handler_support import coordinator_of, fenced_for_version
+from odradek.broker.txn.txn_handler_support import coordinator_of, fenced_for_version, when_txn_replicated
 from odradek.protocol import errors, messages
 from odradek.protocol.errors import ErrorCode
 
@@ -30,6 +33,10 @@ def handle_add_offsets_to_txn(broker, request):
             )
         except errors.KafkaError as exc:
             code = int(exc.code)
-    return messages.build_response(
-        25, version, {"throttle_time": 0, "error_code": fenced_for_version(code, version, 2)}
+    return when_txn_replicated(
+        broker,
+        [body.transactional_id] if code == 0 else [],
+        lambda failed: messages.build_response(
+            25, version, {"throttle_time": 0, "error_code": failed or fenced_for_version(code, version, 2)}
+        ),
     )

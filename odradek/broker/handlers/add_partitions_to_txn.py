@@ -6,10 +6,12 @@ A partition that does not exist gets UNKNOWN_TOPIC_OR_PARTITION and the rest of 
 transaction OPERATION_NOT_ATTEMPTED (nothing is added); otherwise every partition gets
 the transaction coordinator's answer (NOT_COORDINATOR, CONCURRENT_TRANSACTIONS,
 INVALID_PRODUCER_ID_MAPPING, PRODUCER_FENCED — INVALID_PRODUCER_EPOCH before v2, ...).
+In a cluster the answer waits until the transactions' ``__transaction_state`` partitions
+have their writes in the ISR (else the coordinator error in place of each success).
 """
 
 from odradek.broker.handlers import api
-from odradek.broker.txn.txn_handler_support import coordinator_of, fenced_for_version
+from odradek.broker.txn.txn_handler_support import coordinator_of, fenced_for_version, when_txn_replicated
 from odradek.protocol import errors, messages
 from odradek.protocol.errors import ErrorCode
 
@@ -44,16 +46,22 @@ def _answer(broker, version: int, tid: str, pid: int, epoch: int, topics, verify
     return out
 
 
-def _topic_results(by_topic: dict) -> list[dict]:
+def _topic_results(by_topic: dict, failed: int = 0) -> list[dict]:
+    """The results of one transaction; ``failed`` (its state did not reach the ISR) in place
+    of successes."""
     return [
         {
             "name": topic,
             "results_by_partition": [
-                {"partition_index": p, "partition_error_code": code} for p, code in partitions.items()
+                {"partition_index": p, "partition_error_code": code or failed} for p, code in partitions.items()
             ],
         }
         for topic, partitions in by_topic.items()
     ]
+
+
+def _succeeded(by_topic: dict) -> bool:
+    return any(code == 0 for partitions in by_topic.values() for code in partitions.values())
 
 
 def _denied(broker, request) -> dict:
@@ -100,10 +108,15 @@ def handle_add_partitions_to_txn(broker, request):
             body.v3_and_below_topics,
             False,
         )
-        return messages.build_response(
-            24, version, {"throttle_time": 0, "results_by_topic_v3_and_below": _topic_results(by_topic)}
+        written = [body.v3_and_below_transactional_id] if _succeeded(by_topic) else []
+        return when_txn_replicated(
+            broker,
+            written,
+            lambda failed: messages.build_response(
+                24, version, {"throttle_time": 0, "results_by_topic_v3_and_below": _topic_results(by_topic, failed)}
+            ),
         )
-    results = []
+    answered = []
     for txn in body.transactions:
         by_topic = _answer(
             broker,
@@ -114,7 +127,14 @@ def handle_add_partitions_to_txn(broker, request):
             txn.topics,
             txn.verify_only,
         )
-        results.append({"transactional_id": txn.transactional_id, "topic_results": _topic_results(by_topic)})
-    return messages.build_response(
-        24, version, {"throttle_time": 0, "error_code": 0, "results_by_transaction": results}
-    )
+        answered.append((txn.transactional_id, by_topic))
+
+    def respond(failed: int):
+        results = [
+            {"transactional_id": tid, "topic_results": _topic_results(by_topic, failed)} for tid, by_topic in answered
+        ]
+        return messages.build_response(
+            24, version, {"throttle_time": 0, "error_code": 0, "results_by_transaction": results}
+        )
+
+    return when_txn_replicated(broker, [tid for tid, by_topic in answered if _succeeded(by_topic)], respond)

@@ -6,11 +6,18 @@ when it changed, its assignment. v1 adds ``subscribed_topic_regex`` and has the 
 choose the member id. Errors: FENCED_MEMBER_EPOCH, UNKNOWN_MEMBER_ID, UNRELEASED_INSTANCE_ID,
 FENCED_INSTANCE_ID, UNSUPPORTED_ASSIGNOR, INVALID_REGULAR_EXPRESSION, INVALID_REQUEST,
 GROUP_ID_NOT_FOUND (a classic group with members) and the coordinator errors. Served only
-when ``group.coordinator.rebalance.protocols`` lists ``consumer``.
+when ``group.coordinator.rebalance.protocols`` lists ``consumer``. In a cluster the answer
+waits until the group's ``__consumer_offsets`` partition has its writes in the ISR.
 """
 
 from odradek.broker.group.consumer_group_manager import HeartbeatRequest, Requester
-from odradek.broker.group.group_handler_support import client_host, coordinator_of, heartbeat_answer, ms
+from odradek.broker.group.group_handler_support import (
+    client_host,
+    coordinator_of,
+    heartbeat_answer,
+    ms,
+    when_group_replicated,
+)
 from odradek.broker.handlers import api
 from odradek.protocol import errors, messages
 
@@ -49,9 +56,15 @@ def handle_consumer_group_heartbeat(broker, request):
         )
     except errors.KafkaError as exc:
         return messages.build_response(68, version, heartbeat_answer(exc.code, exc.message))
-    return messages.build_response(68, version, heartbeat_answer(
-        member_id=answer.member_id,
-        epoch=answer.member_epoch,
-        interval=answer.heartbeat_interval_ms,
-        assignment=answer.assignment,
-    ))
+
+    def respond(failed: int):
+        if failed:
+            return messages.build_response(68, version, heartbeat_answer(failed, "the group's records are not replicated"))
+        return messages.build_response(68, version, heartbeat_answer(
+            member_id=answer.member_id,
+            epoch=answer.member_epoch,
+            interval=answer.heartbeat_interval_ms,
+            assignment=answer.assignment,
+        ))
+
+    return when_group_replicated(broker, [body.group_id], respond)

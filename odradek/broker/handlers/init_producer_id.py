@@ -9,13 +9,23 @@ INVALID_TRANSACTION_TIMEOUT past ``transaction.max.timeout.ms``; NOT_COORDINATOR
 COORDINATOR_LOAD_IN_PROGRESS / CONCURRENT_TRANSACTIONS make the client retry;
 PRODUCER_FENCED is INVALID_PRODUCER_EPOCH before v4. An empty transactional id is
 INVALID_REQUEST. v5 only allows TRANSACTION_ABORTABLE (KIP-890), which is never answered here.
+In a cluster a successful answer waits until the id's ``__transaction_state`` partition has
+its writes in the ISR (``request.timeout.ms``; COORDINATOR_NOT_AVAILABLE or NOT_COORDINATOR
+otherwise), as Kafka's coordinator appends with acks=all.
 """
 
 from odradek.broker.handlers import api
-from odradek.broker.txn.txn_handler_support import coordinator_of, fenced_for_version
+from odradek.broker.txn.txn_handler_support import coordinator_of, fenced_for_version, when_txn_replicated
 from odradek.protocol import errors, messages
 
 MAX_EPOCH = 32767
+
+
+def _answer(version: int, response: dict, failed: int):
+    """The answer; ``failed`` (the new epoch did not reach the ISR) replaces its success."""
+    if failed:
+        response = {**response, "error_code": failed, "producer_id": -1, "producer_epoch": -1}
+    return messages.build_response(22, version, response)
 
 
 def _ms(value) -> int:
@@ -43,6 +53,8 @@ def handle_init_producer_id(broker, request):
                 producer_id=result.producer_id,
                 producer_epoch=result.producer_epoch,
             )
+            if result.error == 0:
+                return when_txn_replicated(broker, [body.transactional_id], lambda failed: _answer(version, response, failed))
     elif producer_id >= 0 and 0 <= epoch < MAX_EPOCH - 1:
         response.update(producer_id=producer_id, producer_epoch=epoch + 1)
     else:

@@ -7,12 +7,20 @@ v0 has no rebalance timeout (the session timeout stands in); v4+ new dynamic mem
 get MEMBER_ID_REQUIRED with their id first (KIP-394); v5+ static membership
 (``group_instance_id``, KIP-345); v7+ protocol type in the answer; v8+ a reason
 (logged); v9 ``skip_assignment`` for a static leader that rejoins a Stable group
-(KIP-814). An empty group id gets INVALID_GROUP_ID.
+(KIP-814). An empty group id gets INVALID_GROUP_ID. In a cluster a successful answer waits
+until the group's ``__consumer_offsets`` partition has its writes in the ISR
+(``offsets.commit.timeout.ms``; COORDINATOR_NOT_AVAILABLE or NOT_COORDINATOR otherwise).
 """
 
 from odradek.broker.group.classic_group_manager import JoinRequest
 from odradek.broker.group.classic_group_member import JoinResult
-from odradek.broker.group.group_handler_support import answer_later, client_host, coordinator_of, ms
+from odradek.broker.group.group_handler_support import (
+    answer_later,
+    client_host,
+    coordinator_of,
+    ms,
+    when_group_replicated,
+)
 from odradek.broker.handlers import api
 from odradek.protocol import errors, messages
 
@@ -38,6 +46,13 @@ def handle_join_group(broker, request):
     )
 
     def build(result: JoinResult):
+        if result.error:
+            return respond(result)
+        return when_group_replicated(
+            broker, [join.group_id], lambda code: respond(JoinResult.failed(code, result.member_id) if code else result)
+        )
+
+    def respond(result: JoinResult):
         old = version < 7  # protocol_name is not nullable before v7
         return messages.build_response(
             11,
@@ -61,5 +76,5 @@ def handle_join_group(broker, request):
     try:
         coordinator = coordinator_of(broker)
     except errors.KafkaError as exc:
-        return build(JoinResult.failed(exc.code, join.member_id))
+        return respond(JoinResult.failed(exc.code, join.member_id))
     return answer_later(lambda callback: coordinator.join_group(join, callback), build)

@@ -2,8 +2,9 @@
 broker leads and follows (cluster mode only).
 
 The configs of topics new to this broker are read from ZooKeeper first (their logs are made
-with them; the metadata image itself changes only with UpdateMetadata), then
-``ReplicaManager.become_leader_or_follower`` applies the states: logs created, leaders lead from
+with them; the metadata image itself changes only with UpdateMetadata), then the logs of
+new partitions are created, then the states applied, in slices that yield to the loop
+(``ReplicaManager.apply_leader_and_isr``, Kafka's becomeLeaderOrFollower): leaders lead from
 the new epoch, followers fetch from their leader after truncating by leader epoch. A
 controller epoch older than one already heard from answers STALE_CONTROLLER_EPOCH for the
 whole request and changes nothing; a broker epoch older than this broker's registration
@@ -32,7 +33,7 @@ async def handle_leader_and_isr(broker, request):
     if broker.cluster is not None:  # a new topic's logs are made with its configs (from ZooKeeper)
         for ts in body.topic_states:
             await broker.store.topic_configs(ts.topic_name)
-    code, results = replicas.become_leader_or_follower(body)
+    code, results = await replicas.apply_leader_and_isr(body)
     for t in body.topic_states:
         broker.controller.notify("partitions", t.topic_name)
     return _response(code, body, {(t, p): c for t, p, c in results})

@@ -14,10 +14,8 @@ NOT_COORDINATOR when leadership moved meanwhile), so that a committed offset sur
 coordinator's failure.
 """
 
-from odradek.broker.delayed_produce import wait_for_isr
-from odradek.broker.group.group_handler_support import coordinator_of, ms
+from odradek.broker.group.group_handler_support import coordinator_of, ms, when_group_replicated
 from odradek.broker.group.offset_and_metadata import OffsetAndMetadata
-from odradek.broker.group.offsets_topic import commit_append_error
 from odradek.broker.handlers import api
 from odradek.protocol import errors, messages
 from odradek.protocol.errors import ErrorCode
@@ -75,37 +73,18 @@ def handle_offset_commit(broker, request):
         for item, value in codes.items():
             if isinstance(value, tuple):
                 codes[item] = results[value]
-        unreplicated = _unreplicated_commit(broker, body.group_id, results)
-        if unreplicated is not None:
-            return _respond_when_replicated(broker, version, by_id, items, codes, unreplicated)
+        if any(code == 0 for code in results.values()):
+            return when_group_replicated(
+                broker, [body.group_id], lambda failed: _response(version, by_id, items, _failed(codes, failed))
+            )
     return _response(version, by_id, items, codes)
 
 
-def _unreplicated_commit(broker, group_id: str, results: dict):
-    """The group's ``__consumer_offsets`` partition and the offset its ISR must reach when
-    this commit wrote something not replicated yet (cluster mode); else None."""
-    if not broker.replica_manager.replicated or not any(code == 0 for code in results.values()):
-        return None
-    coordinator = coordinator_of(broker)
-    index = coordinator.partition_of(group_id)
-    partition = broker.replica_manager.partitions.get((coordinator.topic.name, index))
-    if partition is None or not partition.is_leader or partition.high_watermark >= partition.log_end_offset:
-        return None
-    return partition, partition.log_end_offset
-
-
-async def _respond_when_replicated(broker, version, by_id, items, codes, unreplicated):
-    failed = []
-    partition, required = unreplicated
-    await wait_for_isr(
-        broker.produce_purgatory,
-        broker.config.get("offsets.commit.timeout.ms"),
-        [(partition, required, failed.append)],
-    )
-    if failed:
-        code = commit_append_error(failed[0])
-        codes = {item: (code if value == 0 else value) for item, value in codes.items()}
-    return _response(version, by_id, items, codes)
+def _failed(codes: dict, failed: int) -> dict:
+    """``codes`` with the successes turned into ``failed`` (when it is an error)."""
+    if not failed:
+        return codes
+    return {item: (failed if value == 0 else value) for item, value in codes.items()}
 
 
 def _response(version: int, by_id: bool, items, codes):

@@ -5,9 +5,11 @@ has no members; in a group with members only for topics it does not subscribe to
 (GROUP_SUBSCRIBED_TO_TOPIC for the others; NON_EMPTY_GROUP when the group's protocol is
 not the consumer protocol, so its subscriptions are unknown). GROUP_ID_NOT_FOUND for an
 unknown group; UNKNOWN_TOPIC_OR_PARTITION per partition of a topic that does not exist.
+In a cluster the answer waits until the tombstones are in the ISR (else the coordinator
+error, top-level).
 """
 
-from odradek.broker.group.group_handler_support import coordinator_of
+from odradek.broker.group.group_handler_support import coordinator_of, when_group_replicated
 from odradek.broker.handlers import api
 from odradek.protocol import errors, messages
 from odradek.protocol.errors import ErrorCode
@@ -39,12 +41,20 @@ def handle_offset_delete(broker, request):
         if tp[0] in refused:
             code = int(ErrorCode.topic_authorization_failed)
         topics.setdefault(tp[0], []).append({"partition_index": tp[1], "error_code": code})
-    return messages.build_response(
-        47,
-        0,
-        {
-            "error_code": 0,
-            "throttle_time": 0,
-            "topics": [{"name": name, "partitions": parts} for name, parts in topics.items()],
-        },
-    )
+
+    def respond(failed: int):
+        if failed:
+            return messages.build_response(47, 0, {"error_code": failed, "throttle_time": 0, "topics": []})
+        return messages.build_response(
+            47,
+            0,
+            {
+                "error_code": 0,
+                "throttle_time": 0,
+                "topics": [{"name": name, "partitions": parts} for name, parts in topics.items()],
+            },
+        )
+
+    if not any(code == 0 for code in results.values()):
+        return respond(0)
+    return when_group_replicated(broker, [body.group_id], respond)

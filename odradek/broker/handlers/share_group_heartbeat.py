@@ -4,9 +4,16 @@ A member joins (epoch 0, with its topics), stays (its epoch) and leaves (-1); ev
 assigned every partition of its topics. Errors: UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH,
 INVALID_REQUEST, GROUP_ID_NOT_FOUND (the id belongs to a classic or consumer group) and the
 coordinator errors. Served when ``group.coordinator.rebalance.protocols`` lists ``share``.
+In a cluster the answer waits until the group's ``__consumer_offsets`` partition has its
+writes in the ISR.
 """
 
-from odradek.broker.group.group_handler_support import client_host, coordinator_of, heartbeat_answer
+from odradek.broker.group.group_handler_support import (
+    client_host,
+    coordinator_of,
+    heartbeat_answer,
+    when_group_replicated,
+)
 from odradek.broker.handlers import api
 from odradek.protocol import errors, messages
 
@@ -29,6 +36,12 @@ def handle_share_group_heartbeat(broker, request):
         )
     except errors.KafkaError as exc:
         return messages.build_response(76, 1, heartbeat_answer(exc.code, exc.message))
-    return messages.build_response(
-        76, 1, heartbeat_answer(member_id=member_id, epoch=epoch, interval=interval, assignment=assignment)
-    )
+
+    def respond(failed: int):
+        if failed:
+            return messages.build_response(76, 1, heartbeat_answer(failed, "the group's records are not replicated"))
+        return messages.build_response(
+            76, 1, heartbeat_answer(member_id=member_id, epoch=epoch, interval=interval, assignment=assignment)
+        )
+
+    return when_group_replicated(broker, [body.group_id], respond)

@@ -10,10 +10,13 @@ current one and AddOffsetsToTxn put the group's partition into its open transact
 ``transaction.partition.verification.enable``), the member and generation when given
 (v3+: UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, FENCED_INSTANCE_ID), the partition exists
 (UNKNOWN_TOPIC_OR_PARTITION), metadata size (OFFSET_METADATA_TOO_LARGE). v5
-(transactions v2) is not advertised.
+(transactions v2) is not advertised. In a cluster the answer waits until the group's
+``__consumer_offsets`` partition has the offsets in its ISR (``offsets.commit.timeout.ms``;
+COORDINATOR_NOT_AVAILABLE or NOT_COORDINATOR otherwise), as OffsetCommit does.
 """
 
 from odradek.broker.group.group_handler_support import coordinator_of as group_coordinator_of
+from odradek.broker.group.group_handler_support import when_group_replicated
 from odradek.broker.group.offset_and_metadata import OffsetAndMetadata
 from odradek.broker.group.partitioning import OFFSETS_TOPIC
 from odradek.broker.handlers import api
@@ -81,13 +84,22 @@ def handle_txn_offset_commit(broker, request):
         except errors.KafkaError as exc:
             results = dict.fromkeys(offsets, int(exc.code))
         codes.update(results)
+        if any(code == 0 for code in results.values()):
+            return when_group_replicated(
+                broker, [body.group_id], lambda failed: _response(request.api_version, items, codes, failed)
+            )
+    return _response(request.api_version, items, codes, 0)
+
+
+def _response(version: int, items, codes: dict, failed: int):
+    """The answer; with ``failed`` (the offsets did not reach the ISR) in place of successes."""
     topics: dict = {}
     for topic, partition in items:
         topics.setdefault(topic, []).append(
-            {"partition_index": partition, "error_code": codes[(topic, partition)]}
+            {"partition_index": partition, "error_code": codes[(topic, partition)] or failed}
         )
     return messages.build_response(
         28,
-        request.api_version,
+        version,
         {"throttle_time": 0, "topics": [{"name": t, "partitions": parts} for t, parts in topics.items()]},
     )

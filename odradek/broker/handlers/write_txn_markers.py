@@ -8,18 +8,22 @@ marker from an older coordinator epoch. A marker on a ``__consumer_offsets`` par
 also applies or drops the transaction's offsets. Our own coordinator writes its markers
 through the same code (``odradek/broker/txn/markers.py``). v2's transaction version is
 ignored (transactions v2 are not supported). Under an authorizer the sender needs
-ClusterAction on the cluster, else every partition is CLUSTER_AUTHORIZATION_FAILED.
+ClusterAction on the cluster, else every partition is CLUSTER_AUTHORIZATION_FAILED. In a
+cluster the answer waits until the markers are in their partitions' ISRs
+(``request.timeout.ms``; else NOT_ENOUGH_REPLICAS_AFTER_APPEND, REQUEST_TIMED_OUT or
+NOT_LEADER_OR_FOLLOWER for that partition, which the coordinator retries), as Kafka's does.
 """
 
+from odradek.broker.delayed_produce import wait_for_isr
 from odradek.broker.handlers import api
-from odradek.broker.txn.markers import write_markers
+from odradek.broker.txn.markers import unreplicated, write_markers
 from odradek.protocol import messages
 from odradek.protocol.errors import ErrorCode
 
 
 @api(27, 1, 2)
 def handle_write_txn_markers(broker, request):
-    answers = []
+    written = []  # (marker, {(topic, partition): code})
     cluster_action = broker.allowed(request, "ClusterAction")
     for marker in request.body.markers:
         wanted = [(t.name, p) for t in marker.topics for p in t.partition_indexes]
@@ -34,13 +38,34 @@ def handle_write_txn_markers(broker, request):
                 bool(marker.transaction_result),
                 wanted,
             )
+        written.append((marker, codes))
+    waits = unreplicated(broker, {tp for _, codes in written for tp, code in codes.items() if code == 0})
+    if not waits:
+        return _response(request.api_version, written, {})
+    return _when_replicated(broker, request.api_version, written, waits)
+
+
+async def _when_replicated(broker, version: int, written, waits):
+    failed: dict = {}
+    await wait_for_isr(
+        broker.produce_purgatory,
+        broker.config.get("request.timeout.ms"),
+        [(p, required, lambda code, tp=tp: failed.__setitem__(tp, int(code))) for tp, p, required in waits],
+    )
+    return _response(version, written, failed)
+
+
+def _response(version: int, written, failed: dict):
+    """The answer; ``failed`` holds the partitions whose marker did not reach the ISR."""
+    answers = []
+    for marker, codes in written:
         topics: dict = {}
-        for (topic, partition), code in codes.items():
-            topics.setdefault(topic, []).append({"partition_index": partition, "error_code": code})
+        for tp, code in codes.items():
+            topics.setdefault(tp[0], []).append({"partition_index": tp[1], "error_code": code or failed.get(tp, 0)})
         answers.append(
             {
                 "producer_id": marker.producer_id,
                 "topics": [{"name": t, "partitions": parts} for t, parts in topics.items()],
             }
         )
-    return messages.build_response(27, request.api_version, {"markers": answers})
+    return messages.build_response(27, version, {"markers": answers})

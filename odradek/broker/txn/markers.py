@@ -7,7 +7,10 @@ coordinator's ``onTransactionCompleted``). A marker is a leader append of origin
 "coordinator": the log checks the producer epoch (INVALID_PRODUCER_EPOCH) and the
 coordinator epoch (TRANSACTION_COORDINATOR_FENCED), closes the producer's transaction in
 that partition, and indexes it when aborted. A marker written to a ``__consumer_offsets``
-partition also makes the group coordinator apply or drop the transaction's offsets.
+partition also makes the group coordinator apply or drop the transaction's offsets. In a
+cluster a marker is written with acks=all (NOT_ENOUGH_REPLICAS below ``min.insync.replicas``)
+and its writer waits for the partition's ISR before counting it done
+(``unreplicated``): a transaction is completed only once its markers survive their leaders.
 
 Called from the event loop only.
 """
@@ -61,10 +64,11 @@ def write_markers(
         timestamp=now,
     )
     replicas = broker.replica_manager
+    acks = -1 if replicas.replicated else 1
     results: dict[tuple[str, int], int] = {}
     for topic, index in partitions:
         try:
-            replicas.append(topic, index, batch, 1, now, origin="coordinator")
+            replicas.append(topic, index, batch, acks, now, origin="coordinator")
         except errors.KafkaError as exc:
             results[(topic, index)] = int(exc.code)
             log.info(
@@ -87,3 +91,17 @@ def write_markers(
             if groups is not None:
                 groups.complete_transaction(index, producer_id, committed)
     return results
+
+
+def unreplicated(broker, partitions) -> list[tuple]:
+    """``((topic, partition), Partition, log end offset)`` of those of ``partitions`` led here
+    whose ISR does not have everything written to them yet (never on a single node)."""
+    replicas = broker.replica_manager
+    if not replicas.replicated:
+        return []
+    out = []
+    for tp in partitions:
+        p = replicas.partitions.get(tp)
+        if p is not None and p.is_leader and p.high_watermark < p.log_end_offset:
+            out.append((tp, p, p.log_end_offset))
+    return out

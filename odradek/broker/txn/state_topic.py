@@ -2,9 +2,9 @@
 appended to, replayed.
 
 Internal and compacted: each record's key is a transactional id, so compaction keeps the
-latest state of each, and a tombstone forgets an expired id. Appends are local leader
-appends through the ReplicaManager; replay reads a partition from its start to its high
-watermark in chunks. Every method is called from the event loop.
+latest state of each, and a tombstone forgets an expired id. Appends are coordinator
+writes (``InternalTopic.append_batch``: acks=all in a cluster); replay reads a partition
+from its start to its log end in chunks. Every method is called from the event loop.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ class TransactionStateTopic(InternalTopic):
     def append(self, partition: int, key: bytes, value: bytes | None, now_ms: int) -> None:
         """Append one record; raises KafkaError."""
         batch = build_batch([(key, value, (), now_ms)])
-        self.broker.replica_manager.append(TRANSACTION_STATE_TOPIC, partition, batch, 1, now_ms)
+        self.append_batch(partition, batch, now_ms)
 
     def replay(self, partition: int, chunk_bytes: int) -> Iterator[list[tuple[bytes | None, bytes | None]]]:
         """The partition's records, ``(key, value)``, one list per chunk read from the log."""

@@ -9,7 +9,9 @@ tables, writes the new state to the id's partition and only then installs it.
 Markers: once PrepareCommit/PrepareAbort is written, a marker goes to each partition of
 the transaction (``markers.write_markers``: local leader appends). Partitions that cannot
 take their marker yet are retried by the coordinator's task every
-``MARKER_RETRY_MS``; when none is left, CompleteCommit/CompleteAbort is written. All
+``MARKER_RETRY_MS``; when none is left, and (in a cluster) the markers written here are in
+their partitions' ISRs, CompleteCommit/CompleteAbort is written (a marker whose partition
+moved meanwhile is written again to its new leader). All
 partitions are local on a single node, so a transaction usually completes before EndTxn
 is answered; the answer itself only waits for the Prepare record, as in Kafka.
 
@@ -138,6 +140,8 @@ class TransactionCoordinator:
         self.owned: dict[int, int] = {}  # partition -> coordinator epoch (its leader epoch)
         self.loading: set[int] = set()
         self.pending_markers: dict[str, set[TopicPartition]] = {}
+        # markers written here in a cluster, not yet in their partition's ISR: id -> {tp: offset}
+        self.unreplicated_markers: dict[str, dict[TopicPartition, int]] = {}
         self.active = False
         self._wall_ms = wall_clock_ms or (lambda: int(time.time() * 1000))
         self._write_markers = write_markers
@@ -257,6 +261,7 @@ class TransactionCoordinator:
             if count is None or partition_for(tid, count) == partition:
                 del self.txns[tid]
                 self.pending_markers.pop(tid, None)
+                self.unreplicated_markers.pop(tid, None)
 
     def _check(self, transactional_id: str | None) -> int:
         """The id's partition, if this broker serves it now; else raise the error to answer."""
@@ -517,6 +522,7 @@ class TransactionCoordinator:
             return
         if meta is None or meta.state not in PREPARED:
             del self.pending_markers[transactional_id]
+            self.unreplicated_markers.pop(transactional_id, None)
             return
         partition = self.partition_of(transactional_id)
         coordinator_epoch = self.owned.get(partition)
@@ -543,9 +549,13 @@ class TransactionCoordinator:
                             code,
                         )
                     remaining.discard(tp)
+                    if code == NONE:
+                        self._note_marker(transactional_id, tp)
         if remaining:
             self._poke()
             return
+        if not self._markers_replicated(transactional_id, remaining):
+            return  # the task looks again every MARKER_RETRY_MS
         fault_point("txn-after-markers")
         now = self._now()
         done = meta.transit(COMPLETE_COMMIT if committed else COMPLETE_ABORT, now, partitions=frozenset())
@@ -553,6 +563,30 @@ class TransactionCoordinator:
             self._poke()  # the markers are out; only the Complete record is missing: retry it
             return
         del self.pending_markers[transactional_id]
+
+    def _note_marker(self, transactional_id: str, tp: TopicPartition) -> None:
+        """A marker was just written to ``tp``: when it is led here in a cluster, remember the
+        offset its ISR must reach (a remote leader answered only once its ISR had it)."""
+        for _, _, required in markers.unreplicated(self.broker, [tp]):
+            self.unreplicated_markers.setdefault(transactional_id, {})[tp] = required
+
+    def _markers_replicated(self, transactional_id: str, remaining: set) -> bool:
+        """Whether the markers written here for the transaction are in their partitions'
+        ISRs; one whose partition is no longer led here goes back to ``remaining``."""
+        waiting = self.unreplicated_markers.get(transactional_id)
+        if not waiting:
+            return True
+        replicas = self.broker.replica_manager
+        for tp, required in list(waiting.items()):
+            p = replicas.partitions.get(tp)
+            if p is None or not p.is_leader:
+                del waiting[tp]
+                remaining.add(tp)  # written again to its new leader (a second marker is harmless)
+            elif p.high_watermark >= required:
+                del waiting[tp]
+        if not waiting:
+            del self.unreplicated_markers[transactional_id]
+        return not waiting and not remaining
 
     def _write(self, partition: int, meta: TxnMetadata) -> int:
         """Store ``meta`` in the id's partition, then install it; the error code otherwise."""
