@@ -296,12 +296,6 @@ class BrokerConfig:
                 "(all three are Odradek's ACL authorizer with Kafka's semantics)",
                 "authorizer.class.name",
             )
-        if authorizer and self.cluster_mode:
-            raise ConfigError(
-                "authorizer.class.name: ACLs are not kept in ZooKeeper yet, so a cluster cannot enforce "
-                "them; leave it unset with zookeeper.connect (a single broker supports ACLs)",
-                "authorizer.class.name",
-            )
         parse_super_users(self._values["super.users"])
         securities = listener_securities(self, self._listeners.bound)
         tls = {name for name, sec in securities.items() if sec.ssl_context is not None}

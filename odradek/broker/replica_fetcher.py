@@ -35,6 +35,7 @@ from odradek._tasks import cancel_and_wait
 from odradek.broker.group.partitioning import java_string_hash
 from odradek.net.connection import Connection
 from odradek.net.connection_errors import ClientError
+from odradek.net.connection_security import ConnectionSecurity
 from odradek.protocol import errors, messages
 from odradek.protocol.errors import ErrorCode
 from odradek.storage.log import UnexpectedAppendOffsetError
@@ -68,9 +69,10 @@ class FetcherConfig:
     backoff_ms: int = 1000
     socket_timeout_ms: int = 30000
     num_fetchers: int = 1
+    security: ConnectionSecurity | None = None  # inter.broker.listener.name's TLS and SASL, as a client
 
     @classmethod
-    def from_getter(cls, node_id: int, get) -> FetcherConfig:
+    def from_getter(cls, node_id: int, get, security: ConnectionSecurity | None = None) -> FetcherConfig:
         return cls(
             node_id,
             get("replica.fetch.wait.max.ms"),
@@ -80,6 +82,7 @@ class FetcherConfig:
             get("replica.fetch.backoff.ms"),
             get("replica.socket.timeout.ms"),
             max(1, get("num.replica.fetchers")),
+            security,
         )
 
 
@@ -161,6 +164,7 @@ class ReplicaFetcher:
                 self.source.node_id,
                 f"broker-{config.node_id}-fetcher-{self.fetcher_id}",
                 config.socket_timeout_ms,
+                security=config.security,
             )
             await conn.connect(config.socket_timeout_ms / 1000)
             self._conn = conn

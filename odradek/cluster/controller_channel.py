@@ -23,7 +23,9 @@ from dataclasses import dataclass
 from odradek._tasks import cancel_and_wait
 from odradek.net.connection import Connection
 from odradek.net.connection_errors import ClientError
+from odradek.net.connection_security import ConnectionSecurity
 from odradek.protocol import messages
+from odradek.protocol.errors import ErrorCode
 
 log = logging.getLogger(__name__)
 
@@ -38,19 +40,30 @@ class BrokerLink:
     """One connection to one broker (the shared ``odradek.net`` connection), one request at a
     time; it reconnects on the next request after a failure."""
 
-    def __init__(self, host: str, port: int, node_id: int, client_id: str, timeout_s: float):
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        node_id: int,
+        client_id: str,
+        timeout_s: float,
+        security: ConnectionSecurity | None = None,
+    ):
         self.host = host
         self.port = port
         self.node_id = node_id
         self.client_id = client_id
         self.timeout_s = timeout_s
+        self.security = security  # the inter-broker listener's TLS and SASL, as a client
         self._conn: Connection | None = None
 
     async def request(self, api_key: int, version: int, entity):
         """Send one request and return the decoded response; BrokerLinkError on failure."""
         try:
             if self._conn is None or self._conn.closed:
-                conn = Connection(self.host, self.port, self.node_id, self.client_id, int(self.timeout_s * 1000))
+                conn = Connection(
+                    self.host, self.port, self.node_id, self.client_id, int(self.timeout_s * 1000), security=self.security
+                )
                 await conn.connect(self.timeout_s)
                 self._conn = conn
             return await self._conn.send(api_key, entity, version=version)
@@ -82,6 +95,7 @@ class _BrokerSender:
         self.broker_id = broker_id
         self.link = link
         self.queue: asyncio.Queue[_Queued] = asyncio.Queue()
+        self.refused = False
         self.task = asyncio.get_running_loop().create_task(self._run(), name=f"controller-to-broker-{broker_id}")
 
     async def _run(self) -> None:
@@ -100,6 +114,14 @@ class _BrokerSender:
             if warned:
                 log.info("controller to broker %d: connected again", self.broker_id)
                 warned = False
+            if getattr(response, "error_code", 0) == ErrorCode.cluster_authorization_failed and not self.refused:
+                self.refused = True  # said once per broker: every later request meets the same refusal
+                log.error(
+                    "broker %d refused %s with CLUSTER_AUTHORIZATION_FAILED: the brokers' own user (of "
+                    "inter.broker.listener.name) needs ClusterAction on the cluster or a place in super.users",
+                    self.broker_id,
+                    messages.api_name(item.api_key),
+                )
             if item.on_response is not None:
                 try:
                     item.on_response(response)
@@ -108,9 +130,10 @@ class _BrokerSender:
 
 
 class ControllerChannelManager:
-    def __init__(self, controller_id: int, timeout_s: float = 30.0):
+    def __init__(self, controller_id: int, timeout_s: float = 30.0, security: ConnectionSecurity | None = None):
         self.client_id = f"controller-{controller_id}"
         self.timeout_s = timeout_s
+        self.security = security
         self._senders: dict[int, _BrokerSender] = {}
 
     def add_broker(self, broker_id: int, host: str, port: int) -> None:
@@ -120,7 +143,7 @@ class ControllerChannelManager:
             old.task.cancel()
             old.link.close()
         self._senders[broker_id] = _BrokerSender(
-            broker_id, BrokerLink(host, port, broker_id, self.client_id, self.timeout_s)
+            broker_id, BrokerLink(host, port, broker_id, self.client_id, self.timeout_s, self.security)
         )
 
     def remove_broker(self, broker_id: int) -> None:

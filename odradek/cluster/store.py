@@ -117,6 +117,11 @@ class MetadataStore(ABC):
         """Set (a number) or remove (None) quota keys of one entity."""
         raise NotImplementedError(f"{type(self).__name__} keeps no client quotas")
 
+    async def written(self) -> bool:
+        """Wait until the changes made so far are where the other brokers read them (ZooKeeper
+        writes run in the background); False if one failed. A local store writes at once."""
+        return True
+
     @abstractmethod
     def reserve_producer_id_block(self, size: int) -> int:
         """Reserve ``size`` producer ids; return the first."""

@@ -25,9 +25,10 @@ from odradek.cluster.controller import INTERNAL_TOPICS
 from odradek.cluster.metadata_image import BrokerInfo, MetadataImage, PartitionState, TopicInfo
 from odradek.cluster.store import MetadataStore
 from odradek.cluster.zk_client import BadVersionError, NodeExistsError, NoNodeError, ZkClient, ZooKeeperError
+from odradek.cluster.zk_security_store import QUOTA_ENTITY_TYPES, ZkSecurityStore
 from odradek.protocol import errors
 
-_NOT_IN_ZOOKEEPER = "{what} are not kept in ZooKeeper yet: a cluster cannot store them (a single broker can)"
+_NOT_IN_ZOOKEEPER = "{what} are not kept in ZooKeeper: Kafka keeps them only in KRaft mode (a single broker can)"
 
 log = logging.getLogger(__name__)
 
@@ -46,14 +47,16 @@ class ZkMetadataStore(MetadataStore):
         self._pid_task: asyncio.Task | None = None
         self._changed = asyncio.Event()
         self._background: set[asyncio.Task] = set()
+        self.security = ZkSecurityStore(zk, self._spawn)  # ACLs, SCRAM credentials, quotas
 
     # -- start ---------------------------------------------------------------------------
 
     async def load(self) -> None:
-        """Read what a starting broker needs before serving: its dynamic configs and a block of
-        producer ids."""
+        """Read what a starting broker needs before serving: its dynamic configs, the ACLs, SCRAM
+        credentials and quotas, and a block of producer ids."""
         for entity in (str(self.node.node_id), zk_data.DEFAULT_ENTITY):
             self._broker_configs[entity] = await self._read_config(zk_data.BROKER_CONFIG, entity)
+        await self.security.load()
         self._pid_blocks.append(await self._claim_producer_id_block(zk_data.PRODUCER_ID_BLOCK_SIZE))
 
     async def _read_config(self, entity_type: str, name: str) -> dict[str, str]:
@@ -81,6 +84,9 @@ class ZkMetadataStore(MetadataStore):
             return entity_type, name
         if entity_type == zk_data.BROKER_CONFIG and name in self._broker_configs:
             self._broker_configs[name] = await self._read_config(zk_data.BROKER_CONFIG, name)
+            return entity_type, name
+        if entity_type in QUOTA_ENTITY_TYPES:  # users/<u>, users/<u>/clients/<c>, clients/<c>, ips/<ip>
+            await self.security.reload_entity(entity_path)
             return entity_type, name
         return None
 
@@ -184,9 +190,8 @@ class ZkMetadataStore(MetadataStore):
     def update_partition(self, topic, partition, state: PartitionState) -> None:
         self.image.topics[topic].partitions[partition] = state
 
-    # Group configs (KRaft-only in Kafka), security and quota state are not kept in ZooKeeper yet
-    # (zk_security_data.py has the layout for the latter):
-    # a cluster has none, and changes are refused with a message instead of being lost.
+    # Group configs are KRaft-only in Kafka: a cluster has none, and changes are refused with a
+    # message instead of being lost.
     def group_configs(self, group_id) -> dict[str, str]:
         return {}
 
@@ -194,25 +199,30 @@ class ZkMetadataStore(MetadataStore):
         raise errors.InvalidRequestError(_NOT_IN_ZOOKEEPER.format(what="group configs"))
 
     def scram_credentials(self, user) -> dict[str, str]:
-        return {}
+        return self.security.scram_credentials(user)
 
     def scram_users(self) -> dict[str, dict[str, str]]:
-        return {}
+        return self.security.scram_users()
 
     def set_scram_credential(self, user, mechanism, credential) -> None:
-        raise errors.InvalidRequestError(_NOT_IN_ZOOKEEPER.format(what="SCRAM credentials"))
+        self.security.set_scram_credential(user, mechanism, credential)
 
     def acls(self) -> list[dict]:
-        return []
+        return self.security.acls()
 
     def set_acls(self, acls) -> None:
-        raise errors.InvalidRequestError(_NOT_IN_ZOOKEEPER.format(what="ACLs"))
+        self.security.set_acls(acls)
 
     def client_quotas(self) -> list[tuple[dict, dict]]:
-        return []
+        return self.security.client_quotas()
 
     def set_client_quota(self, entity, changes) -> None:
-        raise errors.InvalidRequestError(_NOT_IN_ZOOKEEPER.format(what="client quotas"))
+        self.security.set_client_quota(entity, changes)
+
+    async def written(self) -> bool:
+        """Wait for the ZooKeeper writes started so far; False if one of them failed."""
+        results = await asyncio.gather(*list(self._background), return_exceptions=True)
+        return not any(isinstance(r, BaseException) for r in results)
 
     def reserve_producer_id_block(self, size) -> int:
         if not self._pid_blocks:

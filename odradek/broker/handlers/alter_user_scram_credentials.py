@@ -49,7 +49,17 @@ def handle_alter_user_scram_credentials(broker, request):
             broker.store.set_scram_credential(item.name, mech, cred.to_text())
         else:
             broker.store.set_scram_credential(item.name, mech, None)
-    return _response(request, {u: outcome.get(u, (ErrorCode.none, None)) for u in users})
+    outcome = {u: outcome.get(u, (ErrorCode.none, None)) for u in users}
+    if broker.cluster is not None and checked:  # answer once every broker can read them
+        return _when_written(broker, request, outcome)
+    return _response(request, outcome)
+
+
+async def _when_written(broker, request, outcome: dict):
+    if not await broker.store.written():
+        failed = (ErrorCode.unknown_server_error, "writing the credentials to ZooKeeper failed; see the broker's log")
+        outcome = {u: failed if code == ErrorCode.none else (code, m) for u, (code, m) in outcome.items()}
+    return _response(request, outcome)
 
 
 def _check(item, stored) -> tuple | None:

@@ -28,6 +28,15 @@ def handle_delete_acls(broker, request):
             {"error_code": 0, "error_message": None, **binding_to_wire(b)} for b in next(deleted)
         ]
         results.append({"error_code": 0, "error_message": None, "matching_acls": matching})
+    if broker.cluster is not None and valid:  # answer once the other brokers can read it
+        return _when_written(broker, request, results)
+    return _response(request, results)
+
+
+async def _when_written(broker, request, results):
+    if not await broker.store.written():
+        failed = _failed(ErrorCode.unknown_server_error, "writing the ACLs to ZooKeeper failed; see the broker's log")
+        results = [failed if r["error_code"] == 0 else r for r in results]
     return _response(request, results)
 
 

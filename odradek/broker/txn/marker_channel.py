@@ -122,13 +122,15 @@ class MarkerChannel:
 
     async def _connection(self, leader) -> Connection:
         conn = self._connections.get(leader.node_id)
-        if conn is None or conn.closed or (conn.host, conn.port) != (leader.host, leader.port):
+        host, port = leader.address(self.broker.config.inter_broker_listener_name)
+        if conn is None or conn.closed or (conn.host, conn.port) != (host, port):
             conn = Connection(
-                leader.host,
-                leader.port,
+                host,
+                port,
                 leader.node_id,
                 f"broker-{self.broker.node_id}-txn-markers",
                 self.request_timeout_ms,
+                security=self.broker.inter_broker_security,
             )
             await conn.connect(self.request_timeout_ms / 1000)
             self._connections[leader.node_id] = conn
