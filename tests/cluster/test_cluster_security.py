@@ -30,6 +30,7 @@ from odradek.protocol.messages import build_request
 from odradek.protocol.sasl_mechanisms import ScramCredential
 from odradek.testing.process import free_port
 from tests.cluster.control_support import ZkReader, cluster_on
+from tests.security.certs import KEY_PASSWORD, make_tls_files
 from tests.support import wait_until
 
 CLIENT_SCRAM, BROKER_SCRAM = "SCRAM-SHA-512", "SCRAM-SHA-256"
@@ -234,3 +235,39 @@ def test_a_restarted_broker_reads_users_acls_and_quotas_back_from_zookeeper(clus
     assert topic_error(cluster, 3, "dave", "orders") == ErrorCode.topic_authorization_failed
     throttles = throttled_on_broker_3(cluster, "dave", "fast-client", "quota-t")
     assert any(broker == 3 and ms > 0 for broker, ms in throttles), throttles
+
+
+def test_brokers_replicate_over_sasl_ssl_with_plain(zookeeper, tmp_path):
+    """The inter-broker listener is SASL_SSL with PLAIN: the brokers check each other's
+    certificate (host name included, Kafka's default) and log in as ``broker``."""
+    tls = make_tls_files(tmp_path / "tls")
+    overrides = {
+        "sasl.enabled.mechanisms": "PLAIN",
+        "listener.name.sasl_ssl.plain.sasl.jaas.config": (
+            "org.apache.kafka.common.security.plain.PlainLoginModule required "
+            'username="broker" password="broker-secret" user_broker="broker-secret";'
+        ),
+        "inter.broker.listener.name": "SASL_SSL",
+        "sasl.mechanism.inter.broker.protocol": "PLAIN",
+        "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+        "super.users": "User:broker",
+        "ssl.keystore.type": "PEM",
+        "ssl.keystore.location": str(tls.broker_keystore),
+        "ssl.key.password": KEY_PASSWORD,
+        "ssl.truststore.type": "PEM",
+        "ssl.truststore.location": str(tls.ca),
+    }
+    client = {"security.protocol": "SASL_SSL", "sasl.mechanism": "PLAIN", "sasl.username": "broker",
+              "sasl.password": "broker-secret", "ssl.ca.location": str(tls.ca)}  # fmt: skip
+    with_tls = cluster_on(zookeeper, 2, overrides=overrides, client_settings=client)
+    for b in with_tls.brokers.values():
+        b.overrides["listeners"] = f"SASL_SSL://127.0.0.1:{b.port}"
+    with with_tls:
+        with_tls.create_topic("replicated", 1, 2, {"min.insync.replicas": 2})
+        delivered = []
+        producer = Producer({**with_tls.client_config(), "acks": "all"})
+        for i in range(5):
+            producer.produce("replicated", f"m{i}".encode(), on_delivery=lambda err, msg: delivered.append(err))
+        assert producer.flush(60) == 0
+        assert delivered == [None] * 5
+        assert sorted(with_tls.metadata(["replicated"]).topics["replicated"][0].isr) == [1, 2]
