@@ -212,7 +212,8 @@ def test_a_quota_set_on_one_broker_throttles_on_another(cluster):
              "ops": [{"key": "producer_byte_rate", "value": 2000.0, "remove": False}]}  # fmt: skip
     answer = send(cluster, 1, "admin", 49, 1, {"entries": [entry], "validate_only": False})
     assert answer.entries[0].error_code == ErrorCode.none
-    with ZkReader(cluster) as zk:
+    with ZkReader(cluster) as zk:  # AlterClientQuotas answers before the write (unlike CreateAcls)
+        wait_until(lambda: zk.exists("/config/clients/slow"), 30, "the quota in ZooKeeper")
         assert zk.json("/config/clients/slow") == {"version": 1, "config": {"producer_byte_rate": "2000"}}
     wait_until(lambda: logs_in(cluster, 3, "carol") and topic_error(cluster, 3, "carol", "quota-t") == 0, 30, "carol on broker 3")
     throttles = throttled_on_broker_3(cluster, "carol", "slow", "quota-t")
@@ -225,6 +226,8 @@ def test_a_restarted_broker_reads_users_acls_and_quotas_back_from_zookeeper(clus
     entry = {"entity": [{"entity_type": "user", "entity_name": "dave"}],
              "ops": [{"key": "producer_byte_rate", "value": 2000.0, "remove": False}]}  # fmt: skip
     assert send(cluster, 1, "admin", 49, 1, {"entries": [entry], "validate_only": False}).entries[0].error_code == 0
+    with ZkReader(cluster) as zk:
+        wait_until(lambda: "producer_byte_rate" in zk.json("/config/users/dave")["config"], 30, "dave's quota in ZooKeeper")
 
     assert cluster.stop(3) == 0
     cluster.start_broker(3)
