@@ -11,6 +11,8 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
+import subprocess
+import sys
 import time
 
 import pytest
@@ -61,9 +63,14 @@ def cluster(zookeeper):
     for b in cluster.brokers.values():
         b.overrides["listeners"] = f"SASL_PLAINTEXT://127.0.0.1:{b.port},INTERNAL://127.0.0.1:{free_port()}"
     # before the brokers start: they need "broker" to reach each other (kafka-configs --zookeeper)
-    for user, mechanism in (("broker", BROKER_SCRAM), ("admin", CLIENT_SCRAM)):
-        credential = ScramCredential.from_password(mechanism, f"{user}-secret").to_text()
-        asyncio.run(write_scram_credentials(cluster.zookeeper_connect, user, {mechanism: credential}))
+    made = subprocess.run(
+        [sys.executable, "-m", "odradek", "users", "create", "broker", "-m", BROKER_SCRAM, "--password-stdin",
+         "--zookeeper", cluster.zookeeper_connect],
+        input="broker-secret", capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    credential = ScramCredential.from_password(CLIENT_SCRAM, "admin-secret").to_text()
+    asyncio.run(write_scram_credentials(cluster.zookeeper_connect, "admin", {CLIENT_SCRAM: credential}))
     with cluster:
         yield cluster
 
