@@ -14,15 +14,18 @@ in memory at once and written in the background with a conditional read-modify-w
 one znode it touches: a write that lost a race with another broker (BadVersion) reads the
 znode again and reapplies only its own additions and removals, so two brokers adding ACLs to
 one resource at the same moment both keep theirs. ``written()`` waits for those writes.
+A write that fails (ZooKeeper unreachable) leaves memory ahead of ZooKeeper, so the store reads
+that znode again, retrying until ZooKeeper answers: the change is undone here too.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from odradek.cluster import zk_data
-from odradek.cluster.zk_client import BadVersionError, NodeExistsError, NoNodeError, ZkClient
+from odradek.cluster.zk_client import BadVersionError, NodeExistsError, NoNodeError, ZkClient, ZooKeeperError
 from odradek.cluster.zk_security_data import SCRAM_CONFIG_KEYS, acl_bindings, acl_znodes, scram_credentials
 from odradek.protocol.acl_model import AclBinding
 
@@ -31,6 +34,7 @@ log = logging.getLogger(__name__)
 ACL_ROOTS = ((zk_data.LITERAL_ACL_PATH, "LITERAL"), (f"{zk_data.EXTENDED_ACL_PATH}/prefixed", "PREFIXED"))
 QUOTA_ENTITY_TYPES = (zk_data.USER_CONFIG, zk_data.CLIENT_CONFIG, zk_data.IP_CONFIG)
 _CONFLICTS = (BadVersionError, NodeExistsError, NoNodeError)  # another writer was first: read again
+RESYNC_BACKOFF_S = 1.0
 
 AclKey = tuple[str, str, str]  # (resource type "Topic", pattern type "LITERAL", resource name)
 
@@ -42,6 +46,7 @@ class ZkSecurityStore:
         self._acls: dict[AclKey, list[AclBinding]] = {}
         self._entities: dict[str, dict[str, str]] = {}  # entity path ("users/alice") -> config
         self.on_acls_changed: Callable[[], None] = lambda: None  # the authorizer reloads
+        self._resyncs: set[asyncio.Task] = set()
 
     def _background(self, coro) -> None:
         if self._spawn is None:
@@ -145,6 +150,23 @@ class ZkSecurityStore:
     async def _write_acls(self, key: AclKey, added: list[AclBinding], removed: list[AclBinding]) -> None:
         resource_type, pattern, name = key
         enum_type = zk_data.enum_name(resource_type)
+        try:
+            merged = await self._merge_acls(key, enum_type, added, removed)
+        except ZooKeeperError:
+            self._resync(lambda: self._reload_and_tell(enum_type, name, pattern))
+            raise
+        self._put_acls(key, merged)
+        self.on_acls_changed()
+
+    async def _reload_and_tell(self, resource_type: str, name: str, pattern: str) -> None:
+        await self.reload_acls(resource_type, name, pattern)
+        self.on_acls_changed()
+
+    async def _merge_acls(
+        self, key: AclKey, enum_type: str, added: list[AclBinding], removed: list[AclBinding]
+    ) -> list[AclBinding]:
+        """Apply ``added`` and ``removed`` to the resource's znode as it is now; the result."""
+        resource_type, pattern, name = key
         path = zk_data.acl_path(enum_type, name, pattern)
         while True:
             try:
@@ -156,7 +178,7 @@ class ZkSecurityStore:
             merged = [b for b in current if b not in removed] + [b for b in dict.fromkeys(added) if b not in current]
             try:
                 if merged == current:
-                    break
+                    return merged
                 if not merged:
                     await self.zk.delete(path, version=version if version is not None else -1)
                 elif version is None:
@@ -168,9 +190,7 @@ class ZkSecurityStore:
             await self.zk.create(
                 zk_data.acl_change_path(pattern), zk_data.encode_acl_change(enum_type, name, pattern), sequential=True, makepath=True
             )
-            break
-        self._put_acls(key, merged)
-        self.on_acls_changed()
+            return merged
 
     # -- SCRAM credentials ----------------------------------------------------------------------
 
@@ -220,7 +240,36 @@ class ZkSecurityStore:
         config = dict(self._entities.get(entity_path, {}))
         _apply(config, changes)
         self._put_entity(entity_path, config)
-        self._background(self.write_entity(entity_path, changes))
+        self._background(self._write_or_resync(entity_path, changes))
+
+    async def _write_or_resync(self, entity_path: str, changes: dict[str, str | None]) -> None:
+        try:
+            await self.write_entity(entity_path, changes)
+        except ZooKeeperError:
+            self._resync(lambda: self.reload_entity(entity_path))
+            raise
+
+    def _resync(self, read: Callable[[], Awaitable[None]]) -> None:
+        """Read a znode whose write failed again, until ZooKeeper answers."""
+
+        async def retry() -> None:
+            while True:
+                try:
+                    await read()
+                    return
+                except ZooKeeperError as exc:
+                    log.info("cannot read back a security znode whose write failed (%s); retrying", exc)
+                    await asyncio.sleep(RESYNC_BACKOFF_S)
+
+        task = asyncio.get_running_loop().create_task(retry(), name="zk-security-resync")
+        self._resyncs.add(task)
+        task.add_done_callback(self._resyncs.discard)
+
+    async def close(self) -> None:
+        tasks = list(self._resyncs)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
 
     async def write_entity(self, entity_path: str, changes: dict[str, str | None]) -> None:
         """Set (or with None remove) keys of ``/config/<entity_path>``. Kafka's order: the

@@ -294,6 +294,7 @@ class ZkMetadataStore(MetadataStore):
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        await self.security.close()
 
 
 def _state(leader: int, leader_epoch: int, replicas, isr, partition_epoch: int) -> PartitionState:

@@ -240,6 +240,7 @@ def test_a_restarted_broker_reads_users_acls_and_quotas_back_from_zookeeper(clus
     cluster.start_broker(3)
     cluster.wait_until_ready()
     cluster.wait_for(lambda md: md.topics["quota-t"][0].leader == 3, what="broker 3 to lead quota-t again")
+    wait_until(lambda: topic_error(cluster, 3, "admin", "quota-t") == 0, 30, "broker 3's metadata to have quota-t")
     assert logs_in(cluster, 3, "dave")  # read at start: no notification needed
     assert topic_error(cluster, 3, "dave", "quota-t") == 0
     assert topic_error(cluster, 3, "dave", "orders") == ErrorCode.topic_authorization_failed

@@ -8,9 +8,11 @@ from __future__ import annotations
 import asyncio
 import json
 
+import pytest
+
 from odradek.cluster import zk_data
 from odradek.cluster.change_notifications import NotificationListener
-from odradek.cluster.zk_client import ZkClient
+from odradek.cluster.zk_client import ZkClient, ZooKeeperError
 from odradek.cluster.zk_security_store import ZkSecurityStore, write_scram_credentials
 from odradek.protocol.acl_model import AclBinding
 from odradek.protocol.sasl_mechanisms import ScramCredential
@@ -131,5 +133,31 @@ def test_scram_credentials_and_quotas_of_any_entity_in_kafkas_config_layout(zk_c
             await restarted.reload_entity("users/alice%40corp")  # what a /config/changes notification does
             assert ({"user": "alice@corp", "client-id": None}, {"producer_byte_rate": 2048.0}) not in restarted.client_quotas()
             assert "SCRAM-SHA-512" in restarted.scram_credentials("alice@corp"), "removing a quota keeps the credential"
+
+    asyncio.run(asyncio.wait_for(body(), 60))
+
+
+def test_a_change_zookeeper_did_not_take_is_undone_once_it_answers_again(zookeeper, zk_connect):
+    """ZooKeeper is down when an ACL is added: the write fails (CreateAcls answers an error),
+    and once ZooKeeper serves again the broker reads the znode back, so it does not keep
+    enforcing an ACL no other broker has."""
+
+    async def body():
+        async with ZkClient(zk_connect, session_timeout_ms=6000, connection_timeout_ms=1000) as zk:
+            store = Store(zk)
+            await store.security.load()
+            zookeeper.stop()
+            try:
+                store.security.set_acls([binding("orders", "User:eve").to_json()])
+                assert store.security.acls(), "in memory at once, as the authorizer reloads"
+                with pytest.raises(ZooKeeperError):
+                    await store.written()
+            finally:
+                zookeeper.start()
+            deadline = asyncio.get_running_loop().time() + 30
+            while store.security.acls() and asyncio.get_running_loop().time() < deadline:
+                await asyncio.sleep(0.05)
+            assert store.security.acls() == [], "read back from ZooKeeper, which never had it"
+            await store.security.close()
 
     asyncio.run(asyncio.wait_for(body(), 60))
