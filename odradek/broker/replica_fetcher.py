@@ -33,6 +33,7 @@ from dataclasses import dataclass
 
 from odradek._tasks import cancel_and_wait
 from odradek.broker.group.partitioning import java_string_hash
+from odradek.cluster.controller_channel import connect_to_broker
 from odradek.net.connection import Connection
 from odradek.net.connection_errors import ClientError
 from odradek.net.connection_security import ConnectionSecurity
@@ -158,16 +159,14 @@ class ReplicaFetcher:
     async def _connection(self) -> Connection:
         if self._conn is None or self._conn.closed:
             config = self.manager.config
-            conn = Connection(
+            self._conn = await connect_to_broker(
                 self.source.host,
                 self.source.port,
                 self.source.node_id,
                 f"broker-{config.node_id}-fetcher-{self.fetcher_id}",
                 config.socket_timeout_ms,
-                security=config.security,
+                config.security,
             )
-            await conn.connect(config.socket_timeout_ms / 1000)
-            self._conn = conn
         return self._conn
 
     def _partition(self, key):

@@ -22,14 +22,30 @@ from dataclasses import dataclass
 
 from odradek._tasks import cancel_and_wait
 from odradek.net.connection import Connection
-from odradek.net.connection_errors import ClientError
+from odradek.net.connection_errors import ClientError, KafkaConnectionError
 from odradek.net.connection_security import ConnectionSecurity
 from odradek.protocol import messages
-from odradek.protocol.errors import ErrorCode
+from odradek.protocol.errors import ErrorCode, KafkaError
 
 log = logging.getLogger(__name__)
 
 RETRY_BACKOFF_S = 0.1
+
+
+async def connect_to_broker(
+    host: str, port: int, node_id: int, client_id: str, timeout_ms: int, security: ConnectionSecurity | None
+) -> Connection:
+    """A connection from this broker to another (controller requests, follower fetches,
+    transaction markers, controlled shutdown), with the inter-broker listener's ``security``.
+    A login the other broker refuses (a Kafka error from SASL, e.g. a user it does not know
+    yet) is a failed connection like any other, KafkaConnectionError, for the caller to retry
+    after its backoff."""
+    conn = Connection(host, port, node_id, client_id, timeout_ms, security=security)
+    try:
+        await conn.connect(timeout_ms / 1000)
+    except KafkaError as exc:
+        raise KafkaConnectionError(f"broker {node_id} at {host}:{port} refused the login: {exc}") from exc
+    return conn
 
 
 class BrokerLinkError(ConnectionError):
@@ -61,11 +77,9 @@ class BrokerLink:
         """Send one request and return the decoded response; BrokerLinkError on failure."""
         try:
             if self._conn is None or self._conn.closed:
-                conn = Connection(
-                    self.host, self.port, self.node_id, self.client_id, int(self.timeout_s * 1000), security=self.security
+                self._conn = await connect_to_broker(
+                    self.host, self.port, self.node_id, self.client_id, int(self.timeout_s * 1000), self.security
                 )
-                await conn.connect(self.timeout_s)
-                self._conn = conn
             return await self._conn.send(api_key, entity, version=version)
         except (ClientError, OSError) as exc:
             self.close()

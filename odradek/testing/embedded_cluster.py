@@ -256,10 +256,20 @@ class EmbeddedCluster:
 
     def create_topic(self, name: str, partitions: int = 1, replication_factor: int = 1, configs: dict | None = None) -> None:
         from odradek.client.structs import NewTopic
+        from odradek.protocol.errors import NotControllerError
 
-        self._admin_client().create_topics(
-            [NewTopic(name, partitions, replication_factor, {k: str(v) for k, v in (configs or {}).items()})]
-        )
+        topic = NewTopic(name, partitions, replication_factor, {k: str(v) for k, v in (configs or {}).items()})
+        deadline = time.monotonic() + self.start_timeout
+        while True:
+            try:
+                self._admin_client().create_topics([topic])
+                break
+            except NotControllerError:  # the admin client read the metadata before a controller change
+                if time.monotonic() > deadline:
+                    raise
+                self._admin.close()
+                self._admin = None  # a new one reads who the controller is now
+                time.sleep(0.1)
         self.wait_for(
             lambda md: name in md.topics and len(md.topics[name]) == partitions and all(p.leader >= 0 for p in md.topics[name].values()),
             what=f"leaders of topic {name}",

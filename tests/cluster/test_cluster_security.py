@@ -13,6 +13,7 @@ import hashlib
 import os
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -282,3 +283,39 @@ def test_brokers_replicate_over_sasl_ssl_with_plain(zookeeper, tmp_path):
         assert producer.flush(60) == 0
         assert delivered == [None] * 5
         assert sorted(with_tls.metadata(["replicated"]).topics["replicated"][0].isr) == [1, 2]
+
+
+def test_brokers_started_before_their_user_exists_join_up_once_it_is_made(zookeeper):
+    """The operator forgot the brokers' SCRAM user: the brokers start and register but cannot
+    log in to each other (the controller retries, saying why); once the user is made in
+    ZooKeeper, every broker reads it from /config/changes and the cluster comes together."""
+    late = cluster_on(zookeeper, 3, overrides=SECURED, client_settings=sasl("admin", "admin-secret"))
+    for b in late.brokers.values():
+        b.overrides["listeners"] = f"SASL_PLAINTEXT://127.0.0.1:{b.port},INTERNAL://127.0.0.1:{free_port()}"
+    credential = ScramCredential.from_password(CLIENT_SCRAM, "admin-secret").to_text()
+    asyncio.run(write_scram_credentials(late.zookeeper_connect, "admin", {CLIENT_SCRAM: credential}))
+    started: list[BaseException | None] = []
+    starting = threading.Thread(target=lambda: started.append(_start(late)))
+    starting.start()
+    try:
+        with ZkReader(late) as zk:
+            wait_until(lambda: zk.exists("/brokers/ids") and len(zk.children("/brokers/ids")) == 3, 60, "3 brokers registered")
+        wait_until(lambda: any("refused the login" in late.log_text(b) for b in late.brokers), 60, "the controller to say why")
+        credential = ScramCredential.from_password(BROKER_SCRAM, "broker-secret").to_text()
+        asyncio.run(write_scram_credentials(late.zookeeper_connect, "broker", {BROKER_SCRAM: credential}))
+        starting.join(90)
+        assert started == [None], started
+        for b in late.brokers:  # the controller's UpdateMetadata reached every broker
+            wait_until(lambda b=b: len(send(late, b, "admin", 3, 9, _metadata([])).brokers) == 3, 30, f"broker {b}'s metadata")
+        late.create_topic("together", 1, 3)
+    finally:
+        starting.join(90)
+        late.close()
+
+
+def _start(cluster) -> BaseException | None:
+    try:
+        cluster.start()
+        return None
+    except BaseException as exc:  # reported by the test's thread
+        return exc
