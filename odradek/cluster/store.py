@@ -108,6 +108,11 @@ class MetadataStore(ABC):
         """Replace every ACL (the authorizer computes additions and deletions)."""
         raise NotImplementedError(f"{type(self).__name__} keeps no ACLs")
 
+    async def refresh_acls(self, filters: list) -> None:
+        """Read again, where other brokers write them, the ACLs of the resources these
+        DeleteAcls filters (``acl_model.AclFilter``) name. Nothing to do on a single node."""
+        return None
+
     def client_quotas(self) -> list[tuple[dict, dict]]:
         """Every client quota: ({"user": u, "client-id": c}, {key: float}); a part is a name,
         "<default>" or None (Kafka: /config/users/<u>/clients/<c>, /config/clients/<c>)."""

@@ -27,7 +27,7 @@ from collections.abc import Awaitable, Callable
 from odradek.cluster import zk_data
 from odradek.cluster.zk_client import BadVersionError, NodeExistsError, NoNodeError, ZkClient, ZooKeeperError
 from odradek.cluster.zk_security_data import SCRAM_CONFIG_KEYS, acl_bindings, acl_znodes, scram_credentials
-from odradek.protocol.acl_model import AclBinding
+from odradek.protocol.acl_model import WILDCARD, AclBinding
 
 log = logging.getLogger(__name__)
 
@@ -92,6 +92,26 @@ class ZkSecurityStore:
             log.warning("ignoring the ACLs in %s: %s", path, exc)
             bindings = []
         self._put_acls(key, bindings)
+
+    async def refresh_acls(self, filters) -> None:
+        """Read again the ACL znodes of the resources ``acl_model.AclFilter`` s name, so that a
+        DeleteAcls here finds an ACL another broker added even before its notification arrives.
+        Filters naming no resource type or name match from memory."""
+        for f in filters:
+            if f.resource_type is None or f.name is None:
+                continue
+            enum_type = zk_data.enum_name(f.resource_type)
+            found = []
+            if f.pattern_type in (None, "LITERAL", "MATCH"):
+                found.append(("LITERAL", f.name))
+            if f.pattern_type == "MATCH":
+                found.append(("LITERAL", WILDCARD))
+                root = f"{zk_data.EXTENDED_ACL_PATH}/prefixed/{zk_data.pascal_case(enum_type)}"
+                found += [("PREFIXED", p) for p in await self._children(root) if f.name.startswith(p)]
+            if f.pattern_type in (None, "PREFIXED"):
+                found.append(("PREFIXED", f.name))
+            for pattern, name in found:
+                await self.reload_acls(enum_type, name, pattern)
 
     async def on_acl_notification(self, pattern_type: str, data: bytes) -> None:
         """A ``/kafka-acl-changes`` (LITERAL) or ``/kafka-acl-extended-changes`` notification."""

@@ -213,6 +213,9 @@ class ZkMetadataStore(MetadataStore):
     def set_acls(self, acls) -> None:
         self.security.set_acls(acls)
 
+    async def refresh_acls(self, filters) -> None:
+        await self.security.refresh_acls(filters)
+
     def client_quotas(self) -> list[tuple[dict, dict]]:
         return self.security.client_quotas()
 

@@ -14,7 +14,7 @@ from odradek.cluster import zk_data
 from odradek.cluster.change_notifications import NotificationListener
 from odradek.cluster.zk_client import ZkClient, ZooKeeperError
 from odradek.cluster.zk_security_store import ZkSecurityStore, write_scram_credentials
-from odradek.protocol.acl_model import AclBinding
+from odradek.protocol.acl_model import AclBinding, AclFilter
 from odradek.protocol.sasl_mechanisms import ScramCredential
 
 
@@ -159,5 +159,30 @@ def test_a_change_zookeeper_did_not_take_is_undone_once_it_answers_again(zookeep
                 await asyncio.sleep(0.05)
             assert store.security.acls() == [], "read back from ZooKeeper, which never had it"
             await store.security.close()
+
+    asyncio.run(asyncio.wait_for(body(), 60))
+
+
+def test_delete_acls_filters_read_the_resources_they_name_from_zookeeper_first(zk_connect):
+    """A DeleteAcls reaching a broker before the notification of the ACL it deletes still finds
+    it: the resources its filters name are read again (literal, prefixed, and for MATCH the
+    wildcard and every prefix of the name)."""
+
+    async def body():
+        async with ZkClient(zk_connect) as zk_a, ZkClient(zk_connect) as zk_b:
+            a, b = Store(zk_a), Store(zk_b)
+            await b.security.load()  # b hears of nothing a writes below: no listener
+            a.security.set_acls([
+                binding("orders", "User:alice").to_json(),
+                binding("*", "User:bob").to_json(),
+                binding("ord", "User:carol", "Write", "PREFIXED").to_json(),
+                binding("payments", "User:dave").to_json(),
+            ])  # fmt: skip
+            await a.written()
+            assert b.security.acls() == []
+            await b.security.refresh_acls([AclFilter("Topic", "orders", "MATCH", None, None, None, None)])
+            assert {acl["principal"] for acl in b.security.acls()} == {"User:alice", "User:bob", "User:carol"}
+            await b.security.refresh_acls([AclFilter("Topic", "payments", "LITERAL", None, None, None, None)])
+            assert "User:dave" in {acl["principal"] for acl in b.security.acls()}
 
     asyncio.run(asyncio.wait_for(body(), 60))
