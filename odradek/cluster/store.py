@@ -108,6 +108,11 @@ class MetadataStore(ABC):
         """Replace every ACL (the authorizer computes additions and deletions)."""
         raise NotImplementedError(f"{type(self).__name__} keeps no ACLs")
 
+    async def refresh_users(self, users: list[str]) -> None:
+        """Read again, where other brokers write them, the SCRAM credentials of ``users``.
+        Nothing to do on a single node."""
+        return None
+
     async def refresh_acls(self, filters: list) -> None:
         """Read again, where other brokers write them, the ACLs of the resources these
         DeleteAcls filters (``acl_model.AclFilter``) name. Nothing to do on a single node."""

@@ -216,6 +216,10 @@ class ZkMetadataStore(MetadataStore):
     async def refresh_acls(self, filters) -> None:
         await self.security.refresh_acls(filters)
 
+    async def refresh_users(self, users) -> None:
+        for user in filter(None, users):  # an empty name is refused by the caller
+            await self.security.reload_entity(zk_data.config_entity_path(zk_data.USER_CONFIG, user))
+
     def client_quotas(self) -> list[tuple[dict, dict]]:
         return self.security.client_quotas()
 

@@ -76,14 +76,19 @@ def cluster(zookeeper):
         yield cluster
 
 
-def send(cluster, broker_id: int, user: str, api_key: int, version: int, body, client_id: str = "security-test"):
-    """One request to exactly this broker, authenticated as ``user`` (password ``<user>-secret``)."""
+def _link(cluster, broker_id: int, user: str, client_id: str = "security-test") -> BrokerLink:
+    """A connection to exactly this broker, authenticated as ``user`` (password ``<user>-secret``)."""
     b = cluster.brokers[broker_id]
     security = ConnectionSecurity("SASL_PLAINTEXT", mechanism=CLIENT_SCRAM, username=user, password=f"{user}-secret")
+    return BrokerLink(b.host, b.port, broker_id, client_id, 10, security)
+
+
+def send(cluster, broker_id: int, user: str, api_key: int, version: int, body, client_id: str = "security-test"):
+    """One request to exactly this broker, authenticated as ``user``."""
     entity = build_request(api_key, version, body) if isinstance(body, dict) else body
 
     async def go():
-        link = BrokerLink(b.host, b.port, broker_id, client_id, 10, security)
+        link = _link(cluster, broker_id, user, client_id)
         try:
             return await link.request(api_key, version, entity)
         finally:
@@ -100,12 +105,16 @@ def logs_in(cluster, broker_id: int, user: str) -> bool:
         return False
 
 
-def add_user(cluster, user: str, via: int) -> None:
-    """AlterUserScramCredentials on broker ``via`` (password ``<user>-secret``)."""
+def _upsert(user: str) -> dict:
+    """A SCRAM-SHA-512 credential of ``user`` (password ``<user>-secret``), salted here."""
     salt = os.urandom(16)
     salted = hashlib.pbkdf2_hmac("sha512", f"{user}-secret".encode(), salt, 4096)
-    upsert = {"name": user, "mechanism": 2, "iterations": 4096, "salt": salt, "salted_password": salted}
-    answer = send(cluster, via, "admin", 51, 0, {"deletions": [], "upsertions": [upsert]})
+    return {"name": user, "mechanism": 2, "iterations": 4096, "salt": salt, "salted_password": salted}
+
+
+def add_user(cluster, user: str, via: int) -> None:
+    """AlterUserScramCredentials on broker ``via``."""
+    answer = send(cluster, via, "admin", 51, 0, {"deletions": [], "upsertions": [_upsert(user)]})
     assert [r.error_code for r in answer.results] == [ErrorCode.none]
 
 
@@ -163,6 +172,32 @@ def test_a_user_created_through_one_broker_logs_in_on_another(cluster):
     admin = AdminClient({"bootstrap.servers": cluster.brokers[3].bootstrap_servers, **sasl("alice", "alice-secret")})
     assert admin.list_topics(timeout=30).brokers.keys() == {1, 2, 3}  # confluent-kafka logs in too
     assert not logs_in(cluster, 3, "nobody")
+
+
+def test_a_user_created_through_one_broker_can_be_deleted_through_another_at_once(cluster):
+    """The deletion reaches broker 2 right after broker 1 answered the creation, over a
+    connection already open, before broker 2 can have had the notification: it still finds
+    the credential (read from ZooKeeper, as Kafka's brokers do)."""
+
+    async def create_then_delete():
+        links = [_link(cluster, b, "admin") for b in (1, 2)]
+        try:
+            for link in links:  # logged in before the race starts
+                await link.request(3, 9, build_request(3, 9, _metadata([])))
+            created = await links[0].request(51, 0, build_request(51, 0, {"deletions": [], "upsertions": [_upsert("erin")]}))
+            deletion = {"deletions": [{"name": "erin", "mechanism": 2}], "upsertions": []}
+            deleted = await links[1].request(51, 0, build_request(51, 0, deletion))
+            return created, deleted
+        finally:
+            for link in links:
+                link.close()
+
+    created, deleted = asyncio.run(create_then_delete())
+    assert [r.error_code for r in created.results] == [ErrorCode.none]
+    assert [(r.user, r.error_code) for r in deleted.results] == [("erin", ErrorCode.none)]
+    with ZkReader(cluster) as zk:
+        assert CLIENT_SCRAM not in zk.json("/config/users/erin")["config"]
+    wait_until(lambda: not logs_in(cluster, 3, "erin"), 30, "erin to be refused on broker 3")
 
 
 def test_an_acl_added_on_one_broker_applies_on_another_and_acks_all_replicates(cluster):
