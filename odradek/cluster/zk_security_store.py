@@ -189,11 +189,7 @@ class ZkSecurityStore:
         resource_type, pattern, name = key
         path = zk_data.acl_path(enum_type, name, pattern)
         while True:
-            try:
-                data, stat = await self.zk.get(path)
-                version: int | None = stat.version
-            except NoNodeError:
-                data, version = b"", None
+            data, version = await self._read_versioned(path)
             current = acl_bindings(enum_type, name, pattern, data)
             merged = [b for b in current if b not in removed] + [b for b in dict.fromkeys(added) if b not in current]
             try:
@@ -211,6 +207,14 @@ class ZkSecurityStore:
                 zk_data.acl_change_path(pattern), zk_data.encode_acl_change(enum_type, name, pattern), sequential=True, makepath=True
             )
             return merged
+
+    async def _read_versioned(self, path: str) -> tuple[bytes, int | None]:
+        """A znode's data and the version to write it back at (None: absent, create it)."""
+        try:
+            data, stat = await self.zk.get(path)
+        except NoNodeError:
+            return b"", None
+        return data, stat.version
 
     # -- SCRAM credentials ----------------------------------------------------------------------
 
@@ -297,11 +301,7 @@ class ZkSecurityStore:
         /config/changes notification."""
         path = f"{zk_data.CONFIG_PATH}/{entity_path}"
         while True:
-            try:
-                data, stat = await self.zk.get(path)
-                version: int | None = stat.version
-            except NoNodeError:
-                data, version = b"", None
+            data, version = await self._read_versioned(path)
             config = zk_data.decode_entity_config(data, path)
             _apply(config, changes)
             try:

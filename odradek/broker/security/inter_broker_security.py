@@ -43,7 +43,7 @@ def inter_broker_security(config) -> ConnectionSecurity:
         return ConnectionSecurity(protocol, ctx, check_hostname)
     key = "sasl.mechanism.inter.broker.protocol"
     mechanism = str(config.get(key) or "").strip().upper()
-    enabled = [m.strip().upper() for m in keys.get("sasl.enabled.mechanisms") or []]
+    enabled = keys.enabled_mechanisms()
     if mechanism not in SUPPORTED_MECHANISMS or mechanism not in enabled:
         default = " (Kafka's default)" if mechanism == "GSSAPI" else ""
         raise ConfigError(

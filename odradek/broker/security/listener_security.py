@@ -72,6 +72,10 @@ class ListenerKeys:
             return parse_value(d, self.overrides[key]) if d is not None else self.overrides[key]
         return self.config.get(key)  # type: ignore[attr-defined]
 
+    def enabled_mechanisms(self) -> list[str]:
+        """``sasl.enabled.mechanisms`` of the listener, upper-case."""
+        return [m.strip().upper() for m in self.get("sasl.enabled.mechanisms") or []]
+
     def jaas_module(self, mechanism: str):
         """The listener's login module for ``mechanism`` (its ``<mechanism>.sasl.jaas.config``
         line), checked; None when the line is missing."""
@@ -111,7 +115,7 @@ def listener_security(config, endpoint: Endpoint) -> ListenerSecurity:
 
 def _configure_sasl(sec: ListenerSecurity, keys: ListenerKeys) -> None:
     get, key_of, prefix = keys.get, keys.key_of, keys.prefix
-    mechanisms = [m.strip().upper() for m in get("sasl.enabled.mechanisms") or []]
+    mechanisms = keys.enabled_mechanisms()
     key = key_of("sasl.enabled.mechanisms")
     if not mechanisms:
         raise ConfigError(f"{key}: listener {sec.name} is {sec.protocol} but no SASL mechanism is enabled", key)
