@@ -32,8 +32,9 @@ chooses differently from Kafka it says so here:
 * security: ``check_security()`` (called before a broker serves) builds each listener's TLS
   and SASL settings and refuses what cannot be enforced (an unsupported SASL mechanism, a
   JKS key store, ``ssl.client.auth=required`` without a TLS listener, an ``authorizer.class.name``
-  other than Kafka's two ACL authorizers or Odradek's), so a broker never serves in a weaker
-  mode than configured;
+  other than Kafka's two ACL authorizers or Odradek's; in a cluster, an inter-broker listener
+  the brokers cannot log in to, see ``security/inter_broker_security.py``), so a broker never
+  serves in a weaker mode than configured;
   ``ssl.*`` / ``sasl.*`` keys no listener uses are accepted with a warning.
 
 Where the parts live (Kafka's split in brackets):
@@ -296,12 +297,6 @@ class BrokerConfig:
                 "(all three are Odradek's ACL authorizer with Kafka's semantics)",
                 "authorizer.class.name",
             )
-        if authorizer and self.cluster_mode:
-            raise ConfigError(
-                "authorizer.class.name: ACLs are not kept in ZooKeeper yet, so a cluster cannot enforce "
-                "them; leave it unset with zookeeper.connect (a single broker supports ACLs)",
-                "authorizer.class.name",
-            )
         parse_super_users(self._values["super.users"])
         securities = listener_securities(self, self._listeners.bound)
         tls = {name for name, sec in securities.items() if sec.ssl_context is not None}
@@ -322,6 +317,10 @@ class BrokerConfig:
         )
         if unused and not secured and not self._security_checked:
             log.warning("ignoring %s: no listener uses SSL or SASL", ", ".join(unused))
+        if self.cluster_mode:  # the brokers must be able to log in to each other
+            from odradek.broker.security.inter_broker_security import inter_broker_security
+
+            inter_broker_security(self)
         self._security_checked = True
         return securities
 

@@ -48,8 +48,10 @@ from dataclasses import dataclass
 from odradek._tasks import cancel_and_wait
 from odradek.broker.fetch_session_handler import FetchSessionHandler
 from odradek.broker.group.partitioning import java_string_hash
+from odradek.cluster.controller_channel import connect_to_broker
 from odradek.net.connection import Connection
 from odradek.net.connection_errors import ClientError
+from odradek.net.connection_security import ConnectionSecurity
 from odradek.protocol import errors, messages
 from odradek.protocol.errors import ErrorCode
 from odradek.storage.log import UnexpectedAppendOffsetError
@@ -85,9 +87,10 @@ class FetcherConfig:
     socket_timeout_ms: int = 30000
     num_fetchers: int = 1
     truncate_on_fetch: bool = True  # Fetch v12 (KIP-595); False below inter.broker.protocol.version 2.7
+    security: ConnectionSecurity | None = None  # inter.broker.listener.name's TLS and SASL, as a client
 
     @classmethod
-    def from_getter(cls, node_id: int, get) -> FetcherConfig:
+    def from_getter(cls, node_id: int, get, security: ConnectionSecurity | None = None) -> FetcherConfig:
         return cls(
             node_id,
             get("replica.fetch.wait.max.ms"),
@@ -98,6 +101,7 @@ class FetcherConfig:
             get("replica.socket.timeout.ms"),
             max(1, get("num.replica.fetchers")),
             _protocol_at_least(get("inter.broker.protocol.version"), (2, 7)),
+            security,
         )
 
 
@@ -182,15 +186,14 @@ class ReplicaFetcher:
     async def _connection(self) -> Connection:
         if self._conn is None or self._conn.closed:
             config = self.manager.config
-            conn = Connection(
+            self._conn = await connect_to_broker(
                 self.source.host,
                 self.source.port,
                 self.source.node_id,
                 f"broker-{config.node_id}-fetcher-{self.fetcher_id}",
                 config.socket_timeout_ms,
+                config.security,
             )
-            await conn.connect(config.socket_timeout_ms / 1000)
-            self._conn = conn
         return self._conn
 
     def _partition(self, key):

@@ -203,10 +203,11 @@ class ReplicaManager:
 
     # -- replication: roles from the controller (LeaderAndIsr, StopReplica) --------------
 
-    def enable_replication(self, config_get, isr_updater=None) -> None:
+    def enable_replication(self, config_get, isr_updater=None, security=None) -> None:
         """Cluster mode: roles come from the controller, followers fetch, the ISR is kept.
         ``config_get`` reads broker config keys; ``isr_updater`` writes ISR changes to
-        ZooKeeper (None: applied locally, for tests without a controller)."""
+        ZooKeeper (None: applied locally, for tests without a controller); ``security`` (a
+        ``ConnectionSecurity``) is how fetchers connect to the inter-broker listener."""
         from odradek.broker.replica_fetcher import FetcherConfig, ReplicaFetcherManager
         from odradek.broker.replica_selector import replica_selector
 
@@ -214,7 +215,7 @@ class ReplicaManager:
         self.isr_updater = isr_updater
         self.replica_selector = replica_selector(config_get("replica.selector.class"), self.store)
         self.replica_lag_time_max_ms = config_get("replica.lag.time.max.ms")
-        self.fetchers = ReplicaFetcherManager(self, FetcherConfig.from_getter(self.node_id, config_get))
+        self.fetchers = ReplicaFetcherManager(self, FetcherConfig.from_getter(self.node_id, config_get, security))
         self.track(asyncio.get_running_loop().create_task(self._isr_expiration(), name="isr-expiration"))
 
     async def create_logs(self, request) -> None:

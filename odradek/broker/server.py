@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import errno
+import functools
 import logging
 import os
 import signal
@@ -37,6 +38,7 @@ from odradek.broker.producer_ids import ProducerIdManager
 from odradek.broker.purgatory import DelayedOperationPurgatory
 from odradek.broker.replica_manager import ReplicaManager
 from odradek.broker.security.authorizer import Authorizer
+from odradek.broker.security.inter_broker_security import inter_broker_security
 from odradek.broker.security.request_gates import RequestGates
 from odradek.broker.share.share_coordinator import ShareCoordinator
 from odradek.broker.share.share_fetch_manager import ShareFetchManager
@@ -78,6 +80,8 @@ def new_cluster_id() -> str:
 class Broker:
     def __init__(self, config: BrokerConfig):
         self.listener_security = config.check_security()
+        # How this broker connects to the others (controller requests, follower fetches, markers)
+        self.inter_broker_security = inter_broker_security(config) if config.cluster_mode else None
         self.authorizer = None
         self.config = config
         self.node_id: int = config.node_id
@@ -244,6 +248,7 @@ class Broker:
     async def _connect_cluster(self, log_dirs: list[Path], advertised: tuple[str, int]) -> None:
         """Join the ZooKeeper-mode cluster as far as a start needs before loading logs: the
         session, the cluster id and this broker's id (see cluster.cluster_node)."""
+        from odradek.cluster import zk_data
         from odradek.cluster.cluster_node import ClusterNode, ClusterStartupError
         from odradek.cluster.zk_data import BrokerEndpoint
         from odradek.cluster.zk_store import ZkMetadataStore
@@ -255,7 +260,7 @@ class Broker:
             host = listener.host or (bound[0] if bound else "127.0.0.1")
             port = listener.port or (bound[1] if bound else 0)
             endpoints.append(BrokerEndpoint(listener.name, host, port, listener.security_protocol))
-        self.cluster = ClusterNode(self.config, endpoints, self.rack)
+        self.cluster = ClusterNode(self.config, endpoints, self.rack, self.inter_broker_security)
         try:
             await self.cluster.connect(stored_cluster, stored_node)
         except ClusterStartupError as exc:
@@ -272,6 +277,12 @@ class Broker:
             BrokerInfo(self.node_id, advertised[0], advertised[1], self.rack, self._advertised_endpoints()),
             self.config.advertised_listeners[0].name,
         )
+        # ACL changes are announced in paths of their own; watch them all before reading the state
+        security = self.store.security
+        security.on_acls_changed = self._acls_changed
+        for path, pattern in ((zk_data.LITERAL_ACL_CHANGES_PATH, "LITERAL"), (zk_data.EXTENDED_ACL_CHANGES_PATH, "PREFIXED")):
+            self.cluster.listen(path, zk_data.ACL_CHANGE_PREFIX, functools.partial(security.on_acl_notification, pattern))
+        await self.cluster.start_listening()
         await self.store.load()
         self.cluster.on_session_lost = self._stop_leading
         self.cluster.on_config_change = self._on_config_change
@@ -327,12 +338,19 @@ class Broker:
                 if topic == name:
                     partition.update_config(config)
             self.controller.notify("configs", name)
+        elif entity_type in ("users", "clients", "ips"):  # quotas and SCRAM credentials
+            self.client_quotas.reload()
         else:
             self.dynamic_config.reload()
 
+    def _acls_changed(self) -> None:
+        """Another broker changed ACLs in ZooKeeper (or our write merged theirs)."""
+        if self.authorizer is not None:
+            self.authorizer.reload()
+
     def controller_address(self, controller_id: int) -> tuple[str, int] | None:
         info = self.image.brokers.get(controller_id)
-        return (info.host, info.port) if info is not None else None
+        return info.address(self.config.inter_broker_listener_name) if info is not None else None
 
     async def _bind(self) -> None:
         try:
@@ -559,7 +577,7 @@ class Broker:
         and transaction markers reach partitions led by other brokers."""
         from odradek.broker.txn.marker_channel import MarkerChannel
 
-        self.replica_manager.enable_replication(self.config.get, isr_updater)
+        self.replica_manager.enable_replication(self.config.get, isr_updater, self.inter_broker_security)
         self.replica_manager.fetchers.throttle = self.replication_quotas.follower
         if self.cluster is not None:
             loop = asyncio.get_running_loop()

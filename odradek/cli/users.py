@@ -26,6 +26,12 @@ def users():
       odradek users list
       odradek users delete alice
       odradek users list -b broker:9093 --command-config admin.properties
+
+    \b
+    A SASL/SCRAM cluster's brokers log in to each other as a SCRAM user, so that user is
+    made in ZooKeeper before they start (as kafka-configs --zookeeper does):
+      printf 'broker-secret' | odradek users create broker -m SCRAM-SHA-256 --password-stdin \\
+          --zookeeper zk1:2181/odradek
     """
 
 
@@ -34,14 +40,21 @@ def users():
 @click.option("--mechanism", "-m", type=MECHANISMS, multiple=True, help="Default: SCRAM-SHA-256 and SCRAM-SHA-512.")
 @click.option("--password-stdin", is_flag=True, help="Read the password from stdin (else it is asked for).")
 @click.option("--iterations", type=click.IntRange(4096, 16384), default=4096, show_default=True)
+@click.option(
+    "--zookeeper",
+    metavar="HOST:PORT[/CHROOT]",
+    help="Write the credentials straight to the cluster's ZooKeeper (/config/users/NAME) instead of "
+    "asking a broker: how the brokers' own user is made before a SCRAM cluster starts.",
+)
 @client_command
-def create(session, name, mechanism, password_stdin, iterations):
+def create(session, name, mechanism, password_stdin, iterations, zookeeper):
     """Add a SCRAM user, or set a new password for one (one credential per mechanism).
 
     \b
     Examples:
       odradek users create alice                                   # both mechanisms, asks twice
       printf 'secret' | odradek users create alice -m SCRAM-SHA-512 --password-stdin
+      printf 'secret' | odradek users create broker -m SCRAM-SHA-256 --password-stdin --zookeeper zk:2181/odradek
     """
     if password_stdin:
         password = click.get_text_stream("stdin").read().rstrip("\n")
@@ -50,9 +63,27 @@ def create(session, name, mechanism, password_stdin, iterations):
     if not password:
         raise click.UsageError("the password is empty")
     mechanisms = [m.upper() for m in mechanism] or ["SCRAM-SHA-256", "SCRAM-SHA-512"]
+    if zookeeper:
+        _create_in_zookeeper(session, zookeeper, name, mechanisms, password, iterations)
+        return
     with session.admin() as admin:
         admin.alter_user_scram_credentials(upsert=[(name, m, password, iterations) for m in mechanisms])
     session.info(f"User {name}: {', '.join(mechanisms)} credentials set.")
+
+
+def _create_in_zookeeper(session, zookeeper: str, name: str, mechanisms: list[str], password: str, iterations: int) -> None:
+    import asyncio
+
+    from odradek.cluster.zk_client import ZooKeeperError
+    from odradek.cluster.zk_security_store import write_scram_credentials
+    from odradek.protocol.sasl_mechanisms import ScramCredential
+
+    credentials = {m: ScramCredential.from_password(m, password, iterations).to_text() for m in mechanisms}
+    try:
+        asyncio.run(write_scram_credentials(zookeeper, name, credentials))
+    except (ZooKeeperError, ValueError) as exc:
+        raise click.ClickException(f"cannot write /config/users/{name} to ZooKeeper at {zookeeper}: {exc}") from None
+    session.info(f"User {name}: {', '.join(mechanisms)} credentials set in ZooKeeper ({zookeeper}).")
 
 
 @users.command()

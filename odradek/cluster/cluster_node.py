@@ -30,6 +30,7 @@ from dataclasses import replace
 
 from odradek._tasks import cancel_and_wait
 from odradek.cluster import zk_data
+from odradek.cluster.change_notifications import NotificationListener
 from odradek.cluster.controller_channel import BrokerLink, BrokerLinkError
 from odradek.cluster.partitions import TopicPartition
 from odradek.cluster.zk_client import (
@@ -55,8 +56,9 @@ class ClusterStartupError(Exception):
 
 
 class ClusterNode:
-    def __init__(self, config, endpoints: list[zk_data.BrokerEndpoint], rack: str | None):
+    def __init__(self, config, endpoints: list[zk_data.BrokerEndpoint], rack: str | None, security=None):
         self.config = config
+        self.security = security  # a ConnectionSecurity: how to reach the other brokers' inter-broker listener
         self.endpoints = endpoints
         self.rack = rack
         self.events: asyncio.Queue = asyncio.Queue()
@@ -78,7 +80,9 @@ class ClusterNode:
         self.on_config_change: Callable[[str], object] = lambda entity_path: None  # may return a coroutine
         self.on_controller_known: Callable[[int], None] = lambda controller_id: None  # from /controller
         self._task: asyncio.Task | None = None
-        self._last_config_change: int | None = None  # the newest /config/changes entry handled
+        # /config/changes, and the ACL change paths: each a sequence of notifications (by path)
+        self.notifications: dict[str, NotificationListener] = {}
+        self.listen(zk_data.CONFIG_CHANGES_PATH, zk_data.CONFIG_CHANGE_PREFIX, self._on_config_notification)
         self._pending_watches: set[str] = set()
         self._suspended_since: float | None = None
 
@@ -157,12 +161,11 @@ class ClusterNode:
     async def register(self) -> None:
         """Create ``/brokers/ids/<id>``, start the event task, and join the controller election."""
         await self._create_registration(first=True)
-        self.controller = ZkController(self.broker_id, self.zk, self.config)
+        self.controller = ZkController(self.broker_id, self.zk, self.config, security=self.security)
         self.controller.on_change = lambda: self.on_controller_known(self.controller.active_controller_id)
         self.controller._post = self.post
         self._task = asyncio.get_running_loop().create_task(self._run(), name="cluster-events")
         await self.call(self.controller.elect)
-        await self.call(self._watch_config_changes)
 
     async def _create_registration(self, *, first: bool) -> None:
         data = zk_data.encode_broker_registration(self.registration())
@@ -273,7 +276,7 @@ class ClusterNode:
                 await self.controller.resign("the ZooKeeper session changed")
         if self.registered_session is None and self.controller is not None:
             await self._create_registration(first=False)
-            self._pending_watches |= {zk_data.CONTROLLER_PATH, zk_data.CONFIG_CHANGES_PATH}
+            self._pending_watches |= {zk_data.CONTROLLER_PATH, *self.notifications}
             if self.controller.active:
                 self._pending_watches |= {zk_data.BROKER_IDS_PATH, zk_data.TOPICS_PATH}
         await self._retry_pending()
@@ -309,38 +312,32 @@ class ClusterNode:
             await c.on_zk_reassignment()
         elif path == zk_data.PREFERRED_REPLICA_ELECTION_PATH:
             await c.on_zk_preferred_election()
-        elif path == zk_data.CONFIG_CHANGES_PATH:
-            await self._watch_config_changes()
+        elif path in self.notifications:
+            await self.notifications[path].poll()
 
-    # ---------------------------------------------------------------- config changes
+    # ---------------------------------------------------------------- change notifications
 
-    async def _watch_config_changes(self) -> None:
-        """``/config/changes``: each new notification names an entity whose config to re-read."""
-        children = await self.zk.get_children(zk_data.CONFIG_CHANGES_PATH, watch=True)
-        numbered = []
-        for child in children:
-            try:
-                numbered.append((int(zk_data.sequence_number(child, zk_data.CONFIG_CHANGE_PREFIX)), child))
-            except (zk_data.ZkDataError, ValueError):
-                continue
-        if self._last_config_change is None:  # at start: what is there was read with the configs
-            self._last_config_change = max((n for n, _ in numbered), default=-1)  # the first is number 0
+    def listen(self, path: str, prefix: str, on_notification: Callable[[bytes], object]) -> None:
+        """Hand each new ``<path>/<prefix><seq>`` notification to ``on_notification(data)`` on the
+        event task (it may return a coroutine). Call ``start_listening()`` after adding them."""
+        self.notifications[path] = NotificationListener(self.zk, path, prefix, on_notification)
+
+    async def start_listening(self) -> None:
+        """Watch every notification path, taking what is there as handled: call it right before
+        reading the state they announce changes of, so that no change falls in between."""
+        for listener in self.notifications.values():
+            await listener.start()
+
+    async def _on_config_notification(self, data: bytes) -> None:
+        """``/config/changes``: a notification names an entity whose config to re-read."""
+        try:
+            entity_path = zk_data.decode_config_change(data)
+        except zk_data.ZkDataError as exc:
+            log.warning("ignoring a config change notification: %s", exc)
             return
-        for number, child in sorted(numbered):
-            if number <= self._last_config_change:
-                continue
-            self._last_config_change = number
-            try:
-                data, _ = await self.zk.get(f"{zk_data.CONFIG_CHANGES_PATH}/{child}")
-                entity_path = zk_data.decode_config_change(data)
-            except NoNodeError:
-                continue
-            except zk_data.ZkDataError as exc:
-                log.warning("ignoring config change %s: %s", child, exc)
-                continue
-            result = self.on_config_change(entity_path)
-            if asyncio.iscoroutine(result):
-                await result
+        result = self.on_config_change(entity_path)
+        if asyncio.iscoroutine(result):
+            await result
 
     # ---------------------------------------------------------------- API calls on the controller
 
@@ -431,7 +428,12 @@ class ClusterNode:
         if address is None:
             raise NotActiveController("no controller is known")
         link = BrokerLink(
-            address[0], address[1], controller_id, f"broker-{self.broker_id}", self.config.get("controller.socket.timeout.ms") / 1000
+            address[0],
+            address[1],
+            controller_id,
+            f"broker-{self.broker_id}",
+            self.config.get("controller.socket.timeout.ms") / 1000,
+            self.security,
         )
         try:
             response = await link.request(

@@ -22,12 +22,30 @@ from dataclasses import dataclass
 
 from odradek._tasks import cancel_and_wait
 from odradek.net.connection import Connection
-from odradek.net.connection_errors import ClientError
+from odradek.net.connection_errors import ClientError, KafkaConnectionError
+from odradek.net.connection_security import ConnectionSecurity
 from odradek.protocol import messages
+from odradek.protocol.errors import ErrorCode, KafkaError
 
 log = logging.getLogger(__name__)
 
 RETRY_BACKOFF_S = 0.1
+
+
+async def connect_to_broker(
+    host: str, port: int, node_id: int, client_id: str, timeout_ms: int, security: ConnectionSecurity | None
+) -> Connection:
+    """A connection from this broker to another (controller requests, follower fetches,
+    transaction markers, controlled shutdown), with the inter-broker listener's ``security``.
+    A login the other broker refuses (a Kafka error from SASL, e.g. a user it does not know
+    yet) is a failed connection like any other, KafkaConnectionError, for the caller to retry
+    after its backoff."""
+    conn = Connection(host, port, node_id, client_id, timeout_ms, security=security)
+    try:
+        await conn.connect(timeout_ms / 1000)
+    except KafkaError as exc:
+        raise KafkaConnectionError(f"broker {node_id} at {host}:{port} refused the login: {exc}") from exc
+    return conn
 
 
 class BrokerLinkError(ConnectionError):
@@ -38,21 +56,30 @@ class BrokerLink:
     """One connection to one broker (the shared ``odradek.net`` connection), one request at a
     time; it reconnects on the next request after a failure."""
 
-    def __init__(self, host: str, port: int, node_id: int, client_id: str, timeout_s: float):
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        node_id: int,
+        client_id: str,
+        timeout_s: float,
+        security: ConnectionSecurity | None = None,
+    ):
         self.host = host
         self.port = port
         self.node_id = node_id
         self.client_id = client_id
         self.timeout_s = timeout_s
+        self.security = security  # the inter-broker listener's TLS and SASL, as a client
         self._conn: Connection | None = None
 
     async def request(self, api_key: int, version: int, entity):
         """Send one request and return the decoded response; BrokerLinkError on failure."""
         try:
             if self._conn is None or self._conn.closed:
-                conn = Connection(self.host, self.port, self.node_id, self.client_id, int(self.timeout_s * 1000))
-                await conn.connect(self.timeout_s)
-                self._conn = conn
+                self._conn = await connect_to_broker(
+                    self.host, self.port, self.node_id, self.client_id, int(self.timeout_s * 1000), self.security
+                )
             return await self._conn.send(api_key, entity, version=version)
         except (ClientError, OSError) as exc:
             self.close()
@@ -82,6 +109,7 @@ class _BrokerSender:
         self.broker_id = broker_id
         self.link = link
         self.queue: asyncio.Queue[_Queued] = asyncio.Queue()
+        self.refused = False
         self.task = asyncio.get_running_loop().create_task(self._run(), name=f"controller-to-broker-{broker_id}")
 
     async def _run(self) -> None:
@@ -100,6 +128,14 @@ class _BrokerSender:
             if warned:
                 log.info("controller to broker %d: connected again", self.broker_id)
                 warned = False
+            if getattr(response, "error_code", 0) == ErrorCode.cluster_authorization_failed and not self.refused:
+                self.refused = True  # said once per broker: every later request meets the same refusal
+                log.error(
+                    "broker %d refused %s with CLUSTER_AUTHORIZATION_FAILED: the brokers' own user (of "
+                    "inter.broker.listener.name) needs ClusterAction on the cluster or a place in super.users",
+                    self.broker_id,
+                    messages.api_name(item.api_key),
+                )
             if item.on_response is not None:
                 try:
                     item.on_response(response)
@@ -108,9 +144,10 @@ class _BrokerSender:
 
 
 class ControllerChannelManager:
-    def __init__(self, controller_id: int, timeout_s: float = 30.0):
+    def __init__(self, controller_id: int, timeout_s: float = 30.0, security: ConnectionSecurity | None = None):
         self.client_id = f"controller-{controller_id}"
         self.timeout_s = timeout_s
+        self.security = security
         self._senders: dict[int, _BrokerSender] = {}
 
     def add_broker(self, broker_id: int, host: str, port: int) -> None:
@@ -120,7 +157,7 @@ class ControllerChannelManager:
             old.task.cancel()
             old.link.close()
         self._senders[broker_id] = _BrokerSender(
-            broker_id, BrokerLink(host, port, broker_id, self.client_id, self.timeout_s)
+            broker_id, BrokerLink(host, port, broker_id, self.client_id, self.timeout_s, self.security)
         )
 
     def remove_broker(self, broker_id: int) -> None:

@@ -25,9 +25,10 @@ LEADER_DURING_DELETE = -2  # the leader UpdateMetadata names for a partition bei
 
 
 class RequestBatch:
-    def __init__(self, controller_id: int, context: ControllerContext):
+    def __init__(self, controller_id: int, context: ControllerContext, listener_name: str | None = None):
         self.controller_id = controller_id
         self.ctx = context
+        self.listener_name = listener_name  # inter.broker.listener.name: the leaders' address for followers
         self.leader_and_isr: dict[int, dict[TopicPartition, bool]] = defaultdict(dict)  # broker → tp → is_new
         self.metadata_brokers: set[int] = set()
         self.metadata_partitions: set[TopicPartition] = set()
@@ -92,7 +93,7 @@ class RequestBatch:
                 self._stop_replica_request(broker, partitions),
                 self.stop_replica_callbacks.get(broker),
             )
-        self.__init__(self.controller_id, ctx)
+        self.__init__(self.controller_id, ctx, self.listener_name)
 
     def _leader_and_isr_request(self, broker: int, partitions: dict[TopicPartition, bool]):
         ctx = self.ctx
@@ -125,7 +126,7 @@ class RequestBatch:
         live_leaders = []
         for leader in sorted(leaders):
             registration = ctx.live_brokers.get(leader)
-            endpoint = registration.endpoints[0] if registration and registration.endpoints else None
+            endpoint = registration.inter_broker_endpoint(self.listener_name) if registration else None
             if endpoint is not None:
                 live_leaders.append(
                     lai_schema.LeaderAndIsrLiveLeader(broker_id=leader, host_name=endpoint.host or "", port=endpoint.port)

@@ -108,6 +108,16 @@ class MetadataStore(ABC):
         """Replace every ACL (the authorizer computes additions and deletions)."""
         raise NotImplementedError(f"{type(self).__name__} keeps no ACLs")
 
+    async def refresh_users(self, users: list[str]) -> None:
+        """Read again, where other brokers write them, the SCRAM credentials of ``users``.
+        Nothing to do on a single node."""
+        return None
+
+    async def refresh_acls(self, filters: list) -> None:
+        """Read again, where other brokers write them, the ACLs of the resources these
+        DeleteAcls filters (``acl_model.AclFilter``) name. Nothing to do on a single node."""
+        return None
+
     def client_quotas(self) -> list[tuple[dict, dict]]:
         """Every client quota: ({"user": u, "client-id": c}, {key: float}); a part is a name,
         "<default>" or None (Kafka: /config/users/<u>/clients/<c>, /config/clients/<c>); or
@@ -118,6 +128,11 @@ class MetadataStore(ABC):
     def set_client_quota(self, entity: dict, changes: dict) -> None:
         """Set (a number) or remove (None) quota keys of one entity."""
         raise NotImplementedError(f"{type(self).__name__} keeps no client quotas")
+
+    async def written(self) -> bool:
+        """Wait until the changes made so far are where the other brokers read them (ZooKeeper
+        writes run in the background); False if one failed. A local store writes at once."""
+        return True
 
     @abstractmethod
     def reserve_producer_id_block(self, size: int) -> int:

@@ -72,6 +72,7 @@ from odradek.cluster.zk_client import (
     ZkClient,
     ZooKeeperError,
 )
+from odradek.net.connection_security import ConnectionSecurity
 from odradek.protocol.errors import ErrorCode
 
 log = logging.getLogger(__name__)
@@ -92,16 +93,27 @@ async def _gather_chunked(calls: list, chunk: int = ZK_CHUNK) -> list:
 
 
 class ZkController(LeadershipMoves, PartitionReassignments):
-    def __init__(self, node_id: int, zk: ZkClient, config, *, on_change: Callable[[], None] | None = None):
+    def __init__(
+        self,
+        node_id: int,
+        zk: ZkClient,
+        config,
+        *,
+        on_change: Callable[[], None] | None = None,
+        security: ConnectionSecurity | None = None,
+    ):
         self.node_id = node_id
         self.zk = zk
         self.config = config
+        # The controller talks to brokers through inter.broker.listener.name, with its security.
+        self.listener_name: str | None = getattr(config, "inter_broker_listener_name", None)
+        self.security = security
         self.ctx = ControllerContext()
         self.state_log = StateChangeLogger(node_id, lambda: self.ctx.epoch)
         self.psm = PartitionStateMachine(self.ctx, self.state_log)
         self.rsm = ReplicaStateMachine(self.ctx, self.state_log)
         self.channel: ControllerChannelManager | None = None
-        self.batch = RequestBatch(node_id, self.ctx)
+        self.batch = RequestBatch(node_id, self.ctx, self.listener_name)
         self.active = False
         self.active_controller_id = -1
         self.topic_configs: dict[str, dict[str, str]] = {}
@@ -190,7 +202,7 @@ class ZkController(LeadershipMoves, PartitionReassignments):
             await self.channel.close()
             self.channel = None
         self.ctx.reset()
-        self.batch = RequestBatch(self.node_id, self.ctx)
+        self.batch = RequestBatch(self.node_id, self.ctx, self.listener_name)
         if self.active_controller_id == self.node_id:
             self._set_active_id(-1)
 
@@ -210,8 +222,10 @@ class ZkController(LeadershipMoves, PartitionReassignments):
         self.active = True
         self.elected_at = time.monotonic()
         self.state_log.info(f"Broker {self.node_id} elected controller with epoch {self.ctx.epoch}")
-        self.channel = ControllerChannelManager(self.node_id, self.config.get("controller.socket.timeout.ms") / 1000)
-        self.batch = RequestBatch(self.node_id, self.ctx)
+        self.channel = ControllerChannelManager(
+            self.node_id, self.config.get("controller.socket.timeout.ms") / 1000, security=self.security
+        )
+        self.batch = RequestBatch(self.node_id, self.ctx, self.listener_name)
         brokers = await self._read_brokers()
         self.ctx.set_live_brokers(brokers)
         for broker_id, (registration, _) in brokers.items():
@@ -255,7 +269,10 @@ class ZkController(LeadershipMoves, PartitionReassignments):
         )
 
     def _add_channel(self, broker_id: int, registration: zk_data.BrokerRegistration) -> None:
-        endpoint = registration.endpoints[0]
+        endpoint = registration.inter_broker_endpoint(self.listener_name)
+        if endpoint is None:
+            log.warning("broker %d registered no endpoint; the controller cannot reach it", broker_id)
+            return
         self.channel.add_broker(broker_id, endpoint.host or "127.0.0.1", endpoint.port)
 
     async def _read_brokers(self) -> dict[int, tuple[zk_data.BrokerRegistration, int]]:

@@ -344,6 +344,12 @@ class BrokerRegistration:
     def endpoint(self, listener_name: str) -> BrokerEndpoint | None:
         return next((e for e in self.endpoints if e.listener_name == listener_name), None)
 
+    def inter_broker_endpoint(self, listener_name: str | None) -> BrokerEndpoint | None:
+        """Where the other brokers reach this one: its endpoint of ``inter.broker.listener.name``
+        (every broker of a cluster has the same), else its first."""
+        found = self.endpoint(listener_name) if listener_name else None
+        return found or (self.endpoints[0] if self.endpoints else None)
+
 
 def encode_broker_registration(registration: BrokerRegistration) -> bytes:
     # Top-level host/port are for clients older than 0.10: the first PLAINTEXT endpoint, if any.

@@ -26,9 +26,10 @@ from odradek.cluster.metadata_image import BrokerInfo, MetadataImage, PartitionS
 from odradek.cluster.store import MetadataStore
 from odradek.cluster.zk_client import BadVersionError, NodeExistsError, NoNodeError, ZkClient, ZooKeeperError
 from odradek.cluster.zk_group_configs import GROUP_CONFIG_CHANGE, ZkGroupConfigs
+from odradek.cluster.zk_security_store import QUOTA_ENTITY_TYPES, ZkSecurityStore
 from odradek.protocol import errors
 
-_NOT_IN_ZOOKEEPER = "{what} are not kept in ZooKeeper yet: a cluster cannot store them (a single broker can)"
+_NOT_IN_ZOOKEEPER = "{what} are not kept in ZooKeeper: Kafka keeps them only in KRaft mode (a single broker can)"
 
 log = logging.getLogger(__name__)
 
@@ -48,14 +49,16 @@ class ZkMetadataStore(MetadataStore):
         self._changed = asyncio.Event()
         self._background: set[asyncio.Task] = set()
         self._group_configs = ZkGroupConfigs(zk)
+        self.security = ZkSecurityStore(zk, self._spawn)  # ACLs, SCRAM credentials, quotas
 
     # -- start ---------------------------------------------------------------------------
 
     async def load(self) -> None:
-        """Read what a starting broker needs before serving: its dynamic configs and a block of
-        producer ids."""
+        """Read what a starting broker needs before serving: its dynamic configs, the ACLs, SCRAM
+        credentials and quotas, and a block of producer ids."""
         for entity in (str(self.node.node_id), zk_data.DEFAULT_ENTITY):
             self._broker_configs[entity] = await self._read_config(zk_data.BROKER_CONFIG, entity)
+        await self.security.load()
         self._pid_blocks.append(await self._claim_producer_id_block(zk_data.PRODUCER_ID_BLOCK_SIZE))
         await self._group_configs.load()
 
@@ -86,6 +89,9 @@ class ZkMetadataStore(MetadataStore):
             return entity_type, name
         if entity_type == zk_data.BROKER_CONFIG and name in self._broker_configs:
             self._broker_configs[name] = await self._read_config(zk_data.BROKER_CONFIG, name)
+            return entity_type, name
+        if entity_type in QUOTA_ENTITY_TYPES:  # users/<u>, users/<u>/clients/<c>, clients/<c>, ips/<ip>
+            await self.security.reload_entity(entity_path)
             return entity_type, name
         return None
 
@@ -203,25 +209,37 @@ class ZkMetadataStore(MetadataStore):
     # (zk_security_data.py has the layout): a cluster has none, and changes are refused with a
     # message instead of being lost.
     def scram_credentials(self, user) -> dict[str, str]:
-        return {}
+        return self.security.scram_credentials(user)
 
     def scram_users(self) -> dict[str, dict[str, str]]:
-        return {}
+        return self.security.scram_users()
 
     def set_scram_credential(self, user, mechanism, credential) -> None:
-        raise errors.InvalidRequestError(_NOT_IN_ZOOKEEPER.format(what="SCRAM credentials"))
+        self.security.set_scram_credential(user, mechanism, credential)
 
     def acls(self) -> list[dict]:
-        return []
+        return self.security.acls()
 
     def set_acls(self, acls) -> None:
-        raise errors.InvalidRequestError(_NOT_IN_ZOOKEEPER.format(what="ACLs"))
+        self.security.set_acls(acls)
+
+    async def refresh_acls(self, filters) -> None:
+        await self.security.refresh_acls(filters)
+
+    async def refresh_users(self, users) -> None:
+        for user in filter(None, users):  # an empty name is refused by the caller
+            await self.security.reload_entity(zk_data.config_entity_path(zk_data.USER_CONFIG, user))
 
     def client_quotas(self) -> list[tuple[dict, dict]]:
-        return []
+        return self.security.client_quotas()
 
     def set_client_quota(self, entity, changes) -> None:
-        raise errors.InvalidRequestError(_NOT_IN_ZOOKEEPER.format(what="client quotas"))
+        self.security.set_client_quota(entity, changes)
+
+    async def written(self) -> bool:
+        """Wait for the ZooKeeper writes started so far; False if one of them failed."""
+        results = await asyncio.gather(*list(self._background), return_exceptions=True)
+        return not any(isinstance(r, BaseException) for r in results)
 
     def reserve_producer_id_block(self, size) -> int:
         if not self._pid_blocks:
@@ -293,6 +311,7 @@ class ZkMetadataStore(MetadataStore):
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        await self.security.close()
 
 
 def _state(leader: int, leader_epoch: int, replicas, isr, partition_epoch: int) -> PartitionState:

@@ -92,6 +92,7 @@ class EmbeddedCluster:
         session_timeout_ms: int = DEFAULT_SESSION_TIMEOUT_MS,
         first_id: int = 1,
         start_timeout: float = 60.0,
+        client_settings: dict[str, str] | None = None,
     ):
         if racks is not None and len(racks) != brokers:
             raise ValueError(f"{len(racks)} racks given for {brokers} brokers")
@@ -110,6 +111,9 @@ class EmbeddedCluster:
             "controlled.shutdown.retry.backoff.ms": 200,
             **(overrides or {}),
         }
+        # How this helper's own admin client (and client_config) connects: security.protocol,
+        # sasl.* for a cluster whose listeners want them.
+        self.client_settings = dict(client_settings or {})
         self.brokers: dict[int, BrokerProcess] = {}
         for i in range(brokers):
             node_id = first_id + i
@@ -185,7 +189,7 @@ class EmbeddedCluster:
         return ",".join(b.bootstrap_servers for b in self.brokers.values() if b.proc is not None and b.proc.poll() is None)
 
     def client_config(self, **extra) -> dict:
-        return {"bootstrap.servers": self.bootstrap_servers, **extra}
+        return {"bootstrap.servers": self.bootstrap_servers, **self.client_settings, **extra}
 
     def kill(self, broker_id: int) -> None:
         """SIGKILL: the broker dies mid-flight; its ZooKeeper session times out later."""
@@ -207,7 +211,9 @@ class EmbeddedCluster:
         if self._admin is None:
             from odradek.client.blocking import Admin as BlockingAdmin
 
-            self._admin = BlockingAdmin({"bootstrap.servers": self.bootstrap_servers, "request.timeout.ms": 3000})
+            self._admin = BlockingAdmin(
+                {"bootstrap.servers": self.bootstrap_servers, "request.timeout.ms": 3000, **self.client_settings}
+            )
         return self._admin
 
     def metadata(self, topics: list[str] | None = None) -> ClusterView:
@@ -250,10 +256,20 @@ class EmbeddedCluster:
 
     def create_topic(self, name: str, partitions: int = 1, replication_factor: int = 1, configs: dict | None = None) -> None:
         from odradek.client.structs import NewTopic
+        from odradek.protocol.errors import NotControllerError
 
-        self._admin_client().create_topics(
-            [NewTopic(name, partitions, replication_factor, {k: str(v) for k, v in (configs or {}).items()})]
-        )
+        topic = NewTopic(name, partitions, replication_factor, {k: str(v) for k, v in (configs or {}).items()})
+        deadline = time.monotonic() + self.start_timeout
+        while True:
+            try:
+                self._admin_client().create_topics([topic])
+                break
+            except NotControllerError:  # the admin client read the metadata before a controller change
+                if time.monotonic() > deadline:
+                    raise
+                self._admin.close()
+                self._admin = None  # a new one reads who the controller is now
+                time.sleep(0.1)
         self.wait_for(
             lambda md: name in md.topics and len(md.topics[name]) == partitions and all(p.leader >= 0 for p in md.topics[name].values()),
             what=f"leaders of topic {name}",

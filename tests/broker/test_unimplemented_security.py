@@ -15,6 +15,8 @@ from broker_e2e import log_mentions
 from odradek.broker.config import BrokerConfig, ConfigError
 from odradek.testing.process import free_port
 
+PLAIN_USERS_ONLY = 'org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="alice-secret";'
+
 REFUSED = {
     "sasl_ssl-listener-without-keystore": ({"listeners": "SASL_SSL://127.0.0.1:{port}"}, "ssl.keystore.location"),
     "ssl-listener-without-keystore": ({"listeners": "SSL://127.0.0.1:{port}"}, "ssl.keystore.location"),
@@ -43,6 +45,29 @@ REFUSED = {
     "ssl-client-auth-required": (
         {"listeners": "PLAINTEXT://127.0.0.1:{port}", "ssl.client.auth": "required"},
         "ssl.client.auth",
+    ),
+    # A cluster's brokers log in to each other on inter.broker.listener.name: with Kafka's
+    # default GSSAPI, or without the user and password in the listener's JAAS line, they cannot.
+    "inter-broker-sasl-with-gssapi": (
+        {
+            "listeners": "SASL_PLAINTEXT://127.0.0.1:{port}",
+            "sasl.enabled.mechanisms": "PLAIN",
+            "listener.name.sasl_plaintext.plain.sasl.jaas.config": PLAIN_USERS_ONLY,
+            "inter.broker.listener.name": "SASL_PLAINTEXT",
+            "zookeeper.connect": "127.0.0.1:{other}",
+        },
+        "sasl.mechanism.inter.broker.protocol",
+    ),
+    "inter-broker-jaas-without-the-brokers-login": (
+        {
+            "listeners": "SASL_PLAINTEXT://127.0.0.1:{port}",
+            "sasl.enabled.mechanisms": "PLAIN",
+            "sasl.mechanism.inter.broker.protocol": "PLAIN",
+            "listener.name.sasl_plaintext.plain.sasl.jaas.config": PLAIN_USERS_ONLY,
+            "inter.broker.listener.name": "SASL_PLAINTEXT",
+            "zookeeper.connect": "127.0.0.1:{other}",
+        },
+        "listener.name.sasl_plaintext.plain.sasl.jaas.config",
     ),
     "listener-ssl-client-auth-required": (
         {"listeners": "PLAINTEXT://127.0.0.1:{port}", "listener.name.plaintext.ssl.client.auth": "required"},

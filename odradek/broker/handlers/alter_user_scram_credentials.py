@@ -11,6 +11,7 @@ cluster when an authorizer is configured.
 from collections import Counter
 
 from odradek.broker.handlers import api
+from odradek.cluster.zk_client import ZooKeeperError
 from odradek.protocol import messages
 from odradek.protocol.errors import ErrorCode
 from odradek.protocol.sasl_mechanisms import MAX_ITERATIONS, MIN_ITERATIONS, ScramCredential
@@ -25,6 +26,27 @@ def handle_alter_user_scram_credentials(broker, request):
     users = list(dict.fromkeys([d.name for d in body.deletions] + [u.name for u in body.upsertions]))
     if not broker.allowed(request, "Alter"):
         return _response(request, {u: (ErrorCode.cluster_authorization_failed, "Not authorized to alter users") for u in users})
+    if broker.cluster is not None:
+        return _alter_in_cluster(broker, request, users)
+    return _response(request, _alter(broker, body, users)[0])
+
+
+async def _alter_in_cluster(broker, request, users: list[str]):
+    """A deletion checks the user's credentials where every broker writes them (another broker
+    may have just made them); the answer waits for the ZooKeeper writes."""
+    try:
+        await broker.store.refresh_users([d.name for d in request.body.deletions])
+    except ZooKeeperError as exc:
+        return _response(request, {u: (ErrorCode.unknown_server_error, f"cannot read the users from ZooKeeper: {exc}") for u in users})
+    outcome, changed = _alter(broker, request.body, users)
+    if changed and not await broker.store.written():
+        failed = (ErrorCode.unknown_server_error, "writing the credentials to ZooKeeper failed; see the broker's log")
+        outcome = {u: failed if code == ErrorCode.none else (code, m) for u, (code, m) in outcome.items()}
+    return _response(request, outcome)
+
+
+def _alter(broker, body, users: list[str]) -> tuple[dict, bool]:
+    """Each user's (error code, message), and whether anything was changed."""
     twice = Counter((d.name, d.mechanism) for d in body.deletions) + Counter((u.name, u.mechanism) for u in body.upsertions)
     outcome: dict[str, tuple] = {}
     for user, mechanism in twice:
@@ -40,6 +62,7 @@ def handle_alter_user_scram_credentials(broker, request):
             outcome[item.name] = problem
         else:
             checked.append(item)
+    changed = False
     for item in checked:
         if item.name in outcome:  # another item of this user failed: Kafka changes nothing for it
             continue
@@ -49,7 +72,8 @@ def handle_alter_user_scram_credentials(broker, request):
             broker.store.set_scram_credential(item.name, mech, cred.to_text())
         else:
             broker.store.set_scram_credential(item.name, mech, None)
-    return _response(request, {u: outcome.get(u, (ErrorCode.none, None)) for u in users})
+        changed = True
+    return {u: outcome.get(u, (ErrorCode.none, None)) for u in users}, changed
 
 
 def _check(item, stored) -> tuple | None:

@@ -1,6 +1,7 @@
 """CreateAcls (key 30), v1-v3 (KIP-140, prefixed patterns KIP-290): one result per creation.
 
-Without an authorizer: SECURITY_DISABLED. Needs Alter on the cluster (else
+In a cluster the answer waits for the ZooKeeper writes (``/kafka-acl...``); every broker's
+authorizer takes them from the change notification. Without an authorizer: SECURITY_DISABLED. Needs Alter on the cluster (else
 CLUSTER_AUTHORIZATION_FAILED for every creation). A creation Kafka would refuse (an
 operation the resource type does not have, a prefixed '*', a Cluster not named
 kafka-cluster, a malformed principal, unknown codes) gets INVALID_REQUEST with the reason.
@@ -44,6 +45,15 @@ def handle_create_acls(broker, request):
             valid.append(binding)
     if valid:
         authorizer.add(valid)
+        if broker.cluster is not None:  # answer once the other brokers can read them
+            return _when_written(broker, request, results)
+    return _response(request, results)
+
+
+async def _when_written(broker, request, results):
+    if not await broker.store.written():
+        failed = (ErrorCode.unknown_server_error, "writing the ACLs to ZooKeeper failed; see the broker's log")
+        results = [failed if code == ErrorCode.none else (code, m) for code, m in results]
     return _response(request, results)
 
 

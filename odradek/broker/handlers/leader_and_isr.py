@@ -11,7 +11,8 @@ whole request and changes nothing; a broker epoch older than this broker's regis
 STALE_BROKER_EPOCH; per partition, a leader epoch older than the local one
 STALE_CONTROLLER_EPOCH (Kafka's choice), a partition this broker is no replica of
 UNKNOWN_TOPIC_OR_PARTITION. A single-node broker answers INVALID_REQUEST. The response
-names topics by the id the request gave. No CLUSTER_ACTION authorization is checked.
+names topics by the id the request gave. Without ClusterAction on the cluster the request
+is refused before it gets here (CLUSTER_AUTHORIZATION_FAILED, ``security/request_gates``).
 """
 
 import logging

@@ -22,7 +22,7 @@ from odradek.protocol.jaas_config import JaasError, parse_jaas_config
 from odradek.protocol.sasl_mechanisms import SCRAM_MECHANISMS
 
 SUPPORTED_MECHANISMS = ("PLAIN", *SCRAM_MECHANISMS)
-_LOGIN_MODULES = {
+LOGIN_MODULES = {
     "PLAIN": "org.apache.kafka.common.security.plain.PlainLoginModule",
     "SCRAM-SHA-256": "org.apache.kafka.common.security.scram.ScramLoginModule",
     "SCRAM-SHA-512": "org.apache.kafka.common.security.scram.ScramLoginModule",
@@ -49,31 +49,73 @@ def listener_securities(config, endpoints: list[Endpoint]) -> dict[str, Listener
     return {e.name: listener_security(config, e) for e in endpoints}
 
 
+@dataclass(frozen=True)
+class ListenerKeys:
+    """One listener's view of the config: ``listener.name.<l>.<key>`` first, then ``<key>``."""
+
+    config: object
+    prefix: str  # listener.name.<l>.
+    overrides: dict[str, str]
+
+    @classmethod
+    def of(cls, config, listener_name: str) -> ListenerKeys:
+        prefix = f"{LISTENER_PREFIX}{listener_name.lower()}."
+        return cls(config, prefix, {k[len(prefix) :]: v for k, v in config.extra.items() if k.lower().startswith(prefix)})
+
+    def key_of(self, key: str) -> str:
+        """The key's name as set, for messages."""
+        return self.prefix + key if key in self.overrides else key
+
+    def get(self, key: str):
+        if key in self.overrides:
+            d = BROKER_CONFIGS.get(key)
+            return parse_value(d, self.overrides[key]) if d is not None else self.overrides[key]
+        return self.config.get(key)  # type: ignore[attr-defined]
+
+    def enabled_mechanisms(self) -> list[str]:
+        """``sasl.enabled.mechanisms`` of the listener, upper-case."""
+        return [m.strip().upper() for m in self.get("sasl.enabled.mechanisms") or []]
+
+    def jaas_module(self, mechanism: str):
+        """The listener's login module for ``mechanism`` (its ``<mechanism>.sasl.jaas.config``
+        line), checked; None when the line is missing."""
+        jaas_key = f"{mechanism.lower()}.sasl.jaas.config"
+        text = self.overrides.get(jaas_key)
+        if text is None:
+            return None
+        try:
+            modules = parse_jaas_config(text)
+        except JaasError as exc:
+            raise ConfigError(f"{self.prefix}{jaas_key}: {exc}", self.prefix + jaas_key) from None
+        if len(modules) != 1:
+            raise ConfigError(
+                f"{self.prefix}{jaas_key}: expected exactly one login module, got {len(modules)}", self.prefix + jaas_key
+            )
+        module = modules[0]
+        if module.class_name != LOGIN_MODULES[mechanism]:
+            raise ConfigError(
+                f"{self.prefix}{jaas_key}: {mechanism} needs {LOGIN_MODULES[mechanism]}, not {module.class_name}",
+                self.prefix + jaas_key,
+            )
+        return module
+
+
 def listener_security(config, endpoint: Endpoint) -> ListenerSecurity:
     name = endpoint.name
-    prefix = f"{LISTENER_PREFIX}{name.lower()}."
-    overrides = {k[len(prefix) :]: v for k, v in config.extra.items() if k.lower().startswith(prefix)}
-
-    def key_of(key: str) -> str:
-        return prefix + key if key in overrides else key
-
-    def get(key: str):
-        if key in overrides:
-            d = BROKER_CONFIGS.get(key)
-            return parse_value(d, overrides[key]) if d is not None else overrides[key]
-        return config.get(key)
-
+    keys = ListenerKeys.of(config, name)
+    get, key_of = keys.get, keys.key_of
     sec = ListenerSecurity(name, endpoint.security_protocol)
     if endpoint.security_protocol in ("SSL", "SASL_SSL"):
         sec.ssl_context = server_context(get, key_of, str(endpoint))
         sec.principal_mapper = PrincipalMapper(get("ssl.principal.mapping.rules"), key_of("ssl.principal.mapping.rules"))
     if endpoint.security_protocol in ("SASL_PLAINTEXT", "SASL_SSL"):
-        _configure_sasl(sec, get, key_of, overrides, prefix)
+        _configure_sasl(sec, keys)
     return sec
 
 
-def _configure_sasl(sec: ListenerSecurity, get, key_of, overrides: dict, prefix: str) -> None:
-    mechanisms = [m.strip().upper() for m in get("sasl.enabled.mechanisms") or []]
+def _configure_sasl(sec: ListenerSecurity, keys: ListenerKeys) -> None:
+    get, key_of, prefix = keys.get, keys.key_of, keys.prefix
+    mechanisms = keys.enabled_mechanisms()
     key = key_of("sasl.enabled.mechanisms")
     if not mechanisms:
         raise ConfigError(f"{key}: listener {sec.name} is {sec.protocol} but no SASL mechanism is enabled", key)
@@ -85,24 +127,13 @@ def _configure_sasl(sec: ListenerSecurity, get, key_of, overrides: dict, prefix:
                 f"enable some of {', '.join(SUPPORTED_MECHANISMS)}",
                 key,
             )
-        jaas_key = f"{mech.lower()}.sasl.jaas.config"
-        text = overrides.get(jaas_key)
-        if text is None:
+        module = keys.jaas_module(mech)
+        if module is None:
+            jaas_key = f"{mech.lower()}.sasl.jaas.config"
             raise ConfigError(
                 f"{prefix}{jaas_key}: listener {sec.name} enables {mech} but has no JAAS line for it, e.g. "
-                f"{prefix}{jaas_key}={_LOGIN_MODULES[mech]} required;",
+                f"{prefix}{jaas_key}={LOGIN_MODULES[mech]} required;",
                 prefix + jaas_key,
-            )
-        try:
-            modules = parse_jaas_config(text)
-        except JaasError as exc:
-            raise ConfigError(f"{prefix}{jaas_key}: {exc}", prefix + jaas_key) from None
-        if len(modules) != 1:
-            raise ConfigError(f"{prefix}{jaas_key}: expected exactly one login module, got {len(modules)}", prefix + jaas_key)
-        module = modules[0]
-        if module.class_name != _LOGIN_MODULES[mech]:
-            raise ConfigError(
-                f"{prefix}{jaas_key}: {mech} needs {_LOGIN_MODULES[mech]}, not {module.class_name}", prefix + jaas_key
             )
         if mech == "PLAIN":
             sec.plain_users = {k[5:]: v for k, v in module.options.items() if k.startswith("user_")}

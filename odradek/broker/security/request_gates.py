@@ -12,6 +12,9 @@ is answered with the API's own error code in an otherwise empty response:
 * AddOffsetsToTxn: Write on the transactional id, Read on the group; EndTxn: Write on the
   transactional id;
 * AddPartitionsToTxn v4+ (broker to broker): ClusterAction on the cluster;
+* the controller's LeaderAndIsr, StopReplica and UpdateMetadata, and ControlledShutdown (a
+  broker to the controller): ClusterAction on the cluster (CLUSTER_AUTHORIZATION_FAILED), so
+  only the brokers (``inter.broker.listener.name``'s principal) steer replicas;
 * DescribeLogDirs: Describe on the cluster; ListConfigResources: DescribeConfigs on it;
 * OffsetDelete: Delete on the group;
 * ConsumerGroupHeartbeat, ShareGroupHeartbeat: Read on the group (GROUP_AUTHORIZATION_FAILED),
@@ -57,7 +60,15 @@ def _add_partitions_to_txn(body, version):
     return [("ClusterAction", *CLUSTER, CLUSTER_DENIED)] if version >= 4 else []
 
 
+def _cluster_action(body, version):
+    return [("ClusterAction", *CLUSTER, CLUSTER_DENIED)]
+
+
 GATES = {
+    4: _cluster_action,  # LeaderAndIsr
+    5: _cluster_action,  # StopReplica
+    6: _cluster_action,  # UpdateMetadata
+    7: _cluster_action,  # ControlledShutdown
     11: _group,
     12: _group,
     13: _group,

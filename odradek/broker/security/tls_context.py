@@ -35,11 +35,11 @@ def server_context(get: Callable[[str], object], key_of: Callable[[str], str], l
     """The server context of one listener; ``get(key)`` reads a (listener-overridden) ssl key,
     ``key_of(key)`` is the name to put in messages."""
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    _load_keystore(ctx, get, key_of, listener)
+    load_keystore(ctx, get, key_of, listener)
     auth = str(get("ssl.client.auth") or "none").lower()
     if auth not in ("none", "requested", "required"):
         raise ConfigError(f"{key_of('ssl.client.auth')}: expected none, requested or required", key_of("ssl.client.auth"))
-    has_trust = _load_truststore(ctx, get, key_of)
+    has_trust = load_truststore(ctx, get, key_of)
     if auth != "none" and not has_trust:
         raise ConfigError(
             f"{key_of('ssl.client.auth')}={auth} needs a trust store to check client certificates: "
@@ -52,7 +52,7 @@ def server_context(get: Callable[[str], object], key_of: Callable[[str], str], l
     return ctx
 
 
-def _load_keystore(ctx: ssl.SSLContext, get, key_of, listener: str) -> None:
+def load_keystore(ctx: ssl.SSLContext, get, key_of, listener: str) -> None:
     location, inline_key, chain = get("ssl.keystore.location"), get("ssl.keystore.key"), get("ssl.keystore.certificate.chain")
     password = get("ssl.key.password")
     if location is None and inline_key is None:
@@ -87,7 +87,7 @@ def _load_keystore(ctx: ssl.SSLContext, get, key_of, listener: str) -> None:
         ) from None
 
 
-def _load_truststore(ctx: ssl.SSLContext, get, key_of) -> bool:
+def load_truststore(ctx: ssl.SSLContext, get, key_of) -> bool:
     location, inline = get("ssl.truststore.location"), get("ssl.truststore.certificates")
     if location is None and inline is None:
         return False

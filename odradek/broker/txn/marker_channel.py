@@ -18,6 +18,7 @@ import logging
 
 from odradek._tasks import cancel_and_wait
 from odradek.broker.txn.markers import write_markers
+from odradek.cluster.controller_channel import connect_to_broker
 from odradek.net.connection import Connection
 from odradek.net.connection_errors import ClientError
 from odradek.protocol import messages
@@ -122,15 +123,16 @@ class MarkerChannel:
 
     async def _connection(self, leader) -> Connection:
         conn = self._connections.get(leader.node_id)
-        if conn is None or conn.closed or (conn.host, conn.port) != (leader.host, leader.port):
-            conn = Connection(
-                leader.host,
-                leader.port,
+        host, port = leader.address(self.broker.config.inter_broker_listener_name)
+        if conn is None or conn.closed or (conn.host, conn.port) != (host, port):
+            conn = await connect_to_broker(
+                host,
+                port,
                 leader.node_id,
                 f"broker-{self.broker.node_id}-txn-markers",
                 self.request_timeout_ms,
+                self.broker.inter_broker_security,
             )
-            await conn.connect(self.request_timeout_ms / 1000)
             self._connections[leader.node_id] = conn
         return conn
 
