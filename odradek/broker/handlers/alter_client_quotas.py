@@ -53,6 +53,7 @@ def handle_alter_client_quotas(broker, request):
     body = request.body
     allowed = broker.allowed(request, "AlterConfigs")
     results = []
+    altered = False
     for entry in body.entries:
         code, message = ErrorCode.none, None
         if not allowed:
@@ -64,6 +65,7 @@ def handle_alter_client_quotas(broker, request):
             elif not body.validate_only:
                 entity = {e.entity_type: (DEFAULT if e.entity_name is None else e.entity_name) for e in entry.entity}
                 broker.client_quotas.alter(entity, {op.key: None if op.remove else op.value for op in entry.ops})
+                altered = True
         results.append(
             {
                 "error_code": code,
@@ -71,4 +73,19 @@ def handle_alter_client_quotas(broker, request):
                 "entity": [{"entity_type": e.entity_type, "entity_name": e.entity_name} for e in entry.entity],
             }
         )
+    if altered and broker.cluster is not None:  # answer once the other brokers can read them
+        return _when_written(broker, request, results)
+    return _response(request, results)
+
+
+async def _when_written(broker, request, results):
+    if not await broker.store.written():
+        for r in results:
+            if r["error_code"] == ErrorCode.none:
+                r["error_code"] = ErrorCode.unknown_server_error
+                r["error_message"] = "writing the quota to ZooKeeper failed; see the broker's log"
+    return _response(request, results)
+
+
+def _response(request, results):
     return messages.build_response(49, request.api_version, {"throttle_time": 0, "entries": results})
