@@ -15,9 +15,10 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import Producer, ShareConsumer
 from confluent_kafka.admin import AdminClient
 
 from odradek.client.structs import NewTopic
@@ -51,6 +52,8 @@ SECURED = {
     "sasl.mechanism.inter.broker.protocol": BROKER_SCRAM,
     "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
     "super.users": "User:broker;User:admin",
+    "group.coordinator.rebalance.protocols": "classic,consumer,share",
+    "group.share.heartbeat.interval.ms": 300,
 }
 
 
@@ -281,6 +284,58 @@ def test_a_restarted_broker_reads_users_acls_and_quotas_back_from_zookeeper(clus
     assert topic_error(cluster, 3, "dave", "orders") == ErrorCode.topic_authorization_failed
     throttles = throttled_on_broker_3(cluster, "dave", "fast-client", "quota-t")
     assert any(broker == 3 and ms > 0 for broker, ms in throttles), throttles
+
+
+def _share_coordinator(cluster, group: str, topic_id, partition: int) -> int:
+    """The broker that keeps the share state of (group, topic, partition): FindCoordinator v6
+    with key type 2 (share) and the key ``group:topicId:partition``."""
+    def ask() -> int | None:  # None while __share_group_state is being made (on first use)
+        answer = send(cluster, 1, "admin", 10, 6, {"key_type": 2, "coordinator_keys": [f"{group}:{topic_id}:{partition}"]})
+        (coordinator,) = answer.coordinators
+        if coordinator.error_code == ErrorCode.coordinator_not_available:
+            return None
+        assert coordinator.error_code == ErrorCode.none, coordinator
+        return coordinator.node_id
+
+    return wait_until(ask, 60, "a share coordinator")
+
+
+def test_share_state_kept_by_another_broker_goes_over_the_secured_inter_broker_listener(cluster):
+    """The share-partition leader (broker 3) reaches the share coordinator on another broker as
+    the brokers reach each other (INTERNAL, SCRAM-SHA-256): acknowledgements are saved there."""
+    topic_on_broker_3(cluster, "share-secured")
+    metadata = _metadata(["share-secured"])
+    metadata["topics"][0]["topic_id"] = uuid.UUID(int=0)
+    (described,) = send(cluster, 3, "admin", 3, 12, metadata).topics
+    topic_id = described.topic_id
+    group = next(g for g in (f"sg-{i}" for i in range(500)) if _share_coordinator(cluster, g, topic_id, 0) != 3)
+    coordinator = _share_coordinator(cluster, group, topic_id, 0)
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, **sasl("admin", "admin-secret")})
+    consumer = ShareConsumer({"bootstrap.servers": cluster.bootstrap_servers, **sasl("admin", "admin-secret"),
+                              "group.id": group})  # fmt: skip
+    consumer.subscribe(["share-secured"])
+    try:
+        got: list[bytes] = []
+        deadline = time.monotonic() + 60
+        while len(got) < 10 and time.monotonic() < deadline:
+            if not got:  # share.auto.offset.reset=latest: produce until the group's start is set
+                for i in range(10):
+                    producer.produce("share-secured", value=b"v%d" % i)
+                producer.flush(10)
+            got += [m.value() for m in consumer.poll(1.0) or [] if m.error() is None]
+        assert len(got) >= 10, f"the share consumer read {len(got)} records"
+        consumer.commit_sync()
+    finally:
+        consumer.close()
+
+    def start_offset() -> int:
+        body = {"group_id": group, "topics": [{"topic_id": topic_id, "partitions": [{"partition": 0, "leader_epoch": -1}]}]}
+        (result,) = send(cluster, coordinator, "admin", 87, 0, body).results
+        (p,) = result.partitions
+        assert p.error_code == ErrorCode.none, p
+        return p.start_offset
+
+    wait_until(lambda: start_offset() >= len(got), 30, f"the acknowledgements saved on broker {coordinator}")
 
 
 def test_brokers_replicate_over_sasl_ssl_with_plain(zookeeper, tmp_path):

@@ -227,7 +227,12 @@ class SharePersister:
             if link is not None:
                 link.close()
             link = self._links[node] = BrokerLink(
-                host, port, node, f"broker-{self.broker.node_id}-share-persister", _REQUEST_TIMEOUT_S
+                host,
+                port,
+                node,
+                f"broker-{self.broker.node_id}-share-persister",
+                _REQUEST_TIMEOUT_S,
+                self.broker.inter_broker_security,  # the inter-broker listener's TLS and SASL
             )
         return link
 
