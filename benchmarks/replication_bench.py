@@ -85,6 +85,47 @@ def throughput(cluster: ChaosCluster, topic: str, count: int) -> dict:
     return r
 
 
+def per_broker_cpu(cluster: ChaosCluster) -> dict[int, float]:
+    return {i: cpu_seconds(b.proc.pid) for i, b in cluster.brokers.items() if b.proc and b.proc.poll() is None}
+
+
+def roles(cluster: ChaosCluster, count: int, tansu: dict | None) -> list[tuple[str, str]]:
+    """What one broker spends per MB in each role, which is the part Odradek controls when the
+    machine has fewer cores than the three brokers and the client need: every partition of
+    ``roles1`` (RF=1) and ``roles3`` (RF=3, min.insync=2) led by broker 1, so broker 1's CPU is
+    the leader's and brokers 2 and 3's the followers'. With a core per broker, the busiest
+    broker sets the throughput: RF=1 leader CPU/MB over the busiest RF=3 broker's CPU/MB is the
+    RF=3/RF=1 throughput such a machine would show."""
+    admin = cluster.admin()
+    topics = [
+        NewTopic("roles1", replica_assignment=[[1]] * PARTITIONS),
+        NewTopic("roles3", replica_assignment=[[1, 2, 3]] * PARTITIONS, config={"min.insync.replicas": "2"}),
+    ]
+    for f in admin.create_topics(topics).values():
+        f.result(30)
+    _until(lambda: cluster.in_sync(["roles1", "roles3"]), 60)
+    mb = count * SIZE / 1e6
+    per_mb = {}
+    for topic in ("roles1", "roles3"):
+        before = per_broker_cpu(cluster)
+        throughput(cluster, topic, count)
+        after = per_broker_cpu(cluster)
+        per_mb[topic] = {i: (after[i] - before[i]) / mb * 1000 for i in after}
+    one, three = per_mb["roles1"], per_mb["roles3"]
+    followers = [three[i] for i in (2, 3) if i in three]
+    busiest = max([three[1], *followers])
+    rows = [
+        ("RF=1 leader (broker 1): CPU per MB", f"{one[1]:.2f} ms"),
+        ("RF=3 leader (broker 1): CPU per MB", f"{three[1]:.2f} ms ({three[1] / one[1]:.2f}x the RF=1 leader)"),
+        ("RF=3 followers (brokers 2, 3): CPU per MB", ", ".join(f"{c:.2f} ms" for c in followers)),
+        ("RF=3/RF=1 with a core per broker (RF=1 leader / busiest RF=3 broker)", f"{one[1] / busiest:.2f}x (target >= 0.5x)"),
+    ]
+    if tansu is not None:
+        t = tansu["broker_cpu_s"] / mb * 1000
+        rows.append(("one broker's CPU per replicated MB / tansu's per unreplicated MB", f"{busiest:.2f} / {t:.2f} ms = {busiest / t:.2f}x (target < 1)"))
+    return rows
+
+
 def tansu_throughput(count: int) -> dict:
     """The same load against one tansu process (memory engine, RF 1): its CPU per MB."""
     from confluent_kafka.admin import AdminClient
@@ -336,6 +377,7 @@ def main() -> int:
             ("tansu, same load, RF=1 (memory engine)", f"{tansu['msgs_per_s']:,.0f} rec/s, {tansu['mb_per_s']:.1f} MB/s, broker {tansu['broker_cpu_s'] / mb * 1000:.1f} ms CPU/MB"),
             ("broker CPU per MB: Odradek RF=3 (3 brokers) / tansu RF=1", f"{three['cluster_cpu_s'] / tansu['broker_cpu_s']:.2f}x (target < 1)"),
         ]
+        rows += roles(cluster, args.count, tansu)
         if args.only == "throughput":
             return _print(rows, base)
         lat = latency(cluster, "rf3", args.rate, args.seconds)
