@@ -98,8 +98,8 @@ def roles(cluster: ChaosCluster, count: int, tansu: dict | None) -> list[tuple[s
     RF=3/RF=1 throughput such a machine would show."""
     admin = cluster.admin()
     topics = [
-        NewTopic("roles1", replica_assignment=[[1]] * PARTITIONS),
-        NewTopic("roles3", replica_assignment=[[1, 2, 3]] * PARTITIONS, config={"min.insync.replicas": "2"}),
+        NewTopic("roles1", PARTITIONS, replica_assignment=[[1]] * PARTITIONS),
+        NewTopic("roles3", PARTITIONS, replica_assignment=[[1, 2, 3]] * PARTITIONS, config={"min.insync.replicas": "2"}),
     ]
     for f in admin.create_topics(topics).values():
         f.result(30)
