@@ -34,10 +34,12 @@ from odradek.testing.process import free_port
 from odradek.testing.zookeeper import expire_session
 
 SESSION_MS = 4000
+RESTART_SESSION_MS = 20000  # for the restart test: see there
 
 
 def client(connect: str, **kwargs) -> ZkClient:
-    return ZkClient(connect, session_timeout_ms=SESSION_MS, **kwargs)
+    kwargs.setdefault("session_timeout_ms", SESSION_MS)
+    return ZkClient(connect, **kwargs)
 
 
 def is_state(state: SessionState):
@@ -292,7 +294,9 @@ def test_reconnects_after_zookeeper_restart_with_session_and_data_intact(zookeep
     async def body():
         loop = asyncio.get_running_loop()
         events = asyncio.Queue()
-        async with client(zk_connect, events=events) as zk:
+        # ZooKeeper restores the session on restart and expires it unless the client is back
+        # within the timeout of the server's start; a JVM starting on a busy machine takes seconds.
+        async with client(zk_connect, events=events, session_timeout_ms=RESTART_SESSION_MS) as zk:
             first = await next_event(events, is_state(SessionState.CONNECTED))
             await zk.create("/persistent", b"p")
             await zk.create("/ephemeral", b"e", ephemeral=True)
