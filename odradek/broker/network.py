@@ -127,7 +127,7 @@ class Connection(asyncio.BufferedProtocol):
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             except OSError:
                 pass
-            if self.server.zero_copy:
+            if self.server.zero_copy and ssl_object is None:  # sendfile would bypass TLS
                 self._socket_fd = sock.fileno()
 
     def connection_lost(self, exc):

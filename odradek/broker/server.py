@@ -93,6 +93,9 @@ class Broker:
         # (benchmarks/broker_bench.py, consume rows). ODRADEK_ZERO_COPY=1 sends file slices
         # with sendfile instead.
         self.zero_copy = os.environ.get("ODRADEK_ZERO_COPY", "0") == "1"
+        # Follower fetches are the opposite case: one leader sends every byte to each follower,
+        # and sendfile saves the pread copy (benchmarks/replication_bench.py, the role rows).
+        self.follower_zero_copy = os.environ.get("ODRADEK_FOLLOWER_ZERO_COPY", "1") == "1"
         self.started = asyncio.Event()
         self.cluster = None  # the ClusterNode in cluster mode (zookeeper.connect set)
         self._tasks: list[asyncio.Task] = []
@@ -121,7 +124,7 @@ class Broker:
             registry=registry,
             # With an authorizer each connection offers the lanes its cached Write decisions.
             fast_lanes=handlers.FAST_LANES,
-            zero_copy=self.zero_copy,
+            zero_copy=self.zero_copy or self.follower_zero_copy,
             security=self.listener_security,
             scram_lookup=self.scram_credential,
         )

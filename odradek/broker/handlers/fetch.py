@@ -183,7 +183,7 @@ def handle_fetch(broker, request):
             replica_id,
             plan,
             max_bytes,
-            file_slices=broker.zero_copy,
+            file_slices=broker.follower_zero_copy,
             log_starts=log_starts,
             last_fetched=last_fetched,
         )
@@ -225,7 +225,12 @@ def handle_fetch(broker, request):
     sent = _count(broker, topics, replica_id >= 0)
     session_id = context.session_id if context is not None else 0
     response = _response(version, topics, ids, unknown, _throttle(broker, request, sent), session_id)
-    return RawResponse(response, has_files=broker.zero_copy, throttle_at=FETCH_THROTTLE_AT)
+    return RawResponse(response, has_files=_sliced(broker, replica_id), throttle_at=FETCH_THROTTLE_AT)
+
+
+def _sliced(broker, replica_id: int) -> bool:
+    """Whether the answer's record data may be file slices sent with sendfile."""
+    return broker.follower_zero_copy if replica_id >= 0 else broker.zero_copy
 
 
 def _authorized(broker, request, plan, follower: bool = False):
@@ -276,7 +281,7 @@ async def _wait_and_read(
         await asyncio.sleep(max_wait_ms / 1000)
     if replica_id >= 0:
         topics, _, _ = replicas.read_for_follower(
-            replica_id, plan, max_bytes, file_slices=broker.zero_copy, last_fetched=last_fetched
+            replica_id, plan, max_bytes, file_slices=broker.follower_zero_copy, last_fetched=last_fetched
         )
         if broker.replication_quotas.leader.limited:
             topics, _, _ = broker.replication_quotas.leader.apply(replicas.partitions, replica_id, topics)
@@ -296,7 +301,7 @@ async def _wait_and_read(
     throttle_ms = _throttle(broker, request, sent)
     session_id = context.session_id if context is not None else 0
     response = _response(request.api_version, topics, ids, {}, throttle_ms, session_id)
-    return RawResponse(response, has_files=broker.zero_copy, throttle_at=FETCH_THROTTLE_AT)
+    return RawResponse(response, has_files=_sliced(broker, replica_id), throttle_at=FETCH_THROTTLE_AT)
 
 
 def _throttle(broker, request, sent: int) -> int:
