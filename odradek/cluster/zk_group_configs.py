@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 
 from odradek.cluster import zk_data
 from odradek.cluster.zk_client import NoNodeError, ZkClient
@@ -32,8 +33,9 @@ def group_config_path(group_id: str) -> str:
 class ZkGroupConfigs:
     """The groups' config overrides of one broker, as ZooKeeper has them."""
 
-    def __init__(self, zk: ZkClient):
+    def __init__(self, zk: ZkClient, read_config: Callable[[str], Awaitable[dict[str, str]]]):
         self.zk = zk
+        self._read_config = read_config  # the store's reading of a config znode
         self.configs: dict[str, dict[str, str]] = {}
         self._writing = asyncio.Lock()  # one write at a time, so that the last one wins
 
@@ -90,13 +92,4 @@ class ZkGroupConfigs:
             self.configs.pop(group_id, None)
 
     async def _read(self, group_id: str) -> dict[str, str]:
-        path = group_config_path(group_id)
-        try:
-            data, _ = await self.zk.get(path)
-        except NoNodeError:
-            return {}
-        try:
-            return zk_data.decode_entity_config(data, path)
-        except zk_data.ZkDataError as exc:
-            log.warning("ignoring %s: %s", path, exc)
-            return {}
+        return await self._read_config(group_config_path(group_id))

@@ -48,7 +48,7 @@ class ZkMetadataStore(MetadataStore):
         self._pid_task: asyncio.Task | None = None
         self._changed = asyncio.Event()
         self._background: set[asyncio.Task] = set()
-        self._group_configs = ZkGroupConfigs(zk)
+        self._group_configs = ZkGroupConfigs(zk, self._read_config_znode)
         self.security = ZkSecurityStore(zk, self._spawn)  # ACLs, SCRAM credentials, quotas
 
     # -- start ---------------------------------------------------------------------------
@@ -63,7 +63,10 @@ class ZkMetadataStore(MetadataStore):
         await self._group_configs.load()
 
     async def _read_config(self, entity_type: str, name: str) -> dict[str, str]:
-        path = zk_data.entity_config_path(entity_type, name)
+        return await self._read_config_znode(zk_data.entity_config_path(entity_type, name))
+
+    async def _read_config_znode(self, path: str) -> dict[str, str]:
+        """A config znode's configs ({} when it is missing or unreadable, with a warning)."""
         try:
             data, _ = await self.zk.get(path)
         except NoNodeError:
