@@ -47,13 +47,17 @@ def rss_mib(pid: int) -> float:
     return proc_status(pid)["VmRSS"] / 1024
 
 
-def cpu_seconds(pid: int) -> float:
-    """utime + stime of the whole process (all threads) from /proc/PID/stat, in seconds."""
+def user_system_seconds(pid: int) -> tuple[float, float]:
+    """utime and stime of the whole process (all threads) from /proc/PID/stat, in seconds."""
     with open(f"/proc/{pid}/stat", "rb") as f:
         data = f.read()
     fields = data[data.rindex(b")") + 2 :].split()
-    # fields[0] is field 3 (state); utime and stime are fields 14 and 15.
-    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+    return int(fields[11]) / CLK_TCK, int(fields[12]) / CLK_TCK
+
+
+def cpu_seconds(pid: int) -> float:
+    """utime + stime of the whole process (all threads), in seconds."""
+    return sum(user_system_seconds(pid))
 
 
 def sched_ns(pid: int) -> int:

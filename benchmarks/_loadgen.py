@@ -21,7 +21,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _brokers import CLK_TCK, cpu_seconds, sched_ns  # noqa: E402
+from _brokers import CLK_TCK, cpu_seconds, sched_ns, user_system_seconds  # noqa: E402
 
 
 def machine_busy_s() -> float:
@@ -37,8 +37,9 @@ class Sampler:
     """Broker CPU, generator main-thread CPU, generator process CPU and the machine's
     other load over a section."""
 
-    def __init__(self, broker_pid: int | None):
+    def __init__(self, broker_pid: int | None, others: list[int] | None = None):
         self.pid = broker_pid
+        self.others = others or []  # more brokers (a cluster): each one's CPU over the same section
 
     def start(self) -> None:
         self.t0 = time.perf_counter()
@@ -49,6 +50,7 @@ class Sampler:
         self.proc0 = t.user + t.system
         self.broker0 = cpu_seconds(self.pid) if self.pid else 0.0
         self.sched0 = sched_ns(self.pid) if self.pid else 0
+        self.others0 = {pid: user_system_seconds(pid) for pid in self.others}
 
     def stop(self) -> dict:
         wall = time.perf_counter() - self.t0
@@ -70,6 +72,10 @@ class Sampler:
             out["broker_sched_s"] = (sched_ns(self.pid) - self.sched0) / 1e9
             out["broker_cpu"] = out["broker_cpu_s"] / wall
             out["other_cpu"] = (out["machine_busy_s"] - out["broker_cpu_s"] - gen) / wall
+        if self.others:
+            now = {pid: user_system_seconds(pid) for pid in self.others}
+            out["brokers_user_s"] = {pid: now[pid][0] - self.others0[pid][0] for pid in self.others}
+            out["brokers_system_s"] = {pid: now[pid][1] - self.others0[pid][1] for pid in self.others}
         return out
 
 
@@ -219,7 +225,7 @@ def produce(job: dict) -> dict:
 
     produce_, poll = p.produce, p.poll
     chunk = job.get("poll_every", 20_000)
-    s = Sampler(job.get("broker_pid"))
+    s = Sampler(job.get("broker_pid"), job.get("broker_pids"))
     s.start()
     sent = 0
     full = 0

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -36,7 +37,9 @@ def main() -> int:
     parser.add_argument("--partitions", type=int, default=3)
     parser.add_argument("--writers", type=int, default=2, help="concurrent idempotent producers")
     parser.add_argument("--dir", default=None, help="run directory (default: a new temporary one)")
-    parser.add_argument("--keep", action="store_true", help="keep the run directory even when every check passes")
+    parser.add_argument(
+        "--keep", action="store_true", help="keep the run directory even when every check passes"
+    )
     args = parser.parse_args()
     base = Path(args.dir or tempfile.mkdtemp(prefix="odradek-chaos-"))
     t0 = time.monotonic()
@@ -48,6 +51,8 @@ def main() -> int:
     if not result.ok or args.keep:
         result.history.dump(base / "history.jsonl")
         print(f"history: {base / 'history.jsonl'}; broker logs: {base}/broker-*.log")
+    elif args.dir is None:
+        shutil.rmtree(base, ignore_errors=True)  # gigabytes of logs nobody needs
     return 0 if result.ok else 1
 
 

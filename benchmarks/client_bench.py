@@ -17,8 +17,10 @@ unkeyed records, 4 partitions.
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -282,6 +284,7 @@ def main() -> None:
         worker(args)
         return
     workdir = tempfile.mkdtemp(prefix="client-bench-")
+    atexit.register(shutil.rmtree, workdir, True)  # the logs are gigabytes; also when a run fails
     proc = None
     bootstrap = args.bootstrap
     if bootstrap is None:

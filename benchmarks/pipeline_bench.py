@@ -23,8 +23,10 @@ Targets (issue 6): ≥ 500k rows/s batch read; p50 produce→sink ≤ 500 ms.
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -255,6 +257,7 @@ def main() -> None:
 
     broker = None
     workdir = tempfile.mkdtemp(prefix="odradek-pipeline-bench-")
+    atexit.register(shutil.rmtree, workdir, True)  # the logs are gigabytes; also when a run fails
     if args.bootstrap is None:
         from odradek.testing.process import BrokerProcess
 

@@ -38,8 +38,10 @@ Run::
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -340,6 +342,7 @@ def main() -> int:
     parser.add_argument("--only", choices=["throughput"], help="run only these rows")
     args = parser.parse_args()
     base = Path(tempfile.mkdtemp(prefix="odradek-replication-bench-"))
+    atexit.register(shutil.rmtree, base, True)  # the logs are gigabytes; also when a run fails
     cluster = ChaosCluster(base, overrides={"replica.lag.time.max.ms": 10000, "log.segment.bytes": 256 << 20}).start()
     rows = []
     try:
@@ -418,7 +421,7 @@ def _print(rows: list[tuple[str, str]], base: Path) -> int:
     print(f"\n{'measure'.ljust(width)}  result\n{'-' * width}  ------")
     for name, value in rows:
         print(f"{name.ljust(width)}  {value}")
-    print(f"(3 broker processes and ZooKeeper on this machine, {os.cpu_count()} CPUs, data in {base})")
+    print(f"(3 broker processes and ZooKeeper on this machine, {os.cpu_count()} CPUs, data in {base}, removed at exit)")
     return 0
 
 
