@@ -56,6 +56,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import confluent_kafka  # noqa: E402
 from _brokers import TansuBroker, cpu_seconds  # noqa: E402
+from _replication_floor import floor  # noqa: E402
 from confluent_kafka.admin import NewTopic  # noqa: E402
 
 from tests.cluster.chaos_support import ChaosCluster, _until  # noqa: E402
@@ -79,24 +80,92 @@ def broker_cpu(cluster: ChaosCluster) -> float:
 
 
 def throughput(cluster: ChaosCluster, topic: str, count: int) -> dict:
-    cpu0 = broker_cpu(cluster)
-    r = loadgen({"job": "produce", "bootstrap": cluster.bootstrap, "topic": topic, "count": count, "size": SIZE, "acks": "all"})
-    r["cluster_cpu_s"] = broker_cpu(cluster) - cpu0
+    """acks=all 1 KB records to ``topic``: the generator's result with each broker's CPU over
+    the timed section (``per_broker_ms``: broker id -> ms per MB) and their sum."""
+    pids = {b.proc.pid: i for i, b in cluster.brokers.items() if b.proc and b.proc.poll() is None}
+    job = {"job": "produce", "bootstrap": cluster.bootstrap, "topic": topic, "count": count, "size": SIZE, "acks": "all"}
+    r = loadgen({**job, "broker_pids": list(pids)})
     if r.get("failed") or r.get("undelivered"):
         raise RuntimeError(f"{topic}: {r['failed']} failed, {r['undelivered']} undelivered: {r['failures']}")
+    mb = count * SIZE / 1e6
+    r["per_broker_ms"] = {
+        pids[int(pid)]: (user + r["brokers_system_s"][pid]) / mb * 1000 for pid, user in r["brokers_user_s"].items()
+    }
+    r["cluster_ms_per_mb"] = sum(r["per_broker_ms"].values())
+    r["cluster_cpu_s"] = r["cluster_ms_per_mb"] * mb / 1000
     return r
 
 
-def per_broker_cpu(cluster: ChaosCluster) -> dict[int, float]:
-    return {i: cpu_seconds(b.proc.pid) for i, b in cluster.brokers.items() if b.proc and b.proc.poll() is None}
+def throughput_rows(cluster: ChaosCluster, count: int, rounds: int) -> tuple[list[tuple[str, str]], dict]:
+    """RF=1 and RF=3 side by side with the machine's floor for the same bytes
+    (``_replication_floor``: the system calls of a replicated append with no Kafka in them),
+    ``rounds`` times in turn, medians: the page cache's cost on this virtual machine moves
+    from run to run, and each Odradek run sits next to a floor run under the same conditions."""
+    megabytes = max(64, count * SIZE >> 20)
+    runs: dict[str, list] = {"floor1": [], "one": [], "floor3": [], "three": []}
+    for _ in range(rounds):
+        runs["floor1"].append(floor(megabytes, 0))
+        runs["one"].append(throughput(cluster, "rf1", count))
+        runs["floor3"].append(floor(megabytes, 2))
+        runs["three"].append(throughput(cluster, "rf3", count))
+    med = statistics.median
+
+    def floor_ms(r: dict) -> float:
+        return sum(u + s for u, s in r["replicas_ms_per_mb"])
+
+    one_rate = med(r["mb_per_s"] for r in runs["one"])
+    three_rate = med(r["mb_per_s"] for r in runs["three"])
+    one_ms = med(r["cluster_ms_per_mb"] for r in runs["one"])
+    three_ms = med(r["cluster_ms_per_mb"] for r in runs["three"])
+    floor1_ms = med(floor_ms(r) for r in runs["floor1"])
+    floor3_ms = med(floor_ms(r) for r in runs["floor3"])
+    brokers = sorted(runs["three"][0]["per_broker_ms"])
+    per_broker = {i: med(r["per_broker_ms"][i] for r in runs["three"]) for i in brokers}
+    rows = [
+        ("produce 1 KB acks=all, RF=1", f"{one_rate:,.1f} MB/s, brokers {one_ms:.2f} ms CPU/MB"),
+        (
+            "produce 1 KB acks=all, RF=3 min.insync=2",
+            f"{three_rate:,.1f} MB/s, brokers {three_ms:.2f} ms CPU/MB ("
+            + ", ".join(f"{per_broker[i]:.2f}" for i in brokers)
+            + " per broker)",
+        ),
+        (
+            "RF=3 / RF=1 throughput",
+            f"{med(t['mb_per_s'] / o['mb_per_s'] for o, t in zip(runs['one'], runs['three'], strict=True)):.2f}x (target >= 0.5x)",
+        ),
+        (
+            "floor, no Kafka, RF=1: receive, append to a new file",
+            f"{med(r['mb_per_s'] for r in runs['floor1']):,.0f} MB/s, {floor1_ms:.2f} ms CPU/MB",
+        ),
+        (
+            "floor, no Kafka, RF=3: + sendfile to 2 replicas that append",
+            f"{med(r['mb_per_s'] for r in runs['floor3']):,.0f} MB/s, {floor3_ms:.2f} ms CPU/MB (3 processes)",
+        ),
+        (
+            "floor RF=3 / RF=1 throughput (what this machine allows)",
+            f"{med(t['mb_per_s'] / o['mb_per_s'] for o, t in zip(runs['floor1'], runs['floor3'], strict=True)):.2f}x",
+        ),
+        ("Odradek above the floor, RF=1 / RF=3 (3 brokers)", f"{one_ms - floor1_ms:.2f} / {three_ms - floor3_ms:.2f} ms CPU/MB"),
+    ]
+    summary = {
+        "three_ms": three_ms,
+        "floor3_ms": floor3_ms,
+        "busiest_ms": max(per_broker.values()),
+        "floor3_roles": {
+            "leader": med(sum(r["replicas_ms_per_mb"][0]) for r in runs["floor3"]),
+            "follower": med(sum(r["replicas_ms_per_mb"][k]) for r in runs["floor3"] for k in (1, 2)),
+        },
+    }
+    return rows, summary
 
 
-def roles(cluster: ChaosCluster, count: int, tansu: dict | None) -> list[tuple[str, str]]:
+def roles(cluster: ChaosCluster, count: int, rounds: int, floor3: dict) -> list[tuple[str, str]]:
     """What one broker spends per MB in each role, which is the part Odradek controls when the
     machine has fewer cores than the three brokers and the client need: every partition of
     ``roles1`` (RF=1) and ``roles3`` (RF=3, min.insync=2) led by broker 1, so broker 1's CPU is
-    the leader's and brokers 2 and 3's the followers'. A broker is one event loop, so one core
-    per broker caps RF=3 at 1 / (the busiest broker's CPU per MB); the RF=1 rate it is set
+    the leader's and brokers 2 and 3's the followers', each beside the floor's process in the
+    same role (``floor3``: leader and follower ms per MB). A broker is one event loop, so one
+    core per broker caps RF=3 at 1 / (the busiest broker's CPU per MB); the RF=1 rate it is set
     against is the one measured here, where the producer shares the cores."""
     admin = cluster.admin()
     topics = [
@@ -106,30 +175,31 @@ def roles(cluster: ChaosCluster, count: int, tansu: dict | None) -> list[tuple[s
     for f in admin.create_topics(topics).values():
         f.result(30)
     _until(lambda: cluster.in_sync(["roles1", "roles3"]), 60)
-    mb = count * SIZE / 1e6
-    per_mb = {}
-    rates = {}
-    for topic in ("roles1", "roles3"):
-        before = per_broker_cpu(cluster)
-        rates[topic] = throughput(cluster, topic, count)["mb_per_s"]
-        after = per_broker_cpu(cluster)
-        per_mb[topic] = {i: (after[i] - before[i]) / mb * 1000 for i in after}
-    one, three = per_mb["roles1"], per_mb["roles3"]
-    followers = [three[i] for i in (2, 3) if i in three]
-    busiest = max([three[1], *followers])
-    rows = [
+    runs: dict[str, list[dict]] = {"roles1": [], "roles3": []}
+    for _ in range(rounds):
+        for topic in runs:
+            runs[topic].append(throughput(cluster, topic, count))
+    med = statistics.median
+    rate1 = med(r["mb_per_s"] for r in runs["roles1"])
+    one = {i: med(r["per_broker_ms"][i] for r in runs["roles1"]) for i in (1, 2, 3)}
+    three = {i: med(r["per_broker_ms"][i] for r in runs["roles3"]) for i in (1, 2, 3)}
+    followers = [three[2], three[3]]
+    busiest = max(three.values())
+    return [
         ("RF=1 leader (broker 1): CPU per MB", f"{one[1]:.2f} ms"),
-        ("RF=3 leader (broker 1): CPU per MB", f"{three[1]:.2f} ms ({three[1] / one[1]:.2f}x the RF=1 leader)"),
-        ("RF=3 followers (brokers 2, 3): CPU per MB", ", ".join(f"{c:.2f} ms" for c in followers)),
+        (
+            "RF=3 leader (broker 1): CPU per MB",
+            f"{three[1]:.2f} ms ({three[1] / one[1]:.2f}x the RF=1 leader; the floor's leader {floor3['leader']:.2f} ms)",
+        ),
+        (
+            "RF=3 followers (brokers 2, 3): CPU per MB",
+            ", ".join(f"{c:.2f} ms" for c in followers) + f" (the floor's followers {floor3['follower']:.2f} ms)",
+        ),
         (
             "RF=3 rate one core per broker allows (1 / busiest broker's CPU per MB)",
-            f"{1000 / busiest:,.0f} MB/s = {1000 / busiest / rates['roles1']:.2f}x the RF=1 rate measured here ({rates['roles1']:,.0f} MB/s)",
+            f"{1000 / busiest:,.0f} MB/s = {1000 / busiest / rate1:.2f}x the RF=1 rate measured here ({rate1:,.0f} MB/s)",
         ),
     ]
-    if tansu is not None:
-        t = tansu["broker_cpu_s"] / mb * 1000
-        rows.append(("one broker's CPU per replicated MB / tansu's per unreplicated MB", f"{busiest:.2f} / {t:.2f} ms = {busiest / t:.2f}x (target < 1)"))
-    return rows
 
 
 def tansu_throughput(count: int) -> dict:
@@ -327,7 +397,8 @@ def _isrs(cluster: ChaosCluster, topic: str) -> dict[int, list[int]]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--count", type=int, default=200_000, help="1 KB records per throughput run")
+    parser.add_argument("--count", type=int, default=300_000, help="1 KB records per throughput run")
+    parser.add_argument("--rounds", type=int, default=3, help="throughput rounds (floor and Odradek, RF=1 and RF=3, in turn); medians")
     parser.add_argument("--rate", type=int, default=2000, help="records/s of the latency run")
     parser.add_argument("--seconds", type=float, default=10, help="length of the latency run")
     parser.add_argument("--lag-count", type=int, default=1_000_000, help="records of the lag run")
@@ -373,18 +444,18 @@ def main() -> int:
             )
         if args.only_catch_up:
             return _print(rows, base)
-        one = throughput(cluster, "rf1", args.count)
-        three = throughput(cluster, "rf3", args.count)
+        tp_rows, tp = throughput_rows(cluster, args.count, args.rounds)
+        rows += tp_rows
         mb = args.count * SIZE / 1e6
         tansu = tansu_throughput(args.count)
+        tansu_ms = tansu["broker_cpu_s"] / mb * 1000
         rows += [
-            ("produce 1 KB acks=all, RF=1", f"{one['msgs_per_s']:,.0f} rec/s, {one['mb_per_s']:.1f} MB/s, brokers {one['cluster_cpu_s'] / mb * 1000:.1f} ms CPU/MB"),
-            ("produce 1 KB acks=all, RF=3 min.insync=2", f"{three['msgs_per_s']:,.0f} rec/s, {three['mb_per_s']:.1f} MB/s, brokers {three['cluster_cpu_s'] / mb * 1000:.1f} ms CPU/MB"),
-            ("RF=3 / RF=1 throughput", f"{three['msgs_per_s'] / one['msgs_per_s']:.2f}x (target >= 0.5x)"),
-            ("tansu, same load, RF=1 (memory engine)", f"{tansu['msgs_per_s']:,.0f} rec/s, {tansu['mb_per_s']:.1f} MB/s, broker {tansu['broker_cpu_s'] / mb * 1000:.1f} ms CPU/MB"),
-            ("broker CPU per MB: Odradek RF=3 (3 brokers) / tansu RF=1", f"{three['cluster_cpu_s'] / tansu['broker_cpu_s']:.2f}x (target < 1)"),
-        ]
-        rows += roles(cluster, args.count, tansu)
+            ("tansu, same load, RF=1 (memory engine)", f"{tansu['msgs_per_s']:,.0f} rec/s, {tansu['mb_per_s']:.1f} MB/s, broker {tansu_ms:.2f} ms CPU/MB"),
+            ("broker CPU per MB: Odradek RF=3 (3 brokers) / tansu RF=1", f"{tp['three_ms']:.2f} / {tansu_ms:.2f} ms = {tp['three_ms'] / tansu_ms:.2f}x (target < 1)"),
+            ("the floor alone, RF=3 (3 processes) / tansu RF=1", f"{tp['floor3_ms']:.2f} / {tansu_ms:.2f} ms = {tp['floor3_ms'] / tansu_ms:.2f}x"),
+            ("busiest broker's CPU per replicated MB / tansu's per unreplicated MB", f"{tp['busiest_ms']:.2f} / {tansu_ms:.2f} ms = {tp['busiest_ms'] / tansu_ms:.2f}x"),
+        ]  # fmt: skip
+        rows += roles(cluster, args.count, args.rounds, tp["floor3_roles"])
         if args.only == "throughput":
             return _print(rows, base)
         lat = latency(cluster, "rf3", args.rate, args.seconds)

@@ -180,6 +180,7 @@ class ReplicaManager:
         for key in [k for k in self.partitions if k[0] == name]:
             self.partitions.pop(key)
             self.log_manager.delete_log(*key)
+            self.on_high_watermark(key)  # fetches waiting on it answer now, with the error
         self.topic_metrics.remove_topic(name)
 
     async def close(self) -> None:

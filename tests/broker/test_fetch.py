@@ -3,11 +3,13 @@ at least one batch, leader-epoch checks (KIP-320) and OffsetForLeaderEpoch."""
 
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
 from broker_e2e import (
     RawClient,
+    admin,
     create_topic,
     decode_batches,
     fetch_body,
@@ -40,6 +42,33 @@ def test_min_bytes_waits_up_to_max_wait(broker, topic_name):
     assert 0.3 <= waited < 3, waited
     assert part.error_code == ErrorCode.none
     assert [b.base_offset for b in decode_batches(part.records)] == [0]
+
+
+def test_a_long_poll_at_the_high_watermark_answers_when_records_arrive(broker, topic_name):
+    """A waiting fetch with min_bytes=1 (what consumers and followers send) is answered as
+    soon as a record lands, not at max_wait; a second partition still at its end does not
+    hold it back, and one that fails (its topic deleted) answers at once with the error."""
+    create_topic(broker, topic_name, 2)
+    fill(broker, topic_name, 2, size=100)
+    body = fetch_body(topic_name, 0, 2, max_wait_ms=8000)
+    body["topics"][0]["partitions"].append({"partition": 1, "fetch_offset": 0, "partition_max_bytes": 1 << 20})
+    with RawClient(broker) as raw:
+        threading.Timer(0.5, fill, (broker, topic_name, 1), {"size": 100}).start()
+        start = time.monotonic()
+        response = raw.request(FETCH, 12, body)
+        waited = time.monotonic() - start
+    parts = {p.partition_index: p for p in response.responses[0].partitions}
+    assert 0.4 <= waited < 5, waited
+    assert [b.base_offset for b in decode_batches(parts[0].records)] == [2]
+    assert not parts[1].records
+    with RawClient(broker) as raw:
+        threading.Timer(0.5, lambda: admin(broker).delete_topics([topic_name])[topic_name].result(10)).start()
+        start = time.monotonic()
+        response = raw.request(FETCH, 12, fetch_body(topic_name, 0, 3, max_wait_ms=8000))
+        waited = time.monotonic() - start
+    (part,) = response.responses[0].partitions
+    assert waited < 5, waited
+    assert part.error_code != ErrorCode.none
 
 
 def test_partition_max_bytes_still_returns_one_whole_batch(broker, topic_name):
