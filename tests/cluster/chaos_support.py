@@ -30,7 +30,11 @@ from pathlib import Path
 
 import confluent_kafka
 from confluent_kafka.admin import AdminClient, NewTopic
+from kazoo.client import KazooClient
+from kazoo.exceptions import NoNodeError
 
+from odradek.cluster import zk_data
+from odradek.cluster.partitions import TopicPartition
 from odradek.testing.embedded_cluster import EmbeddedCluster
 
 TOPIC = "chaos"
@@ -90,6 +94,7 @@ class ChaosCluster(EmbeddedCluster):
         session_ms = int(settings.pop("zookeeper.session.timeout.ms"))
         super().__init__(brokers, overrides=settings, data_dir=base, session_timeout_ms=session_ms)
         self.paused: set[int] = set()
+        self._zk_reader: KazooClient | None = None
 
     @property
     def bootstrap(self) -> str:
@@ -121,7 +126,11 @@ class ChaosCluster(EmbeddedCluster):
         return view.controller_id if view is not None else -1
 
     def in_sync(self, topics) -> bool:
-        """Every partition of ``topics`` has a leader and all its replicas in the ISR."""
+        """Every partition of ``topics`` has a leader and all its replicas in the ISR, and every
+        broker is registered: in the brokers' Metadata (so clients can use it) and in
+        ZooKeeper. Leaders write their ISR to the partition state znodes with conditional
+        updates, so ZooKeeper holds the truth where one broker's Metadata answer can be stale
+        (a broker just resumed from SIGSTOP still answers with the ISR it knew before)."""
         view = self.view()
         if view is None or len(view.brokers) < len(self.brokers):
             return False
@@ -132,7 +141,30 @@ class ChaosCluster(EmbeddedCluster):
             for p in partitions.values():
                 if p.leader < 0 or sorted(p.isr) != sorted(p.replicas):
                     return False
+        return self._in_sync_in_zookeeper(topics)
+
+    def _in_sync_in_zookeeper(self, topics) -> bool:
+        zk = self._zookeeper_reader()
+        try:
+            if len(zk.get_children(zk_data.BROKER_IDS_PATH)) < len(self.brokers):
+                return False
+            for name in topics:
+                assignment = zk_data.decode_topic_assignment(name, zk.get(zk_data.topic_path(name))[0])
+                for index, replicas in assignment.partitions.items():
+                    tp = TopicPartition(name, index)
+                    data, stat = zk.get(zk_data.partition_state_path(tp))
+                    state = zk_data.decode_partition_state(tp, data, stat.version).leader_and_isr
+                    if state.leader < 0 or sorted(state.isr) != sorted(replicas.replicas):
+                        return False
+        except NoNodeError:
+            return False
         return True
+
+    def _zookeeper_reader(self) -> KazooClient:
+        if self._zk_reader is None:
+            self._zk_reader = KazooClient(hosts=self.zookeeper_connect, timeout=30)
+            self._zk_reader.start(timeout=30)
+        return self._zk_reader
 
     def restart(self, i: int, timeout: float = 60.0) -> None:
         """Start broker ``i`` again. After a kill -9 its old ZooKeeper session holds
@@ -163,6 +195,10 @@ class ChaosCluster(EmbeddedCluster):
     def close(self) -> None:
         for i in list(self.paused):
             self.resume(i)
+        if self._zk_reader is not None:
+            self._zk_reader.stop()
+            self._zk_reader.close()
+            self._zk_reader = None
         super().close()
 
 
