@@ -7,7 +7,13 @@ confluent-kafka producer (``_loadgen.py``, linger.ms=5, acks=all):
   topic, records/s and MB/s, and the ratio (target >= 0.5); the three brokers' CPU seconds
   per MB produced (all replicas counted), against tansu's CPU per MB on the same load
   unreplicated (one tansu process with its in-memory engine; issue 16: Odradek's broker CPU
-  per replicated MB should stay below it);
+  per replicated MB should stay below it). Each run sits beside the machine's **floor** for
+  the same bytes (``_replication_floor.py``: receive, append to a new file, sendfile to the
+  followers, which append; no Kafka), ``--rounds`` times in turn, and the table gives
+  medians: on a virtual machine the page cache a new file takes costs from 0.2 to over 2 ms
+  of kernel CPU per MB from one run to the next, and RF=3 on one machine pays it three
+  times. The **by role** rows lead every partition from broker 1: what a leader and a
+  follower each cost per MB, beside the floor's leader and follower;
 * **end-to-end latency** of acks=all RF=3 at a steady ``--rate`` with librdkafka's default
   linger.ms=5: send to consume, p50/p99, and send to acknowledgement;
 * **replication lag under load**: while an acks=1 producer writes as fast as it can, the
@@ -151,20 +157,16 @@ def throughput_rows(cluster: ChaosCluster, count: int, rounds: int) -> tuple[lis
         "three_ms": three_ms,
         "floor3_ms": floor3_ms,
         "busiest_ms": max(per_broker.values()),
-        "floor3_roles": {
-            "leader": med(sum(r["replicas_ms_per_mb"][0]) for r in runs["floor3"]),
-            "follower": med(sum(r["replicas_ms_per_mb"][k]) for r in runs["floor3"] for k in (1, 2)),
-        },
     }
     return rows, summary
 
 
-def roles(cluster: ChaosCluster, count: int, rounds: int, floor3: dict) -> list[tuple[str, str]]:
+def roles(cluster: ChaosCluster, count: int, rounds: int) -> list[tuple[str, str]]:
     """What one broker spends per MB in each role, which is the part Odradek controls when the
     machine has fewer cores than the three brokers and the client need: every partition of
     ``roles1`` (RF=1) and ``roles3`` (RF=3, min.insync=2) led by broker 1, so broker 1's CPU is
     the leader's and brokers 2 and 3's the followers', each beside the floor's process in the
-    same role (``floor3``: leader and follower ms per MB). A broker is one event loop, so one
+    same role, run just before it. A broker is one event loop, so one
     core per broker caps RF=3 at 1 / (the busiest broker's CPU per MB); the RF=1 rate it is set
     against is the one measured here, where the producer shares the cores."""
     admin = cluster.admin()
@@ -175,11 +177,16 @@ def roles(cluster: ChaosCluster, count: int, rounds: int, floor3: dict) -> list[
     for f in admin.create_topics(topics).values():
         f.result(30)
     _until(lambda: cluster.in_sync(["roles1", "roles3"]), 60)
-    runs: dict[str, list[dict]] = {"roles1": [], "roles3": []}
+    runs: dict[str, list[dict]] = {"roles1": [], "floor3": [], "roles3": []}
     for _ in range(rounds):
-        for topic in runs:
-            runs[topic].append(throughput(cluster, topic, count))
+        runs["roles1"].append(throughput(cluster, "roles1", count))
+        runs["floor3"].append(floor(max(64, count * SIZE >> 20), 2))
+        runs["roles3"].append(throughput(cluster, "roles3", count))
     med = statistics.median
+    floor3 = {
+        "leader": med(sum(r["replicas_ms_per_mb"][0]) for r in runs["floor3"]),
+        "follower": med(sum(r["replicas_ms_per_mb"][k]) for r in runs["floor3"] for k in (1, 2)),
+    }
     rate1 = med(r["mb_per_s"] for r in runs["roles1"])
     one = {i: med(r["per_broker_ms"][i] for r in runs["roles1"]) for i in (1, 2, 3)}
     three = {i: med(r["per_broker_ms"][i] for r in runs["roles3"]) for i in (1, 2, 3)}
@@ -455,7 +462,7 @@ def main() -> int:
             ("the floor alone, RF=3 (3 processes) / tansu RF=1", f"{tp['floor3_ms']:.2f} / {tansu_ms:.2f} ms = {tp['floor3_ms'] / tansu_ms:.2f}x"),
             ("busiest broker's CPU per replicated MB / tansu's per unreplicated MB", f"{tp['busiest_ms']:.2f} / {tansu_ms:.2f} ms = {tp['busiest_ms'] / tansu_ms:.2f}x"),
         ]  # fmt: skip
-        rows += roles(cluster, args.count, args.rounds, tp["floor3_roles"])
+        rows += roles(cluster, args.count, args.rounds)
         if args.only == "throughput":
             return _print(rows, base)
         lat = latency(cluster, "rf3", args.rate, args.seconds)
