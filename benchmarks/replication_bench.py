@@ -62,7 +62,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import confluent_kafka  # noqa: E402
 from _brokers import TansuBroker, cpu_seconds  # noqa: E402
-from _replication_floor import floor  # noqa: E402
+from _replication_floor import floor, warm_page_cache  # noqa: E402
 from confluent_kafka.admin import NewTopic  # noqa: E402
 
 from tests.cluster.chaos_support import ChaosCluster, _until  # noqa: E402
@@ -85,9 +85,13 @@ def broker_cpu(cluster: ChaosCluster) -> float:
     return sum(cpu_seconds(b.proc.pid) for b in cluster.brokers.values() if b.proc and b.proc.poll() is None)
 
 
-def throughput(cluster: ChaosCluster, topic: str, count: int) -> dict:
+def throughput(cluster: ChaosCluster, topic: str, count: int, warm: tuple[int, str] | None = None) -> dict:
     """acks=all 1 KB records to ``topic``: the generator's result with each broker's CPU over
-    the timed section (``per_broker_ms``: broker id -> ms per MB) and their sum."""
+    the timed section (``per_broker_ms``: broker id -> ms per MB) and their sum. ``warm``:
+    (replicas, directory) to warm the page cache the run will take first (see
+    ``_replication_floor.warm_page_cache``)."""
+    if warm is not None:
+        warm_page_cache(warm[0] * (count * SIZE >> 20), warm[1])
     pids = {b.proc.pid: i for i, b in cluster.brokers.items() if b.proc and b.proc.poll() is None}
     job = {"job": "produce", "bootstrap": cluster.bootstrap, "topic": topic, "count": count, "size": SIZE, "acks": "all"}
     r = loadgen({**job, "broker_pids": list(pids)})
@@ -102,18 +106,24 @@ def throughput(cluster: ChaosCluster, topic: str, count: int) -> dict:
     return r
 
 
-def throughput_rows(cluster: ChaosCluster, count: int, rounds: int) -> tuple[list[tuple[str, str]], dict]:
+def throughput_rows(
+    cluster: ChaosCluster, count: int, rounds: int, floor_dir: str
+) -> tuple[list[tuple[str, str]], dict]:
     """RF=1 and RF=3 side by side with the machine's floor for the same bytes
     (``_replication_floor``: the system calls of a replicated append with no Kafka in them),
-    ``rounds`` times in turn, medians: the page cache's cost on this virtual machine moves
-    from run to run, and each Odradek run sits next to a floor run under the same conditions."""
+    ``rounds`` times, medians: the page cache's cost on this virtual machine moves from run to
+    run. The floor and Odradek take turns going first, and the floor keeps its files
+    (``floor_dir``), so neither gets the other's freed page cache."""
     megabytes = max(64, count * SIZE >> 20)
     runs: dict[str, list] = {"floor1": [], "one": [], "floor3": [], "three": []}
-    for _ in range(rounds):
-        runs["floor1"].append(floor(megabytes, 0))
-        runs["one"].append(throughput(cluster, "rf1", count))
-        runs["floor3"].append(floor(megabytes, 2))
-        runs["three"].append(throughput(cluster, "rf3", count))
+    for i in range(rounds):  # each goes first in every other round
+        for first in (0, 1) if i % 2 == 0 else (1, 0):
+            if first == 0:
+                runs["floor1"].append(floor(megabytes, 0, floor_dir))
+                runs["floor3"].append(floor(megabytes, 2, floor_dir))
+            else:
+                runs["one"].append(throughput(cluster, "rf1", count, (1, floor_dir)))
+                runs["three"].append(throughput(cluster, "rf3", count, (3, floor_dir)))
     med = statistics.median
 
     def floor_ms(r: dict) -> float:
@@ -140,18 +150,21 @@ def throughput_rows(cluster: ChaosCluster, count: int, rounds: int) -> tuple[lis
             f"{med(t['mb_per_s'] / o['mb_per_s'] for o, t in zip(runs['one'], runs['three'], strict=True)):.2f}x (target >= 0.5x)",
         ),
         (
-            "floor, no Kafka, RF=1: receive, append to a new file",
+            "floor (no Kafka, warm page cache), RF=1: receive, append",
             f"{med(r['mb_per_s'] for r in runs['floor1']):,.0f} MB/s, {floor1_ms:.2f} ms CPU/MB",
         ),
         (
-            "floor, no Kafka, RF=3: + sendfile to 2 replicas that append",
+            "floor, RF=3: + sendfile to 2 replicas that append",
             f"{med(r['mb_per_s'] for r in runs['floor3']):,.0f} MB/s, {floor3_ms:.2f} ms CPU/MB (3 processes)",
         ),
         (
             "floor RF=3 / RF=1 throughput (what this machine allows)",
             f"{med(t['mb_per_s'] / o['mb_per_s'] for o, t in zip(runs['floor1'], runs['floor3'], strict=True)):.2f}x",
         ),
-        ("Odradek above the floor, RF=1 / RF=3 (3 brokers)", f"{one_ms - floor1_ms:.2f} / {three_ms - floor3_ms:.2f} ms CPU/MB"),
+        (
+            "Odradek above the floor (at most its own overhead), RF=1 / RF=3 (3 brokers)",
+            f"{one_ms - floor1_ms:.2f} / {three_ms - floor3_ms:.2f} ms CPU/MB",
+        ),
     ]
     summary = {
         "three_ms": three_ms,
@@ -161,12 +174,12 @@ def throughput_rows(cluster: ChaosCluster, count: int, rounds: int) -> tuple[lis
     return rows, summary
 
 
-def roles(cluster: ChaosCluster, count: int, rounds: int) -> list[tuple[str, str]]:
+def roles(cluster: ChaosCluster, count: int, rounds: int, floor_dir: str) -> list[tuple[str, str]]:
     """What one broker spends per MB in each role, which is the part Odradek controls when the
     machine has fewer cores than the three brokers and the client need: every partition of
     ``roles1`` (RF=1) and ``roles3`` (RF=3, min.insync=2) led by broker 1, so broker 1's CPU is
     the leader's and brokers 2 and 3's the followers', each beside the floor's process in the
-    same role, run just before it. A broker is one event loop, so one
+    same role, the two taking turns going first. A broker is one event loop, so one
     core per broker caps RF=3 at 1 / (the busiest broker's CPU per MB); the RF=1 rate it is set
     against is the one measured here, where the producer shares the cores."""
     admin = cluster.admin()
@@ -178,10 +191,13 @@ def roles(cluster: ChaosCluster, count: int, rounds: int) -> list[tuple[str, str
         f.result(30)
     _until(lambda: cluster.in_sync(["roles1", "roles3"]), 60)
     runs: dict[str, list[dict]] = {"roles1": [], "floor3": [], "roles3": []}
-    for _ in range(rounds):
-        runs["roles1"].append(throughput(cluster, "roles1", count))
-        runs["floor3"].append(floor(max(64, count * SIZE >> 20), 2))
-        runs["roles3"].append(throughput(cluster, "roles3", count))
+    for i in range(rounds):
+        runs["roles1"].append(throughput(cluster, "roles1", count, (1, floor_dir)))
+        for first in ("floor3", "roles3") if i % 2 == 0 else ("roles3", "floor3"):
+            if first == "floor3":
+                runs["floor3"].append(floor(max(64, count * SIZE >> 20), 2, floor_dir))
+            else:
+                runs["roles3"].append(throughput(cluster, "roles3", count, (3, floor_dir)))
     med = statistics.median
     floor3 = {
         "leader": med(sum(r["replicas_ms_per_mb"][0]) for r in runs["floor3"]),
@@ -209,8 +225,9 @@ def roles(cluster: ChaosCluster, count: int, rounds: int) -> list[tuple[str, str
     ]
 
 
-def tansu_throughput(count: int) -> dict:
-    """The same load against one tansu process (memory engine, RF 1): its CPU per MB."""
+def tansu_throughput(count: int, warm_dir: str | None = None) -> dict:
+    """The same load against one tansu process (memory engine, RF 1): its CPU per MB, with
+    the memory it takes warmed first as for the Odradek runs (``warm_dir``)."""
     from confluent_kafka.admin import AdminClient
 
     with tempfile.TemporaryDirectory(prefix="odradek-replication-bench-tansu-") as workdir:
@@ -220,6 +237,8 @@ def tansu_throughput(count: int) -> dict:
             admin = AdminClient({"bootstrap.servers": tansu.bootstrap})
             for f in admin.create_topics([NewTopic("rf1", PARTITIONS, 1)]).values():
                 f.result(30)
+            if warm_dir is not None:
+                warm_page_cache(count * SIZE >> 20, warm_dir)
             r = loadgen(
                 {"job": "produce", "bootstrap": tansu.bootstrap, "topic": "rf1", "count": count, "size": SIZE,
                  "acks": "all", "broker_pid": tansu.pid}
@@ -451,10 +470,12 @@ def main() -> int:
             )
         if args.only_catch_up:
             return _print(rows, base)
-        tp_rows, tp = throughput_rows(cluster, args.count, args.rounds)
+        floor_dir = str(base / "floor")
+        os.makedirs(floor_dir)
+        tp_rows, tp = throughput_rows(cluster, args.count, args.rounds, floor_dir)
         rows += tp_rows
         mb = args.count * SIZE / 1e6
-        tansu = tansu_throughput(args.count)
+        tansu = tansu_throughput(args.count, floor_dir)
         tansu_ms = tansu["broker_cpu_s"] / mb * 1000
         rows += [
             ("tansu, same load, RF=1 (memory engine)", f"{tansu['msgs_per_s']:,.0f} rec/s, {tansu['mb_per_s']:.1f} MB/s, broker {tansu_ms:.2f} ms CPU/MB"),
@@ -462,7 +483,7 @@ def main() -> int:
             ("the floor alone, RF=3 (3 processes) / tansu RF=1", f"{tp['floor3_ms']:.2f} / {tansu_ms:.2f} ms = {tp['floor3_ms'] / tansu_ms:.2f}x"),
             ("busiest broker's CPU per replicated MB / tansu's per unreplicated MB", f"{tp['busiest_ms']:.2f} / {tansu_ms:.2f} ms = {tp['busiest_ms'] / tansu_ms:.2f}x"),
         ]  # fmt: skip
-        rows += roles(cluster, args.count, args.rounds)
+        rows += roles(cluster, args.count, args.rounds, floor_dir)
         if args.only == "throughput":
             return _print(rows, base)
         lat = latency(cluster, "rf3", args.rate, args.seconds)
