@@ -271,7 +271,7 @@ BROKER_CONFIGS: dict[str, ConfigDef] = config_table(
     ConfigDef("super.users", STR, None, None, "Principals allowed everything, as User:name;User:other."),
     ConfigDef("allow.everyone.if.no.acl.found", BOOL, False, None, "Allow access to resources that have no ACL."),
     ConfigDef("principal.builder.class", CLASS, None, None, "Class building the principal of a connection."),
-    ConfigDef("ssl.protocol", STR, "TLSv1.3", None, "TLS protocol of SSL contexts."),
+    ConfigDef("ssl.protocol", STR, "TLSv1.3", None, "Newest TLS version of SSL contexts, as a JVM's SSLContext protocol: TLSv1.2 keeps TLS 1.3 off even when ssl.enabled.protocols has it; TLSv1.3 or TLS caps nothing."),
     ConfigDef("ssl.enabled.protocols", LIST, ["TLSv1.2", "TLSv1.3"], None, "TLS protocols enabled."),
     ConfigDef("ssl.cipher.suites", LIST, None, None, "Cipher suites enabled; default: all the runtime supports."),
     ConfigDef("ssl.provider", STR, None, None, "Security provider of SSL contexts."),
