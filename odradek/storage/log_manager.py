@@ -43,10 +43,11 @@ import os
 import shutil
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 
 from ..protocol import errors
 from .checkpoint import (
+    LOG_MANAGER_CHECKPOINTS,
     LOG_START_OFFSET_CHECKPOINT,
     RECOVERY_POINT_CHECKPOINT,
     REPLICATION_OFFSET_CHECKPOINT,
@@ -339,9 +340,14 @@ class LogManager(LogDirs):
         self._pending_dir_deletes = keep
         return n
 
-    def checkpoint_all(self, high_watermarks: dict[TopicPartition, int] | None = None) -> None:
+    def checkpoint_all(
+        self,
+        high_watermarks: dict[TopicPartition, int] | None = None,
+        files: Collection[str] = LOG_MANAGER_CHECKPOINTS,
+    ) -> None:
         """Write the recovery-point, log-start-offset and replication-offset checkpoints of every
-        log dir. ``high_watermarks`` overrides the logs' own values (worker-safe).
+        log dir, or those of them named in ``files`` (each has its own interval).
+        ``high_watermarks`` overrides the logs' own values (worker-safe).
         """
         by_dir: dict[str, list[tuple[TopicPartition, Log]]] = {d: [] for d in self.log_dirs}
         for tp, log in list(self._logs.items()):
@@ -349,16 +355,16 @@ class LogManager(LogDirs):
         for log_dir, items in by_dir.items():
             if log_dir in self.offline_dirs:
                 continue
-            hws = {}
-            for tp, log in items:
-                hw = high_watermarks.get(tp) if high_watermarks else None
-                hws[tp] = log.high_watermark if hw is None else hw
-            files = (
-                (RECOVERY_POINT_CHECKPOINT, {tp: log.recovery_point for tp, log in items}),
-                (LOG_START_OFFSET_CHECKPOINT, {tp: log.log_start_offset for tp, log in items}),
-                (REPLICATION_OFFSET_CHECKPOINT, hws),
-            )
-            for name, offsets in files:
+            for name in files:
+                if name == RECOVERY_POINT_CHECKPOINT:
+                    offsets = {tp: log.recovery_point for tp, log in items}
+                elif name == LOG_START_OFFSET_CHECKPOINT:
+                    offsets = {tp: log.log_start_offset for tp, log in items}
+                else:
+                    offsets = {}
+                    for tp, log in items:
+                        hw = high_watermarks.get(tp) if high_watermarks else None
+                        offsets[tp] = log.high_watermark if hw is None else hw
                 path = os.path.join(log_dir, name)
                 try:
                     write_offset_checkpoint(path, offsets)
