@@ -261,11 +261,7 @@ class Connection(asyncio.BufferedProtocol):
         if outcome.frame is not None:
             self._write(outcome.frame)
         if type(outcome) is Close:
-            delay = self.server.failed_authentication_delay_s if outcome.failed_authentication else 0
-            if delay > 0:
-                self._close_after(delay, outcome.reason)
-            else:
-                self.close(outcome.reason, flush=True)
+            self.close(outcome.reason, flush=True, delay_s=outcome.delay_s)
         elif self.auth.complete:
             self.principal = self.auth.principal
             self._writable.clear()
@@ -519,9 +515,9 @@ class Connection(asyncio.BufferedProtocol):
 
     # -- closing -----------------------------------------------------------------------
 
-    def close(self, reason: str, flush: bool = False):
+    def close(self, reason: str, flush: bool = False, delay_s: float = 0.0):
         """Close this connection, logging why; ``flush`` sends what is buffered first (a last
-        error response), else unsent responses are dropped."""
+        error response), else unsent responses are dropped; ``delay_s``: reading stops now."""
         if self.closed:
             return
         log.warning("closing connection from %s: %s", self.peer, reason)
@@ -533,19 +529,11 @@ class Connection(asyncio.BufferedProtocol):
             # the peer does not read them; drop them, as Kafka does when it closes a channel.
             if transport.get_write_buffer_size() and not flush:
                 transport.abort()
+            elif delay_s > 0:
+                transport.pause_reading()
+                asyncio.get_running_loop().call_later(delay_s, transport.close)
             else:
                 transport.close()
-
-    def _close_after(self, delay_s: float, reason: str) -> None:
-        """Close once ``delay_s`` has passed (connection.failed.authentication.delay.ms): the
-        error response goes out now; nothing more is read or answered meanwhile."""
-        log.warning("closing connection from %s in %.0f ms: %s", self.peer, delay_s * 1000, reason)
-        self._held = True
-        self._update_reading()
-        self.closed = True
-        self._drop_work()
-        if self.transport is not None:
-            asyncio.get_running_loop().call_later(delay_s, self.transport.close)
 
     def _close_throttled(self, why: str) -> None:
         """Close a connection refused by a quota; logged like refused connections (one line
@@ -665,10 +653,8 @@ class NetworkServer:
         max_connection_creation_rate: int = (1 << 31) - 1,
         security=None,
         scram_lookup=None,
-        failed_authentication_delay_ms: int = 0,
     ):
         self.broker = broker
-        self.failed_authentication_delay_s = failed_authentication_delay_ms / 1000
         self.security = security or {}  # listener name -> ListenerSecurity
         self.gates = None  # RequestGates when an authorizer is configured
         self.creation_rate = max_connection_creation_rate
@@ -749,9 +735,8 @@ class NetworkServer:
         if self.queued is not None:
             self.queued.forget(conn)
 
-    async def bind(self, listeners, backlog: int = 50) -> None:
-        """Bind every listener (so ephemeral ports are known) without accepting yet;
-        ``backlog`` (socket.listen.backlog.size) connections may wait to be accepted."""
+    async def bind(self, listeners, backlog: int) -> None:
+        """Bind every listener (so ephemeral ports are known) without accepting yet."""
         loop = asyncio.get_running_loop()
         for listener in listeners:
             security = self.security.get(listener.name)
@@ -761,7 +746,7 @@ class NetworkServer:
                 listener.port,
                 ssl=security.ssl_context if security is not None else None,
                 reuse_address=True,
-                backlog=backlog,
+                backlog=backlog,  # socket.listen.backlog.size
                 start_serving=False,
             )
             self._servers.append(server)

@@ -134,7 +134,6 @@ class Broker:
             zero_copy=self.zero_copy or self.follower_zero_copy,
             security=self.listener_security,
             scram_lookup=self.scram_credential,
-            failed_authentication_delay_ms=self.config.get("connection.failed.authentication.delay.ms"),
         )
         await self._bind()
         try:

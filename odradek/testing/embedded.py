@@ -43,8 +43,6 @@ TEST_DEFAULTS = {
     "transaction.state.log.replication.factor": "1",
     "transaction.state.log.min.isr": "1",
     "http.listeners": "http://127.0.0.1:0",
-    # retention, flushes and checkpoints from the start, not 30 s after it as in production
-    "log.initial.task.delay.ms": "0",
 }
 
 MODES = ("thread", "process")

@@ -61,8 +61,6 @@ class BrokerProcess:
         # The HTTP side (console, /metrics) on a port of its own, unless the caller chose one.
         if "http.listeners" not in self.overrides:
             self.overrides["http.listeners"] = f"http://127.0.0.1:{free_port()}"
-        # Retention, flushes and checkpoints from the start, not 30 s after it as in production.
-        self.overrides.setdefault("log.initial.task.delay.ms", "0")
         self.log_path = Path(log_path) if log_path else self.data_dir.parent / f"broker-{self.port}.log"
         self.proc: subprocess.Popen | None = None
 

@@ -156,7 +156,7 @@ def test_alter_replica_log_dirs_errors_as_kafka(own_broker, tmp_path, kp_admin_o
 def test_a_failed_log_dir_goes_offline_and_the_others_keep_serving(
     own_broker, tmp_path, kp_admin_of, topic_name
 ):
-    broker, dirs = jbod_broker(own_broker, tmp_path, 2, **{"log.flush.offset.checkpoint.interval.ms": "100"})
+    broker, dirs = jbod_broker(own_broker, tmp_path, 2, **{"log.flush.offset.checkpoint.interval.ms": "100", "log.initial.task.delay.ms": "0"})
     create_topic(broker, topic_name, 2)  # one partition in each dir
     client = kp_admin_of(broker)
     info = describe(client)

@@ -33,6 +33,7 @@ def test_the_high_watermark_checkpoint_has_its_own_interval(own_broker, topic_na
         **{
             "replica.high.watermark.checkpoint.interval.ms": 100,
             "log.flush.start.offset.checkpoint.interval.ms": HOUR_MS,
+            "log.initial.task.delay.ms": 0,
         }
     )
     create_topic(broker, topic_name, 1)
@@ -51,6 +52,7 @@ def test_the_log_start_offset_checkpoint_has_its_own_interval(own_broker, topic_
         **{
             "replica.high.watermark.checkpoint.interval.ms": HOUR_MS,
             "log.flush.start.offset.checkpoint.interval.ms": 100,
+            "log.initial.task.delay.ms": 0,
         }
     )
     create_topic(broker, topic_name, 1)

@@ -53,7 +53,7 @@ class Close:
     frame: bytes | None = None
     # Wrong credentials (not a protocol error): the close waits
     # connection.failed.authentication.delay.ms, slowing a client that guesses passwords.
-    failed_authentication: bool = False
+    delay_s: float = 0.0
 
 
 class SaslAuthenticator:
@@ -92,7 +92,7 @@ class SaslAuthenticator:
         try:
             out = self._server.step(bytes(payload))
         except SaslFailure as exc:
-            return Close(f"SASL authentication failed ({self.mechanism}): {exc}", failed_authentication=True)
+            return self._failed(f"SASL authentication failed ({self.mechanism}): {exc}")
         if self._server.complete:
             self._finish()
         return Reply(messages.size_prefix(len(out)) + out)
@@ -172,7 +172,7 @@ class SaslAuthenticator:
                 header,
                 {"error_code": ErrorCode.sasl_authentication_failed, "error_message": str(exc), "auth_bytes": b"", "session_lifetime": 0},
             )
-            return Close(f"SASL authentication failed ({self.mechanism}): {exc}", frame, failed_authentication=True)
+            return self._failed(f"SASL authentication failed ({self.mechanism}): {exc}", frame)
         lifetime = 0
         if self._server.complete:
             previous = self.principal
@@ -188,9 +188,7 @@ class SaslAuthenticator:
                         "session_lifetime": 0,
                     },
                 )
-                return Close(
-                    f"re-authentication as {self.principal} on a connection of {previous}", frame, failed_authentication=True
-                )
+                return self._failed(f"re-authentication as {self.principal} on a connection of {previous}", frame)
             lifetime = self.security.reauth_ms
         frame = _response(
             SASL_AUTHENTICATE,
@@ -198,6 +196,9 @@ class SaslAuthenticator:
             {"error_code": ErrorCode.none, "error_message": None, "auth_bytes": out, "session_lifetime": lifetime},
         )
         return Reply(frame)
+
+    def _failed(self, reason: str, frame: bytes | None = None) -> Close:
+        return Close(reason, frame, self.security.failed_authentication_delay_ms / 1000)
 
     def _finish(self) -> None:
         self.principal = self._prefix + self._server.principal
