@@ -260,7 +260,7 @@ BROKER_CONFIGS: dict[str, ConfigDef] = config_table(
     ConfigDef("transaction.remove.expired.transaction.cleanup.interval.ms", INT, 3600000, AtLeast(1), "How often expired transactional ids are removed."),
     ConfigDef("transaction.partition.verification.enable", BOOL, True, None, "Verify a partition is in the transaction before appending."),
     ConfigDef("producer.id.expiration.ms", INT, 86400000, AtLeast(1), "Forget an idempotent producer id idle this long."),
-    ConfigDef("producer.id.expiration.check.interval.ms", INT, 600000, AtLeast(1), "How often expired producer ids are removed (Odradek removes them at each retention check, log.retention.check.interval.ms).", _INFO),
+    ConfigDef("producer.id.expiration.check.interval.ms", INT, 600000, AtLeast(1), "How often expired producer ids are removed."),
     # share groups (Kafka 4 writes these into its sample server.properties)
     ConfigDef("share.coordinator.state.topic.replication.factor", SHORT, 3, AtLeast(1), "Replication factor of __share_group_state (capped at the live brokers)."),
     ConfigDef("share.coordinator.state.topic.min.isr", SHORT, 2, AtLeast(1), "min.insync.replicas of __share_group_state."),

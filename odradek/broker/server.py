@@ -182,7 +182,10 @@ class Broker:
             self.controller = Controller(self.store, **controller_settings)
         try:
             self.log_manager = LogManager(
-                [str(d) for d in log_dirs], self.log_config_for(None), config_for=self.log_config_for
+                [str(d) for d in log_dirs],
+                self.log_config_for(None),
+                config_for=self.log_config_for,
+                producer_id_expiration_ms=self.config.get("producer.id.expiration.ms"),
             )
         except OSError as exc:
             raise StartupError(
@@ -469,9 +472,10 @@ class Broker:
         return self.network.bound[listener][1]
 
     async def _periodic_flush(self) -> None:
-        """Time-based flushes, offset checkpoints and retention, off the event loop, each on
-        its own interval (Kafka's LogManager and ReplicaManager tasks). All but the
-        high-watermark checkpoint first run ``log.initial.task.delay.ms`` after start."""
+        """Time-based flushes, offset checkpoints, retention and producer-id expiry, off the
+        event loop, each on its own interval (Kafka's LogManager, ReplicaManager and UnifiedLog
+        tasks). All but the high-watermark checkpoint and producer-id expiry first run
+        ``log.initial.task.delay.ms`` after start."""
         loop = asyncio.get_running_loop()
         get = self.config.get
         intervals = {
@@ -481,10 +485,12 @@ class Broker:
             LOG_START_OFFSET_CHECKPOINT: get("log.flush.start.offset.checkpoint.interval.ms"),
             REPLICATION_OFFSET_CHECKPOINT: get("replica.high.watermark.checkpoint.interval.ms"),
             "retention": get("log.retention.check.interval.ms"),
+            "producers": get("producer.id.expiration.check.interval.ms"),
         }
         tick = max(min(*intervals.values(), 1000), 10) / 1000
         start, initial = time.monotonic(), get("log.initial.task.delay.ms") / 1000
         due = {task: start + (0 if task == REPLICATION_OFFSET_CHECKPOINT else initial) for task in intervals}
+        due["producers"] = start + intervals["producers"] / 1000  # as Kafka: first after one interval
         while True:
             await asyncio.sleep(max(min(min(due.values()) - time.monotonic(), tick), 0.01))
             now = time.monotonic()
@@ -499,6 +505,8 @@ class Broker:
                     self.log_manager.checkpoint_all(self.replica_manager.high_watermarks(), checkpoints)
                 if "retention" in ready:
                     self.log_manager.cleanup(int(time.time() * 1000))
+                if "producers" in ready:
+                    self.log_manager.expire_producers(int(time.time() * 1000))
             except Exception:
                 log.exception("periodic log maintenance failed")
 

@@ -98,7 +98,7 @@ class LogManager(LogDirs):
             raise ValueError("At least one log dir is required")
         self.default_config = default_config or LogConfig()
         self._config_for = config_for
-        self._producer_id_expiration_ms = producer_id_expiration_ms
+        self.producer_id_expiration_ms = producer_id_expiration_ms
         self._logs: dict[TopicPartition, Log] = {}
         self._dir_of: dict[TopicPartition, str] = {}
         self._pending_dir_deletes: list[tuple[int, Log]] = []
@@ -163,7 +163,7 @@ class LogManager(LogDirs):
                     high_watermark=high_watermarks.get(tp),
                     had_clean_shutdown=clean,
                     now_ms=now_ms,
-                    producer_id_expiration_ms=self._producer_id_expiration_ms,
+                    producer_id_expiration_ms=self.producer_id_expiration_ms,
                     on_disk_error=self._on_log_disk_error,
                 )
                 self._logs[tp] = log
@@ -262,7 +262,7 @@ class LogManager(LogDirs):
             log = Log(
                 path,
                 config or self.config_for(topic),
-                producer_id_expiration_ms=self._producer_id_expiration_ms,
+                producer_id_expiration_ms=self.producer_id_expiration_ms,
                 on_disk_error=self._on_log_disk_error,
             )
             if sync_dir:
@@ -315,9 +315,17 @@ class LogManager(LogDirs):
                 self._on_log_disk_error(log, e)
         return n
 
+    def expire_producers(self, now_ms: int | None = None) -> None:
+        """Forget producer ids idle for ``producer.id.expiration.ms`` (owner thread; the broker
+        runs it every ``producer.id.expiration.check.interval.ms``)."""
+        now = _now_ms() if now_ms is None else now_ms
+        for log in list(self._logs.values()):
+            if log.offline_reason is None:
+                log.remove_expired_producers(now)
+
     def cleanup(self, now_ms: int | None = None) -> int:
-        """Retention, removal of files and dirs whose delete delay passed, and expiry of idle
-        producer ids (owner thread; Kafka runs these every few minutes). Returns segments deleted.
+        """Retention and removal of files and dirs whose delete delay passed (owner thread;
+        Kafka runs these every few minutes). Returns segments deleted.
         """
         now = _now_ms() if now_ms is None else now_ms
         n = 0
@@ -328,7 +336,6 @@ class LogManager(LogDirs):
                 if not log.cleaning:
                     n += log.enforce_retention(now)
                     log.delete_expired_files(now)
-                log.remove_expired_producers(now)
             except OSError as e:
                 self._on_log_disk_error(log, e)
         keep = []

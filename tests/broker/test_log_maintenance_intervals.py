@@ -101,3 +101,20 @@ def test_retention_waits_for_the_initial_task_delay(own_broker, topic_name):
     broker.restart()
     wait_until(lambda: segment_bases(broker, topic_name)[0] > 0, 30, message="expired segments deleted")
     assert earliest(broker, topic_name) == segment_bases(broker, topic_name)[0]
+
+
+def test_idle_producer_ids_expire_every_check_interval(own_broker, topic_name):
+    from kafka import KafkaAdminClient
+    from kafka import TopicPartition as KTopicPartition
+
+    broker = own_broker(**{"producer.id.expiration.ms": 1000, "producer.id.expiration.check.interval.ms": 200})
+    create_topic(broker, topic_name, 1)
+    produce_and_flush(producer(broker, enable_idempotence=True, linger_ms=0), topic_name, [{"value": b"v"}])
+    kp = KafkaAdminClient(bootstrap_servers=broker.bootstrap_servers)
+    tp = KTopicPartition(topic_name, 0)
+    try:
+        assert len(kp.describe_producers([tp])[tp].active_producers) == 1
+        # Retention (which used to expire them too) is 30 s away (log.initial.task.delay.ms).
+        wait_until(lambda: not kp.describe_producers([tp])[tp].active_producers, 30, message="the producer id expired")
+    finally:
+        kp.close()
