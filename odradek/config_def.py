@@ -200,6 +200,8 @@ ACTIVE = ""
 INFORMATIONAL = "informational"  # validated and reported, no effect in Odradek
 KRAFT = "kraft"  # accepted and ignored with a warning
 DEPRECATED = "deprecated"  # accepted; Kafka deprecated or removed it
+# In the documentation of every INFORMATIONAL and KRAFT key (the CLI marks such keys by it).
+NO_EFFECT = "no effect in Odradek"
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,9 +227,9 @@ class ConfigDef:
     @property
     def documentation(self) -> str:
         if self.note == INFORMATIONAL:
-            return f"{self.doc} (Accepted for compatibility; no effect in Odradek.)"
+            return f"{self.doc} (Accepted for compatibility; {NO_EFFECT}.)"
         if self.note == KRAFT:
-            return f"{self.doc} (KRaft only; accepted and ignored by Odradek.)"
+            return f"{self.doc} (KRaft only; accepted, {NO_EFFECT}.)"
         if self.note == DEPRECATED:
             return f"{self.doc} (Deprecated in Kafka.)"
         return self.doc

@@ -24,8 +24,10 @@ chooses differently from Kafka it says so here:
   name); a 0.0.0.0 or :: advertised host is refused, as in Kafka.
 * ``segment.bytes`` / ``log.segment.bytes`` accept 14 bytes and up (Kafka 3.x; 4.x wants 1 MiB).
 * thread counts (``num.network.threads``, ``num.io.threads``, ``num.recovery.threads.per.data.dir``,
-  ...) and a few other Kafka tuning keys are validated and reported but have no effect:
-  Odradek runs on one event loop.
+  ...) and other Kafka keys Odradek has no use for (Java plugin classes, JVM TLS settings,
+  purgatory purge intervals, tiered storage, ...) are validated and reported but have no
+  effect (``INFORMATIONAL`` in ``broker_keys``; their documentation says so): Odradek runs on
+  one event loop and loads no Java classes. Setting one logs a warning that lists them.
 * ``server.properties`` is read as UTF-8 (falling back to Latin-1, Java's encoding).
 * ``auto.create.topics.max.per.request`` is Odradek's own key: the most topics one Metadata
   request may auto-create (the rest get THROTTLING_QUOTA_EXCEEDED and may be asked again).
@@ -74,6 +76,7 @@ from odradek.broker.listeners import LISTENER_PREFIX, Endpoint, listener_of, res
 from odradek.config_def import (
     DEPRECATED,
     HOUR_MS,
+    INFORMATIONAL,
     KRAFT,
     MINUTE_MS,
     ConfigError,
@@ -451,6 +454,13 @@ class BrokerConfig:
                 "ignoring KRaft settings %s: Odradek runs as a single node or with ZooKeeper "
                 "(controller listeners are not bound)",
                 ", ".join(sorted(kraft)),
+            )
+        informational = [k for k in self._explicit if BROKER_CONFIGS[k].note == INFORMATIONAL]
+        if informational:
+            log.warning(
+                "settings with no effect in Odradek (accepted and shown by DescribeConfigs only; "
+                "`odradek configs describe --broker ID --all` marks them): %s",
+                ", ".join(sorted(informational)),
             )
         deprecated = [k for k in self._explicit if BROKER_CONFIGS[k].note == DEPRECATED]
         if deprecated:

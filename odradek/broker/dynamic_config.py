@@ -258,6 +258,7 @@ def _apply_to_broker(broker, old: BrokerConfig, new: BrokerConfig, restarter: _C
         broker.replication_quotas.update(new.get)
     if _changed(old, new, DYNAMIC_PRODUCER_STATE_CONFIGS):
         expiration = new.get("producer.id.expiration.ms")
+        broker.log_manager.producer_id_expiration_ms = expiration  # for logs created from now on
         for plog in broker.log_manager.logs():
             plog.producer_state.producer_id_expiration_ms = expiration
         txn = broker.transaction_coordinator

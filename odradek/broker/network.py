@@ -261,7 +261,7 @@ class Connection(asyncio.BufferedProtocol):
         if outcome.frame is not None:
             self._write(outcome.frame)
         if type(outcome) is Close:
-            self.close(outcome.reason, flush=True)
+            self.close(outcome.reason, flush=True, delay_s=outcome.delay_s)
         elif self.auth.complete:
             self.principal = self.auth.principal
             self._writable.clear()
@@ -515,9 +515,9 @@ class Connection(asyncio.BufferedProtocol):
 
     # -- closing -----------------------------------------------------------------------
 
-    def close(self, reason: str, flush: bool = False):
+    def close(self, reason: str, flush: bool = False, delay_s: float = 0.0):
         """Close this connection, logging why; ``flush`` sends what is buffered first (a last
-        error response), else unsent responses are dropped."""
+        error response), else unsent responses are dropped; ``delay_s``: reading stops now."""
         if self.closed:
             return
         log.warning("closing connection from %s: %s", self.peer, reason)
@@ -529,6 +529,9 @@ class Connection(asyncio.BufferedProtocol):
             # the peer does not read them; drop them, as Kafka does when it closes a channel.
             if transport.get_write_buffer_size() and not flush:
                 transport.abort()
+            elif delay_s > 0:
+                transport.pause_reading()
+                asyncio.get_running_loop().call_later(delay_s, transport.close)
             else:
                 transport.close()
 
@@ -732,7 +735,7 @@ class NetworkServer:
         if self.queued is not None:
             self.queued.forget(conn)
 
-    async def bind(self, listeners) -> None:
+    async def bind(self, listeners, backlog: int) -> None:
         """Bind every listener (so ephemeral ports are known) without accepting yet."""
         loop = asyncio.get_running_loop()
         for listener in listeners:
@@ -743,7 +746,7 @@ class NetworkServer:
                 listener.port,
                 ssl=security.ssl_context if security is not None else None,
                 reuse_address=True,
-                backlog=4096,
+                backlog=backlog,  # socket.listen.backlog.size
                 start_serving=False,
             )
             self._servers.append(server)

@@ -53,7 +53,14 @@ from odradek.http.broker_http import BrokerHttp
 from odradek.http.http_server import HttpBindError
 from odradek.protocol import errors
 from odradek.protocol.sasl_mechanisms import ScramCredential
-from odradek.storage.checkpoint import read_meta_properties, write_meta_properties
+from odradek.storage.checkpoint import (
+    LOG_MANAGER_CHECKPOINTS,
+    LOG_START_OFFSET_CHECKPOINT,
+    RECOVERY_POINT_CHECKPOINT,
+    REPLICATION_OFFSET_CHECKPOINT,
+    read_meta_properties,
+    write_meta_properties,
+)
 from odradek.storage.cleaner_manager import CleanerConfig, LogCleaner, loop_caller
 from odradek.storage.dir_lock import DirLock, LogDirInUseError
 from odradek.storage.fd_budget import (
@@ -175,7 +182,10 @@ class Broker:
             self.controller = Controller(self.store, **controller_settings)
         try:
             self.log_manager = LogManager(
-                [str(d) for d in log_dirs], self.log_config_for(None), config_for=self.log_config_for
+                [str(d) for d in log_dirs],
+                self.log_config_for(None),
+                config_for=self.log_config_for,
+                producer_id_expiration_ms=self.config.get("producer.id.expiration.ms"),
             )
         except OSError as exc:
             raise StartupError(
@@ -357,7 +367,7 @@ class Broker:
 
     async def _bind(self) -> None:
         try:
-            await self.network.bind(self.config.listeners)
+            await self.network.bind(self.config.listeners, self.config.get("socket.listen.backlog.size"))
         except OSError as exc:
             failed = next((lst for lst in self.config.listeners if lst.name not in self.network.bound), None)
             where = f"{failed.name}://{failed.host}:{failed.port}" if failed else "the listeners"
@@ -462,24 +472,41 @@ class Broker:
         return self.network.bound[listener][1]
 
     async def _periodic_flush(self) -> None:
-        """Time-based flushes, offset checkpoints and retention, off the event loop."""
+        """Time-based flushes, offset checkpoints, retention and producer-id expiry, off the
+        event loop, each on its own interval (Kafka's LogManager, ReplicaManager and UnifiedLog
+        tasks). All but the high-watermark checkpoint and producer-id expiry first run
+        ``log.initial.task.delay.ms`` after start."""
         loop = asyncio.get_running_loop()
-        flush_interval = self.config.get("log.flush.scheduler.interval.ms")
-        checkpoint_interval = self.config.get("log.flush.offset.checkpoint.interval.ms")
-        retention_interval = self.config.get("log.retention.check.interval.ms")
-        interval = max(min(flush_interval, checkpoint_interval, retention_interval, 1000), 10) / 1000
-        last_checkpoint = last_retention = time.monotonic()
+        get = self.config.get
+        intervals = {
+            # at least every second, so a topic's flush.ms is kept with the default scheduler
+            "flush": min(get("log.flush.scheduler.interval.ms"), 1000),
+            RECOVERY_POINT_CHECKPOINT: get("log.flush.offset.checkpoint.interval.ms"),
+            LOG_START_OFFSET_CHECKPOINT: get("log.flush.start.offset.checkpoint.interval.ms"),
+            REPLICATION_OFFSET_CHECKPOINT: get("replica.high.watermark.checkpoint.interval.ms"),
+            "retention": get("log.retention.check.interval.ms"),
+            "producers": get("producer.id.expiration.check.interval.ms"),
+        }
+        tick = max(min(*intervals.values(), 1000), 10) / 1000
+        start, initial = time.monotonic(), get("log.initial.task.delay.ms") / 1000
+        due = {task: start + (0 if task == REPLICATION_OFFSET_CHECKPOINT else initial) for task in intervals}
+        due["producers"] = start + intervals["producers"] / 1000  # as Kafka: first after one interval
         while True:
-            await asyncio.sleep(interval)
-            now_ms = int(time.time() * 1000)
+            await asyncio.sleep(max(min(min(due.values()) - time.monotonic(), tick), 0.01))
+            now = time.monotonic()
+            ready = {task for task, at in due.items() if now >= at}
+            for task in ready:
+                due[task] = now + intervals[task] / 1000
             try:
-                await loop.run_in_executor(None, self.log_manager.flush_due, now_ms)
-                if (time.monotonic() - last_checkpoint) * 1000 >= checkpoint_interval:
-                    self.log_manager.checkpoint_all(self.replica_manager.high_watermarks())
-                    last_checkpoint = time.monotonic()
-                if (time.monotonic() - last_retention) * 1000 >= retention_interval:
-                    self.log_manager.cleanup(now_ms)
-                    last_retention = time.monotonic()
+                if "flush" in ready:
+                    await loop.run_in_executor(None, self.log_manager.flush_due, int(time.time() * 1000))
+                checkpoints = [name for name in LOG_MANAGER_CHECKPOINTS if name in ready]
+                if checkpoints:
+                    self.log_manager.checkpoint_all(self.replica_manager.high_watermarks(), checkpoints)
+                if "retention" in ready:
+                    self.log_manager.cleanup(int(time.time() * 1000))
+                if "producers" in ready:
+                    self.log_manager.expire_producers(int(time.time() * 1000))
             except Exception:
                 log.exception("periodic log maintenance failed")
 

@@ -7,6 +7,7 @@ import click
 
 from odradek.cli.common import CliError, client_command, parse_key_values, translate
 from odradek.client.security_admin import DEFAULT_ENTITY
+from odradek.config_def import NO_EFFECT
 
 # DescribeConfigs config_source → the names kafka-configs.sh prints.
 SOURCES = {
@@ -167,7 +168,8 @@ def describe(session, pos_type, pos_name, entity_types, entity_names, topic, bro
     Without a name, every topic (or broker) is described. A broker's configs show where
     each value comes from: DYNAMIC_BROKER_CONFIG (set for that broker at run time),
     DYNAMIC_DEFAULT_BROKER_CONFIG (the cluster-wide default), STATIC_BROKER_CONFIG
-    (server.properties) or DEFAULT_CONFIG.
+    (server.properties) or DEFAULT_CONFIG. NOTE says "no effect in Odradek" for Kafka keys
+    Odradek accepts but does not use (thread counts, Java plugin classes, KRaft keys, ...).
 
     \b
     Examples:
@@ -198,7 +200,8 @@ def describe(session, pos_type, pos_name, entity_types, entity_names, topic, bro
         else:
             names = [name]
         rtype = "topic" if kind == "topics" else "broker"
-        described = admin.describe_configs([ConfigResource(rtype, n) for n in names]) if names else {}
+        resources = [ConfigResource(rtype, n) for n in names]
+        described = admin.describe_configs(resources, include_documentation=True) if names else {}
     results = []
     for res, entries in described.items():
         rows = []
@@ -221,6 +224,8 @@ def describe(session, pos_type, pos_name, entity_types, entity_names, topic, bro
                             "source": SOURCES.get(e.source, str(e.source)),
                             "read_only": e.read_only,
                             "sensitive": e.is_sensitive,
+                            "effect": not _no_effect(e),
+                            "documentation": e.documentation,
                         }
                         for e in rows
                     ],
@@ -242,12 +247,22 @@ def describe(session, pos_type, pos_name, entity_types, entity_names, topic, bro
             continue
         click.echo(f"{label}:")
         session.table(
-            ["NAME", "VALUE", "SOURCE"],
+            ["NAME", "VALUE", "SOURCE", "NOTE"],
             [
-                [e.name, "(sensitive)" if e.is_sensitive else e.value, SOURCES.get(e.source, str(e.source))]
+                [
+                    e.name,
+                    "(sensitive)" if e.is_sensitive else e.value,
+                    SOURCES.get(e.source, str(e.source)),
+                    NO_EFFECT if _no_effect(e) else "",
+                ]
                 for e in rows
             ],
         )
+
+
+def _no_effect(entry) -> bool:
+    """A key the broker accepts without effect (its documentation says so; Kafka's never does)."""
+    return NO_EFFECT in (entry.documentation or "")
 
 
 @configs.command()

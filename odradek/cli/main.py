@@ -142,8 +142,10 @@ def server(properties, overrides, log_level):
 
     PROPERTIES is a Kafka server.properties file; every key Kafka's broker knows is read
     with Kafka's defaults, and an unknown or invalid key stops the start with a message
-    naming it. Without a file the broker listens on PLAINTEXT://127.0.0.1:9092 and keeps
-    data in ./odradek-data.
+    naming it. Keys Odradek accepts without effect (thread counts, Java plugin classes,
+    KRaft keys, ...) are listed in a warning at start; `odradek configs describe --broker 0
+    --all` marks them. Without a file the broker listens on PLAINTEXT://127.0.0.1:9092 and
+    keeps data in ./odradek-data.
 
     \b
     Examples:

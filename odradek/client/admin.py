@@ -335,8 +335,11 @@ class Admin(SecurityAdmin, AclAdmin, QuotaAdmin, LeadersAndPlacement, GroupAdmin
                 responses.append((items, await conn.send(api_key, values)))
         return responses
 
-    async def describe_configs(self, resources, timeout: float | None = None) -> dict:
-        """``{ConfigResource: {name: ConfigEntry}}`` for ``[ConfigResource("topic", "orders"), ...]``."""
+    async def describe_configs(
+        self, resources, timeout: float | None = None, include_documentation: bool = False
+    ) -> dict:
+        """``{ConfigResource: {name: ConfigEntry}}`` for ``[ConfigResource("topic", "orders"), ...]``;
+        with ``include_documentation`` each entry carries the broker's text for its key."""
         timeout = self._t(timeout)
         resources = [resources] if isinstance(resources, ConfigResource) else list(resources)
 
@@ -346,7 +349,7 @@ class Admin(SecurityAdmin, AclAdmin, QuotaAdmin, LeadersAndPlacement, GroupAdmin
                     {"resource_type": t, "resource_name": n, "configuration_keys": None} for t, n, _ in items
                 ],
                 "include_synonyms": False,
-                "include_documentation": False,
+                "include_documentation": include_documentation,
             }
 
         out = {}
@@ -371,6 +374,7 @@ class Admin(SecurityAdmin, AclAdmin, QuotaAdmin, LeadersAndPlacement, GroupAdmin
                         source == 5 if source >= 0 else bool(getattr(c, "is_default", False)),
                         bool(c.is_sensitive),
                         source,
+                        getattr(c, "documentation", None),
                     )
                 out[key] = entries
         _raise_items(errors, "resources")

@@ -163,6 +163,7 @@ class ConfigEntry(NamedTuple):
     is_default: bool = False
     is_sensitive: bool = False
     source: int = -1
+    documentation: str | None = None  # asked for with describe_configs(include_documentation=True)
 
 
 class ConfigResource(NamedTuple):

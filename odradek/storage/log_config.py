@@ -26,10 +26,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..config_def import (
+    ACTIVE,
     BOOL,
     DEPRECATED,
     DOUBLE,
     HOUR_MS,
+    INFORMATIONAL,
     INT,
     LIST,
     LONG,
@@ -81,9 +83,9 @@ class ThrottledReplicas(Validator):
         return [re.sub(r"\s+", "", v) for v in value]
 
 
-def _topic(name, type_, default, validator, doc, *synonyms: str | tuple[str, int]) -> ConfigDef:
+def _topic(name, type_, default, validator, doc, *synonyms: str | tuple[str, int], note: str = ACTIVE) -> ConfigDef:
     syn = tuple(s if isinstance(s, tuple) else (s, 1) for s in synonyms)
-    return ConfigDef(name, type_, default, validator, doc, synonyms=syn)
+    return ConfigDef(name, type_, default, validator, doc, note, syn)
 
 
 # fmt: off
@@ -100,12 +102,12 @@ TOPIC_CONFIGS: dict[str, ConfigDef] = config_table(
     _topic("follower.replication.throttled.replicas", LIST, [], ThrottledReplicas(), "Replicas throttled on the follower side, as partition:broker,... or *."),
     _topic("index.interval.bytes", INT, 4096, AtLeast(0), "Bytes of log between offset index entries.", "log.index.interval.bytes"),
     _topic("leader.replication.throttled.replicas", LIST, [], ThrottledReplicas(), "Replicas throttled on the leader side, as partition:broker,... or *."),
-    _topic("local.retention.bytes", LONG, -2, AtLeast(-2), "Tiered storage: local retention size; -2: retention.bytes.", "log.local.retention.bytes"),
-    _topic("local.retention.ms", LONG, -2, AtLeast(-2), "Tiered storage: local retention time; -2: retention.ms.", "log.local.retention.ms"),
+    _topic("local.retention.bytes", LONG, -2, AtLeast(-2), "Tiered storage: local retention size; -2: retention.bytes (Odradek has no tiered storage).", "log.local.retention.bytes", note=INFORMATIONAL),
+    _topic("local.retention.ms", LONG, -2, AtLeast(-2), "Tiered storage: local retention time; -2: retention.ms (Odradek has no tiered storage).", "log.local.retention.ms", note=INFORMATIONAL),
     _topic("max.compaction.lag.ms", LONG, LONG_MAX, AtLeast(1), "Most age of a record before it must be compacted.", "log.cleaner.max.compaction.lag.ms"),
     _topic("max.message.bytes", INT, 1048588, AtLeast(0), "Largest record batch accepted, in bytes.", "message.max.bytes"),
     ConfigDef("message.format.version", STR, "3.0-IV1", None, "Message format version; ignored since format v2 is the only one written (Kafka 3.x: a no-op from inter-broker protocol 3.0 on; removed in Kafka 4).", DEPRECATED, (("log.message.format.version", 1),)),
-    _topic("message.downconversion.enable", BOOL, True, None, "Down-convert batches for old fetchers (deprecated).", "log.message.downconversion.enable"),
+    _topic("message.downconversion.enable", BOOL, True, None, "Down-convert batches for old fetchers.", "log.message.downconversion.enable", note=DEPRECATED),
     _topic("message.timestamp.after.max.ms", LONG, LONG_MAX, AtLeast(0), "How far in the future a CreateTime timestamp may be.", "log.message.timestamp.after.max.ms"),
     _topic("message.timestamp.before.max.ms", LONG, LONG_MAX, AtLeast(0), "How far in the past a CreateTime timestamp may be.", "log.message.timestamp.before.max.ms"),
     _topic("message.timestamp.difference.max.ms", LONG, LONG_MAX, AtLeast(0), "Most difference between a CreateTime timestamp and the broker's clock (deprecated).", "log.message.timestamp.difference.max.ms"),
@@ -113,7 +115,7 @@ TOPIC_CONFIGS: dict[str, ConfigDef] = config_table(
     _topic("min.cleanable.dirty.ratio", DOUBLE, 0.5, Between(0, 1), "Least dirty-to-total ratio worth compacting.", "log.cleaner.min.cleanable.ratio"),
     _topic("min.compaction.lag.ms", LONG, 0, AtLeast(0), "Least age of a record before it can be compacted.", "log.cleaner.min.compaction.lag.ms"),
     _topic("min.insync.replicas", INT, 1, AtLeast(1), "Replicas that must acknowledge an acks=all write.", "min.insync.replicas"),
-    _topic("preallocate", BOOL, False, None, "Preallocate segment files.", "log.preallocate"),
+    _topic("preallocate", BOOL, False, None, "Preallocate segment files (Odradek's segment files grow as they are written).", "log.preallocate", note=INFORMATIONAL),
     _topic("remote.storage.enable", BOOL, False, None, "Tiered storage (not supported by Odradek)."),
     _topic("retention.bytes", LONG, -1, None, "Largest size of a partition before old segments go; -1: no limit.", "log.retention.bytes"),
     _topic("retention.ms", LONG, 604800000, AtLeast(-1), "Keep segments this long; -1: forever.", "log.retention.ms", ("log.retention.minutes", MINUTE_MS), ("log.retention.hours", HOUR_MS)),

@@ -65,7 +65,7 @@ class LogDirs:
     _logs: dict[TopicPartition, Log]
     _dir_of: dict[TopicPartition, str]
     _pending_dir_deletes: list[tuple[int, Log]]
-    _producer_id_expiration_ms: int
+    producer_id_expiration_ms: int
 
     if TYPE_CHECKING:
 
@@ -99,7 +99,7 @@ class LogDirs:
                     self.config_for(tp[0]),
                     had_clean_shutdown=False,
                     now_ms=now_ms,
-                    producer_id_expiration_ms=self._producer_id_expiration_ms,
+                    producer_id_expiration_ms=self.producer_id_expiration_ms,
                 )
                 self._dir_of[tp] = log_dir
 
@@ -194,7 +194,7 @@ class LogDirs:
             path,
             current.config,
             log_start_offset=current.log_start_offset,
-            producer_id_expiration_ms=self._producer_id_expiration_ms,
+            producer_id_expiration_ms=self.producer_id_expiration_ms,
         )
         if future.log_end_offset < current.log_start_offset:
             future.truncate_fully_and_start_at(current.log_start_offset)

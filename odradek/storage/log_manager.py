@@ -43,10 +43,11 @@ import os
 import shutil
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 
 from ..protocol import errors
 from .checkpoint import (
+    LOG_MANAGER_CHECKPOINTS,
     LOG_START_OFFSET_CHECKPOINT,
     RECOVERY_POINT_CHECKPOINT,
     REPLICATION_OFFSET_CHECKPOINT,
@@ -97,7 +98,7 @@ class LogManager(LogDirs):
             raise ValueError("At least one log dir is required")
         self.default_config = default_config or LogConfig()
         self._config_for = config_for
-        self._producer_id_expiration_ms = producer_id_expiration_ms
+        self.producer_id_expiration_ms = producer_id_expiration_ms
         self._logs: dict[TopicPartition, Log] = {}
         self._dir_of: dict[TopicPartition, str] = {}
         self._pending_dir_deletes: list[tuple[int, Log]] = []
@@ -162,7 +163,7 @@ class LogManager(LogDirs):
                     high_watermark=high_watermarks.get(tp),
                     had_clean_shutdown=clean,
                     now_ms=now_ms,
-                    producer_id_expiration_ms=self._producer_id_expiration_ms,
+                    producer_id_expiration_ms=self.producer_id_expiration_ms,
                     on_disk_error=self._on_log_disk_error,
                 )
                 self._logs[tp] = log
@@ -261,7 +262,7 @@ class LogManager(LogDirs):
             log = Log(
                 path,
                 config or self.config_for(topic),
-                producer_id_expiration_ms=self._producer_id_expiration_ms,
+                producer_id_expiration_ms=self.producer_id_expiration_ms,
                 on_disk_error=self._on_log_disk_error,
             )
             if sync_dir:
@@ -314,9 +315,17 @@ class LogManager(LogDirs):
                 self._on_log_disk_error(log, e)
         return n
 
+    def expire_producers(self, now_ms: int | None = None) -> None:
+        """Forget producer ids idle for ``producer.id.expiration.ms`` (owner thread; the broker
+        runs it every ``producer.id.expiration.check.interval.ms``)."""
+        now = _now_ms() if now_ms is None else now_ms
+        for log in list(self._logs.values()):
+            if log.offline_reason is None:
+                log.remove_expired_producers(now)
+
     def cleanup(self, now_ms: int | None = None) -> int:
-        """Retention, removal of files and dirs whose delete delay passed, and expiry of idle
-        producer ids (owner thread; Kafka runs these every few minutes). Returns segments deleted.
+        """Retention and removal of files and dirs whose delete delay passed (owner thread;
+        Kafka runs these every few minutes). Returns segments deleted.
         """
         now = _now_ms() if now_ms is None else now_ms
         n = 0
@@ -327,7 +336,6 @@ class LogManager(LogDirs):
                 if not log.cleaning:
                     n += log.enforce_retention(now)
                     log.delete_expired_files(now)
-                log.remove_expired_producers(now)
             except OSError as e:
                 self._on_log_disk_error(log, e)
         keep = []
@@ -339,9 +347,14 @@ class LogManager(LogDirs):
         self._pending_dir_deletes = keep
         return n
 
-    def checkpoint_all(self, high_watermarks: dict[TopicPartition, int] | None = None) -> None:
+    def checkpoint_all(
+        self,
+        high_watermarks: dict[TopicPartition, int] | None = None,
+        files: Collection[str] = LOG_MANAGER_CHECKPOINTS,
+    ) -> None:
         """Write the recovery-point, log-start-offset and replication-offset checkpoints of every
-        log dir. ``high_watermarks`` overrides the logs' own values (worker-safe).
+        log dir, or those of them named in ``files`` (each has its own interval).
+        ``high_watermarks`` overrides the logs' own values (worker-safe).
         """
         by_dir: dict[str, list[tuple[TopicPartition, Log]]] = {d: [] for d in self.log_dirs}
         for tp, log in list(self._logs.items()):
@@ -349,16 +362,16 @@ class LogManager(LogDirs):
         for log_dir, items in by_dir.items():
             if log_dir in self.offline_dirs:
                 continue
-            hws = {}
-            for tp, log in items:
-                hw = high_watermarks.get(tp) if high_watermarks else None
-                hws[tp] = log.high_watermark if hw is None else hw
-            files = (
-                (RECOVERY_POINT_CHECKPOINT, {tp: log.recovery_point for tp, log in items}),
-                (LOG_START_OFFSET_CHECKPOINT, {tp: log.log_start_offset for tp, log in items}),
-                (REPLICATION_OFFSET_CHECKPOINT, hws),
-            )
-            for name, offsets in files:
+            for name in files:
+                if name == RECOVERY_POINT_CHECKPOINT:
+                    offsets = {tp: log.recovery_point for tp, log in items}
+                elif name == LOG_START_OFFSET_CHECKPOINT:
+                    offsets = {tp: log.log_start_offset for tp, log in items}
+                else:
+                    offsets = {}
+                    for tp, log in items:
+                        hw = high_watermarks.get(tp) if high_watermarks else None
+                        offsets[tp] = log.high_watermark if hw is None else hw
                 path = os.path.join(log_dir, name)
                 try:
                     write_offset_checkpoint(path, offsets)

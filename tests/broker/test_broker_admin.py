@@ -391,7 +391,7 @@ def test_subtract_may_leave_cleanup_policy_empty(broker, topic_name):
 
 
 def test_empty_cleanup_policy_keeps_everything(own_broker, topic_name):
-    broker = own_broker(**{"log.retention.check.interval.ms": "100", "log.segment.delete.delay.ms": "0"})
+    broker = own_broker(**{"log.retention.check.interval.ms": "100", "log.segment.delete.delay.ms": "0", "log.initial.task.delay.ms": "0"})
     old = int(time.time() * 1000) - 3_600_000
     records = [{"value": b"v" * 200, "partition": 0, "timestamp": old} for _ in range(20)]
     prod = producer(broker, linger_ms=0, batch_size=400)

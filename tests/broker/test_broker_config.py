@@ -7,10 +7,12 @@ import logging
 
 import pytest
 
+from odradek.broker.broker_keys import BROKER_CONFIGS
 from odradek.broker.config import BrokerConfig
 from odradek.broker.listeners import Endpoint
 from odradek.config_def import ConfigError, ConfigSource
 from odradek.protocol.errors import ErrorCode, InvalidConfigError
+from odradek.storage.log_config import TOPIC_CONFIGS
 
 
 def error_for(props) -> ConfigError:
@@ -389,3 +391,18 @@ def test_prefixed_keys():
     )
     assert cfg.get("listener.name.internal.ssl.keystore.location") == "/ks.jks"
     assert "secret" not in repr(cfg)
+
+
+def test_settings_with_no_effect_are_named_in_one_warning_and_documented_so(tmp_path, caplog):
+    path = tmp_path / "server.properties"
+    path.write_text(KAFKA_ZK_SAMPLE + "log.preallocate=true\nprincipal.builder.class=com.example.Builder\n")
+    with caplog.at_level(logging.WARNING, logger="odradek.broker.config"):
+        BrokerConfig.load(path)
+    lines = [r.getMessage() for r in caplog.records if "no effect in Odradek" in r.getMessage()]
+    assert len(lines) == 1, caplog.text
+    named = lines[0].rsplit(": ", 1)[1].split(", ")
+    assert named == ["log.preallocate", "num.io.threads", "num.network.threads", "num.recovery.threads.per.data.dir", "principal.builder.class"]
+    assert "no effect in Odradek" in BROKER_CONFIGS["log.preallocate"].documentation
+    assert "no effect in Odradek" in TOPIC_CONFIGS["preallocate"].documentation
+    # Keys that take effect say nothing of the kind.
+    assert "no effect" not in BROKER_CONFIGS["connection.failed.authentication.delay.ms"].documentation

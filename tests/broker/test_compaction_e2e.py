@@ -20,6 +20,7 @@ from odradek.storage.checkpoint import CLEANER_OFFSET_CHECKPOINT, read_offset_ch
 FAST = {
     "log.cleaner.backoff.ms": 50,
     "log.retention.check.interval.ms": 100,
+    "log.initial.task.delay.ms": 0,
     "log.segment.delete.delay.ms": 1000,
 }
 COMPACTED = {

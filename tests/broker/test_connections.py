@@ -3,10 +3,13 @@ block others, connections.max.idle.ms and max.connections."""
 
 from __future__ import annotations
 
+import shutil
 import socket
+import subprocess
 import threading
 import time
 
+import pytest
 from broker_e2e import (
     RawClient,
     assert_serving,
@@ -237,3 +240,16 @@ def test_max_connections_refuses_the_extra_connection(own_broker):
     finally:
         for raw in raws:
             raw.close()
+
+
+def test_the_listen_backlog_is_socket_listen_backlog_size(own_broker, topic_name):
+    if shutil.which("ss") is None:
+        pytest.skip("needs ss (iproute2) to read a listening socket's backlog")
+    broker = own_broker(**{"socket.listen.backlog.size": "123"})
+    out = subprocess.run(
+        ["ss", "-ltnH", f"sport = :{broker.port}"], capture_output=True, text=True, check=True
+    ).stdout.split()
+    # State, Recv-Q, Send-Q (for a listening socket: its backlog), local address, peer.
+    assert out[0] == "LISTEN" and out[2] == "123", out
+    create_topic(broker, topic_name, 1)
+    assert_serving(broker, topic_name)

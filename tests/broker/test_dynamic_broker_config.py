@@ -204,7 +204,7 @@ def test_dynamic_configs_survive_a_restart(own_broker):
 
 
 def test_cluster_default_retention_applies_to_topics_without_an_override(own_broker, topic_name):
-    broker = own_broker(**{"log.retention.check.interval.ms": "100", "log.segment.delete.delay.ms": "0"})
+    broker = own_broker(**{"log.retention.check.interval.ms": "100", "log.segment.delete.delay.ms": "0", "log.initial.task.delay.ms": "0"})
     kept = topic_name + "-kept"
     create_topic(broker, topic_name, config={"segment.bytes": "1024"})
     create_topic(broker, kept, config={"segment.bytes": "1024", "retention.ms": "-1"})

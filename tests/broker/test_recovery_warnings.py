@@ -80,7 +80,7 @@ def test_a_torn_tail_is_cut_with_a_warning_and_acknowledged_records_stay(own_bro
 
 
 def test_a_corrupt_batch_after_a_crash_is_cut_and_lost_acknowledged_records_are_counted(own_broker):
-    proc = own_broker(**{"log.flush.offset.checkpoint.interval.ms": 50})
+    proc = own_broker(**{"log.flush.offset.checkpoint.interval.ms": 50, "log.initial.task.delay.ms": 0})
     create_topic(proc, "flip")
     values = produce_batches(proc, "flip", batches=6, per_batch=10)
     checkpoint = proc.data_dir / "replication-offset-checkpoint"

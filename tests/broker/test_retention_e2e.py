@@ -22,7 +22,7 @@ from confluent_kafka.admin import OffsetSpec
 from kio.schema.errors import ErrorCode
 from support import wait_until
 
-FAST = {"log.retention.check.interval.ms": 100, "log.segment.delete.delay.ms": 0}
+FAST = {"log.retention.check.interval.ms": 100, "log.segment.delete.delay.ms": 0, "log.initial.task.delay.ms": 0}
 HOUR = 3600_000
 
 

@@ -61,6 +61,13 @@ def test_configs_brokers(odradek):
     assert r.code == 0, r
     configs = {c["name"]: c for c in r.json()[0]["configs"]}
     assert configs["num.partitions"]["value"] == "1"
+    # Keys Odradek accepts without effect are marked, in JSON and in the table.
+    assert configs["num.partitions"]["effect"] and not configs["num.io.threads"]["effect"]
+    assert "no effect in Odradek" in configs["log.preallocate"]["documentation"]
+    table = odradek("configs", "describe", "--broker", "0", "--all")
+    rows = {line.split()[0]: line for line in table.lines()[1:] if line.strip()}
+    assert rows["num.io.threads"].endswith("no effect in Odradek"), rows["num.io.threads"]
+    assert "no effect" not in rows["num.partitions"]
     refused = odradek(
         "configs",
         "alter",

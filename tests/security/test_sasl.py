@@ -127,6 +127,24 @@ def test_wrong_password_fails_with_sasl_authentication_failed_and_the_log_keeps_
     assert roundtrip(conf, "after-bad-password", [b"x"]) == [b"x"]
 
 
+def test_a_failed_authentication_is_answered_at_once_and_closed_after_the_delay(tls, secured_broker):
+    """connection.failed.authentication.delay.ms: the error response arrives first, the
+    close only after the delay (a password guesser is slowed); other clients are served."""
+    delay_s = 1.5
+    b = secured_broker(sasl_listeners(tls, **{"connection.failed.authentication.delay.ms": str(int(delay_s * 1000))}))
+    with RawClient(b.endpoint("SASL_PLAINTEXT")) as raw:
+        assert raw.request(17, 1, {"mechanism": "PLAIN"}).error_code == ErrorCode.none
+        resp = raw.request(36, 2, {"auth_bytes": b"\x00alice\x00guess"})
+        answered = time.monotonic()
+        assert resp.error_code == ErrorCode.sasl_authentication_failed
+        # Meanwhile the connection answers nothing more, and a good client is served.
+        raw.send(36, 2, {"auth_bytes": b"\x00alice\x00alice-secret"})
+        conf = sasl_conf(b, "SASL_PLAINTEXT", "PLAIN", "alice", "alice-secret")
+        assert roundtrip(conf, "during-auth-delay", [b"x"]) == [b"x"]
+        assert raw.closed_by_broker(timeout=30)
+        assert time.monotonic() - answered >= delay_s * 0.9
+
+
 def test_confluent_kafka_with_a_wrong_password_gets_an_authentication_error(sasl_broker):
     conf = sasl_conf(sasl_broker, "SASL_PLAINTEXT", "SCRAM-SHA-256", "alice", "wrong")
     assert authentication_error(conf)

@@ -162,6 +162,8 @@ def test_principal_mapping_rules_as_kafka_applies_them():
         ({"listener.name.secure.ssl.key.password": "wrong"}, "listener.name.secure.ssl.keystore.location", "ssl.key.password"),
         ({"listener.name.secure.ssl.keystore.type": "JKS"}, "listener.name.secure.ssl.keystore.type", "PEM"),
         ({"listener.name.secure.ssl.enabled.protocols": "TLSv1.1"}, "listener.name.secure.ssl.enabled.protocols", "TLSv1.1"),
+        ({"listener.name.secure.ssl.protocol": "TLSv1.2", "listener.name.secure.ssl.enabled.protocols": "TLSv1.3"}, "listener.name.secure.ssl.protocol", "older than every protocol"),
+        ({"listener.name.secure.ssl.protocol": "SSLv3"}, "listener.name.secure.ssl.protocol", "SSLv3"),
         ({"listener.name.secure.ssl.cipher.suites": "TLS_AES_128_GCM_SHA256"}, "listener.name.secure.ssl.cipher.suites", "TLS 1.3"),
         ({"listener.name.secure.ssl.cipher.suites": "TLS_NO_SUCH_SUITE"}, "listener.name.secure.ssl.cipher.suites", "TLS_NO_SUCH_SUITE"),
         ({"ssl.client.auth": "required", "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SECURE:PLAINTEXT"}, "ssl.client.auth", "TLS listener"),
@@ -202,6 +204,28 @@ def test_cipher_suites_and_protocols_are_enforced(tls, secured_broker):
     other.set_ciphers("ECDHE-ECDSA-AES128-GCM-SHA256")
     with pytest.raises(ssl.SSLError):
         handshake(other)
+
+
+def test_ssl_protocol_tlsv1_2_keeps_tls_1_3_off(tls, secured_broker):
+    b = secured_broker(two_listeners(tls, **{"listener.name.secure.ssl.protocol": "TLSv1.2"}))
+    host, port = b.address("SECURE").split(":")
+
+    def version(ctx):
+        with socket.create_connection((host, int(port)), timeout=10) as raw:
+            with ctx.wrap_socket(raw, server_hostname="localhost") as s:
+                return s.version()
+
+    assert version(ssl.create_default_context(cafile=str(tls.ca))) == "TLSv1.2"
+    only13 = ssl.create_default_context(cafile=str(tls.ca))
+    only13.minimum_version = ssl.TLSVersion.TLSv1_3
+    with pytest.raises(ssl.SSLError):
+        version(only13)
+    # The default (TLSv1.3) caps nothing: a client that can gets TLS 1.3.
+    plain = secured_broker(two_listeners(tls))
+    host, port = plain.address("SECURE").split(":")
+    assert version(ssl.create_default_context(cafile=str(tls.ca))) == "TLSv1.3"
+    config = {"bootstrap.servers": b.address("SECURE"), "security.protocol": "SSL", "ssl.ca.location": str(tls.ca)}
+    assert roundtrip(config, "over-tls-1-2", [b"x"]) == [b"x"]
 
 
 def test_inline_pem_keystore(tls, secured_broker):

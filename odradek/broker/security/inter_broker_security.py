@@ -20,7 +20,7 @@ from __future__ import annotations
 import ssl
 
 from odradek.broker.security.listener_security import SUPPORTED_MECHANISMS, ListenerKeys
-from odradek.broker.security.tls_context import load_keystore, load_truststore
+from odradek.broker.security.tls_context import load_keystore, load_truststore, set_protocols
 from odradek.config_def import ConfigError
 from odradek.net.connection_security import ConnectionSecurity
 
@@ -37,6 +37,7 @@ def inter_broker_security(config) -> ConnectionSecurity:
         load_truststore(ctx, keys.get, keys.key_of)  # none: the system's CAs
         if keys.get("ssl.keystore.location") is not None or keys.get("ssl.keystore.key") is not None:
             load_keystore(ctx, keys.get, keys.key_of, name)
+        set_protocols(ctx, keys.get, keys.key_of)
         check_hostname = str(keys.get("ssl.endpoint.identification.algorithm") or "").lower() == "https"
         ctx.check_hostname = check_hostname
     if protocol not in ("SASL_PLAINTEXT", "SASL_SSL"):

@@ -39,6 +39,7 @@ class ListenerSecurity:
     plain_users: dict[str, str] = field(default_factory=dict, repr=False)
     reauth_ms: int = 0
     max_receive_size: int = 524288
+    failed_authentication_delay_ms: int = 100
 
     @property
     def sasl(self) -> bool:
@@ -140,3 +141,4 @@ def _configure_sasl(sec: ListenerSecurity, keys: ListenerKeys) -> None:
     sec.sasl_mechanisms = tuple(mechanisms)
     sec.reauth_ms = int(get("connections.max.reauth.ms") or 0)
     sec.max_receive_size = int(get("sasl.server.max.receive.size"))
+    sec.failed_authentication_delay_ms = int(get("connection.failed.authentication.delay.ms"))

@@ -9,9 +9,11 @@ frames (``raw``). When the mechanism's exchange completes the connection is ``co
 and carries the authenticated principal; with ``connections.max.reauth.ms`` the session
 has a lifetime, told to the client in SaslAuthenticate v1+, after which any request other
 than a new SaslHandshake closes the connection. A re-authentication must keep the same
-principal; requests that arrive while it runs are served under the current one. Anything out of order, an unknown mechanism, a failed exchange or an oversized
-token ends the connection (after the error response, when there is one); the reason is
-logged without secrets.
+principal; requests that arrive while it runs are served under the current one. Anything
+out of order, an unknown mechanism, a failed exchange or an oversized token ends the
+connection (after the error response, when there is one); the reason is logged without
+secrets. A failed exchange (wrong credentials) is closed only after
+``connection.failed.authentication.delay.ms``, as Kafka does, to slow password guessing.
 
 ``receive(header, payload)`` returns one of ``PASS`` (let the request through),
 ``Reply(frame)`` or ``Close(reason, frame_or_None)``.
@@ -49,6 +51,9 @@ class Reply:
 class Close:
     reason: str
     frame: bytes | None = None
+    # Wrong credentials (not a protocol error): the close waits
+    # connection.failed.authentication.delay.ms, slowing a client that guesses passwords.
+    delay_s: float = 0.0
 
 
 class SaslAuthenticator:
@@ -87,7 +92,7 @@ class SaslAuthenticator:
         try:
             out = self._server.step(bytes(payload))
         except SaslFailure as exc:
-            return Close(f"SASL authentication failed ({self.mechanism}): {exc}")
+            return self._failed(f"SASL authentication failed ({self.mechanism}): {exc}")
         if self._server.complete:
             self._finish()
         return Reply(messages.size_prefix(len(out)) + out)
@@ -167,7 +172,7 @@ class SaslAuthenticator:
                 header,
                 {"error_code": ErrorCode.sasl_authentication_failed, "error_message": str(exc), "auth_bytes": b"", "session_lifetime": 0},
             )
-            return Close(f"SASL authentication failed ({self.mechanism}): {exc}", frame)
+            return self._failed(f"SASL authentication failed ({self.mechanism}): {exc}", frame)
         lifetime = 0
         if self._server.complete:
             previous = self.principal
@@ -183,7 +188,7 @@ class SaslAuthenticator:
                         "session_lifetime": 0,
                     },
                 )
-                return Close(f"re-authentication as {self.principal} on a connection of {previous}", frame)
+                return self._failed(f"re-authentication as {self.principal} on a connection of {previous}", frame)
             lifetime = self.security.reauth_ms
         frame = _response(
             SASL_AUTHENTICATE,
@@ -191,6 +196,9 @@ class SaslAuthenticator:
             {"error_code": ErrorCode.none, "error_message": None, "auth_bytes": out, "session_lifetime": lifetime},
         )
         return Reply(frame)
+
+    def _failed(self, reason: str, frame: bytes | None = None) -> Close:
+        return Close(reason, frame, self.security.failed_authentication_delay_ms / 1000)
 
     def _finish(self) -> None:
         self.principal = self._prefix + self._server.principal

@@ -6,7 +6,8 @@ Key stores and trust stores are PEM, as Kafka takes them: ``ssl.keystore.type=PE
 an encrypted PKCS#8 key with ``ssl.key.password``) or the inline ``ssl.keystore.key`` and
 ``ssl.keystore.certificate.chain``; ``ssl.truststore.type=PEM`` with ``ssl.truststore.location``
 or the inline ``ssl.truststore.certificates``. JKS and PKCS12 stores are refused with a message
-that says to convert them. ``ssl.enabled.protocols`` bounds the TLS versions;
+that says to convert them. ``ssl.enabled.protocols`` bounds the TLS versions and
+``ssl.protocol`` caps them (TLSv1.2: no TLS 1.3, as with a JVM's TLSv1.2 context);
 ``ssl.cipher.suites`` takes Kafka's (IANA) names or OpenSSL's for TLS 1.2. Python's ``ssl``
 cannot choose TLS 1.3 suites: a list that names some but not all of them is refused, and one
 naming none turns TLS 1.3 off (as a JVM does). Problems raise ``ConfigError`` naming the key.
@@ -47,7 +48,7 @@ def server_context(get: Callable[[str], object], key_of: Callable[[str], str], l
             key_of("ssl.client.auth"),
         )
     ctx.verify_mode = {"none": ssl.CERT_NONE, "requested": ssl.CERT_OPTIONAL, "required": ssl.CERT_REQUIRED}[auth]
-    _set_protocols(ctx, get("ssl.enabled.protocols"), key_of("ssl.enabled.protocols"))
+    set_protocols(ctx, get, key_of)
     _set_ciphers(ctx, get("ssl.cipher.suites"), key_of("ssl.cipher.suites"))
     return ctx
 
@@ -117,13 +118,30 @@ def _reason(exc: Exception) -> str:
     return getattr(exc, "reason", None) or getattr(exc, "strerror", None) or str(exc)
 
 
-def _set_protocols(ctx: ssl.SSLContext, enabled, key: str) -> None:
-    names = list(enabled or ["TLSv1.2", "TLSv1.3"])
+def set_protocols(ctx: ssl.SSLContext, get, key_of) -> None:
+    """The TLS versions ``ssl.enabled.protocols`` allows, capped by ``ssl.protocol`` as the
+    protocol of a JVM's SSLContext caps them: TLSv1.2 keeps TLS 1.3 off even when it is
+    enabled; TLSv1.3 (the default) or TLS caps nothing."""
+    key = key_of("ssl.enabled.protocols")
+    names = list(get("ssl.enabled.protocols") or ["TLSv1.2", "TLSv1.3"])
     unknown = [n for n in names if n not in _TLS_VERSIONS]
     if unknown:
         raise ConfigError(f"{key}: {', '.join(unknown)} not supported; choose among TLSv1.2, TLSv1.3", key)
     versions = sorted(_TLS_VERSIONS[n] for n in names)
     ctx.minimum_version, ctx.maximum_version = versions[0], versions[-1]
+    protocol, protocol_key = str(get("ssl.protocol") or "TLS"), key_of("ssl.protocol")
+    if protocol == "TLS":
+        return
+    cap = _TLS_VERSIONS.get(protocol)
+    if cap is None:
+        raise ConfigError(f"{protocol_key}: {protocol} not supported; choose TLSv1.3, TLSv1.2 or TLS", protocol_key)
+    if cap < ctx.minimum_version:
+        raise ConfigError(
+            f"{protocol_key}={protocol} is older than every protocol in {key} ({', '.join(names)}); "
+            f"add {protocol} to {key} or raise {protocol_key}",
+            protocol_key,
+        )
+    ctx.maximum_version = min(ctx.maximum_version, cap)
 
 
 def openssl_cipher_name(name: str) -> str:
