@@ -128,6 +128,18 @@ def test_wrong_session_ids_and_epochs_get_kafkas_errors(single, raw):
     assert raw.fetch(0, -1, {0: 0, 1: 0})[1:] == (0, {0: (0, 0, 0), 1: (0, 0, 0)})
 
 
+def test_a_final_fetch_of_no_partitions_frees_the_sessions_slot(single, raw):
+    """What a retiring replica fetcher sends (session id, epoch -1, nothing listed): the
+    session goes at once and its slot takes a new session without an eviction."""
+    first = raw.fetch(0, 0, {0: 0})[1]
+    second = raw.fetch(0, 0, {0: 0})[1]
+    assert raw.fetch(first, -1, {}) == (0, 0, {})
+    assert single.call(lambda b: sorted(b.fetch_sessions.sessions)) == [second]
+    third = raw.fetch(0, 0, {1: 0})[1]  # the cache (2 slots) has room again
+    assert third not in (0, second)
+    assert single.call(lambda b: b.fetch_sessions.evictions) == 0
+
+
 def test_a_full_cache_answers_without_a_session(single, raw):
     """Two slots: a third consumer session of the same size evicts nobody (none is stale,
     none smaller) and is answered sessionless; a larger one evicts the smallest."""
