@@ -53,6 +53,11 @@ class RawFetcher:
         self.loop.close()
 
     def fetch(self, session_id: int, epoch: int, offsets: dict[int, int], forgotten=()):
+        code, session, partitions, _ = self.fetch_throttled(session_id, epoch, offsets, forgotten)
+        return code, session, partitions
+
+    def fetch_throttled(self, session_id: int, epoch: int, offsets: dict[int, int], forgotten=()):
+        """Like ``fetch``; also the answer's throttle time in ms."""
         request = messages.build_request(
             1,
             12,
@@ -80,7 +85,8 @@ class RawFetcher:
             for t in response.responses
             for p in t.partitions
         }
-        return response.error_code, response.session_id, partitions
+        throttle_ms = int(response.throttle_time.total_seconds() * 1000)
+        return response.error_code, response.session_id, partitions, throttle_ms
 
 
 @pytest.fixture
@@ -220,3 +226,44 @@ def test_the_cache_evicts_stale_sessions_first_and_a_follower_beats_a_consumer()
     # a consumer cannot evict followers' sessions until they go stale
     assert open_session(50, False, 30) == 0
     assert open_session(50, False, 1030) != 0 and follower not in cache.sessions
+
+
+def test_a_throttled_fetch_is_answered_empty_and_keeps_only_an_incremental_session():
+    """consumer_byte_rate exceeded (KIP-219 with KIP-227, as Kafka answers): no records, the
+    throttle time, the bytes not sent not counted; a full fetch gets no session, an incremental
+    one keeps its session and gets what it missed once the quota allows."""
+    overrides = {"quota.window.num": 2, "quota.window.size.seconds": 1}  # throttles of at most 2 s
+    with EmbeddedBroker(overrides=overrides) as broker:
+        broker.create_topic(TOPIC, 3)
+
+        def quota(rate: float) -> None:
+            broker.call(lambda b: b.client_quotas.alter({"user": None, "client-id": "session-test"}, {"consumer_byte_rate": rate}))
+
+        def fetch(*args):  # a connection each: a throttled one reads nothing more for a while
+            fetcher = RawFetcher(broker)
+            try:
+                return fetcher.fetch_throttled(*args)
+            finally:
+                fetcher.close()
+
+        quota(10_000.0)
+        code, session, parts, throttle = fetch(0, 0, {0: 0, 1: 0})  # nothing to read yet: a session
+        assert (code, parts, throttle) == (0, {0: (0, 0, 0), 1: (0, 0, 0)}, 0) and session != 0
+        producer = confluent_kafka.Producer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 0})
+        for _ in range(50):
+            producer.produce(TOPIC, b"v" * 1000, partition=0)
+        assert producer.flush(10) == 0
+        # 50 KB against 10 KB/s: an empty answer in the same session
+        code, same, parts, throttle = fetch(session, 1, {})
+        assert (code, same, parts) == (0, session, {}) and throttle > 0
+        # the 50 KB were not counted: a small read within the quota is not throttled
+        _produce(broker, 1, 1)
+        assert fetch(0, -1, {1: 0})[3] == 0
+        # a throttled full fetch opens no session
+        code, none, parts, throttle = fetch(0, 0, {0: 0})
+        assert (code, none, parts) == (0, 0, {}) and throttle > 0
+        assert broker.call(lambda b: sorted(b.fetch_sessions.sessions)) == [session]
+        # with room in the quota the session goes on at the next epoch and answers what was missed
+        quota(10_000_000.0)
+        code, same, parts, throttle = fetch(session, 2, {})
+        assert (code, same, throttle) == (0, session, 0) and parts[0][1] == 50 and parts[0][2] > 50_000
