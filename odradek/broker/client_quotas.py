@@ -146,6 +146,18 @@ class ClientQuotas:
         if found is not None:
             found[0].record(-value, time.monotonic())
 
+    def most_in_window(self, key: str, principal: str, client_id: str | None) -> float | None:
+        """The most one request may count toward ``key`` without a throttle when the window
+        held nothing else: the quota over the shortest span a rate is measured on (None: no
+        quota)."""
+        if not self._quotas:
+            return None
+        user = principal.split(":", 1)[1] if ":" in principal else principal
+        bound, _ = self.quota(key, user, client_id or "")
+        if bound is None:
+            return None
+        return bound * max(self.samples - 1, 1) * self.sample_s
+
     def _rate(self, key: str, principal: str, client_id: str | None) -> tuple[Rate, float] | None:
         """The rate ``key`` is counted in for this principal and client id, and its quota."""
         if not self._quotas:

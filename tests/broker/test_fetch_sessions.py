@@ -250,8 +250,7 @@ def test_a_throttled_fetch_is_answered_empty_and_keeps_only_an_incremental_sessi
         code, session, parts, throttle = fetch(0, 0, {0: 0, 1: 0})  # nothing to read yet: a session
         assert (code, parts, throttle) == (0, {0: (0, 0, 0), 1: (0, 0, 0)}, 0) and session != 0
         producer = confluent_kafka.Producer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 0})
-        for _ in range(50):
-            producer.produce(TOPIC, b"v" * 1000, partition=0)
+        producer.produce(TOPIC, b"v" * 50_000, partition=0)  # one batch: it goes whole, past any max_bytes
         assert producer.flush(10) == 0
         # 50 KB against 10 KB/s: an empty answer in the same session
         code, same, parts, throttle = fetch(session, 1, {})
@@ -266,4 +265,58 @@ def test_a_throttled_fetch_is_answered_empty_and_keeps_only_an_incremental_sessi
         # with room in the quota the session goes on at the next epoch and answers what was missed
         quota(10_000_000.0)
         code, same, parts, throttle = fetch(session, 2, {})
-        assert (code, same, throttle) == (0, session, 0) and parts[0][1] == 50 and parts[0][2] > 50_000
+        assert (code, same, throttle) == (0, session, 0) and parts[0][1] == 1 and parts[0][2] > 50_000
+
+
+def test_a_consumers_max_bytes_is_capped_at_what_its_quota_allows_in_a_window():
+    """Kafka's cap: a fetch larger than the quota allows in a window would be throttled, and
+    answered empty, every time; capped, it gets what the quota allows and is not throttled."""
+    overrides = {"quota.window.num": 2, "quota.window.size.seconds": 1}
+    with EmbeddedBroker(overrides=overrides) as broker:
+        broker.create_topic(TOPIC, 1)
+        broker.call(lambda b: b.client_quotas.alter({"user": None, "client-id": "session-test"}, {"consumer_byte_rate": 10_000.0}))
+        producer = confluent_kafka.Producer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 0})
+        for _ in range(40):
+            producer.produce(TOPIC, b"v" * 1000, partition=0)
+            producer.flush(10)  # a batch each
+        fetcher = RawFetcher(broker)
+        try:
+            code, _, parts, throttle = fetcher.fetch_throttled(0, -1, {0: 0})
+        finally:
+            fetcher.close()
+        assert (code, throttle) == (0, 0)
+        assert 5_000 < parts[0][2] <= 10_000  # some batches, within one window's quota
+
+
+def test_a_throttled_consumer_still_reads_every_record():
+    """librdkafka and kafka-python under a consumer_byte_rate quota: throttled answers are empty,
+    capped fetches fit the quota, and every record arrives exactly once, in order."""
+    overrides = {"quota.window.num": 2, "quota.window.size.seconds": 1}
+    with EmbeddedBroker(overrides=overrides) as broker:
+        broker.create_topic(TOPIC, 1)
+        broker.call(lambda b: b.client_quotas.alter({"user": "<default>", "client-id": None}, {"consumer_byte_rate": 40_000.0}))
+        producer = confluent_kafka.Producer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 0})
+        values = [b"%05d" % i + b"x" * 995 for i in range(60)]
+        for v in values:  # a batch each: one larger than the quota allows in a window never goes
+            producer.produce(TOPIC, v, partition=0)
+            assert producer.flush(10) == 0
+        consumer = confluent_kafka.Consumer(
+            {"bootstrap.servers": broker.bootstrap_servers, "group.id": "q", "enable.auto.commit": False}
+        )
+        consumer.assign([confluent_kafka.TopicPartition(TOPIC, 0, 0)])
+        got: list[bytes] = []
+        deadline = time.monotonic() + 60
+        while len(got) < len(values) and time.monotonic() < deadline:
+            got += [m.value() for m in consumer.consume(100, 0.5) if m.error() is None]
+        consumer.close()
+        assert got == values
+        kconsumer = KafkaConsumer(bootstrap_servers=broker.bootstrap_servers, enable_auto_commit=False, consumer_timeout_ms=60_000)
+        kconsumer.assign([TopicPartition(TOPIC, 0)])
+        kconsumer.seek(TopicPartition(TOPIC, 0), 0)
+        read = []
+        for message in kconsumer:
+            read.append(message.value)
+            if len(read) == len(values):
+                break
+        kconsumer.close()
+        assert read == values

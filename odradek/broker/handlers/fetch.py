@@ -20,7 +20,8 @@ that moves the high watermark and the ISR; it waits like a consumer's fetch, wok
 With ``leader.replication.throttled.rate`` set, the leader's replication throttle
 (cluster/replication_quota.py) withholds the records of throttled partitions from followers out
 of the ISR while over its quota; those bytes do not count toward ``min_bytes``.
-A consumer over its ``consumer_byte_rate`` quota gets an empty answer carrying the throttle
+A consumer's ``max_bytes`` is capped at what its ``consumer_byte_rate`` allows in one quota
+window, and a consumer over that quota gets an empty answer carrying the throttle
 time, and the connection reads nothing more for that long (KIP-219, Kafka's answer): the bytes
 not sent are not counted, a full fetch opens no session (session id 0), an incremental one keeps
 its session and epoch and gets the partitions it missed next time. Follower fetches are not
@@ -181,6 +182,8 @@ def handle_fetch(broker, request):
         plan, denied = _authorized(broker, request, plan, follower=replica_id >= 0)
     isolation = body.isolation_level
     max_bytes = body.max_bytes
+    if replica_id < 0 and broker.client_quotas.active:
+        max_bytes = _within_quota(broker, request, max_bytes)
     held = None  # partitions whose records the leader's replication throttle withheld
     if replica_id >= 0:
         isolation = 0
@@ -318,6 +321,14 @@ async def _wait_and_read(
             last_fetched=last_fetched,
         )
     return _answer(broker, request, topics, ids, {}, context, replica_id)
+
+
+def _within_quota(broker, request, max_bytes: int) -> int:
+    """``max_bytes`` capped at what ``consumer_byte_rate`` lets one fetch carry when nothing else
+    was counted in the window (Kafka's cap): a larger answer would be throttled, not sent, every
+    time. The first batch still goes whole (KIP-74)."""
+    most = broker.client_quotas.most_in_window("consumer_byte_rate", request.principal, request.client_id)
+    return max_bytes if most is None else min(max_bytes, int(most))
 
 
 def _throttle(broker, request, sent: int) -> int:
