@@ -150,20 +150,19 @@ class ClientQuotas:
         """The most one request may count toward ``key`` without a throttle when the window
         held nothing else: the quota over the shortest span a rate is measured on (None: no
         quota)."""
+        bound, _ = self._quota_of(key, principal, client_id)
+        return None if bound is None else bound * max(self.samples - 1, 1) * self.sample_s
+
+    def _quota_of(self, key: str, principal: str, client_id: str | None) -> tuple[float | None, tuple | None]:
+        """``quota`` for a request's principal ("User:name") and client id."""
         if not self._quotas:
-            return None
+            return None, None
         user = principal.split(":", 1)[1] if ":" in principal else principal
-        bound, _ = self.quota(key, user, client_id or "")
-        if bound is None:
-            return None
-        return bound * max(self.samples - 1, 1) * self.sample_s
+        return self.quota(key, user, client_id or "")
 
     def _rate(self, key: str, principal: str, client_id: str | None) -> tuple[Rate, float] | None:
         """The rate ``key`` is counted in for this principal and client id, and its quota."""
-        if not self._quotas:
-            return None
-        user = principal.split(":", 1)[1] if ":" in principal else principal
-        bound, metric = self.quota(key, user, client_id or "")
+        bound, metric = self._quota_of(key, principal, client_id)
         if bound is None:
             return None
         rate = self._rates.get((key, metric))
