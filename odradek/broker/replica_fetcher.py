@@ -97,6 +97,7 @@ class FetcherConfig:
     num_fetchers: int = 1
     truncate_on_fetch: bool = True  # Fetch v12 (KIP-595); False below inter.broker.protocol.version 2.7
     security: ConnectionSecurity | None = None  # inter.broker.listener.name's TLS and SASL, as a client
+    socket_receive_buffer_bytes: int = -1  # replica.socket.receive.buffer.bytes (-1: the OS's)
 
     @classmethod
     def from_getter(cls, node_id: int, get, security: ConnectionSecurity | None = None) -> FetcherConfig:
@@ -111,6 +112,7 @@ class FetcherConfig:
             max(1, get("num.replica.fetchers")),
             _protocol_at_least(get("inter.broker.protocol.version"), (2, 7)),
             security,
+            get("replica.socket.receive.buffer.bytes"),
         )
 
 
@@ -254,6 +256,7 @@ class ReplicaFetcher:
                 f"broker-{config.node_id}-fetcher-{self.fetcher_id}",
                 config.socket_timeout_ms,
                 config.security,
+                config.socket_receive_buffer_bytes,
             )
         return self._conn
 
