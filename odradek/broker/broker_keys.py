@@ -112,8 +112,12 @@ BROKER_CONFIGS: dict[str, ConfigDef] = config_table(
     ConfigDef("listener.security.protocol.map", STR, None, None, "Listener name to security protocol, as NAME:PROTOCOL,...; default maps each protocol to itself."),
     ConfigDef("inter.broker.listener.name", STR, None, None, "Listener used between brokers."),
     ConfigDef("security.inter.broker.protocol", STR, "PLAINTEXT", OneOf(*SECURITY_PROTOCOLS), "Security protocol between brokers, when inter.broker.listener.name is unset."),
-    ConfigDef("socket.send.buffer.bytes", INT, 102400, None, "SO_SNDBUF of accepted sockets; -1 for the OS default."),
-    ConfigDef("socket.receive.buffer.bytes", INT, 102400, None, "SO_RCVBUF of accepted sockets; -1 for the OS default."),
+    # Odradek's defaults are -1, not Kafka's 102400/102400/65536: a fixed SO_SNDBUF/SO_RCVBUF turns
+    # off Linux's buffer autotuning, and on loopback (benchmarks/broker_bench.py --quick, two runs
+    # each way, noisy) the raw Fetch rows ran 15-25 % slower with Kafka's values, and
+    # benchmarks/replication_bench.py's RF=1 acks=all produce 640-815 against 1,056-1,125 MB/s.
+    ConfigDef("socket.send.buffer.bytes", INT, -1, AtLeast(-1), "SO_SNDBUF of accepted sockets; -1 (Odradek's default; Kafka's is 102400) keeps the OS's autotuned buffer, which a fixed size turns off on Linux (Kafka's three socket buffer defaults together cost 15-25 % of fetch throughput on loopback)."),
+    ConfigDef("socket.receive.buffer.bytes", INT, -1, AtLeast(-1), "SO_RCVBUF of accepted sockets (set on the listening socket); -1 (Odradek's default; Kafka's is 102400) keeps the OS's autotuned buffer, which a fixed size turns off on Linux (Kafka's three socket buffer defaults together cost 15-25 % of fetch and 20-40 % of acks=all produce throughput on loopback)."),
     ConfigDef("socket.request.max.bytes", INT, 104857600, AtLeast(1), "Largest request accepted, in bytes."),
     ConfigDef("socket.listen.backlog.size", INT, 50, AtLeast(1), "Pending connections the listen socket queues."),
     ConfigDef("max.connections", INT, INT_MAX, AtLeast(0), "Most connections open at once."),
@@ -197,7 +201,7 @@ BROKER_CONFIGS: dict[str, ConfigDef] = config_table(
     # replication
     ConfigDef("replica.lag.time.max.ms", LONG, 30000, None, "A follower that has not caught up for this long leaves the ISR."),
     ConfigDef("replica.socket.timeout.ms", INT, 30000, None, "Socket timeout of follower fetches."),
-    ConfigDef("replica.socket.receive.buffer.bytes", INT, 65536, None, "SO_RCVBUF of follower fetch connections."),
+    ConfigDef("replica.socket.receive.buffer.bytes", INT, -1, AtLeast(-1), "SO_RCVBUF of follower fetch connections, set before connecting; -1 (Odradek's default; Kafka's is 65536) keeps the OS's autotuned buffer, which a fixed size turns off on Linux."),
     ConfigDef("replica.fetch.max.bytes", INT, 1048576, AtLeast(0), "Bytes a follower asks for per partition."),
     ConfigDef("replica.fetch.min.bytes", INT, 1, None, "Least bytes a follower fetch waits for."),
     ConfigDef("replica.fetch.wait.max.ms", INT, 500, None, "Most time a follower fetch waits."),

@@ -129,21 +129,46 @@ class ClientQuotas:
     ) -> int:
         """Count ``value`` (bytes, or %·s of request time); the throttle time in ms (0 when
         within the quota), at most ``max_throttle_s`` (default: the whole window)."""
-        if not self._quotas:
+        found = self._rate(key, principal, client_id)
+        if found is None:
             return 0
-        user = principal.split(":", 1)[1] if ":" in principal else principal
-        bound, metric = self.quota(key, user, client_id or "")
-        if bound is None:
-            return 0
+        rate, bound = found
         now = time.monotonic()
-        rate = self._rates.get((key, metric))
-        if rate is None:
-            rate = self._rates[(key, metric)] = Rate(self.samples, self.sample_s)
         rate.record(value, now)
         observed = rate.measure(now)
         if observed <= bound:
             return 0
         return _throttle_ms(observed, bound, rate.span(now), max_throttle_s or self.samples * self.sample_s)
+
+    def unrecord(self, key: str, principal: str, client_id: str | None, value: float) -> None:
+        """Take back ``value`` counted by ``record``: bytes a throttled answer did not send."""
+        found = self._rate(key, principal, client_id)
+        if found is not None:
+            found[0].record(-value, time.monotonic())
+
+    def most_in_window(self, key: str, principal: str, client_id: str | None) -> float | None:
+        """The most one request may count toward ``key`` without a throttle when the window
+        held nothing else: the quota over the shortest span a rate is measured on (None: no
+        quota)."""
+        bound, _ = self._quota_of(key, principal, client_id)
+        return None if bound is None else bound * max(self.samples - 1, 1) * self.sample_s
+
+    def _quota_of(self, key: str, principal: str, client_id: str | None) -> tuple[float | None, tuple | None]:
+        """``quota`` for a request's principal ("User:name") and client id."""
+        if not self._quotas:
+            return None, None
+        user = principal.split(":", 1)[1] if ":" in principal else principal
+        return self.quota(key, user, client_id or "")
+
+    def _rate(self, key: str, principal: str, client_id: str | None) -> tuple[Rate, float] | None:
+        """The rate ``key`` is counted in for this principal and client id, and its quota."""
+        bound, metric = self._quota_of(key, principal, client_id)
+        if bound is None:
+            return None
+        rate = self._rates.get((key, metric))
+        if rate is None:
+            rate = self._rates[(key, metric)] = Rate(self.samples, self.sample_s)
+        return rate, bound
 
     def record_request_time(self, principal: str, client_id: str | None, nanos: int) -> int:
         """Charge ``nanos`` of loop time to the request quota; the throttle time in ms."""

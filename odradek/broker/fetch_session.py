@@ -22,6 +22,10 @@ Requests by (session id, epoch):
 * (id, n > 0): incremental. An unknown id answers FETCH_SESSION_ID_NOT_FOUND, another epoch
   INVALID_FETCH_SESSION_EPOCH (the fetcher then starts over with a full fetch).
 
+A consumer's fetch over its ``consumer_byte_rate`` quota is answered empty, with the throttle
+time (KIP-219, as Kafka does): a full fetch then gets no session (session id 0), an
+incremental one keeps its session id and epoch (``FetchSessionCache.throttled``).
+
 Sessions are not tied to connections, as in Kafka. Called only from the event loop.
 """
 
@@ -173,6 +177,18 @@ class FetchSessionCache:
                 fetched[key] = part.last_fetched_epoch
             starts[key] = part.log_start
         return FetchContext(full_plan, fetched or None, starts, session.id, session, incremental=True)
+
+    def throttled(self, context: FetchContext) -> int:
+        """The session id of an empty, throttled answer to ``context``'s fetch (a quota held it
+        back), as Kafka answers one: an incremental fetch keeps its session (its changes are
+        taken, and the partitions it did not get are answered next time); a full fetch opens
+        none, so the session made for it goes."""
+        if context.incremental:
+            return context.session_id
+        if context.session is not None:
+            self.sessions.pop(context.session.id, None)
+            context.session, context.session_id = None, INVALID_SESSION_ID
+        return INVALID_SESSION_ID
 
     def _create(self, size: int, privileged: bool, now_ms: int) -> FetchSession | None:
         if self.max_slots <= 0:

@@ -55,6 +55,11 @@ class FetchSessionHandler:
             self.epoch = next_epoch(self.epoch)
         return True
 
+    def closed(self) -> None:
+        """The session is being closed (a final fetch, epoch -1): no session from now on."""
+        self.session_id, self.epoch = INVALID_SESSION_ID, INITIAL_EPOCH
+        self._held = {}
+
     def reset(self) -> None:
         """A request failed on the way (its effect on the session unknown): start over."""
         self.epoch = INITIAL_EPOCH

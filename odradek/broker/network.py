@@ -47,6 +47,7 @@ from odradek.broker.handlers import RawResponse, Request
 from odradek.broker.queued_request_bytes import QueuedRequestBytes
 from odradek.broker.security.sasl_authenticator import PASS, Close, SaslAuthenticator
 from odradek.broker.security.tls_context import certificate_dn
+from odradek.net.socket_buffers import OS_DEFAULT, set_buffer_sizes
 from odradek.protocol import messages
 from odradek.protocol.errors import KafkaError
 from odradek.protocol.frames import FrameReader, FrameTooLarge, InvalidFrameSize
@@ -127,6 +128,10 @@ class Connection(asyncio.BufferedProtocol):
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             except OSError:
                 pass
+            try:
+                set_buffer_sizes(sock, send_bytes=self.server.send_buffer_bytes)
+            except OSError as exc:
+                log.warning("cannot set socket.send.buffer.bytes on %s: %s", self.peer, exc)
             if self.server.zero_copy and ssl_object is None:  # sendfile would bypass TLS
                 self._socket_fd = sock.fileno()
 
@@ -653,8 +658,12 @@ class NetworkServer:
         max_connection_creation_rate: int = (1 << 31) - 1,
         security=None,
         scram_lookup=None,
+        send_buffer_bytes: int = OS_DEFAULT,
+        receive_buffer_bytes: int = OS_DEFAULT,
     ):
         self.broker = broker
+        self.send_buffer_bytes = send_buffer_bytes  # socket.send.buffer.bytes, on accepted sockets
+        self.receive_buffer_bytes = receive_buffer_bytes  # socket.receive.buffer.bytes, on the listening ones
         self.security = security or {}  # listener name -> ListenerSecurity
         self.gates = None  # RequestGates when an authorizer is configured
         self.creation_rate = max_connection_creation_rate
@@ -749,6 +758,8 @@ class NetworkServer:
                 backlog=backlog,  # socket.listen.backlog.size
                 start_serving=False,
             )
+            for sock in server.sockets:  # not listening yet: accepted sockets inherit it
+                set_buffer_sizes(sock, receive_bytes=self.receive_buffer_bytes)
             self._servers.append(server)
             host, port = server.sockets[0].getsockname()[:2]
             self.bound[listener.name] = (host, port)

@@ -30,6 +30,13 @@ Counted for ``/metrics``: the bytes appended (``ReplicationBytesInPerSec``, per 
 each partition's lag behind the leader's high watermark after its last fetch (Kafka's
 FetcherLagMetrics ``ConsumerLag``; ``ReplicaFetcherManager.max_lag`` is ``MaxLag``).
 
+A fetcher retires when it has no partitions left (they moved to another leader, or away from
+this broker) and when the broker shuts down. It then closes its fetch session with a last
+Fetch (the session's id, epoch -1, no partitions), waiting at most ``replica.fetch.wait.max.ms``
+plus ``SESSION_CLOSE_GRACE_MS``, so that the leader frees the session's cache slot at once
+instead of keeping it until it goes stale (KIP-227). A leader that does not answer in time
+just drops it later.
+
 Errors are per partition: OFFSET_OUT_OF_RANGE truncates again (or starts over at the
 leader's log start offset when this replica is below it); NOT_LEADER_OR_FOLLOWER,
 FENCED_LEADER_EPOCH and UNKNOWN_LEADER_EPOCH park the partition for
@@ -46,6 +53,7 @@ import time
 from dataclasses import dataclass
 
 from odradek._tasks import cancel_and_wait
+from odradek.broker.fetch_session import FINAL_EPOCH, INVALID_SESSION_ID
 from odradek.broker.fetch_session_handler import FetchSessionHandler
 from odradek.broker.group.partitioning import java_string_hash
 from odradek.cluster.controller_channel import connect_to_broker
@@ -66,6 +74,7 @@ FETCH_VERSION_BEFORE_KIP_595 = 11  # a leader without v12: truncate with OffsetF
 LIST_OFFSETS_VERSION = 4
 OFFSET_FOR_LEADER_EPOCH_VERSION = 4
 EARLIEST_TIMESTAMP = -2
+SESSION_CLOSE_GRACE_MS = 2000  # a retiring fetcher's session close waits at most this beyond replica.fetch.wait.max.ms
 
 _PARKING_ERRORS = {
     ErrorCode.not_leader_or_follower,
@@ -88,6 +97,7 @@ class FetcherConfig:
     num_fetchers: int = 1
     truncate_on_fetch: bool = True  # Fetch v12 (KIP-595); False below inter.broker.protocol.version 2.7
     security: ConnectionSecurity | None = None  # inter.broker.listener.name's TLS and SASL, as a client
+    socket_receive_buffer_bytes: int = -1  # replica.socket.receive.buffer.bytes (-1: the OS's)
 
     @classmethod
     def from_getter(cls, node_id: int, get, security: ConnectionSecurity | None = None) -> FetcherConfig:
@@ -102,6 +112,7 @@ class FetcherConfig:
             max(1, get("num.replica.fetchers")),
             _protocol_at_least(get("inter.broker.protocol.version"), (2, 7)),
             security,
+            get("replica.socket.receive.buffer.bytes"),
         )
 
 
@@ -128,6 +139,7 @@ class ReplicaFetcher:
         self.session = FetchSessionHandler()  # KIP-227: fetches name only what changed
         self._wakeup = asyncio.Event()
         self._conn: Connection | None = None
+        self._unanswered: asyncio.Future | None = None  # a fetch the close cancelled while it was out
         self._task = asyncio.get_running_loop().create_task(
             self._run(), name=f"replica-fetcher-{fetcher_id}-broker-{source.node_id}"
         )
@@ -148,9 +160,60 @@ class ReplicaFetcher:
         self.partitions.pop(key, None)
 
     async def close(self) -> None:
+        """Stop fetching; then, best effort and bounded in time, close the fetch session so
+        that the leader frees its cache slot now rather than when it goes stale (KIP-227)."""
         await cancel_and_wait(self._task)
-        if self._conn is not None:
-            self._conn.close()
+        conn, self._conn = self._conn, None
+        unanswered, self._unanswered = self._unanswered, None
+        if conn is None:
+            return
+        try:
+            if not conn.closed:
+                config = self.manager.config
+                budget = min(config.wait_max_ms + SESSION_CLOSE_GRACE_MS, config.socket_timeout_ms) / 1000
+                await asyncio.wait_for(self._close_session(conn, unanswered), budget)
+        except Exception as exc:  # best effort: a link error, a timeout, an odd answer
+            log.info(
+                "%r: could not close fetch session %d (%s); leader %d drops it when it goes stale",
+                self,
+                self.session.session_id,
+                str(exc) or type(exc).__name__,
+                self.source.node_id,
+            )
+        finally:
+            conn.close()
+
+    async def _close_session(self, conn: Connection, unanswered) -> None:
+        """A full fetch of nothing with the session's id and FINAL_EPOCH: the leader drops the
+        session and answers without one. A fetch the cancel cut short (``unanswered``) is
+        awaited first: a full one may have opened a session this fetcher has not heard of."""
+        if unanswered is not None:
+            response = await unanswered
+            self.session.answered(response.error_code, response.session_id)
+        session_id = self.session.session_id
+        if session_id == INVALID_SESSION_ID:
+            return
+        config = self.manager.config
+        version = self._fetch_version(conn)
+        request = messages.build_request(
+            FETCH_KEY,
+            version,
+            {
+                "replica_id": config.node_id,
+                "max_wait": 0,
+                "min_bytes": 0,
+                "max_bytes": config.response_max_bytes,
+                "isolation_level": 0,
+                "session_id": session_id,
+                "session_epoch": FINAL_EPOCH,
+                "topics": [],
+                "forgotten_topics_data": [],
+                "rack_id": "",
+            },
+        )
+        response = await conn.send(FETCH_KEY, request, version=version)
+        self.session.closed()
+        log.debug("%r: closed fetch session %d (%s)", self, session_id, ErrorCode(response.error_code).name)
 
     # -- the loop ------------------------------------------------------------------------
 
@@ -193,6 +256,7 @@ class ReplicaFetcher:
                 f"broker-{config.node_id}-fetcher-{self.fetcher_id}",
                 config.socket_timeout_ms,
                 config.security,
+                config.socket_receive_buffer_bytes,
             )
         return self._conn
 
@@ -329,8 +393,13 @@ class ReplicaFetcher:
             },
         )
         timeout = (config.wait_max_ms + config.socket_timeout_ms) / 1000
+        pending = conn.send(FETCH_KEY, request, version=version, timeout=timeout)
         try:
-            response = await conn.send(FETCH_KEY, request, version=version, timeout=timeout)
+            response = await asyncio.shield(pending)
+        except asyncio.CancelledError:
+            self._unanswered = pending  # for close(): the leader may open a session with it
+            self.session.reset()
+            raise
         except BaseException:
             self.session.reset()
             raise
@@ -523,8 +592,12 @@ class ReplicaFetcherManager:
         self.replica_manager.track(task)
 
     async def close(self) -> None:
+        """Close every fetcher at once: each closes its fetch session with its leader, and a
+        leader slow to answer holds up only its own."""
         fetchers = list(self.fetchers.values())
         self.fetchers.clear()
         self._where.clear()
-        for fetcher in fetchers:
-            await fetcher.close()
+        results = await asyncio.gather(*(fetcher.close() for fetcher in fetchers), return_exceptions=True)
+        for fetcher, result in zip(fetchers, results, strict=True):
+            if isinstance(result, Exception):
+                log.error("%r failed to close", fetcher, exc_info=result)

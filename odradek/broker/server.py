@@ -134,6 +134,8 @@ class Broker:
             zero_copy=self.zero_copy or self.follower_zero_copy,
             security=self.listener_security,
             scram_lookup=self.scram_credential,
+            send_buffer_bytes=self.config.get("socket.send.buffer.bytes"),
+            receive_buffer_bytes=self.config.get("socket.receive.buffer.bytes"),
         )
         await self._bind()
         try:

@@ -24,6 +24,7 @@ from odradek._tasks import cancel_and_wait
 from odradek.net.connection import Connection
 from odradek.net.connection_errors import ClientError, KafkaConnectionError
 from odradek.net.connection_security import ConnectionSecurity
+from odradek.net.socket_buffers import OS_DEFAULT
 from odradek.protocol import messages
 from odradek.protocol.errors import ErrorCode, KafkaError
 
@@ -33,14 +34,20 @@ RETRY_BACKOFF_S = 0.1
 
 
 async def connect_to_broker(
-    host: str, port: int, node_id: int, client_id: str, timeout_ms: int, security: ConnectionSecurity | None
+    host: str,
+    port: int,
+    node_id: int,
+    client_id: str,
+    timeout_ms: int,
+    security: ConnectionSecurity | None,
+    receive_buffer_bytes: int = OS_DEFAULT,
 ) -> Connection:
     """A connection from this broker to another (controller requests, follower fetches,
     transaction markers, controlled shutdown), with the inter-broker listener's ``security``.
     A login the other broker refuses (a Kafka error from SASL, e.g. a user it does not know
     yet) is a failed connection like any other, KafkaConnectionError, for the caller to retry
-    after its backoff."""
-    conn = Connection(host, port, node_id, client_id, timeout_ms, security=security)
+    after its backoff. ``receive_buffer_bytes`` is SO_RCVBUF (-1: the OS's)."""
+    conn = Connection(host, port, node_id, client_id, timeout_ms, security=security, receive_buffer_bytes=receive_buffer_bytes)
     try:
         await conn.connect(timeout_ms / 1000)
     except KafkaError as exc:

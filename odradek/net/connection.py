@@ -38,6 +38,7 @@ from odradek.protocol.sasl_mechanisms import SaslFailure
 
 from .connection_errors import KafkaConnectionError, KafkaTimeoutError, UnsupportedVersionError
 from .connection_security import ConnectionSecurity
+from .socket_buffers import OS_DEFAULT, set_buffer_sizes
 
 log = logging.getLogger("odradek.net")
 
@@ -54,8 +55,10 @@ class Connection(asyncio.BufferedProtocol):
         *,
         version_caps: Mapping[int, int] | None = None,
         security: ConnectionSecurity | None = None,
+        receive_buffer_bytes: int = OS_DEFAULT,
     ):
         self.security = security
+        self.receive_buffer_bytes = receive_buffer_bytes  # SO_RCVBUF, set before connecting
         self.host = host
         self.port = port
         self.node_id = node_id
@@ -92,9 +95,12 @@ class Connection(asyncio.BufferedProtocol):
         try:
             async with asyncio.timeout(timeout):
                 ctx = self.security.ssl_context if self.security is not None else None
-                await self._loop.create_connection(
-                    lambda: self, self.host, self.port, ssl=ctx, server_hostname=self.host if ctx else None
-                )
+                hostname = self.host if ctx else None
+                if self.receive_buffer_bytes == OS_DEFAULT:
+                    await self._loop.create_connection(lambda: self, self.host, self.port, ssl=ctx, server_hostname=hostname)
+                else:
+                    sock = await self._connected_socket()
+                    await self._loop.create_connection(lambda: self, sock=sock, ssl=ctx, server_hostname=hostname)
                 await self._negotiate()
                 if self.security is not None and self.security.sasl:
                     await self._authenticate()
@@ -117,6 +123,25 @@ class Connection(asyncio.BufferedProtocol):
         except BaseException as exc:
             self.close(exc)
             raise
+
+    async def _connected_socket(self) -> socket.socket:
+        """A socket connected to the broker, its receive buffer set before the handshake (so
+        that the TCP window scale allows for it); each address of the host in turn."""
+        failure: OSError | None = None
+        for family, kind, proto, _, address in await self._loop.getaddrinfo(self.host, self.port, type=socket.SOCK_STREAM):
+            sock = socket.socket(family, kind, proto)
+            try:
+                sock.setblocking(False)
+                set_buffer_sizes(sock, receive_bytes=self.receive_buffer_bytes)
+                await self._loop.sock_connect(sock, address)
+                return sock
+            except OSError as exc:
+                sock.close()
+                failure = exc
+            except BaseException:
+                sock.close()
+                raise
+        raise failure or OSError(f"no address for {self.host}")
 
     async def _negotiate(self) -> None:
         while True:

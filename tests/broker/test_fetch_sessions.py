@@ -53,6 +53,11 @@ class RawFetcher:
         self.loop.close()
 
     def fetch(self, session_id: int, epoch: int, offsets: dict[int, int], forgotten=()):
+        code, session, partitions, _ = self.fetch_throttled(session_id, epoch, offsets, forgotten)
+        return code, session, partitions
+
+    def fetch_throttled(self, session_id: int, epoch: int, offsets: dict[int, int], forgotten=()):
+        """Like ``fetch``; also the answer's throttle time in ms."""
         request = messages.build_request(
             1,
             12,
@@ -80,7 +85,8 @@ class RawFetcher:
             for t in response.responses
             for p in t.partitions
         }
-        return response.error_code, response.session_id, partitions
+        throttle_ms = int(response.throttle_time.total_seconds() * 1000)
+        return response.error_code, response.session_id, partitions, throttle_ms
 
 
 @pytest.fixture
@@ -126,6 +132,18 @@ def test_wrong_session_ids_and_epochs_get_kafkas_errors(single, raw):
     assert raw.fetch(session, 2, {})[:2] == (ErrorCode.fetch_session_id_not_found, 0)
     # session id 0, epoch -1: no session, every partition answered
     assert raw.fetch(0, -1, {0: 0, 1: 0})[1:] == (0, {0: (0, 0, 0), 1: (0, 0, 0)})
+
+
+def test_a_final_fetch_of_no_partitions_frees_the_sessions_slot(single, raw):
+    """What a retiring replica fetcher sends (session id, epoch -1, nothing listed): the
+    session goes at once and its slot takes a new session without an eviction."""
+    first = raw.fetch(0, 0, {0: 0})[1]
+    second = raw.fetch(0, 0, {0: 0})[1]
+    assert raw.fetch(first, -1, {}) == (0, 0, {})
+    assert single.call(lambda b: sorted(b.fetch_sessions.sessions)) == [second]
+    third = raw.fetch(0, 0, {1: 0})[1]  # the cache (2 slots) has room again
+    assert third not in (0, second)
+    assert single.call(lambda b: b.fetch_sessions.evictions) == 0
 
 
 def test_a_full_cache_answers_without_a_session(single, raw):
@@ -208,3 +226,97 @@ def test_the_cache_evicts_stale_sessions_first_and_a_follower_beats_a_consumer()
     # a consumer cannot evict followers' sessions until they go stale
     assert open_session(50, False, 30) == 0
     assert open_session(50, False, 1030) != 0 and follower not in cache.sessions
+
+
+def test_a_throttled_fetch_is_answered_empty_and_keeps_only_an_incremental_session():
+    """consumer_byte_rate exceeded (KIP-219 with KIP-227, as Kafka answers): no records, the
+    throttle time, the bytes not sent not counted; a full fetch gets no session, an incremental
+    one keeps its session and gets what it missed once the quota allows."""
+    overrides = {"quota.window.num": 2, "quota.window.size.seconds": 1}  # throttles of at most 2 s
+    with EmbeddedBroker(overrides=overrides) as broker:
+        broker.create_topic(TOPIC, 3)
+
+        def quota(rate: float) -> None:
+            broker.call(lambda b: b.client_quotas.alter({"user": None, "client-id": "session-test"}, {"consumer_byte_rate": rate}))
+
+        def fetch(*args):  # a connection each: a throttled one reads nothing more for a while
+            fetcher = RawFetcher(broker)
+            try:
+                return fetcher.fetch_throttled(*args)
+            finally:
+                fetcher.close()
+
+        quota(10_000.0)
+        code, session, parts, throttle = fetch(0, 0, {0: 0, 1: 0})  # nothing to read yet: a session
+        assert (code, parts, throttle) == (0, {0: (0, 0, 0), 1: (0, 0, 0)}, 0) and session != 0
+        producer = confluent_kafka.Producer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 0})
+        producer.produce(TOPIC, b"v" * 50_000, partition=0)  # one batch: it goes whole, past any max_bytes
+        assert producer.flush(10) == 0
+        # 50 KB against 10 KB/s: an empty answer in the same session
+        code, same, parts, throttle = fetch(session, 1, {})
+        assert (code, same, parts) == (0, session, {}) and throttle > 0
+        # the 50 KB were not counted: a small read within the quota is not throttled
+        _produce(broker, 1, 1)
+        assert fetch(0, -1, {1: 0})[3] == 0
+        # a throttled full fetch opens no session
+        code, none, parts, throttle = fetch(0, 0, {0: 0})
+        assert (code, none, parts) == (0, 0, {}) and throttle > 0
+        assert broker.call(lambda b: sorted(b.fetch_sessions.sessions)) == [session]
+        # with room in the quota the session goes on at the next epoch and answers what was missed
+        quota(10_000_000.0)
+        code, same, parts, throttle = fetch(session, 2, {})
+        assert (code, same, throttle) == (0, session, 0) and parts[0][1] == 1 and parts[0][2] > 50_000
+
+
+def test_a_consumers_max_bytes_is_capped_at_what_its_quota_allows_in_a_window():
+    """Kafka's cap: a fetch larger than the quota allows in a window would be throttled, and
+    answered empty, every time; capped, it gets what the quota allows and is not throttled."""
+    overrides = {"quota.window.num": 2, "quota.window.size.seconds": 1}
+    with EmbeddedBroker(overrides=overrides) as broker:
+        broker.create_topic(TOPIC, 1)
+        broker.call(lambda b: b.client_quotas.alter({"user": None, "client-id": "session-test"}, {"consumer_byte_rate": 10_000.0}))
+        producer = confluent_kafka.Producer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 0})
+        for _ in range(40):
+            producer.produce(TOPIC, b"v" * 1000, partition=0)
+            producer.flush(10)  # a batch each
+        fetcher = RawFetcher(broker)
+        try:
+            code, _, parts, throttle = fetcher.fetch_throttled(0, -1, {0: 0})
+        finally:
+            fetcher.close()
+        assert (code, throttle) == (0, 0)
+        assert 5_000 < parts[0][2] <= 10_000  # some batches, within one window's quota
+
+
+def test_a_throttled_consumer_still_reads_every_record():
+    """librdkafka and kafka-python under a consumer_byte_rate quota: throttled answers are empty,
+    capped fetches fit the quota, and every record arrives exactly once, in order."""
+    overrides = {"quota.window.num": 2, "quota.window.size.seconds": 1}
+    with EmbeddedBroker(overrides=overrides) as broker:
+        broker.create_topic(TOPIC, 1)
+        broker.call(lambda b: b.client_quotas.alter({"user": "<default>", "client-id": None}, {"consumer_byte_rate": 40_000.0}))
+        producer = confluent_kafka.Producer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 0})
+        values = [b"%05d" % i + b"x" * 995 for i in range(60)]
+        for v in values:  # a batch each: one larger than the quota allows in a window never goes
+            producer.produce(TOPIC, v, partition=0)
+            assert producer.flush(10) == 0
+        consumer = confluent_kafka.Consumer(
+            {"bootstrap.servers": broker.bootstrap_servers, "group.id": "q", "enable.auto.commit": False}
+        )
+        consumer.assign([confluent_kafka.TopicPartition(TOPIC, 0, 0)])
+        got: list[bytes] = []
+        deadline = time.monotonic() + 60
+        while len(got) < len(values) and time.monotonic() < deadline:
+            got += [m.value() for m in consumer.consume(100, 0.5) if m.error() is None]
+        consumer.close()
+        assert got == values
+        kconsumer = KafkaConsumer(bootstrap_servers=broker.bootstrap_servers, enable_auto_commit=False, consumer_timeout_ms=60_000)
+        kconsumer.assign([TopicPartition(TOPIC, 0)])
+        kconsumer.seek(TopicPartition(TOPIC, 0), 0)
+        read = []
+        for message in kconsumer:
+            read.append(message.value)
+            if len(read) == len(values):
+                break
+        kconsumer.close()
+        assert read == values

@@ -20,6 +20,12 @@ that moves the high watermark and the ISR; it waits like a consumer's fetch, wok
 With ``leader.replication.throttled.rate`` set, the leader's replication throttle
 (cluster/replication_quota.py) withholds the records of throttled partitions from followers out
 of the ISR while over its quota; those bytes do not count toward ``min_bytes``.
+A consumer's ``max_bytes`` is capped at what its ``consumer_byte_rate`` allows in one quota
+window, and a consumer over that quota gets an empty answer carrying the throttle
+time, and the connection reads nothing more for that long (KIP-219, Kafka's answer): the bytes
+not sent are not counted, a full fetch opens no session (session id 0), an incremental one keeps
+its session and epoch and gets the partitions it missed next time. Follower fetches are not
+subject to client quotas (the replication throttles apply to them), as in Kafka.
 With an authorizer, partitions of topics a consumer may not Read (and every partition of a
 follower without ClusterAction) answer TOPIC_AUTHORIZATION_FAILED.
 From v13 topics are named by topic id (KIP-516), an unknown id answering UNKNOWN_TOPIC_ID;
@@ -140,7 +146,7 @@ def _topic_name(broker, topic_id):
     return name
 
 
-def _response(version: int, topics, ids, unknown, throttle_ms: int = 0, session_id: int = 0) -> RawResponse:
+def _response(version: int, topics, ids, unknown, session_id: int = 0) -> RawResponse:
     """The response body; from v13 each topic is named by the id the request used."""
     if ids is not None:
         topics = [(ids[name], partitions) for name, partitions in topics]
@@ -148,7 +154,7 @@ def _response(version: int, topics, ids, unknown, throttle_ms: int = 0, session_
             (topic_id or _ZERO_ID, [(i, ErrorCode.unknown_topic_id, -1, -1, -1, None, b"") for i in indexes])
             for topic_id, indexes in unknown.items()
         ]
-    return fetch_response(version, topics, throttle_ms=throttle_ms, session_id=session_id)
+    return fetch_response(version, topics, session_id=session_id)
 
 
 @api(1, 4, 17)
@@ -176,6 +182,8 @@ def handle_fetch(broker, request):
         plan, denied = _authorized(broker, request, plan, follower=replica_id >= 0)
     isolation = body.isolation_level
     max_bytes = body.max_bytes
+    if replica_id < 0 and broker.client_quotas.active:
+        max_bytes = _within_quota(broker, request, max_bytes)
     held = None  # partitions whose records the leader's replication throttle withheld
     if replica_id >= 0:
         isolation = 0
@@ -218,13 +226,30 @@ def handle_fetch(broker, request):
             last_fetched,
             context,
         )
+    return _answer(broker, request, topics, ids, unknown, context, replica_id, denied)
+
+
+def _answer(broker, request, topics, ids, unknown, context, replica_id: int, denied=None) -> RawResponse:
+    """The response to the partitions read (``topics``), kept in the fetch session. A consumer
+    over its ``consumer_byte_rate`` quota gets an empty answer with the throttle time instead,
+    and the bytes it did not get do not count (KIP-219, as Kafka answers): a full fetch then
+    opens no session, an incremental one keeps its own (``FetchSessionCache.throttled``)."""
+    version = request.api_version
+    if replica_id < 0 and broker.client_quotas.active:
+        size = sum(len(entry[6]) for _, entries in topics for entry in entries)
+        throttle_ms = _throttle(broker, request, size)
+        if throttle_ms:
+            broker.client_quotas.unrecord("consumer_byte_rate", request.principal, request.client_id, size)
+            session_id = broker.fetch_sessions.throttled(context) if context is not None else 0
+            response = fetch_response(version, [], throttle_ms=throttle_ms, session_id=session_id)
+            return RawResponse(response, throttle_at=FETCH_THROTTLE_AT)
     if context is not None:
         topics = context.responses(topics)
     if denied:
         topics = topics + denied
-    sent = _count(broker, topics, replica_id >= 0)
+    _count(broker, topics, replica_id >= 0)
     session_id = context.session_id if context is not None else 0
-    response = _response(version, topics, ids, unknown, _throttle(broker, request, sent), session_id)
+    response = _response(version, topics, ids, unknown, session_id)
     return RawResponse(response, has_files=_sliced(broker, replica_id), throttle_at=FETCH_THROTTLE_AT)
 
 
@@ -295,21 +320,20 @@ async def _wait_and_read(
             follower_reads=request.api_version >= 11,
             last_fetched=last_fetched,
         )
-    if context is not None:
-        topics = context.responses(topics)
-    sent = _count(broker, topics, replica_id >= 0)
-    throttle_ms = _throttle(broker, request, sent)
-    session_id = context.session_id if context is not None else 0
-    response = _response(request.api_version, topics, ids, {}, throttle_ms, session_id)
-    return RawResponse(response, has_files=_sliced(broker, replica_id), throttle_at=FETCH_THROTTLE_AT)
+    return _answer(broker, request, topics, ids, {}, context, replica_id)
+
+
+def _within_quota(broker, request, max_bytes: int) -> int:
+    """``max_bytes`` capped at what ``consumer_byte_rate`` lets one fetch carry when nothing else
+    was counted in the window (Kafka's cap): a larger answer would be throttled, not sent, every
+    time. The first batch still goes whole (KIP-74)."""
+    most = broker.client_quotas.most_in_window("consumer_byte_rate", request.principal, request.client_id)
+    return max_bytes if most is None else min(max_bytes, int(most))
 
 
 def _throttle(broker, request, sent: int) -> int:
-    """consumer_byte_rate: the throttle time of this response (0 without quotas)."""
-    quotas = broker.client_quotas
-    if not quotas.active:
-        return 0
-    throttle_ms = quotas.record("consumer_byte_rate", request.principal, request.client_id, sent)
+    """consumer_byte_rate: the throttle time of this response (0 within the quota)."""
+    throttle_ms = broker.client_quotas.record("consumer_byte_rate", request.principal, request.client_id, sent)
     if throttle_ms:
         request.extra["throttle_ms"] = throttle_ms  # the connection is muted that long
     return throttle_ms
