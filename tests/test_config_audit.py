@@ -25,10 +25,6 @@ TABLES = {PACKAGE / "broker" / "broker_keys.py", PACKAGE / "storage" / "log_conf
 # Sets of key names here say which keys may change at run time, not that they have an effect.
 REGISTRIES = {PACKAGE / "broker" / "dynamic_config.py"}
 
-# Keys another branch is making take effect (SO_SNDBUF / SO_RCVBUF on the broker's and the
-# replica fetchers' sockets); remove when that branch is merged.
-BEING_IMPLEMENTED = {"socket.send.buffer.bytes", "socket.receive.buffer.bytes", "replica.socket.receive.buffer.bytes"}
-
 
 def _source_uses() -> tuple[set[str], set[str]]:
     """(string constants outside the tables, attribute names anywhere) in odradek/."""
@@ -66,11 +62,15 @@ def test_every_key_is_read_or_says_it_has_no_effect():
     silent_broker = sorted(
         name
         for name, d in BROKER_CONFIGS.items()
-        if d.note == ACTIVE and name not in broker and name not in BEING_IMPLEMENTED
+        if d.note == ACTIVE and name not in broker
     )
     silent_topic = sorted(name for name, d in TOPIC_CONFIGS.items() if d.note == ACTIVE and name not in topic)
-    assert not silent_broker, f"broker keys read nowhere in odradek/ (use them or mark them INFORMATIONAL): {silent_broker}"
-    assert not silent_topic, f"topic keys read nowhere in odradek/ (use them or mark them INFORMATIONAL): {silent_topic}"
+    assert not silent_broker, (
+        f"broker keys read nowhere in odradek/ (use them or mark them INFORMATIONAL): {silent_broker}"
+    )
+    assert not silent_topic, (
+        f"topic keys read nowhere in odradek/ (use them or mark them INFORMATIONAL): {silent_topic}"
+    )
 
 
 def test_a_key_marked_informational_is_not_read():
@@ -80,8 +80,3 @@ def test_a_key_marked_informational_is_not_read():
         + [name for name, d in TOPIC_CONFIGS.items() if d.note == INFORMATIONAL and name in topic]
     )
     assert not stale, f"keys marked INFORMATIONAL ('no effect') that odradek/ reads: {stale}"
-
-
-def test_the_temporary_allow_list_names_keys_still_unread():
-    broker, _ = _read_keys()
-    assert not BEING_IMPLEMENTED & broker, f"now read; remove from BEING_IMPLEMENTED: {sorted(BEING_IMPLEMENTED & broker)}"

@@ -36,7 +36,6 @@ import asyncio
 import functools
 import gc
 import logging
-import os
 import socket
 import time
 
@@ -45,6 +44,7 @@ from odradek.broker import request_time_quota
 from odradek.broker.broker_metrics import RequestMetrics
 from odradek.broker.handlers import RawResponse, Request
 from odradek.broker.queued_request_bytes import QueuedRequestBytes
+from odradek.broker.response_writes import JOIN_BELOW, coalesce, send_direct
 from odradek.broker.security.sasl_authenticator import PASS, Close, SaslAuthenticator
 from odradek.broker.security.tls_context import certificate_dn
 from odradek.net.socket_buffers import OS_DEFAULT, set_buffer_sizes
@@ -462,9 +462,9 @@ class Connection(asyncio.BufferedProtocol):
             head = messages.response_prefix(
                 request.api_key, request.api_version, request.correlation_id, size
             )
-            if size < _JOIN_BELOW and not result.has_files:
+            if size < JOIN_BELOW and not result.has_files:
                 return b"".join([head, *parts])
-            return _coalesce([head, *parts])
+            return coalesce([head, *parts])
         if isinstance(result, bytes):
             return result
         return messages.encode_response(request.api_key, request.api_version, request.correlation_id, result)
@@ -493,7 +493,7 @@ class Connection(asyncio.BufferedProtocol):
                 pending.append(part)
                 continue
             if pending:
-                left = _send_direct(fd, pending)
+                left = send_direct(fd, pending)
                 if left:
                     transport.writelines(left + [p.read() if hasattr(p, "send_to") else p for p in parts[i:]])
                     return
@@ -514,7 +514,7 @@ class Connection(asyncio.BufferedProtocol):
                 )
                 return
         if pending:
-            left = _send_direct(fd, pending)
+            left = send_direct(fd, pending)
             if left:
                 transport.writelines(left)
 
@@ -561,39 +561,6 @@ class Connection(asyncio.BufferedProtocol):
             self.server.queued.release(self._reserved)
             self._reserved = 0
         self.reader = _CLOSED_READER
-
-
-_JOIN_BELOW = 64 * 1024
-
-
-def _coalesce(parts: list) -> list:
-    """Join runs of small buffers; keep large ones (record data) and file slices apart."""
-    out: list = []
-    run: list = []
-    for part in parts:
-        if hasattr(part, "send_to") or len(part) >= _JOIN_BELOW:
-            if run:
-                out.append(b"".join(run))
-                run = []
-            out.append(part)
-        else:
-            run.append(part)
-    if run:
-        out.append(b"".join(run))
-    return out
-
-
-def _send_direct(fd: int, parts: list) -> list:
-    """writev ``parts`` to a non-blocking socket; return what it did not take."""
-    try:
-        n = os.writev(fd, parts)
-    except BlockingIOError:
-        return parts
-    for i, part in enumerate(parts):
-        if n < len(part):
-            return [memoryview(part)[n:]] + parts[i + 1 :]
-        n -= len(part)
-    return []
 
 
 def _decode_big(header, payload, pos):
