@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 import time
 
 import confluent_kafka
@@ -258,3 +259,77 @@ def test_coordinator_writes_below_min_insync_replicas_get_the_retriable_coordina
             "EndTxn accepted once the followers are back in the ISR",
             interval=0.5,
         )
+
+
+def _commit(cluster, broker_id: int, group: str, topic: str, offset: int) -> int:
+    """A standalone OffsetCommit (generation -1) of ``topic``-0; its error code."""
+    body = build_request(
+        8,
+        8,
+        {
+            "group_id": group,
+            "generation_id_or_member_epoch": -1,
+            "member_id": "",
+            "group_instance_id": None,
+            "topics": [
+                {
+                    "name": topic,
+                    "partitions": [
+                        {"partition_index": 0, "committed_offset": offset, "committed_leader_epoch": -1, "committed_metadata": ""}
+                    ],
+                }
+            ],
+        },
+    )
+    return request(cluster, broker_id, 8, 8, body).topics[0].partitions[0].error_code
+
+
+def _fetched(cluster, broker_id: int, group: str, topic: str) -> int:
+    """What OffsetFetch answers for ``topic``-0 of ``group`` (-1: no offset)."""
+    body = build_request(9, 7, {"group_id": group, "topics": [{"name": topic, "partition_indexes": [0]}], "require_stable": False})
+    answer = request(cluster, broker_id, 9, 7, body)
+    assert answer.error_code == ErrorCode.none
+    row = answer.topics[0].partitions[0]
+    assert row.error_code == ErrorCode.none
+    return row.committed_offset
+
+
+def test_an_offset_commit_is_fetched_only_once_replicated_and_a_failed_one_keeps_the_old_offset(zookeeper, tmp_path):
+    """OffsetFetch answers committed offsets only: with the coordinator's followers paused
+    (SIGSTOP) a commit waits for the ISR, and meanwhile another client still fetches the old
+    offset; when the wait fails (``offsets.commit.timeout.ms``) the commit answers
+    COORDINATOR_NOT_AVAILABLE and the old offset stays. Once the followers are back
+    (SIGCONT) the retried commit is replicated and fetched."""
+    overrides = {"offsets.topic.num.partitions": 1, "offsets.commit.timeout.ms": 2500}
+    # a ZooKeeper session that outlives the pause: a follower must stay in the ISR meanwhile
+    with cluster_on(zookeeper, 3, session_timeout_ms=20000, overrides=overrides, data_dir=tmp_path / "cluster") as cluster:
+        _create(cluster, "orders", [1, 2, 3])
+        request(cluster, 1, 10, 3, build_request(10, 3, {"key": "billing", "key_type": 0}))  # creates __consumer_offsets
+        coordinator = _leader_when_in_sync(cluster, "__consumer_offsets")
+        assert _commit(cluster, coordinator, "billing", "orders", 5) == ErrorCode.none
+        assert _fetched(cluster, coordinator, "billing", "orders") == 5
+        followers = [cluster.brokers[b].proc.pid for b in cluster.brokers if b != coordinator]
+        answer: list[int] = []
+        seen: list[int] = []
+        for pid in followers:
+            os.kill(pid, signal.SIGSTOP)
+        try:
+            committing = threading.Thread(target=lambda: answer.append(_commit(cluster, coordinator, "billing", "orders", 9)))
+            committing.start()
+            while committing.is_alive():
+                seen.append(_fetched(cluster, coordinator, "billing", "orders"))
+                time.sleep(0.05)
+            committing.join()
+            assert answer == [ErrorCode.coordinator_not_available]
+            assert set(seen) == {5} and len(seen) >= 5  # never the pending offset
+            assert _fetched(cluster, coordinator, "billing", "orders") == 5  # the failed commit left it
+        finally:
+            for pid in followers:
+                os.kill(pid, signal.SIGCONT)
+        wait_until(
+            lambda: _commit(cluster, coordinator, "billing", "orders", 9) == ErrorCode.none,
+            60,
+            "the retried commit replicated",
+            interval=0.2,
+        )
+        assert _fetched(cluster, coordinator, "billing", "orders") == 9

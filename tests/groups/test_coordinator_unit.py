@@ -329,6 +329,40 @@ def test_commit_rules():
     assert c.commit_offsets("solo", "", None, -1, {("t", 0): om}) == {("t", 0): E.not_coordinator}
 
 
+def test_a_commit_is_not_fetched_until_it_reaches_the_isr_and_a_failed_one_keeps_the_old_offset():
+    h = Harness()
+    c = h.coordinator
+    c.commit_offsets("solo", "", None, -1, {("t", 0): OffsetAndMetadata(5)})
+    h.topic.hold_replication = True
+    settled: list[int] = []
+    assert c.commit_offsets("solo", "", None, -1, {("t", 0): OffsetAndMetadata(9)}, settled=settled.append) == {
+        ("t", 0): 0
+    }
+    assert settled == [] and dict(c.fetch_offsets("solo", None))[("t", 0)].offset == 5  # pending
+    h.topic.settle_held(E.coordinator_not_available)
+    assert settled == [E.coordinator_not_available]
+    assert dict(c.fetch_offsets("solo", None))[("t", 0)].offset == 5  # dropped; the old one stays
+    c.commit_offsets("solo", "", None, -1, {("t", 0): OffsetAndMetadata(10), ("t", 1): OffsetAndMetadata(3)})
+    assert {tp: om.offset for tp, om in c.fetch_offsets("solo", None)} == {("t", 0): 5}
+    h.topic.settle_held(0)
+    assert {tp: om.offset for tp, om in c.fetch_offsets("solo", None)} == {("t", 0): 10, ("t", 1): 3}
+
+
+def test_offsets_deleted_while_their_commit_is_pending_stay_deleted():
+    h = Harness()
+    c = h.coordinator
+    h.topic.hold_replication = True
+    c.commit_offsets("solo", "", None, -1, {("t", 0): OffsetAndMetadata(1), ("u", 0): OffsetAndMetadata(2)})
+    assert c.fetch_offsets("solo", None) == []
+    assert c.delete_offsets("solo", [("t", 0)]) == {("t", 0): 0}
+    tombstones = [k for k, v, *_ in h.topic.logs[h.topic.partition_for("solo")] if v is None]
+    assert tombstones == [schema.encode_offset_commit_key("solo", "t", 0)]  # the written record is deleted too
+    assert c.delete_groups(["solo"]) == {"solo": 0}
+    h.topic.settle_held(0)
+    assert c.fetch_offsets("solo", None) == []
+    assert c.group("solo") is None
+
+
 def test_offset_delete_and_group_delete():
     h = Harness()
     c = h.coordinator

@@ -105,6 +105,11 @@ class GroupCoordinatorShard:
         """Write ``(key, value)`` records to this partition as one batch; raises KafkaError."""
         self.context.topic.append(self.partition, entries, now_ms, producer_id, producer_epoch)
 
+    def when_written_replicated(self, timeout_ms: int, settle: Callable[[int], None]) -> None:
+        """``settle(0)`` once this partition's ISR has everything written to it so far, else
+        ``settle(coordinator error)`` (``InternalTopic.settle_when_replicated``)."""
+        self.context.topic.settle_when_replicated(self.partition, timeout_ms, settle)
+
     # -- loading and unloading -------------------------------------------------------------
 
     def replay(self, key: bytes | None, value: bytes | None, producer_id: int = -1) -> None:
