@@ -605,3 +605,28 @@ def test_consumer_group_offsets_expire_by_kafkas_rule():
         assert c.consumer_group("cg") is None
 
     asyncio.run(scenario())
+
+
+def test_transactional_offsets_count_once_their_marker_is_in_the_isr_and_vanish_if_their_write_is_not():
+    h = Harness()
+    c = h.coordinator
+    p = h.topic.partition_for("g")
+    h.topic.hold_replication = True
+    settled: list[int] = []
+    assert c.commit_transactional_offsets("g", 7, 0, "", None, -1, {("t", 0): OffsetAndMetadata(3)}, settled.append) == {
+        ("t", 0): 0
+    }
+    assert c.pending_transactional_offsets("g") == {("t", 0)} and settled == []
+    h.topic.settle_held(E.coordinator_not_available)  # the batch did not reach the ISR: no longer pending
+    assert settled == [E.coordinator_not_available] and c.pending_transactional_offsets("g") == set()
+    c.commit_transactional_offsets("g", 7, 0, "", None, -1, {("t", 0): OffsetAndMetadata(4)})
+    h.topic.settle_held(0)
+    h.topic.write_marker(p, 7, True)
+    c.complete_transaction(p, 7, True)
+    assert c.fetch_offsets("g", [("t", 0)]) == [(("t", 0), None)]  # the marker is not in the ISR yet
+    assert c.pending_transactional_offsets("g") == {("t", 0)}
+    h.topic.settle_held(E.coordinator_not_available)  # a marker stays written: its wait starts again
+    assert c.fetch_offsets("g", [("t", 0)]) == [(("t", 0), None)] and len(h.topic.unsettled) == 1
+    h.topic.settle_held(0)
+    assert dict(c.fetch_offsets("g", [("t", 0)]))[("t", 0)].offset == 4
+    assert c.pending_transactional_offsets("g") == set()

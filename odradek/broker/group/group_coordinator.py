@@ -448,14 +448,18 @@ class GroupCoordinator:
         group_instance_id: str | None,
         generation_id: int,
         offsets: dict[TopicPartition, OffsetAndMetadata],
+        settled: Callable[[int], None] | None = None,
     ) -> dict[TopicPartition, int]:
-        """TxnOffsetCommit: per partition, its error code (see ``OffsetManager.commit_transactional``)."""
+        """TxnOffsetCommit: per partition, its error code; ``settled(error)`` once the write
+        reached the ISR (0) or did not (see ``OffsetManager.commit_transactional``)."""
         try:
             shard = self._shard_of(group_id, allow_empty=True)
         except KafkaError as exc:
+            if settled is not None:
+                settled(0)
             return dict.fromkeys(offsets, int(exc.code))
         return shard.offsets.commit_transactional(
-            group_id, producer_id, producer_epoch, member_id, group_instance_id, generation_id, offsets
+            group_id, producer_id, producer_epoch, member_id, group_instance_id, generation_id, offsets, settled
         )
 
     def complete_transaction(self, partition: int, producer_id: int, committed: bool) -> None:

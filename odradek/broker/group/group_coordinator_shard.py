@@ -222,10 +222,26 @@ class GroupCoordinatorShard:
     # -- across groups and offsets ---------------------------------------------------------
 
     def complete_transaction(self, producer_id: int, committed: bool) -> None:
-        """A transaction marker was written to this partition (see ``OffsetManager``)."""
+        """A transaction marker was written to this partition (see ``OffsetManager``); it
+        takes effect once it is in the ISR. A marker is never taken back once written, so
+        a wait that fails (a timeout) waits again, until the shard is unloaded."""
         if self.state is LOADING:
             self.deferred_markers.append((producer_id, committed))
             return
+        undecided = self.offsets.undecided(producer_id)
+
+        def settled(error: int) -> None:
+            if self.state is not ACTIVE or self.offsets.undecided(producer_id) is not undecided:
+                return  # unloaded, or a marker settled first (a coordinator's retry)
+            if error == NONE:
+                self._apply_marker(producer_id, committed)
+            elif error != ErrorCode.not_coordinator:
+                self.when_written_replicated(self.context.config.offsets_commit_timeout_ms, settled)
+
+        if undecided is not None:
+            self.when_written_replicated(self.context.config.offsets_commit_timeout_ms, settled)
+
+    def _apply_marker(self, producer_id: int, committed: bool) -> None:
         now = self.now()
         for group_id in self.offsets.complete_transaction(producer_id, committed):
             group = self.groups.get(group_id)

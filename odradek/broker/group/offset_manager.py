@@ -251,11 +251,14 @@ class OffsetManager:
         group_instance_id: str | None,
         generation_id: int,
         offsets: Offsets,
+        settled: Callable[[int], None] | None = None,
     ) -> dict[TopicPartition, int]:
         """TxnOffsetCommit: write the offsets as a transactional batch of the producer; they
         become the group's committed offsets when the transaction commits (``complete_transaction``)
-        and vanish if it aborts. Per partition, its error code. The log refuses a fenced
-        producer epoch (INVALID_PRODUCER_EPOCH)."""
+        and vanish if it aborts, or if the batch does not reach the ISR. Per partition, its
+        error code; ``settled(error)`` as for ``commit``. The log refuses a fenced producer
+        epoch (INVALID_PRODUCER_EPOCH)."""
+        settle = settled or _ignore
         now = self.shard.now()
         group = self.groups.get(group_id)
         consumer_group = self.shard.consumer.groups.get(group_id)
@@ -270,20 +273,46 @@ class OffsetManager:
         else:
             error = group.validate_transactional_offset_commit(member_id, group_instance_id, generation_id)
         if error != NONE:
+            settle(NONE)
             return dict.fromkeys(offsets, error)
         results, accepted = self._accept(offsets, now, -1)
-        if accepted:
-            try:
-                self.shard.append(self._records(group_id, accepted), now, producer_id, producer_epoch)
-            except KafkaError as exc:
-                log.info(
-                    "group %s: a transactional commit of producer %d failed: %s", group_id, producer_id, exc
-                )
-                results.update(dict.fromkeys(accepted, commit_append_error(exc.code)))
-            else:
-                self.pending.setdefault(producer_id, {}).setdefault(group_id, {}).update(accepted)
-                results.update(dict.fromkeys(accepted, NONE))
+        if not accepted:
+            settle(NONE)
+            return {tp: results[tp] for tp in offsets}
+        try:
+            self.shard.append(self._records(group_id, accepted), now, producer_id, producer_epoch)
+        except KafkaError as exc:
+            log.info("group %s: a transactional commit of producer %d failed: %s", group_id, producer_id, exc)
+            results.update(dict.fromkeys(accepted, commit_append_error(exc.code)))
+            settle(NONE)
+            return {tp: results[tp] for tp in offsets}
+        self.pending.setdefault(producer_id, {}).setdefault(group_id, {}).update(accepted)
+        results.update(dict.fromkeys(accepted, NONE))
+        self.shard.when_written_replicated(
+            self.config.offsets_commit_timeout_ms,
+            lambda error: settle(self._settle_transactional(group_id, producer_id, accepted, error)),
+        )
         return {tp: results[tp] for tp in offsets}
+
+    def _settle_transactional(self, group_id: str, producer_id: int, written: Offsets, error: int) -> int:
+        """A transactional commit that did not reach the ISR (``error``) is no longer pending
+        (Kafka drops it too); the producer's other offsets stay. Returns ``error``."""
+        if error == NONE:
+            return error
+        undecided = self.pending.get(producer_id, {}).get(group_id, {})
+        for tp, om in written.items():
+            if undecided.get(tp) is om:
+                del undecided[tp]
+        if not undecided and group_id in self.pending.get(producer_id, {}):
+            del self.pending[producer_id][group_id]
+            if not self.pending[producer_id]:
+                del self.pending[producer_id]
+        log.info("group %s: a transactional commit of producer %d did not reach the ISR; dropped", group_id, producer_id)
+        return error
+
+    def undecided(self, producer_id: int) -> dict[str, Offsets] | None:
+        """``producer_id``'s transactional offsets waiting for their marker, by group."""
+        return self.pending.get(producer_id)
 
     def complete_transaction(self, producer_id: int, committed: bool) -> list[str]:
         """A COMMIT or ABORT marker of ``producer_id``: its pending offsets become committed
