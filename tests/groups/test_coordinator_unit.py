@@ -630,3 +630,31 @@ def test_transactional_offsets_count_once_their_marker_is_in_the_isr_and_vanish_
     h.topic.settle_held(0)
     assert dict(c.fetch_offsets("g", [("t", 0)]))[("t", 0)].offset == 4
     assert c.pending_transactional_offsets("g") == set()
+
+
+def test_a_generation_is_stable_and_assigned_only_once_its_assignment_is_in_the_isr():
+    h = Harness()
+    c = h.coordinator
+    joins = [h.join_member("g") for _ in range(2)]
+    h.advance(150)
+    leader, generation = joins[0][1][0].leader, joins[0][1][0].generation_id
+    ids = [m for m, _ in joins]
+    h.topic.hold_replication = True
+    follower = h.sync("g", generation, ids[1] if ids[0] == leader else ids[0])
+    lead = h.sync("g", generation, leader, {m: m.encode() for m in ids})
+    assert lead == [] and follower == []  # nobody is told before the assignment is in the ISR
+    assert c.describe_group("g")["group_state"] == "CompletingRebalance"
+    assert all(m["member_assignment"] == b"" for m in c.describe_group("g")["members"])
+    h.topic.settle_held(E.coordinator_not_available)
+    assert lead[0].error == follower[0].error == E.coordinator_not_available
+    assert c.group("g").state is PREPARING_REBALANCE  # the members rejoin
+    joins = [h.join("g", m) for m in ids]
+    h.advance(10)
+    generation = joins[0][0].generation_id
+    leader = joins[0][0].leader
+    lead = h.sync("g", generation, leader, {m: m.encode() for m in ids})
+    assert lead == []
+    h.topic.settle_held(0)
+    assert lead[0].error == 0 and lead[0].assignment == leader.encode()
+    d = c.describe_group("g")
+    assert d["group_state"] == "Stable" and {m["member_assignment"] for m in d["members"]} == {m.encode() for m in ids}
