@@ -284,12 +284,17 @@ def _commit(cluster, broker_id: int, group: str, topic: str, offset: int) -> int
     return request(cluster, broker_id, 8, 8, body).topics[0].partitions[0].error_code
 
 
-def _fetched(cluster, broker_id: int, group: str, topic: str) -> int:
-    """What OffsetFetch answers for ``topic``-0 of ``group`` (-1: no offset)."""
-    body = build_request(9, 7, {"group_id": group, "topics": [{"name": topic, "partition_indexes": [0]}], "require_stable": False})
+def _fetched(cluster, broker_id: int, group: str, topic: str, require_stable: bool = False) -> int:
+    """What OffsetFetch answers for ``topic``-0 of ``group`` (-1: no offset); with
+    ``require_stable``, None for UNSTABLE_OFFSET_COMMIT."""
+    body = build_request(
+        9, 7, {"group_id": group, "topics": [{"name": topic, "partition_indexes": [0]}], "require_stable": require_stable}
+    )
     answer = request(cluster, broker_id, 9, 7, body)
     assert answer.error_code == ErrorCode.none
     row = answer.topics[0].partitions[0]
+    if require_stable and row.error_code == ErrorCode.unstable_offset_commit:
+        return None
     assert row.error_code == ErrorCode.none
     return row.committed_offset
 
@@ -316,12 +321,15 @@ def test_an_offset_commit_is_fetched_only_once_replicated_and_a_failed_one_keeps
         try:
             committing = threading.Thread(target=lambda: answer.append(_commit(cluster, coordinator, "billing", "orders", 9)))
             committing.start()
+            stable: list[int | None] = []
             while committing.is_alive():
                 seen.append(_fetched(cluster, coordinator, "billing", "orders"))
+                stable.append(_fetched(cluster, coordinator, "billing", "orders", require_stable=True))
                 time.sleep(0.05)
             committing.join()
             assert answer == [ErrorCode.coordinator_not_available]
             assert set(seen) == {5} and len(seen) >= 5  # never the pending offset
+            assert None in stable and 9 not in stable  # require_stable: UNSTABLE_OFFSET_COMMIT while pending
             assert _fetched(cluster, coordinator, "billing", "orders") == 5  # the failed commit left it
         finally:
             for pid in followers:

@@ -339,9 +339,11 @@ def test_a_commit_is_not_fetched_until_it_reaches_the_isr_and_a_failed_one_keeps
         ("t", 0): 0
     }
     assert settled == [] and dict(c.fetch_offsets("solo", None))[("t", 0)].offset == 5  # pending
+    assert c.unstable_offsets("solo") == {("t", 0)}  # what require_stable is told
     h.topic.settle_held(E.coordinator_not_available)
     assert settled == [E.coordinator_not_available]
     assert dict(c.fetch_offsets("solo", None))[("t", 0)].offset == 5  # dropped; the old one stays
+    assert c.unstable_offsets("solo") == set()
     c.commit_offsets("solo", "", None, -1, {("t", 0): OffsetAndMetadata(10), ("t", 1): OffsetAndMetadata(3)})
     assert {tp: om.offset for tp, om in c.fetch_offsets("solo", None)} == {("t", 0): 5}
     h.topic.settle_held(0)
@@ -539,7 +541,7 @@ def test_transaction_marker_written_while_loading_completes_after_the_load():
         ("t", 0): 0
     }
     assert h.coordinator.fetch_offsets("g", [("t", 0)]) == [(("t", 0), None)]
-    assert h.coordinator.pending_transactional_offsets("g") == {("t", 0)}
+    assert h.coordinator.unstable_offsets("g") == {("t", 0)}
     h.topic.size = 10 * h.coordinator.config.load_buffer_size
 
     async def main():
@@ -553,7 +555,7 @@ def test_transaction_marker_written_while_loading_completes_after_the_load():
             c2.complete_transaction(p, 7, True)  # what the transaction coordinator does after writing it
             await _until(lambda: c2.shards[p].active)
             assert dict(c2.fetch_offsets("g", [("t", 0)]))[("t", 0)].offset == 42
-            assert c2.pending_transactional_offsets("g") == set()
+            assert c2.unstable_offsets("g") == set()
         finally:
             await c2.close()
 
@@ -616,20 +618,20 @@ def test_transactional_offsets_count_once_their_marker_is_in_the_isr_and_vanish_
     assert c.commit_transactional_offsets("g", 7, 0, "", None, -1, {("t", 0): OffsetAndMetadata(3)}, settled.append) == {
         ("t", 0): 0
     }
-    assert c.pending_transactional_offsets("g") == {("t", 0)} and settled == []
+    assert c.unstable_offsets("g") == {("t", 0)} and settled == []
     h.topic.settle_held(E.coordinator_not_available)  # the batch did not reach the ISR: no longer pending
-    assert settled == [E.coordinator_not_available] and c.pending_transactional_offsets("g") == set()
+    assert settled == [E.coordinator_not_available] and c.unstable_offsets("g") == set()
     c.commit_transactional_offsets("g", 7, 0, "", None, -1, {("t", 0): OffsetAndMetadata(4)})
     h.topic.settle_held(0)
     h.topic.write_marker(p, 7, True)
     c.complete_transaction(p, 7, True)
     assert c.fetch_offsets("g", [("t", 0)]) == [(("t", 0), None)]  # the marker is not in the ISR yet
-    assert c.pending_transactional_offsets("g") == {("t", 0)}
+    assert c.unstable_offsets("g") == {("t", 0)}
     h.topic.settle_held(E.coordinator_not_available)  # a marker stays written: its wait starts again
     assert c.fetch_offsets("g", [("t", 0)]) == [(("t", 0), None)] and len(h.topic.unsettled) == 1
     h.topic.settle_held(0)
     assert dict(c.fetch_offsets("g", [("t", 0)]))[("t", 0)].offset == 4
-    assert c.pending_transactional_offsets("g") == set()
+    assert c.unstable_offsets("g") == set()
 
 
 def test_a_generation_is_stable_and_assigned_only_once_its_assignment_is_in_the_isr():

@@ -469,8 +469,9 @@ class GroupCoordinator:
         if shard is not None:
             shard.complete_transaction(producer_id, committed)
 
-    def pending_transactional_offsets(self, group_id: str) -> set[TopicPartition]:
-        """Partitions of ``group_id`` with a transactional commit still undecided."""
+    def unstable_offsets(self, group_id: str) -> set[TopicPartition]:
+        """Partitions of ``group_id`` with a commit not in the ISR yet or a transactional commit
+        still undecided (OffsetFetch ``require_stable`` answers UNSTABLE_OFFSET_COMMIT)."""
         shard = self.shards.get(self.partition_of(group_id))
         return shard.offsets.pending_partitions(group_id) if shard is not None and shard.active else set()
 

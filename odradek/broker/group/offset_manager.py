@@ -326,9 +326,12 @@ class OffsetManager:
         return list(by_group)
 
     def pending_partitions(self, group_id: str) -> set[TopicPartition]:
-        """Partitions of ``group_id`` with a transactional commit still undecided (OffsetFetch
-        ``require_stable`` answers UNSTABLE_OFFSET_COMMIT for them)."""
+        """Partitions of ``group_id`` with a commit on the way to the ISR or a transactional
+        commit still undecided (OffsetFetch ``require_stable`` answers UNSTABLE_OFFSET_COMMIT
+        for them, as Kafka does for both)."""
         out: set[TopicPartition] = set()
+        for written in self.unreplicated.get(group_id, ()):
+            out.update(written)
         for by_group in self.pending.values():
             out.update(by_group.get(group_id, ()))
         return out
