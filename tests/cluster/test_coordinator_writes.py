@@ -341,3 +341,92 @@ def test_an_offset_commit_is_fetched_only_once_replicated_and_a_failed_one_keeps
             interval=0.2,
         )
         assert _fetched(cluster, coordinator, "billing", "orders") == 9
+
+
+def _join(cluster, broker_id: int, group: str, member_id: str = ""):
+    body = build_request(
+        11,
+        5,
+        {
+            "group_id": group,
+            "session_timeout": 30000,
+            "rebalance_timeout": 10000,
+            "member_id": member_id,
+            "group_instance_id": None,
+            "protocol_type": "consumer",
+            "protocols": [{"name": "range", "metadata": b""}],
+        },
+    )
+    return request(cluster, broker_id, 11, 5, body)
+
+
+def _sync(cluster, broker_id: int, group: str, generation: int, member_id: str, assignment: bytes):
+    body = build_request(
+        14,
+        3,
+        {
+            "group_id": group,
+            "generation_id": generation,
+            "member_id": member_id,
+            "group_instance_id": None,
+            "assignments": [{"member_id": member_id, "assignment": assignment}],
+        },
+    )
+    return request(cluster, broker_id, 14, 3, body)
+
+
+def _described(cluster, broker_id: int, group: str) -> tuple[str, set[bytes]]:
+    """DescribeGroups: the group's state and its members' assignments."""
+    body = build_request(15, 5, {"groups": [group], "include_authorized_operations": False})
+    g = request(cluster, broker_id, 15, 5, body).groups[0]
+    return g.group_state, {bytes(m.member_assignment) for m in g.members}
+
+
+def test_a_group_is_described_stable_only_once_its_assignment_is_replicated(zookeeper, tmp_path):
+    """The leader's SyncGroup writes the assignment; with the coordinator's followers paused
+    (SIGSTOP) DescribeGroups from another client keeps showing CompletingRebalance without
+    the assignment, and when the write does not reach the ISR the leader is answered
+    COORDINATOR_NOT_AVAILABLE and the group rebalances. After SIGCONT the rejoined group
+    syncs, and is described Stable with the assignment."""
+    overrides = {
+        "offsets.topic.num.partitions": 1,
+        "offsets.commit.timeout.ms": 2500,
+        "group.initial.rebalance.delay.ms": 0,
+    }
+    with cluster_on(zookeeper, 3, session_timeout_ms=20000, overrides=overrides, data_dir=tmp_path / "cluster") as cluster:
+        request(cluster, 1, 10, 3, build_request(10, 3, {"key": "planners", "key_type": 0}))  # creates __consumer_offsets
+        coordinator = _leader_when_in_sync(cluster, "__consumer_offsets")
+        member_id = _join(cluster, coordinator, "planners").member_id  # MEMBER_ID_REQUIRED
+        joined = _join(cluster, coordinator, "planners", member_id)
+        assert joined.error_code == ErrorCode.none and joined.leader == member_id
+        followers = [cluster.brokers[b].proc.pid for b in cluster.brokers if b != coordinator]
+        answer: list = []
+        seen: list[tuple[str, set[bytes]]] = []
+        for pid in followers:
+            os.kill(pid, signal.SIGSTOP)
+        try:
+            syncing = threading.Thread(
+                target=lambda: answer.append(_sync(cluster, coordinator, "planners", joined.generation_id, member_id, b"plan"))
+            )
+            syncing.start()
+            while syncing.is_alive():
+                seen.append(_described(cluster, coordinator, "planners"))
+                time.sleep(0.05)
+            syncing.join()
+            assert answer[0].error_code == ErrorCode.coordinator_not_available
+            # never Stable, never the assignment (PreparingRebalance once the write failed)
+            assert len(seen) >= 5 and seen[0][0] == "CompletingRebalance", seen
+            assert all(state != "Stable" and b"plan" not in parts for state, parts in seen), seen
+            assert _described(cluster, coordinator, "planners")[0] == "PreparingRebalance"
+        finally:
+            for pid in followers:
+                os.kill(pid, signal.SIGCONT)
+
+        def synced() -> bool:
+            rejoined = _join(cluster, coordinator, "planners", member_id)
+            if rejoined.error_code != ErrorCode.none:
+                return False
+            return _sync(cluster, coordinator, "planners", rejoined.generation_id, member_id, b"plan").error_code == ErrorCode.none
+
+        wait_until(synced, 60, "the group synced once the followers are back", interval=0.2)
+        assert _described(cluster, coordinator, "planners") == ("Stable", {b"plan"})
