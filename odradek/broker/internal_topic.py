@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from odradek.broker.delayed_produce import wait_for_isr
+from odradek.broker.delayed_produce import DelayedProduce, wait_for_isr
 from odradek.broker.group.partitioning import partition_for
 from odradek.protocol import errors
 from odradek.protocol.errors import ErrorCode
@@ -136,12 +136,29 @@ class InternalTopic:
         await wait_for_isr(
             self.broker.produce_purgatory, timeout_ms, [(p, required, failed.append) for p, required in waiting]
         )
+        return answer(self._coordinator_error(failed))
+
+    def settle_when_replicated(self, partition: int, timeout_ms: int, settle: Callable[[int], None]) -> None:
+        """Call ``settle`` exactly once, with what ``when_replicated`` would answer for
+        ``partition``: at once when nothing has to wait (always on a single node), else
+        from the produce purgatory, whether or not a client still waits. A coordinator keeps
+        state it wrote pending until then, so that no one reads what may yet be lost."""
+        waiting = self._unreplicated([partition])
+        if not waiting:
+            settle(0)
+            return
+        (p, required), = waiting
+        op = _SettleWhenReplicated(timeout_ms, p, required, lambda failed: settle(self._coordinator_error(failed)))
+        self.broker.produce_purgatory.try_complete_else_watch(op, [(p.topic, p.index)])
+
+    def _coordinator_error(self, failed: list[int]) -> int:
+        """0 without a failure, else the coordinator's error for the first one (logged)."""
         if not failed:
-            return answer(0)
+            return 0
         code = ErrorCode(int(failed[0]))
         mapped = COORDINATOR_APPEND_ERRORS.get(code, code)
         log.warning("%s: coordinator records did not reach the ISR (%s); answering %s", self.name, code.name, mapped.name)
-        return answer(int(mapped))
+        return int(mapped)
 
     def leader(self, partition: int) -> int | None:
         info = self.broker.image.topics.get(self.name)
@@ -183,3 +200,21 @@ class InternalTopic:
                 raise errors.CorruptMessageError(f"{self.name}-{partition}: no progress reading at {offset}")
             yield offset, batches
             offset = next_offset
+
+
+class _SettleWhenReplicated(DelayedProduce):
+    """One partition's wait for the ISR that ends in ``settle(failures)`` (an empty list when
+    the records made it), expired or not."""
+
+    def __init__(self, timeout_ms: int, partition, required: int, settle: Callable[[list[int]], None]):
+        self.failed: list[int] = []
+        super().__init__(timeout_ms, [(partition, required, self.failed.append)])
+        self.settle = settle
+
+    def on_complete(self) -> None:
+        if not self.expired:  # an expired one settles in on_expiration, with its timeout
+            self.settle(self.failed)
+
+    def on_expiration(self) -> None:
+        super().on_expiration()
+        self.settle(self.failed)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 import time
 
 import confluent_kafka
@@ -258,3 +259,174 @@ def test_coordinator_writes_below_min_insync_replicas_get_the_retriable_coordina
             "EndTxn accepted once the followers are back in the ISR",
             interval=0.5,
         )
+
+
+def _commit(cluster, broker_id: int, group: str, topic: str, offset: int) -> int:
+    """A standalone OffsetCommit (generation -1) of ``topic``-0; its error code."""
+    body = build_request(
+        8,
+        8,
+        {
+            "group_id": group,
+            "generation_id_or_member_epoch": -1,
+            "member_id": "",
+            "group_instance_id": None,
+            "topics": [
+                {
+                    "name": topic,
+                    "partitions": [
+                        {"partition_index": 0, "committed_offset": offset, "committed_leader_epoch": -1, "committed_metadata": ""}
+                    ],
+                }
+            ],
+        },
+    )
+    return request(cluster, broker_id, 8, 8, body).topics[0].partitions[0].error_code
+
+
+def _fetched(cluster, broker_id: int, group: str, topic: str, require_stable: bool = False) -> int:
+    """What OffsetFetch answers for ``topic``-0 of ``group`` (-1: no offset); with
+    ``require_stable``, None for UNSTABLE_OFFSET_COMMIT."""
+    body = build_request(
+        9, 7, {"group_id": group, "topics": [{"name": topic, "partition_indexes": [0]}], "require_stable": require_stable}
+    )
+    answer = request(cluster, broker_id, 9, 7, body)
+    assert answer.error_code == ErrorCode.none
+    row = answer.topics[0].partitions[0]
+    if require_stable and row.error_code == ErrorCode.unstable_offset_commit:
+        return None
+    assert row.error_code == ErrorCode.none
+    return row.committed_offset
+
+
+def test_an_offset_commit_is_fetched_only_once_replicated_and_a_failed_one_keeps_the_old_offset(zookeeper, tmp_path):
+    """OffsetFetch answers committed offsets only: with the coordinator's followers paused
+    (SIGSTOP) a commit waits for the ISR, and meanwhile another client still fetches the old
+    offset; when the wait fails (``offsets.commit.timeout.ms``) the commit answers
+    COORDINATOR_NOT_AVAILABLE and the old offset stays. Once the followers are back
+    (SIGCONT) the retried commit is replicated and fetched."""
+    overrides = {"offsets.topic.num.partitions": 1, "offsets.commit.timeout.ms": 2500}
+    # a ZooKeeper session that outlives the pause: a follower must stay in the ISR meanwhile
+    with cluster_on(zookeeper, 3, session_timeout_ms=20000, overrides=overrides, data_dir=tmp_path / "cluster") as cluster:
+        _create(cluster, "orders", [1, 2, 3])
+        request(cluster, 1, 10, 3, build_request(10, 3, {"key": "billing", "key_type": 0}))  # creates __consumer_offsets
+        coordinator = _leader_when_in_sync(cluster, "__consumer_offsets")
+        assert _commit(cluster, coordinator, "billing", "orders", 5) == ErrorCode.none
+        assert _fetched(cluster, coordinator, "billing", "orders") == 5
+        followers = [cluster.brokers[b].proc.pid for b in cluster.brokers if b != coordinator]
+        answer: list[int] = []
+        seen: list[int] = []
+        for pid in followers:
+            os.kill(pid, signal.SIGSTOP)
+        try:
+            committing = threading.Thread(target=lambda: answer.append(_commit(cluster, coordinator, "billing", "orders", 9)))
+            committing.start()
+            stable: list[int | None] = []
+            while committing.is_alive():
+                seen.append(_fetched(cluster, coordinator, "billing", "orders"))
+                stable.append(_fetched(cluster, coordinator, "billing", "orders", require_stable=True))
+                time.sleep(0.05)
+            committing.join()
+            assert answer == [ErrorCode.coordinator_not_available]
+            assert set(seen) == {5} and len(seen) >= 5  # never the pending offset
+            assert None in stable and 9 not in stable  # require_stable: UNSTABLE_OFFSET_COMMIT while pending
+            assert _fetched(cluster, coordinator, "billing", "orders") == 5  # the failed commit left it
+        finally:
+            for pid in followers:
+                os.kill(pid, signal.SIGCONT)
+        wait_until(
+            lambda: _commit(cluster, coordinator, "billing", "orders", 9) == ErrorCode.none,
+            60,
+            "the retried commit replicated",
+            interval=0.2,
+        )
+        assert _fetched(cluster, coordinator, "billing", "orders") == 9
+
+
+def _join(cluster, broker_id: int, group: str, member_id: str = ""):
+    body = build_request(
+        11,
+        5,
+        {
+            "group_id": group,
+            "session_timeout": 30000,
+            "rebalance_timeout": 10000,
+            "member_id": member_id,
+            "group_instance_id": None,
+            "protocol_type": "consumer",
+            "protocols": [{"name": "range", "metadata": b""}],
+        },
+    )
+    return request(cluster, broker_id, 11, 5, body)
+
+
+def _sync(cluster, broker_id: int, group: str, generation: int, member_id: str, assignment: bytes):
+    body = build_request(
+        14,
+        3,
+        {
+            "group_id": group,
+            "generation_id": generation,
+            "member_id": member_id,
+            "group_instance_id": None,
+            "assignments": [{"member_id": member_id, "assignment": assignment}],
+        },
+    )
+    return request(cluster, broker_id, 14, 3, body)
+
+
+def _described(cluster, broker_id: int, group: str) -> tuple[str, set[bytes]]:
+    """DescribeGroups: the group's state and its members' assignments."""
+    body = build_request(15, 5, {"groups": [group], "include_authorized_operations": False})
+    g = request(cluster, broker_id, 15, 5, body).groups[0]
+    return g.group_state, {bytes(m.member_assignment) for m in g.members}
+
+
+def test_a_group_is_described_stable_only_once_its_assignment_is_replicated(zookeeper, tmp_path):
+    """The leader's SyncGroup writes the assignment; with the coordinator's followers paused
+    (SIGSTOP) DescribeGroups from another client keeps showing CompletingRebalance without
+    the assignment, and when the write does not reach the ISR the leader is answered
+    COORDINATOR_NOT_AVAILABLE and the group rebalances. After SIGCONT the rejoined group
+    syncs, and is described Stable with the assignment."""
+    overrides = {
+        "offsets.topic.num.partitions": 1,
+        "offsets.commit.timeout.ms": 2500,
+        "group.initial.rebalance.delay.ms": 0,
+    }
+    with cluster_on(zookeeper, 3, session_timeout_ms=20000, overrides=overrides, data_dir=tmp_path / "cluster") as cluster:
+        request(cluster, 1, 10, 3, build_request(10, 3, {"key": "planners", "key_type": 0}))  # creates __consumer_offsets
+        coordinator = _leader_when_in_sync(cluster, "__consumer_offsets")
+        member_id = _join(cluster, coordinator, "planners").member_id  # MEMBER_ID_REQUIRED
+        joined = _join(cluster, coordinator, "planners", member_id)
+        assert joined.error_code == ErrorCode.none and joined.leader == member_id
+        followers = [cluster.brokers[b].proc.pid for b in cluster.brokers if b != coordinator]
+        answer: list = []
+        seen: list[tuple[str, set[bytes]]] = []
+        for pid in followers:
+            os.kill(pid, signal.SIGSTOP)
+        try:
+            syncing = threading.Thread(
+                target=lambda: answer.append(_sync(cluster, coordinator, "planners", joined.generation_id, member_id, b"plan"))
+            )
+            syncing.start()
+            while syncing.is_alive():
+                seen.append(_described(cluster, coordinator, "planners"))
+                time.sleep(0.05)
+            syncing.join()
+            assert answer[0].error_code == ErrorCode.coordinator_not_available
+            # never Stable, never the assignment (PreparingRebalance once the write failed)
+            assert len(seen) >= 5 and seen[0][0] == "CompletingRebalance", seen
+            assert all(state != "Stable" and b"plan" not in parts for state, parts in seen), seen
+            assert _described(cluster, coordinator, "planners")[0] == "PreparingRebalance"
+        finally:
+            for pid in followers:
+                os.kill(pid, signal.SIGCONT)
+
+        def synced() -> bool:
+            rejoined = _join(cluster, coordinator, "planners", member_id)
+            if rejoined.error_code != ErrorCode.none:
+                return False
+            return _sync(cluster, coordinator, "planners", rejoined.generation_id, member_id, b"plan").error_code == ErrorCode.none
+
+        wait_until(synced, 60, "the group synced once the followers are back", interval=0.2)
+        assert _described(cluster, coordinator, "planners") == ("Stable", {b"plan"})

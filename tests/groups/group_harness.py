@@ -14,7 +14,8 @@ class FakeOffsetsTopic:
     """Records kept in lists: ``(key, value)``, ``(key, value, producer_id)`` when
     transactional, ``(None, None, producer_id, committed)`` for a transaction marker.
     ``fail`` makes the next appends raise; ``size`` is what ``log_size`` answers, and
-    ``chunk_records`` how many records ``replay`` yields at a time."""
+    ``chunk_records`` how many records ``replay`` yields at a time; ``hold_replication``
+    keeps writes from reaching the "ISR" until ``settle_held``."""
 
     def __init__(self, partitions: int = 3):
         self.count = partitions
@@ -26,6 +27,8 @@ class FakeOffsetsTopic:
         self.replays_started: dict[int, int] = dict.fromkeys(range(partitions), 0)
         self.unreadable: set[int] = set()  # partitions whose log cannot be read
         self.topic_counts: dict[str, int] = {}  # other topics' partition counts (the metadata)
+        self.hold_replication = False  # True: writes wait for ``settle_held``
+        self.unsettled: list = []
 
     def partition_count(self):
         return self.count
@@ -54,6 +57,19 @@ class FakeOffsetsTopic:
         if producer_id >= 0:
             entries = [(key, value, producer_id) for key, value in entries]
         self.logs[partition].extend(entries)
+
+    def settle_when_replicated(self, partition, timeout_ms, settle):
+        """At once (a single node), or kept in ``unsettled`` while ``hold_replication``."""
+        if self.hold_replication:
+            self.unsettled.append(settle)
+        else:
+            settle(0)
+
+    def settle_held(self, error: int = 0) -> None:
+        """The held writes reached the ISR (``error`` 0) or did not."""
+        held, self.unsettled = self.unsettled, []
+        for settle in held:
+            settle(error)
 
     def write_marker(self, partition, producer_id, committed):
         self.logs[partition].append((None, None, producer_id, committed))

@@ -329,6 +329,42 @@ def test_commit_rules():
     assert c.commit_offsets("solo", "", None, -1, {("t", 0): om}) == {("t", 0): E.not_coordinator}
 
 
+def test_a_commit_is_not_fetched_until_it_reaches_the_isr_and_a_failed_one_keeps_the_old_offset():
+    h = Harness()
+    c = h.coordinator
+    c.commit_offsets("solo", "", None, -1, {("t", 0): OffsetAndMetadata(5)})
+    h.topic.hold_replication = True
+    settled: list[int] = []
+    assert c.commit_offsets("solo", "", None, -1, {("t", 0): OffsetAndMetadata(9)}, settled=settled.append) == {
+        ("t", 0): 0
+    }
+    assert settled == [] and dict(c.fetch_offsets("solo", None))[("t", 0)].offset == 5  # pending
+    assert c.unstable_offsets("solo") == {("t", 0)}  # what require_stable is told
+    h.topic.settle_held(E.coordinator_not_available)
+    assert settled == [E.coordinator_not_available]
+    assert dict(c.fetch_offsets("solo", None))[("t", 0)].offset == 5  # dropped; the old one stays
+    assert c.unstable_offsets("solo") == set()
+    c.commit_offsets("solo", "", None, -1, {("t", 0): OffsetAndMetadata(10), ("t", 1): OffsetAndMetadata(3)})
+    assert {tp: om.offset for tp, om in c.fetch_offsets("solo", None)} == {("t", 0): 5}
+    h.topic.settle_held(0)
+    assert {tp: om.offset for tp, om in c.fetch_offsets("solo", None)} == {("t", 0): 10, ("t", 1): 3}
+
+
+def test_offsets_deleted_while_their_commit_is_pending_stay_deleted():
+    h = Harness()
+    c = h.coordinator
+    h.topic.hold_replication = True
+    c.commit_offsets("solo", "", None, -1, {("t", 0): OffsetAndMetadata(1), ("u", 0): OffsetAndMetadata(2)})
+    assert c.fetch_offsets("solo", None) == []
+    assert c.delete_offsets("solo", [("t", 0)]) == {("t", 0): 0}
+    tombstones = [k for k, v, *_ in h.topic.logs[h.topic.partition_for("solo")] if v is None]
+    assert tombstones == [schema.encode_offset_commit_key("solo", "t", 0)]  # the written record is deleted too
+    assert c.delete_groups(["solo"]) == {"solo": 0}
+    h.topic.settle_held(0)
+    assert c.fetch_offsets("solo", None) == []
+    assert c.group("solo") is None
+
+
 def test_offset_delete_and_group_delete():
     h = Harness()
     c = h.coordinator
@@ -505,7 +541,7 @@ def test_transaction_marker_written_while_loading_completes_after_the_load():
         ("t", 0): 0
     }
     assert h.coordinator.fetch_offsets("g", [("t", 0)]) == [(("t", 0), None)]
-    assert h.coordinator.pending_transactional_offsets("g") == {("t", 0)}
+    assert h.coordinator.unstable_offsets("g") == {("t", 0)}
     h.topic.size = 10 * h.coordinator.config.load_buffer_size
 
     async def main():
@@ -519,7 +555,7 @@ def test_transaction_marker_written_while_loading_completes_after_the_load():
             c2.complete_transaction(p, 7, True)  # what the transaction coordinator does after writing it
             await _until(lambda: c2.shards[p].active)
             assert dict(c2.fetch_offsets("g", [("t", 0)]))[("t", 0)].offset == 42
-            assert c2.pending_transactional_offsets("g") == set()
+            assert c2.unstable_offsets("g") == set()
         finally:
             await c2.close()
 
@@ -571,3 +607,56 @@ def test_consumer_group_offsets_expire_by_kafkas_rule():
         assert c.consumer_group("cg") is None
 
     asyncio.run(scenario())
+
+
+def test_transactional_offsets_count_once_their_marker_is_in_the_isr_and_vanish_if_their_write_is_not():
+    h = Harness()
+    c = h.coordinator
+    p = h.topic.partition_for("g")
+    h.topic.hold_replication = True
+    settled: list[int] = []
+    assert c.commit_transactional_offsets("g", 7, 0, "", None, -1, {("t", 0): OffsetAndMetadata(3)}, settled.append) == {
+        ("t", 0): 0
+    }
+    assert c.unstable_offsets("g") == {("t", 0)} and settled == []
+    h.topic.settle_held(E.coordinator_not_available)  # the batch did not reach the ISR: no longer pending
+    assert settled == [E.coordinator_not_available] and c.unstable_offsets("g") == set()
+    c.commit_transactional_offsets("g", 7, 0, "", None, -1, {("t", 0): OffsetAndMetadata(4)})
+    h.topic.settle_held(0)
+    h.topic.write_marker(p, 7, True)
+    c.complete_transaction(p, 7, True)
+    assert c.fetch_offsets("g", [("t", 0)]) == [(("t", 0), None)]  # the marker is not in the ISR yet
+    assert c.unstable_offsets("g") == {("t", 0)}
+    h.topic.settle_held(E.coordinator_not_available)  # a marker stays written: its wait starts again
+    assert c.fetch_offsets("g", [("t", 0)]) == [(("t", 0), None)] and len(h.topic.unsettled) == 1
+    h.topic.settle_held(0)
+    assert dict(c.fetch_offsets("g", [("t", 0)]))[("t", 0)].offset == 4
+    assert c.unstable_offsets("g") == set()
+
+
+def test_a_generation_is_stable_and_assigned_only_once_its_assignment_is_in_the_isr():
+    h = Harness()
+    c = h.coordinator
+    joins = [h.join_member("g") for _ in range(2)]
+    h.advance(150)
+    leader, generation = joins[0][1][0].leader, joins[0][1][0].generation_id
+    ids = [m for m, _ in joins]
+    h.topic.hold_replication = True
+    follower = h.sync("g", generation, ids[1] if ids[0] == leader else ids[0])
+    lead = h.sync("g", generation, leader, {m: m.encode() for m in ids})
+    assert lead == [] and follower == []  # nobody is told before the assignment is in the ISR
+    assert c.describe_group("g")["group_state"] == "CompletingRebalance"
+    assert all(m["member_assignment"] == b"" for m in c.describe_group("g")["members"])
+    h.topic.settle_held(E.coordinator_not_available)
+    assert lead[0].error == follower[0].error == E.coordinator_not_available
+    assert c.group("g").state is PREPARING_REBALANCE  # the members rejoin
+    joins = [h.join("g", m) for m in ids]
+    h.advance(10)
+    generation = joins[0][0].generation_id
+    leader = joins[0][0].leader
+    lead = h.sync("g", generation, leader, {m: m.encode() for m in ids})
+    assert lead == []
+    h.topic.settle_held(0)
+    assert lead[0].error == 0 and lead[0].assignment == leader.encode()
+    d = c.describe_group("g")
+    assert d["group_state"] == "Stable" and {m["member_assignment"] for m in d["members"]} == {m.encode() for m in ids}

@@ -474,14 +474,28 @@ class ClassicGroupManager:
         try:
             self._store_group(group, full)
         except KafkaError as exc:
-            error = group_append_error(exc.code)
-            log.warning("group %s: storing the assignment failed: %s", group.group_id, exc)
-            if group.is_(COMPLETING_REBALANCE) and group.generation_id == generation_id:
-                self._reset_and_propagate_assignment_error(group, error)
-                self._maybe_prepare_rebalance_or_complete_join(group, "storing the assignment failed")
+            self._assignment_stored(group, generation_id, full, group_append_error(exc.code))
+            return
+        self.shard.when_written_replicated(
+            self.context.config.offsets_commit_timeout_ms,
+            lambda error: self._assignment_stored(group, generation_id, full, error),
+        )
+
+    def _assignment_stored(self, group: ClassicGroup, generation_id: int, full: dict[str, bytes], error: int) -> None:
+        """The leader's assignment is in the ISR (``error`` 0): the group becomes Stable and
+        every member gets its part; or it will not be: every member gets ``error`` and the
+        group rebalances. Only then, as Kafka does, so that neither the members nor
+        DescribeGroups see an assignment a new coordinator might not have. Nothing when the
+        group moved on meanwhile (a new rebalance answered the waiting members)."""
+        if not (group.is_(COMPLETING_REBALANCE) and group.generation_id == generation_id):
+            return
+        if error != NONE:
+            log.warning("group %s: storing the assignment of generation %d failed: %s", group.group_id, generation_id, ErrorCode(error).name)
+            self._reset_and_propagate_assignment_error(group, error)
+            self._maybe_prepare_rebalance_or_complete_join(group, "storing the assignment failed")
             return
         for member in group.members.values():
-            member.assignment = full[member.member_id]
+            member.assignment = full.get(member.member_id, b"")
         group.transition_to(STABLE, self.shard.now())
         self._propagate_assignment(group, NONE)
         log.info("group %s: generation %d is stable", group.group_id, group.generation_id)

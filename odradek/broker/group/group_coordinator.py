@@ -61,6 +61,7 @@ class GroupConfig(NamedTuple):
     offsets_retention_ms: int = 7 * 24 * 3600 * 1000
     offsets_retention_check_interval_ms: int = 600000
     offset_metadata_max_bytes: int = 4096
+    offsets_commit_timeout_ms: int = 5000
     load_buffer_size: int = 5 * 1024 * 1024
     new_member_join_timeout_ms: int = 300000
     consumer_session_timeout_ms: int = 45000
@@ -82,6 +83,7 @@ class GroupConfig(NamedTuple):
             offsets_retention_ms=config.get("offsets.retention.minutes") * 60_000,
             offsets_retention_check_interval_ms=config.get("offsets.retention.check.interval.ms"),
             offset_metadata_max_bytes=config.get("offset.metadata.max.bytes"),
+            offsets_commit_timeout_ms=config.get("offsets.commit.timeout.ms"),
             load_buffer_size=config.get("offsets.load.buffer.size"),
             consumer_session_timeout_ms=config.get("group.consumer.session.timeout.ms"),
             consumer_heartbeat_interval_ms=config.get("group.consumer.heartbeat.interval.ms"),
@@ -401,14 +403,18 @@ class GroupCoordinator:
         generation_id: int,
         offsets: dict[TopicPartition, OffsetAndMetadata],
         retention_ms: int = -1,
+        settled: Callable[[int], None] | None = None,
     ) -> dict[TopicPartition, int]:
-        """OffsetCommit: per partition, its error code (see ``OffsetManager.commit``)."""
+        """OffsetCommit: per partition, its error code; ``settled(error)`` once the accepted
+        offsets are committed (0) or dropped (see ``OffsetManager.commit``)."""
         try:
             shard = self._shard_of(group_id, allow_empty=True)
         except KafkaError as exc:
+            if settled is not None:
+                settled(0)
             return dict.fromkeys(offsets, int(exc.code))
         return shard.offsets.commit(
-            group_id, member_id, group_instance_id, generation_id, offsets, retention_ms
+            group_id, member_id, group_instance_id, generation_id, offsets, retention_ms, settled
         )
 
     def fetch_offsets(
@@ -442,14 +448,18 @@ class GroupCoordinator:
         group_instance_id: str | None,
         generation_id: int,
         offsets: dict[TopicPartition, OffsetAndMetadata],
+        settled: Callable[[int], None] | None = None,
     ) -> dict[TopicPartition, int]:
-        """TxnOffsetCommit: per partition, its error code (see ``OffsetManager.commit_transactional``)."""
+        """TxnOffsetCommit: per partition, its error code; ``settled(error)`` once the write
+        reached the ISR (0) or did not (see ``OffsetManager.commit_transactional``)."""
         try:
             shard = self._shard_of(group_id, allow_empty=True)
         except KafkaError as exc:
+            if settled is not None:
+                settled(0)
             return dict.fromkeys(offsets, int(exc.code))
         return shard.offsets.commit_transactional(
-            group_id, producer_id, producer_epoch, member_id, group_instance_id, generation_id, offsets
+            group_id, producer_id, producer_epoch, member_id, group_instance_id, generation_id, offsets, settled
         )
 
     def complete_transaction(self, partition: int, producer_id: int, committed: bool) -> None:
@@ -459,8 +469,9 @@ class GroupCoordinator:
         if shard is not None:
             shard.complete_transaction(producer_id, committed)
 
-    def pending_transactional_offsets(self, group_id: str) -> set[TopicPartition]:
-        """Partitions of ``group_id`` with a transactional commit still undecided."""
+    def unstable_offsets(self, group_id: str) -> set[TopicPartition]:
+        """Partitions of ``group_id`` with a commit not in the ISR yet or a transactional commit
+        still undecided (OffsetFetch ``require_stable`` answers UNSTABLE_OFFSET_COMMIT)."""
         shard = self.shards.get(self.partition_of(group_id))
         return shard.offsets.pending_partitions(group_id) if shard is not None and shard.active else set()
 

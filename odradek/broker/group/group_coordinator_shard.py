@@ -105,6 +105,11 @@ class GroupCoordinatorShard:
         """Write ``(key, value)`` records to this partition as one batch; raises KafkaError."""
         self.context.topic.append(self.partition, entries, now_ms, producer_id, producer_epoch)
 
+    def when_written_replicated(self, timeout_ms: int, settle: Callable[[int], None]) -> None:
+        """``settle(0)`` once this partition's ISR has everything written to it so far, else
+        ``settle(coordinator error)`` (``InternalTopic.settle_when_replicated``)."""
+        self.context.topic.settle_when_replicated(self.partition, timeout_ms, settle)
+
     # -- loading and unloading -------------------------------------------------------------
 
     def replay(self, key: bytes | None, value: bytes | None, producer_id: int = -1) -> None:
@@ -217,10 +222,26 @@ class GroupCoordinatorShard:
     # -- across groups and offsets ---------------------------------------------------------
 
     def complete_transaction(self, producer_id: int, committed: bool) -> None:
-        """A transaction marker was written to this partition (see ``OffsetManager``)."""
+        """A transaction marker was written to this partition (see ``OffsetManager``); it
+        takes effect once it is in the ISR. A marker is never taken back once written, so
+        a wait that fails (a timeout) waits again, until the shard is unloaded."""
         if self.state is LOADING:
             self.deferred_markers.append((producer_id, committed))
             return
+        undecided = self.offsets.undecided(producer_id)
+
+        def settled(error: int) -> None:
+            if self.state is not ACTIVE or self.offsets.undecided(producer_id) is not undecided:
+                return  # unloaded, or a marker settled first (a coordinator's retry)
+            if error == NONE:
+                self._apply_marker(producer_id, committed)
+            elif error != ErrorCode.not_coordinator:
+                self.when_written_replicated(self.context.config.offsets_commit_timeout_ms, settled)
+
+        if undecided is not None:
+            self.when_written_replicated(self.context.config.offsets_commit_timeout_ms, settled)
+
+    def _apply_marker(self, producer_id: int, committed: bool) -> None:
         now = self.now()
         for group_id in self.offsets.complete_transaction(producer_id, committed):
             group = self.groups.get(group_id)

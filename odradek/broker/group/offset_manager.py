@@ -2,13 +2,19 @@
 OffsetMetadataManager.
 
 One manager per coordinator shard (``group_coordinator_shard.py``), which has already
-checked that it serves the group. It owns the offsets (group -> partition -> offset) and
-the transactional commits not yet decided; whether a member may commit is the group's
+checked that it serves the group. It owns the offsets (group -> partition -> offset), the
+commits written but not replicated yet, and the transactional commits not yet decided; whether a member may commit is the group's
 question (``ClassicGroup.validate_offset_commit``). Each OffsetCommit is one batch of
 OffsetCommitValue records; a TxnOffsetCommit is a transactional batch of the producer,
 whose offsets count once the transaction's COMMIT marker lands here
 (``complete_transaction``). Removing offsets (OffsetDelete, expiry, a deleted topic) goes
 through the shard, which also removes a group left with neither members nor offsets.
+
+An OffsetCommit's offsets stay pending until its batch is in the ISR of the partition
+(``InternalTopic.settle_when_replicated``; at once on a single node): OffsetFetch answers
+committed offsets only, so it never shows an offset that a coordinator elected after this
+one's failure might not have. When the write does not reach the ISR (the commit answers a
+retriable coordinator error) the pending offsets are dropped and the previous ones stay.
 
 Expiry follows Kafka's rules: an offset with an expire timestamp of its own (OffsetCommit
 v2-v4) expires then; otherwise after ``offsets.retention.minutes`` counted from the
@@ -21,6 +27,7 @@ Threading: everything runs on the event loop.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from odradek.broker.group import consumer_offsets_schema as schema
 from odradek.broker.group.classic_group import CONSUMER_PROTOCOL_TYPE, ClassicGroup
@@ -51,18 +58,24 @@ class OffsetManager:
         self.config = shard.context.config
         self.offsets: dict[str, Offsets] = {}  # by group; a group without offsets has no entry
         self.pending: dict[int, dict[str, Offsets]] = {}  # producer id -> group -> undecided offsets
+        # group -> its commits written but not yet in the ISR, oldest first (each one batch)
+        self.unreplicated: dict[str, list[Offsets]] = {}
 
     # -- questions -------------------------------------------------------------------------
 
     def has_offsets(self, group_id: str) -> bool:
-        return group_id in self.offsets
+        return group_id in self.offsets or group_id in self.unreplicated
 
     def group_ids(self) -> list[str]:
         return list(self.offsets)
 
     def partitions_of(self, group_id: str, topic: str | None = None) -> list[TopicPartition]:
-        """The partitions ``group_id`` has committed offsets for (of ``topic`` when given)."""
-        return [tp for tp in self.offsets.get(group_id, ()) if topic is None or tp[0] == topic]
+        """The partitions ``group_id`` has committed offsets for, or a commit on the way to the
+        ISR (of ``topic`` when given)."""
+        tps = dict.fromkeys(self.offsets.get(group_id, ()))
+        for written in self.unreplicated.get(group_id, ()):
+            tps.update(dict.fromkeys(written))
+        return [tp for tp in tps if topic is None or tp[0] == topic]
 
     # -- OffsetCommit, OffsetFetch, OffsetDelete -------------------------------------------
 
@@ -74,35 +87,68 @@ class OffsetManager:
         generation_id: int,
         offsets: Offsets,
         retention_ms: int = -1,
+        settled: Callable[[int], None] | None = None,
     ) -> dict[TopicPartition, int]:
         """Per partition, its error code. Topics were checked by the handler.
 
         ``retention_ms`` (OffsetCommit v2-v4; -1 for the broker's rule) gives the offsets an
-        expire timestamp of their own, as Kafka did before KIP-211.
+        expire timestamp of their own, as Kafka did before KIP-211. ``settled(error)`` is
+        called once: with 0 when the accepted offsets are committed (in the ISR, visible to
+        OffsetFetch), else with the coordinator error that dropped them; at once when nothing
+        was written or nothing has to wait.
         """
+        settle = settled or _ignore
         now = self.shard.now()
         consumer_group = self.shard.consumer.groups.get(group_id)
         if consumer_group is not None:  # KIP-848: the generation is the member epoch
             try:
                 self.shard.consumer.validate_offset_commit(consumer_group, member_id, generation_id)
             except KafkaError as exc:
+                settle(NONE)
                 return dict.fromkeys(offsets, int(exc.code))
         else:
             error = self._validate_classic_commit(group_id, member_id, group_instance_id, generation_id, now)
             if error != NONE:
+                settle(NONE)
                 return dict.fromkeys(offsets, error)
         expire = now + retention_ms if retention_ms >= 0 else -1
         results, accepted = self._accept(offsets, now, expire)
-        if accepted:
-            try:
-                self.shard.append(self._records(group_id, accepted), now)
-            except KafkaError as exc:
-                log.warning("group %s: writing a commit failed: %s", group_id, exc)
-                results.update(dict.fromkeys(accepted, commit_append_error(exc.code)))
-            else:
-                self.offsets.setdefault(group_id, {}).update(accepted)
-                results.update(dict.fromkeys(accepted, NONE))
+        if not accepted:
+            settle(NONE)
+            return {tp: results[tp] for tp in offsets}
+        try:
+            self.shard.append(self._records(group_id, accepted), now)
+        except KafkaError as exc:
+            log.warning("group %s: writing a commit failed: %s", group_id, exc)
+            results.update(dict.fromkeys(accepted, commit_append_error(exc.code)))
+            settle(NONE)
+            return {tp: results[tp] for tp in offsets}
+        results.update(dict.fromkeys(accepted, NONE))
+        self.unreplicated.setdefault(group_id, []).append(accepted)
+        self.shard.when_written_replicated(
+            self.config.offsets_commit_timeout_ms,
+            lambda error: settle(self._settle(group_id, accepted, error)),
+        )
         return {tp: results[tp] for tp in offsets}
+
+    def _settle(self, group_id: str, written: Offsets, error: int) -> int:
+        """The commit ``written`` reached the ISR (``error`` 0: its offsets are committed) or
+        will not (they are dropped). Offsets removed meanwhile (OffsetDelete, the group
+        deleted) are gone from ``written`` already. Returns ``error``."""
+        commits = self.unreplicated.get(group_id, [])
+        for i, pending in enumerate(commits):
+            if pending is written:
+                del commits[i]
+                break
+        else:
+            return error  # the group was forgotten meanwhile
+        if not commits:
+            del self.unreplicated[group_id]
+        if error == NONE and written:
+            self.offsets.setdefault(group_id, {}).update(written)
+        elif written:
+            log.info("group %s: a commit of %d offsets did not reach the ISR; dropped", group_id, len(written))
+        return error
 
     def _validate_classic_commit(
         self, group_id: str, member_id: str, group_instance_id: str | None, generation_id: int, now: int
@@ -169,28 +215,30 @@ class OffsetManager:
                 if group.is_subscribed_to(tp[0]):
                     results[tp] = int(ErrorCode.group_subscribed_to_topic)
         eligible = [tp for tp in partitions if tp not in results]
-        committed = self.offsets.get(group_id, {})
-        self.shard.remove_offsets(group, [tp for tp in eligible if tp in committed])
+        stored = set(self.partitions_of(group_id))
+        self.shard.remove_offsets(group, [tp for tp in eligible if tp in stored])
         for tp in eligible:
             results[tp] = NONE
         return results
 
     def remove(self, group_id: str, partitions: list[TopicPartition]) -> list[tuple[bytes, bytes | None]]:
-        """Forget these offsets; returns the tombstones that delete them from the log."""
-        committed = self.offsets.get(group_id)
+        """Forget these offsets, committed or on the way to the ISR; returns the tombstones
+        that delete them from the log."""
+        committed = self.offsets.get(group_id, {})
+        commits = self.unreplicated.get(group_id, ())
         tombstones: list[tuple[bytes, bytes | None]] = []
-        if committed is None:
-            return tombstones
         for tp in partitions:
-            if committed.pop(tp, None) is not None:
+            written = [pending.pop(tp, None) for pending in commits]
+            if committed.pop(tp, None) is not None or any(om is not None for om in written):
                 tombstones.append((schema.encode_offset_commit_key(group_id, tp[0], tp[1]), None))
         if not committed:
-            del self.offsets[group_id]
+            self.offsets.pop(group_id, None)
         return tombstones
 
     def forget(self, group_id: str) -> None:
         """The group was deleted with its offsets."""
         self.offsets.pop(group_id, None)
+        self.unreplicated.pop(group_id, None)
 
     # -- TxnOffsetCommit and transaction markers -------------------------------------------
 
@@ -203,11 +251,14 @@ class OffsetManager:
         group_instance_id: str | None,
         generation_id: int,
         offsets: Offsets,
+        settled: Callable[[int], None] | None = None,
     ) -> dict[TopicPartition, int]:
         """TxnOffsetCommit: write the offsets as a transactional batch of the producer; they
         become the group's committed offsets when the transaction commits (``complete_transaction``)
-        and vanish if it aborts. Per partition, its error code. The log refuses a fenced
-        producer epoch (INVALID_PRODUCER_EPOCH)."""
+        and vanish if it aborts, or if the batch does not reach the ISR. Per partition, its
+        error code; ``settled(error)`` as for ``commit``. The log refuses a fenced producer
+        epoch (INVALID_PRODUCER_EPOCH)."""
+        settle = settled or _ignore
         now = self.shard.now()
         group = self.groups.get(group_id)
         consumer_group = self.shard.consumer.groups.get(group_id)
@@ -222,20 +273,46 @@ class OffsetManager:
         else:
             error = group.validate_transactional_offset_commit(member_id, group_instance_id, generation_id)
         if error != NONE:
+            settle(NONE)
             return dict.fromkeys(offsets, error)
         results, accepted = self._accept(offsets, now, -1)
-        if accepted:
-            try:
-                self.shard.append(self._records(group_id, accepted), now, producer_id, producer_epoch)
-            except KafkaError as exc:
-                log.info(
-                    "group %s: a transactional commit of producer %d failed: %s", group_id, producer_id, exc
-                )
-                results.update(dict.fromkeys(accepted, commit_append_error(exc.code)))
-            else:
-                self.pending.setdefault(producer_id, {}).setdefault(group_id, {}).update(accepted)
-                results.update(dict.fromkeys(accepted, NONE))
+        if not accepted:
+            settle(NONE)
+            return {tp: results[tp] for tp in offsets}
+        try:
+            self.shard.append(self._records(group_id, accepted), now, producer_id, producer_epoch)
+        except KafkaError as exc:
+            log.info("group %s: a transactional commit of producer %d failed: %s", group_id, producer_id, exc)
+            results.update(dict.fromkeys(accepted, commit_append_error(exc.code)))
+            settle(NONE)
+            return {tp: results[tp] for tp in offsets}
+        self.pending.setdefault(producer_id, {}).setdefault(group_id, {}).update(accepted)
+        results.update(dict.fromkeys(accepted, NONE))
+        self.shard.when_written_replicated(
+            self.config.offsets_commit_timeout_ms,
+            lambda error: settle(self._settle_transactional(group_id, producer_id, accepted, error)),
+        )
         return {tp: results[tp] for tp in offsets}
+
+    def _settle_transactional(self, group_id: str, producer_id: int, written: Offsets, error: int) -> int:
+        """A transactional commit that did not reach the ISR (``error``) is no longer pending
+        (Kafka drops it too); the producer's other offsets stay. Returns ``error``."""
+        if error == NONE:
+            return error
+        undecided = self.pending.get(producer_id, {}).get(group_id, {})
+        for tp, om in written.items():
+            if undecided.get(tp) is om:
+                del undecided[tp]
+        if not undecided and group_id in self.pending.get(producer_id, {}):
+            del self.pending[producer_id][group_id]
+            if not self.pending[producer_id]:
+                del self.pending[producer_id]
+        log.info("group %s: a transactional commit of producer %d did not reach the ISR; dropped", group_id, producer_id)
+        return error
+
+    def undecided(self, producer_id: int) -> dict[str, Offsets] | None:
+        """``producer_id``'s transactional offsets waiting for their marker, by group."""
+        return self.pending.get(producer_id)
 
     def complete_transaction(self, producer_id: int, committed: bool) -> list[str]:
         """A COMMIT or ABORT marker of ``producer_id``: its pending offsets become committed
@@ -249,9 +326,12 @@ class OffsetManager:
         return list(by_group)
 
     def pending_partitions(self, group_id: str) -> set[TopicPartition]:
-        """Partitions of ``group_id`` with a transactional commit still undecided (OffsetFetch
-        ``require_stable`` answers UNSTABLE_OFFSET_COMMIT for them)."""
+        """Partitions of ``group_id`` with a commit on the way to the ISR or a transactional
+        commit still undecided (OffsetFetch ``require_stable`` answers UNSTABLE_OFFSET_COMMIT
+        for them, as Kafka does for both)."""
         out: set[TopicPartition] = set()
+        for written in self.unreplicated.get(group_id, ()):
+            out.update(written)
         for by_group in self.pending.values():
             out.update(by_group.get(group_id, ()))
         return out
@@ -325,3 +405,7 @@ class OffsetManager:
             ):
                 out.append(tp)
         return out
+
+
+def _ignore(error: int) -> None:
+    pass

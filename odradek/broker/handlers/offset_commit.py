@@ -11,10 +11,11 @@ timestamp is ignored: the broker's clock is used, as in Kafka. In a cluster the 
 waits until the commit is replicated to the ISR of the group's ``__consumer_offsets``
 partition (``offsets.commit.timeout.ms``; COORDINATOR_NOT_AVAILABLE when it is not, or
 NOT_COORDINATOR when leadership moved meanwhile), so that a committed offset survives the
-coordinator's failure.
+coordinator's failure. Until then the offsets are pending: OffsetFetch still answers the
+previous ones, and keeps them when the write fails (``OffsetManager``).
 """
 
-from odradek.broker.group.group_handler_support import coordinator_of, ms, when_group_replicated
+from odradek.broker.group.group_handler_support import answer_later, coordinator_of, ms
 from odradek.broker.group.offset_and_metadata import OffsetAndMetadata
 from odradek.broker.handlers import api
 from odradek.protocol import errors, messages
@@ -59,24 +60,32 @@ def handle_offset_commit(broker, request):
             )
             codes[item] = (info.name, p.partition_index)
     if offsets:
-        try:
-            results = coordinator_of(broker).commit_offsets(
-                body.group_id,
-                body.member_id or "",
-                getattr(body, "group_instance_id", None),
-                body.generation_id_or_member_epoch,
-                offsets,
-                retention_ms,
-            )
-        except errors.KafkaError as exc:
-            results = dict.fromkeys(offsets, int(exc.code))
-        for item, value in codes.items():
-            if isinstance(value, tuple):
-                codes[item] = results[value]
-        if any(code == 0 for code in results.values()):
-            return when_group_replicated(
-                broker, [body.group_id], lambda failed: _response(version, by_id, items, _failed(codes, failed))
-            )
+        results: dict = {}
+
+        def commit(settled) -> None:
+            try:
+                results.update(
+                    coordinator_of(broker).commit_offsets(
+                        body.group_id,
+                        body.member_id or "",
+                        getattr(body, "group_instance_id", None),
+                        body.generation_id_or_member_epoch,
+                        offsets,
+                        retention_ms,
+                        settled,
+                    )
+                )
+            except errors.KafkaError as exc:
+                results.update(dict.fromkeys(offsets, int(exc.code)))
+                settled(0)
+
+        def respond(failed: int):
+            for item, value in codes.items():
+                if isinstance(value, tuple):
+                    codes[item] = results[value]
+            return _response(version, by_id, items, _failed(codes, failed))
+
+        return answer_later(commit, respond)
     return _response(version, by_id, items, codes)
 
 

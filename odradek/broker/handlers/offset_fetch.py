@@ -1,12 +1,13 @@
 """OffsetFetch (key 9), v1-v10.
 
 Committed offsets of a group: for the partitions asked, or all of the group's when the
-topic list is null (v2+). A partition without a commit reads offset -1 and empty
-metadata. Group-level errors (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS,
+topic list is null (v2+). In a cluster only offsets in the ISR of the group's
+``__consumer_offsets`` partition count: a commit still waiting for it is not shown. A
+partition without a commit reads offset -1 and empty metadata. Group-level errors (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS,
 INVALID_GROUP_ID, ...) go into each partition at v1 and into the top-level error code
 from v2. v5+ carry the committed leader epoch; v7+ ``require_stable`` answers
 UNSTABLE_OFFSET_COMMIT (retriable) for partitions with a transactional commit not yet
-decided (read_committed consumers ask this way); v8+ ask for several groups
+decided or a commit not yet in the ISR (read_committed consumers ask this way); v8+ ask for several groups
 at once, each answered on its own; v9 member id and epoch are for the KIP-848 protocol
 and are ignored for classic groups; v10 names topics by id.
 """
@@ -70,7 +71,7 @@ def _fetch_group(
         rows, error = [(tp, None) for tp in wanted or ()], int(exc.code)
     else:
         error = 0
-    unstable = coordinator_of(broker).pending_transactional_offsets(group_id) if require_stable else ()
+    unstable = coordinator_of(broker).unstable_offsets(group_id) if require_stable else ()
     out: dict = {}
     for (name, partition), om in rows:
         if checked and not broker.allowed(request, "Describe", "Topic", name):

@@ -5,14 +5,15 @@ The sync phase: the leader's request carries the assignment, which is written to
 Stable group, get their current assignment at once). v3+ static membership; v5 checks
 the protocol type and name against the group's (INCONSISTENT_GROUP_PROTOCOL) and echoes
 them. Assignments for unknown members are ignored; members the leader left out get an
-empty assignment. In a cluster a successful answer (the leader's and every member's) waits
-until the group's ``__consumer_offsets`` partition has the assignment in its ISR
-(``offsets.commit.timeout.ms``; COORDINATOR_NOT_AVAILABLE or NOT_COORDINATOR otherwise), so a
-new coordinator knows the generation a member was told about.
+empty assignment. In a cluster the group becomes Stable, and the members get their
+assignments, only once the group's ``__consumer_offsets`` partition has the assignment in
+its ISR (``offsets.commit.timeout.ms``; else every member gets COORDINATOR_NOT_AVAILABLE or
+NOT_COORDINATOR and the group rebalances: ``ClassicGroupManager``), so a new coordinator
+knows the generation a member was told about, and DescribeGroups never shows it earlier.
 """
 
 from odradek.broker.group.classic_group_member import SyncResult
-from odradek.broker.group.group_handler_support import answer_later, coordinator_of, when_group_replicated
+from odradek.broker.group.group_handler_support import answer_later, coordinator_of
 from odradek.broker.handlers import api
 from odradek.protocol import errors, messages
 
@@ -21,13 +22,6 @@ from odradek.protocol import errors, messages
 def handle_sync_group(broker, request):
     body = request.body
     version = request.api_version
-
-    def build(result: SyncResult):
-        if result.error:
-            return respond(result)
-        return when_group_replicated(
-            broker, [body.group_id], lambda code: respond(SyncResult.failed(code) if code else result)
-        )
 
     def respond(result: SyncResult):
         return messages.build_response(
@@ -58,5 +52,5 @@ def handle_sync_group(broker, request):
             assignments=assignments,
             callback=callback,
         ),
-        build,
+        respond,
     )

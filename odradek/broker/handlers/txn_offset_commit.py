@@ -12,11 +12,13 @@ current one and AddOffsetsToTxn put the group's partition into its open transact
 (UNKNOWN_TOPIC_OR_PARTITION), metadata size (OFFSET_METADATA_TOO_LARGE). v5
 (transactions v2) is not advertised. In a cluster the answer waits until the group's
 ``__consumer_offsets`` partition has the offsets in its ISR (``offsets.commit.timeout.ms``;
-COORDINATOR_NOT_AVAILABLE or NOT_COORDINATOR otherwise), as OffsetCommit does.
+COORDINATOR_NOT_AVAILABLE or NOT_COORDINATOR otherwise), as OffsetCommit does; offsets
+that do not reach it are no longer pending, and the COMMIT marker's offsets are fetched
+only once the marker is in the ISR too (``OffsetManager``).
 """
 
+from odradek.broker.group.group_handler_support import answer_later
 from odradek.broker.group.group_handler_support import coordinator_of as group_coordinator_of
-from odradek.broker.group.group_handler_support import when_group_replicated
 from odradek.broker.group.offset_and_metadata import OffsetAndMetadata
 from odradek.broker.group.partitioning import OFFSETS_TOPIC
 from odradek.broker.handlers import api
@@ -61,17 +63,20 @@ def handle_txn_offset_commit(broker, request):
                 p.committed_offset, getattr(p, "committed_leader_epoch", -1), p.committed_metadata
             )
     if offsets:
-        try:
-            groups = group_coordinator_of(broker)
-            partition = groups.partition_of(body.group_id)
-            check = int(ErrorCode.none)
-            if partition is not None and getattr(broker, "transaction_coordinator", None) is not None:
-                check = coordinator_of(broker).check_offset_commit(
-                    body.transactional_id, body.producer_id, body.producer_epoch, (OFFSETS_TOPIC, partition)
-                )
-            if check:
-                results = dict.fromkeys(offsets, check)
-            else:
+
+        def commit(settled) -> None:
+            try:
+                groups = group_coordinator_of(broker)
+                partition = groups.partition_of(body.group_id)
+                check = int(ErrorCode.none)
+                if partition is not None and getattr(broker, "transaction_coordinator", None) is not None:
+                    check = coordinator_of(broker).check_offset_commit(
+                        body.transactional_id, body.producer_id, body.producer_epoch, (OFFSETS_TOPIC, partition)
+                    )
+                if check:
+                    codes.update(dict.fromkeys(offsets, check))
+                    settled(0)
+                    return
                 results = groups.commit_transactional_offsets(
                     body.group_id,
                     body.producer_id,
@@ -80,14 +85,14 @@ def handle_txn_offset_commit(broker, request):
                     getattr(body, "group_instance_id", None),
                     getattr(body, "generation_id", -1),
                     offsets,
+                    settled,
                 )
-        except errors.KafkaError as exc:
-            results = dict.fromkeys(offsets, int(exc.code))
-        codes.update(results)
-        if any(code == 0 for code in results.values()):
-            return when_group_replicated(
-                broker, [body.group_id], lambda failed: _response(request.api_version, items, codes, failed)
-            )
+            except errors.KafkaError as exc:
+                results = dict.fromkeys(offsets, int(exc.code))
+                settled(0)
+            codes.update(results)
+
+        return answer_later(commit, lambda failed: _response(request.api_version, items, codes, failed))
     return _response(request.api_version, items, codes, 0)
 
 
