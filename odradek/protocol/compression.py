@@ -321,6 +321,13 @@ def _zstd_pieces(data, max_size: int) -> Iterator[bytes]:
     view = memoryview(data)
     bound, frames = _zstd_output_bound(view, max_size)
     if bound <= CHUNK_BYTES and frames == 1:
+        # The one-shot call allocates what the frame header declares, whatever max_output_size
+        # says: a forged header declaring exabytes must be refused before it.
+        declared = zstandard.frame_content_size(view)
+        if declared > bound:
+            raise errors.CorruptMessageError(
+                f"zstd frame declares {declared} bytes but its blocks hold at most {bound}"
+            )
         yield _zstd().decompress(view, max_output_size=bound)
         return
     with _zstd().stream_reader(view, read_size=len(view), read_across_frames=True) as reader:

@@ -28,6 +28,19 @@ def checkpointed(broker, name: str, topic: str) -> int | None:
     return read_offset_checkpoint(str(path)).get((topic, 0)) if path.exists() else None
 
 
+def started_checkpoints(broker) -> None:
+    """Wait for the checkpoints every broker writes at start (its maintenance task may run
+    after the listener answers on a busy machine), so a later write is the interval's."""
+    wait_until(
+        lambda: all(
+            (broker.data_dir / n).exists()
+            for n in (LOG_START_OFFSET_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT)
+        ),
+        30,
+        message="the checkpoints written at start",
+    )
+
+
 def test_the_high_watermark_checkpoint_has_its_own_interval(own_broker, topic_name):
     broker = own_broker(
         **{
@@ -36,6 +49,7 @@ def test_the_high_watermark_checkpoint_has_its_own_interval(own_broker, topic_na
             "log.initial.task.delay.ms": 0,
         }
     )
+    started_checkpoints(broker)
     create_topic(broker, topic_name, 1)
     produce_and_flush(producer(broker), topic_name, [{"value": b"v%d" % i} for i in range(30)])
     wait_until(
@@ -55,6 +69,7 @@ def test_the_log_start_offset_checkpoint_has_its_own_interval(own_broker, topic_
             "log.initial.task.delay.ms": 0,
         }
     )
+    started_checkpoints(broker)
     create_topic(broker, topic_name, 1)
     produce_and_flush(producer(broker), topic_name, [{"value": b"v%d" % i} for i in range(30)])
     tp = TopicPartition(topic_name, 0, 12)
@@ -107,7 +122,9 @@ def test_idle_producer_ids_expire_every_check_interval(own_broker, topic_name):
     from kafka import KafkaAdminClient
     from kafka import TopicPartition as KTopicPartition
 
-    broker = own_broker(**{"producer.id.expiration.ms": 1000, "producer.id.expiration.check.interval.ms": 200})
+    broker = own_broker(
+        **{"producer.id.expiration.ms": 1000, "producer.id.expiration.check.interval.ms": 200}
+    )
     create_topic(broker, topic_name, 1)
     produce_and_flush(producer(broker, enable_idempotence=True, linger_ms=0), topic_name, [{"value": b"v"}])
     kp = KafkaAdminClient(bootstrap_servers=broker.bootstrap_servers)
@@ -115,6 +132,10 @@ def test_idle_producer_ids_expire_every_check_interval(own_broker, topic_name):
     try:
         assert len(kp.describe_producers([tp])[tp].active_producers) == 1
         # Retention (which used to expire them too) is 30 s away (log.initial.task.delay.ms).
-        wait_until(lambda: not kp.describe_producers([tp])[tp].active_producers, 30, message="the producer id expired")
+        wait_until(
+            lambda: not kp.describe_producers([tp])[tp].active_producers,
+            30,
+            message="the producer id expired",
+        )
     finally:
         kp.close()

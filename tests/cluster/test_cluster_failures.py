@@ -74,8 +74,10 @@ def test_kill_9_of_a_leader_moves_its_leaderships_within_the_session_timeout(clu
 
     killed_at = time.monotonic()
     cluster.kill(victim)
+    # The view is two admin calls (DescribeCluster, then the topics), possibly answered by two
+    # brokers a moment apart, so the broker list is waited for too, not read once.
     after = cluster.wait_for(
-        lambda md: all(md.topics["orders"][p].leader not in (victim, -1) for p in led),
+        lambda md: all(md.topics["orders"][p].leader not in (victim, -1) for p in led) and victim not in md.brokers,
         SESSION_TIMEOUT_S + 5,
         "the killed broker's partitions to get new leaders",
     )
