@@ -27,6 +27,28 @@ def wait_until(
             time.sleep(interval)
 
 
+def started_broker(data_dir, overrides: dict):
+    """A fixture's body: a broker process on ``data_dir`` with ``overrides``, yielded, then
+    stopped; the test fails if the broker logged a traceback meanwhile."""
+    from odradek.testing.process import BrokerProcess
+
+    proc = BrokerProcess(data_dir, overrides=overrides).start()
+    yield proc
+    proc.stop()
+    log = proc.log_text()
+    assert "Traceback" not in log, f"the broker logged a traceback:\n{log[-4000:]}"
+
+
+def set_group_configs(admin, group: str, timeout: float = 10, **configs: str) -> None:
+    """IncrementalAlterConfigs SET on GROUP ``group``; keys with ``_`` for ``.``
+    (``share_auto_offset_reset="earliest"``)."""
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+
+    entries = [ConfigEntry(k.replace("_", "."), v, incremental_operation=AlterConfigOpType.SET) for k, v in configs.items()]
+    resource = ConfigResource(ResourceType.GROUP, group, incremental_configs=entries)
+    admin.incremental_alter_configs([resource])[resource].result(timeout)
+
+
 def tansu_command(host: str, port: int) -> list[str]:
     """The command that runs tansu, the Rust Kafka-compatible broker this project measures
     and tests itself against, in memory on ``host:port`` (its binary ships in the

@@ -12,18 +12,13 @@ from confluent_kafka import Producer
 from confluent_kafka import ShareConsumer as ConfluentShareConsumer
 from confluent_kafka.admin import (
     AdminClient,
-    AlterConfigOpType,
-    ConfigEntry,
-    ConfigResource,
     NewTopic,
-    ResourceType,
 )
-from support import wait_until
+from support import set_group_configs, started_broker, wait_until
 
 from odradek.aio import ShareConsumer as AioShareConsumer
 from odradek.client import ShareConsumer
 from odradek.client.client_errors import SerializationError
-from odradek.testing.process import BrokerProcess
 
 OVERRIDES = {
     "group.coordinator.rebalance.protocols": "classic,consumer,share",
@@ -35,11 +30,7 @@ OVERRIDES = {
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory):
-    proc = BrokerProcess(tmp_path_factory.mktemp("share-client") / "data", overrides=OVERRIDES).start()
-    yield proc
-    proc.stop()
-    log = proc.log_text()
-    assert "Traceback" not in log, f"the broker logged a traceback:\n{log[-4000:]}"
+    yield from started_broker(tmp_path_factory.mktemp("share-client") / "data", OVERRIDES)
 
 
 def queue(broker, count: int) -> tuple[str, str, set[bytes]]:
@@ -47,9 +38,7 @@ def queue(broker, count: int) -> tuple[str, str, set[bytes]]:
     topic, group = f"sq-{uuid.uuid4().hex[:8]}", f"sg-{uuid.uuid4().hex[:6]}"
     admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
     admin.create_topics([NewTopic(topic, 2, 1)])[topic].result(15)
-    resource = ConfigResource(ResourceType.GROUP, group, incremental_configs=[
-        ConfigEntry("share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET)])
-    admin.incremental_alter_configs([resource])[resource].result(10)
+    set_group_configs(admin, group, share_auto_offset_reset="earliest")
     p = Producer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 5})
     values = {f"v{i}".encode() for i in range(count)}
     for i, v in enumerate(sorted(values)):

@@ -11,8 +11,6 @@ import time
 from confluent_kafka import AcknowledgeType, Producer, ShareConsumer
 from confluent_kafka.admin import (
     AdminClient,
-    AlterConfigOpType,
-    ConfigEntry,
     ConfigResource,
     NewTopic,
     ResourceType,
@@ -21,7 +19,7 @@ from confluent_kafka.admin import (
 from odradek.protocol import messages
 from odradek.protocol.errors import ErrorCode
 from tests.cluster.control_support import cluster_on, request
-from tests.support import wait_until
+from tests.support import set_group_configs, wait_until
 
 STATE_TOPIC = "__share_group_state"
 OVERRIDES = {
@@ -152,9 +150,7 @@ def test_acknowledged_records_stay_acknowledged_through_kill_9_of_the_coordinato
                 break
         coordinator = _coordinator_of(cluster, key)
         assert len({leader, coordinator, group_coordinator}) == 3
-        resource = ConfigResource(ResourceType.GROUP, group, incremental_configs=[
-            ConfigEntry("share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET)])  # fmt: skip
-        admin.incremental_alter_configs([resource])[resource].result(15)
+        set_group_configs(admin, group, timeout=15, share_auto_offset_reset="earliest")
 
         (configs,) = admin.describe_configs([ConfigResource(ResourceType.TOPIC, STATE_TOPIC)]).values()
         assert configs.result(15)["min.insync.replicas"].value == "2"  # share.coordinator.state.topic.min.isr
@@ -214,9 +210,7 @@ def test_a_leadership_that_moves_away_and_back_serves_no_stale_share_state(zooke
             cluster.wait_for(lambda md: TOPIC in md.topics and md.topics[TOPIC][0].isr == (1, 2), 30, "the topic online")
             group = "movers"
             admin = AdminClient(cluster.client_config())
-            resource = ConfigResource(ResourceType.GROUP, group, incremental_configs=[
-                ConfigEntry("share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET)])  # fmt: skip
-            admin.incremental_alter_configs([resource])[resource].result(15)
+            set_group_configs(admin, group, timeout=15, share_auto_offset_reset="earliest")
 
             c = ShareConsumer(cluster.client_config(**{"group.id": group, "share.acknowledgement.mode": "explicit"}))
             c.subscribe([TOPIC])

@@ -12,7 +12,7 @@ import pytest
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 from group_raw import RawClient
-from support import wait_until
+from support import started_broker, wait_until
 
 from odradek.protocol.errors import ErrorCode
 from odradek.testing.process import BrokerProcess
@@ -26,11 +26,7 @@ OVERRIDES = {
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory):
-    proc = BrokerProcess(tmp_path_factory.mktemp("kip848") / "data", overrides=OVERRIDES).start()
-    yield proc
-    proc.stop()
-    log = proc.log_text()
-    assert "Traceback" not in log, f"the broker logged a traceback:\n{log[-4000:]}"
+    yield from started_broker(tmp_path_factory.mktemp("kip848") / "data", OVERRIDES)
 
 
 def new_topic(broker, partitions: int, name: str | None = None) -> str:

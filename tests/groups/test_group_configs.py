@@ -17,10 +17,9 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 from group_raw import RawClient
-from support import wait_until
+from support import set_group_configs, started_broker, wait_until
 
 from odradek.protocol.errors import ErrorCode
-from odradek.testing.process import BrokerProcess
 
 OVERRIDES = {
     "group.coordinator.rebalance.protocols": "classic,consumer,share",
@@ -33,22 +32,7 @@ OVERRIDES = {
 
 @pytest.fixture
 def broker(tmp_path):
-    proc = BrokerProcess(tmp_path / "data", overrides=OVERRIDES).start()
-    yield proc
-    proc.stop()
-    log = proc.log_text()
-    assert "Traceback" not in log, f"the broker logged a traceback:\n{log[-4000:]}"
-
-
-def set_group_configs(admin: AdminClient, group: str, **configs: str) -> None:
-    resource = ConfigResource(
-        ResourceType.GROUP,
-        group,
-        incremental_configs=[
-            ConfigEntry(k.replace("_", "."), v, incremental_operation=AlterConfigOpType.SET) for k, v in configs.items()
-        ],
-    )
-    admin.incremental_alter_configs([resource])[resource].result(10)
+    yield from started_broker(tmp_path / "data", OVERRIDES)
 
 
 def find_coordinator(raw, group: str) -> None:

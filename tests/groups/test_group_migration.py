@@ -9,7 +9,7 @@ import uuid
 
 import pytest
 from group_raw import RawClient
-from support import wait_until
+from support import started_broker, wait_until
 from test_consumer_protocol import OVERRIDES, describe, find_coordinator, heartbeat, new_topic
 
 from odradek.client.consumer.consumer_protocol import (
@@ -24,11 +24,7 @@ from odradek.testing.process import BrokerProcess
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory):
-    proc = BrokerProcess(tmp_path_factory.mktemp("migration") / "data", overrides=OVERRIDES).start()
-    yield proc
-    proc.stop()
-    log = proc.log_text()
-    assert "Traceback" not in log, f"the broker logged a traceback:\n{log[-4000:]}"
+    yield from started_broker(tmp_path_factory.mktemp("migration") / "data", OVERRIDES)
 
 
 def group_types(raw) -> dict[str, str]:

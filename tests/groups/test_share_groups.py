@@ -21,7 +21,7 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 from group_raw import RawClient
-from support import wait_until
+from support import started_broker, wait_until
 
 from odradek.protocol.errors import ErrorCode
 from odradek.testing.process import BrokerProcess
@@ -37,11 +37,7 @@ OVERRIDES = {
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory):
-    proc = BrokerProcess(tmp_path_factory.mktemp("kip932") / "data", overrides=OVERRIDES).start()
-    yield proc
-    proc.stop()
-    log = proc.log_text()
-    assert "Traceback" not in log, f"the broker logged a traceback:\n{log[-4000:]}"
+    yield from started_broker(tmp_path_factory.mktemp("kip932") / "data", OVERRIDES)
 
 
 def setup_group(broker, count: int) -> tuple[str, str, set[bytes]]:

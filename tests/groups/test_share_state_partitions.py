@@ -11,18 +11,13 @@ import pytest
 from confluent_kafka import Consumer, Producer, ShareConsumer, TopicPartition
 from confluent_kafka.admin import (
     AdminClient,
-    AlterConfigOpType,
-    ConfigEntry,
-    ConfigResource,
     NewTopic,
-    ResourceType,
 )
 from group_raw import RawClient
-from support import wait_until
+from support import set_group_configs, started_broker, wait_until
 
 from odradek.broker.group import modern_group_records as records
 from odradek.protocol.errors import ErrorCode
-from odradek.testing.process import BrokerProcess
 
 OVERRIDES = {
     "group.coordinator.rebalance.protocols": "classic,consumer,share",
@@ -33,17 +28,7 @@ OVERRIDES = {
 
 @pytest.fixture
 def broker(tmp_path):
-    proc = BrokerProcess(tmp_path / "data", overrides=OVERRIDES).start()
-    yield proc
-    proc.stop()
-    log = proc.log_text()
-    assert "Traceback" not in log, f"the broker logged a traceback:\n{log[-4000:]}"
-
-
-def _earliest(admin, group: str) -> None:
-    resource = ConfigResource(ResourceType.GROUP, group, incremental_configs=[
-        ConfigEntry("share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET)])  # fmt: skip
-    admin.incremental_alter_configs([resource])[resource].result(10)
+    yield from started_broker(tmp_path / "data", OVERRIDES)
 
 
 def _read_all(broker, group: str, topic: str, expected: set[bytes]) -> list[bytes]:
@@ -98,7 +83,7 @@ def test_a_restarted_coordinator_knows_the_initialized_share_partitions_and_dele
     topic, group = f"q-{uuid.uuid4().hex[:6]}", f"sg-{uuid.uuid4().hex[:6]}"
     admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
     admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(15)
-    _earliest(admin, group)
+    set_group_configs(admin, group, share_auto_offset_reset="earliest")
     values = {f"r{i}".encode() for i in range(10)}
     p = Producer({"bootstrap.servers": broker.bootstrap_servers})
     for v in sorted(values):
@@ -134,5 +119,5 @@ def test_a_restarted_coordinator_knows_the_initialized_share_partitions_and_dele
     assert _share_records(broker, group)[records.SHARE_GROUP_STATE_PARTITION_METADATA] is None  # a tombstone
 
     # a new group of that name starts afresh: from the earliest record again
-    _earliest(admin, group)
+    set_group_configs(admin, group, share_auto_offset_reset="earliest")
     assert sorted(_read_all(broker, group, topic, values)) == sorted(values)
