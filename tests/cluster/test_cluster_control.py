@@ -57,8 +57,13 @@ def _metadata_of_each_broker(cluster, topic: str) -> dict[int, dict]:
 
 
 def test_brokers_register_in_kafkas_znodes_and_one_controller_is_elected(cluster, admin):
-    md = admin.list_topics(timeout=10)
-    assert sorted(md.brokers) == [1, 2, 3]
+    # The cluster is ready once one broker lists all three; the one that answers here may
+    # still be waiting for the controller's UpdateMetadata on a busy machine.
+    def all_three():
+        md = admin.list_topics(timeout=10)
+        return md if sorted(md.brokers) == [1, 2, 3] else None
+
+    md = wait_until(all_three, 30, "every broker in the metadata")
     with ZkReader(cluster) as zk:
         assert zk.children("/brokers/ids") == ["1", "2", "3"]
         registration = zk.json("/brokers/ids/2")
