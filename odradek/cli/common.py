@@ -275,6 +275,45 @@ class Session:
 
         return Consumer(self.client_config("consumer", options))
 
+    def principal(self) -> str:
+        """The principal a SASL listener sees for this session (``User:NAME``), else Kafka's
+        ``User:ANONYMOUS``."""
+        props = {_canonical(k): v for k, v in self.properties.items()}
+        user = props.get("sasl_username") or props.get("sasl_plain_username")
+        if props.get("sasl_jaas_config"):
+            from odradek.protocol.jaas_config import JaasError, client_credentials
+
+            with contextlib.suppress(JaasError):
+                user = client_credentials(props["sasl_jaas_config"])[0]
+        if not props.get("security_protocol", "").upper().startswith("SASL") or not user:
+            return "User:ANONYMOUS"
+        return f"User:{user}"
+
+    @contextlib.contextmanager
+    def explained_denials(self, topic_operation: str, topic: str, group: str | None = None):
+        """Turn a topic's (or the group's) authorization failure into ``not_authorized``."""
+        from odradek.protocol.errors import GroupAuthorizationFailedError, TopicAuthorizationFailedError
+
+        try:
+            yield
+        except TopicAuthorizationFailedError as exc:
+            raise self.not_authorized(exc, topic_operation, "topic", topic) from None
+        except GroupAuthorizationFailedError as exc:
+            if group is None:
+                raise
+            raise self.not_authorized(exc, "Read", "group", group) from None
+
+    def not_authorized(self, exc, operation: str, resource: str, name: str) -> CliError:
+        """The denial of ``operation`` on a topic or group, with the ``odradek acls`` line that
+        grants it."""
+        principal = self.principal()
+        code = exc.code.name.upper()
+        return CliError(
+            f"{principal} is not authorized to {operation} {resource} {name!r} ({code})",
+            f"an admin (a super user) can grant it: odradek acls add --allow-principal {principal} "
+            f"--operation {operation} --{resource} {name}",
+        )
+
 
 _NUMERIC_COLUMNS = {
     "PARTITION",
@@ -338,7 +377,21 @@ _HINTS = {
     "message_too_large": "send smaller records, or raise max.message.bytes on the topic",
     "record_list_too_large": "send smaller records, or raise max.message.bytes on the topic",
     "offset_out_of_range": "choose an offset between the earliest and latest (see `odradek offsets TOPIC`)",
+    "topic_authorization_failed": "an admin (a super user) can grant it with `odradek acls add`; "
+    "see the ACLs with `odradek acls list --topic TOPIC`",
+    "group_authorization_failed": "an admin (a super user) can grant Read on the group with "
+    "`odradek acls add --allow-principal User:NAME --operation Read --group GROUP`",
+    "sasl_authentication_failed": "check sasl.username and sasl.password (or sasl.jaas.config) in the "
+    "--command-config file; `odradek users list`, run as an admin, shows the SCRAM users",
+    "unsupported_sasl_mechanism": "set sasl.mechanism in the --command-config file to one the listener enables",
+    "illegal_sasl_state": "set security.protocol in the --command-config file to the listener's protocol",
 }
+
+_SECURITY_HINT = (
+    "put the listener's security settings in a client properties file and pass it with "
+    "--command-config FILE (e.g. security.protocol=SASL_PLAINTEXT, sasl.mechanism=SCRAM-SHA-256, "
+    "sasl.username=..., sasl.password=...; see docs/security.md)"
+)
 
 
 # A record the producer refuses before sending names the producer's own limit it passed
@@ -379,6 +432,8 @@ def translate(exc: BaseException, session: Session | None = None) -> CliError | 
     where = session.bootstrap if session is not None else "the broker"
     if isinstance(exc, cerr.ConfigError):
         return CliError(f"invalid client option: {exc}", "fix it in --command-config or on the command line")
+    if isinstance(exc, cerr.SecurityMismatchError):
+        return CliError(str(exc), _SECURITY_HINT)
     if isinstance(exc, cerr.KafkaTimeoutError):
         return CliError(
             f"timed out talking to {where}: {exc}",

@@ -363,13 +363,16 @@ def consume(
     # Before the consumer exists: a SIGTERM while it joins its group must close it (and so
     # leave the group) like Ctrl-C, not kill the process and leave a member behind.
     _sigterm_stops()
-    with session.consumer(**options) as consumer:
-        if name not in consumer.topics():
+    from odradek.protocol.errors import UnknownTopicOrPartitionError
+
+    with session.explained_denials("Read", name, group), session.consumer(**options) as consumer:
+        try:
+            all_parts = sorted(consumer.partitions_for_topic(name, fail_if_missing=True))
+        except UnknownTopicOrPartitionError:
             raise CliError(
                 f"topic {name!r} does not exist",
                 "check the name with `odradek topics list`, or create it with `odradek topics create`",
-            )
-        all_parts = sorted(consumer.partitions_for_topic(name))
+            ) from None
         if partitions:
             bad = sorted(set(partitions) - set(all_parts))
             if bad:

@@ -95,20 +95,19 @@ class LineParser:
         return key, self._nullable(value), headers
 
 
-def _partition_count(producer, name: str) -> int:
-    """The topic's partition count (the broker may create the topic now, if it auto-creates)."""
-    from odradek.client.client_errors import KafkaTimeoutError
+def _partition_count(session, producer, name: str) -> int:
+    """The topic's partition count, from one metadata answer (which creates the topic where
+    the broker does that): a missing topic or a denial is told at once."""
+    from odradek.protocol.errors import UnknownTopicOrPartitionError
 
     try:
-        return len(producer.partitions_for(name))
-    except KafkaTimeoutError as exc:
-        if "UNKNOWN_TOPIC_OR_PARTITION" in str(exc):
-            raise CliError(
-                f"topic {name!r} does not exist, and the broker does not create topics on first use "
-                "(auto.create.topics.enable=false)",
-                f"create it with `odradek topics create {name}`",
-            ) from None
-        raise
+        return len(producer.partitions_for(name, fail_if_missing=True))
+    except UnknownTopicOrPartitionError:
+        raise CliError(
+            f"topic {name!r} does not exist, and the broker does not create topics on first use "
+            "(auto.create.topics.enable=false)",
+            f"create it with `odradek topics create {name}`",
+        ) from None
 
 
 def _lines(stream):
@@ -266,14 +265,14 @@ def produce(
 
     options.setdefault("max.block.ms", 15000)
     records = (parser.parse(line, lineno) for lineno, line in _lines(file_))
-    with session.producer(**options) as producer:
+    with session.explained_denials("Write", name), session.producer(**options) as producer:
         # The topic is looked up (and, where the broker does that, created) once the first
         # line has parsed: input that is wrong from the start leaves no empty topic behind.
         first = next(records, None)
         if first is None:
             records = iter(())
         else:
-            count = _partition_count(producer, name)
+            count = _partition_count(session, producer, name)
             if partition is not None and partition >= count:
                 raise CliError(
                     f"topic {name!r} has {count} partition{'s' if count != 1 else ''}; there is no partition {partition}",
@@ -296,8 +295,12 @@ def produce(
     if failures:
         first = failures[0]
         from odradek.cli.common import translate
+        from odradek.protocol.errors import TopicAuthorizationFailedError
 
-        err = translate(first, session) or CliError(str(first))
+        if isinstance(first, TopicAuthorizationFailedError):
+            err = session.not_authorized(first, "Write", "topic", name)
+        else:
+            err = translate(first, session) or CliError(str(first))
         err.message = f"{len(failures)} of {sent} records were not delivered to {name!r}: {err.message}"
         raise err
     delivered = sent

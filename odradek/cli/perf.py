@@ -192,7 +192,7 @@ def produce_perf(
     with session.producer(**props) as producer:
         from odradek.cli.console_producer import _partition_count
 
-        _partition_count(producer, name)  # metadata (and auto-creation) outside the measured time
+        _partition_count(session, producer, name)  # metadata (and auto-creation) outside the measured time
         start = time.perf_counter()
         last_report = start
         window = [0, 0, 0.0, 0.0]  # records, bytes, latency sum, latency max (since last report)

@@ -108,8 +108,8 @@ class Producer(_OnLoopThread):
         self._core.check_open()
         self._thread.run(aproducer._flush(self._core, timeout))
 
-    def partitions_for(self, topic: str) -> set[int]:
-        return self._thread.run(self._aio.partitions_for(topic))
+    def partitions_for(self, topic: str, fail_if_missing: bool = False) -> set[int]:
+        return self._thread.run(self._aio.partitions_for(topic, fail_if_missing))
 
     # -- transactions (see odradek.aio.Producer) -------------------------------------------
 

@@ -13,6 +13,7 @@ from odradek.net.connection_errors import (  # noqa: F401  (re-exported)
     ClientError,
     KafkaConnectionError,
     KafkaTimeoutError,
+    SecurityMismatchError,
     UnsupportedVersionError,
 )
 from odradek.protocol.errors import KafkaError, error_for  # noqa: F401  (re-exported)

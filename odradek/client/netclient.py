@@ -5,6 +5,11 @@ metadata names the brokers), reconnects with exponential backoff, and keeps the
 ``ClusterMetadata`` snapshot fresh. It owns one long-lived task, the metadata refresher:
 it refreshes when asked (``request_update``) or when the snapshot is older than
 ``metadata_max_age_ms``, backing off after failures.
+
+An authentication failure (wrong credentials, a SASL mechanism or security protocol the
+listener does not use: ``is_authentication_failure``) is fatal, as in Kafka's clients: every
+metadata wait fails with it at once instead of retrying until its deadline. So does a topic
+the broker answers TOPIC_AUTHORIZATION_FAILED for, in ``wait_for_topic``.
 """
 
 from __future__ import annotations
@@ -18,7 +23,9 @@ from odradek.client.client_config import connection_security
 from odradek.client.client_errors import ClientClosedError, KafkaConnectionError, KafkaTimeoutError
 from odradek.client.cluster_metadata import ClusterMetadata
 from odradek.net.connection import Connection
+from odradek.net.connection_errors import is_authentication_failure
 from odradek.protocol import api_keys
+from odradek.protocol.errors import ErrorCode, error_for
 
 from .structs import BrokerInfo
 
@@ -166,6 +173,8 @@ class NetClient:
                 del self._connecting[node_id]
         if not task.cancelled() and task.exception() is not None:
             self._last_error = task.exception()
+            if is_authentication_failure(self._last_error):
+                self._fail_waiters(self._last_error)
         if self._wakeup is not None:
             self._wakeup.set()  # metadata waits and the sender may be waiting for this
 
@@ -318,6 +327,14 @@ class NetClient:
         if self._loop is not None and not self._closed:
             self._loop.call_soon_threadsafe(self._wakeup.set)
 
+    def _fail_waiters(self, exc: BaseException) -> None:
+        """A fatal failure: every metadata wait ends with it now."""
+        waiters, self._update_waiters = self._update_waiters, []
+        for w in waiters:
+            if not w.done():
+                w.set_exception(exc)
+                w.exception()  # nobody may be waiting any more: not an unretrieved error
+
     async def refresh(self, timeout: float) -> ClusterMetadata:
         fut = self.request_update()
         try:
@@ -337,8 +354,14 @@ class NetClient:
             return f": cannot reach any bootstrap server ({addrs}): {self._last_error}"
         return f": {self._last_error}"
 
-    async def wait_for_topic(self, topic: str, timeout: float) -> ClusterMetadata:
-        """Wait until ``topic`` has partitions in the metadata; raise KafkaTimeoutError otherwise."""
+    async def wait_for_topic(self, topic: str, timeout: float, fail_if_missing: bool = False) -> ClusterMetadata:
+        """Wait until ``topic`` has partitions in the metadata; raise KafkaTimeoutError otherwise.
+
+        A broker answer of TOPIC_AUTHORIZATION_FAILED raises TopicAuthorizationFailedError at
+        once (as Kafka's producer does). With ``fail_if_missing``, so does an answer of
+        UNKNOWN_TOPIC_OR_PARTITION (UnknownTopicOrPartitionError): the broker neither has the
+        topic nor created it for this request; without it the wait goes on, for a topic that
+        someone may be creating."""
         self.check_open()
         self.add_topics([topic])
         deadline = self._loop.time() + timeout
@@ -359,6 +382,7 @@ class NetClient:
                     await asyncio.shield(fut)
             except TimeoutError:
                 continue
+            _raise_final_topic_error(self.cluster, topic, fail_if_missing)
             if topic in self.cluster.topic_errors and not self.cluster.partition_count(topic):
                 await asyncio.sleep(
                     min(self.config["retry_backoff_ms"] / 1000, max(0, deadline - self._loop.time()))
@@ -382,6 +406,8 @@ class NetClient:
                 raise
             except Exception as exc:
                 self._last_error = exc
+                if is_authentication_failure(exc):
+                    self._fail_waiters(exc)
                 delay = backoff.next()
                 log.debug("metadata refresh failed (%s); retrying in %.2fs", exc, delay)
                 await asyncio.sleep(delay)
@@ -432,6 +458,16 @@ class NetClient:
 
     def brokers(self) -> list[BrokerInfo]:
         return list(self.cluster.brokers.values())
+
+
+def _raise_final_topic_error(cluster: ClusterMetadata, topic: str, fail_if_missing: bool) -> None:
+    if cluster.partition_count(topic):
+        return
+    code = cluster.topic_errors.get(topic)
+    if code == ErrorCode.topic_authorization_failed:
+        raise error_for(code)(f"not authorized to access topic {topic!r}")
+    if fail_if_missing and code == ErrorCode.unknown_topic_or_partition:
+        raise error_for(code)(f"topic {topic!r} does not exist, and the broker did not create it")
 
 
 def wire_error_name(code: int | None) -> str:

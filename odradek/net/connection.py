@@ -13,6 +13,11 @@ picks per API the highest version both sides support.
 A request that gets no answer within its timeout closes the connection: every request
 in flight fails with ``KafkaConnectionError`` (retriable), as Kafka's clients do.
 
+A security mismatch is told at once, not retried (``SecurityMismatchError``): when the broker
+closes a connection before answering ApiVersions and its listener completes a TLS handshake
+(the client does not use TLS), or closes it at the first request after ApiVersions and its
+listener answers a SaslHandshake (the client does not use SASL) — ``listener_probe``.
+
 Re-authentication (KIP-368). When SaslAuthenticate gives a session lifetime, the connection
 authenticates again on the same socket before the session ends, between requests as Kafka's
 Java client does: the first request sent after 85-95 % of the lifetime (a random point, so
@@ -36,7 +41,13 @@ from odradek.protocol.client_connection import ClientConnection, FrameError
 from odradek.protocol.errors import ErrorCode, error_for
 from odradek.protocol.sasl_mechanisms import SaslFailure
 
-from .connection_errors import KafkaConnectionError, KafkaTimeoutError, UnsupportedVersionError
+from . import listener_probe
+from .connection_errors import (
+    KafkaConnectionError,
+    KafkaTimeoutError,
+    SecurityMismatchError,
+    UnsupportedVersionError,
+)
 from .connection_security import ConnectionSecurity
 from .socket_buffers import OS_DEFAULT, set_buffer_sizes
 
@@ -76,6 +87,11 @@ class Connection(asyncio.BufferedProtocol):
         self._reauth_task: asyncio.Task | None = None
         self._idle: asyncio.Event | None = None  # set when nothing is in flight (re-auth waits)
         self.reauthentications = 0
+        self._negotiated = False  # ApiVersions answered
+        self._answered_since = False  # some answer came after ApiVersions
+        self._closed_by_peer = False
+        self._lost = False  # the broker closed it; in-flight requests wait for the diagnosis
+        self._diagnosis: asyncio.Task | None = None
 
     def __repr__(self) -> str:
         return f"<Connection node={self.node_id} {self.host}:{self.port}>"
@@ -101,7 +117,7 @@ class Connection(asyncio.BufferedProtocol):
                 else:
                     sock = await self._connected_socket()
                     await self._loop.create_connection(lambda: self, sock=sock, ssl=ctx, server_hostname=hostname)
-                await self._negotiate()
+                await self._negotiate_or_explain(ctx)
                 if self.security is not None and self.security.sasl:
                     await self._authenticate()
         except TimeoutError:
@@ -148,7 +164,24 @@ class Connection(asyncio.BufferedProtocol):
             version, values = self._core.api_versions_request()
             response = await self.send(API_VERSIONS, values, version=version)
             if self._core.api_versions_answered(response):
+                self._negotiated = True
                 return
+
+    async def _negotiate_or_explain(self, ctx) -> None:
+        """ApiVersions; a close before its answer, on a connection without TLS to a listener
+        that speaks TLS, is a SecurityMismatchError."""
+        try:
+            await self._negotiate()
+        except KafkaConnectionError:
+            if self._closed_by_peer and ctx is None and await listener_probe.speaks_tls(self.host, self.port):
+                protocol = self.security.protocol if self.security is not None else "PLAINTEXT"
+                raise SecurityMismatchError(
+                    f"broker {self.node_id} at {self.host}:{self.port} closed the connection before answering "
+                    f"ApiVersions, and its listener speaks TLS: this client's security.protocol is {protocol}. "
+                    "Set security.protocol=SSL (or SASL_SSL) and ssl.ca.location to the CA that signed "
+                    "the broker's certificate"
+                ) from None
+            raise
 
     async def _authenticate(self) -> None:
         """SaslHandshake v1, then the mechanism's tokens in SaslAuthenticate (KIP-152); a
@@ -157,6 +190,12 @@ class Connection(asyncio.BufferedProtocol):
         if not self.supports(SASL_HANDSHAKE) or not self.supports(SASL_AUTHENTICATE):
             raise KafkaConnectionError(f"broker {self.node_id} at {self.host}:{self.port} does not speak SASL")
         shake = await self._send_now(SASL_HANDSHAKE, {"mechanism": sec.mechanism}, 1)
+        if shake.error_code == ErrorCode.illegal_sasl_state and not shake.mechanisms:
+            raise error_for(shake.error_code)(
+                f"broker {self.node_id} at {self.host}:{self.port} does not use SASL on this listener, "
+                f"but this client's security.protocol is {sec.protocol}: set security.protocol="
+                f"{'SSL' if sec.protocol == 'SASL_SSL' else 'PLAINTEXT'} and drop the sasl.* settings"
+            )
         if shake.error_code:
             raise error_for(shake.error_code)(
                 f"broker {self.node_id} does not enable SASL mechanism {sec.mechanism} "
@@ -225,17 +264,52 @@ class Connection(asyncio.BufferedProtocol):
                 pass
 
     def connection_lost(self, exc) -> None:
-        self._fail_all(exc or KafkaConnectionError(f"connection to broker {self.node_id} closed"))
+        if self._closed is None:
+            self._closed_by_peer = True
+        lost = exc or KafkaConnectionError(f"connection to broker {self.node_id} closed")
+        if self._closed is None and self._sasl_suspected():
+            # Closed at the first request after ApiVersions, without SASL on our side: ask the
+            # listener whether it wants SASL before failing the requests.
+            self._lost = True
+            self._diagnosis = self._loop.create_task(self._explain_close(lost))
+            return
+        self._fail_all(lost)
+
+    def _sasl_suspected(self) -> bool:
+        return (
+            self._negotiated
+            and not self._answered_since
+            and self._core.in_flight > 0
+            and not (self.security is not None and self.security.sasl)
+        )
+
+    async def _explain_close(self, lost: BaseException) -> None:
+        ctx = self.security.ssl_context if self.security is not None else None
+        mechanisms = await listener_probe.sasl_mechanisms(self.host, self.port, ctx)
+        if mechanisms:
+            protocol = self.security.protocol if self.security is not None else "PLAINTEXT"
+            lost = SecurityMismatchError(
+                f"broker {self.node_id} at {self.host}:{self.port} closed the connection at the first "
+                f"request after ApiVersions: its listener requires SASL authentication (it enables "
+                f"{', '.join(mechanisms)}), and this client's security.protocol is {protocol}. Set "
+                f"security.protocol={'SASL_SSL' if ctx is not None else 'SASL_PLAINTEXT'}, sasl.mechanism, "
+                "sasl.username and sasl.password"
+            )
+        self._diagnosis = None
+        self._fail_all(lost)
 
     def close(self, exc: BaseException | None = None) -> None:
         if self._transport is not None:
             self._transport.close()
+        if self._diagnosis is not None:
+            self._diagnosis.cancel()
+            self._diagnosis = None
         self._fail_all(exc or KafkaConnectionError(f"connection to broker {self.node_id} closed"))
 
     def _fail_all(self, exc: BaseException) -> None:
         if self._closed is not None:
             return
-        if not isinstance(exc, KafkaConnectionError | KafkaTimeoutError):
+        if not isinstance(exc, KafkaConnectionError | KafkaTimeoutError | SecurityMismatchError):
             err = KafkaConnectionError(
                 f"connection to broker {self.node_id} ({self.host}:{self.port}) lost: {exc}"
             )
@@ -259,7 +333,7 @@ class Connection(asyncio.BufferedProtocol):
 
     @property
     def closed(self) -> bool:
-        return self._closed is not None
+        return self._closed is not None or self._lost
 
     @property
     def in_flight(self) -> int:
@@ -322,8 +396,8 @@ class Connection(asyncio.BufferedProtocol):
     def _write_request(self, fut, api_key: int, values, version, expect_response: bool, timeout) -> None:
         if fut.done():
             return
-        if self._closed is not None:
-            fut.set_exception(self._closed)
+        if self._closed is not None or self._lost:
+            fut.set_exception(self._closed or KafkaConnectionError(f"connection to broker {self.node_id} closed"))
             return
         if version is None:
             try:
@@ -357,8 +431,8 @@ class Connection(asyncio.BufferedProtocol):
     def _write_parts(self, fut, api_key: int, version: int, build, expect_response: bool, timeout) -> None:
         if fut.done():
             return
-        if self._closed is not None:
-            fut.set_exception(self._closed)
+        if self._closed is not None or self._lost:
+            fut.set_exception(self._closed or KafkaConnectionError(f"connection to broker {self.node_id} closed"))
             return
         token = [fut, None] if expect_response else None
         try:
@@ -416,6 +490,8 @@ class Connection(asyncio.BufferedProtocol):
                 continue
             fut, timer = token
             timer.cancel()
+            if self._negotiated:
+                self._answered_since = True
             if fut.done():
                 continue
             if error is not None:

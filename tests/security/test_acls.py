@@ -172,6 +172,41 @@ def test_metadata_hides_topics_alice_may_not_describe(acl_broker):
     assert by_name["orders"].topic_authorized_operations == (1 << 3) | (1 << 8)  # Read, Describe
 
 
+def _metadata_errors(b, names, allow_auto_create: bool) -> dict:
+    with RawClient(b.endpoint("SASL_PLAINTEXT")) as raw:
+        raw.request(17, 1, {"mechanism": "PLAIN"})
+        raw.request(36, 2, {"auth_bytes": b"\x00alice\x00alice-secret"})
+        md = raw.request(
+            3,
+            10,
+            {
+                "topics": [{"name": n, "topic_id": None} for n in names],
+                "allow_auto_topic_creation": allow_auto_create,
+                "include_topic_authorized_operations": False,
+                "include_cluster_authorized_operations": False,
+            },
+        )
+    return {t.name: t.error_code for t in md.topics}
+
+
+def test_metadata_checks_authorization_before_existence(secured_broker):
+    """As KafkaApis: without Describe a named topic is TOPIC_AUTHORIZATION_FAILED whether it
+    exists or not; with Describe a missing one is UNKNOWN_TOPIC_OR_PARTITION, unless the
+    request may auto-create it and the principal lacks Create (TOPIC_AUTHORIZATION_FAILED)."""
+    b = start_acl_broker(secured_broker)
+    denied = ErrorCode.topic_authorization_failed
+    for auto in (False, True):
+        assert _metadata_errors(b, ["payments", "ghost"], auto) == {"payments": denied, "ghost": denied}
+    allow(b, "User:alice", AclOperation.DESCRIBE, ResourceType.TOPIC, "ghost")
+    assert _metadata_errors(b, ["ghost"], False) == {"ghost": ErrorCode.unknown_topic_or_partition}
+    assert _metadata_errors(b, ["ghost"], True) == {"ghost": denied}  # no Create
+    allow(b, "User:alice", AclOperation.CREATE, ResourceType.TOPIC, "ghost")
+    assert _metadata_errors(b, ["ghost"], True) == {"ghost": ErrorCode.none}  # created
+    # Create without Describe creates nothing: the Describe check comes first.
+    allow(b, "User:alice", AclOperation.CREATE, ResourceType.TOPIC, "ghost2")
+    assert _metadata_errors(b, ["ghost2"], True) == {"ghost2": denied}
+
+
 def test_allow_everyone_if_no_acl_found(secured_broker):
     b = secured_broker(acl_broker_settings(**{"allow.everyone.if.no.acl.found": "true"}))
     assert produce_error(b, "alice", "open-topic") is None  # auto-created: no ACL anywhere

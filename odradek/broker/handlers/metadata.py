@@ -8,8 +8,9 @@ get INVALID_TOPIC_EXCEPTION. Topic ids may be asked for instead of names from v1
 and v11 carry the field, but their response cannot name a topic found by id: a null name
 there is an invalid request, as in Kafka, and closes the connection).
 With an authorizer, topics the principal may not Describe are left out of an all-topics
-answer and answer TOPIC_AUTHORIZATION_FAILED when named; auto-creation needs Create on the
-cluster or the topic (else TOPIC_AUTHORIZATION_FAILED). The authorized-operations fields
+answer and answer TOPIC_AUTHORIZATION_FAILED when named, whether they exist or not (the
+Describe check comes first, as in Kafka, so existence stays hidden); auto-creation needs
+Create on the cluster or the topic (else TOPIC_AUTHORIZATION_FAILED). The authorized-operations fields
 (KIP-430) are filled when asked for and an authorizer is configured, else answered with
 Kafka's "not requested" default. A partition without a live leader (cluster mode) is
 LEADER_NOT_AVAILABLE, and so is a topic just auto-created in cluster mode, until the
@@ -168,17 +169,16 @@ def _entries(broker, request, wanted, allow_create: bool):
                 yield _topic_entry(broker, topic, with_ops), False
             continue
         topic = image.topics.get(name)
-        if topic is not None or not allow_create or authorizer is None:
-            pass
-        elif not (broker.allowed(request, "Create") or may("Create", name)):
-            yield _error_entry(name, ErrorCode.topic_authorization_failed), False
-            continue
-        if not may("Describe", name) and (topic is not None or not allow_create):
+        # Authorisation first, as KafkaApis: a topic the principal may not Describe is
+        # TOPIC_AUTHORIZATION_FAILED whether it exists or not (its existence stays hidden).
+        if not may("Describe", name):
             yield _error_entry(name, ErrorCode.topic_authorization_failed), False
         elif topic is not None:
             yield _topic_entry(broker, topic, with_ops), False
         elif not allow_create:
             yield _error_entry(name, ErrorCode.unknown_topic_or_partition), False
+        elif authorizer is not None and not (broker.allowed(request, "Create") or may("Create", name)):
+            yield _error_entry(name, ErrorCode.topic_authorization_failed), False
         elif created >= cap:
             refused += 1
             yield _error_entry(name, ErrorCode.throttling_quota_exceeded), False

@@ -381,10 +381,11 @@ class Consumer:
             out[tp] = OffsetAndTimestamp(v[0], v[1], v[2]) if v and v[0] >= 0 else None
         return out
 
-    async def partitions_for_topic(self, topic: str) -> set[int]:
+    async def partitions_for_topic(self, topic: str, fail_if_missing: bool = False) -> set[int]:
+        """The topic's partitions; ``fail_if_missing`` as in ``Producer.partitions_for``."""
         self._check()
         self._start()
-        cluster = await self._client.wait_for_topic(topic, self._default_timeout)
+        cluster = await self._client.wait_for_topic(topic, self._default_timeout, fail_if_missing)
         return set(cluster.partitions_for(topic) or ())
 
     async def topics(self) -> set[str]:

@@ -396,11 +396,14 @@ class Producer:
         seen by read_committed consumers."""
         await self._core.need_txn().abort(timeout)
 
-    async def partitions_for(self, topic: str) -> set[int]:
+    async def partitions_for(self, topic: str, fail_if_missing: bool = False) -> set[int]:
+        """The topic's partitions, waiting up to max_block_ms for them (the broker may be
+        creating it). ``fail_if_missing``: raise UnknownTopicOrPartitionError at once when the
+        broker has no such topic and does not create it for this request."""
         core = self._core
         core.check_open()
         core.start()
-        cluster = await core.client.wait_for_topic(topic, core.max_block)
+        cluster = await core.client.wait_for_topic(topic, core.max_block, fail_if_missing)
         return set(cluster.partitions_for(topic) or ())
 
     async def close(self, timeout: float | None = None) -> None:
