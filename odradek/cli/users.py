@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import click
 
-from odradek.cli.common import client_command
+from odradek.cli.common import CliError, client_command
 
 MECHANISMS = click.Choice(["SCRAM-SHA-256", "SCRAM-SHA-512"], case_sensitive=False)
 
@@ -28,8 +28,13 @@ def users():
       odradek users list -b broker:9093 --command-config admin.properties
 
     \b
-    A SASL/SCRAM cluster's brokers log in to each other as a SCRAM user, so that user is
-    made in ZooKeeper before they start (as kafka-configs --zookeeper does):
+    The first SCRAM user (the admin who then creates the others) is made before the broker
+    serves it. A single node: write it into the broker's data dir (the first of log.dirs)
+    while the broker is stopped, as kafka-storage format --add-scram does:
+      printf 'admin-secret' | odradek users create admin -m SCRAM-SHA-512 --password-stdin \\
+          --data-dir ./odradek-data
+    A cluster: write it to ZooKeeper (as kafka-configs --zookeeper does); the brokers' own
+    SCRAM user is made the same way before they start:
       printf 'broker-secret' | odradek users create broker -m SCRAM-SHA-256 --password-stdin \\
           --zookeeper zk1:2181/odradek
     """
@@ -46,8 +51,16 @@ def users():
     help="Write the credentials straight to the cluster's ZooKeeper (/config/users/NAME) instead of "
     "asking a broker: how the brokers' own user is made before a SCRAM cluster starts.",
 )
+@click.option(
+    "--data-dir",
+    metavar="DIR",
+    type=click.Path(file_okay=False),
+    help="Write the credentials into a stopped single-node broker's data dir (the first of its "
+    "log.dirs; created if missing) instead of asking a broker: how the first admin of a "
+    "SASL/SCRAM broker is made.",
+)
 @client_command
-def create(session, name, mechanism, password_stdin, iterations, zookeeper):
+def create(session, name, mechanism, password_stdin, iterations, zookeeper, data_dir):
     """Add a SCRAM user, or set a new password for one (one credential per mechanism).
 
     \b
@@ -55,7 +68,10 @@ def create(session, name, mechanism, password_stdin, iterations, zookeeper):
       odradek users create alice                                   # both mechanisms, asks twice
       printf 'secret' | odradek users create alice -m SCRAM-SHA-512 --password-stdin
       printf 'secret' | odradek users create broker -m SCRAM-SHA-256 --password-stdin --zookeeper zk:2181/odradek
+      printf 'secret' | odradek users create admin -m SCRAM-SHA-512 --password-stdin --data-dir ./odradek-data
     """
+    if zookeeper and data_dir:
+        raise click.UsageError("give --zookeeper (a cluster) or --data-dir (a single node), not both")
     if password_stdin:
         password = click.get_text_stream("stdin").read().rstrip("\n")
     else:
@@ -65,6 +81,9 @@ def create(session, name, mechanism, password_stdin, iterations, zookeeper):
     mechanisms = [m.upper() for m in mechanism] or ["SCRAM-SHA-256", "SCRAM-SHA-512"]
     if zookeeper:
         _create_in_zookeeper(session, zookeeper, name, mechanisms, password, iterations)
+        return
+    if data_dir:
+        _create_in_data_dir(session, data_dir, name, mechanisms, password, iterations)
         return
     with session.admin() as admin:
         admin.alter_user_scram_credentials(upsert=[(name, m, password, iterations) for m in mechanisms])
@@ -84,6 +103,35 @@ def _create_in_zookeeper(session, zookeeper: str, name: str, mechanisms: list[st
     except (ZooKeeperError, ValueError) as exc:
         raise click.ClickException(f"cannot write /config/users/{name} to ZooKeeper at {zookeeper}: {exc}") from None
     session.info(f"User {name}: {', '.join(mechanisms)} credentials set in ZooKeeper ({zookeeper}).")
+
+
+def _create_in_data_dir(session, data_dir: str, name: str, mechanisms: list[str], password: str, iterations: int) -> None:
+    from pathlib import Path
+
+    from odradek.cluster.metadata_image import BrokerInfo
+    from odradek.cluster.store import LocalMetadataStore
+    from odradek.protocol.sasl_mechanisms import ScramCredential
+    from odradek.storage.dir_lock import DirLock, LogDirInUseError
+
+    path = Path(data_dir)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        lock = DirLock(str(path))
+    except LogDirInUseError as exc:
+        raise CliError(
+            f"{data_dir} is in use ({exc})",
+            "stop the broker first, or create the user through it: "
+            f"odradek users create {name} --command-config admin.properties",
+        ) from None
+    except OSError as exc:
+        raise CliError(f"cannot use {data_dir}: {exc.strerror or exc}", "give the broker's first log dir") from None
+    try:
+        store = LocalMetadataStore(path, "", BrokerInfo(0, "", 0))
+        for m in mechanisms:
+            store.set_scram_credential(name, m, ScramCredential.from_password(m, password, iterations).to_text())
+    finally:
+        lock.release()
+    session.info(f"User {name}: {', '.join(mechanisms)} credentials set in {store.path}.")
 
 
 @users.command()

@@ -103,3 +103,35 @@ def test_odradek_users_and_produce_through_command_config(sasl_broker, tls, tmp_
     assert r.code == 0, r
     r = run_odradek("users", "list", "-o", "json", *common)
     assert all(u["user"] != "hank" for u in r.json())
+
+
+def test_the_first_scram_admin_of_a_single_node_is_written_into_its_data_dir(tmp_path):
+    """No PLAIN users in a JAAS line, SCRAM only, ACLs on: the admin is written into the
+    stopped broker's data dir, then administers the running broker; --data-dir refuses
+    while the broker holds the dir."""
+    from odradek.testing.embedded import EmbeddedBroker
+
+    data = tmp_path / "data"
+    r = run_odradek(
+        "users", "create", "admin", "-m", "SCRAM-SHA-512", "--password-stdin", "--data-dir", data, input="admin-secret\n"
+    )
+    assert r.code == 0, r
+    settings = {
+        "listeners": "SASL_PLAINTEXT://127.0.0.1:0",
+        "sasl.enabled.mechanisms": "SCRAM-SHA-512",
+        "listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config": "org.apache.kafka.common.security.scram.ScramLoginModule required;",
+        "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+        "super.users": "User:admin",
+    }
+    with EmbeddedBroker(data_dir=data, overrides=settings) as b:
+        address = f"{b.host}:{b.broker.network.bound['SASL_PLAINTEXT'][1]}"
+        props = tmp_path / "admin.properties"
+        props.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=SCRAM-SHA-512\nsasl.username=admin\nsasl.password=admin-secret\n")
+        admin = ["-b", address, "--command-config", props]
+        r = run_odradek("topics", "create", "first", *admin)
+        assert r.code == 0, r
+        r = run_odradek("users", "create", "ann", "-m", "SCRAM-SHA-512", "--password-stdin", *admin, input="ann-secret\n")
+        assert r.code == 0, r
+        assert {u["user"] for u in run_odradek("users", "list", "-o", "json", *admin).json()} == {"admin", "ann"}
+        r = run_odradek("users", "create", "x", "--password-stdin", "--data-dir", data, input="x\n")
+        assert r.code == 1 and "in use" in r.err and "stop the broker first" in r.err, r
