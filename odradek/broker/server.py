@@ -14,7 +14,6 @@ see storage.dir_lock), bind the listeners, then read identities, load the logs a
 from __future__ import annotations
 
 import asyncio
-import base64
 import errno
 import functools
 import logging
@@ -53,6 +52,7 @@ from odradek.http.broker_http import BrokerHttp
 from odradek.http.http_server import HttpBindError
 from odradek.protocol import errors
 from odradek.protocol.sasl_mechanisms import ScramCredential
+from odradek.protocol.uuids import encode_uuid
 from odradek.storage.checkpoint import (
     LOG_MANAGER_CHECKPOINTS,
     LOG_START_OFFSET_CHECKPOINT,
@@ -81,7 +81,7 @@ class StartupError(Exception):
 
 def new_cluster_id() -> str:
     """Kafka's format: a random UUID as 22 characters of URL-safe base64."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    return encode_uuid(uuid.uuid4())
 
 
 class Broker:

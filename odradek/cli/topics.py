@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import base64
-import uuid
-
 import click
 
 from odradek.cli.common import (
@@ -15,6 +12,7 @@ from odradek.cli.common import (
     parse_key_values,
     topic_arguments,
 )
+from odradek.protocol.uuids import topic_id_text
 
 
 def parse_replica_assignment(text: str) -> list[list[int]]:
@@ -40,17 +38,6 @@ def parse_replica_assignment(text: str) -> list[list[int]]:
             "every partition needs the same number of replicas", param_hint="--replica-assignment"
         )
     return out
-
-
-def kafka_topic_id(topic_id) -> str | None:
-    """Kafka prints topic ids as URL-safe base64 without padding."""
-    if topic_id is None:
-        return None
-    if isinstance(topic_id, uuid.UUID):
-        if topic_id.int == 0:
-            return None
-        return base64.urlsafe_b64encode(topic_id.bytes).decode().rstrip("=")
-    return str(topic_id)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -270,7 +257,7 @@ def describe(
             [
                 {
                     "topic": d.name,
-                    "topic_id": kafka_topic_id(d.topic_id),
+                    "topic_id": topic_id_text(d.topic_id),
                     "internal": d.is_internal,
                     "partition_count": len(d.partitions),
                     "replication_factor": max((len(p.replicas) for p in d.partitions), default=0),
@@ -298,7 +285,7 @@ def describe(
         conf = ",".join(f"{k}={v}" for k, v in configs.get(d.name, {}).items())
         if not filtered:
             click.echo(
-                f"Topic: {d.name}\tTopicId: {kafka_topic_id(d.topic_id) or '-'}\tPartitionCount: {len(d.partitions)}\t"
+                f"Topic: {d.name}\tTopicId: {topic_id_text(d.topic_id) or '-'}\tPartitionCount: {len(d.partitions)}\t"
                 f"ReplicationFactor: {rf}\tConfigs: {conf}"
             )
         for p in parts:

@@ -61,6 +61,7 @@ from odradek.cluster.partitions import (
     ReplicaAssignment,
     TopicPartition,
 )
+from odradek.protocol.uuids import encode_uuid  # noqa: F401  (zk_data speaks Kafka's Uuid text)
 
 
 class ZkDataError(ValueError):
@@ -217,11 +218,6 @@ def _topic_partition(entry: Mapping, znode: str) -> TopicPartition:
 
 
 # ---------------------------------------------------------------- topic ids and cluster id
-
-
-def encode_uuid(value: uuid.UUID) -> str:
-    """Kafka's textual Uuid: URL-safe base64 of the 16 bytes, without padding (22 characters)."""
-    return base64.urlsafe_b64encode(value.bytes).decode().rstrip("=")
 
 
 def decode_uuid(text: str) -> uuid.UUID:

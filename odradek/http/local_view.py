@@ -16,6 +16,7 @@ import time
 from odradek.http import shapes
 from odradek.http.shapes import ApiError, not_found
 from odradek.protocol import errors
+from odradek.protocol.uuids import topic_id_text
 
 _READ_BYTES = 1 << 20
 
@@ -102,6 +103,7 @@ class LocalView:
         }
         out["end_offset_sum"] = sum(p.high_watermark for p in broker.replica_manager.partitions.values())
         out["source"] = self.source
+        out["broker_id"] = broker.node_id  # the broker serving this page
         out["time_ms"] = int(time.time() * 1000)
         return out
 
@@ -179,7 +181,7 @@ class LocalView:
         ]
         return {
             "name": name,
-            "topic_id": str(info.topic_id),
+            "topic_id": topic_id_text(info.topic_id),
             "internal": info.internal,
             "partitions": partitions,
             "configs": configs,
@@ -297,7 +299,7 @@ class LocalView:
 
     async def create_topic(self, name: str, partitions: int, replication_factor: int, configs: dict) -> dict:
         created = self.broker.controller.create_topic(name, partitions, replication_factor, None, configs)
-        return {"name": name, "partitions": len(created.partitions), "topic_id": str(created.topic_id)}
+        return {"name": name, "partitions": len(created.partitions), "topic_id": topic_id_text(created.topic_id)}
 
     async def delete_records(self, topic: str, offsets: dict[int, int]) -> dict:
         if topic not in self.broker.image.topics:

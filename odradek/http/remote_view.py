@@ -20,6 +20,7 @@ from odradek.client.structs import ConfigResource, NewTopic, TopicPartition
 from odradek.http import shapes
 from odradek.http.shapes import ApiError, not_found
 from odradek.protocol import errors
+from odradek.protocol.uuids import topic_id_text
 
 BROWSE_TIMEOUT_S = 3.0
 
@@ -110,6 +111,7 @@ class RemoteView:
         out["io"] = None
         out["end_offset_sum"] = sum(ends.values())
         out["source"] = self.source
+        out["broker_id"] = None  # served by `odradek console`, not by a broker
         out["time_ms"] = int(time.time() * 1000)
         return out
 
@@ -163,7 +165,7 @@ class RemoteView:
         ]  # fmt: skip
         return {
             "name": name,
-            "topic_id": str(d.topic_id) if d.topic_id else None,
+            "topic_id": topic_id_text(d.topic_id),
             "internal": d.is_internal,
             "partitions": partitions,
             "configs": configs,
@@ -291,7 +293,7 @@ class RemoteView:
         return {
             "name": name,
             "partitions": len(d.partitions),
-            "topic_id": str(d.topic_id) if d.topic_id else None,
+            "topic_id": topic_id_text(d.topic_id),
         }
 
     @_reachable

@@ -276,8 +276,12 @@ def test_the_remote_console_serves_the_same_pages(browser, http_broker, topic_na
     try:
         wait_serving(url)
         remote = Page(browser, url)
-        remote.open("#/")
+        tab = remote.open("#/")
         remote.by("card-brokers").wait_for()
+        cluster_id = get_json(http_broker.http_url, "/v1/cluster")["cluster_id"]
+        label = tab.locator("#cluster-label")
+        wait_until(lambda: label.inner_text().strip(), message="the header label")
+        assert label.inner_text().strip() == f"cluster {cluster_id}"  # no broker serves this page
         remote.open(f"#/topics/{topic_name}")
         remote.by("browse-load").click()
         remote.by("message-row").first.wait_for()
@@ -287,3 +291,33 @@ def test_the_remote_console_serves_the_same_pages(browser, http_broker, topic_na
     finally:
         proc.terminate()
         proc.wait(30)
+
+
+def test_the_header_names_the_broker_and_the_cluster_and_topic_ids_read_as_in_the_cli(page, http_broker, topic_name):
+    """The header: the serving broker's id and the cluster id, each labelled (the cluster id
+    as Kafka's clients see it); a topic id in the console as `odradek topics describe` prints
+    it (Kafka's URL-safe base64), in the page and the JSON API."""
+    from confluent_kafka.admin import AdminClient
+
+    create_topic(http_broker, topic_name)
+    cluster_id = AdminClient({"bootstrap.servers": http_broker.bootstrap_servers}).list_topics(timeout=15).cluster_id
+    assert cluster_id
+    tab = page.open("#/")
+    label = tab.locator("#cluster-label")
+    wait_until(lambda: label.inner_text().strip(), message="the header label")
+    assert label.inner_text().strip() == f"broker 0 · cluster {cluster_id}"
+
+    described = subprocess.run(
+        [sys.executable, "-m", "odradek", "topics", "describe", topic_name, "-b", http_broker.bootstrap_servers],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert described.returncode == 0, described.stderr
+    cli_id = re.search(r"TopicId: (\S+)", described.stdout).group(1)
+    assert re.fullmatch(r"[A-Za-z0-9_-]{22}", cli_id), cli_id
+    assert get_json(http_broker.http_url, f"/v1/topics/{topic_name}")["topic_id"] == cli_id
+    tab = page.open(f"#/topics/{topic_name}")
+    page.by("partitions-table").wait_for()
+    assert f"Topic id {cli_id}" in tab.locator("main").inner_text()
+    page.close()

@@ -615,7 +615,8 @@ async function router() {
 async function start() {
   try {
     const c = await api("/v1/cluster");
-    document.getElementById("cluster-label").textContent = `${c.source === "broker" ? "broker" : "cluster"} ${c.cluster_id || ""}`;
+    const cluster = `cluster ${c.cluster_id || "?"}`;
+    document.getElementById("cluster-label").textContent = c.source === "broker" ? `broker ${c.broker_id} · ${cluster}` : cluster;
   } catch (e) {
     notice(`The API does not answer: ${e.message}`, "error");
   }
