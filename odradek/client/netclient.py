@@ -74,6 +74,7 @@ class NetClient:
         self._task: asyncio.Task | None = None
         self._last_refresh = 0.0
         self._last_error: BaseException | None = None
+        self._fatal: BaseException | None = None  # an authentication failure, until a refresh succeeds
         self._closed = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self._listeners = []  # callables(cluster) run after each refresh
@@ -174,7 +175,7 @@ class NetClient:
         if not task.cancelled() and task.exception() is not None:
             self._last_error = task.exception()
             if is_authentication_failure(self._last_error):
-                self._fail_waiters(self._last_error)
+                self._fatal_failure(self._last_error)
         if self._wakeup is not None:
             self._wakeup.set()  # metadata waits and the sender may be waiting for this
 
@@ -327,8 +328,10 @@ class NetClient:
         if self._loop is not None and not self._closed:
             self._loop.call_soon_threadsafe(self._wakeup.set)
 
-    def _fail_waiters(self, exc: BaseException) -> None:
-        """A fatal failure: every metadata wait ends with it now."""
+    def _fatal_failure(self, exc: BaseException) -> None:
+        """An authentication failure: every metadata wait ends with it now, and
+        ``raise_fatal`` raises it until a refresh succeeds."""
+        self._fatal = exc
         waiters, self._update_waiters = self._update_waiters, []
         for w in waiters:
             if not w.done():
@@ -353,6 +356,15 @@ class NetClient:
             addrs = ",".join(f"{h}:{p}" for h, p in self._bootstrap)
             return f": cannot reach any bootstrap server ({addrs}): {self._last_error}"
         return f": {self._last_error}"
+
+    def raise_fatal(self, topics=()) -> None:
+        """Raise the authentication failure that stops this client, or TopicAuthorizationFailedError
+        when the last metadata answer denied one of ``topics`` (a consumer's poll: as Kafka's)."""
+        if self._fatal is not None:
+            raise self._fatal
+        denied = sorted(t for t in topics if self.cluster.topic_errors.get(t) == ErrorCode.topic_authorization_failed)
+        if denied:
+            raise error_for(ErrorCode.topic_authorization_failed)(f"not authorized to access topics {denied}")
 
     async def wait_for_topic(self, topic: str, timeout: float, fail_if_missing: bool = False) -> ClusterMetadata:
         """Wait until ``topic`` has partitions in the metadata; raise KafkaTimeoutError otherwise.
@@ -407,14 +419,14 @@ class NetClient:
             except Exception as exc:
                 self._last_error = exc
                 if is_authentication_failure(exc):
-                    self._fail_waiters(exc)
+                    self._fatal_failure(exc)
                 delay = backoff.next()
                 log.debug("metadata refresh failed (%s); retrying in %.2fs", exc, delay)
                 await asyncio.sleep(delay)
                 self._wakeup.set()
                 continue
             backoff.reset()
-            self._last_error = None
+            self._last_error = self._fatal = None
             self._close_idle()
 
     async def _refresh_once(self) -> None:

@@ -144,11 +144,22 @@ def test_produce_to_a_missing_topic_with_auto_create_off_says_so(acl_broker, adm
 # -- the Python client: the error class at once (max.block.ms and the API timeout stay 60 s) --
 
 
+def _poll_until_it_raises(consumer) -> None:
+    """Poll (a subscribed consumer) until poll raises; pytest's timeout bounds the wait."""
+    while True:
+        consumer.poll(500)
+
+
 @pytest.mark.timeout(BOUND_S)
-def test_python_producer_with_a_wrong_password_raises_sasl_authentication_failed(acl_broker):
-    with Producer({**_conf(acl_broker, "SCRAM-SHA-256", "sam", "not-it"), "max.block.ms": 60000}) as p:
+def test_python_producer_and_consumer_with_a_wrong_password_raise_sasl_authentication_failed(acl_broker):
+    conf = _conf(acl_broker, "SCRAM-SHA-256", "sam", "not-it")
+    with Producer({**conf, "max.block.ms": 60000}) as p:
         with pytest.raises(SaslAuthenticationFailedError):
             p.send("orders", b"x")
+    with Consumer({**conf, "group.id": "g"}) as c:
+        c.subscribe(["orders"])
+        with pytest.raises(SaslAuthenticationFailedError):
+            _poll_until_it_raises(c)
 
 
 @pytest.mark.timeout(BOUND_S)
@@ -160,6 +171,10 @@ def test_python_producer_and_consumer_without_an_acl_raise_topic_authorization_f
     with Consumer({**conf, "group.id": "g", "default.api.timeout.ms": 60000}) as c:
         with pytest.raises(TopicAuthorizationFailedError):
             c.partitions_for_topic("orders")
+    with Consumer({**conf, "group.id": "g"}) as c:
+        c.subscribe(["orders"])
+        with pytest.raises(TopicAuthorizationFailedError, match="orders"):
+            _poll_until_it_raises(c)
 
 
 @pytest.mark.timeout(BOUND_S)

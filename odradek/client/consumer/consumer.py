@@ -206,6 +206,7 @@ class Consumer:
         deadline = loop.time() + (timeout or 0)
         coord = self._coordinator
         while True:
+            self._client.raise_fatal(self._subscribed_topics())
             if coord is not None:
                 coord.note_poll()
                 coord.raise_pending()
@@ -227,6 +228,11 @@ class Consumer:
             self._check()
 
     getmany = poll
+
+    def _subscribed_topics(self) -> set[str]:
+        if self._subs.group_managed:
+            return set(self._subs.topics)
+        return {tp.topic for tp in self._subs.assigned()}
 
     def __aiter__(self):
         return self._iterate()
