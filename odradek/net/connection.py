@@ -285,7 +285,11 @@ class Connection(asyncio.BufferedProtocol):
 
     async def _explain_close(self, lost: BaseException) -> None:
         ctx = self.security.ssl_context if self.security is not None else None
-        mechanisms = await listener_probe.sasl_mechanisms(self.host, self.port, ctx)
+        try:
+            mechanisms = await listener_probe.sasl_mechanisms(self.host, self.port, ctx)
+        except Exception as exc:  # a probe that fails tells nothing; the requests fail as they were
+            log.debug("probing %s:%s for SASL failed: %s", self.host, self.port, exc)
+            mechanisms = None
         if mechanisms:
             protocol = self.security.protocol if self.security is not None else "PLAINTEXT"
             lost = SecurityMismatchError(

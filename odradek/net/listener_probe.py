@@ -22,6 +22,7 @@ from odradek.protocol.api_keys import SASL_HANDSHAKE
 from odradek.protocol.client_connection import ClientConnection
 
 PROBE_TIMEOUT_S = 3.0
+MAX_ANSWER_BYTES = 64 * 1024  # a SaslHandshake answer is a few dozen bytes
 
 
 async def speaks_tls(host: str, port: int, timeout: float = PROBE_TIMEOUT_S) -> bool:
@@ -49,16 +50,17 @@ async def sasl_mechanisms(
             try:
                 _, frame = core.request(SASL_HANDSHAKE, 1, {"mechanism": "PLAIN"}, token=None)
                 writer.write(frame)
-                size = await reader.readexactly(4)
-                body = await reader.readexactly(int.from_bytes(size, "big"))
+                size = int.from_bytes(await reader.readexactly(4), "big")
+                if not 4 <= size <= MAX_ANSWER_BYTES:
+                    return None  # not a Kafka broker's answer
+                body = await reader.readexactly(size)
             finally:
                 await _close(writer)
     except (OSError, TimeoutError, asyncio.IncompleteReadError, ssl.SSLError):
         return None
     answer = core.response(memoryview(body))
-    if answer.entity is None:
-        return None
-    return list(answer.entity.mechanisms) or None
+    mechanisms = getattr(answer.entity, "mechanisms", None)
+    return list(mechanisms) if mechanisms else None
 
 
 async def _close(writer: asyncio.StreamWriter) -> None:
