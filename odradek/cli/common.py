@@ -308,11 +308,13 @@ class Session:
         grants it."""
         principal = self.principal()
         code = exc.code.name.upper()
-        return CliError(
-            f"{principal} is not authorized to {operation} {resource} {name!r} ({code})",
+        hint = (
             f"an admin (a super user) can grant it: odradek acls add --allow-principal {principal} "
-            f"--operation {operation} --{resource} {name}",
+            f"--operation {operation} --{resource} {name}"
         )
+        if operation == "Write":
+            hint += " (and --operation Create too, if the topic is to be created on first use)"
+        return CliError(f"{principal} is not authorized to {operation} {resource} {name!r} ({code})", hint)
 
 
 _NUMERIC_COLUMNS = {
