@@ -26,10 +26,10 @@ from support import started_broker, wait_until
 from odradek.protocol.errors import ErrorCode
 from odradek.testing.process import BrokerProcess
 
-OVERRIDES = {
-    "group.coordinator.rebalance.protocols": "classic,consumer,share",
+OVERRIDES = {  # share groups are on by default (group.coordinator.rebalance.protocols)
     "group.share.heartbeat.interval.ms": 300,
     "group.share.session.timeout.ms": 3000,
+    "group.share.min.record.lock.duration.ms": 1000,
     "group.share.record.lock.duration.ms": 2000,
     "group.share.delivery.count.limit": 3,
 }

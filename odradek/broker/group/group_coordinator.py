@@ -69,7 +69,7 @@ class GroupConfig(NamedTuple):
     consumer_max_size: int = 2**31 - 1
     consumer_assignors: tuple[str, ...] = ("uniform", "range")
     migration_policy: str = "bidirectional"
-    protocols: tuple[str, ...] = ("classic", "consumer")
+    protocols: tuple[str, ...] = ("classic", "consumer", "share")
     share_heartbeat_interval_ms: int = 5000
     share_session_timeout_ms: int = 45000
 
@@ -90,7 +90,7 @@ class GroupConfig(NamedTuple):
             consumer_max_size=config.get("group.consumer.max.size"),
             consumer_assignors=tuple(config.get("group.consumer.assignors")),
             migration_policy=config.get("group.consumer.migration.policy").lower(),
-            protocols=tuple(config.get("group.coordinator.rebalance.protocols")),
+            protocols=tuple(config.group_protocols()),
             share_heartbeat_interval_ms=config.get("group.share.heartbeat.interval.ms"),
             share_session_timeout_ms=config.get("group.share.session.timeout.ms"),
         )

@@ -38,6 +38,7 @@ from odradek.protocol.errors import KafkaError
 log = logging.getLogger(__name__)
 
 SHARE_GROUP_TYPE = "share"
+LEFT = "left the group"
 _MEMBER_KINDS = (
     records.SHARE_GROUP_MEMBER_METADATA,
     records.SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER,
@@ -102,7 +103,7 @@ class ShareGroupManager:
         if epoch == -1:
             if group is None or member_id not in group.members:
                 raise errors.UnknownMemberIdError(f"member {member_id} is not in share group {group_id}")
-            self._remove(group, member_id, "left the group")
+            self._remove(group, member_id, LEFT)
             return member_id, -1, self._heartbeat_ms(group_id), None
         if epoch == 0:
             if topics is None:
@@ -167,7 +168,9 @@ class ShareGroupManager:
             self._write(entries)
         except KafkaError as exc:  # a session timeout has nobody to answer: log it
             log.warning("share group %s: writing the removal of %s failed: %s", group.group_id, member_id, exc)
-        if self.on_member_gone is not None:
+        if self.on_member_gone is not None and reason != LEFT:
+            # a member that left on its own still sends its last acknowledgements (librdkafka
+            # leaves, then acknowledges): its share sessions live until it closes them
             self.on_member_gone(group.group_id, member_id)
 
     # -- share-partition state (records 9 and 15) ----------------------------------------------

@@ -19,7 +19,7 @@ def _disabled_apis(broker) -> set[int]:
     config = getattr(broker, "config", None)
     if config is None:
         return set()
-    enabled = config.get("group.coordinator.rebalance.protocols")
+    enabled = config.group_protocols()
     return {key for protocol, keys in PROTOCOL_APIS.items() if protocol not in enabled for key in keys}
 
 
