@@ -185,6 +185,8 @@ class GroupCoordinator:
             elif event == "deleted":
                 for shard in self._serving():
                     shard.drop_offsets_of_topic(topic)
+                    for group_id, partitions in shard.share.topic_deleted(topic):
+                        self.context.share_topic_deleted(group_id, partitions)
             elif event == "partitions" and self._partition_count_changed(topic):
                 for shard in self._serving():
                     shard.classic.on_partitions_changed(topic)
@@ -378,6 +380,19 @@ class GroupCoordinator:
     def check_share_offsets_alterable(self, group_id: str) -> None:
         """Raises KafkaError unless ``group_id`` may have its share offsets reset (no members)."""
         self._shard_of(group_id).share.check_offsets_alterable(group_id)
+
+    def share_offset_partitions(self, group_id: str) -> dict:
+        """``{topic id: partitions with share state}`` of share group ``group_id`` (empty when
+        there is no such group); raises KafkaError (not the coordinator, another group type)."""
+        shard = self._shard_of(group_id)
+        shard.share.check_share_group(group_id)
+        return shard.share.state_partitions(group_id)
+
+    def share_offsets_altered(self, group_id: str, topic_id, name: str, partitions: frozenset) -> None:
+        self._shard_of(group_id).share.offsets_altered(group_id, topic_id, name, partitions)
+
+    def share_offsets_deleted(self, group_id: str, topic_ids: set) -> None:
+        self._shard_of(group_id).share.offsets_deleted(group_id, topic_ids)
 
     def on_share_member_gone(self, callback) -> None:
         """``callback(group id, member id)`` when a share-group member leaves or times out."""

@@ -234,6 +234,27 @@ class ShareGroupManager:
         value = records.StatePartitionsValue(dict(group.initializing), dict(group.initialized), {})
         return records.encode_key(key), records.encode_value(key.kind, value)
 
+    def topic_deleted(self, topic: str) -> list[tuple[str, dict]]:
+        """``topic`` was deleted: every group forgets which of its partitions have share state
+        (record 15 rewritten); ``(group id, {topic id: partitions})`` whose state is to go."""
+        out = []
+        for group in self.groups.values():
+            doomed: dict = {}
+            for source in (group.initialized, group.initializing):
+                for topic_id, (name, partitions) in list(source.items()):
+                    if name == topic:
+                        doomed[topic_id] = doomed.get(topic_id, frozenset()) | partitions
+                        del source[topic_id]
+            if not doomed:
+                continue
+            group.subscribed = [t for t in group.subscribed if t.name != topic]
+            try:
+                self._write([self._state_partitions_record(group)])
+            except KafkaError as exc:
+                log.warning("share group %s: writing the deletion of topic %s failed: %s", group.group_id, topic, exc)
+            out.append((group.group_id, doomed))
+        return out
+
     def state_partitions(self, group_id: str) -> dict[uuid.UUID, frozenset]:
         """The partitions of the group's topics that have (or are getting) share state."""
         group = self.groups.get(group_id)
@@ -325,6 +346,39 @@ class ShareGroupManager:
         for group in self.groups.values():
             for member in group.members.values():
                 self._schedule_session(group, member)
+
+    def check_share_group(self, group_id: str) -> None:
+        """GROUP_ID_NOT_FOUND when ``group_id`` is a classic or consumer group."""
+        if self.shard.groups.get(group_id) is not None or group_id in self.shard.consumer.groups:
+            raise errors.GroupIdNotFoundError(f"group {group_id} is not a share group")
+
+    def offsets_altered(self, group_id: str, topic_id: uuid.UUID, name: str, partitions: frozenset) -> None:
+        """AlterShareGroupOffsets gave ``partitions`` share state: the (maybe new, empty) group
+        records them as initialized, so DescribeShareGroupOffsets and DeleteGroups find them."""
+        group = self.groups.get(group_id)
+        entries = []
+        if group is None:
+            group = self.groups[group_id] = ShareGroup(group_id)
+            entries.append(self._epoch_record(group))
+        done = group.initialized.get(topic_id, (name, frozenset()))[1]
+        if partitions <= done:
+            return
+        group.initialized[topic_id] = (name, done | partitions)
+        entries.append(self._state_partitions_record(group))
+        self._write(entries)
+
+    def offsets_deleted(self, group_id: str, topic_ids: set) -> None:
+        """DeleteShareGroupOffsets: the group forgets the share state of ``topic_ids``."""
+        group = self.groups.get(group_id)
+        if group is None:
+            return
+        changed = False
+        for source in (group.initialized, group.initializing):
+            for topic_id in topic_ids & set(source):
+                del source[topic_id]
+                changed = True
+        if changed:
+            self._write([self._state_partitions_record(group)])
 
     def check_offsets_alterable(self, group_id: str) -> None:
         """AlterShareGroupOffsets: the group must be a share group (or none yet) without members."""

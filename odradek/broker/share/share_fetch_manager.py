@@ -43,7 +43,9 @@ from odradek.broker.share.acquisition_lock import AcquisitionLockTimeout
 from odradek.broker.share.delayed_share_fetch import DelayedShareFetch
 from odradek.broker.share.share_coordinator import Key
 from odradek.broker.share.share_partition import (
+    ACKNOWLEDGED,
     ACQUIRED,
+    ARCHIVED,
     RELEASE,
     RENEW,
     SharePartition,
@@ -163,6 +165,54 @@ class ShareFetchManager:
             del self.sessions[key]
         self.broker.group_configs.delete(group_id)
 
+    def topic_deleted(self, topic: str) -> None:
+        """``topic`` was deleted: the share partitions of it held here go, with their state at
+        their share coordinators, so a topic made anew under the name starts afresh (delivery
+        counts from 1). The group coordinators delete the rest (``delete_state``)."""
+        for key in [k for k in self.partitions if k[1] == topic]:
+            sp = self.partitions.pop(key)
+            self._used.pop(key, None)
+            if sp.topic_id is not None:
+                self.persister.save((key[0], sp.topic_id, key[2]), None)
+
+    def delete_state(self, group_id: str, partitions: dict) -> None:
+        """DeleteShareGroupState of ``group_id``'s share partitions ``{topic id: partitions}``
+        (their topic was deleted)."""
+        for topic_id, indexes in partitions.items():
+            for index in sorted(indexes):
+                self.persister.save((group_id, topic_id, index), None)
+
+    async def describe_offset(self, group_id: str, topic_id, index: int) -> dict:
+        """DescribeShareGroupOffsets of one partition: its start offset (-1 without share
+        state), the leader epoch of its state and its lag (records from the start offset on
+        not yet acknowledged or archived; -1 where the partition is led elsewhere)."""
+        row = {"partition_index": index, "start_offset": -1, "leader_epoch": -1, "lag": -1, "error_code": 0}
+        try:
+            state = await self.persister.summary((group_id, topic_id, index))
+        except errors.KafkaError as exc:
+            return {**row, "error_code": exc.code, "error_message": exc.message}
+        row.update(start_offset=state.start_offset, leader_epoch=state.leader_epoch)
+        info = self.broker.image.topic_by_id(topic_id)
+        partition = self.broker.replica_manager.partitions.get((info.name, index)) if info is not None else None
+        if state.start_offset >= 0 and partition is not None and partition.is_leader:
+            sp = self.partitions.get((group_id, info.name, index))
+            start = sp.start_offset if sp is not None else state.start_offset
+            done = sum(1 for r in sp.records.values() if r.state in (ACKNOWLEDGED, ARCHIVED)) if sp is not None else 0
+            row.update(start_offset=start, lag=max(partition.high_watermark - start - done, 0))
+        return row
+
+    async def delete_offsets(self, group_id: str, topic_id, name: str, count: int) -> int:
+        """DeleteShareGroupOffsets of one topic: the share state of its ``count`` partitions
+        goes (the group is empty); the error code."""
+        for index in range(count):
+            key = (group_id, name, index)
+            self.partitions.pop(key, None)
+            self._used.pop(key, None)
+            code = await self.persister.save((group_id, topic_id, index), None)
+            if code:
+                return int(code)
+        return 0
+
     async def alter_start_offset(self, group_id: str, topic: str, index: int, offset: int) -> int:
         """AlterShareGroupOffsets for one partition: the group's share partition starts afresh at
         ``offset`` (between the log start and end, where this broker leads the partition and can
@@ -186,7 +236,7 @@ class ShareFetchManager:
             if not partition.log_start_offset <= offset <= partition.high_watermark:
                 return int(ErrorCode.offset_out_of_range)
             sp = SharePartition(offset)
-            sp.state_epoch, sp.leader_epoch = old.state_epoch + 1, old.leader_epoch
+            sp.state_epoch, sp.leader_epoch, sp.topic_id = old.state_epoch + 1, old.leader_epoch, info.topic_id
             await self.persister.initialize(key, sp.state_epoch, offset)
         except errors.KafkaError as exc:
             return int(exc.code)
@@ -244,12 +294,12 @@ class ShareFetchManager:
                     continue
                 if state.start_offset >= 0:
                     sp = share_partition_of(state)
-                    sp.leader_epoch = partition.leader_epoch
+                    sp.leader_epoch, sp.topic_id = partition.leader_epoch, topic_id
                     self.partitions[key] = sp
                     self._used[key] = time.monotonic()
                     continue
                 sp = SharePartition(self._start_offset(group_id, partition))
-                sp.state_epoch, sp.leader_epoch = state.state_epoch, partition.leader_epoch
+                sp.state_epoch, sp.leader_epoch, sp.topic_id = state.state_epoch, partition.leader_epoch, topic_id
                 self.partitions[key] = sp
                 self._used[key] = time.monotonic()
                 self._save(group_id, topic_id, index, sp)  # the start the reset chose stays

@@ -92,6 +92,7 @@ class SharePartition:
         self.end_offset = start_offset  # one past the highest offset ever acquired
         self.state_epoch = 0  # of its state in __share_group_state: a new one when the start offset is reset
         self.leader_epoch = -1  # of the partition when its leader read the state
+        self.topic_id = None  # of the topic it belongs to (its state's key once the topic is deleted)
 
     def expire_locks(self, now_ms: int) -> None:
         for r in self.records.values():
@@ -141,8 +142,10 @@ class SharePartition:
             if first >= self.start_offset + max_locks:
                 break
             got_any = False
-            for offset in range(max(first, self.start_offset), min(last + 1, self.start_offset + max_locks)):
+            upto = min(last + 1, self.start_offset + max_locks)  # one past the last offset looked at
+            for offset in range(max(first, self.start_offset), upto):
                 if record_limit and taken >= max_records:
+                    upto = offset
                     break
                 r = self.records.get(offset)
                 if r is None:
@@ -162,7 +165,7 @@ class SharePartition:
                     runs[-1] = (runs[-1][0], offset, r.delivery_count)
                 else:
                     runs.append((offset, offset, r.delivery_count))
-            self.end_offset = max(self.end_offset, min(last + 1, self.start_offset + max_locks))
+            self.end_offset = max(self.end_offset, upto)
             if got_any:
                 used.append(i)
         self._advance()
