@@ -262,3 +262,24 @@ def test_the_share_keys_are_validated_with_kafkas_bounds(broker, tmp_path):
     with pytest.raises(RuntimeError):
         proc.start()
     assert "group.share.min.record.lock.duration.ms" in proc.log_text()
+
+
+def test_share_groups_are_on_by_default_and_the_switches_turn_them_off_and_on(broker, tmp_path):
+    def share_apis(b) -> set[int]:
+        with RawClient(b) as raw:
+            answer = raw.request(18, 3, {"client_software_name": "t", "client_software_version": "1"})
+        return {k.api_key for k in answer.api_keys} & {76, 77, 78, 79, 90, 91, 92}
+
+    assert share_apis(broker) == {76, 77, 78, 79, 90, 91, 92}  # the module's broker sets no protocols
+    off = BrokerProcess(tmp_path / "off", overrides={"group.coordinator.rebalance.protocols": "classic,consumer"}).start()
+    try:
+        assert share_apis(off) == set()
+    finally:
+        off.stop()
+    # Kafka's internal group.share.enable turns them on whatever the protocol list says
+    on = BrokerProcess(tmp_path / "on", overrides={"group.coordinator.rebalance.protocols": "classic,consumer",
+                                                   "group.share.enable": "true"}).start()
+    try:
+        assert share_apis(on) == {76, 77, 78, 79, 90, 91, 92}
+    finally:
+        on.stop()

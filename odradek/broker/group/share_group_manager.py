@@ -4,7 +4,10 @@ A share group's members all read the same partitions: every member is assigned e
 partition of the topics the group subscribes to, and the partition leaders hand each record
 to one member at a time (``broker/share/``). A member joins with epoch 0, heartbeats with
 its epoch every ``group.share.heartbeat.interval.ms`` and leaves with -1; one silent for
-``group.share.session.timeout.ms`` is removed and its acquired records are released.
+``group.share.session.timeout.ms`` is removed and its acquired records are released. One that
+leaves keeps its share sessions with the leaders (its last acknowledgements come after the
+leave) until it closes them; their locks run out otherwise. A deleted topic's partitions are
+forgotten and their share state deleted (``topic_deleted``).
 
 Membership is written to the shard's ``__consumer_offsets`` partition with Kafka's share-group
 record types (``modern_group_records.py``): the group epoch (11), each member's subscription
