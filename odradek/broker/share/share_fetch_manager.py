@@ -131,10 +131,17 @@ class ShareFetchManager:
         return session
 
     def _evict_idle_sessions(self, now: float) -> None:
-        """Close the sessions nobody used for ``IDLE_EVICT_S`` (a member that left its group
-        and never closed them): their records are available again."""
-        for group_id, member_id in [k for k, s in self.sessions.items() if now - s.last_used >= IDLE_EVICT_S]:
-            self.release_member(group_id, member_id)
+        """Close the sessions nobody used for ``IDLE_EVICT_S`` whose member holds no records
+        (a member that left its group and never closed them; what it held comes back when its
+        locks run out). A member that was only quiet opens a new one (SHARE_SESSION_NOT_FOUND)."""
+        holding = {
+            (group_id, r.member)
+            for (group_id, _, _), sp in self.partitions.items()
+            for r in sp.records.values()
+            if r.state == ACQUIRED
+        }
+        for key in [k for k, s in self.sessions.items() if now - s.last_used >= IDLE_EVICT_S and k not in holding]:
+            self.release_member(*key)
 
     def release_member(self, group_id: str, member_id: str) -> None:
         """The member left its group or closed its session: its records are available again."""
