@@ -175,6 +175,14 @@ class BrokerConfig:
 
     # -- access --------------------------------------------------------------------------------
 
+    def group_protocols(self) -> list[str]:
+        """The group protocols on: ``group.coordinator.rebalance.protocols``, plus share when
+        Kafka's internal ``group.share.enable`` is true."""
+        protocols = list(self._values["group.coordinator.rebalance.protocols"])
+        if self._values["group.share.enable"] and "share" not in protocols:
+            protocols.append("share")
+        return protocols
+
     def get(self, name: str) -> Any:
         """The typed value of a key (its default when unset; None for unset keys without one)."""
         try:
@@ -428,6 +436,14 @@ class BrokerConfig:
                 f"({v['socket.request.max.bytes']}), so that the largest request fits; got {queued}",
                 "queued.max.request.bytes",
             )
+        # share groups: each default within its bounds (Kafka's ShareGroupConfig.validate)
+        for key, low, high in (
+            ("group.share.record.lock.duration.ms", "group.share.min.record.lock.duration.ms", "group.share.max.record.lock.duration.ms"),
+            ("group.share.delivery.count.limit", "group.share.min.delivery.count.limit", "group.share.max.delivery.count.limit"),
+            ("group.share.partition.max.record.locks", "group.share.min.partition.max.record.locks", "group.share.max.partition.max.record.locks"),
+        ):
+            if not v[low] <= v[key] <= v[high]:
+                raise ConfigError(f"{key}: must be between {low} ({v[low]}) and {high} ({v[high]}); got {v[key]}", key)
         # replication timing
         wait = v["replica.fetch.wait.max.ms"]
         if wait > v["replica.socket.timeout.ms"]:

@@ -221,6 +221,7 @@ class Broker:
         self.group_coordinator.on_share_member_gone(self.share_fetches.release_member)
         self.group_coordinator.on_share_group_deleted(self.share_fetches.delete_group)
         self.group_coordinator.context.share_initialize = self.share_fetches.initialize_partitions
+        self.group_coordinator.context.share_topic_deleted = self.share_fetches.delete_state
         self.producer_ids = ProducerIdManager(self.store)
         self.transaction_coordinator = TransactionCoordinator.for_broker(self)  # after the groups: markers
         self.transaction_coordinator.start()  # on __consumer_offsets complete transactional commits
@@ -638,6 +639,8 @@ class Broker:
 
     def _on_metadata_change(self, event: str, topic: str) -> None:
         self.replica_manager.sync_topic(topic)
+        if event == "deleted":
+            self.share_fetches.topic_deleted(topic)
 
     def unsupported_version_response(self, header):
         if header.api_key != 18:

@@ -239,6 +239,38 @@ class GroupAdmin:
                     errors[tp] = item_error(int(p.error_code), p.error_message, f"{t.topic_name}-{p.partition_index}")
         raise_items(errors, "partitions")
 
+    async def describe_share_group_offsets(self, group_id: str, timeout: float | None = None) -> dict:
+        """DescribeShareGroupOffsets (KIP-932) of every partition the share group has state
+        for: ``{TopicPartition: (start offset, lag)}``, the lag -1 when the broker cannot tell."""
+        timeout = self._t(timeout)
+        values = {"groups": [{"group_id": group_id, "topics": None}]}
+        resp = await self._group_call(group_id, api_keys.DESCRIBE_SHARE_GROUP_OFFSETS, values, timeout)
+        g = resp.groups[0]
+        if g.error_code:
+            raise error_for(int(g.error_code))(g.error_message or f"share group {group_id!r}")
+        out, errors = {}, {}
+        for t in g.topics:
+            for p in t.partitions:
+                tp = TopicPartition(t.topic_name, int(p.partition_index))
+                if p.error_code:
+                    errors[tp] = item_error(int(p.error_code), p.error_message, f"{t.topic_name}-{p.partition_index}")
+                else:
+                    out[tp] = (int(p.start_offset), int(getattr(p, "lag", -1)))
+        raise_items(errors, "partitions")
+        return out
+
+    async def delete_share_group_offsets(self, group_id: str, topics, timeout: float | None = None) -> None:
+        """DeleteShareGroupOffsets (KIP-932): an empty share group forgets where it is in
+        ``topics`` (its next member starts them where share.auto.offset.reset says)."""
+        timeout = self._t(timeout)
+        values = {"group_id": group_id, "topics": [{"topic_name": t} for t in topics]}
+        resp = await self._group_call(group_id, api_keys.DELETE_SHARE_GROUP_OFFSETS, values, timeout)
+        if resp.error_code:
+            raise error_for(int(resp.error_code))(resp.error_message or f"share group {group_id!r}")
+        errors = {t.topic_name: item_error(int(t.error_code), t.error_message, t.topic_name)
+                  for t in resp.responses if t.error_code}
+        raise_items(errors, "topics")
+
     async def delete_group_offsets(self, group_id: str, partitions, timeout: float | None = None) -> None:
         timeout = self._t(timeout)
         by_topic: dict[str, list] = {}

@@ -329,6 +329,8 @@ for _name in (
     "describe_groups",
     "describe_share_group",
     "alter_share_group_offsets",
+    "describe_share_group_offsets",
+    "delete_share_group_offsets",
     "delete_groups",
     "list_group_offsets",
     "alter_group_offsets",

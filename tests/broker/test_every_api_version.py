@@ -321,6 +321,23 @@ def catalogue(api_key: int, version: int, records: bytes) -> dict:
         68: lambda: {"group_id": group, "member_id": "every-member", "member_epoch": 0, "rebalance_timeout": 30000,
                      "subscribed_topic_names": [topic], "topic_partitions": []},
         69: lambda: {"group_ids": [group], "include_authorized_operations": False},
+        # share groups (KIP-932, on by default)
+        76: lambda: {"group_id": group, "member_id": "every-member", "member_epoch": 0, "rack_id": None,
+                     "subscribed_topic_names": [topic]},
+        77: lambda: {"group_ids": [group], "include_authorized_operations": False},
+        78: lambda: {"group_id": group, "member_id": "every-member", "share_session_epoch": 0, "max_wait": 0,
+                     "min_bytes": 1, "max_bytes": 1 << 20, "max_records": 10, "batch_size": 10,
+                     "share_acquire_mode": 0, "is_renew_ack": False, "topics": [], "forgotten_topics_data": []},
+        79: lambda: {"group_id": group, "member_id": "every-member", "share_session_epoch": 5, "is_renew_ack": False,
+                     "topics": []},
+        83: lambda: {"group_id": group, "topics": []},
+        84: lambda: {"group_id": group, "topics": []},
+        85: lambda: {"group_id": group, "topics": []},
+        86: lambda: {"group_id": group, "topics": []},
+        87: lambda: {"group_id": group, "topics": []},
+        90: lambda: {"groups": [{"group_id": group, "topics": None}]},
+        91: lambda: {"group_id": group, "topics": []},
+        92: lambda: {"group_id": group, "topics": []},
     }[api_key]()
 
 

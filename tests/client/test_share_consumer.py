@@ -24,6 +24,7 @@ OVERRIDES = {
     "group.coordinator.rebalance.protocols": "classic,consumer,share",
     "group.share.heartbeat.interval.ms": 200,
     "group.share.session.timeout.ms": 5000,
+    "group.share.min.record.lock.duration.ms": 1000,
     "group.share.record.lock.duration.ms": 5000,
 }
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 
-from confluent_kafka import AcknowledgeType, Producer, ShareConsumer
+from confluent_kafka import AcknowledgeType, KafkaError, KafkaException, Producer, ShareConsumer
 from confluent_kafka.admin import (
     AdminClient,
     ConfigResource,
@@ -246,3 +246,82 @@ def test_a_leadership_that_moves_away_and_back_serves_no_stale_share_state(zooke
             assert sorted(read) == sorted(expected), "records accepted while broker 2 led came again"
         finally:
             kadmin.close()
+
+
+def _latest_states(cluster) -> dict:
+    """The last value of each key in __share_group_state, read like any topic (None: a tombstone)."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    from odradek.broker.share.share_state_topic import decode_key
+
+    c = Consumer(cluster.client_config(**{"group.id": "state-reader", "enable.auto.commit": False}))
+    parts = [TopicPartition(STATE_TOPIC, i, 0) for i in range(OVERRIDES["share.coordinator.state.topic.num.partitions"])]
+    ends = {p.partition: c.get_watermark_offsets(p, timeout=15)[1] for p in parts}
+    c.assign(parts)
+    latest: dict = {}
+    done = {p for p, end in ends.items() if end == 0}
+    while len(done) < len(parts):
+        m = c.poll(1.0)
+        if m is None or m.error() is not None:
+            continue
+        latest[decode_key(m.key())] = m.value()
+        if m.offset() + 1 >= ends[m.partition()]:
+            done.add(m.partition())
+    c.close()
+    return latest
+
+
+def test_deleting_a_topic_deletes_its_share_state_on_the_share_coordinator(zookeeper):
+    with cluster_on(zookeeper, 3, overrides=OVERRIDES) as cluster:
+        admin = AdminClient(cluster.client_config())
+        admin.create_topics([NewTopic(TOPIC, 1, 3)])[TOPIC].result(30)
+        leader = cluster.wait_for(lambda md: TOPIC in md.topics and md.topics[TOPIC][0].leader > 0, 30).topics[TOPIC][0].leader
+        old_id = wait_until(lambda: (t := _topic_id(cluster, leader, TOPIC)) is not None and t.int != 0 and t, 20, "the topic id")
+        group = "recreated"
+        set_group_configs(admin, group, timeout=15, share_auto_offset_reset="earliest")
+        _produce(cluster, [b"old0", b"old1"])
+        c = ShareConsumer(cluster.client_config(**{"group.id": group, "share.acknowledgement.mode": "explicit"}))
+        c.subscribe([TOPIC])
+        counts: list[int] = []
+
+        def release_all():
+            for m in c.poll(0.5) or []:
+                if m.error() is None:
+                    counts.append(m.delivery_count())
+                    c.acknowledge(m, AcknowledgeType.RELEASE)
+
+        try:
+            wait_until(lambda: 2 in counts, 60, "a second delivery", step=release_all)
+        finally:
+            c.close()
+        assert (group, old_id, 0) in wait_until(lambda: _latest_states(cluster), 30, "the share state written")
+
+        admin.delete_topics([TOPIC])[TOPIC].result(30)
+        cluster.wait_for(lambda md: TOPIC not in md.topics, 60, "the topic gone everywhere")
+        wait_until(lambda: _latest_states(cluster).get((group, old_id, 0), b"") is None, 60,
+                   "a tombstone for the deleted topic's share state")
+
+        def created() -> bool:  # the controller finishes the deletion (replicas, znodes) first
+            try:
+                admin.create_topics([NewTopic(TOPIC, 1, 3)])[TOPIC].result(30)
+            except KafkaException as exc:
+                if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
+                    raise
+                return False
+            return True
+
+        wait_until(created, 60, "the topic made anew", interval=0.5)
+        cluster.wait_for(lambda md: TOPIC in md.topics and md.topics[TOPIC][0].leader > 0, 30)
+        _produce(cluster, [b"new0", b"new1"])
+        again = ShareConsumer(cluster.client_config(**{"group.id": group}))
+        again.subscribe([TOPIC])
+        got: list = []
+        try:
+            wait_until(lambda: len(got) >= 2, 60, "the new topic's records", step=lambda: got.extend(
+                m for m in again.poll(0.5) or [] if m.error() is None))
+        finally:
+            again.close()
+        assert sorted((m.value(), m.delivery_count()) for m in got) == [(b"new0", 1), (b"new1", 1)]
+        for node in _live(cluster):
+            log = cluster.log_text(node)
+            assert "Traceback" not in log, f"broker {node} logged a traceback:\n{log[-4000:]}"

@@ -63,7 +63,7 @@ def test_share_state_apis_are_advertised_only_with_share_groups_on(broker, tmp_p
     with RawClient(broker) as raw:
         keys = {k.api_key: (k.min_version, k.max_version) for k in raw.request(18, 3, {"client_software_name": "t", "client_software_version": "1"}).api_keys}
     assert {k: keys.get(k) for k in STATE_APIS} == {83: (0, 0), 84: (0, 0), 85: (0, 1), 86: (0, 0), 87: (0, 1)}
-    plain = BrokerProcess(tmp_path / "plain").start()
+    plain = BrokerProcess(tmp_path / "plain", overrides={"group.coordinator.rebalance.protocols": "classic,consumer"}).start()
     try:
         with RawClient(plain) as raw:
             keys = {k.api_key for k in raw.request(18, 3, {"client_software_name": "t", "client_software_version": "1"}).api_keys}

@@ -8,8 +8,8 @@ import time
 
 import pytest
 from confluent_kafka import Producer
+from share_harness import OVERRIDES, polled, setup_group, share_consumer
 from support import wait_until
-from test_share_groups import OVERRIDES, polled, setup_group, share_consumer
 
 from odradek.broker.share import share_fetch_manager
 from odradek.testing import EmbeddedBroker

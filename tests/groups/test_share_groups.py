@@ -11,63 +11,18 @@ import time
 import uuid
 
 import pytest
-from confluent_kafka import AcknowledgeType, Producer, ShareConsumer
-from confluent_kafka.admin import (
-    AdminClient,
-    AlterConfigOpType,
-    ConfigEntry,
-    ConfigResource,
-    NewTopic,
-    ResourceType,
-)
+from confluent_kafka import AcknowledgeType, Producer
 from group_raw import RawClient
+from share_harness import OVERRIDES, polled, setup_group, share_consumer
 from support import started_broker, wait_until
 
 from odradek.protocol.errors import ErrorCode
 from odradek.testing.process import BrokerProcess
 
-OVERRIDES = {
-    "group.coordinator.rebalance.protocols": "classic,consumer,share",
-    "group.share.heartbeat.interval.ms": 300,
-    "group.share.session.timeout.ms": 3000,
-    "group.share.record.lock.duration.ms": 2000,
-    "group.share.delivery.count.limit": 3,
-}
-
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory):
     yield from started_broker(tmp_path_factory.mktemp("kip932") / "data", OVERRIDES)
-
-
-def setup_group(broker, count: int) -> tuple[str, str, set[bytes]]:
-    """A one-partition topic with ``count`` records and a share group reading it from the start."""
-    topic = f"q-{uuid.uuid4().hex[:8]}"
-    group = f"sg-{uuid.uuid4().hex[:6]}"
-    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
-    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(15)
-    resource = ConfigResource(
-        ResourceType.GROUP,
-        group,
-        incremental_configs=[ConfigEntry("share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET)],
-    )
-    admin.incremental_alter_configs([resource])[resource].result(10)
-    p = Producer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 5})
-    values = {f"r{i}".encode() for i in range(count)}
-    for v in sorted(values):
-        p.produce(topic, value=v)
-    assert p.flush(10) == 0
-    return topic, group, values
-
-
-def share_consumer(broker, group: str, topic: str, **conf) -> ShareConsumer:
-    c = ShareConsumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": group, **conf})
-    c.subscribe([topic])
-    return c
-
-
-def polled(c: ShareConsumer, timeout: float = 0.2) -> list:
-    return [m for m in c.poll(timeout) or [] if m.error() is None]
 
 
 def test_consumers_on_one_partition_each_get_every_record_once(broker):
@@ -212,16 +167,18 @@ def test_share_groups_cli_lists_and_describes_a_group(broker):
         listed = odradek("share-groups", "list")
         assert listed.returncode == 0, listed.stderr
         assert {"group": group, "state": "Stable"} in json.loads(listed.stdout)
-        described = odradek("share-groups", "describe", "--group", group)
+        described = odradek("share-groups", "describe", "--group", group, "--members")
         assert described.returncode == 0, described.stderr
         data = json.loads(described.stdout)
         assert data["state"] == "Stable" and data["members"][0]["assignment"] == [{"topic": topic, "partition": 0}]
+        state = json.loads(odradek("share-groups", "describe", group, "--state").stdout)
+        assert state == {"group": group, "state": "Stable", "members": 1}
         missing = odradek("share-groups", "describe", "nope-" + group)
         assert missing.returncode == 1 and "does not exist" in missing.stderr
         busy = odradek("share-groups", "delete", group)
         assert busy.returncode == 1 and "NON_EMPTY_GROUP" in busy.stderr
         c.close()
-        wait_until(lambda: json.loads(odradek("share-groups", "describe", group).stdout)["state"] == "Empty", 10, "empty")
+        wait_until(lambda: json.loads(odradek("share-groups", "describe", group, "--state").stdout)["state"] == "Empty", 10, "empty")
         deleted = odradek("share-groups", "delete", group)
         assert deleted.returncode == 0, deleted.stderr
         assert group not in {g["group"] for g in json.loads(odradek("share-groups", "list").stdout)}
@@ -312,7 +269,7 @@ def test_share_groups_cli_reset_offsets_redelivers_from_earliest_and_skips_to_la
             assert busy.returncode == 1 and "member" in busy.stderr
         finally:
             c.close()
-        wait_until(lambda: json.loads(odradek("share-groups", "describe", group).stdout)["state"] == "Empty", 10,
+        wait_until(lambda: json.loads(odradek("share-groups", "describe", group, "--state").stdout)["state"] == "Empty", 10,
                    "the group empty")
         return got
 

@@ -29,3 +29,18 @@ def test_share_state_apis_need_cluster_action(secured_broker):
         login(raw, "admin", "admin-secret")  # a super user, as brokers are
         # past the authorizer: the topic id is unknown here
         assert raw.request(84, 0, read).results[0].partitions[0].error_code == ErrorCode.unknown_topic_or_partition
+
+
+def test_share_group_offset_apis_need_rights_on_the_group(secured_broker):
+    """DescribeShareGroupOffsets needs Describe, AlterShareGroupOffsets Read and
+    DeleteShareGroupOffsets Delete on the group (GROUP_AUTHORIZATION_FAILED otherwise)."""
+    b = secured_broker(acl_broker_settings())
+    group = f"sg-{uuid.uuid4().hex[:6]}"
+    with RawClient(b.endpoint("SASL_PLAINTEXT")) as raw:
+        login(raw, "alice", "alice-secret")
+        [described] = raw.request(90, 1, {"groups": [{"group_id": group, "topics": None}]}).groups
+        assert described.error_code == ErrorCode.group_authorization_failed
+        altered = raw.request(91, 0, {"group_id": group, "topics": []})
+        assert altered.error_code == ErrorCode.group_authorization_failed
+        deleted = raw.request(92, 0, {"group_id": group, "topics": []})
+        assert deleted.error_code == ErrorCode.group_authorization_failed

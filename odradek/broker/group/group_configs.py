@@ -9,8 +9,12 @@ and must lie within the bounds the broker sets, as in Kafka::
     consumer.heartbeat.interval.ms   group.consumer.heartbeat.interval.ms   group.consumer.{min,max}.heartbeat.interval.ms
     share.session.timeout.ms         group.share.session.timeout.ms         1 ms and up
     share.heartbeat.interval.ms      group.share.heartbeat.interval.ms      1 ms and up
-    share.record.lock.duration.ms    group.share.record.lock.duration.ms    15-60 s (Kafka's)
+    share.record.lock.duration.ms    group.share.record.lock.duration.ms    group.share.{min,max}.record.lock.duration.ms
+    share.delivery.count.limit       group.share.delivery.count.limit       group.share.{min,max}.delivery.count.limit
+    share.partition.max.record.locks group.share.partition.max.record.locks group.share.{min,max}.partition.max.record.locks
     share.auto.offset.reset          latest (Kafka's default)               latest, earliest
+    share.isolation.level            read_uncommitted                       read_committed, read_uncommitted
+    share.renew.acknowledge.enable   true                                   true, false (RENEW acknowledgements)
 
 The overrides live in the metadata store (Kafka: GROUP ConfigRecords in the metadata log), so
 they survive restarts; a group's configs go when the group is deleted.
@@ -28,6 +32,7 @@ from odradek.config_def import ConfigSource, ConfigType
 from odradek.protocol import errors
 
 SET, DELETE = 0, 1
+_BOOLEAN = ("true", "false")
 
 
 class GroupKey(NamedTuple):
@@ -59,8 +64,32 @@ GROUP_CONFIGS: dict[str, GroupKey] = {
     "share.record.lock.duration.ms": GroupKey(
         "group.share.record.lock.duration.ms",
         "",
-        (15000, 60000),
+        ("group.share.min.record.lock.duration.ms", "group.share.max.record.lock.duration.ms"),
         "How long a member of this share group holds the records it acquired.",
+    ),
+    "share.delivery.count.limit": GroupKey(
+        "group.share.delivery.count.limit",
+        "",
+        ("group.share.min.delivery.count.limit", "group.share.max.delivery.count.limit"),
+        "Deliveries of a record to this share group's members before it is archived.",
+    ),
+    "share.partition.max.record.locks": GroupKey(
+        "group.share.partition.max.record.locks",
+        "",
+        ("group.share.min.partition.max.record.locks", "group.share.max.partition.max.record.locks"),
+        "Records of a partition this share group holds in flight at once.",
+    ),
+    "share.isolation.level": GroupKey(
+        None,
+        "read_uncommitted",
+        ("read_committed", "read_uncommitted"),
+        "read_committed: deliver only committed transactional records (aborted ones are skipped).",
+    ),
+    "share.renew.acknowledge.enable": GroupKey(
+        None,
+        "true",
+        ("true", "false"),
+        "Whether this share group's members may renew their acquisition locks (RENEW acknowledgements).",
     ),
     "share.auto.offset.reset": GroupKey(
         None,
@@ -121,6 +150,7 @@ class GroupConfigs:
 
     def _checked(self, name: str, key: GroupKey, value: str) -> str:
         if key.broker_key is None:
+            value = value.lower() if key.bounds == _BOOLEAN else value
             if value not in key.bounds:
                 raise errors.InvalidConfigError(f"{name} must be one of {', '.join(map(str, key.bounds))}")
             return value
@@ -152,6 +182,8 @@ class GroupConfigs:
             else:
                 value, source = default, ConfigSource.DEFAULT_CONFIG
             synonyms.append(ConfigSynonym(key.broker_key or name, default, ConfigSource.DEFAULT_CONFIG))
-            kind = ConfigType.STRING if key.broker_key is None else ConfigType.INT
+            kind = ConfigType.INT if key.broker_key is not None else (
+                ConfigType.BOOLEAN if key.bounds == _BOOLEAN else ConfigType.STRING
+            )
             out.append(ConfigEntry(name, value, source, False, False, synonyms, kind, key.doc))
         return out

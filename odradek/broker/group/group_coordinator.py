@@ -69,7 +69,7 @@ class GroupConfig(NamedTuple):
     consumer_max_size: int = 2**31 - 1
     consumer_assignors: tuple[str, ...] = ("uniform", "range")
     migration_policy: str = "bidirectional"
-    protocols: tuple[str, ...] = ("classic", "consumer")
+    protocols: tuple[str, ...] = ("classic", "consumer", "share")
     share_heartbeat_interval_ms: int = 5000
     share_session_timeout_ms: int = 45000
 
@@ -90,7 +90,7 @@ class GroupConfig(NamedTuple):
             consumer_max_size=config.get("group.consumer.max.size"),
             consumer_assignors=tuple(config.get("group.consumer.assignors")),
             migration_policy=config.get("group.consumer.migration.policy").lower(),
-            protocols=tuple(config.get("group.coordinator.rebalance.protocols")),
+            protocols=tuple(config.group_protocols()),
             share_heartbeat_interval_ms=config.get("group.share.heartbeat.interval.ms"),
             share_session_timeout_ms=config.get("group.share.session.timeout.ms"),
         )
@@ -185,6 +185,8 @@ class GroupCoordinator:
             elif event == "deleted":
                 for shard in self._serving():
                     shard.drop_offsets_of_topic(topic)
+                    for group_id, partitions in shard.share.topic_deleted(topic):
+                        self.context.share_topic_deleted(group_id, partitions)
             elif event == "partitions" and self._partition_count_changed(topic):
                 for shard in self._serving():
                     shard.classic.on_partitions_changed(topic)
@@ -378,6 +380,19 @@ class GroupCoordinator:
     def check_share_offsets_alterable(self, group_id: str) -> None:
         """Raises KafkaError unless ``group_id`` may have its share offsets reset (no members)."""
         self._shard_of(group_id).share.check_offsets_alterable(group_id)
+
+    def share_offset_partitions(self, group_id: str) -> dict:
+        """``{topic id: partitions with share state}`` of share group ``group_id`` (empty when
+        there is no such group); raises KafkaError (not the coordinator, another group type)."""
+        shard = self._shard_of(group_id)
+        shard.share.check_share_group(group_id)
+        return shard.share.state_partitions(group_id)
+
+    def share_offsets_altered(self, group_id: str, topic_id, name: str, partitions: frozenset) -> None:
+        self._shard_of(group_id).share.offsets_altered(group_id, topic_id, name, partitions)
+
+    def share_offsets_deleted(self, group_id: str, topic_ids: set) -> None:
+        self._shard_of(group_id).share.offsets_deleted(group_id, topic_ids)
 
     def on_share_member_gone(self, callback) -> None:
         """``callback(group id, member id)`` when a share-group member leaves or times out."""

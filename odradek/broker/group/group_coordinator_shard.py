@@ -62,6 +62,8 @@ class ShardContext:
         self.share_member_gone: Callable[[str, str], None] = lambda group, member: None
         # (group id, {topic id: partitions with share state}) when an empty share group is deleted
         self.share_group_deleted: Callable[[str, dict], None] = lambda group, partitions: None
+        # (group id, {topic id: partitions}) whose share state goes: their topic was deleted
+        self.share_topic_deleted: Callable[[str, dict], None] = lambda group, partitions: None
         # async (group id, topic id, partitions) -> the partitions whose share state exists now
         self.share_initialize: Callable | None = None
         self.group_configs = None  # GroupConfigs: per-group overrides; None uses the broker's settings

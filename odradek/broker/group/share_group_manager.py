@@ -4,7 +4,10 @@ A share group's members all read the same partitions: every member is assigned e
 partition of the topics the group subscribes to, and the partition leaders hand each record
 to one member at a time (``broker/share/``). A member joins with epoch 0, heartbeats with
 its epoch every ``group.share.heartbeat.interval.ms`` and leaves with -1; one silent for
-``group.share.session.timeout.ms`` is removed and its acquired records are released.
+``group.share.session.timeout.ms`` is removed and its acquired records are released. One that
+leaves keeps its share sessions with the leaders (its last acknowledgements come after the
+leave) until it closes them; their locks run out otherwise. A deleted topic's partitions are
+forgotten and their share state deleted (``topic_deleted``).
 
 Membership is written to the shard's ``__consumer_offsets`` partition with Kafka's share-group
 record types (``modern_group_records.py``): the group epoch (11), each member's subscription
@@ -38,6 +41,7 @@ from odradek.protocol.errors import KafkaError
 log = logging.getLogger(__name__)
 
 SHARE_GROUP_TYPE = "share"
+LEFT = "left the group"
 _MEMBER_KINDS = (
     records.SHARE_GROUP_MEMBER_METADATA,
     records.SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER,
@@ -102,7 +106,7 @@ class ShareGroupManager:
         if epoch == -1:
             if group is None or member_id not in group.members:
                 raise errors.UnknownMemberIdError(f"member {member_id} is not in share group {group_id}")
-            self._remove(group, member_id, "left the group")
+            self._remove(group, member_id, LEFT)
             return member_id, -1, self._heartbeat_ms(group_id), None
         if epoch == 0:
             if topics is None:
@@ -167,7 +171,9 @@ class ShareGroupManager:
             self._write(entries)
         except KafkaError as exc:  # a session timeout has nobody to answer: log it
             log.warning("share group %s: writing the removal of %s failed: %s", group.group_id, member_id, exc)
-        if self.on_member_gone is not None:
+        if self.on_member_gone is not None and reason != LEFT:
+            # a member that left on its own still sends its last acknowledgements (librdkafka
+            # leaves, then acknowledges): its share sessions live until it closes them
             self.on_member_gone(group.group_id, member_id)
 
     # -- share-partition state (records 9 and 15) ----------------------------------------------
@@ -230,6 +236,27 @@ class ShareGroupManager:
         key = ModernKey(records.SHARE_GROUP_STATE_PARTITION_METADATA, group.group_id)
         value = records.StatePartitionsValue(dict(group.initializing), dict(group.initialized), {})
         return records.encode_key(key), records.encode_value(key.kind, value)
+
+    def topic_deleted(self, topic: str) -> list[tuple[str, dict]]:
+        """``topic`` was deleted: every group forgets which of its partitions have share state
+        (record 15 rewritten); ``(group id, {topic id: partitions})`` whose state is to go."""
+        out = []
+        for group in self.groups.values():
+            doomed: dict = {}
+            for source in (group.initialized, group.initializing):
+                for topic_id, (name, partitions) in list(source.items()):
+                    if name == topic:
+                        doomed[topic_id] = doomed.get(topic_id, frozenset()) | partitions
+                        del source[topic_id]
+            if not doomed:
+                continue
+            group.subscribed = [t for t in group.subscribed if t.name != topic]
+            try:
+                self._write([self._state_partitions_record(group)])
+            except KafkaError as exc:
+                log.warning("share group %s: writing the deletion of topic %s failed: %s", group.group_id, topic, exc)
+            out.append((group.group_id, doomed))
+        return out
 
     def state_partitions(self, group_id: str) -> dict[uuid.UUID, frozenset]:
         """The partitions of the group's topics that have (or are getting) share state."""
@@ -322,6 +349,39 @@ class ShareGroupManager:
         for group in self.groups.values():
             for member in group.members.values():
                 self._schedule_session(group, member)
+
+    def check_share_group(self, group_id: str) -> None:
+        """GROUP_ID_NOT_FOUND when ``group_id`` is a classic or consumer group."""
+        if self.shard.groups.get(group_id) is not None or group_id in self.shard.consumer.groups:
+            raise errors.GroupIdNotFoundError(f"group {group_id} is not a share group")
+
+    def offsets_altered(self, group_id: str, topic_id: uuid.UUID, name: str, partitions: frozenset) -> None:
+        """AlterShareGroupOffsets gave ``partitions`` share state: the (maybe new, empty) group
+        records them as initialized, so DescribeShareGroupOffsets and DeleteGroups find them."""
+        group = self.groups.get(group_id)
+        entries = []
+        if group is None:
+            group = self.groups[group_id] = ShareGroup(group_id)
+            entries.append(self._epoch_record(group))
+        done = group.initialized.get(topic_id, (name, frozenset()))[1]
+        if partitions <= done:
+            return
+        group.initialized[topic_id] = (name, done | partitions)
+        entries.append(self._state_partitions_record(group))
+        self._write(entries)
+
+    def offsets_deleted(self, group_id: str, topic_ids: set) -> None:
+        """DeleteShareGroupOffsets: the group forgets the share state of ``topic_ids``."""
+        group = self.groups.get(group_id)
+        if group is None:
+            return
+        changed = False
+        for source in (group.initialized, group.initializing):
+            for topic_id in topic_ids & set(source):
+                del source[topic_id]
+                changed = True
+        if changed:
+            self._write([self._state_partitions_record(group)])
 
     def check_offsets_alterable(self, group_id: str) -> None:
         """AlterShareGroupOffsets: the group must be a share group (or none yet) without members."""

@@ -22,18 +22,23 @@ async def handle_alter_share_group_offsets(broker, request):
         return messages.build_response(91, 0, answer)
     for t in body.topics:
         info = broker.image.topics.get(t.topic_name)
-        answer["responses"].append({
-            "topic_name": t.topic_name,
-            "topic_id": info.topic_id if info is not None else None,
-            "partitions": [
-                {
-                    "partition_index": p.partition_index,
-                    "error_code": await broker.share_fetches.alter_start_offset(
-                        body.group_id, t.topic_name, p.partition_index, p.start_offset
-                    ),
-                    "error_message": None,
-                }
-                for p in t.partitions
-            ],
-        })
+        rows = [
+            {
+                "partition_index": p.partition_index,
+                "error_code": await broker.share_fetches.alter_start_offset(
+                    body.group_id, t.topic_name, p.partition_index, p.start_offset
+                ),
+                "error_message": None,
+            }
+            for p in t.partitions
+        ]
+        answer["responses"].append(
+            {"topic_name": t.topic_name, "topic_id": info.topic_id if info is not None else None, "partitions": rows}
+        )
+        altered = frozenset(r["partition_index"] for r in rows if not r["error_code"])
+        if info is not None and altered:
+            try:  # the group (made if new) knows these partitions have share state now
+                coordinator_of(broker).share_offsets_altered(body.group_id, info.topic_id, t.topic_name, altered)
+            except errors.KafkaError as exc:
+                answer.update(error_code=exc.code, error_message=exc.message)
     return messages.build_response(91, 0, answer)

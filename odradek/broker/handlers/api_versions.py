@@ -12,14 +12,14 @@ from odradek.protocol.errors import ErrorCode
 
 # APIs of a group protocol (``group.coordinator.rebalance.protocols``): advertised only when it
 # is enabled, since clients (librdkafka's group.protocol=consumer) use them when advertised.
-PROTOCOL_APIS = {"consumer": (68, 69), "share": (76, 77, 78, 79, 83, 84, 85, 86, 87, 91)}
+PROTOCOL_APIS = {"consumer": (68, 69), "share": (76, 77, 78, 79, 83, 84, 85, 86, 87, 90, 91, 92)}
 
 
 def _disabled_apis(broker) -> set[int]:
     config = getattr(broker, "config", None)
     if config is None:
         return set()
-    enabled = config.get("group.coordinator.rebalance.protocols")
+    enabled = config.group_protocols()
     return {key for protocol, keys in PROTOCOL_APIS.items() if protocol not in enabled for key in keys}
 
 

@@ -23,7 +23,7 @@ def _coordinator_for(broker, key_type: int):
     if key_type == TRANSACTION:
         return getattr(broker, "transaction_coordinator", None)
     if key_type == SHARE:
-        if "share" not in broker.config.get("group.coordinator.rebalance.protocols"):
+        if "share" not in broker.config.group_protocols():
             raise errors.InvalidRequestError("share groups are not enabled (group.coordinator.rebalance.protocols)")
         return getattr(broker, "share_coordinator", None)
     raise errors.InvalidRequestError(f"unsupported coordinator key type {key_type}")

@@ -19,7 +19,9 @@ is answered with the API's own error code in an otherwise empty response:
 * OffsetDelete: Delete on the group;
 * ConsumerGroupHeartbeat, ShareGroupHeartbeat: Read on the group (GROUP_AUTHORIZATION_FAILED),
   Describe on each subscribed topic name (TOPIC_AUTHORIZATION_FAILED);
-* ShareFetch, ShareAcknowledge: Read on the group (Read on each topic: their handlers).
+* ShareFetch, ShareAcknowledge: Read on the group (Read on each topic: their handlers);
+* AlterShareGroupOffsets: Read on the group; DeleteShareGroupOffsets: Delete on the group
+  (DescribeShareGroupOffsets checks Describe per group in its handler).
 
 Everything else narrows its items in its handler through ``Broker.allowed`` (Produce, Fetch,
 Metadata, the topic, config, transaction and describe APIs), answering each denied item with
@@ -84,6 +86,8 @@ GATES = {
     76: _group_heartbeat,
     78: _group,
     79: _group,
+    91: _group,  # AlterShareGroupOffsets
+    92: lambda body, v: [("Delete", "Group", body.group_id, GROUP_DENIED)],  # DeleteShareGroupOffsets
 }
 
 

@@ -3,14 +3,20 @@
 Each member of a share group fetches through a *share session* with every leader it reads
 from: epoch 0 opens it with a list of partitions, each later request carries the next epoch
 and may add partitions (``topics``) or drop them (``forgotten_topics_data``), and -1 closes it
-(the member's acquired records are released). A fetch first applies the acknowledgements it
-carries, then acquires available records of the session's partitions for the member
-(``share_partition.py``) and answers their batches with the acquired offset ranges.
+(the member's acquired records are released). A session outlives its member's leaving the
+group (librdkafka leaves, then sends its last acknowledgements) until the client closes it,
+or it is idle for ``IDLE_EVICT_S``. A fetch first applies the acknowledgements it carries,
+then acquires available records of the session's partitions for the member
+(``share_partition.py``) and answers their batches with the acquired offset ranges. Each
+acquisition lock runs out on the broker's timer (``acquisition_lock.py``): the records come
+back at once, waiting fetches are woken, and a late acknowledgement is INVALID_RECORD_STATE.
 
-Settings: broker ``group.share.record.lock.duration.ms`` and ``group.share.delivery.count.limit``;
-per group (``broker/group/group_configs.py``) ``share.record.lock.duration.ms`` and
-``share.auto.offset.reset``, which decides where a group starts reading a partition the
-first time.
+Settings per group (``broker/group/group_configs.py``, defaulting to the broker's
+``group.share.*`` keys): ``share.record.lock.duration.ms``, ``share.delivery.count.limit``,
+``share.partition.max.record.locks``, ``share.isolation.level`` (read_committed reads up to
+the last stable offset and archives aborted transactions' records undelivered),
+``share.renew.acknowledge.enable`` and ``share.auto.offset.reset``, which decides where a
+group starts reading a partition the first time.
 
 The records' state belongs to the share partition's share coordinator (``share_coordinator.py``,
 on this broker or another, reached through ``share_persister.py``): it is read when the leader
@@ -33,9 +39,19 @@ import logging
 import time
 from dataclasses import dataclass, field
 
+from odradek.broker.share.acquisition_lock import AcquisitionLockTimeout
 from odradek.broker.share.delayed_share_fetch import DelayedShareFetch
 from odradek.broker.share.share_coordinator import Key
-from odradek.broker.share.share_partition import ACQUIRED, RELEASE, SharePartition, batch_ranges
+from odradek.broker.share.share_partition import (
+    ACKNOWLEDGED,
+    ACQUIRED,
+    ARCHIVED,
+    RELEASE,
+    RENEW,
+    SharePartition,
+    aborted_batches,
+    batch_ranges,
+)
 from odradek.broker.share.share_persister import SharePersister
 from odradek.broker.share.share_state_topic import ShareState, share_partition_of, state_batches
 from odradek.protocol import errors
@@ -48,10 +64,18 @@ IDLE_EVICT_S = 600  # a share partition nobody read for this long leaves memory
 SWEEP_S = 60  # how often (at most) idle share partitions are looked for
 _READ_BYTES = 1 << 20  # read per partition and fetch: max_records is usually reached well before
 
+RECORD_LIMIT = 1  # ShareAcquireMode (v2): 0 batch-optimized, 1 record-limit
+
+
+def _record_limit(body) -> bool:
+    return getattr(body, "share_acquire_mode", 0) == RECORD_LIMIT
+
+
 @dataclass
 class ShareSession:
     epoch: int = 0  # the epoch the next request must carry
     partitions: set = field(default_factory=set)  # (topic id, partition)
+    last_used: float = field(default_factory=time.monotonic)
 
 
 class ShareFetchManager:
@@ -72,6 +96,18 @@ class ShareFetchManager:
     def _lock_ms(self, group_id: str) -> int:
         return self.broker.group_configs.int_value(group_id, "share.record.lock.duration.ms")
 
+    def _delivery_limit(self, group_id: str) -> int:
+        return self.broker.group_configs.int_value(group_id, "share.delivery.count.limit")
+
+    def _max_locks(self, group_id: str) -> int:
+        return self.broker.group_configs.int_value(group_id, "share.partition.max.record.locks")
+
+    def _read_committed(self, group_id: str) -> bool:
+        return self.broker.group_configs.value(group_id, "share.isolation.level") == "read_committed"
+
+    def _renew_enabled(self, group_id: str) -> bool:
+        return self.broker.group_configs.value(group_id, "share.renew.acknowledge.enable") == "true"
+
     def _start_offset(self, group_id: str, partition) -> int:
         reset = self.broker.group_configs.value(group_id, "share.auto.offset.reset")
         return partition.log_start_offset if reset == "earliest" else partition.high_watermark
@@ -91,7 +127,21 @@ class ShareFetchManager:
             return session if final_ok else None
         if epoch != session.epoch:
             raise errors.InvalidShareSessionEpochError(f"share session epoch {epoch}; expected {session.epoch}")
+        session.last_used = time.monotonic()
         return session
+
+    def _evict_idle_sessions(self, now: float) -> None:
+        """Close the sessions nobody used for ``IDLE_EVICT_S`` whose member holds no records
+        (a member that left its group and never closed them; what it held comes back when its
+        locks run out). A member that was only quiet opens a new one (SHARE_SESSION_NOT_FOUND)."""
+        holding = {
+            (group_id, r.member)
+            for (group_id, _, _), sp in self.partitions.items()
+            for r in sp.records.values()
+            if r.state == ACQUIRED
+        }
+        for key in [k for k, s in self.sessions.items() if now - s.last_used >= IDLE_EVICT_S and k not in holding]:
+            self.release_member(*key)
 
     def release_member(self, group_id: str, member_id: str) -> None:
         """The member left its group or closed its session: its records are available again."""
@@ -122,6 +172,54 @@ class ShareFetchManager:
             del self.sessions[key]
         self.broker.group_configs.delete(group_id)
 
+    def topic_deleted(self, topic: str) -> None:
+        """``topic`` was deleted: the share partitions of it held here go, with their state at
+        their share coordinators, so a topic made anew under the name starts afresh (delivery
+        counts from 1). The group coordinators delete the rest (``delete_state``)."""
+        for key in [k for k in self.partitions if k[1] == topic]:
+            sp = self.partitions.pop(key)
+            self._used.pop(key, None)
+            if sp.topic_id is not None:
+                self.persister.save((key[0], sp.topic_id, key[2]), None)
+
+    def delete_state(self, group_id: str, partitions: dict) -> None:
+        """DeleteShareGroupState of ``group_id``'s share partitions ``{topic id: partitions}``
+        (their topic was deleted)."""
+        for topic_id, indexes in partitions.items():
+            for index in sorted(indexes):
+                self.persister.save((group_id, topic_id, index), None)
+
+    async def describe_offset(self, group_id: str, topic_id, index: int) -> dict:
+        """DescribeShareGroupOffsets of one partition: its start offset (-1 without share
+        state), the leader epoch of its state and its lag (records from the start offset on
+        not yet acknowledged or archived; -1 where the partition is led elsewhere)."""
+        row = {"partition_index": index, "start_offset": -1, "leader_epoch": -1, "lag": -1, "error_code": 0}
+        try:
+            state = await self.persister.summary((group_id, topic_id, index))
+        except errors.KafkaError as exc:
+            return {**row, "error_code": exc.code, "error_message": exc.message}
+        row.update(start_offset=state.start_offset, leader_epoch=state.leader_epoch)
+        info = self.broker.image.topic_by_id(topic_id)
+        partition = self.broker.replica_manager.partitions.get((info.name, index)) if info is not None else None
+        if state.start_offset >= 0 and partition is not None and partition.is_leader:
+            sp = self.partitions.get((group_id, info.name, index))
+            start = sp.start_offset if sp is not None else state.start_offset
+            done = sum(1 for r in sp.records.values() if r.state in (ACKNOWLEDGED, ARCHIVED)) if sp is not None else 0
+            row.update(start_offset=start, lag=max(partition.high_watermark - start - done, 0))
+        return row
+
+    async def delete_offsets(self, group_id: str, topic_id, name: str, count: int) -> int:
+        """DeleteShareGroupOffsets of one topic: the share state of its ``count`` partitions
+        goes (the group is empty); the error code."""
+        for index in range(count):
+            key = (group_id, name, index)
+            self.partitions.pop(key, None)
+            self._used.pop(key, None)
+            code = await self.persister.save((group_id, topic_id, index), None)
+            if code:
+                return int(code)
+        return 0
+
     async def alter_start_offset(self, group_id: str, topic: str, index: int, offset: int) -> int:
         """AlterShareGroupOffsets for one partition: the group's share partition starts afresh at
         ``offset`` (between the log start and end, where this broker leads the partition and can
@@ -145,7 +243,7 @@ class ShareFetchManager:
             if not partition.log_start_offset <= offset <= partition.high_watermark:
                 return int(ErrorCode.offset_out_of_range)
             sp = SharePartition(offset)
-            sp.state_epoch, sp.leader_epoch = old.state_epoch + 1, old.leader_epoch
+            sp.state_epoch, sp.leader_epoch, sp.topic_id = old.state_epoch + 1, old.leader_epoch, info.topic_id
             await self.persister.initialize(key, sp.state_epoch, offset)
         except errors.KafkaError as exc:
             return int(exc.code)
@@ -203,12 +301,12 @@ class ShareFetchManager:
                     continue
                 if state.start_offset >= 0:
                     sp = share_partition_of(state)
-                    sp.leader_epoch = partition.leader_epoch
+                    sp.leader_epoch, sp.topic_id = partition.leader_epoch, topic_id
                     self.partitions[key] = sp
                     self._used[key] = time.monotonic()
                     continue
                 sp = SharePartition(self._start_offset(group_id, partition))
-                sp.state_epoch, sp.leader_epoch = state.state_epoch, partition.leader_epoch
+                sp.state_epoch, sp.leader_epoch, sp.topic_id = state.state_epoch, partition.leader_epoch, topic_id
                 self.partitions[key] = sp
                 self._used[key] = time.monotonic()
                 self._save(group_id, topic_id, index, sp)  # the start the reset chose stays
@@ -258,6 +356,7 @@ class ShareFetchManager:
         if now - self._last_sweep < SWEEP_S:
             return
         self._last_sweep = now
+        self._evict_idle_sessions(now)
         for key, used in list(self._used.items()):
             sp = self.partitions.get(key)
             if sp is None or now - used < IDLE_EVICT_S or sp.counts()["acquired"]:
@@ -288,12 +387,18 @@ class ShareFetchManager:
             _, sp = self._share_partition(group_id, topic_id, index)
         except errors.KafkaError as exc:
             return int(exc.code)
+        renew_ok = self._renew_enabled(group_id)
+        if not renew_ok and any(RENEW in types for _, _, types in batches):
+            return int(ErrorCode.invalid_record_state)  # share.renew.acknowledge.enable is false
         ok = True
         changed = False
+        now, limit, lock_ms = int(time.time() * 1000), self._delivery_limit(group_id), self._lock_ms(group_id)
         for first, last, types in batches:
-            done = sp.acknowledge(member_id, first, last, list(types))
+            done = sp.acknowledge(member_id, first, last, list(types), now, limit, lock_ms)
             changed = changed or done
             ok = ok and done
+            if done and RENEW in types:
+                self._lock(group_id, topic_id, index, member_id, first, last, now + lock_ms, lock_ms)
         if changed:
             saved = self._save(group_id, topic_id, index, sp)
             if any(RELEASE in types for _, _, types in batches):
@@ -303,7 +408,8 @@ class ShareFetchManager:
                 return code
         return 0 if ok else int(ErrorCode.invalid_record_state)
 
-    def _acquire(self, group_id: str, member_id: str, topic_id, index: int, max_records: int, max_bytes: int):
+    def _acquire(self, group_id: str, member_id: str, topic_id, index: int, max_records: int, max_bytes: int,
+                 record_limit: bool = False):
         """(error code, records bytes or None, acquired runs)."""
         try:
             partition, sp = self._share_partition(group_id, topic_id, index)
@@ -316,20 +422,45 @@ class ShareFetchManager:
         start = max(sp.start_offset, partition.log_start_offset)
         while start < sp.end_offset and (r := sp.records.get(start)) is not None and r.state != 0:
             start += 1  # skip what is in flight or done
-        if start >= partition.high_watermark:
+        committed = self._read_committed(group_id)
+        if start >= (partition.last_stable_offset if committed else partition.high_watermark):
             return 0, None, []
-        read = partition.read(start, min(max_bytes, _READ_BYTES))  # at least one whole batch
+        read = partition.read(start, min(max_bytes, _READ_BYTES), isolation_level=int(committed))
         if read.records is None:
             return 0, None, []
         data = read.records.read()
         batches = batch_ranges(data)
-        limit = self.broker.config.get("group.share.delivery.count.limit")
-        runs, used = sp.acquire(batches, member_id, now, self._lock_ms(group_id), max_records, limit)
+        aborted = set()
+        if committed:
+            aborted = aborted_batches(data, batches, partition.aborted_transactions(start, read.records, partition.last_stable_offset))
+        lock_ms, before = self._lock_ms(group_id), sp.start_offset
+        runs, used = sp.acquire(
+            batches, member_id, now, lock_ms, max_records, self._delivery_limit(group_id), self._max_locks(group_id),
+            aborted, record_limit,
+        )
         if not runs:
+            if sp.start_offset != before:  # aborted records archived
+                self._save(group_id, topic_id, index, sp)
             return 0, None, []
         self._save(group_id, topic_id, index, sp)  # the delivery counts
+        for first, last, _ in runs:
+            self._lock(group_id, topic_id, index, member_id, first, last, now + lock_ms, lock_ms)
         records = b"".join(data[batches[i][2] : batches[i][2] + batches[i][3]] for i in used)
         return 0, records, runs
+
+    def _lock(self, group_id: str, topic_id, index: int, member_id: str, first: int, last: int, deadline: int, lock_ms: int):
+        """Put the acquisition lock of ``first``..``last`` on the broker's timer."""
+        self.broker.timer.add(AcquisitionLockTimeout(
+            lock_ms, lambda: self.lock_timed_out(group_id, topic_id, index, member_id, first, last, deadline)
+        ))
+
+    def lock_timed_out(self, group_id: str, topic_id, index: int, member_id: str, first: int, last: int, deadline: int):
+        info = self.broker.image.topic_by_id(topic_id)
+        sp = self.partitions.get((group_id, info.name, index)) if info is not None else None
+        if sp is None or not sp.expire(member_id, first, last, deadline, self._delivery_limit(group_id)):
+            return
+        self._save(group_id, topic_id, index, sp)
+        self._wake(info.name, index)
 
     async def share_fetch(self, body, readable=None) -> dict:
         """``readable(topic id)``: whether the member's principal may still Read the topic;
@@ -368,6 +499,8 @@ class ShareFetchManager:
                 session.partitions.discard((t.topic_id, index))
         if epoch == -1:
             self.release_member(group_id, member_id)
+        elif getattr(body, "is_renew_ack", False):  # v2: only renews locks, acquires nothing
+            session.epoch = epoch + 1 if epoch < 2**31 - 1 else 1
         else:
             session.epoch = epoch + 1 if epoch < 2**31 - 1 else 1
             denied = frozenset(k for k in session.partitions if readable is not None and not readable(k[0]))
@@ -382,7 +515,8 @@ class ShareFetchManager:
                 row = rows[key] = rows.get(key) or self.fetch_row(key[1])
                 row["error_code"] = ErrorCode.topic_authorization_failed
             if denied:  # an error to tell: answer at once, with what can be acquired now
-                self._fetch_all(group_id, member_id, session, rows, body.max_records, body.max_bytes, denied)
+                self._fetch_all(group_id, member_id, session, rows, body.max_records, body.max_bytes, denied,
+                                _record_limit(body))
             else:
                 await self._wait_for_records(group_id, member_id, session, rows, body)
         by_topic: dict = {}
@@ -395,8 +529,9 @@ class ShareFetchManager:
     async def _wait_for_records(self, group_id, member_id, session, rows, body) -> None:
         """Acquire records now, or park in the fetch purgatory until some can be acquired or
         ``max_wait`` (at most 5 s) runs out."""
+        strict = _record_limit(body)
         op = DelayedShareFetch(
-            lambda: self._fetch_all(group_id, member_id, session, rows, body.max_records, body.max_bytes),
+            lambda: self._fetch_all(group_id, member_id, session, rows, body.max_records, body.max_bytes, record_limit=strict),
             lambda: self.sessions.get((group_id, member_id)) is session,
             int(min(body.max_wait.total_seconds(), _MAX_WAIT_S) * 1000),
         )
@@ -410,13 +545,14 @@ class ShareFetchManager:
         await op
         if not op.got and self.sessions.get((group_id, member_id)) is session:
             # acquisition locks that ran out while it waited make records available: one last try
-            self._fetch_all(group_id, member_id, session, rows, body.max_records, body.max_bytes)
+            self._fetch_all(group_id, member_id, session, rows, body.max_records, body.max_bytes, record_limit=strict)
 
     def _wake(self, topic: str, index: int) -> None:
         """Records of ``topic``-``index`` became available again: waiting share fetches retry."""
         self.broker.fetch_purgatory.check_and_complete((topic, index))
 
-    def _fetch_all(self, group_id, member_id, session, rows, max_records: int, max_bytes: int, skip=frozenset()) -> bool:
+    def _fetch_all(self, group_id, member_id, session, rows, max_records: int, max_bytes: int, skip=frozenset(),
+                   record_limit: bool = False) -> bool:
         got = False
         left = max(max_records, 1)
         for key in sorted(session.partitions, key=str):
@@ -425,7 +561,7 @@ class ShareFetchManager:
             if key in skip:
                 continue
             row = rows.get(key) or self.fetch_row(key[1])
-            code, records, runs = self._acquire(group_id, member_id, key[0], key[1], left, max_bytes)
+            code, records, runs = self._acquire(group_id, member_id, key[0], key[1], left, max_bytes, record_limit)
             if code:
                 row.update(error_code=code)
                 rows[key] = row
@@ -470,7 +606,14 @@ class ShareFetchManager:
 
     async def share_acknowledge(self, body) -> dict:
         group_id, member_id, epoch = body.group_id or "", body.member_id or "", body.share_session_epoch
-        answer = {"throttle_time": 0, "error_code": 0, "error_message": None, "responses": [], "node_endpoints": []}
+        answer = {
+            "throttle_time": 0,
+            "error_code": 0,
+            "error_message": None,
+            "acquisition_lock_timeout": self._lock_ms(group_id),  # v2
+            "responses": [],
+            "node_endpoints": [],
+        }
         try:
             if epoch == 0:
                 raise errors.InvalidShareSessionEpochError("ShareAcknowledge cannot open a share session (epoch 0)")

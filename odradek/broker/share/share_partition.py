@@ -9,7 +9,11 @@ makes it available again. The SPSO moves past done records; the end of the in-fl
 window is the highest offset ever acquired + 1 (SPEO).
 
 Records are acquired by whole batches, read from the log as bytes (batch headers give the
-offsets; nothing is decoded), so a record is delivered with its batch.
+offsets; nothing is decoded), so a record is delivered with its batch. At most
+``max_locks`` records past the SPSO are in flight (``share.partition.max.record.locks``);
+a read_committed group archives the batches of aborted transactions without delivering them.
+An acquisition lock runs out on the broker's timer (``expire``, called by the owner) and an
+acknowledgement that comes after it is refused; RENEW (KIP-1222) restarts a lock.
 
 Pure state: the caller gives the clock and the batches.
 """
@@ -20,11 +24,15 @@ import struct
 from dataclasses import dataclass
 
 AVAILABLE, ACQUIRED, ACKNOWLEDGED, ARCHIVED = 0, 1, 2, 4
-# acknowledge types (ShareFetch / ShareAcknowledge)
-GAP, ACCEPT, RELEASE, REJECT = 0, 1, 2, 3
+# acknowledge types (ShareFetch / ShareAcknowledge; RENEW from v2)
+GAP, ACCEPT, RELEASE, REJECT, RENEW = 0, 1, 2, 3, 4
+_NO_LIMIT = 2**31 - 1
 
 _BATCH_HEADER = struct.Struct(">qi")  # base offset, batch length
 _LAST_OFFSET_DELTA = struct.Struct(">i")
+_ATTRIBUTES = struct.Struct(">h")  # at 21
+_PRODUCER_ID = struct.Struct(">q")  # at 43
+_TRANSACTIONAL, _CONTROL = 0x10, 0x20
 
 
 def batch_ranges(data: bytes) -> list[tuple[int, int, int, int]]:
@@ -39,6 +47,33 @@ def batch_ranges(data: bytes) -> list[tuple[int, int, int, int]]:
         (delta,) = _LAST_OFFSET_DELTA.unpack_from(data, pos + 23)
         out.append((base, base + delta, pos, size))
         pos += size
+    return out
+
+
+def aborted_batches(data: bytes, batches, aborted: list[tuple[int, int]]) -> set[int]:
+    """Indexes of the batches of ``batches`` (``batch_ranges(data)``) that hold records of
+    aborted transactions, given their ``(producer id, first offset)`` (the transaction index):
+    a read_committed reader drops them, as a consumer does."""
+    starts: dict[int, list[int]] = {}
+    for pid, first in sorted(aborted, key=lambda a: a[1]):
+        starts.setdefault(pid, []).append(first)
+    open_: set[int] = set()
+    out = set()
+    for i, (first, _, pos, _) in enumerate(batches):
+        (attributes,) = _ATTRIBUTES.unpack_from(data, pos + 21)
+        if not attributes & _TRANSACTIONAL:
+            continue
+        (pid,) = _PRODUCER_ID.unpack_from(data, pos + 43)
+        pending = starts.get(pid)
+        while pending and pending[0] <= first:
+            open_.add(pid)
+            pending.pop(0)
+        if pid not in open_:
+            continue
+        if attributes & _CONTROL:
+            open_.discard(pid)  # the abort marker ends it (the marker itself is a control batch)
+        else:
+            out.add(i)
     return out
 
 
@@ -57,6 +92,7 @@ class SharePartition:
         self.end_offset = start_offset  # one past the highest offset ever acquired
         self.state_epoch = 0  # of its state in __share_group_state: a new one when the start offset is reset
         self.leader_epoch = -1  # of the partition when its leader read the state
+        self.topic_id = None  # of the topic it belongs to (its state's key once the topic is deleted)
 
     def expire_locks(self, now_ms: int) -> None:
         for r in self.records.values():
@@ -73,11 +109,22 @@ class SharePartition:
         return released
 
     def acquire(
-        self, batches, member: str, now_ms: int, lock_ms: int, max_records: int, delivery_limit: int
+        self,
+        batches,
+        member: str,
+        now_ms: int,
+        lock_ms: int,
+        max_records: int,
+        delivery_limit: int,
+        max_locks: int = _NO_LIMIT,
+        archive: frozenset | set = frozenset(),
+        record_limit: bool = False,
     ) -> tuple[list[tuple[int, int, int]], list[int]]:
         """Acquire available records of ``batches`` (``(first, last, position, size)``) for
-        ``member``; returns (acquired ``(first, last, delivery count)`` runs, indexes of the
-        batches that hold them)."""
+        ``member``, none at or past SPSO + ``max_locks``; the batches whose indexes are in
+        ``archive`` (aborted transactions) are archived instead. ``max_records`` is met at a
+        batch's end, or exactly with ``record_limit`` (ShareAcquireMode 1). Returns (acquired
+        ``(first, last, delivery count)`` runs, indexes of the batches that hold them)."""
         self.expire_locks(now_ms)
         runs: list[tuple[int, int, int]] = []
         used: list[int] = []
@@ -85,8 +132,21 @@ class SharePartition:
         for i, (first, last, _, _) in enumerate(batches):
             if taken >= max_records:
                 break
+            if i in archive:
+                for offset in range(max(first, self.start_offset), last + 1):
+                    r = self.records.get(offset)
+                    if r is None and offset >= self.end_offset:
+                        self.records[offset] = InFlight(ARCHIVED)
+                self.end_offset = max(self.end_offset, last + 1)
+                continue
+            if first >= self.start_offset + max_locks:
+                break
             got_any = False
-            for offset in range(max(first, self.start_offset), last + 1):
+            upto = min(last + 1, self.start_offset + max_locks)  # one past the last offset looked at
+            for offset in range(max(first, self.start_offset), upto):
+                if record_limit and taken >= max_records:
+                    upto = offset
+                    break
                 r = self.records.get(offset)
                 if r is None:
                     if offset < self.end_offset:
@@ -105,15 +165,41 @@ class SharePartition:
                     runs[-1] = (runs[-1][0], offset, r.delivery_count)
                 else:
                     runs.append((offset, offset, r.delivery_count))
-            self.end_offset = max(self.end_offset, last + 1)
+            self.end_offset = max(self.end_offset, upto)
             if got_any:
                 used.append(i)
         self._advance()
         return runs, used
 
-    def acknowledge(self, member: str, first: int, last: int, types: list[int]) -> bool:
+    def expire(self, member: str, first: int, last: int, deadline_ms: int, delivery_limit: int) -> bool:
+        """The acquisition lock ``member`` took on ``first``..``last`` with ``deadline_ms`` ran
+        out: those records it still holds under that lock are available again (archived once
+        delivered ``delivery_limit`` times). Whether anything changed."""
+        changed = False
+        for offset in range(first, last + 1):
+            r = self.records.get(offset)
+            if r is not None and r.state == ACQUIRED and r.member == member and r.deadline_ms == deadline_ms:
+                r.state = ARCHIVED if r.delivery_count >= delivery_limit else AVAILABLE
+                r.member = None
+                changed = True
+        if changed:
+            self._advance()
+        return changed
+
+    def acknowledge(
+        self,
+        member: str,
+        first: int,
+        last: int,
+        types: list[int],
+        now_ms: int | None = None,
+        delivery_limit: int = _NO_LIMIT,
+        lock_ms: int = 0,
+    ) -> bool:
         """Apply one acknowledgement batch; False (nothing changed) when any record in it is
-        not acquired by ``member`` (INVALID_RECORD_STATE)."""
+        not acquired by ``member``, or its lock ran out by ``now_ms`` (INVALID_RECORD_STATE).
+        A released record delivered ``delivery_limit`` times is archived; RENEW keeps it
+        acquired for ``lock_ms`` more."""
         if not types or last < first:
             return False
         offsets = range(first, last + 1)
@@ -126,6 +212,8 @@ class SharePartition:
             r = self.records.get(offset)
             if r is None or r.state != ACQUIRED or r.member != member:
                 return False
+            if now_ms is not None and r.deadline_ms <= now_ms:
+                return False  # its lock ran out (the timer may not have fired yet)
         for offset in offsets:
             kind = types[0] if len(types) == 1 else types[offset - first]
             r = self.records.get(offset)
@@ -138,7 +226,10 @@ class SharePartition:
             elif kind == REJECT:
                 r.state = ARCHIVED
             elif kind == RELEASE:
-                r.state = AVAILABLE
+                r.state = ARCHIVED if r.delivery_count >= delivery_limit else AVAILABLE
+            elif kind == RENEW:
+                r.deadline_ms = (now_ms or 0) + lock_ms
+                continue
             r.member = None
         self._advance()
         return True
@@ -162,3 +253,20 @@ class SharePartition:
         for r in self.records.values():
             out[names[r.state]] += 1
         return out
+
+
+def invalid_acknowledgements(request) -> str | None:
+    """What is wrong with a ShareFetch's or ShareAcknowledge's acknowledge types, or None:
+    each is GAP..REJECT, or RENEW from v2 in a request that says IsRenewAck (Kafka answers
+    INVALID_REQUEST)."""
+    body = request.body
+    renew = bool(getattr(body, "is_renew_ack", False))
+    for t in body.topics:
+        for p in t.partitions:
+            for b in p.acknowledgement_batches:
+                for kind in b.acknowledge_types:
+                    if kind == RENEW and not renew:
+                        return "RENEW acknowledgements need IsRenewAck (ShareFetch/ShareAcknowledge v2)"
+                    if not GAP <= kind <= RENEW:
+                        return f"unknown acknowledge type {kind}"
+    return None
