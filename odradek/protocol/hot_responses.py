@@ -10,7 +10,7 @@ FetchResponse.json; the tests compare the output with kio's writer field by fiel
 from __future__ import annotations
 
 import struct
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 if TYPE_CHECKING:
     import uuid
@@ -64,7 +64,7 @@ _RESULT_V5 = (struct.Struct(">ihqqq"), 5)  # + log start offset
 
 
 def produce_response(
-    version: int, topics: list[tuple[str, list[PartitionProduceResult]]], throttle_ms: int = 0
+    version: int, topics: list[tuple[str | uuid.UUID, list[PartitionProduceResult]]], throttle_ms: int = 0
 ) -> list[bytes]:
     """ProduceResponse body (v0+): ``topics`` is [(name, [(index, error, base_offset,
     log_append_time, log_start_offset, error_message[, record_errors]), ...]), ...], where a
@@ -78,7 +78,8 @@ def produce_response(
     out = [_array_len(len(topics), flexible)]
     append = out.append
     for topic, partitions in topics:
-        append(topic.bytes if by_id else _string(topic, flexible))
+        # the version decides, not the type: a name (str) up to v12, a topic id (UUID) from v13
+        append(cast("uuid.UUID", topic).bytes if by_id else _string(cast(str, topic), flexible))
         append(_array_len(len(partitions), flexible))
         for result in partitions:
             append(fixed.pack(*result[:n_fixed]))
