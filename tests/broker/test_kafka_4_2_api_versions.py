@@ -180,3 +180,39 @@ def test_list_offsets_special_timestamps_by_version(broker, two_records, version
         assert (part.offset, part.timestamp, part.leader_epoch) == (-1, -1, -1)
     if timestamp == -2:
         assert part.offset == 0
+
+
+@pytest.mark.parametrize(
+    ("allow", "error"),
+    [(False, ErrorCode.invalid_replication_factor), (True, ErrorCode.invalid_replica_assignment)],
+)
+def test_reassignment_v1_may_refuse_to_change_the_replication_factor(broker, two_records, allow, error):
+    """KIP-860: with allow_replication_factor_change false, two replicas for a one-replica
+    partition is refused as such (a single node would otherwise refuse the second replica)."""
+    with RawClient(broker) as raw:
+        response = raw.request(
+            45,
+            1,
+            {
+                "timeout": 5000,
+                "allow_replication_factor_change": allow,
+                "topics": [{"name": two_records, "partitions": [{"partition_index": 0, "replicas": [0, 1]}]}],
+            },
+        )
+    assert response.allow_replication_factor_change is allow
+    assert [p.error_code for t in response.responses for p in t.partitions] == [error]
+
+
+def test_describe_cluster_v2_marks_no_broker_fenced(broker):
+    with RawClient(broker) as raw:
+        response = raw.request(
+            60,
+            2,
+            {
+                "include_cluster_authorized_operations": False,
+                "endpoint_type": 1,
+                "include_fenced_brokers": True,
+            },
+        )
+    assert response.error_code == ErrorCode.none
+    assert [(b.port, b.is_fenced) for b in response.brokers] == [(broker.port, False)]
