@@ -71,8 +71,12 @@ DYNAMIC_SOCKET_CONFIGS = frozenset({"max.connections"})
 DYNAMIC_PRODUCER_STATE_CONFIGS = frozenset({"producer.id.expiration.ms", "transaction.partition.verification.enable"})
 # Replication throttles (Kafka's DynamicConfig.Broker): applied by cluster/replication_quota.py.
 DYNAMIC_REPLICATION_QUOTA_CONFIGS = frozenset({"leader.replication.throttled.rate", "follower.replication.throttled.rate"})
+# Set per broker only (Kafka's DynamicBrokerConfig.PerBrokerConfigs), refused at the cluster
+# default; a change re-registers the broker's endpoints (Broker.readvertise).
+PER_BROKER_CONFIGS = frozenset({"advertised.listeners"})
 DYNAMIC_BROKER_CONFIGS = (
-    DYNAMIC_LOG_CONFIGS
+    PER_BROKER_CONFIGS
+    |     DYNAMIC_LOG_CONFIGS
     | DYNAMIC_CLEANER_CONFIGS
     | DYNAMIC_THREAD_CONFIGS
     | DYNAMIC_SOCKET_CONFIGS
@@ -108,9 +112,11 @@ class DynamicBrokerConfig:
         restarter = _CleanerRestarter(broker)
         dynamic.on_change(lambda old, new: _apply_to_broker(broker, old, new, restarter))
         if dynamic.current is not broker.config:
-            broker.config = dynamic.current
+            old, broker.config = broker.config, dynamic.current
             if hasattr(broker, "network"):
                 broker.network.max_connections = dynamic.current.get("max.connections")
+            if _changed(old, dynamic.current, PER_BROKER_CONFIGS):
+                broker.readvertise()  # registered with server.properties' addresses a moment ago
         return dynamic
 
     def on_change(self, listener: Listener) -> None:
@@ -177,6 +183,11 @@ class DynamicBrokerConfig:
         "<default>"), after checking it; raises InvalidRequestError saying what is wrong."""
         configs = dict(configs)
         self._check_keys(configs)
+        per_broker_only = PER_BROKER_CONFIGS & set(configs) if entity == DEFAULT_BROKER_ENTITY else set()
+        if per_broker_only:
+            raise errors.InvalidRequestError(
+                f"Cannot update these configs at default cluster level, broker id must be specified: {_names(per_broker_only)}"
+            )
         per_broker = str(self.node_id)
         levels = {e: self.configs_of(e) for e in (DEFAULT_BROKER_ENTITY, per_broker)}
         levels[entity] = configs
@@ -246,6 +257,8 @@ def _changed(old: BrokerConfig, new: BrokerConfig, keys) -> set[str]:
 
 def _apply_to_broker(broker, old: BrokerConfig, new: BrokerConfig, restarter: _CleanerRestarter) -> None:
     broker.config = new
+    if _changed(old, new, PER_BROKER_CONFIGS):
+        broker.readvertise()
     if _changed(old, new, DYNAMIC_LOG_CONFIGS):
         # Topic defaults: every log without an override of its own follows the new value.
         broker.log_manager.default_config = broker.log_config_for(None)

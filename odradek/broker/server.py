@@ -266,17 +266,10 @@ class Broker:
         session, the cluster id and this broker's id (see cluster.cluster_node)."""
         from odradek.cluster import zk_data
         from odradek.cluster.cluster_node import ClusterNode, ClusterStartupError
-        from odradek.cluster.zk_data import BrokerEndpoint
         from odradek.cluster.zk_store import ZkMetadataStore
 
         stored_cluster, stored_node = self._stored_identity(log_dirs)
-        endpoints = []
-        for listener in self.config.advertised_listeners:
-            bound = self.network.bound.get(listener.name)
-            host = listener.host or (bound[0] if bound else "127.0.0.1")
-            port = listener.port or (bound[1] if bound else 0)
-            endpoints.append(BrokerEndpoint(listener.name, host, port, listener.security_protocol))
-        self.cluster = ClusterNode(self.config, endpoints, self.rack, self.inter_broker_security)
+        self.cluster = ClusterNode(self.config, self._registration_endpoints(), self.rack, self.inter_broker_security)
         try:
             await self.cluster.connect(stored_cluster, stored_node)
         except ClusterStartupError as exc:
@@ -450,6 +443,34 @@ class Broker:
         """The stored SCRAM credential of ``user`` for ``mechanism`` (the SASL exchange's lookup)."""
         text = self.store.scram_credentials(user).get(mechanism)
         return ScramCredential.from_text(mechanism, text) if text else None
+
+    def _registration_endpoints(self) -> list:
+        """The advertised listeners as ``/brokers/ids/<id>`` lists them, ephemeral ports resolved."""
+        from odradek.cluster.zk_data import BrokerEndpoint
+
+        endpoints = []
+        for listener in self.config.advertised_listeners:
+            bound = self.network.bound.get(listener.name)
+            host = listener.host or (bound[0] if bound else "127.0.0.1")
+            port = listener.port or (bound[1] if bound else 0)
+            endpoints.append(BrokerEndpoint(listener.name, host, port, listener.security_protocol))
+        return endpoints
+
+    def readvertise(self) -> None:
+        """Give clients the advertised listeners now in force (``advertised.listeners`` changed
+        dynamically): a single node updates its metadata at once; in a cluster the broker
+        rewrites its registration, and the controller, which watches it, tells every broker."""
+        host, port = self._advertised()
+        log.info("advertised listeners now %s", ", ".join(str(e) for e in self.config.advertised_listeners))
+        if self.cluster is None:
+            self.store.image.brokers[self.node_id] = BrokerInfo(
+                self.node_id, host, port, self.rack, self._advertised_endpoints()
+            )
+            return
+        task = asyncio.get_running_loop().create_task(
+            self.cluster.update_registration(self._registration_endpoints()), name="broker-reregistration"
+        )
+        self._tasks.append(task)
 
     def _advertised(self) -> tuple[str, int]:
         listener = self.config.advertised_listeners[0]

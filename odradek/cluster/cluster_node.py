@@ -167,6 +167,12 @@ class ClusterNode:
         self._task = asyncio.get_running_loop().create_task(self._run(), name="cluster-events")
         await self.call(self.controller.elect)
 
+    async def update_registration(self, endpoints: list[zk_data.BrokerEndpoint]) -> None:
+        """Rewrite ``/brokers/ids/<id>`` with new endpoints (a dynamic ``advertised.listeners``);
+        the znode and its session stay, so the controller sees a modified broker, not a new one."""
+        self.endpoints = list(endpoints)
+        await self.zk.set(zk_data.broker_path(self.broker_id), zk_data.encode_broker_registration(self.registration()))
+
     async def _create_registration(self, *, first: bool) -> None:
         data = zk_data.encode_broker_registration(self.registration())
         path = zk_data.broker_path(self.broker_id)
@@ -296,8 +302,8 @@ class ClusterNode:
             return
         if path == zk_data.CONTROLLER_PATH:
             await c.on_controller_change()
-        elif path == zk_data.BROKER_IDS_PATH:
-            await c.on_broker_change()
+        elif path == zk_data.BROKER_IDS_PATH or path.startswith(zk_data.BROKER_IDS_PATH + "/"):
+            await c.on_broker_change()  # a broker came or went, or (its znode) changed endpoints
         elif path == zk_data.TOPICS_PATH:
             await c.on_topic_change()
         elif path.startswith(zk_data.TOPICS_PATH + "/"):

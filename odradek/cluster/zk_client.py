@@ -239,6 +239,18 @@ Op = CreateOp | SetDataOp | DeleteOp | CheckOp
 # ---------------------------------------------------------------- configuration
 
 
+ZK_CHUNK = 500  # znodes read or written per batch of concurrent ZooKeeper calls
+
+
+async def gather_chunked(calls: list, chunk: int = ZK_CHUNK) -> list:
+    """Await coroutines ``chunk`` at a time (kazoo pipelines them over the one session);
+    each call's result or exception, in order."""
+    results = []
+    for start in range(0, len(calls), chunk):
+        results += await asyncio.gather(*calls[start : start + chunk], return_exceptions=True)
+    return results
+
+
 def split_connect_string(connect: str) -> tuple[str, str | None]:
     """``"h1:2181,h2:2181/odradek"`` → ``("h1:2181,h2:2181", "/odradek")``."""
     connect = connect.strip()

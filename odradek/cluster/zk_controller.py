@@ -63,6 +63,7 @@ from odradek.cluster.state_machines import (
     remove_replica_from_isr,
 )
 from odradek.cluster.zk_client import (
+    ZK_CHUNK,
     BadVersionError,
     ControllerMovedError,
     CreateOp,
@@ -71,6 +72,7 @@ from odradek.cluster.zk_client import (
     SetDataOp,
     ZkClient,
     ZooKeeperError,
+    gather_chunked,
 )
 from odradek.net.connection_security import ConnectionSecurity
 from odradek.protocol.errors import ErrorCode
@@ -78,18 +80,9 @@ from odradek.protocol.errors import ErrorCode
 log = logging.getLogger(__name__)
 
 P, R = PartitionLifecycle, ReplicaLifecycle
-ZK_CHUNK = 500  # znodes read or written per batch of concurrent ZooKeeper calls
 
 class NotActiveController(Exception):
     """This broker is not (or no longer) the active controller."""
-
-
-async def _gather_chunked(calls: list, chunk: int = ZK_CHUNK) -> list:
-    """Await coroutines ``chunk`` at a time (kazoo pipelines them over the one session)."""
-    results = []
-    for start in range(0, len(calls), chunk):
-        results += await asyncio.gather(*calls[start : start + chunk], return_exceptions=True)
-    return results
 
 
 class ZkController(LeadershipMoves, PartitionReassignments):
@@ -277,7 +270,8 @@ class ZkController(LeadershipMoves, PartitionReassignments):
 
     async def _read_brokers(self) -> dict[int, tuple[zk_data.BrokerRegistration, int]]:
         ids = [int(i) for i in await self.zk.get_children(zk_data.BROKER_IDS_PATH, watch=True) if i.isdigit()]
-        results = await _gather_chunked([self.zk.get(zk_data.broker_path(b)) for b in ids])
+        # watched: a broker rewrites its znode when its advertised.listeners change
+        results = await gather_chunked([self.zk.get(zk_data.broker_path(b), watch=True) for b in ids])
         brokers = {}
         for broker_id, result in zip(ids, results, strict=True):
             if isinstance(result, NoNodeError):
@@ -291,8 +285,8 @@ class ZkController(LeadershipMoves, PartitionReassignments):
     async def _load_topics(self, topics: Iterable[str]) -> list[str]:
         """Read the assignments (watching each topic's znode), ids and configs of ``topics``."""
         topics = list(topics)
-        results = await _gather_chunked([self.zk.get(zk_data.topic_path(t), watch=True) for t in topics])
-        configs = await _gather_chunked([self.zk.get(zk_data.entity_config_path(zk_data.TOPIC_CONFIG, t)) for t in topics])
+        results = await gather_chunked([self.zk.get(zk_data.topic_path(t), watch=True) for t in topics])
+        configs = await gather_chunked([self.zk.get(zk_data.entity_config_path(zk_data.TOPIC_CONFIG, t)) for t in topics])
         loaded = []
         for topic, result, config in zip(topics, results, configs, strict=True):
             if isinstance(result, NoNodeError):
@@ -322,7 +316,7 @@ class ZkController(LeadershipMoves, PartitionReassignments):
 
     async def _load_partition_states(self, partitions: Iterable[TopicPartition]) -> None:
         partitions = sorted(partitions)
-        results = await _gather_chunked([self.zk.get(zk_data.partition_state_path(tp)) for tp in partitions])
+        results = await gather_chunked([self.zk.get(zk_data.partition_state_path(tp)) for tp in partitions])
         for tp, result in zip(partitions, results, strict=True):
             if isinstance(result, NoNodeError):
                 continue
@@ -365,7 +359,7 @@ class ZkController(LeadershipMoves, PartitionReassignments):
             for tp, lai in items
         ]
         written, stale = {}, []
-        for (tp, lai), result in zip(items, await _gather_chunked(calls), strict=True):
+        for (tp, lai), result in zip(items, await gather_chunked(calls), strict=True):
             if isinstance(result, ControllerMovedError):
                 raise result
             if isinstance(result, BadVersionError | NoNodeError):
@@ -577,6 +571,13 @@ class ZkController(LeadershipMoves, PartitionReassignments):
         new = set(current) - known
         dead = known - set(current)
         bounced = {b for b in set(current) & known if current[b][1] != ctx.live_broker_epochs.get(b)}
+        moved = {b for b in set(current) & known - bounced if current[b][0].moved_from(ctx.live_brokers.get(b))}
+        for broker in moved:  # Kafka's BrokerModifications: new addresses, told to every broker
+            self.state_log.info(f"Broker {broker} changed its endpoints")
+            ctx.add_live_brokers({broker: current[broker]})
+            self._add_channel(broker, current[broker][0])
+        if moved:
+            self.batch.add_full_update_metadata(ctx.live_or_shutting_down_broker_ids)
         if dead:
             await self._on_broker_failure(dead, "its registration znode went away")
         if bounced:

@@ -337,6 +337,10 @@ class BrokerRegistration:
     def __post_init__(self):
         object.__setattr__(self, "endpoints", tuple(self.endpoints))
 
+    def moved_from(self, old: BrokerRegistration | None) -> bool:
+        """Whether this registration gives the broker other addresses (or rack) than ``old``."""
+        return old is not None and (old.endpoints, old.rack) != (self.endpoints, self.rack)
+
     def endpoint(self, listener_name: str) -> BrokerEndpoint | None:
         return next((e for e in self.endpoints if e.listener_name == listener_name), None)
 

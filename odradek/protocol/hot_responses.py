@@ -10,7 +10,7 @@ FetchResponse.json; the tests compare the output with kio's writer field by fiel
 from __future__ import annotations
 
 import struct
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 if TYPE_CHECKING:
     import uuid
@@ -20,6 +20,7 @@ _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
 
 PRODUCE_FLEXIBLE_FROM = 9
+PRODUCE_TOPIC_IDS_FROM = 13
 FETCH_FLEXIBLE_FROM = 12
 FETCH_TOPIC_IDS_FROM = 13
 
@@ -63,19 +64,22 @@ _RESULT_V5 = (struct.Struct(">ihqqq"), 5)  # + log start offset
 
 
 def produce_response(
-    version: int, topics: list[tuple[str, list[PartitionProduceResult]]], throttle_ms: int = 0
+    version: int, topics: list[tuple[str | uuid.UUID, list[PartitionProduceResult]]], throttle_ms: int = 0
 ) -> list[bytes]:
     """ProduceResponse body (v0+): ``topics`` is [(name, [(index, error, base_offset,
-    log_append_time, log_start_offset, error_message[, record_errors]), ...]), ...]."""
+    log_append_time, log_start_offset, error_message[, record_errors]), ...]), ...], where a
+    topic is its name up to v12 and its id (a ``uuid.UUID``) from v13 (KIP-516)."""
     flexible = version >= PRODUCE_FLEXIBLE_FROM
+    by_id = version >= PRODUCE_TOPIC_IDS_FROM
     fixed, n_fixed = _RESULT_V5 if version >= 5 else _RESULT_V2 if version >= 2 else _RESULT_V0
     with_errors = version >= 8  # record_errors and error_message
     no_record_errors = _array_len(0, flexible)
     null_string = _NULL_STRING[flexible]
     out = [_array_len(len(topics), flexible)]
     append = out.append
-    for name, partitions in topics:
-        append(_string(name, flexible))
+    for topic, partitions in topics:
+        # the version decides, not the type: a name (str) up to v12, a topic id (UUID) from v13
+        append(cast("uuid.UUID", topic).bytes if by_id else _string(cast(str, topic), flexible))
         append(_array_len(len(partitions), flexible))
         for result in partitions:
             append(fixed.pack(*result[:n_fixed]))

@@ -1,4 +1,4 @@
-"""Produce requests (v0-v11), parsed by hand without copying the records.
+"""Produce requests (v0-v13), parsed by hand without copying the records.
 
 Produce is the broker's hottest request. kio decodes it correctly but copies every
 partition's records into a new ``bytes``; this parser returns memoryviews into the
@@ -13,18 +13,22 @@ Produce from v0. Their record sets are legacy message sets (magic 0 or 1).
 
 Layouts (Kafka's ProduceRequest.json): v0-v2 acks, timeout, topics; v3+ put a nullable
 transactional id first; v9+ are flexible (compact strings, arrays and bytes, tagged
-fields after each structure). The objects carry kio's attribute names.
+fields after each structure); v13 names each topic by its 16-byte id instead of its name
+(KIP-516: ``topic_id`` is set and ``name`` empty; the broker resolves it). v12 is v11's
+layout. The objects carry kio's attribute names.
 """
 
 from __future__ import annotations
 
 import datetime
 import struct
+import uuid
 from typing import NamedTuple
 
 from odradek.protocol.varint import decode_unsigned_varint, skip_tagged_fields
 
 FLEXIBLE_FROM = 9
+TOPIC_IDS_FROM = 13
 FIRST_KIO_VERSION = 3  # kio has schemas from here; we parse every version ourselves
 
 _I16 = struct.Struct(">h")
@@ -42,8 +46,9 @@ class PartitionProduceData(NamedTuple):
 
 
 class TopicProduceData(NamedTuple):
-    name: str
+    name: str  # "" from v13 until the broker resolves ``topic_id``
     partition_data: tuple
+    topic_id: uuid.UUID | None = None  # v13+
 
 
 class ProduceRequest(NamedTuple):
@@ -71,15 +76,15 @@ def decode_produce_request(payload, pos: int, version: int) -> ProduceRequest:
     view = memoryview(payload)
     try:
         if version >= FLEXIBLE_FROM:
-            return _decode_flexible(view, pos)
+            return _decode_flexible(view, pos, version >= TOPIC_IDS_FROM)
         return _decode_classic(view, pos, version)
     except (IndexError, struct.error) as exc:  # a read past the end of the frame
         raise ValueError("request is truncated") from exc
 
 
-def _decode_flexible(view: memoryview, pos: int) -> ProduceRequest:
+def _decode_flexible(view: memoryview, pos: int, by_id: bool) -> ProduceRequest:
     """v9+: compact strings, arrays and bytes (length + 1 as a varint, 0 for null) and tagged
-    fields after each structure."""
+    fields after each structure; ``by_id`` (v13+): a topic is its 16-byte id, not its name."""
     end = len(view)
     size, pos = decode_unsigned_varint(view, pos)
     transactional_id = None
@@ -91,11 +96,16 @@ def _decode_flexible(view: memoryview, pos: int) -> ProduceRequest:
     topics = []
     n_topics, pos = decode_unsigned_varint(view, pos)
     for _ in range(_array_length(n_topics - 1, pos, end)):
-        size, pos = decode_unsigned_varint(view, pos)
-        if not size:
-            raise ValueError("null topic name")
-        raw, pos = _take(view, pos, size - 1, end)
-        name = str(raw, "utf-8")
+        topic_id = None
+        if by_id:
+            raw, pos = _take(view, pos, 16, end)
+            name, topic_id = "", uuid.UUID(bytes=bytes(raw))
+        else:
+            size, pos = decode_unsigned_varint(view, pos)
+            if not size:
+                raise ValueError("null topic name")
+            raw, pos = _take(view, pos, size - 1, end)
+            name = str(raw, "utf-8")
         partitions = []
         n_partitions, pos = decode_unsigned_varint(view, pos)
         for _ in range(_array_length(n_partitions - 1, pos, end)):
@@ -106,7 +116,7 @@ def _decode_flexible(view: memoryview, pos: int) -> ProduceRequest:
                 records, pos = _take(view, pos, size - 1, end)
             partitions.append(PartitionProduceData(index, records))
             pos = skip_tagged_fields(view, pos)
-        topics.append(TopicProduceData(name, tuple(partitions)))
+        topics.append(TopicProduceData(name, tuple(partitions), topic_id))
         pos = skip_tagged_fields(view, pos)
     pos = skip_tagged_fields(view, pos)
     return _finish(transactional_id, acks, timeout_ms, topics, pos, end)
@@ -149,7 +159,8 @@ def _decode_classic(view: memoryview, pos: int, version: int) -> ProduceRequest:
 
 def parse_single_partition(frame) -> tuple | None:
     """The usual Produce request, read straight from its frame (header included):
-    v3-v11, no transactional id, one topic holding one partition's records. Returns
+    v3-v12, no transactional id, one topic holding one partition's records (v13, which names
+    the topic by id, takes the general path). Returns
     ``(api_version, correlation_id, acks, topic, partition, records)`` with ``records`` a
     view into ``frame``, or None for any other shape and for anything malformed, which
     the general path (``decode_produce_request``) then reads, or explains.
@@ -161,7 +172,7 @@ def parse_single_partition(frame) -> tuple | None:
     end = len(view)
     try:
         api_key, version, correlation_id, client_len = _REQUEST_HEAD.unpack_from(view, 0)
-        if api_key != 0 or not 3 <= version <= 11:
+        if api_key != 0 or not 3 <= version < TOPIC_IDS_FROM:
             return None
         pos = 10 + (client_len if client_len > 0 else 0)
         if version >= FLEXIBLE_FROM:

@@ -322,3 +322,44 @@ def test_aiokafka_alters_and_describes_a_broker_config(own_broker):
     name, value, read_only, *_ = entries["log.cleaner.backoff.ms"]
     assert (value, read_only) == ("20000", False)
     assert entries["log.dirs"][2] is True
+
+
+def test_advertised_listeners_is_a_per_broker_dynamic_key(own_broker):
+    """As Kafka (DynamicListenerConfig, per broker): described read-write and not sensitive, with
+    its source and synonyms; set per broker, refused at the cluster default; clients are given
+    the new address at once, and after a restart."""
+    broker = own_broker()
+    entry = describe(broker, BROKER, "0")["advertised.listeners"]
+    assert (entry.value, entry.source, entry.is_read_only, entry.is_sensitive) == (
+        None,  # unset: clients get the listeners
+        ConfigSource.DEFAULT_CONFIG.value,
+        False,
+        False,
+    )
+    assert raw_synonyms(broker, "0", "advertised.listeners") == []
+    assert admin(broker).list_topics(timeout=10).brokers[0].host == "127.0.0.1"
+
+    address = f"PLAINTEXT://localhost:{broker.port}"
+    err = alter_error(broker, "", "advertised.listeners", address)
+    assert err.code() == KafkaError.INVALID_REQUEST
+    assert "broker id must be specified: advertised.listeners" in err.str()
+    bad = alter_error(broker, "0", "advertised.listeners", f"ELSEWHERE://localhost:{broker.port}")
+    assert bad.code() == KafkaError.INVALID_REQUEST and "listener ELSEWHERE" in bad.str()
+
+    alter(broker, "0", advertised_listeners=address)
+    entry = describe(broker, BROKER, "0")["advertised.listeners"]
+    assert (entry.value, entry.source, entry.is_read_only, entry.is_sensitive) == (
+        address,
+        ConfigSource.DYNAMIC_BROKER_CONFIG.value,
+        False,
+        False,
+    )
+    assert [(s.name, s.value, s.source) for s in raw_synonyms(broker, "0", "advertised.listeners")] == [
+        ("advertised.listeners", address, ConfigSource.DYNAMIC_BROKER_CONFIG.value)
+    ]
+    assert admin(broker).list_topics(timeout=10).brokers[0].host == "localhost"
+
+    broker.restart()
+    assert admin(broker).list_topics(timeout=10).brokers[0].host == "localhost"
+    alter(broker, "0", advertised_listeners=None)
+    assert admin(broker).list_topics(timeout=10).brokers[0].host == "127.0.0.1"

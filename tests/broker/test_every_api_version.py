@@ -42,7 +42,10 @@ def catalogue(api_key: int, version: int, records: bytes) -> dict:
             "transactional_id": None,
             "acks": 1,
             "timeout": 5000,
-            "topic_data": [{"name": topic, "partition_data": [{"index": 0, "records": records}]}],
+            # v13 names the topic by id: the all-zero id names none, answered UNKNOWN_TOPIC_ID
+            "topic_data": [
+                {"name": topic, "topic_id": uuid.UUID(int=0), "partition_data": [{"index": 0, "records": records}]}
+            ],
         },
         1: lambda: {
             "replica_id": -1,
@@ -74,6 +77,7 @@ def catalogue(api_key: int, version: int, records: bytes) -> dict:
         2: lambda: {
             "replica_id": -1,
             "isolation_level": 0,
+            "timeout": 5000,  # v10+
             "topics": [
                 {"name": topic, "partitions": [{"partition_index": 0, "timestamp": -1, "current_leader_epoch": -1}]}
             ],
@@ -315,7 +319,7 @@ def catalogue(api_key: int, version: int, records: bytes) -> dict:
         31: lambda: {"filters": []},
         51: lambda: {"deletions": [{"name": "every-user", "mechanism": 1}], "upsertions": []},
         75: lambda: {"topics": [{"name": topic}], "response_partition_limit": 10, "cursor": None},
-        60: lambda: {"include_cluster_authorized_operations": False, "endpoint_type": 1},
+        60: lambda: {"include_cluster_authorized_operations": False, "endpoint_type": 1, "include_fenced_brokers": False},
         65: lambda: {"transactional_ids": [txn]},
         66: lambda: {"state_filters": [], "producer_id_filters": [], "duration_filter": -1, "transactional_id_pattern": None},
         68: lambda: {"group_id": group, "member_id": "every-member", "member_epoch": 0, "rebalance_timeout": 30000,

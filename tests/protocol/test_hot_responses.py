@@ -15,15 +15,20 @@ def _decode(api_key, version, parts):
     return entity
 
 
-@pytest.mark.parametrize("version", range(3, 12))
+ORDERS_ID, X_ID = uuid.uuid4(), uuid.uuid4()
+
+
+@pytest.mark.parametrize("version", range(3, 14))
 def test_produce_response_decodes_with_kio(version):
+    """Topics by name up to v12, by id from v13 (KIP-516)."""
+    orders_key, x_key = (ORDERS_ID, X_ID) if version >= 13 else ("orders", "x")
     parts = hot_responses.produce_response(
         version,
-        [("orders", [(0, 0, 42, -1, 7, None), (3, 10, -1, -1, -1, "too large")]), ("x", [])],
+        [(orders_key, [(0, 0, 42, -1, 7, None), (3, 10, -1, -1, -1, "too large")]), (x_key, [])],
     )
     resp = _decode(0, version, parts)
     orders = resp.responses[0]
-    assert orders.name == "orders"
+    assert (orders.topic_id if version >= 13 else orders.name) == orders_key
     ok, bad = orders.partition_responses
     assert (ok.index, ok.error_code, ok.base_offset) == (0, 0, 42)
     assert (bad.index, bad.error_code) == (3, 10)
@@ -31,14 +36,14 @@ def test_produce_response_decodes_with_kio(version):
         assert ok.log_start_offset == 7
     if version >= 8:
         assert bad.error_message == "too large"
-    assert resp.responses[1].name == "x"
+    assert (resp.responses[1].topic_id if version >= 13 else resp.responses[1].name) == x_key
 
 
-@pytest.mark.parametrize("version", range(3, 12))
+@pytest.mark.parametrize("version", range(3, 14))
 def test_produce_response_record_errors_decode_with_kio(version):
     """KIP-467: the indexes and messages of the records that failed a batch (v8+)."""
     bad = (0, 87, -1, -1, -1, "2 record errors", [(3, "no key"), (7, None)])
-    resp = _decode(0, version, hot_responses.produce_response(version, [("c", [bad])]))
+    resp = _decode(0, version, hot_responses.produce_response(version, [(X_ID if version >= 13 else "c", [bad])]))
     partition = resp.responses[0].partition_responses[0]
     assert partition.error_code == 87
     if version >= 8:

@@ -1,6 +1,7 @@
 """Our zero-copy Produce parser must read exactly what kio's writer wrote, at every version."""
 
 import struct
+import uuid
 
 import pytest
 
@@ -14,7 +15,10 @@ def _frame(version, body):
     ]
 
 
-@pytest.mark.parametrize("version", range(3, 12))
+ORDERS_ID, OTHER_ID = uuid.uuid4(), uuid.uuid4()
+
+
+@pytest.mark.parametrize("version", range(3, 14))
 def test_parser_matches_kio(version):
     body = {
         "transactional_id": "tx" if version >= 3 else None,
@@ -23,9 +27,10 @@ def test_parser_matches_kio(version):
         "topic_data": [
             {
                 "name": "orders",
+                "topic_id": ORDERS_ID,  # v13+ (KIP-516), in place of the name
                 "partition_data": [{"index": 0, "records": b"\x01" * 70}, {"index": 3, "records": None}],
             },
-            {"name": "ünïcode", "partition_data": []},
+            {"name": "ünïcode", "topic_id": OTHER_ID, "partition_data": []},
         ],
     }
     payload = _frame(version, body)
@@ -33,7 +38,11 @@ def test_parser_matches_kio(version):
     req = decode_produce_request(payload, pos, version)
     assert (req.transactional_id, req.acks, req.timeout.total_seconds()) == ("tx", -1, 1.5)
     orders, other = req.topic_data
-    assert orders.name == "orders" and other.name == "ünïcode" and other.partition_data == ()
+    if version >= 13:
+        assert (orders.name, orders.topic_id, other.topic_id) == ("", ORDERS_ID, OTHER_ID)
+    else:
+        assert (orders.name, other.name, orders.topic_id) == ("orders", "ünïcode", None)
+    assert other.partition_data == ()
     p0, p3 = orders.partition_data
     assert (p0.index, bytes(p0.records)) == (0, b"\x01" * 70)
     assert (p3.index, p3.records) == (3, None)

@@ -173,9 +173,9 @@ def test_legacy_versions_give_none(version):
     assert parse_single_partition(v3) is None
 
 
-def test_versions_above_eleven_give_none():
-    assert parse_single_partition(_frame(12, _one())) is None  # kio's v12: the v11 layout
-    for version in (12, 13, 100, -1):
+def test_v12_is_read_and_versions_from_13_give_none():
+    assert parse_single_partition(_frame(12, _one()))[0] == 12  # v12: the v11 layout
+    for version in (13, 100, -1):
         frame = bytearray(_frame(11, _one()))
         struct.pack_into(">h", frame, 2, version)
         assert parse_single_partition(frame) is None

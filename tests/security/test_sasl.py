@@ -96,6 +96,18 @@ def test_scram_credentials_are_described_and_stored_salted(sasl_broker):
     assert authentication_error(sasl_conf(sasl_broker, "SASL_PLAINTEXT", "SCRAM-SHA-512", "carol", "carol-secret"))
 
 
+def test_describing_no_users_describes_every_user(sasl_broker):
+    """confluent-kafka's describe_user_scram_credentials() sends an empty user list, which Kafka
+    reads as every user (it once answered nothing)."""
+    add_scram_user(sasl_broker, "dave", "dave-secret", ScramMechanism.SCRAM_SHA_256)
+    add_scram_user(sasl_broker, "erin", "erin-secret", ScramMechanism.SCRAM_SHA_512)
+    admin = AdminClient(sasl_conf(sasl_broker, "SASL_PLAINTEXT", "PLAIN", "admin", "admin-secret"))
+    described = admin.describe_user_scram_credentials().result(30)
+    mechanisms = {user: [i.mechanism for i in d.scram_credential_infos] for user, d in described.items()}
+    assert mechanisms["dave"] == [ScramMechanism.SCRAM_SHA_256]
+    assert mechanisms["erin"] == [ScramMechanism.SCRAM_SHA_512]
+
+
 def test_alter_scram_credentials_checks_as_kafka_does(sasl_broker):
     admin = AdminClient(sasl_conf(sasl_broker, "SASL_PLAINTEXT", "PLAIN", "admin", "admin-secret"))
     cases = {

@@ -1,8 +1,9 @@
 """ApiVersions (key 18), v0-v4 (v4 only lets a supported feature's minimum be 0: KAFKA-17011).
 
 Answers with the registry's version ranges, so nothing is advertised that is not
-implemented; those ranges are Kafka 3.9's wherever Odradek has the feature, so clients that
-infer a release from them (kafka-python) infer 3.9, ZooKeeper mode's last release. A request at a version we do not know gets the v0 layout with
+implemented; those ranges are Kafka 4.2's wherever Odradek has the feature (docs/protocol.md
+lists the exceptions and the APIs left out), so clients that infer a release from them
+(kafka-python: ListOffsets v11) infer 4.2. A request at a version we do not know gets the v0 layout with
 UNSUPPORTED_VERSION and the list, so the client can pick a version and retry (KIP-511).
 """
 

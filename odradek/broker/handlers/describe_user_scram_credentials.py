@@ -1,5 +1,6 @@
 """DescribeUserScramCredentials (key 50), v0 (KIP-554): each user's SCRAM mechanisms and
-iteration counts (never salts or keys). No users (null) means every user; a user without
+iteration counts (never salts or keys). No users (null, or an empty list, which
+confluent-kafka's ``describe_user_scram_credentials()`` sends) means every user, as in Kafka; a user without
 credentials gets RESOURCE_NOT_FOUND, a user named twice DUPLICATE_RESOURCE, as in Kafka.
 Needs Describe on the cluster when an authorizer is configured.
 """
@@ -14,7 +15,7 @@ from odradek.protocol.errors import ErrorCode
 def handle_describe_user_scram_credentials(broker, request):
     allowed = broker.allowed(request, "Describe")
     stored = broker.store.scram_users()
-    asked = None if request.body.users is None else [u.name for u in request.body.users]
+    asked = [u.name for u in request.body.users] if request.body.users else None
     results = []
     if not allowed:
         return _response(request, ErrorCode.cluster_authorization_failed, "Not authorized to describe users", [])

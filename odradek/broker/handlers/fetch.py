@@ -1,4 +1,5 @@
-"""Fetch (key 1), v4-v17, for consumers.
+"""Fetch (key 1), v4-v18, for consumers (v18 only adds a follower's high watermark, a KRaft
+replication field (KIP-1166) our followers do not send and the leader ignores).
 
 Reads each partition from the fetch offset, bounded by the high watermark (or, for
 read_committed, the last stable offset, with the aborted transactions overlapping the
@@ -157,7 +158,7 @@ def _response(version: int, topics, ids, unknown, session_id: int = 0) -> RawRes
     return fetch_response(version, topics, session_id=session_id)
 
 
-@api(1, 4, 17)
+@api(1, 4, 18)
 def handle_fetch(broker, request):
     """Answers at once when it can (the usual case under load, and no task to schedule);
     otherwise returns a coroutine that waits in the fetch purgatory."""

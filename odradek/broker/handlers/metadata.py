@@ -1,4 +1,5 @@
-"""Metadata (key 3), v0-v12.
+"""Metadata (key 3), v0-v13 (v13's top-level error code, KIP-1102's REBOOTSTRAP_REQUIRED, is
+always NONE: Odradek never asks a client to rebootstrap).
 
 Brokers (as advertised on the listener the request came in on), cluster id, controller,
 and for each topic asked (all topics when the list is null, or empty at v0) its
@@ -82,7 +83,7 @@ def _wanted_names(body, api_version: int):
     return body.topics
 
 
-@api(3, 0, 12)
+@api(3, 0, 13)
 def handle_metadata(broker, request):
     body = request.body
     wanted = _wanted_names(body, request.api_version)
@@ -122,8 +123,9 @@ def _frame_with_topics(broker, request, count: int, topics: list[bytes]) -> byte
     cls = messages.response_class(3, version)
     empty = messages.encode_body(messages.build(cls, _response(broker, [], request.listener, _cluster_operations(broker, request))))
     flexible = messages.is_flexible(3, version)
-    has_cluster_ops = any(f.name == "cluster_authorized_operations" for f in dataclasses.fields(cls))
-    cut = len(empty) - (4 if has_cluster_ops else 0) - (1 if flexible else 0)
+    names = {f.name for f in dataclasses.fields(cls)}
+    trailing = (4 if "cluster_authorized_operations" in names else 0) + (2 if "error_code" in names else 0)
+    cut = len(empty) - trailing - (1 if flexible else 0)
     if flexible:
         no_topics, array_length = b"\x01", encode_unsigned_varint(count + 1)
     else:
@@ -234,6 +236,7 @@ def _response(broker, topics: list, listener: str, cluster_operations: int = NOT
         "cluster_id": broker.cluster_id,
         "controller_id": image.controller_id,
         "topics": topics,
+        "error_code": 0,
     }
 
 

@@ -1,4 +1,4 @@
-"""Produce (key 0), v0-v11.
+"""Produce (key 0), v0-v13.
 
 Record batches stay bytes: each partition's batches are validated, given offsets and
 appended by the log (see ``storage.log.Log.append_as_leader``). acks=0 sends no answer
@@ -20,6 +20,10 @@ must be in the producer's open transaction (INVALID_TXN_STATE) and its epoch cur
 With an authorizer, Write on each topic (else TOPIC_AUTHORIZATION_FAILED) and on the
 transactional id (else TRANSACTIONAL_ID_AUTHORIZATION_FAILED) is checked; the fast lane
 serves a topic only when the connection's cached decision says its principal may Write it.
+v12 is v11 (its transactions-v2 meaning, partitions added to the transaction implicitly,
+needs the ``transaction.version`` feature, which Odradek does not advertise, so clients
+still add partitions first); v13 names topics by id (KIP-516), answered by id, an unknown
+id UNKNOWN_TOPIC_ID.
 """
 
 from odradek.broker.delayed_produce import wait_for_isr
@@ -35,16 +39,17 @@ from odradek.protocol.batch import (
 from odradek.protocol.errors import ErrorCode
 from odradek.protocol.hot_responses import one_partition_produce_frame, produce_response, produce_throttle_at
 from odradek.protocol.legacy_records import convert_legacy_to_v2
-from odradek.protocol.produce_request import parse_single_partition
+from odradek.protocol.produce_request import TOPIC_IDS_FROM, parse_single_partition
 
 
-@api(0, 0, 11)
+@api(0, 0, 13)
 def handle_produce(broker, request):
     body = request.body
     acks = body.acks
+    by_id = request.api_version >= TOPIC_IDS_FROM
     if acks not in (-1, 0, 1):
         results = [
-            (t.name, [(p.index, ErrorCode.invalid_required_acks, -1, -1, -1, None) for p in t.partition_data])
+            (_key(t, by_id), [(p.index, ErrorCode.invalid_required_acks, -1, -1, -1, None) for p in t.partition_data])
             for t in body.topic_data
         ]
         return _response(request.api_version, results)
@@ -57,19 +62,28 @@ def handle_produce(broker, request):
     checked = broker.authorizer is not None
     if checked and txn_id is not None and not broker.allowed(request, "Write", "TransactionalId", txn_id):
         results = [
-            (t.name, [(p.index, ErrorCode.transactional_id_authorization_failed, -1, -1, -1, None) for p in t.partition_data])
+            (
+                _key(t, by_id),
+                [(p.index, ErrorCode.transactional_id_authorization_failed, -1, -1, -1, None) for p in t.partition_data],
+            )
             for t in body.topic_data
         ]
         return _response(request.api_version, results)
     waiting = []  # acks=all partitions whose records have not reached the ISR yet
     for topic in body.topic_data:
-        name = topic.name
-        info_topic = image_topics.get(name)
-        denied = checked and not broker.allowed(request, "Write", "Topic", name)
+        if by_id:
+            info_topic = broker.image.topic_by_id(topic.topic_id) if topic.topic_id is not None else None
+            name = info_topic.name if info_topic is not None else ""
+        else:
+            name = topic.name
+            info_topic = image_topics.get(name)
+        denied = info_topic is not None and checked and not broker.allowed(request, "Write", "Topic", name)
         partitions = []
         for pdata in topic.partition_data:
             index = pdata.index
             try:
+                if by_id and info_topic is None:
+                    raise errors.UnknownTopicIdError(f"unknown topic id {topic.topic_id}")
                 if denied:
                     raise errors.TopicAuthorizationFailedError(f"not authorized to write to {name}")
                 if info_topic is None:
@@ -92,7 +106,7 @@ def handle_produce(broker, request):
             except errors.KafkaError as exc:
                 failed = exc
                 partitions.append(_failure(index, exc))
-        results.append((name, partitions))
+        results.append((_key(topic, by_id), partitions))
     throttle_ms = 0
     if broker.client_quotas.active:
         size = sum(len(p.records or b"") for t in body.topic_data for p in t.partition_data)
@@ -108,6 +122,11 @@ def handle_produce(broker, request):
             broker, request.api_version, results, waiting, int(body.timeout.total_seconds() * 1000), throttle_ms
         )
     return _response(request.api_version, results, throttle_ms)
+
+
+def _key(topic, by_id: bool):
+    """How the response names a topic: as the request did (its id from v13)."""
+    return topic.topic_id if by_id else topic.name
 
 
 def _response(version: int, results, throttle_ms: int = 0) -> RawResponse:
@@ -130,7 +149,7 @@ def _failer(partitions: list, slot: int):
 
 @fast_lane(0)
 def produce_one_partition(broker, frame, may_write=None):
-    """The fast lane: a v3-v11 request with no transactional id writing one partition of a
+    """The fast lane: a v3-v12 request with no transactional id writing one partition of a
     known, non-internal topic, the shape of every request a client sends at linger.ms=0.
     The same append as above, minus the request objects; the answer is packed from a
     cached template. Anything else is declined (None) for ``handle_produce``."""
