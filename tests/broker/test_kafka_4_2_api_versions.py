@@ -209,3 +209,16 @@ def test_describe_cluster_v2_marks_no_broker_fenced(broker):
         )
     assert response.error_code == ErrorCode.none
     assert [(b.port, b.is_fenced) for b in response.brokers] == [(broker.port, False)]
+
+
+def test_the_group_protocol_features_are_finalized_as_kafka_4_2_reports_them(broker):
+    """A default broker has consumer and share groups on: group.version and share.version at 1."""
+    with RawClient(broker) as raw:
+        response = raw.request(
+            API_VERSIONS, 3, {"client_software_name": "odradek-tests", "client_software_version": "1"}
+        )
+    finalized = {f.name: (f.min_version_level, f.max_version_level) for f in response.finalized_features}
+    supported = {f.name: (f.min_version, f.max_version) for f in response.supported_features}
+    assert finalized == {"group.version": (1, 1), "share.version": (1, 1)}
+    assert supported == {"group.version": (0, 1), "share.version": (0, 1)}
+    assert response.finalized_features_epoch >= 0

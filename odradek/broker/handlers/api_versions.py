@@ -5,6 +5,10 @@ implemented; those ranges are Kafka 4.2's wherever Odradek has the feature (docs
 lists the exceptions and the APIs left out), so clients that infer a release from them
 (kafka-python: ListOffsets v11) infer 4.2. A request at a version we do not know gets the v0 layout with
 UNSUPPORTED_VERSION and the list, so the client can pick a version and retry (KIP-511).
+
+From v3 the answer also carries Kafka's feature levels for the group protocols that are on:
+``group.version`` 1 (KIP-848 consumer groups) and ``share.version`` 1 (KIP-932 share groups),
+supported and finalized, as a Kafka 4.2 cluster with those features enabled reports them.
 """
 
 from odradek.broker.handlers import REGISTRY, api
@@ -33,11 +37,27 @@ def _api_keys(broker=None):
     ]
 
 
+# The feature each group protocol finalizes at level 1 when it is enabled.
+PROTOCOL_FEATURES = {"consumer": "group.version", "share": "share.version"}
+
+
+def _features(broker) -> dict:
+    config = getattr(broker, "config", None)
+    enabled = config.group_protocols() if config is not None else []
+    names = [feature for protocol, feature in PROTOCOL_FEATURES.items() if protocol in enabled]
+    return {
+        "supported_features": [{"name": n, "min_version": 0, "max_version": 1} for n in names],
+        "finalized_features_epoch": 1 if names else -1,
+        "finalized_features": [{"name": n, "min_version_level": 1, "max_version_level": 1} for n in names],
+    }
+
+
 @api(18, 0, 4)
 def handle_api_versions(broker, request):
-    return messages.build_response(
-        18, request.api_version, {"error_code": 0, "api_keys": _api_keys(broker), "throttle_time": 0}
-    )
+    data = {"error_code": 0, "api_keys": _api_keys(broker), "throttle_time": 0}
+    if request.api_version >= 3:
+        data.update(_features(broker))
+    return messages.build_response(18, request.api_version, data)
 
 
 def unsupported_version_response(correlation_id: int, broker=None) -> bytes:
