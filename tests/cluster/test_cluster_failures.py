@@ -92,6 +92,26 @@ def test_kill_9_of_a_leader_moves_its_leaderships_within_the_session_timeout(clu
     assert _consume(cluster.running_bootstrap_servers(), "orders", led[0], 40) == first + second
 
 
+def test_a_broker_restarted_right_after_kill_9_waits_for_its_old_registration_to_expire(zookeeper):
+    """Issue 25.5: the killed broker's /brokers/ids/1 lives until its session expires; the
+    restarted broker says so once, waits, registers, and serves its data."""
+    with cluster_on(zookeeper, 1, session_timeout_ms=SESSION_TIMEOUT_S * 1000) as one:
+        _create(one, "kept", 1, 1)
+        assert _produce(one.bootstrap_servers, "kept", [b"before the crash"], 0) == [None]
+        one.kill(1)
+        restarted_at = time.monotonic()
+        one.start_broker(1)
+        one.wait_until_ready(SESSION_TIMEOUT_S + 30)
+        waited = time.monotonic() - restarted_at
+        log = one.log_text(1)
+        waits = [line for line in log.splitlines() if "registered by an earlier session" in line]
+        assert len(waits) == 1, log[-3000:]
+        assert f"waiting up to {SESSION_TIMEOUT_S + 4} s" in waits[0]
+        assert "already registered" not in log
+        assert waited < SESSION_TIMEOUT_S + 15
+        assert _consume(one.bootstrap_servers, "kept", 0, 1) == [b"before the crash"]
+
+
 def test_kill_9_of_the_controller_elects_another_with_a_higher_epoch(cluster):
     with ZkReader(cluster) as zk:
         epoch = int(zk.text("/controller_epoch"))
