@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import click
 
+from odradek.cli.cluster_control import restart_broker
 from odradek.cli.cluster_up import up
 from odradek.cli.common import client_command
 
@@ -66,3 +67,4 @@ def cluster(session, api_versions):
 
 
 cluster.add_command(up)
+cluster.add_command(restart_broker)
