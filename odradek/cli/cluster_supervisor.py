@@ -56,7 +56,7 @@ class _Watch:
 
     reported_exit: bool = False
     restart_due: float | None = None  # monotonic time of a scheduled restart
-    started_at: float = 0.0
+    restarted_at: float = float("-inf")  # an exit soon after a restart doubles the next delay
     delay_s: float = 0.0
 
 
@@ -90,7 +90,7 @@ class LocalCluster:
                 broker.start(self.start_timeout_s)
             except (RuntimeError, TimeoutError) as exc:
                 raise click.ClickException(f"broker {node_id} did not start: {exc}\n{_log_tail(broker)}") from None
-            self._watch[node_id] = _Watch(started_at=time.monotonic(), delay_s=self.policy.delay_s)
+            self._watch[node_id] = _Watch(delay_s=self.policy.delay_s)
 
     def wait_until_formed(self) -> None:
         """Until one broker lists them all and names a controller (the controller has told it)."""
@@ -131,7 +131,7 @@ class LocalCluster:
     def _exit_line(self, node_id: int, broker: BrokerProcess, code: int, watch: _Watch, now: float) -> str:
         line = f"broker {node_id} exited ({describe_exit(code)}); the others keep running; its log: {broker.log_path}; "
         if self.policy.wants_restart(code):
-            if now - watch.started_at < QUICK_FAILURE_S:
+            if now - watch.restarted_at < QUICK_FAILURE_S:
                 watch.delay_s = min(max(watch.delay_s * 2, self.policy.delay_s), MAX_RESTART_DELAY_S)
             else:
                 watch.delay_s = self.policy.delay_s
@@ -152,7 +152,7 @@ class LocalCluster:
             stopped = f"stopped it ({describe_exit(code)}), "
         self._clear_stale([node_id], f"left by broker {node_id}'s earlier process")
         watch.reported_exit = False
-        watch.started_at = time.monotonic()
+        watch.restarted_at = time.monotonic()
         try:
             broker.start(self.start_timeout_s)
         except (RuntimeError, TimeoutError) as exc:
