@@ -107,6 +107,8 @@ class Broker:
         self.cluster = None  # the ClusterNode in cluster mode (zookeeper.connect set)
         self._tasks: list[asyncio.Task] = []
         self._stopped = False
+        # Set on SIGTERM/SIGINT; a start still waiting for ZooKeeper gives up on it.
+        self.stop_requested = asyncio.Event()
         self._dir_locks: list[DirLock] = []
         self.http: BrokerHttp | None = None
 
@@ -276,6 +278,7 @@ class Broker:
             port = listener.port or (bound[1] if bound else 0)
             endpoints.append(BrokerEndpoint(listener.name, host, port, listener.security_protocol))
         self.cluster = ClusterNode(self.config, endpoints, self.rack, self.inter_broker_security)
+        self.cluster.stopping = self.stop_requested
         try:
             await self.cluster.connect(stored_cluster, stored_node)
         except ClusterStartupError as exc:
@@ -691,7 +694,7 @@ def run(config: BrokerConfig) -> None:
 
     async def main() -> None:
         broker = Broker(config)
-        stop = asyncio.Event()
+        stop = broker.stop_requested
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)

@@ -20,6 +20,7 @@ from pathlib import Path
 import click
 
 from odradek.cluster.stale_registrations import clear_stale_registrations
+from odradek.cluster.zk_client import ZooKeeperError
 from odradek.testing.process import BrokerProcess
 from odradek.testing.zookeeper import ZooKeeperServer
 
@@ -68,6 +69,7 @@ class LocalCluster:
     policy: RestartPolicy
     start_timeout_s: float = 60.0
     _watch: dict[int, _Watch] = field(default_factory=dict)
+    _zookeeper_exit_reported: bool = False
 
     @property
     def zookeeper_connect(self) -> str:
@@ -117,6 +119,13 @@ class LocalCluster:
     def check(self) -> None:
         """Report brokers that exited since the last check; run restarts that are due."""
         now = time.monotonic()
+        if not self.zookeeper.running and not self._zookeeper_exit_reported:
+            self._zookeeper_exit_reported = True
+            click.echo(
+                f"zookeeper exited ({describe_exit(self.zookeeper.proc.returncode)}); its log: {self.zookeeper.log_path}; "
+                "the brokers serve with the metadata they have; Ctrl-C and run cluster up again to get it back",
+                err=True,
+            )
         for node_id, broker in self.brokers.items():
             watch = self._watch.setdefault(node_id, _Watch(delay_s=self.policy.delay_s))
             code = broker.proc.poll() if broker.proc is not None else None
@@ -169,7 +178,11 @@ class LocalCluster:
         return {"ok": ok, "message": message}
 
     def _clear_stale(self, broker_ids: list[int] | None, whose: str) -> None:
-        cleared = asyncio.run(clear_stale_registrations(self.zookeeper_connect, broker_ids))
+        try:
+            cleared = asyncio.run(clear_stale_registrations(self.zookeeper_connect, broker_ids))
+        except ZooKeeperError as exc:  # the broker then waits its old session out itself
+            click.echo(f"could not clear stale ZooKeeper registrations ({exc}); starting anyway", err=True)
+            return
         if cleared:
             click.echo(f"cleared the stale ZooKeeper registration of {cleared.describe()}, {whose}")
 

@@ -92,6 +92,7 @@ class ClusterNode:
         self.listen(zk_data.CONFIG_CHANGES_PATH, zk_data.CONFIG_CHANGE_PREFIX, self._on_config_notification)
         self._pending_watches: set[str] = set()
         self._suspended_since: float | None = None
+        self.stopping = asyncio.Event()  # the broker's stop request: a start still waiting gives up
 
     # ---------------------------------------------------------------- start
 
@@ -132,7 +133,14 @@ class ClusterNode:
             )
             deadline = time.monotonic() + wait_s
             while time.monotonic() < deadline:
-                await asyncio.sleep(STALE_SESSION_POLL_S)
+                try:
+                    await asyncio.wait_for(self.stopping.wait(), STALE_SESSION_POLL_S)
+                except TimeoutError:
+                    pass
+                else:
+                    raise ClusterStartupError(
+                        f"stopped while waiting for the earlier registration of broker.id {self.broker_id} to expire"
+                    )
                 holder = await self.zk.exists(path)
                 if holder is None:
                     return
