@@ -30,6 +30,7 @@ RESTART_POLICIES = ("never", "on-failure", "always")
 QUICK_FAILURE_S = 30.0
 MAX_RESTART_DELAY_S = 60.0
 READY_TIMEOUT_S = 60.0
+STOP_TIMEOUT_S = 60.0  # a controlled shutdown on a busy machine, before SIGKILL
 
 
 @dataclass
@@ -157,7 +158,7 @@ class LocalCluster:
         watch.restart_due = None
         stopped = ""
         if broker.proc is not None and broker.proc.poll() is None:
-            code = broker.stop()
+            code = broker.stop(STOP_TIMEOUT_S)
             stopped = f"stopped it ({describe_exit(code)}), "
         self._clear_stale([node_id], f"left by broker {node_id}'s earlier process")
         watch.reported_exit = False
