@@ -107,6 +107,8 @@ class Broker:
         self.cluster = None  # the ClusterNode in cluster mode (zookeeper.connect set)
         self._tasks: list[asyncio.Task] = []
         self._stopped = False
+        # Set on SIGTERM/SIGINT; a start still waiting for ZooKeeper gives up on it.
+        self.stop_requested = asyncio.Event()
         self._dir_locks: list[DirLock] = []
         self.http: BrokerHttp | None = None
 
@@ -270,6 +272,7 @@ class Broker:
 
         stored_cluster, stored_node = self._stored_identity(log_dirs)
         self.cluster = ClusterNode(self.config, self._registration_endpoints(), self.rack, self.inter_broker_security)
+        self.cluster.stopping = self.stop_requested
         try:
             await self.cluster.connect(stored_cluster, stored_node)
         except ClusterStartupError as exc:
@@ -715,7 +718,7 @@ def run(config: BrokerConfig) -> None:
 
     async def main() -> None:
         broker = Broker(config)
-        stop = asyncio.Event()
+        stop = broker.stop_requested
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)

@@ -1,10 +1,12 @@
 """``odradek cluster``: the cluster id, the controller and the brokers (kafka-cluster.sh,
-kafka-broker-api-versions.sh); ``odradek cluster up`` starts a local cluster (cli/cluster_up.py)."""
+kafka-broker-api-versions.sh); ``odradek cluster up`` starts a local cluster (cli/cluster_up.py) and
+``odradek cluster restart-broker`` starts one of its brokers again (cli/cluster_control.py)."""
 
 from __future__ import annotations
 
 import click
 
+from odradek.cli.cluster_control import restart_broker
 from odradek.cli.cluster_up import up
 from odradek.cli.common import client_command
 
@@ -23,6 +25,7 @@ def cluster(session, api_versions):
       odradek cluster --api-versions
       odradek cluster -b broker1:9092 -o json
       odradek cluster up --brokers 3      (start a local cluster: see odradek cluster up --help)
+      odradek cluster restart-broker 2    (start broker 2 of that cluster again)
     """
     if click.get_current_context().invoked_subcommand is not None:
         return
@@ -66,3 +69,4 @@ def cluster(session, api_versions):
 
 
 cluster.add_command(up)
+cluster.add_command(restart_broker)

@@ -51,6 +51,13 @@ from odradek.protocol.inter_broker import controlled_shutdown_schema as cs_schem
 log = logging.getLogger(__name__)
 
 
+# How much longer than zookeeper.session.timeout.ms a dead session's registration may last:
+# ZooKeeper expires sessions on tick boundaries (2 s ticks by default) and may round a
+# requested timeout up to its minimum of two ticks.
+STALE_SESSION_MARGIN_S = 4.0
+STALE_SESSION_POLL_S = 0.2
+
+
 class ClusterStartupError(Exception):
     """The broker cannot join the cluster; one line that says what to do."""
 
@@ -85,6 +92,7 @@ class ClusterNode:
         self.listen(zk_data.CONFIG_CHANGES_PATH, zk_data.CONFIG_CHANGE_PREFIX, self._on_config_notification)
         self._pending_watches: set[str] = set()
         self._suspended_since: float | None = None
+        self.stopping = asyncio.Event()  # the broker's stop request: a start still waiting gives up
 
     # ---------------------------------------------------------------- start
 
@@ -99,9 +107,46 @@ class ClusterNode:
             await self.zk.ensure_path(path)
         self.cluster_id = await self._cluster_id(stored_cluster_id)
         self.broker_id = await self._broker_id(stored_broker_id)
-        holder = await self.zk.exists(zk_data.broker_path(self.broker_id))
-        if holder is not None:
-            raise ClusterStartupError(self._duplicate_message(await self._registration_text()))
+        await self._wait_out_earlier_registration()
+
+    async def _wait_out_earlier_registration(self) -> None:
+        """A registration of our id held by another session is either an earlier life of this
+        broker (killed with -9: ZooKeeper removes it when that session expires) or a live broker
+        with the same id. Kafka refuses at once (a restart after a crash then fails until the
+        session expires); we wait as long as a dead session can last and refuse only if it
+        outlives that, or if another session takes the id meanwhile."""
+        path = zk_data.broker_path(self.broker_id)
+        holder = await self.zk.exists(path)
+        if holder is None:
+            return
+        owner = holder.ephemeral_owner
+        if owner:  # a persistent znode (owner 0) never expires: refuse at once
+            wait_s = self.zk.session_timeout_ms / 1000 + STALE_SESSION_MARGIN_S
+            log.warning(
+                "broker.id %d is registered by an earlier session 0x%x (at %s); waiting up to %.0f s for it to "
+                "expire (zookeeper.session.timeout.ms + %.0f s)",
+                self.broker_id,
+                owner,
+                await self._registration_text(),
+                wait_s,
+                STALE_SESSION_MARGIN_S,
+            )
+            deadline = time.monotonic() + wait_s
+            while time.monotonic() < deadline:
+                try:
+                    await asyncio.wait_for(self.stopping.wait(), STALE_SESSION_POLL_S)
+                except TimeoutError:
+                    pass
+                else:
+                    raise ClusterStartupError(
+                        f"stopped while waiting for the earlier registration of broker.id {self.broker_id} to expire"
+                    )
+                holder = await self.zk.exists(path)
+                if holder is None:
+                    return
+                if holder.ephemeral_owner != owner:
+                    break  # another broker registered this id meanwhile: a live one
+        raise ClusterStartupError(self._duplicate_message(await self._registration_text()))
 
     async def _cluster_id(self, stored: str | None) -> str:
         try:

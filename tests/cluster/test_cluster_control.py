@@ -9,6 +9,7 @@ kill brokers or ZooKeeper are in test_cluster_failures.py."""
 from __future__ import annotations
 
 import subprocess
+import time
 
 import confluent_kafka
 import pytest
@@ -18,6 +19,7 @@ from kafka.admin import NewTopic as KafkaNewTopic
 from kafka.structs import TopicPartition as KafkaTopicPartition
 from kio.schema.errors import ErrorCode
 
+from odradek.cluster.cluster_node import STALE_SESSION_MARGIN_S
 from odradek.protocol.inter_broker.leader_and_isr_schema import LeaderAndIsrRequest
 from odradek.protocol.inter_broker.update_metadata_schema import UpdateMetadataRequest
 from odradek.protocol.messages import build_request
@@ -176,10 +178,20 @@ def test_a_stale_controller_is_refused(cluster):
 
 
 def test_a_second_broker_with_a_registered_id_refuses_to_start(cluster, tmp_path):
-    twin = BrokerProcess(tmp_path / "twin", node_id=2, overrides={"zookeeper.connect": cluster.zookeeper_connect})
+    """The id's registration could be a killed broker's that has not expired yet, so the twin
+    waits one session timeout (plus a margin) first; broker 2's session lives on, so it refuses."""
+    twin = BrokerProcess(
+        tmp_path / "twin",
+        node_id=2,
+        overrides={"zookeeper.connect": cluster.zookeeper_connect, "zookeeper.session.timeout.ms": 2000},
+    )
     twin.data_dir.mkdir()
+    began = time.monotonic()
     proc = subprocess.run(twin.command(), capture_output=True, text=True, timeout=60)
     assert proc.returncode != 0
+    assert time.monotonic() - began > 2 + STALE_SESSION_MARGIN_S
+    waits = [line for line in proc.stderr.splitlines() if "registered by an earlier session" in line]
+    assert len(waits) == 1 and "waiting up to 6 s" in waits[0]
     errors = [line for line in proc.stderr.splitlines() if "already registered" in line]
     assert len(errors) == 1 and "broker.id 2" in errors[0] and "give this broker another broker.id" in errors[0]
     assert sorted(cluster.metadata([]).brokers) == [1, 2, 3]

@@ -6,12 +6,14 @@ timeout, so a killed broker is noticed within about 4 s."""
 
 from __future__ import annotations
 
+import subprocess
 import time
 
 import confluent_kafka
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from odradek.testing.process import BrokerProcess
 from tests.cluster.control_support import ZkReader, cluster_on
 from tests.support import wait_until
 
@@ -90,6 +92,45 @@ def test_kill_9_of_a_leader_moves_its_leaderships_within_the_session_timeout(clu
     second = [f"after-{i}".encode() for i in range(20)]
     assert _produce(cluster.running_bootstrap_servers(), "orders", second, led[0]) == [None] * 20
     assert _consume(cluster.running_bootstrap_servers(), "orders", led[0], 40) == first + second
+
+
+def test_a_broker_restarted_right_after_kill_9_waits_for_its_old_registration_to_expire(zookeeper):
+    """Issue 25.5: the killed broker's /brokers/ids/1 lives until its session expires; the
+    restarted broker says so once, waits, registers, and serves its data."""
+    with cluster_on(zookeeper, 1, session_timeout_ms=SESSION_TIMEOUT_S * 1000) as one:
+        _create(one, "kept", 1, 1)
+        assert _produce(one.bootstrap_servers, "kept", [b"before the crash"], 0) == [None]
+        one.kill(1)
+        restarted_at = time.monotonic()
+        one.start_broker(1)
+        one.wait_until_ready(SESSION_TIMEOUT_S + 30)
+        waited = time.monotonic() - restarted_at
+        log = one.log_text(1)
+        waits = [line for line in log.splitlines() if "registered by an earlier session" in line]
+        assert len(waits) == 1, log[-3000:]
+        assert f"waiting up to {SESSION_TIMEOUT_S + 4} s" in waits[0]
+        assert "already registered" not in log
+        assert waited < SESSION_TIMEOUT_S + 15
+        assert _consume(one.bootstrap_servers, "kept", 0, 1) == [b"before the crash"]
+
+
+def test_a_start_waiting_for_an_earlier_registration_stops_at_once_on_sigterm(zookeeper, tmp_path):
+    with cluster_on(zookeeper, 1, session_timeout_ms=SESSION_TIMEOUT_S * 1000) as one:
+        twin = BrokerProcess(
+            tmp_path / "twin",
+            node_id=1,
+            overrides={"zookeeper.connect": one.zookeeper_connect, "zookeeper.session.timeout.ms": 30000},
+            log_path=tmp_path / "twin.log",
+        )
+        twin.data_dir.mkdir()
+        with open(twin.log_path, "wb") as log:  # not start(): that waits for a port it opens once registered
+            twin.proc = subprocess.Popen(twin.command(), stdout=log, stderr=subprocess.STDOUT)
+        wait_until(lambda: "registered by an earlier session" in twin.log_text(), 30, "the twin to wait")
+        asked = time.monotonic()
+        assert twin.stop() == 1
+        assert time.monotonic() - asked < 5
+        assert "stopped while waiting for the earlier registration of broker.id 1 to expire" in twin.log_text()
+        assert sorted(one.metadata([]).brokers) == [1]
 
 
 def test_kill_9_of_the_controller_elects_another_with_a_higher_epoch(cluster):
