@@ -162,7 +162,9 @@ def run():
 
     A streaming pipeline shows the rows it has processed while it runs. Ctrl-C (or
     SIGTERM) stops it after the current micro-batch and prints a summary (exit status
-    130); a second Ctrl-C stops at once. The next run resumes from the checkpoint.
+    130); a second Ctrl-C stops at once. The next run resumes from the checkpoint. When
+    one query of a pipeline fails, the others are stopped at once and the command exits 1
+    with one line naming the query and the cause; Spark's log goes to a file it names.
     """
 
 
@@ -185,7 +187,12 @@ def run_options(fn):
     @click.option(
         "--conf", "confs", multiple=True, metavar="KEY=VALUE", help="A Spark configuration (repeatable)."
     )
-    @click.option("--log-level", default="WARN", show_default=True, help="Spark's log level.")
+    @click.option(
+        "--log-level",
+        default="WARN",
+        show_default=True,
+        help="Level of Spark's log, which goes to a file the command names when it starts.",
+    )
     @functools.wraps(fn)
     def wrapper(
         bootstrap_servers,
