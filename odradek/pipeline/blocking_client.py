@@ -16,6 +16,7 @@ no longer the leader. Not thread-safe: one owner (one Spark task, or the driver)
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import socket
 import struct
@@ -27,9 +28,11 @@ from odradek.client.client_config import parse_bootstrap
 from odradek.protocol import api_keys, errors, messages
 from odradek.protocol.client_connection import MAX_RESPONSE_SIZE, ClientConnection, FrameError
 
+log = logging.getLogger(__name__)
+
 _SIZE = struct.Struct(">i")
-_RETRIES = 8
-_BACKOFF_S = 0.1
+_FIRST_BACKOFF_S = 0.05
+_MAX_BACKOFF_S = 1.0
 
 # Versions this module was written against (all use topic names, not ids).
 _MAX = {
@@ -37,7 +40,6 @@ _MAX = {
     api_keys.FETCH: 12,
     api_keys.LIST_OFFSETS: 7,
     api_keys.METADATA: 9,
-    api_keys.CREATE_TOPICS: 7,
 }
 
 EARLIEST = -2
@@ -51,6 +53,35 @@ class WireError(errors.KafkaError):
 
     retriable = True
     invalid_metadata = True
+
+
+class Retry:
+    """Retrying one operation through a leader change or a broker restart.
+
+    A broker killed or restarted takes seconds to be replaced as leader (its ZooKeeper
+    session must expire first), so retriable failures (a refused connection,
+    NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION on a broker that has not heard of
+    the topic yet, ...) are retried, with fresh metadata and a growing backoff, for the
+    cluster's request timeout in all; other errors, and the last one, are raised.
+    """
+
+    def __init__(self, cluster: Cluster, what: str):
+        self.cluster = cluster
+        self.what = what
+        self.deadline = time.monotonic() + cluster.timeout
+        self.delay = _FIRST_BACKOFF_S
+        self.failures = 0
+
+    def after(self, exc: Exception) -> None:
+        """Back off after ``exc``, or raise it when it is not retriable or time is up."""
+        self.failures += 1
+        if not getattr(exc, "retriable", False) or time.monotonic() + self.delay > self.deadline:
+            raise exc
+        if self.failures == 1:
+            log.info("%s: %s; retrying with fresh metadata", self.what, exc)
+        self.cluster.partitions.clear()
+        time.sleep(self.delay)
+        self.delay = min(self.delay * 2, _MAX_BACKOFF_S)
 
 
 @dataclass(frozen=True, slots=True)
@@ -294,44 +325,90 @@ class Cluster:
             out.setdefault(self.leader(*tp), []).append(tp)
         return out
 
-    def _retry(self, attempt: int, exc: Exception) -> None:
-        if attempt + 1 >= _RETRIES or not getattr(exc, "retriable", False):
-            raise exc
-        if getattr(exc, "invalid_metadata", False):
-            self.partitions.clear()
-        time.sleep(_BACKOFF_S * (attempt + 1))
+    def retry(self, what: str) -> Retry:
+        """A retry budget of ``timeout`` seconds for one operation (see ``Retry``)."""
+        return Retry(self, what)
 
     # -- admin ----------------------------------------------------------------------------
 
     def create_topic(
         self, name: str, partitions: int = 1, *, replication_factor: int = -1, configs: dict | None = None
     ) -> bool:
-        """Create a topic; returns False when it already existed."""
-        conn = self._any_connection()
-        response = conn.request(
-            api_keys.CREATE_TOPICS,
-            {
-                "topics": [
-                    {
-                        "name": name,
-                        "num_partitions": partitions,
-                        "replication_factor": replication_factor,
-                        "configs": [{"name": k, "value": str(v)} for k, v in (configs or {}).items()],
-                    }
-                ],
-                "timeout": int(self.timeout * 1000),
-            },
+        """Create a topic and wait until its leaders serve it; returns False when it already existed.
+
+        The CreateTopics request goes through the Python client's admin, which sends it to
+        the controller and follows the controller when it moves (NOT_CONTROLLER). -1
+        partitions or replicas take the brokers' defaults (``num.partitions``,
+        ``default.replication.factor``).
+        """
+        from odradek.client.blocking import Admin
+        from odradek.client.structs import NewTopic
+
+        topic = NewTopic(
+            name, partitions, replication_factor, {k: str(v) for k, v in (configs or {}).items()}
         )
-        result = response.topics[0]
-        if result.error_code == errors.ErrorCode.topic_already_exists:
-            return False
-        errors.raise_for(result.error_code, result.error_message or f"create topic {name}")
-        for attempt in range(50):  # wait until the metadata shows its leaders
+        servers = ",".join(f"{host}:{port}" for host, port in self.bootstrap)
+        admin = Admin(
+            {
+                "bootstrap_servers": servers,
+                "client_id": self.client_id,
+                "default_api_timeout_ms": int(self.timeout * 1000),
+            }
+        )
+        try:
+            admin.create_topics([topic])
+            created = True
+        except errors.TopicAlreadyExistsError:
+            created = False  # by someone else, maybe a moment ago: wait for it all the same
+        finally:
+            admin.close()
+        self.await_topic(name)
+        return created
+
+    def await_topic(self, name: str) -> dict[int, PartitionInfo]:
+        """Wait until every partition of ``name`` has a leader that itself lists the topic
+        with that leadership (a new topic reaches the brokers a moment after the controller
+        made it); returns its partitions. UnknownTopicOrPartitionError after ``timeout``."""
+        deadline = time.monotonic() + self.timeout
+        delay = 0.02
+        while True:
+            found = self._served(name)
+            if found:
+                return found
+            if time.monotonic() > deadline:
+                raise errors.UnknownTopicOrPartitionError(
+                    f"topic {name} is not served by its leaders after {self.timeout:.0f}s"
+                )
+            time.sleep(delay)
+            delay = min(delay * 2, 0.5)
+
+    def _served(self, name: str) -> dict[int, PartitionInfo] | None:
+        try:
             found = self.refresh([name]).get(name)
-            if found and all(p.leader >= 0 for p in found.values()):
-                break
-            time.sleep(0.02 * (attempt + 1))
-        return True
+            if not found or any(p.leader < 0 for p in found.values()):
+                return None
+            for node in {p.leader for p in found.values()}:
+                seen = self._leaders_seen_by(node, name)
+                if any(seen.get(i) != node for i, p in found.items() if p.leader == node):
+                    return None
+        except (WireError, errors.KafkaError) as exc:
+            if not getattr(exc, "retriable", False):
+                raise
+            self.partitions.pop(name, None)
+            return None
+        return found
+
+    def _leaders_seen_by(self, node: int, topic: str) -> dict[int, int]:
+        """``{partition: leader}`` of ``topic`` as broker ``node``'s own metadata has it."""
+        response = self.connection(node).request(
+            api_keys.METADATA, {"topics": [{"name": topic}], "allow_auto_topic_creation": False}
+        )
+        return {
+            p.partition_index: p.leader_id
+            for t in response.topics
+            if t.name == topic and not t.error_code
+            for p in t.partitions
+        }
 
     # -- offsets --------------------------------------------------------------------------
 
@@ -344,9 +421,8 @@ class Cluster:
         """
         result: dict[tuple[str, int], tuple[int, int]] = {}
         todo = dict(specs)
-        for attempt in range(_RETRIES):
-            if not todo:
-                break
+        retry = self.retry("list offsets")
+        while todo:
             try:
                 for node, tps in self._by_leader(todo).items():
                     topics: dict[str, list] = {}
@@ -372,8 +448,8 @@ class Cluster:
                             errors.raise_for(p.error_code, f"list offsets {t.name}-{p.partition_index}")
                             result[tp] = (p.offset, p.timestamp)
                             todo.pop(tp, None)
-            except errors.KafkaError as exc:
-                self._retry(attempt, exc)
+            except (WireError, errors.KafkaError) as exc:
+                retry.after(exc)
         return result
 
     def offsets(

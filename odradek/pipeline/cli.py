@@ -21,6 +21,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 
 import click
@@ -161,7 +162,9 @@ def run():
 
     A streaming pipeline shows the rows it has processed while it runs. Ctrl-C (or
     SIGTERM) stops it after the current micro-batch and prints a summary (exit status
-    130); a second Ctrl-C stops at once. The next run resumes from the checkpoint.
+    130); a second Ctrl-C stops at once. The next run resumes from the checkpoint. When
+    one query of a pipeline fails, the others are stopped at once and the command exits 1
+    with one line naming the query and the cause; Spark's log goes to a file it names.
     """
 
 
@@ -184,7 +187,12 @@ def run_options(fn):
     @click.option(
         "--conf", "confs", multiple=True, metavar="KEY=VALUE", help="A Spark configuration (repeatable)."
     )
-    @click.option("--log-level", default="WARN", show_default=True, help="Spark's log level.")
+    @click.option(
+        "--log-level",
+        default="WARN",
+        show_default=True,
+        help="Level of Spark's log, which goes to a file the command names when it starts.",
+    )
     @functools.wraps(fn)
     def wrapper(
         bootstrap_servers,
@@ -242,8 +250,36 @@ def java_problem() -> str | None:
     return None
 
 
+_LOG4J2 = """\
+# Spark's log for one `odradek pipeline run`, written by the command: the terminal shows
+# the pipeline's progress and, when a query fails, one line naming it and the cause.
+rootLogger.level = {level}
+rootLogger.appenderRef.file.ref = file
+appender.file.type = File
+appender.file.name = file
+appender.file.fileName = {path}
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = %d{{yy/MM/dd HH:mm:ss}} %p %c{{1}}: %m%n%ex
+"""
+
+
+def spark_log_settings(name: str, log_level: str, spark_conf: dict) -> tuple[str, dict]:
+    """Where Spark's log of this run goes (a file, not the terminal, so that a failed task's
+    Java stack traces do not bury the one line that says what failed), and the Spark
+    configuration that sends it there: a log4j2 configuration file next to it."""
+    directory = tempfile.mkdtemp(prefix=f"odradek-pipeline-{name}-")
+    path = os.path.join(directory, "spark.log")
+    config = os.path.join(directory, "log4j2.properties")
+    with open(config, "w", encoding="utf-8") as f:
+        f.write(_LOG4J2.format(level=log_level.lower(), path=path))
+    option = f"-Dlog4j2.configurationFile=file:{config}"
+    extra = spark_conf.get("spark.driver.extraJavaOptions")
+    return path, {"spark.driver.extraJavaOptions": f"{extra} {option}" if extra else option}
+
+
 def _session(master: str, spark_conf: dict, log_level: str, name: str):
-    """A session for the run, and whether this command made it (and so must stop it)."""
+    """A session for the run, whether this command made it (and so must stop it), and the
+    file Spark logs to (None for a session that was already there)."""
     try:
         from pyspark.sql import SparkSession
 
@@ -253,12 +289,13 @@ def _session(master: str, spark_conf: dict, log_level: str, name: str):
     active = SparkSession.getActiveSession()
     if active is not None:  # called from a program that already has one (tests, notebooks)
         register(active)
-        return active, False
+        return active, False, None
+    log_path, log_conf = spark_log_settings(name, log_level, spark_conf)
     # Spark's console progress bar would fight with the live line of rows processed.
-    conf = {"spark.ui.showConsoleProgress": "false", **spark_conf}
+    conf = {"spark.ui.showConsoleProgress": "false", **spark_conf, **log_conf}
     spark = spark_session(master, app_name=f"odradek-{name}", config=conf, own_process_group=True)
     spark.sparkContext.setLogLevel(log_level.upper())
-    return spark, True
+    return spark, True, log_path
 
 
 def _run(
@@ -273,13 +310,14 @@ def _run(
 ) -> None:
     from odradek.pipeline.supervise import supervise
 
-    spark, own = _session(master, spark_conf, log_level, name)
+    spark, own, log_path = _session(master, spark_conf, log_level, name)
     try:
         module = importlib.import_module(PIPELINES[name])
         queries = module.start(spark, config, **kwargs)
         names = ", ".join(q.name or str(q.id) for q in queries)
         until = "processes what is there now" if config.available_now else "runs until Ctrl-C"
-        click.echo(f"{name}: started {names}; {until}", err=True)
+        logs = f"; Spark logs to {log_path}" if log_path else ""
+        click.echo(f"{name}: started {names}; {until}{logs}", err=True)
         if note and not config.available_now:
             click.echo(f"{name}: {note}", err=True)
         summary = supervise(spark, name, queries)
@@ -288,7 +326,9 @@ def _run(
             spark.sparkContext.setLogLevel("ERROR")  # a stopping session logs warnings
             spark.stop()
     if summary.errors:
-        raise click.ClickException(f"{name} failed: {'; '.join(summary.errors)}")
+        where = f" (details in {log_path})" if log_path else ""
+        others = "; the other queries were stopped" if len(summary.queries) > 1 else ""
+        raise click.ClickException(f"{name} failed: query {'; query '.join(summary.errors)}{others}{where}")
     click.echo(summary.text() + (f"; output in {output}" if output else ""))
     if summary.interrupted:
         sys.exit(EXIT_INTERRUPTED)

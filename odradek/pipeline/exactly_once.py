@@ -61,13 +61,14 @@ import zlib
 from collections import Counter
 from dataclasses import dataclass, field
 
-from odradek.pipeline.blocking_client import EARLIEST, LATEST, Cluster
+from odradek.pipeline.blocking_client import EARLIEST, LATEST, Cluster, WireError
 from odradek.pipeline.columns import decode_response
 from odradek.protocol import errors
 from odradek.protocol.batch_builder import build_batch
 from odradek.protocol.record_batch import iter_records
 
 SINK_HEADER = "odradek.sink"
+COMMIT_TOPIC_CONFIGS = {"cleanup.policy": "compact", "retention.ms": "-1"}
 _BATCH_AND_PARTITION = struct.Struct(">qi")
 
 
@@ -128,7 +129,12 @@ class LogState:
 
 
 class CommitLog:
-    """The sink's commit log: JSON records in a compacted topic, keyed by query (and sink id)."""
+    """The sink's commit log: JSON records in a compacted topic, keyed by query (and sink id).
+
+    Created on first use with one partition and the cluster's ``default.replication.factor``
+    and ``min.insync.replicas`` (no topic-level override, as ``__consumer_offsets`` has
+    none): on a cluster set up to survive a broker failure, the log survives it too.
+    """
 
     def __init__(self, cluster: Cluster, topic: str):
         self.cluster = cluster
@@ -141,12 +147,14 @@ class CommitLog:
         return zlib.crc32(key.encode()) % len(parts)
 
     def ensure(self) -> None:
+        """Create the topic if it does not exist, and wait until its leader serves it."""
         if self.topic in self.cluster.partitions:
             return
-        if not self.cluster.topic_partitions([self.topic], refresh=True).get(self.topic):
-            self.cluster.create_topic(
-                self.topic, 1, configs={"cleanup.policy": "compact", "retention.ms": "-1"}
-            )
+        if self.cluster.topic_partitions([self.topic], refresh=True).get(self.topic):
+            self.cluster.await_topic(self.topic)
+        else:
+            # Many write tasks may race to create it: the losers wait for the winner's topic.
+            self.cluster.create_topic(self.topic, 1, configs=COMMIT_TOPIC_CONFIGS)
 
     def state(self, key: str) -> LogState:
         """The newest commit for ``key`` and the markers written after it."""
@@ -198,21 +206,21 @@ class CommitLog:
         return out, lo
 
     def append(self, key: str, value: dict) -> None:
-        self.ensure()
-        partition = self._partition_for(key)
         batch = build_batch([(key.encode(), json.dumps(value, sort_keys=True).encode(), (), None)])
-        tp = (self.topic, partition)
-        for attempt in range(10):
+        retry = self.cluster.retry(f"append to the sink commit log {self.topic}")
+        while True:
             try:
+                self.ensure()
+                partition = self._partition_for(key)
+                if partition is None:
+                    raise errors.UnknownTopicOrPartitionError(f"the sink commit log {self.topic} is gone")
+                tp = (self.topic, partition)
                 result = self.cluster.produce(self.cluster.leader(*tp), {tp: batch}, acks=-1)
                 code, _, message = result[tp]
                 errors.raise_for(code, message or f"append to the sink commit log {self.topic}")
                 return
-            except errors.KafkaError as exc:
-                if not exc.retriable or attempt == 9:
-                    raise
-                self.cluster.partitions.clear()
-                time.sleep(0.05 * (attempt + 1))
+            except (WireError, errors.KafkaError) as exc:
+                retry.after(exc)
 
 
 def high_watermarks(cluster: Cluster, topics) -> dict[str, dict[str, int]]:

@@ -23,7 +23,7 @@ import numpy as np
 import pyarrow as pa
 from pyspark.sql.datasource import InputPartition
 
-from odradek.pipeline.blocking_client import EARLIEST, LATEST, READ_COMMITTED, Cluster, WireError
+from odradek.pipeline.blocking_client import EARLIEST, LATEST, READ_COMMITTED, Cluster, Retry, WireError
 from odradek.pipeline.columns import AbortedFilter, Decoded, decode_response
 from odradek.pipeline.options import ReadOptions, projected_schema
 from odradek.protocol import errors
@@ -33,7 +33,6 @@ log = logging.getLogger(__name__)
 
 _TIMESTAMP = pa.timestamp("us", tz="UTC")
 _MAX_RESPONSE_BYTES = 64 << 20
-_RETRIES = 10
 
 DATA_LOSS_HINT = (
     "Some data may have been lost because they are not available in Odradek any more; either the "
@@ -119,10 +118,15 @@ def _read(cluster: Cluster, part: RangePartition, opts: ReadOptions, schema: pa.
     aborted = AbortedFilter() if committed else None
     fetch_bytes = opts.partition_fetch_bytes
     deadline_empty = None
-    failures = 0
+    retry: Retry | None = None  # the current streak of failures (a leader change, a restart)
+
+    def failed(exc: Exception) -> None:
+        nonlocal retry
+        if retry is None:
+            retry = cluster.retry(f"fetch {part.topic}-{part.partition} at {offset}")
+        retry.after(exc)
 
     def request(at: int, wait_ms: int = 0):
-        nonlocal failures
         while True:
             try:
                 return cluster.fetch_request(
@@ -133,22 +137,14 @@ def _read(cluster: Cluster, part: RangePartition, opts: ReadOptions, schema: pa.
                     max_wait_ms=wait_ms,
                 )
             except (WireError, errors.KafkaError) as exc:
-                failures += 1
-                if failures > _RETRIES or not getattr(exc, "retriable", False):
-                    raise
-                cluster.partitions.clear()
-                time.sleep(0.05 * failures)
+                failed(exc)
 
     pending = request(offset)
     while offset < end:
         try:
             p = Cluster.fetch_result(*pending)
         except (WireError, errors.KafkaError) as exc:
-            failures += 1
-            if failures > _RETRIES or not getattr(exc, "retriable", False):
-                raise
-            cluster.partitions.clear()
-            time.sleep(0.05 * failures)
+            failed(exc)
             pending = request(offset)
             continue
         code = int(p.error_code)
@@ -159,15 +155,10 @@ def _read(cluster: Cluster, part: RangePartition, opts: ReadOptions, schema: pa.
             pending = request(offset)
             continue
         if code:
-            exc = errors.error_for(code)(f"fetch {part.topic}-{part.partition} at {offset}")
-            failures += 1
-            if failures > _RETRIES or not exc.retriable:
-                raise exc
-            cluster.partitions.clear()
-            time.sleep(0.05 * failures)
+            failed(errors.error_for(code)(f"fetch {part.topic}-{part.partition} at {offset}"))
             pending = request(offset)
             continue
-        failures = 0
+        retry = None
         records = p.records or b""
         if aborted is not None:
             aborted.add(p.aborted_transactions)

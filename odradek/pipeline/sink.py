@@ -19,7 +19,6 @@ function exactly once too, with ``exactlyOnce=true`` and a distinct ``sinkId`` p
 from __future__ import annotations
 
 import logging
-import time
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -48,7 +47,6 @@ from odradek.protocol.batch_builder import BatchBuilder
 
 log = logging.getLogger(__name__)
 
-_RETRIES = 10
 # Produce errors after which the batch may be in the log anyway (acks=all timed out).
 _MAYBE_APPENDED = {
     int(errors.ErrorCode.request_timed_out),
@@ -184,16 +182,22 @@ class Sender:
                 self._retry(tp, data, n, code, message)
 
     def _retry(self, tp, data: bytes, n: int, code: int, message) -> None:
-        """Send one batch again until it is in; exactly-once checks whether it already is."""
-        for attempt in range(_RETRIES):
-            if code > 0 and not errors.error_for(code).retriable:
-                raise errors.error_for(code)(message or f"produce to {tp[0]}-{tp[1]}")
-            self.cluster.partitions.clear()
-            time.sleep(0.05 * (attempt + 1))
-            if self.guard is not None and (code < 0 or code in _MAYBE_APPENDED):
+        """Send one batch again until it is in; exactly-once checks whether it already is.
+
+        Retriable failures (the leader died or moved, a broker restarts) are retried with
+        fresh metadata until the request timeout has passed (``Retry``)."""
+        retry = self.cluster.retry(f"produce to {tp[0]}-{tp[1]}")
+        failure = _produce_failure(tp, code, message)
+        while True:
+            retry.after(failure)
+            if self.guard is not None and _maybe_appended(failure):
                 # The request may or may not have landed: count what is there.
+                try:
+                    there = self.guard.count_tagged(tp)
+                except (WireError, errors.KafkaError) as exc:
+                    failure = exc
+                    continue
                 expected = self.guard.tagged_before_this_attempt(tp) + self.acked.get(tp, 0)
-                there = self.guard.count_tagged(tp)
                 if there == expected + n:
                     self.acked[tp] = self.acked.get(tp, 0) + n
                     return
@@ -209,13 +213,26 @@ class Sender:
                     acks=self.opts.acks,
                     timeout_ms=int(self.opts.timeout_s * 1000),
                 )
-                code, _, message = result[tp]
             except (WireError, errors.KafkaError) as exc:
-                code, message = -1, str(exc)
+                failure = exc
+                continue
+            code, _, message = result[tp]
             if code == 0:
                 self.acked[tp] = self.acked.get(tp, 0) + n
                 return
-        raise errors.error_for(code if code > 0 else -1)(f"produce to {tp[0]}-{tp[1]} failed: {message}")
+            failure = _produce_failure(tp, code, message)
+
+
+def _produce_failure(tp, code: int, message) -> Exception:
+    """The exception for a partition's failed produce; code -1: the request got no answer."""
+    if code < 0:
+        return WireError(f"produce to {tp[0]}-{tp[1]} got no answer: {message}")
+    return errors.error_for(code)(message or f"produce to {tp[0]}-{tp[1]}")
+
+
+def _maybe_appended(failure: Exception) -> bool:
+    """Whether the batch may be in the log although the produce failed."""
+    return isinstance(failure, WireError) or int(getattr(failure, "code", 0)) in _MAYBE_APPENDED
 
 
 class _Router:

@@ -17,6 +17,7 @@ queries are supervised.
 
 from __future__ import annotations
 
+import re
 import signal
 import threading
 import time
@@ -179,7 +180,7 @@ def supervise(spark, name: str, queries: list, *, console=None) -> RunSummary:
             if live is not None:
                 live.start()
             while any(q.isActive for q in queries):
-                if signals.now.is_set():
+                if signals.now.is_set() or _failed(queries):
                     break
                 if signals.requested.is_set():
                     if not stopping:
@@ -202,7 +203,7 @@ def supervise(spark, name: str, queries: list, *, console=None) -> RunSummary:
                     signals.now.wait(0.2)
                 else:
                     signals.requested.wait(_TERMINAL_REFRESH_S)
-            if signals.requested.is_set():
+            if signals.requested.is_set() or _failed(queries):
                 spark.sparkContext.setLogLevel("ERROR")
             for q in queries:
                 if q.isActive:
@@ -237,7 +238,26 @@ def _between_batches(q, report_at_request) -> bool:
     return _last_report(q) != report_at_request
 
 
+def _failed(queries) -> bool:
+    """Whether a query has ended with an exception."""
+    return any(not q.isActive and q.exception() is not None for q in queries)
+
+
+_PYTHON_ERROR = re.compile(r"^(?:[A-Za-z_][\w.]*\.)?([A-Z]\w*(?:Error|Exception|Exit|Interrupt)\w*): (.+)$")
+
+
 def _first_line(exc) -> str:
-    text = getattr(exc, "desc", None) or str(exc)
-    lines = [line.strip() for line in str(text).splitlines() if line.strip()]
+    """The cause of a query's failure, in one line.
+
+    Spark wraps a Python task's exception in layers (StreamingQueryException, the stage
+    failure, PythonException and its traceback): the cause is the traceback's last line,
+    ``odradek.protocol.errors.NotLeaderOrFollowerError: ...``, given without its module.
+    Otherwise the first line of the message."""
+    text = str(getattr(exc, "desc", None) or exc)
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if "Traceback (most recent call last)" in text:
+        for line in reversed(lines):
+            match = _PYTHON_ERROR.match(line)
+            if match:
+                return f"{match.group(1)}: {match.group(2)}"
     return lines[0] if lines else type(exc).__name__

@@ -3,7 +3,10 @@ input and to read outputs back record by record."""
 
 from __future__ import annotations
 
+import json
+from collections import Counter
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -19,10 +22,21 @@ class Rec:
     timestamp: int
 
 
-def create_topic(bootstrap: str, name: str, partitions: int = 1, config: dict | None = None) -> None:
+def create_topic(
+    bootstrap: str,
+    name: str,
+    partitions: int = 1,
+    config: dict | None = None,
+    replication_factor: int = 1,
+    replicas: list[list[int]] | None = None,
+) -> None:
+    """Create ``name``; ``replicas`` places each partition's replicas (the first leads)."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    futures = admin.create_topics([NewTopic(name, partitions, 1, config=config or {})])
-    futures[name].result(30)
+    if replicas:
+        topic = NewTopic(name, len(replicas), replica_assignment=replicas, config=config or {})
+    else:
+        topic = NewTopic(name, partitions, replication_factor, config=config or {})
+    admin.create_topics([topic])[name].result(30)
 
 
 def produce(bootstrap: str, topic: str, records: list[dict], **config) -> list[tuple[int, int]]:
@@ -88,3 +102,32 @@ def read_topic(bootstrap: str, topic: str, partitions: int | None = None) -> lis
 def user_headers(rec: Rec) -> tuple:
     """A record's headers without the exactly-once sink's tag."""
     return tuple(h for h in rec.headers if h[0] != "odradek.sink")
+
+
+def _epoch_ms(text: str) -> int:
+    return int(datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC).timestamp() * 1000)
+
+
+def check_page_views(
+    bootstrap: str, events: list[dict], minute_topic: str, top_topic: str, top_n: int, closed_before: int
+) -> None:
+    """The page-views pipeline's outputs, record by record, against its input ``events``:
+    one count per (page, minute) for the windows that end before ``closed_before`` (the
+    watermark closed them), none twice; the latest top-``top_n`` table by all-time views."""
+    expected = Counter((e["page"], e["ts"] // 60_000 * 60_000) for e in events if e["ts"] < closed_before)
+    got = {}
+    for r in read_topic(bootstrap, minute_topic):
+        v = json.loads(r.value)
+        start, end = _epoch_ms(v["window_start"]), _epoch_ms(v["window_end"])
+        assert end - start == 60_000 and r.key == v["page"].encode()
+        assert (v["page"], start) not in got, "a window was emitted twice"
+        got[(v["page"], start)] = v["views"]
+    assert got == dict(expected)
+    # Top N by all-time views (ties by page name): the latest value per rank key.
+    totals = Counter(e["page"] for e in events)
+    top = sorted(totals.items(), key=lambda kv: (-kv[1], kv[0]))[:top_n]
+    latest = {r.key: json.loads(r.value) for r in read_topic(bootstrap, top_topic)}
+    assert latest == {
+        f"{rank:03d}".encode(): {"rank": rank, "page": page, "views": views}
+        for rank, (page, views) in enumerate(top, 1)
+    }

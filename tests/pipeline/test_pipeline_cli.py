@@ -135,3 +135,41 @@ def test_ctrl_c_stops_a_streaming_pipeline_quietly_after_the_batch(broker, topic
     assert [r.value for r in read_topic(broker.bootstrap_servers, target)] == [
         str(i).encode() for i in range(30)
     ]
+
+
+@pytest.mark.timeout(480)
+def test_a_query_that_fails_stops_the_pipeline_at_once_in_one_line(broker, topic_name, tmp_path):
+    """page-views runs two queries; when one dies (here the top-N table's, whose topic
+    refuses records over 64 bytes), the pipeline stops the other and exits 1 at once, with
+    one line naming the query and the cause. Spark's stack traces go to the log file that
+    line names, not to the terminal."""
+    from odradek.pipeline.pipelines import page_views
+
+    events, minute, top = f"{topic_name}-ev", f"{topic_name}-min", f"{topic_name}-top"
+    create_topic(broker.bootstrap_servers, events, 1)
+    create_topic(broker.bootstrap_servers, minute, 1)
+    create_topic(broker.bootstrap_servers, top, 1, {"cleanup.policy": "compact", "max.message.bytes": "64"})
+    page_views.generate(broker.bootstrap_servers, events, rate=0, count=50, seed=1, pages=5)
+    proc = _odradek(
+        "pipeline", "run", "page-views", "-b", broker.bootstrap_servers, "--input", events, "--output", minute,
+        "--top-topic", top, "--checkpoint", str(tmp_path / "ckpt"), "--master", "local[1]",
+        "--trigger", "1 second", "--conf", "spark.sql.shuffle.partitions=1",
+        start_new_session=True,
+    )  # fmt: skip
+    try:
+        out, err = proc.communicate(timeout=420)  # a new JVM and two stateful queries: slow on a busy machine
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 1, err
+    for trace in ("Traceback", "py4j", "\tat ", "Exception in task"):
+        assert trace not in err, err
+    last = err.strip().splitlines()[-1]
+    match = re.fullmatch(
+        r"Error: page-views failed: query page-views-top: MessageTooLargeError: .+; "
+        r"the other queries were stopped \(details in (\S+)\)",
+        last,
+    )
+    assert match, err
+    assert "\tat " in open(match.group(1), encoding="utf-8").read()  # the Java side, kept in the log

@@ -8,7 +8,7 @@ from collections import Counter
 from datetime import UTC, datetime
 
 import pytest
-from pipeline_kafka import create_topic, produce, read_topic, user_headers
+from pipeline_kafka import check_page_views, create_topic, produce, read_topic, user_headers
 
 from odradek.pipeline.pipelines import offline_load, page_views, value_length
 from odradek.pipeline.pipelines.run_config import RunConfig
@@ -81,30 +81,9 @@ def test_page_views_per_minute_and_top_pages(spark, broker, topic_name, tmp_path
     _finish(queries)
 
     # Per minute: the watermark (10 min - 1 min) closed minutes 0-2, not minute 10.
-    expected = Counter((e["page"], e["ts"] // 60_000 * 60_000) for e in events if e["ts"] < t0 + 9 * 60_000)
-    out = read_topic(broker.bootstrap_servers, minute_topic)
-    got = {}
-    for r in out:
-        v = json.loads(r.value)
-        start = int(
-            datetime.strptime(v["window_start"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC).timestamp() * 1000
-        )
-        end = int(
-            datetime.strptime(v["window_end"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC).timestamp() * 1000
-        )
-        assert end - start == 60_000 and r.key == v["page"].encode()
-        assert (v["page"], start) not in got, "a window was emitted twice"
-        got[(v["page"], start)] = v["views"]
-    assert got == dict(expected)
-
-    # Top 5 by all-time views (ties by page name): the latest value per rank key.
-    totals = Counter(e["page"] for e in events)
-    top = sorted(totals.items(), key=lambda kv: (-kv[1], kv[0]))[:5]
-    latest = {r.key: json.loads(r.value) for r in read_topic(broker.bootstrap_servers, top_topic)}
-    assert latest == {
-        f"{rank:03d}".encode(): {"rank": rank, "page": page, "views": views}
-        for rank, (page, views) in enumerate(top, 1)
-    }
+    check_page_views(
+        broker.bootstrap_servers, events, minute_topic, top_topic, 5, closed_before=t0 + 9 * 60_000
+    )
 
 
 def test_offline_load_resumes_where_it_stopped(spark, broker, topic_name, tmp_path):
