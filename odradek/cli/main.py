@@ -57,6 +57,11 @@ LAZY_COMMANDS = {
         "Check every record batch's CRC in log dirs, partitions or segments.",
     ),
     "pipeline": ("odradek.pipeline.cli", "pipeline", "Spark pipelines on Odradek topics."),
+    "schema-registry": (
+        "odradek.cli.registry_command",
+        "schema_registry",
+        "Run a schema registry (Confluent's REST API) over a cluster.",
+    ),
 }
 
 

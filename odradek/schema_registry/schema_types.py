@@ -1,0 +1,31 @@
+"""The schema types this registry serves: how each is parsed and checked.
+
+A type is a parser (text, the texts of its references in dependency order → a parsed
+schema with ``canonical()`` and ``normalized()``, ValueError when invalid) and a
+reader/writer check (``compatibility.ReaderReadsWriter``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from . import avro_compatibility, avro_schema
+from .compatibility import ReaderReadsWriter
+
+
+@dataclass(frozen=True)
+class SchemaType:
+    name: str
+    parse: Callable[[str, list[str]], object]
+    reads: ReaderReadsWriter
+
+
+TYPES: dict[str, SchemaType] = {
+    "AVRO": SchemaType("AVRO", avro_schema.parse, avro_compatibility.reader_reads_writer),  # type: ignore[arg-type]
+}
+
+
+def schema_type(name: str | None) -> SchemaType | None:
+    """The type named (AVRO when None, as Confluent's default), or None if not served."""
+    return TYPES.get((name or "AVRO").upper())
