@@ -9,6 +9,7 @@ sorted, so that the same schema spelled differently registers once.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 
 import fastavro.schema as fastavro_schema
@@ -45,6 +46,7 @@ def parse(text: str, references: list[str] | None = None) -> AvroSchema:
         for ref_text in references or ():
             fastavro_schema.parse_schema(json.loads(ref_text), named_schemas=named)
         obj = json.loads(text)
+        _check_structure(obj)
         parsed = fastavro_schema.parse_schema(obj, named_schemas=named)
     except json.JSONDecodeError as exc:
         raise AvroParseError(f"not JSON: {exc}") from None
@@ -55,6 +57,46 @@ def parse(text: str, references: list[str] | None = None) -> AvroSchema:
     if isinstance(parsed, dict):
         parsed = {k: v for k, v in parsed.items() if not k.startswith("__")}
     return AvroSchema(text, parsed, named)
+
+
+NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def _check_structure(node, path: str = "") -> None:
+    """What fastavro lets through but the specification forbids (a record without fields,
+    enum symbols that are not a list of names, a fixed without a size)."""
+    where = path or "/"
+    if isinstance(node, list):
+        for i, branch in enumerate(node):
+            _check_structure(branch, f"{path}/{i}")
+        return
+    if not isinstance(node, dict):
+        return
+    kind = node.get("type")
+    if kind in ("record", "error"):
+        fields = node.get("fields")
+        if not isinstance(fields, list):
+            raise AvroParseError(f"the record at {where} needs a \"fields\" list")
+        for i, field_ in enumerate(fields):
+            if not isinstance(field_, dict) or not isinstance(field_.get("name"), str) or "type" not in field_:
+                raise AvroParseError(f"field {i} of the record at {where} needs a name and a type")
+            _check_structure(field_["type"], f"{path}/fields/{i}/type")
+    elif kind == "enum":
+        symbols = node.get("symbols")
+        if not isinstance(symbols, list) or not all(isinstance(s, str) and NAME.match(s) for s in symbols):
+            raise AvroParseError(f"the enum at {where} needs \"symbols\", a list of names")
+        if len(set(symbols)) != len(symbols):
+            raise AvroParseError(f"the enum at {where} repeats a symbol")
+    elif kind == "fixed":
+        size = node.get("size")
+        if isinstance(size, bool) or not isinstance(size, int) or size < 0:
+            raise AvroParseError(f"the fixed at {where} needs a non-negative integer \"size\"")
+    elif kind == "array":
+        _check_structure(node.get("items"), f"{path}/items")
+    elif kind == "map":
+        _check_structure(node.get("values"), f"{path}/values")
+    elif isinstance(kind, dict | list):
+        _check_structure(kind, path)
 
 
 def _full_name(name: str, namespace: str | None) -> str:
