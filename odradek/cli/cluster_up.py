@@ -81,6 +81,8 @@ def up(brokers, data_dir, base_port, zookeeper_port, racks, overrides):
             broker_settings = {"zookeeper.connect": connect, **settings}
             if rack_list:
                 broker_settings["broker.rack"] = rack_list[i]
+            if i == 0:  # one schema registry for the cluster, beside the first broker
+                broker_settings.setdefault("schema.registry.listeners", "http://127.0.0.1:8081")
             broker = BrokerProcess(
                 root / f"broker-{node_id}",
                 port=base_port + i,

@@ -165,6 +165,10 @@ def server(properties, overrides, log_level):
     having changed no data. The soft open-file limit is raised to the hard limit; each
     partition in use holds 3 descriptors, so raise the hard limit (ulimit -n,
     LimitNOFILE=) for many partitions.
+
+    A schema registry (Confluent's REST API, for AvroSerializer and friends) is served
+    beside the broker on schema.registry.listeners (default http://127.0.0.1:8081;
+    --override schema.registry.listeners= turns it off).
     """
     logging.basicConfig(
         level=getattr(logging, log_level.upper(), logging.INFO),
@@ -176,6 +180,7 @@ def server(properties, overrides, log_level):
     sys.modules.setdefault("hypothesis", None)
     from odradek.broker.config import BrokerConfig, ConfigError
     from odradek.broker.server import StartupError, run
+    from odradek.cli.registry_beside import start_beside
 
     pairs = {}
     for item in overrides:
@@ -189,7 +194,7 @@ def server(properties, overrides, log_level):
     except ConfigError as exc:
         raise click.ClickException(f"invalid broker configuration: {exc}") from None
     try:
-        run(config)
+        run(config, beside=start_beside)
     except StartupError as exc:
         raise click.ClickException(f"the broker cannot start: {exc}") from None
 

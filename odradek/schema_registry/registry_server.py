@@ -19,6 +19,8 @@ from .schemas_topic import SchemasTopic
 
 log = logging.getLogger("odradek.schema_registry")
 
+RETRY_S = 2.0
+
 
 class RegistryServer:
     def __init__(self, config: RegistryConfig):
@@ -26,6 +28,8 @@ class RegistryServer:
         self.store = SchemasTopic(config.store_client_options, config.topic, config.timeout_s)
         self.registry = Registry(self.store, config.compatibility_level)
         self._runner: web.AppRunner | None = None
+        self._loader: asyncio.Task | None = None
+        self.ready = asyncio.Event()
         self.bound: list[tuple[str, int]] = []
 
     @property
@@ -34,9 +38,31 @@ class RegistryServer:
         return f"http://{host or '127.0.0.1'}:{port}"
 
     async def start(self) -> None:
-        """Read the schemas topic to its end, then serve (so no answer comes from a partial view)."""
-        await self.store.start()
-        self._runner = web.AppRunner(make_app(self.registry), access_log=None)
+        """Bind the listeners (an OSError if one is taken), then read the schemas topic in the
+        background; until it is read to its end, requests get 50001 (no answer comes from a
+        partial view)."""
+        await self.bind()
+        self._loader = asyncio.get_running_loop().create_task(self._load(), name="schema-registry-load")
+
+    async def wait_ready(self, timeout: float | None = None) -> None:
+        await asyncio.wait_for(self.ready.wait(), timeout)
+
+    async def _load(self) -> None:
+        while True:
+            try:
+                await self.store.start()
+                break
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.warning("cannot read %s yet (%s); retrying in %.0f s", self.config.topic, exc, RETRY_S)
+                await self.store.close()
+                await asyncio.sleep(RETRY_S)
+        self.ready.set()
+        log.info("schema registry ready: %s read", self.config.topic)
+
+    async def bind(self) -> None:
+        self._runner = web.AppRunner(make_app(self.registry, ready=self.ready), access_log=None)
         await self._runner.setup()
         for host, port in self.config.listeners:
             site = web.TCPSite(self._runner, host or None, port)
@@ -47,6 +73,13 @@ class RegistryServer:
         log.info("schema registry serving on %s", ", ".join(f"http://{h}:{p}" for h, p in self.bound))
 
     async def close(self) -> None:
+        if self._loader is not None:
+            self._loader.cancel()
+            try:
+                await self._loader
+            except (asyncio.CancelledError, Exception):
+                pass
+            self._loader = None
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None

@@ -8,6 +8,7 @@ every error is ``{"error_code": ..., "message": ...}`` with Confluent's codes. W
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections.abc import Awaitable, Callable
@@ -32,6 +33,7 @@ REGISTRY = web.AppKey("registry", Registry)
 # A write request (method, path with query, body) the leader must answer, or None: answer here.
 Forward = Callable[[web.Request, bytes], Awaitable[web.Response | None]]
 FORWARD = web.AppKey("forward", object)
+READY = web.AppKey("ready", asyncio.Event)
 
 
 def reply(body, status: int = 200) -> web.Response:
@@ -65,6 +67,9 @@ async def _body(request: web.Request):
 @web.middleware
 async def errors_as_json(request: web.Request, handler):
     try:
+        ready = request.app.get(READY)
+        if ready is not None and not ready.is_set():
+            raise err.store_error("the registry has not read its schemas topic to the end yet; retry shortly")
         return await handler(request)
     except err.RegistryError as exc:
         return reply(exc.body(), exc.status)
@@ -243,9 +248,13 @@ def routes() -> web.RouteTableDef:
     return r
 
 
-def make_app(registry: Registry, forward: Forward | None = None) -> web.Application:
+def make_app(
+    registry: Registry, forward: Forward | None = None, ready: asyncio.Event | None = None
+) -> web.Application:
     app = web.Application(middlewares=[errors_as_json], client_max_size=MAX_BODY_BYTES)
     app[REGISTRY] = registry
+    if ready is not None:
+        app[READY] = ready
     if forward is not None:
         app[FORWARD] = forward
     app.add_routes(routes())

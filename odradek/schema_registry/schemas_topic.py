@@ -41,7 +41,8 @@ class SchemasTopic:
         return TopicPartition(self.topic, 0)
 
     async def start(self) -> None:
-        """Create the topic if missing, then read it to its current end."""
+        """Create the topic if missing, then read it to its current end (from scratch)."""
+        self.state, self.position, self._failure = RegistryState(), 0, None
         await self._ensure_topic()
         self._producer = Producer(**self.client_options, acks="all", linger_ms=0)
         await self._producer.start()

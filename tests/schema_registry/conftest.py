@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 import uuid
 
 import pytest
@@ -14,6 +15,22 @@ import requests
 from odradek.testing.process import free_port, wait_for_port
 
 CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
+
+
+def wait_until_ready(url: str, timeout: float, proc: subprocess.Popen | None = None) -> None:
+    """Until the registry has read its topic (it answers 50001 before)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"the registry exited with code {proc.returncode}")
+        try:
+            if requests.get(f"{url}/subjects", timeout=5).status_code == 200:
+                return
+        except requests.ConnectionError:
+            pass
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"the registry at {url} not ready after {timeout}s")
+        time.sleep(0.05)
 
 
 class RegistryProcess:
@@ -38,6 +55,7 @@ class RegistryProcess:
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
         wait_for_port("127.0.0.1", self.port, timeout, self.proc)
+        wait_until_ready(self.url, timeout, self.proc)
         return self
 
     def stop(self) -> int:
