@@ -1,0 +1,137 @@
+"""confluent-kafka's SchemaRegistryClient, AvroSerializer and AvroDeserializer, unchanged, against
+a registry process and a broker: records produced, consumed and decoded; subject name
+strategies; evolution allowed and refused per level; a restart keeps every id."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from confluent_kafka import Consumer, Producer
+from confluent_kafka.schema_registry import (
+    Schema,
+    SchemaRegistryClient,
+    record_subject_name_strategy,
+    topic_record_subject_name_strategy,
+    topic_subject_name_strategy,
+)
+from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
+from confluent_kafka.schema_registry.error import SchemaRegistryError
+from confluent_kafka.serialization import MessageField, SerializationContext
+
+USER_V1 = json.dumps({
+    "type": "record", "name": "User", "namespace": "com.example",
+    "fields": [{"name": "name", "type": "string"}, {"name": "age", "type": "int"}],
+})  # fmt: skip
+USER_V2 = json.dumps({
+    "type": "record", "name": "User", "namespace": "com.example",
+    "fields": [{"name": "name", "type": "string"}, {"name": "age", "type": "long"},
+               {"name": "email", "type": ["null", "string"], "default": None}],
+})  # fmt: skip
+
+
+def _consume(bootstrap: str, topic: str, count: int) -> list:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"g-{topic}", "auto.offset.reset": "earliest"})
+    consumer.subscribe([topic])
+    out = []
+    try:
+        while len(out) < count:
+            msg = consumer.poll(30)
+            assert msg is not None, f"only {len(out)} of {count} records came back"
+            assert msg.error() is None, msg.error()
+            out.append(msg)
+        return out
+    finally:
+        consumer.close()
+
+
+@pytest.mark.parametrize(
+    ("strategy", "subject"),
+    [
+        (topic_subject_name_strategy, "{topic}-value"),
+        (record_subject_name_strategy, "com.example.User"),
+        (topic_record_subject_name_strategy, "{topic}-com.example.User"),
+    ],
+)
+def test_avro_records_round_trip_with_each_subject_name_strategy(broker, registry, topic_name, strategy, subject):
+    client = SchemaRegistryClient({"url": registry.url})
+    serializer = AvroSerializer(client, USER_V1, conf={"subject.name.strategy": strategy})
+    producer = Producer({"bootstrap.servers": broker.bootstrap_servers})
+    users = [{"name": f"user{i}", "age": 20 + i} for i in range(5)]
+    for user in users:
+        ctx = SerializationContext(topic_name, MessageField.VALUE)
+        producer.produce(topic_name, value=serializer(user, ctx))
+    assert producer.flush(30) == 0
+    expected_subject = subject.format(topic=topic_name)
+    assert client.get_subjects() == [expected_subject]
+    schema_id = client.get_latest_version(expected_subject).schema_id
+    records = _consume(broker.bootstrap_servers, topic_name, len(users))
+    for msg in records:  # Confluent's framing: magic byte 0, then the id as 4 bytes big-endian
+        assert msg.value()[0] == 0 and int.from_bytes(msg.value()[1:5], "big") == schema_id
+    # A fresh client (no cache) decodes them by asking the registry for the id.
+    deserializer = AvroDeserializer(SchemaRegistryClient({"url": registry.url}))
+    decoded = [deserializer(m.value(), SerializationContext(topic_name, MessageField.VALUE)) for m in records]
+    assert decoded == users
+
+
+def test_evolution_is_allowed_or_refused_per_level_with_confluents_errors(registry):
+    client = SchemaRegistryClient({"url": registry.url})
+    subject = "users-value"
+    first = client.register_schema(subject, Schema(USER_V1, "AVRO"))
+    # BACKWARD (the default): int → long and an optional field read old data.
+    second = client.register_schema(subject, Schema(USER_V2, "AVRO"))
+    assert second != first
+    assert client.test_compatibility(subject, Schema(USER_V1, "AVRO")) is False  # long → int
+    # A schema the subject already has keeps its id without a check (as Confluent's does) ...
+    assert client.register_schema(subject, Schema(USER_V1, "AVRO")) == first
+    # ... a new one that cannot read the latest's data is refused.
+    age_as_string = USER_V2.replace('"long"', '"string"')
+    with pytest.raises(SchemaRegistryError) as refused:
+        client.register_schema(subject, Schema(age_as_string, "AVRO"))
+    assert refused.value.http_status_code == 409 and refused.value.error_code == 409
+    # FORWARD_TRANSITIVE: both older versions must read the new one's data.
+    client.set_compatibility(subject, "FORWARD_TRANSITIVE")
+    assert client.get_compatibility(subject) == "FORWARD_TRANSITIVE"
+    # age back to int: v1 reads it as is, v2 promotes it to long.
+    age_as_int = USER_V2.replace('"long"', '"int"')
+    assert client.register_schema(subject, Schema(age_as_int, "AVRO")) > second
+    # age as long again: v1 and the latest (age int) cannot read its data.
+    with pytest.raises(SchemaRegistryError) as refused:
+        client.register_schema(subject, Schema(USER_V2.replace('"email"', '"mail"'), "AVRO"))
+    assert refused.value.error_code == 409
+    no_age = json.dumps({**json.loads(USER_V1), "fields": json.loads(USER_V1)["fields"][:1]})
+    with pytest.raises(SchemaRegistryError) as refused:
+        client.register_schema(subject, Schema(no_age, "AVRO"))
+    assert refused.value.error_code == 409
+    # NONE lets anything in; an invalid schema is still 42201; an unknown level 42203.
+    client.set_compatibility(subject, "NONE")
+    client.register_schema(subject, Schema(no_age, "AVRO"))
+    with pytest.raises(SchemaRegistryError) as invalid:
+        client.register_schema(subject, Schema('{"type": "record"}', "AVRO"))
+    assert invalid.value.error_code == 42201
+    with pytest.raises(SchemaRegistryError) as level:
+        client.set_compatibility(subject, "SIDEWAYS")
+    assert level.value.error_code == 42203
+    assert client.get_versions(subject) == [1, 2, 3, 4]
+    # Deletes through the client.
+    assert client.delete_version(subject, 4) == 4
+    assert client.delete_subject(subject) == [1, 2, 3]
+    assert client.get_subjects() == []
+
+
+def test_a_restarted_registry_keeps_every_id_and_decodes_old_records(broker, registry_factory, topic_name):
+    first = registry_factory()
+    client = SchemaRegistryClient({"url": first.url})
+    ids = {
+        subject: client.register_schema(subject, Schema(USER_V1 if i % 2 else USER_V2, "AVRO"))
+        for i, subject in enumerate(["a", "b", "c", "d"])
+    }
+    serializer = AvroSerializer(client, USER_V2)
+    payload = serializer({"name": "x", "age": 3, "email": None}, SerializationContext(topic_name, MessageField.VALUE))
+    first.stop()
+    second = registry_factory()
+    fresh = SchemaRegistryClient({"url": second.url})
+    assert {s: fresh.get_latest_version(s).schema_id for s in ids} == ids
+    decoded = AvroDeserializer(fresh)(payload, SerializationContext(topic_name, MessageField.VALUE))
+    assert decoded == {"name": "x", "age": 3, "email": None}
+    assert fresh.register_schema("e", Schema(json.dumps({"type": "record", "name": "New", "fields": []}), "AVRO")) == max(ids.values()) + 1
