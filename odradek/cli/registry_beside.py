@@ -37,7 +37,10 @@ async def start_beside(broker):
         )
         return None
     host, port = broker.network.bound[plaintext.name]
-    config = RegistryConfig(listeners=[parse_listener(u) for u in urls], bootstrap_servers=f"{_client_host(host)}:{port}")
+    listeners = [parse_listener(u) for u in urls]
+    config = RegistryConfig(listeners=listeners, bootstrap_servers=f"{_client_host(host)}:{port}")
+    if listeners[0][0] not in ("", "0.0.0.0", "::"):
+        config.host_name = listeners[0][0]  # what other instances forward writes to
     server = RegistryServer(config)
     try:
         await server.start()

@@ -121,3 +121,7 @@ def store_timeout(message: str) -> RegistryError:
 
 def forwarding_error(message: str) -> RegistryError:
     return RegistryError(500, 50003, f"Error while forwarding the request to the leader: {message}")
+
+
+def unknown_leader(message: str) -> RegistryError:
+    return RegistryError(500, 50004, f"Unknown leader: {message}")

@@ -10,11 +10,14 @@ import asyncio
 import logging
 import signal
 
+import aiohttp
 from aiohttp import web
 
+from . import registry_errors as err
 from .registry import Registry
 from .registry_config import RegistryConfig
-from .rest_api import make_app
+from .registry_election import LeaderElector
+from .rest_api import CONTENT_TYPE, make_app
 from .schemas_topic import SchemasTopic
 
 log = logging.getLogger("odradek.schema_registry")
@@ -30,6 +33,10 @@ class RegistryServer:
         self._runner: web.AppRunner | None = None
         self._loader: asyncio.Task | None = None
         self.ready = asyncio.Event()
+        self.elector: LeaderElector | None = None
+        self._leader_known = asyncio.Event()
+        self._needs_catch_up = False
+        self._session: aiohttp.ClientSession | None = None
         self.bound: list[tuple[str, int]] = []
 
     @property
@@ -43,6 +50,55 @@ class RegistryServer:
         partial view)."""
         await self.bind()
         self._loader = asyncio.get_running_loop().create_task(self._load(), name="schema-registry-load")
+        self.elector = LeaderElector(
+            self.config.store_client_options, self.config.group_id, self.identity, self._leader_changed
+        )
+        self.elector.start()
+
+    @property
+    def identity(self) -> dict:
+        return {
+            "host": self.config.host_name,
+            "port": self.bound[0][1],
+            "scheme": "http",
+            "leader_eligibility": self.config.leader_eligibility,
+            "version": 1,
+        }
+
+    async def _leader_changed(self, leader: dict | None, mine: bool) -> None:
+        self._needs_catch_up = mine  # a new leader reads what the old one wrote before writing
+        if leader is None:
+            self._leader_known.clear()
+        else:
+            self._leader_known.set()
+
+    async def _forward(self, request: web.Request, body: bytes) -> web.Response | None:
+        """None when this instance leads (the request is answered here), else the leader's answer."""
+        try:
+            await asyncio.wait_for(self._leader_known.wait(), self.config.timeout_s)
+        except TimeoutError:
+            raise err.unknown_leader("no leader-eligible registry instance has been elected") from None
+        assert self.elector is not None
+        if self.elector.is_leader:
+            if self._needs_catch_up:
+                await self.store.catch_up()
+                self._needs_catch_up = False
+            return None
+        leader = self.elector.leader_identity or {}
+        url = f"{leader.get('scheme', 'http')}://{leader.get('host')}:{leader.get('port')}{request.path_qs}"
+        assert self._session is not None
+        try:
+            async with self._session.request(
+                request.method,
+                url,
+                data=body,
+                headers={"Content-Type": request.headers.get("Content-Type", CONTENT_TYPE)},
+                timeout=aiohttp.ClientTimeout(total=self.config.timeout_s),
+            ) as resp:
+                text = await resp.text()
+                return web.Response(status=resp.status, text=text, content_type=CONTENT_TYPE)
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            raise err.forwarding_error(f"{request.method} {url}: {exc}") from None
 
     async def wait_ready(self, timeout: float | None = None) -> None:
         await asyncio.wait_for(self.ready.wait(), timeout)
@@ -62,7 +118,8 @@ class RegistryServer:
         log.info("schema registry ready: %s read", self.config.topic)
 
     async def bind(self) -> None:
-        self._runner = web.AppRunner(make_app(self.registry, ready=self.ready), access_log=None)
+        self._session = aiohttp.ClientSession()
+        self._runner = web.AppRunner(make_app(self.registry, self._forward, ready=self.ready), access_log=None)
         await self._runner.setup()
         for host, port in self.config.listeners:
             site = web.TCPSite(self._runner, host or None, port)
@@ -80,9 +137,15 @@ class RegistryServer:
             except (asyncio.CancelledError, Exception):
                 pass
             self._loader = None
+        if self.elector is not None:
+            await self.elector.close()
+            self.elector = None
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
         await self.store.close()
 
 

@@ -44,6 +44,8 @@ class RegistryProcess:
             "listeners": self.url,
             "kafkastore.bootstrap.servers": bootstrap,
             "kafkastore.topic": topic,
+            "schema.registry.group.id": f"registry-{topic}",
+            "host.name": "127.0.0.1",
             **overrides,
         }
         self.proc: subprocess.Popen | None = None
