@@ -57,6 +57,11 @@ LAZY_COMMANDS = {
         "Check every record batch's CRC in log dirs, partitions or segments.",
     ),
     "pipeline": ("odradek.pipeline.cli", "pipeline", "Spark pipelines on Odradek topics."),
+    "schemas": (
+        "odradek.cli.schemas",
+        "schemas",
+        "Subjects, versions, compatibility and modes of a schema registry.",
+    ),
     "schema-registry": (
         "odradek.cli.registry_command",
         "schema_registry",
