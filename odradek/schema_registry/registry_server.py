@@ -17,6 +17,7 @@ from . import registry_errors as err
 from .registry import Registry
 from .registry_config import RegistryConfig
 from .registry_election import LeaderElector
+from .registry_metrics import RegistryMetrics
 from .rest_api import CONTENT_TYPE, make_app
 from .schemas_topic import SchemasTopic
 
@@ -119,7 +120,9 @@ class RegistryServer:
 
     async def bind(self) -> None:
         self._session = aiohttp.ClientSession()
-        self._runner = web.AppRunner(make_app(self.registry, self._forward, ready=self.ready), access_log=None)
+        self.metrics = RegistryMetrics(lambda: self.store.state, lambda: bool(self.elector and self.elector.is_leader))
+        app = make_app(self.registry, self._forward, ready=self.ready, metrics=self.metrics)
+        self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         for host, port in self.config.listeners:
             site = web.TCPSite(self._runner, host or None, port)

@@ -17,6 +17,7 @@ from aiohttp import web
 
 from . import registry_errors as err
 from .registry import Registry
+from .registry_metrics import RegistryMetrics
 
 log = logging.getLogger("odradek.schema_registry")
 
@@ -68,7 +69,7 @@ async def _body(request: web.Request):
 async def errors_as_json(request: web.Request, handler):
     try:
         ready = request.app.get(READY)
-        if ready is not None and not ready.is_set():
+        if ready is not None and not ready.is_set() and request.path != "/metrics":
             raise err.store_error("the registry has not read its schemas topic to the end yet; retry shortly")
         return await handler(request)
     except err.RegistryError as exc:
@@ -249,9 +250,15 @@ def routes() -> web.RouteTableDef:
 
 
 def make_app(
-    registry: Registry, forward: Forward | None = None, ready: asyncio.Event | None = None
+    registry: Registry,
+    forward: Forward | None = None,
+    ready: asyncio.Event | None = None,
+    metrics: RegistryMetrics | None = None,
 ) -> web.Application:
-    app = web.Application(middlewares=[errors_as_json], client_max_size=MAX_BODY_BYTES)
+    middlewares = [errors_as_json] if metrics is None else [metrics.middleware, errors_as_json]
+    app = web.Application(middlewares=middlewares, client_max_size=MAX_BODY_BYTES)
+    if metrics is not None:
+        app.router.add_get("/metrics", metrics.handle)
     app[REGISTRY] = registry
     if ready is not None:
         app[READY] = ready

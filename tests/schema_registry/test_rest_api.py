@@ -203,3 +203,16 @@ def test_a_restart_reads_everything_back(registry_factory):
     assert second.ok("GET", "/config/a") == {"compatibilityLevel": "FULL"}
     assert second.ok("GET", "/subjects/b/versions/1")["id"] == 3
     assert second.ok("POST", "/subjects/c/versions", {"schema": avro("C")}) == {"id": 4}
+
+
+def test_metrics_count_requests_by_endpoint_and_status_and_show_the_leader(registry):
+    registry.ok("POST", "/subjects/s/versions", {"schema": V1})
+    registry.ok("GET", "/subjects/s/versions/1")
+    registry.error("GET", "/subjects/s/versions/9")
+    text = requests.get(f"{registry.url}/metrics", timeout=30).text
+    assert 'odradek_schema_registry_requests_total{endpoint="/subjects/{subject}/versions",method="POST",status="200"} 1.0' in text
+    assert 'endpoint="/subjects/{subject}/versions/{version}",method="GET",status="404"} 1.0' in text
+    assert "kafka_schema_registry_registered_count 1.0" in text
+    assert "odradek_schema_registry_schemas 1.0" in text
+    assert "kafka_schema_registry_master_slave_role 1.0" in text  # the only instance leads
+    assert 'odradek_schema_registry_request_seconds_bucket{endpoint="/subjects/{subject}/versions/{version}"' in text
