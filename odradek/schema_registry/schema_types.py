@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from . import avro_compatibility, avro_schema
+from . import avro_compatibility, avro_schema, json_compatibility, json_schema
 from .compatibility import ReaderReadsWriter
 
 
@@ -23,6 +23,7 @@ class SchemaType:
 
 TYPES: dict[str, SchemaType] = {
     "AVRO": SchemaType("AVRO", avro_schema.parse, avro_compatibility.reader_reads_writer),  # type: ignore[arg-type]
+    "JSON": SchemaType("JSON", json_schema.parse, json_compatibility.reader_reads_writer),  # type: ignore[arg-type]
 }
 
 

@@ -135,3 +135,39 @@ def test_a_restarted_registry_keeps_every_id_and_decodes_old_records(broker, reg
     decoded = AvroDeserializer(fresh)(payload, SerializationContext(topic_name, MessageField.VALUE))
     assert decoded == {"name": "x", "age": 3, "email": None}
     assert fresh.register_schema("e", Schema(json.dumps({"type": "record", "name": "New", "fields": []}), "AVRO")) == max(ids.values()) + 1
+
+
+ORDER_JSON = json.dumps({
+    "$schema": "http://json-schema.org/draft-07/schema#", "title": "Order", "type": "object",
+    "properties": {"id": {"type": "integer"}, "total": {"type": "number"}},
+    "required": ["id"], "additionalProperties": False,
+})  # fmt: skip
+
+
+def test_json_schema_records_round_trip_and_evolution_is_checked(broker, registry, topic_name):
+    from confluent_kafka.schema_registry.json_schema import JSONDeserializer, JSONSerializer
+
+    client = SchemaRegistryClient({"url": registry.url})
+    serializer = JSONSerializer(ORDER_JSON, client)
+    ctx = SerializationContext(topic_name, MessageField.VALUE)
+    orders = [{"id": i, "total": i / 2} for i in range(4)]
+    producer = Producer({"bootstrap.servers": broker.bootstrap_servers})
+    for order in orders:
+        producer.produce(topic_name, value=serializer(order, ctx))
+    assert producer.flush(30) == 0
+    subject = f"{topic_name}-value"
+    latest = client.get_latest_version(subject)
+    assert latest.schema.schema_type == "JSON"
+    deserializer = JSONDeserializer(None, schema_registry_client=SchemaRegistryClient({"url": registry.url}))
+    assert [deserializer(m.value(), ctx) for m in _consume(broker.bootstrap_servers, topic_name, 4)] == orders
+    # BACKWARD: an optional property added to the closed model is fine; a new requirement is not.
+    widened = json.loads(ORDER_JSON)
+    widened["properties"]["note"] = {"type": "string"}
+    assert client.register_schema(subject, Schema(json.dumps(widened), "JSON")) != latest.schema_id
+    widened["required"] = ["id", "note"]
+    with pytest.raises(SchemaRegistryError) as refused:
+        client.register_schema(subject, Schema(json.dumps(widened), "JSON"))
+    assert refused.value.error_code == 409
+    with pytest.raises(SchemaRegistryError) as invalid:
+        client.register_schema(subject, Schema('{"type": "strnig"}', "JSON"))
+    assert invalid.value.error_code == 42201
