@@ -14,6 +14,7 @@ import io
 import json
 import struct
 import urllib.parse
+from typing import Any
 
 import fastavro
 
@@ -83,7 +84,7 @@ class AvroDeserializer:
     def __init__(self, client: RegistryClient, reader_schema: str | None = None):
         self.client = client
         self.reader = fastavro.parse_schema(json.loads(reader_schema)) if reader_schema else None
-        self._writers: dict[int, object] = {}
+        self._writers: dict[int, Any] = {}
 
     def __call__(self, data: bytes):
         schema_id, payload = unframe(data)

@@ -15,7 +15,7 @@ from . import registry_errors as err
 from . import schema_records as rec
 from .registry_state import content_key
 from .schema_records import Reference, SchemaVersion
-from .schema_types import TYPES, schema_type
+from .schema_types import TYPES, ParsedSchema, schema_type
 from .schemas_topic import SchemasTopic
 
 MODES = ("READWRITE", "READONLY", "IMPORT")
@@ -53,7 +53,7 @@ class Candidate:
     schema_type: str
     text: str  # the form stored and compared: canonical, or normalized when asked
     references: tuple[Reference, ...]
-    parsed: object
+    parsed: ParsedSchema
 
 
 class Registry:
@@ -167,7 +167,7 @@ class Registry:
             parsed = kind.parse(text, ref_texts)
         except ValueError as exc:
             raise err.invalid_schema(str(exc)) from None
-        stored = parsed.normalized() if normalize else parsed.canonical()  # type: ignore[attr-defined]
+        stored = parsed.normalized() if normalize else parsed.canonical()
         return Candidate(kind.name, stored, references, parsed)
 
     def _parsed(self, sv: SchemaVersion):
@@ -178,7 +178,7 @@ class Registry:
             return False
         if sv.schema == cand.text:
             return True
-        return normalize and self._parsed(sv).normalized() == cand.text  # type: ignore[attr-defined]
+        return normalize and self._parsed(sv).normalized() == cand.text
 
     def lookup(self, subject: str, body, normalize: bool = False, deleted: bool = False) -> dict:
         cand = self.candidate(body, normalize)

@@ -9,21 +9,27 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 from . import avro_compatibility, avro_schema, json_compatibility, json_schema
-from .compatibility import ReaderReadsWriter
+
+
+class ParsedSchema(Protocol):
+    def canonical(self) -> str: ...
+
+    def normalized(self) -> str: ...
 
 
 @dataclass(frozen=True)
 class SchemaType:
     name: str
-    parse: Callable[[str, list[str]], object]
-    reads: ReaderReadsWriter
+    parse: Callable[[str, list[str]], ParsedSchema]
+    reads: Callable[[Any, Any], list[str]]
 
 
 TYPES: dict[str, SchemaType] = {
-    "AVRO": SchemaType("AVRO", avro_schema.parse, avro_compatibility.reader_reads_writer),  # type: ignore[arg-type]
-    "JSON": SchemaType("JSON", json_schema.parse, json_compatibility.reader_reads_writer),  # type: ignore[arg-type]
+    "AVRO": SchemaType("AVRO", avro_schema.parse, avro_compatibility.reader_reads_writer),
+    "JSON": SchemaType("JSON", json_schema.parse, json_compatibility.reader_reads_writer),
 }
 
 
