@@ -37,12 +37,9 @@ def parse_version(value, allow_latest: bool = True) -> int | None:
 
 
 def version_json(sv: SchemaVersion) -> dict:
-    out: dict = {"subject": sv.subject, "version": sv.version, "id": sv.id}
-    if sv.schema_type != "AVRO":
-        out["schemaType"] = sv.schema_type
-    if sv.references:
-        out["references"] = [r.as_json() for r in sv.references]
-    out["schema"] = sv.schema
+    """A version as the API shows it: the stored value without its ``deleted`` flag."""
+    out = sv.as_json()
+    del out["deleted"]
     return out
 
 
@@ -75,14 +72,8 @@ class Registry:
         return sv
 
     def schema_by_id(self, schema_id: int) -> dict:
-        sv = self._by_id(schema_id)
-        out: dict = {}
-        if sv.schema_type != "AVRO":
-            out["schemaType"] = sv.schema_type
-        if sv.references:
-            out["references"] = [r.as_json() for r in sv.references]
-        out["schema"] = sv.schema
-        return out
+        shown = version_json(self._by_id(schema_id))
+        return {k: v for k, v in shown.items() if k in ("schemaType", "references", "schema")}
 
     def id_versions(self, schema_id: int, deleted: bool = False) -> list[dict]:
         self._by_id(schema_id)
@@ -342,14 +333,20 @@ class Registry:
 
     # -- configs and modes --------------------------------------------------------------------
 
-    def get_config(self, subject: str | None, default_to_global: bool = False) -> dict:
-        if subject is None:
-            return {"compatibilityLevel": self.level(None)}
-        level = self.state.configs.get(subject)
-        if level is None:
+    @staticmethod
+    def _setting(table: dict, subject: str | None, default_to_global: bool, global_value: str, missing):
+        """A subject's own setting; the global one for no subject or with defaultToGlobal."""
+        value = table.get(subject) if subject is not None else global_value
+        if value is None:
             if not default_to_global:
-                raise err.subject_config_not_found(subject)
-            level = self.level(None)
+                raise missing(subject)
+            value = global_value
+        return value
+
+    def get_config(self, subject: str | None, default_to_global: bool = False) -> dict:
+        level = self._setting(
+            self.state.configs, subject, default_to_global, self.level(None), err.subject_config_not_found
+        )
         return {"compatibilityLevel": level}
 
     async def set_config(self, subject: str | None, body) -> dict:
@@ -372,13 +369,7 @@ class Registry:
             return {"compatibilityLevel": previous}
 
     def get_mode(self, subject: str | None, default_to_global: bool = False) -> dict:
-        if subject is None:
-            return {"mode": self.mode(None)}
-        mode = self.state.modes.get(subject)
-        if mode is None:
-            if not default_to_global:
-                raise err.subject_mode_not_found(subject)
-            mode = self.mode(None)
+        mode = self._setting(self.state.modes, subject, default_to_global, self.mode(None), err.subject_mode_not_found)
         return {"mode": mode}
 
     async def set_mode(self, subject: str | None, body, force: bool = False) -> dict:

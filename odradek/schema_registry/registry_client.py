@@ -44,24 +44,19 @@ class RegistryClient:
 
     def register(self, subject: str, schema: str, schema_type: str = "AVRO") -> int:
         """The schema's id under ``subject``, registering it if need be (cached)."""
-        key = (subject, schema)
-        with self._lock:
-            if key in self._ids:
-                return self._ids[key]
-        body = {"schema": schema} if schema_type == "AVRO" else {"schema": schema, "schemaType": schema_type}
-        schema_id = int(self.request("POST", f"/subjects/{urllib.parse.quote(subject, safe='')}/versions", body)["id"])
-        with self._lock:
-            self._ids[key] = schema_id
-        return schema_id
+        return self._id(f"/subjects/{urllib.parse.quote(subject, safe='')}/versions", subject, schema, schema_type)
 
     def lookup(self, subject: str, schema: str, schema_type: str = "AVRO") -> int:
         """The id of a schema already registered under ``subject`` (40401/40403 if not)."""
+        return self._id(f"/subjects/{urllib.parse.quote(subject, safe='')}", subject, schema, schema_type)
+
+    def _id(self, path: str, subject: str, schema: str, schema_type: str) -> int:
         key = (subject, schema)
         with self._lock:
             if key in self._ids:
                 return self._ids[key]
         body = {"schema": schema} if schema_type == "AVRO" else {"schema": schema, "schemaType": schema_type}
-        schema_id = int(self.request("POST", f"/subjects/{urllib.parse.quote(subject, safe='')}", body)["id"])
+        schema_id = int(self.request("POST", path, body)["id"])
         with self._lock:
             self._ids[key] = schema_id
         return schema_id

@@ -17,6 +17,7 @@ import json
 import logging
 from collections.abc import Awaitable, Callable
 
+from odradek._tasks import cancel_and_wait
 from odradek.client.client_config import resolve
 from odradek.client.client_errors import ClientClosedError, KafkaConnectionError, KafkaTimeoutError
 from odradek.client.netclient import NetClient
@@ -182,13 +183,8 @@ class LeaderElector:
                 return
 
     async def close(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            try:
-                await self._task
-            except (asyncio.CancelledError, Exception):
-                pass
-            self._task = None
+        await cancel_and_wait(self._task)
+        self._task = None
         if self.member_id and self.coordinator is not None:
             try:
                 await self._call(

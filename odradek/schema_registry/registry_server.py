@@ -13,6 +13,8 @@ import signal
 import aiohttp
 from aiohttp import web
 
+from odradek._tasks import cancel_and_wait
+
 from . import registry_errors as err
 from .registry import Registry
 from .registry_config import RegistryConfig
@@ -133,13 +135,8 @@ class RegistryServer:
         log.info("schema registry serving on %s", ", ".join(f"http://{h}:{p}" for h, p in self.bound))
 
     async def close(self) -> None:
-        if self._loader is not None:
-            self._loader.cancel()
-            try:
-                await self._loader
-            except (asyncio.CancelledError, Exception):
-                pass
-            self._loader = None
+        await cancel_and_wait(self._loader)
+        self._loader = None
         if self.elector is not None:
             await self.elector.close()
             self.elector = None

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from odradek._tasks import cancel_and_wait
 from odradek.aio import Admin, Consumer, NewTopic, Producer, TopicPartition
 from odradek.protocol.errors import KafkaError, TopicAlreadyExistsError
 
@@ -127,13 +128,8 @@ class SchemasTopic:
         await self.wait_applied(end)
 
     async def close(self) -> None:
-        if self._reader is not None:
-            self._reader.cancel()
-            try:
-                await self._reader
-            except (asyncio.CancelledError, Exception):
-                pass
-            self._reader = None
+        await cancel_and_wait(self._reader)
+        self._reader = None
         for client in (self._producer, self._consumer):
             if client is not None:
                 await client.close()
