@@ -195,7 +195,7 @@ class Registry:
         return compatibility.check(reads, [self._parsed(sv) for sv in same_type], cand.parsed, level)
 
     def check_compatibility(self, subject: str, version, body, verbose: bool = False) -> dict:
-        cand = self.candidate(body, normalize=bool(isinstance(body, dict) and body.get("normalize")))
+        cand = self.candidate(body)  # the parsed schema is what is checked; its stored form does not matter
         level = self.level(subject)
         if version is None:  # /compatibility/subjects/{s}/versions: what registering would check
             previous = self.state.subject_versions(subject)
