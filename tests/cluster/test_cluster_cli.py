@@ -43,7 +43,9 @@ def test_cluster_up_starts_three_brokers_and_ctrl_c_stops_them_all(tmp_path):
     base, zk_port = _free_block(3), free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "odradek", "cluster", "up", "--brokers", "3", "--port", str(base),
-         "--zookeeper-port", str(zk_port), "--data-dir", str(tmp_path / "c"), "--racks", "a,b,c"],
+         "--zookeeper-port", str(zk_port), "--data-dir", str(tmp_path / "c"), "--racks", "a,b,c",
+         # a registry beside each broker on a free port (not 8081, which another run may hold)
+         "--override", "schema.registry.listeners=http://127.0.0.1:0"],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )  # fmt: skip
     lines = []
