@@ -104,10 +104,11 @@ def from_properties(props: dict[str, str]) -> RegistryConfig:
         for key, value in props.items()
         if key.startswith(CLIENT_PREFIX) and key not in OWN_KAFKASTORE_KEYS
     }
-    try:
-        resolve("admin", None, {"bootstrap_servers": bootstrap, **client_options})
-    except ConfigError as exc:
-        raise RegistryConfigError(f"a kafkastore.* key: {exc}") from None
+    for name, value in client_options.items():  # one at a time, to name the key that is wrong
+        try:
+            resolve("admin", None, {"bootstrap_servers": bootstrap, name: value})
+        except ConfigError as exc:
+            raise RegistryConfigError(f"{CLIENT_PREFIX}{name.replace('_', '.')}: {exc}") from None
     ignored = sorted(k for k in props if k not in READ_KEYS and not k.startswith(CLIENT_PREFIX))
     if ignored:
         log.warning("these keys of Confluent's registry have no effect in Odradek's: %s", ", ".join(ignored))
