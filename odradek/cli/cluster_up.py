@@ -99,6 +99,9 @@ def up(brokers, data_dir, base_port, zookeeper_port, racks, overrides):
             rack = f"  rack {rack_list[i]}" if rack_list else ""
             click.echo(f"broker {node_id}   {broker.bootstrap_servers}{rack}  log {broker.log_path}")
         click.echo(f"bootstrap servers: {','.join(b.bootstrap_servers for b in started)}")
+        registry = started[0].overrides.get("schema.registry.listeners", "") if started else ""
+        if registry and not registry.rstrip("/").endswith(":0"):
+            click.echo(f"schema registry: {registry.split(',')[0].strip()} (beside broker 1)")
         click.echo("Ctrl-C stops the cluster.")
         while not stop.wait(0.5):
             for broker in started:
