@@ -11,7 +11,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from . import avro_compatibility, avro_schema, json_compatibility, json_schema
+from . import (
+    avro_compatibility,
+    avro_schema,
+    json_compatibility,
+    json_schema,
+    protobuf_compatibility,
+    protobuf_schema,
+)
 
 
 class ParsedSchema(Protocol):
@@ -30,6 +37,7 @@ class SchemaType:
 TYPES: dict[str, SchemaType] = {
     "AVRO": SchemaType("AVRO", avro_schema.parse, avro_compatibility.reader_reads_writer),
     "JSON": SchemaType("JSON", json_schema.parse, json_compatibility.reader_reads_writer),
+    "PROTOBUF": SchemaType("PROTOBUF", protobuf_schema.parse, protobuf_compatibility.reader_reads_writer),
 }
 
 

@@ -171,3 +171,48 @@ def test_json_schema_records_round_trip_and_evolution_is_checked(broker, registr
     with pytest.raises(SchemaRegistryError) as invalid:
         client.register_schema(subject, Schema('{"type": "strnig"}', "JSON"))
     assert invalid.value.error_code == 42201
+
+
+def _order_class(with_note: bool):
+    """A protobuf message class built at run time (what protoc would generate)."""
+    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+
+    fd = descriptor_pb2.FileDescriptorProto(name="shop/order.proto", package="shop", syntax="proto3")
+    msg = fd.message_type.add(name="Order")
+    msg.field.add(name="id", number=1, type=descriptor_pb2.FieldDescriptorProto.TYPE_INT64, label=1)
+    if with_note:
+        msg.field.add(name="note", number=2, type=descriptor_pb2.FieldDescriptorProto.TYPE_STRING, label=1)
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(fd)
+    return message_factory.GetMessageClass(pool.FindMessageTypeByName("shop.Order"))
+
+
+def test_protobuf_records_round_trip_and_evolution_is_checked(broker, registry, topic_name):
+    from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer, ProtobufSerializer
+
+    client = SchemaRegistryClient({"url": registry.url})
+    order_v1, order_v2 = _order_class(False), _order_class(True)
+    ctx = SerializationContext(topic_name, MessageField.VALUE)
+    serializer = ProtobufSerializer(order_v1, client, {"use.deprecated.format": False})
+    producer = Producer({"bootstrap.servers": broker.bootstrap_servers})
+    for i in range(3):
+        producer.produce(topic_name, value=serializer(order_v1(id=i), ctx))
+    assert producer.flush(30) == 0
+    subject = f"{topic_name}-value"
+    assert client.get_latest_version(subject).schema.schema_type == "PROTOBUF"
+    deserializer = ProtobufDeserializer(
+        order_v1, {"use.deprecated.format": False}, schema_registry_client=SchemaRegistryClient({"url": registry.url})
+    )
+    decoded = [deserializer(m.value(), ctx) for m in _consume(broker.bootstrap_servers, topic_name, 3)]
+    assert [d.id for d in decoded] == [0, 1, 2]
+    # A field added: compatible; id's type changed to a string: refused with 409.
+    v2_id = ProtobufSerializer(order_v2, client, {"use.deprecated.format": False})(order_v2(id=1, note="x"), ctx)
+    fresh = SchemaRegistryClient({"url": registry.url})  # the first client caches the latest version
+    assert int.from_bytes(v2_id[1:5], "big") == fresh.get_latest_version(subject).schema_id == 2
+    bad = 'syntax = "proto3"; package shop; message Order { string id = 1; }'
+    with pytest.raises(SchemaRegistryError) as refused:
+        client.register_schema(subject, Schema(bad, "PROTOBUF"))
+    assert refused.value.error_code == 409
+    with pytest.raises(SchemaRegistryError) as invalid:
+        client.register_schema(subject, Schema("message {", "PROTOBUF"))
+    assert invalid.value.error_code == 42201

@@ -36,7 +36,7 @@ def test_register_get_and_the_same_schema_keeps_its_id_across_subjects(registry)
         {"subject": "other-value", "version": 1},
         {"subject": "users-value", "version": 1},
     ]
-    assert registry.ok("GET", "/schemas/types") == ["AVRO", "JSON"]
+    assert registry.ok("GET", "/schemas/types") == ["AVRO", "JSON", "PROTOBUF"]
     assert registry.ok("GET", "/subjects") == ["other-value", "users-value"]
     assert registry.ok("GET", "/subjects?subjectPrefix=us") == ["users-value"]
     # Lookup by content (whitespace does not matter), and the content type of the answers.
