@@ -21,7 +21,9 @@ import os
 import signal
 import time
 import uuid
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 from odradek._tasks import cancel_and_wait
 from odradek.broker import handlers
@@ -706,8 +708,12 @@ def _lock_log_dir(d: Path) -> DirLock:
         ) from None
 
 
-def run(config: BrokerConfig) -> None:
-    """Run a broker in this process until SIGTERM or SIGINT. Raises StartupError."""
+def run(config: BrokerConfig, beside: Callable[[Broker], Awaitable[Any]] | None = None) -> None:
+    """Run a broker in this process until SIGTERM or SIGINT. Raises StartupError.
+
+    ``beside(broker)``, when given, starts a companion on the broker's event loop once the
+    broker serves (the launcher's schema registry, a client of it); what it returns is
+    closed (``await x.close()``) before the broker shuts down."""
     before, after = raise_open_files_limit()
     try:
         import uvloop
@@ -722,12 +728,17 @@ def run(config: BrokerConfig) -> None:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
+        companion = None
         try:
             await broker.start()
             if after != before:
                 log.info("raised the open file limit (RLIMIT_NOFILE) from %d to its hard limit %d", before, after)
+            if beside is not None:
+                companion = await beside(broker)
             await stop.wait()
         finally:
+            if companion is not None:
+                await companion.close()
             await broker.shutdown()
 
     asyncio.run(main())

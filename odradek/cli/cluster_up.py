@@ -116,6 +116,8 @@ def up(brokers, data_dir, base_port, zookeeper_port, console_port, racks, restar
             broker_settings["broker.rack"] = rack_list[i]
         if console_port and "http.listeners" not in broker_settings:
             broker_settings["http.listeners"] = f"http://127.0.0.1:{console_port + i}"
+        if i == 0:  # one schema registry for the cluster, beside the first broker
+            broker_settings.setdefault("schema.registry.listeners", "http://127.0.0.1:8081")
         members[node_id] = BrokerProcess(
             root / f"broker-{node_id}",
             port=base_port + i,
@@ -136,6 +138,9 @@ def up(brokers, data_dir, base_port, zookeeper_port, console_port, racks, restar
         _print_brokers(cluster, rack_list)
         click.echo(f"bootstrap servers: {cluster.bootstrap_servers()}")
         click.echo(f"`odradek cluster restart-broker N --data-dir {root}` starts broker N again.")
+        registry = members[1].overrides.get("schema.registry.listeners", "")
+        if registry and not registry.rstrip("/").endswith(":0"):
+            click.echo(f"schema registry: {registry.split(',')[0].strip()} (beside broker 1)")
         click.echo("Ctrl-C stops the cluster.")
         while not stop.is_set():
             control.serve_pending(cluster.handle_request, wait_s=0.2)

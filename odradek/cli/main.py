@@ -57,6 +57,16 @@ LAZY_COMMANDS = {
         "Check every record batch's CRC in log dirs, partitions or segments.",
     ),
     "pipeline": ("odradek.pipeline.cli", "pipeline", "Spark pipelines on Odradek topics."),
+    "schemas": (
+        "odradek.cli.schemas",
+        "schemas",
+        "Subjects, versions, compatibility and modes of a schema registry.",
+    ),
+    "schema-registry": (
+        "odradek.cli.registry_command",
+        "schema_registry",
+        "Run a schema registry (Confluent's REST API) over a cluster.",
+    ),
 }
 
 
@@ -160,6 +170,10 @@ def server(properties, overrides, log_level):
     having changed no data. The soft open-file limit is raised to the hard limit; each
     partition in use holds 3 descriptors, so raise the hard limit (ulimit -n,
     LimitNOFILE=) for many partitions.
+
+    A schema registry (Confluent's REST API, for AvroSerializer and friends) is served
+    beside the broker on schema.registry.listeners (default http://127.0.0.1:8081;
+    --override schema.registry.listeners= turns it off).
     """
     logging.basicConfig(
         level=getattr(logging, log_level.upper(), logging.INFO),
@@ -171,6 +185,7 @@ def server(properties, overrides, log_level):
     sys.modules.setdefault("hypothesis", None)
     from odradek.broker.config import BrokerConfig, ConfigError
     from odradek.broker.server import StartupError, run
+    from odradek.cli.registry_beside import start_beside
 
     pairs = {}
     for item in overrides:
@@ -184,7 +199,7 @@ def server(properties, overrides, log_level):
     except ConfigError as exc:
         raise click.ClickException(f"invalid broker configuration: {exc}") from None
     try:
-        run(config)
+        run(config, beside=start_beside)
     except StartupError as exc:
         raise click.ClickException(f"the broker cannot start: {exc}") from None
 

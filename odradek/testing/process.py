@@ -61,6 +61,9 @@ class BrokerProcess:
         # The HTTP side (console, /metrics) on a port of its own, unless the caller chose one.
         if "http.listeners" not in self.overrides:
             self.overrides["http.listeners"] = f"http://127.0.0.1:{free_port()}"
+        # No schema registry beside it unless asked: many brokers on one machine would all
+        # want port 8081.
+        self.overrides.setdefault("schema.registry.listeners", "")
         self.log_path = Path(log_path) if log_path else self.data_dir.parent / f"broker-{self.port}.log"
         self.proc: subprocess.Popen | None = None
 

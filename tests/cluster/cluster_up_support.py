@@ -61,7 +61,9 @@ class ClusterUp:
         command = [
             sys.executable, "-m", "odradek", "cluster", "up", "--brokers", str(self.count),
             "--data-dir", str(self.data_dir), "--port", str(self.base_port),
-            "--zookeeper-port", str(self.zookeeper_port), "--console-port", str(self.console_port), *self.args,
+            "--zookeeper-port", str(self.zookeeper_port), "--console-port", str(self.console_port),
+            # broker 1's schema registry on a free port (not 8081, which another run may hold)
+            "--override", "schema.registry.listeners=http://127.0.0.1:0", *self.args,
         ]  # fmt: skip
         self.proc = subprocess.Popen(
             command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,

@@ -36,7 +36,8 @@ def dev_broker(tmp_path_factory):
         proc = subprocess.Popen(
             [sys.executable, "-m", "odradek", "server", str(REPO / "config" / "server.properties"),
              "--override", f"listeners=PLAINTEXT://127.0.0.1:{port}",
-             "--override", "http.listeners=http://127.0.0.1:0"],
+             "--override", "http.listeners=http://127.0.0.1:0",
+             "--override", "schema.registry.listeners=http://127.0.0.1:0"],
             cwd=workdir, stdout=log, stderr=subprocess.STDOUT,
         )  # fmt: skip
     try:

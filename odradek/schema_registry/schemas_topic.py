@@ -1,0 +1,136 @@
+"""The ``_schemas`` topic: read from the start into a RegistryState, written through a producer.
+
+One task reads the topic's only partition and applies every record to the state, in order,
+so the state has one owner. A write waits until that reader has applied the record it
+wrote (read your writes), which is what makes the leader's next decision see it. The
+topic is created compacted with one partition and the cluster's default replication
+factor, as Confluent's registry creates it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from odradek._tasks import cancel_and_wait
+from odradek.aio import Admin, Consumer, NewTopic, Producer, TopicPartition
+from odradek.protocol.errors import KafkaError, TopicAlreadyExistsError
+
+from .registry_errors import store_error, store_timeout
+from .registry_state import RegistryState
+
+log = logging.getLogger("odradek.schema_registry")
+
+
+class SchemasTopic:
+    """Owns the reader task; ``state`` is read by everyone, changed only by that task."""
+
+    def __init__(self, client_options: dict, topic: str = "_schemas", timeout: float = 30.0):
+        self.client_options = dict(client_options)
+        self.topic = topic
+        self.timeout = timeout
+        self.state = RegistryState()
+        self.position = 0  # the next offset to apply
+        self._applied = asyncio.Condition()
+        self._consumer: Consumer | None = None
+        self._producer: Producer | None = None
+        self._reader: asyncio.Task | None = None
+        self._failure: BaseException | None = None
+
+    @property
+    def partition(self) -> TopicPartition:
+        return TopicPartition(self.topic, 0)
+
+    async def start(self) -> None:
+        """Create the topic if missing, then read it to its current end (from scratch)."""
+        self.state, self.position, self._failure = RegistryState(), 0, None
+        await self._ensure_topic()
+        self._producer = Producer(**self.client_options, acks="all", linger_ms=0)
+        await self._producer.start()
+        self._consumer = Consumer(
+            **self.client_options, enable_auto_commit=False, auto_offset_reset="earliest", fetch_max_wait_ms=200
+        )
+        await self._consumer.start()
+        self._consumer.assign([self.partition])
+        self._consumer.seek_to_beginning(self.partition)
+        self._reader = asyncio.get_running_loop().create_task(self._read(), name="schemas-topic-reader")
+        end = (await self._consumer.end_offsets([self.partition], timeout=self.timeout))[self.partition]
+        await self.wait_applied(end)
+        log.info(
+            "read %d records of %s: %d subjects, highest id %d",
+            end, self.topic, len(self.state.versions), self.state.max_id,
+        )
+
+    async def _ensure_topic(self) -> None:
+        async with Admin(**self.client_options) as admin:
+            topics = await admin.list_topics(internal=True, timeout=self.timeout)
+            if self.topic in topics:
+                return
+            try:
+                await admin.create_topics(
+                    [NewTopic(self.topic, 1, -1, {"cleanup.policy": "compact"})], timeout=self.timeout
+                )
+                log.info("created the schemas topic %s (compacted, 1 partition)", self.topic)
+            except TopicAlreadyExistsError:
+                pass  # another instance created it a moment ago
+
+    async def _read(self) -> None:
+        assert self._consumer is not None
+        try:
+            while True:
+                records = await self._consumer.poll(timeout=1.0)
+                if not records:
+                    continue
+                for record in records:
+                    self.state.apply(record.key, record.value)
+                    self.position = record.offset + 1
+                async with self._applied:
+                    self._applied.notify_all()
+        except asyncio.CancelledError:
+            raise
+        except BaseException as exc:
+            log.exception("reading %s failed; the registry stops answering", self.topic)
+            self._failure = exc
+            async with self._applied:
+                self._applied.notify_all()
+
+    async def wait_applied(self, end: int, timeout: float | None = None) -> None:
+        """Until every record before offset ``end`` has been applied (50002 after the timeout)."""
+        async def reached() -> None:
+            async with self._applied:
+                await self._applied.wait_for(lambda: self.position >= end or self._failure is not None)
+
+        try:
+            await asyncio.wait_for(reached(), timeout or self.timeout)
+        except TimeoutError:
+            raise store_timeout(f"{self.topic} not read up to offset {end}") from None
+        if self._failure is not None:
+            raise store_error(f"reading {self.topic} failed: {self._failure}")
+
+    async def write(self, key: bytes, value: bytes | None) -> None:
+        """Append one record and wait until the reader has applied it."""
+        if self._producer is None:
+            raise store_error("the store is not started")
+        try:
+            meta = await asyncio.wait_for(
+                self._producer.send_and_wait(self.topic, value=value, key=key, partition=0), self.timeout
+            )
+        except TimeoutError:
+            raise store_timeout(f"no acknowledgement from {self.topic}") from None
+        except KafkaError as exc:
+            raise store_error(str(exc)) from None
+        await self.wait_applied(meta.offset + 1)
+
+    async def catch_up(self) -> None:
+        """Read up to the topic's current end (what a new leader does before it writes)."""
+        assert self._consumer is not None
+        end = (await self._consumer.end_offsets([self.partition], timeout=self.timeout))[self.partition]
+        await self.wait_applied(end)
+
+    async def close(self) -> None:
+        await cancel_and_wait(self._reader)
+        self._reader = None
+        for client in (self._producer, self._consumer):
+            if client is not None:
+                await client.close()
+        self._producer = self._consumer = None
