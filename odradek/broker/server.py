@@ -36,6 +36,7 @@ from odradek.broker.group.group_coordinator import GroupCoordinator
 from odradek.broker.network import NetworkServer
 from odradek.broker.producer_ids import ProducerIdManager
 from odradek.broker.purgatory import DelayedOperationPurgatory
+from odradek.broker.queued_request_bytes import limit_in_force
 from odradek.broker.replica_manager import ReplicaManager
 from odradek.broker.security.authorizer import Authorizer
 from odradek.broker.security.inter_broker_security import inter_broker_security
@@ -125,7 +126,9 @@ class Broker:
             max_connections=self.config.get("max.connections"),
             max_connections_per_ip=self.config.get("max.connections.per.ip"),
             max_connections_per_ip_overrides=self.config.max_connections_per_ip_overrides,
-            queued_max_request_bytes=self.config.get("queued.max.request.bytes"),
+            queued_max_request_bytes=limit_in_force(
+                self.config.get("queued.max.request.bytes"), self.config.get("socket.request.max.bytes")
+            ),
             max_connection_creation_rate=self.config.get("max.connection.creation.rate"),
             idle_timeout_s=self.config.get("connections.max.idle.ms") / 1000,
             registry=registry,
