@@ -99,6 +99,8 @@ class ResponseStream:
             if size >= CHUNK:
                 transport.writelines(batch)
                 batch, size = [], 0
+                if transport.is_closing():  # the peer went away: nothing more to read for it
+                    return True
                 if paused():
                     return self.index == len(parts)
         if batch:
