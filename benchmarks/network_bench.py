@@ -14,6 +14,9 @@ shows each tree's median. Raw sockets drive the broker, one request at a time un
 - produce 1 record: one-record Produce requests (acks=1), each awaited: the fast lane.
 - produce 1 MiB: Produce requests of one 1 MiB batch (acks=1): large frames.
 - fetch 1 MiB: the produced data read back with 1 MiB Fetch requests.
+- fetch 32 MiB: 32 MiB Fetch requests, answers streamed from the log a chunk at a time.
+- the two fetch rows again from a broker with ``ODRADEK_ZERO_COPY=1`` (sendfile), which is
+  how the default (``pread`` + write, chunked) was chosen: compare the rows.
 """
 
 from __future__ import annotations
@@ -43,6 +46,9 @@ ROWS = {
     "produce 1 record": "µs CPU / request",
     "produce 1 MiB": "ms CPU / MiB",
     "fetch 1 MiB": "ms CPU / MiB",
+    "fetch 32 MiB": "ms CPU / MiB",
+    "fetch 1 MiB, sendfile": "ms CPU / MiB",
+    "fetch 32 MiB, sendfile": "ms CPU / MiB",
 }
 
 
@@ -72,12 +78,12 @@ def produce_request(topic: str, correlation: int, batch: bytes) -> bytes:
     return request_bytes(PRODUCE, 9, correlation, body)
 
 
-def start_broker(tree: str, workdir: Path) -> tuple[subprocess.Popen, int]:
+def start_broker(tree: str, workdir: Path, zero_copy: bool = False) -> tuple[subprocess.Popen, int]:
     """``odradek server`` from ``tree`` (its own PYTHONPATH) on a free port."""
     from odradek.testing.process import BrokerProcess, wait_for_port
 
     spec = BrokerProcess(workdir)
-    env = dict(os.environ, PYTHONPATH=tree)
+    env = dict(os.environ, PYTHONPATH=tree, ODRADEK_ZERO_COPY="1" if zero_copy else "0")
     proc = subprocess.Popen(
         spec.command(), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tree
     )
@@ -135,16 +141,36 @@ def run_once(tree: str, workdir: Path) -> dict[str, float]:
 
             out["produce 1 MiB"] = measure(proc.pid, one_mib) / 400 * 1e3
 
-            def fetch_all():
-                for c in range(1000):
-                    s.sendall(fetch_request(topic, c, max_bytes=MiB))
-                    read_frame(s)
-
-            # Fetches from offset 0 each time: the same 1 MiB slice, page cache warm.
-            out["fetch 1 MiB"] = measure(proc.pid, fetch_all) / 1000 * 1e3
+            out.update(fetch_rows(s, proc.pid, topic, ""))
     finally:
         proc.terminate()
         proc.wait(30)
+    proc, port = start_broker(tree, workdir.with_name(workdir.name + "-sendfile"), zero_copy=True)
+    try:
+        with socket.create_connection(("127.0.0.1", port)) as s:
+            s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            for c in range(40):
+                s.sendall(produce_request("bench", c, big))
+                read_frame(s)
+            out.update(fetch_rows(s, proc.pid, "bench", ", sendfile"))
+    finally:
+        proc.terminate()
+        proc.wait(30)
+    return out
+
+
+def fetch_rows(s: socket.socket, pid: int, topic: str, suffix: str) -> dict[str, float]:
+    """Broker CPU per MiB of 1 MiB and of 32 MiB Fetch answers (offset 0 each time: the
+    same slice, page cache warm), read by a client as fast as it can."""
+    out = {}
+    for size, count in ((MiB, 1000), (32 * MiB, 40)):
+
+        def fetch_all(size=size, count=count):
+            for c in range(count):
+                s.sendall(fetch_request(topic, c, max_bytes=size))
+                read_frame(s)
+
+        out[f"fetch {size // MiB} MiB{suffix}"] = measure(pid, fetch_all) / (count * size / MiB) * 1e3
     return out
 
 

@@ -10,15 +10,19 @@ one of its requests is in progress, the connection then handles its next request
 once that answer is out, so responses leave strictly in request order.
 
 Back-pressure and memory. A connection stops taking requests, and stops reading, while
-an answer is pending, while its unsent responses exceed the transport's high-water mark
-(a peer that does not read), or while it waits for ``queued.max.request.bytes``; the
-requests it has not handled stay in its receive buffer or in the socket, so a stalled
-peer holds at most one response beyond the high-water mark. Receive buffers grow with
-the bytes that arrive, never with the size a frame announces, and are given back when a
-connection goes idle. ``queued.max.request.bytes`` counts the announced size of every
-request that outgrows its connection's small buffer while it is being received (Kafka's
-memory pool); once the count reaches the limit, a connection starting such a request
-waits, without reading, until enough of the others are done. ``max.connections`` and
+an answer is pending, while a Fetch answer is being streamed from the log
+(``ResponseStream``, broker/response_writes.py: a chunk at a time as the socket drains),
+while its unsent responses exceed the transport's high-water mark (a peer that does not
+read), or while it waits for ``queued.max.request.bytes``; the requests it has not handled
+stay in its receive buffer or in the socket, so a stalled peer holds at most the high-water
+mark plus one chunk. Receive buffers grow with the bytes that arrive, never with the size a
+frame announces, and are given back when a connection goes idle. ``queued.max.request.bytes``
+(by default 1/256 of the memory, broker/queued_request_bytes.py) counts the announced size of
+every request that outgrows its connection's small buffer while it is being received (Kafka's
+memory pool); once the count reaches the limit, a connection starting such a request waits,
+without reading, until enough of the others are done, while requests that fit the small
+buffer (Metadata, a small Produce) from every connection still flow. A peer that resets
+its connection mid-answer is an ordinary disconnect, logged at DEBUG. ``max.connections`` and
 ``max.connections.per.ip`` (with ``max.connections.per.ip.overrides``) close connections
 over the limit as they are accepted; beyond ``max.connection.creation.rate`` new
 connections per second, a new connection is not read until its turn comes; one that takes
