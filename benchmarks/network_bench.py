@@ -34,7 +34,13 @@ from pathlib import Path
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from _brokers import sched_ns  # noqa: E402
-from resource_limits import api_versions_request, fetch_request, read_frame, request_bytes  # noqa: E402
+from resource_limits import (  # noqa: E402
+    api_versions_request,
+    fetch_request,
+    metadata_v4_request,
+    read_frame,
+    request_bytes,
+)
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
@@ -106,11 +112,7 @@ def run_once(tree: str, workdir: Path) -> dict[str, float]:
         with socket.create_connection(("127.0.0.1", port)) as s:
             s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             topic = "bench"
-            s.sendall(produce_request(topic, 1, record_batch(b"x")))  # auto-creates the topic
-            read_frame(s)
-            time.sleep(0.5)
-            s.sendall(produce_request(topic, 2, record_batch(b"x")))
-            read_frame(s)
+            create_topic(s, topic)
 
             batch = b"".join(api_versions_request(c) for c in range(100))
 
@@ -137,7 +139,7 @@ def run_once(tree: str, workdir: Path) -> dict[str, float]:
             def one_mib():
                 for frame in frames:
                     s.sendall(frame)
-                    read_frame(s)
+                    check_produced(read_frame(s))
 
             out["produce 1 MiB"] = measure(proc.pid, one_mib) / 400 * 1e3
 
@@ -149,14 +151,44 @@ def run_once(tree: str, workdir: Path) -> dict[str, float]:
     try:
         with socket.create_connection(("127.0.0.1", port)) as s:
             s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            create_topic(s, "bench")
             for c in range(40):
                 s.sendall(produce_request("bench", c, big))
-                read_frame(s)
+                check_produced(read_frame(s))
             out.update(fetch_rows(s, proc.pid, "bench", ", sendfile"))
     finally:
         proc.terminate()
         proc.wait(30)
     return out
+
+
+def create_topic(s: socket.socket, topic: str) -> None:
+    """Auto-create ``topic`` with a Metadata request (Produce creates nothing, as in Kafka),
+    then wait until a Produce to it succeeds."""
+    s.sendall(metadata_v4_request([topic], allow_auto_create=True))
+    read_frame(s)
+    deadline = time.monotonic() + 30
+    while True:
+        s.sendall(produce_request(topic, 0, record_batch(b"x")))
+        try:
+            check_produced(read_frame(s))
+            return
+        except AssertionError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+
+
+def check_produced(frame: bytes) -> None:
+    from odradek.protocol.messages import decode_response
+
+    _, response = decode_response(PRODUCE, 9, frame)
+    code = response.responses[0].partition_responses[0].error_code
+    assert code == 0, f"Produce answered error {code}"
+
+
+def check_fetched(frame: bytes, size: int) -> None:
+    assert len(frame) >= size * 0.9, f"a Fetch for {size} bytes answered {len(frame)}"
 
 
 def fetch_rows(s: socket.socket, pid: int, topic: str, suffix: str) -> dict[str, float]:
@@ -168,7 +200,7 @@ def fetch_rows(s: socket.socket, pid: int, topic: str, suffix: str) -> dict[str,
         def fetch_all(size=size, count=count):
             for c in range(count):
                 s.sendall(fetch_request(topic, c, max_bytes=size))
-                read_frame(s)
+                check_fetched(read_frame(s), size)
 
         out[f"fetch {size // MiB} MiB{suffix}"] = measure(pid, fetch_all) / (count * size / MiB) * 1e3
     return out

@@ -22,6 +22,9 @@ prints one table row:
 - slow_big_frames: 50 sockets each announce a 99 MiB request and send 20 MiB of it as fast
   as the broker reads; meanwhile another client's ApiVersions, Metadata and a 1 KiB Produce
   are timed (the slowest of each). Bytes the broker took are what the senders got out.
+  With the default ``queued.max.request.bytes`` (1/256 of the memory, at least 100 MiB) only
+  two of them are read; ``slow_big_frames_no_pool`` lifts the pool (-1) to show what partial
+  frames cost: about the bytes received.
 - metadata_1m: one Metadata request naming 1,000,000 topics (auto-creation off), while
   another client produces one record at a time: how long the big request took, and the
   slowest produce round trip of the other client meanwhile.
@@ -394,6 +397,8 @@ def scenario_auto_create(broker: BrokerProcess, n: int = 3000) -> dict:
     }
 
 
+OVERRIDES = {"slow_big_frames_no_pool": {"queued.max.request.bytes": -1}}  # broker settings per scenario
+
 SCENARIOS = {
     "idle": scenario_idle,
     "big_frames": scenario_big_frames,
@@ -401,6 +406,7 @@ SCENARIOS = {
     "delayed_fetch": scenario_delayed_fetch,
     "unread_fetch": scenario_unread_fetch,
     "slow_big_frames": scenario_slow_big_frames,
+    "slow_big_frames_no_pool": scenario_slow_big_frames,
     "metadata_1m": scenario_metadata_1m,
     "auto_create": scenario_auto_create,
 }
@@ -418,7 +424,8 @@ def main(argv: list[str] | None = None) -> int:
         table.add_column(column)
     with tempfile.TemporaryDirectory(prefix="odradek-limits-") as tmp:
         for name in names:
-            broker = BrokerProcess(Path(tmp) / name / "data", overrides={"log.segment.delete.delay.ms": 0})
+            overrides = {"log.segment.delete.delay.ms": 0, **OVERRIDES.get(name, {})}
+            broker = BrokerProcess(Path(tmp) / name / "data", overrides=overrides)
             broker.start()
             try:
                 start = rss_kib(broker.proc.pid)
