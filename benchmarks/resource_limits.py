@@ -334,10 +334,11 @@ def scenario_slow_big_frames(broker: BrokerProcess, n: int = 50, announced: int 
             prober.join()
         close_all(socks)
     after = peak_rss_kib(broker.proc.pid, 2.0)
+    final = rss_kib(broker.proc.pid)
     slowest = ", ".join(f"{name} {took * 1000:.0f} ms" for name, took in latencies.items())
     return {
         "during": f"{peak / 1024:.0f} MiB peak (+{(peak - before) / 1024:.0f})",
-        "after": f"+{(after - before) / 1024:.0f} MiB",
+        "after": f"+{(after - before) / 1024:.0f} MiB peak, +{(final - before) / 1024:.0f} MiB at the end",
         "other": f"{n} x {announced // MiB} MiB announced, {sum(sent.values()) / MiB:,.0f} MiB "
         f"taken of {n * send / MiB:,.0f}; slowest other-client round trip: {slowest}",
     }

@@ -96,13 +96,14 @@ class Broker:
         self.rack = config.get("broker.rack")
         self.default_partitions = config.get("num.partitions")
         self.default_replication_factor = config.get("default.replication.factor")
-        # Fetch record data is pread into memory and written by the transport; measured on
-        # loopback this costs about a third less broker CPU per 1 MB fetch than sendfile
-        # (benchmarks/broker_bench.py, consume rows). ODRADEK_ZERO_COPY=1 sends file slices
-        # with sendfile instead.
-        self.zero_copy = os.environ.get("ODRADEK_ZERO_COPY", "0") == "1"
-        # Follower fetches are the opposite case: one leader sends every byte to each follower,
-        # and sendfile saves the pread copy (benchmarks/replication_bench.py, the role rows).
+        # Fetch answers are streamed from the log as the socket drains (broker/response_writes.py):
+        # with sendfile on plaintext sockets, which costs less broker CPU per MiB than reading a
+        # chunk and writing it (benchmarks/network_bench.py, the fetch rows: 0.52 against 0.72 ms
+        # per MiB at 1 MiB answers, 0.20 against 0.55 at 32 MiB); ODRADEK_ZERO_COPY=0 reads and
+        # writes instead. TLS sockets always read and write.
+        self.zero_copy = os.environ.get("ODRADEK_ZERO_COPY", "1") == "1"
+        # Follower fetches: one leader sends every byte to each follower, and sendfile saves the
+        # copy (benchmarks/replication_bench.py, the role rows).
         self.follower_zero_copy = os.environ.get("ODRADEK_FOLLOWER_ZERO_COPY", "1") == "1"
         self.started = asyncio.Event()
         self.cluster = None  # the ClusterNode in cluster mode (zookeeper.connect set)
