@@ -13,11 +13,11 @@ shows each tree's median. Raw sockets drive the broker, one request at a time un
   answers read; many frames per receive (the per-frame path of the connection).
 - produce 1 record: one-record Produce requests (acks=1), each awaited: the fast lane.
 - produce 1 MiB: Produce requests of one 1 MiB batch (acks=1): large frames.
-- fetch 1 MiB: the produced data read back with 1 MiB Fetch requests, from a broker with
-  ``ODRADEK_ZERO_COPY=0``: answers streamed by reading a chunk and writing it (what TLS does).
+- fetch 1 MiB: the produced data read back with 1 MiB Fetch requests: answers streamed by
+  reading a chunk and writing it (the default, and what TLS does).
 - fetch 32 MiB: the same with 32 MiB Fetch requests.
 - the two fetch rows again from a broker with ``ODRADEK_ZERO_COPY=1`` (sendfile on plaintext
-  sockets, the default), which is how the default was chosen: compare the rows.
+  sockets): compare the rows (the default is reading and writing; see the README).
 """
 
 from __future__ import annotations

@@ -96,12 +96,13 @@ class Broker:
         self.rack = config.get("broker.rack")
         self.default_partitions = config.get("num.partitions")
         self.default_replication_factor = config.get("default.replication.factor")
-        # Fetch answers are streamed from the log as the socket drains (broker/response_writes.py):
-        # with sendfile on plaintext sockets, which costs less broker CPU per MiB than reading a
-        # chunk and writing it (benchmarks/network_bench.py, the fetch rows: 0.52 against 0.72 ms
-        # per MiB at 1 MiB answers, 0.20 against 0.55 at 32 MiB); ODRADEK_ZERO_COPY=0 reads and
-        # writes instead. TLS sockets always read and write.
-        self.zero_copy = os.environ.get("ODRADEK_ZERO_COPY", "1") == "1"
+        # Fetch answers are streamed from the log as the socket drains (broker/response_writes.py),
+        # by reading a chunk and writing it. sendfile (ODRADEK_ZERO_COPY=1, plaintext only) costs
+        # less broker CPU per MiB (benchmarks/network_bench.py, fetch rows: 0.52 against 0.72 ms
+        # at 1 MiB answers, 0.20 against 0.55 at 32 MiB) but doubles the round trip of a small
+        # answer (0.51 against 0.26 ms median for 14 kB: two system calls and two segments), which
+        # consumers polling for fresh records feel; so it stays opt-in for consumers.
+        self.zero_copy = os.environ.get("ODRADEK_ZERO_COPY", "0") == "1"
         # Follower fetches: one leader sends every byte to each follower, and sendfile saves the
         # copy (benchmarks/replication_bench.py, the role rows).
         self.follower_zero_copy = os.environ.get("ODRADEK_FOLLOWER_ZERO_COPY", "1") == "1"
