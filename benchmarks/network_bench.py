@@ -13,7 +13,11 @@ shows each tree's median. Raw sockets drive the broker, one request at a time un
   answers read; many frames per receive (the per-frame path of the connection).
 - produce 1 record: one-record Produce requests (acks=1), each awaited: the fast lane.
 - produce 1 MiB: Produce requests of one 1 MiB batch (acks=1): large frames.
-- fetch 1 MiB: the produced data read back with 1 MiB Fetch requests.
+- fetch 1 MiB: the produced data read back with 1 MiB Fetch requests: answers streamed by
+  reading a chunk and writing it (the default, and what TLS does).
+- fetch 32 MiB: the same with 32 MiB Fetch requests.
+- the two fetch rows again from a broker with ``ODRADEK_ZERO_COPY=1`` (sendfile on plaintext
+  sockets): compare the rows (the default is reading and writing; see the README).
 """
 
 from __future__ import annotations
@@ -31,7 +35,13 @@ from pathlib import Path
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from _brokers import sched_ns  # noqa: E402
-from resource_limits import api_versions_request, fetch_request, read_frame, request_bytes  # noqa: E402
+from resource_limits import (  # noqa: E402
+    api_versions_request,
+    fetch_request,
+    metadata_v4_request,
+    read_frame,
+    request_bytes,
+)
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
@@ -43,6 +53,9 @@ ROWS = {
     "produce 1 record": "µs CPU / request",
     "produce 1 MiB": "ms CPU / MiB",
     "fetch 1 MiB": "ms CPU / MiB",
+    "fetch 32 MiB": "ms CPU / MiB",
+    "fetch 1 MiB, sendfile": "ms CPU / MiB",
+    "fetch 32 MiB, sendfile": "ms CPU / MiB",
 }
 
 
@@ -72,12 +85,12 @@ def produce_request(topic: str, correlation: int, batch: bytes) -> bytes:
     return request_bytes(PRODUCE, 9, correlation, body)
 
 
-def start_broker(tree: str, workdir: Path) -> tuple[subprocess.Popen, int]:
+def start_broker(tree: str, workdir: Path, zero_copy: bool = False) -> tuple[subprocess.Popen, int]:
     """``odradek server`` from ``tree`` (its own PYTHONPATH) on a free port."""
     from odradek.testing.process import BrokerProcess, wait_for_port
 
     spec = BrokerProcess(workdir)
-    env = dict(os.environ, PYTHONPATH=tree)
+    env = dict(os.environ, PYTHONPATH=tree, ODRADEK_ZERO_COPY="1" if zero_copy else "0")
     proc = subprocess.Popen(
         spec.command(), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tree
     )
@@ -100,11 +113,7 @@ def run_once(tree: str, workdir: Path) -> dict[str, float]:
         with socket.create_connection(("127.0.0.1", port)) as s:
             s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             topic = "bench"
-            s.sendall(produce_request(topic, 1, record_batch(b"x")))  # auto-creates the topic
-            read_frame(s)
-            time.sleep(0.5)
-            s.sendall(produce_request(topic, 2, record_batch(b"x")))
-            read_frame(s)
+            create_topic(s, topic)
 
             batch = b"".join(api_versions_request(c) for c in range(100))
 
@@ -131,20 +140,70 @@ def run_once(tree: str, workdir: Path) -> dict[str, float]:
             def one_mib():
                 for frame in frames:
                     s.sendall(frame)
-                    read_frame(s)
+                    check_produced(read_frame(s))
 
             out["produce 1 MiB"] = measure(proc.pid, one_mib) / 400 * 1e3
 
-            def fetch_all():
-                for c in range(1000):
-                    s.sendall(fetch_request(topic, c, max_bytes=MiB))
-                    read_frame(s)
-
-            # Fetches from offset 0 each time: the same 1 MiB slice, page cache warm.
-            out["fetch 1 MiB"] = measure(proc.pid, fetch_all) / 1000 * 1e3
+            out.update(fetch_rows(s, proc.pid, topic, ""))
     finally:
         proc.terminate()
         proc.wait(30)
+    proc, port = start_broker(tree, workdir.with_name(workdir.name + "-sendfile"), zero_copy=True)
+    try:
+        with socket.create_connection(("127.0.0.1", port)) as s:
+            s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            create_topic(s, "bench")
+            for c in range(40):
+                s.sendall(produce_request("bench", c, big))
+                check_produced(read_frame(s))
+            out.update(fetch_rows(s, proc.pid, "bench", ", sendfile"))
+    finally:
+        proc.terminate()
+        proc.wait(30)
+    return out
+
+
+def create_topic(s: socket.socket, topic: str) -> None:
+    """Auto-create ``topic`` with a Metadata request (Produce creates nothing, as in Kafka),
+    then wait until a Produce to it succeeds."""
+    s.sendall(metadata_v4_request([topic], allow_auto_create=True))
+    read_frame(s)
+    deadline = time.monotonic() + 30
+    while True:
+        s.sendall(produce_request(topic, 0, record_batch(b"x")))
+        try:
+            check_produced(read_frame(s))
+            return
+        except AssertionError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+
+
+def check_produced(frame: bytes) -> None:
+    from odradek.protocol.messages import decode_response
+
+    _, response = decode_response(PRODUCE, 9, frame)
+    code = response.responses[0].partition_responses[0].error_code
+    assert code == 0, f"Produce answered error {code}"
+
+
+def check_fetched(frame: bytes, size: int) -> None:
+    assert len(frame) >= size * 0.9, f"a Fetch for {size} bytes answered {len(frame)}"
+
+
+def fetch_rows(s: socket.socket, pid: int, topic: str, suffix: str) -> dict[str, float]:
+    """Broker CPU per MiB of 1 MiB and of 32 MiB Fetch answers (offset 0 each time: the
+    same slice, page cache warm), read by a client as fast as it can."""
+    out = {}
+    for size, count in ((MiB, 1000), (32 * MiB, 40)):
+
+        def fetch_all(size=size, count=count):
+            for c in range(count):
+                s.sendall(fetch_request(topic, c, max_bytes=size))
+                check_fetched(read_frame(s), size)
+
+        out[f"fetch {size // MiB} MiB{suffix}"] = measure(pid, fetch_all) / (count * size / MiB) * 1e3
     return out
 
 

@@ -16,6 +16,15 @@ prints one table row:
   and never read; RSS peak over 10 s, then 5 s after they disconnect.
 - delayed_fetch: the same with ``min_bytes`` out of reach and ``max_wait`` 300 ms, so
   every request parks in the purgatory and is answered when it expires.
+- unread_fetch: 20 sockets each pipeline 5 Fetch requests for 50 MiB of a 60 MiB partition
+  and do not read for 8 s (peak RSS meanwhile); then each reads its 5 answers (bytes
+  received, checked complete).
+- slow_big_frames: 50 sockets each announce a 99 MiB request and send 20 MiB of it as fast
+  as the broker reads; meanwhile another client's ApiVersions, Metadata and a 1 KiB Produce
+  are timed (the slowest of each). Bytes the broker took are what the senders got out.
+  With the default ``queued.max.request.bytes`` (1/256 of the memory, at least 100 MiB) only
+  two of them are read; ``slow_big_frames_no_pool`` lifts the pool (-1) to show what partial
+  frames cost: about the bytes received.
 - metadata_1m: one Metadata request naming 1,000,000 topics (auto-creation off), while
   another client produces one record at a time: how long the big request took, and the
   slowest produce round trip of the other client meanwhile.
@@ -221,6 +230,120 @@ def scenario_delayed_fetch(broker: BrokerProcess) -> dict:
     return _fetch_flood(broker, delayed=True)
 
 
+def scenario_unread_fetch(broker: BrokerProcess, sockets: int = 20, requests: int = 5) -> dict:
+    topic = "unread"
+    fill_topic(broker, topic, 60)
+    time.sleep(1)
+    before = rss_kib(broker.proc.pid)
+    socks = []
+    try:
+        for _ in range(sockets):
+            s = socket.socket()
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            s.connect((broker.host, broker.port))
+            s.sendall(b"".join(fetch_request(topic, c, max_bytes=50 * MiB) for c in range(1, requests + 1)))
+            socks.append(s)
+        peak = peak_rss_kib(broker.proc.pid, 8.0)
+        received = 0
+        for s in socks:  # now read every answer, whole
+            s.settimeout(120)
+            for c in range(1, requests + 1):
+                frame = read_frame(s)
+                (correlation,) = struct.unpack_from(">i", frame)
+                assert correlation == c, f"answer {correlation} where {c} was due"
+                received += 4 + len(frame)
+        peak = max(peak, rss_kib(broker.proc.pid))
+    finally:
+        close_all(socks)
+    after = peak_rss_kib(broker.proc.pid, 3.0)
+    return {
+        "during": f"{peak / 1024:.0f} MiB peak (+{(peak - before) / 1024:.0f})",
+        "after": f"+{(after - before) / 1024:.0f} MiB",
+        "other": f"{sockets} x {requests} x 50 MiB Fetch unread for 8 s, then read: "
+        f"{received / MiB:,.0f} MiB received, complete",
+    }
+
+
+def _timed_probes(broker: BrokerProcess, stop: threading.Event, out: dict[str, float]) -> None:
+    """ApiVersions, Metadata and a 1 KiB Produce from another client, over and over until
+    ``stop``: the slowest round trip of each, in seconds (a failure counts as infinite)."""
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 0})
+    producer.produce("probe", b"warm-up")
+    producer.flush(30)
+    with socket.create_connection((broker.host, broker.port), timeout=30) as s:
+        while not stop.is_set():
+            for name, request in (
+                ("ApiVersions", api_versions_request()),
+                ("Metadata", metadata_v4_request(["probe"], allow_auto_create=False)),
+            ):
+                t0 = time.perf_counter()
+                try:
+                    s.sendall(request)
+                    read_frame(s)
+                    took = time.perf_counter() - t0
+                except OSError:
+                    took = float("inf")
+                out[name] = max(out.get(name, 0.0), took)
+            t0 = time.perf_counter()
+            producer.produce("probe", b"p" * 1024)
+            left = producer.flush(30)
+            out["Produce 1 KiB"] = max(out.get("Produce 1 KiB", 0.0), time.perf_counter() - t0 if not left else float("inf"))
+            time.sleep(0.05)
+
+
+def scenario_slow_big_frames(broker: BrokerProcess, n: int = 50, announced: int = 99 * MiB, send: int = 20 * MiB) -> dict:
+    import select
+
+    before = rss_kib(broker.proc.pid)
+    latencies: dict[str, float] = {}
+    stop = threading.Event()
+    prober = threading.Thread(target=_timed_probes, args=(broker, stop, latencies))
+    socks = []
+    sent: dict[socket.socket, int] = {}
+    peak = before
+    try:
+        for _ in range(n):
+            s = socket.create_connection((broker.host, broker.port))
+            s.setblocking(False)
+            s.send(struct.pack(">i", announced))
+            sent[s] = 0
+            socks.append(s)
+        prober.start()
+        chunk = b"\x00" * (256 * 1024)
+        deadline = time.monotonic() + 20
+        next_sample = 0.0
+        while time.monotonic() < deadline:
+            busy = [s for s in socks if sent[s] < send]
+            if not busy:
+                break
+            _, writable, _ = select.select([], busy, [], 0.05)
+            for s in writable:
+                try:
+                    sent[s] += s.send(chunk[: send - sent[s]])
+                except BlockingIOError:
+                    pass
+            if time.monotonic() >= next_sample:
+                peak = max(peak, rss_kib(broker.proc.pid))
+                next_sample = time.monotonic() + 0.05
+        peak = max(peak, peak_rss_kib(broker.proc.pid, 2.0))
+    finally:
+        stop.set()
+        if prober.is_alive():
+            prober.join()
+        close_all(socks)
+    after = peak_rss_kib(broker.proc.pid, 2.0)
+    final = rss_kib(broker.proc.pid)
+    slowest = ", ".join(f"{name} {took * 1000:.0f} ms" for name, took in latencies.items())
+    return {
+        "during": f"{peak / 1024:.0f} MiB peak (+{(peak - before) / 1024:.0f})",
+        "after": f"+{(after - before) / 1024:.0f} MiB peak, +{(final - before) / 1024:.0f} MiB at the end",
+        "other": f"{n} x {announced // MiB} MiB announced, {sum(sent.values()) / MiB:,.0f} MiB "
+        f"taken of {n * send / MiB:,.0f}; slowest other-client round trip: {slowest}",
+    }
+
+
 def scenario_metadata_1m(broker: BrokerProcess, n: int = 1_000_000) -> dict:
     from confluent_kafka import Producer
 
@@ -275,11 +398,16 @@ def scenario_auto_create(broker: BrokerProcess, n: int = 3000) -> dict:
     }
 
 
+OVERRIDES = {"slow_big_frames_no_pool": {"queued.max.request.bytes": -1}}  # broker settings per scenario
+
 SCENARIOS = {
     "idle": scenario_idle,
     "big_frames": scenario_big_frames,
     "pipelined_fetch": scenario_pipelined_fetch,
     "delayed_fetch": scenario_delayed_fetch,
+    "unread_fetch": scenario_unread_fetch,
+    "slow_big_frames": scenario_slow_big_frames,
+    "slow_big_frames_no_pool": scenario_slow_big_frames,
     "metadata_1m": scenario_metadata_1m,
     "auto_create": scenario_auto_create,
 }
@@ -297,7 +425,8 @@ def main(argv: list[str] | None = None) -> int:
         table.add_column(column)
     with tempfile.TemporaryDirectory(prefix="odradek-limits-") as tmp:
         for name in names:
-            broker = BrokerProcess(Path(tmp) / name / "data", overrides={"log.segment.delete.delay.ms": 0})
+            overrides = {"log.segment.delete.delay.ms": 0, **OVERRIDES.get(name, {})}
+            broker = BrokerProcess(Path(tmp) / name / "data", overrides=overrides)
             broker.start()
             try:
                 start = rss_kib(broker.proc.pid)

@@ -128,7 +128,7 @@ BROKER_CONFIGS: dict[str, ConfigDef] = config_table(
     ConfigDef("connection.failed.authentication.delay.ms", INT, 100, AtLeast(0), "Delay before closing a connection that failed to authenticate."),
     ConfigDef("connections.max.reauth.ms", LONG, 0, None, "Most time a SASL session may live before re-authenticating; 0 disables."),
     ConfigDef("queued.max.requests", INT, 500, AtLeast(1), "Requests queued for the handler threads (Odradek handles one request per connection at a time).", _INFO),
-    ConfigDef("queued.max.request.bytes", LONG, -1, None, "Bytes of large requests being received, all connections together, before connections starting another wait; -1: no limit."),
+    ConfigDef("queued.max.request.bytes", LONG, None, None, "Bytes of large requests being received, all connections together, before connections starting another wait; -1: no limit; unset: 1/256 of the machine's (or container's) memory, at least socket.request.max.bytes (logged at start)."),
     ConfigDef("num.network.threads", INT, 3, AtLeast(1), "Network threads.", _INFO),
     ConfigDef("num.io.threads", INT, 8, AtLeast(1), "Request handler threads.", _INFO),
     ConfigDef("background.threads", INT, 10, AtLeast(1), "Background task threads.", _INFO),

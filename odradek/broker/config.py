@@ -430,7 +430,7 @@ class BrokerConfig:
                 "max.connections.per.ip",
             )
         queued = v["queued.max.request.bytes"]
-        if 0 < queued < v["socket.request.max.bytes"]:
+        if queued is not None and 0 < queued < v["socket.request.max.bytes"]:
             raise ConfigError(
                 f"queued.max.request.bytes: must be -1 (no limit) or at least socket.request.max.bytes "
                 f"({v['socket.request.max.bytes']}), so that the largest request fits; got {queued}",

@@ -10,15 +10,19 @@ one of its requests is in progress, the connection then handles its next request
 once that answer is out, so responses leave strictly in request order.
 
 Back-pressure and memory. A connection stops taking requests, and stops reading, while
-an answer is pending, while its unsent responses exceed the transport's high-water mark
-(a peer that does not read), or while it waits for ``queued.max.request.bytes``; the
-requests it has not handled stay in its receive buffer or in the socket, so a stalled
-peer holds at most one response beyond the high-water mark. Receive buffers grow with
-the bytes that arrive, never with the size a frame announces, and are given back when a
-connection goes idle. ``queued.max.request.bytes`` counts the announced size of every
-request that outgrows its connection's small buffer while it is being received (Kafka's
-memory pool); once the count reaches the limit, a connection starting such a request
-waits, without reading, until enough of the others are done. ``max.connections`` and
+an answer is pending, while a Fetch answer is being streamed from the log
+(``ResponseStream``, broker/response_writes.py: a chunk at a time as the socket drains),
+while its unsent responses exceed the transport's high-water mark (a peer that does not
+read), or while it waits for ``queued.max.request.bytes``; the requests it has not handled
+stay in its receive buffer or in the socket, so a stalled peer holds at most the high-water
+mark plus one chunk. Receive buffers grow with the bytes that arrive, never with the size a
+frame announces, and are given back when a connection goes idle. ``queued.max.request.bytes``
+(by default 1/256 of the memory, broker/queued_request_bytes.py) counts the announced size of
+every request that outgrows its connection's small buffer while it is being received (Kafka's
+memory pool); once the count reaches the limit, a connection starting such a request waits,
+without reading, until enough of the others are done, while requests that fit the small
+buffer (Metadata, a small Produce) from every connection still flow. A peer that resets
+its connection mid-answer is an ordinary disconnect, logged at DEBUG. ``max.connections`` and
 ``max.connections.per.ip`` (with ``max.connections.per.ip.overrides``) close connections
 over the limit as they are accepted; beyond ``max.connection.creation.rate`` new
 connections per second, a new connection is not read until its turn comes; one that takes
@@ -44,7 +48,7 @@ from odradek.broker import request_time_quota
 from odradek.broker.broker_metrics import RequestMetrics
 from odradek.broker.handlers import RawResponse, Request
 from odradek.broker.queued_request_bytes import QueuedRequestBytes
-from odradek.broker.response_writes import JOIN_BELOW, coalesce, send_direct
+from odradek.broker.response_writes import JOIN_BELOW, ResponseStream, coalesce
 from odradek.broker.security.sasl_authenticator import PASS, Close, SaslAuthenticator
 from odradek.broker.security.tls_context import certificate_dn
 from odradek.net.socket_buffers import OS_DEFAULT, set_buffer_sizes
@@ -55,6 +59,7 @@ from odradek.protocol.frames import FrameReader, FrameTooLarge, InvalidFrameSize
 log = logging.getLogger(__name__)
 
 BIG_REQUEST_BYTES = 1 << 20
+WRITE_HIGH_WATER = 64 * 1024  # unsent bytes at which a connection pauses (asyncio's default)
 RELEASE_BUFFERS_AFTER_IDLE_S = 1.0
 _LOG_EVERY_S = 10.0
 
@@ -85,6 +90,7 @@ class Connection(asyncio.BufferedProtocol):
         self.last_active = time.monotonic()
         self.closed = False
         self.pending: asyncio.Task | None = None  # the request being answered later
+        self.streaming: ResponseStream | None = None  # the answer being written as the socket drains
         self._write_paused = False
         self._read_paused = False
         self._in_pump = False
@@ -134,6 +140,8 @@ class Connection(asyncio.BufferedProtocol):
                 log.warning("cannot set socket.send.buffer.bytes on %s: %s", self.peer, exc)
             if self.server.zero_copy and ssl_object is None:  # sendfile would bypass TLS
                 self._socket_fd = sock.fileno()
+                # A stream may sendfile again only once the transport holds nothing.
+                transport.set_write_buffer_limits(high=WRITE_HIGH_WATER, low=0)
 
     def connection_lost(self, exc):
         self.closed = True
@@ -154,7 +162,12 @@ class Connection(asyncio.BufferedProtocol):
 
     def resume_writing(self):
         self._write_paused = False
+        if self.streaming is not None:
+            self._stream()
         self._pump()
+
+    def _is_write_paused(self) -> bool:
+        return self._write_paused
 
     # -- taking requests ---------------------------------------------------------------
 
@@ -167,7 +180,13 @@ class Connection(asyncio.BufferedProtocol):
         try:
             reader = self.reader
             lanes = self.lanes
-            while not self.closed and self.pending is None and not self._write_paused and not self._held:
+            while (
+                not self.closed
+                and self.pending is None
+                and self.streaming is None
+                and not self._write_paused
+                and not self._held
+            ):
                 try:
                     payload = reader.next_frame()
                 except (FrameTooLarge, InvalidFrameSize) as exc:
@@ -193,7 +212,13 @@ class Connection(asyncio.BufferedProtocol):
     def _update_reading(self):
         if self.closed or self.transport is None:
             return
-        hold = self.pending is not None or self._write_paused or self._held or not self._may_grow()
+        hold = (
+            self.pending is not None
+            or self.streaming is not None
+            or self._write_paused
+            or self._held
+            or not self._may_grow()
+        )
         if hold and not self._read_paused:
             self._read_paused = True
             self.transport.pause_reading()
@@ -462,7 +487,9 @@ class Connection(asyncio.BufferedProtocol):
             head = messages.response_prefix(
                 request.api_key, request.api_version, request.correlation_id, size
             )
-            if size < JOIN_BELOW and not result.has_files:
+            if result.has_files:
+                return ResponseStream(coalesce([head, *parts]), result.sendfile)
+            if size < JOIN_BELOW:
                 return b"".join([head, *parts])
             return coalesce([head, *parts])
         if isinstance(result, bytes):
@@ -474,49 +501,28 @@ class Connection(asyncio.BufferedProtocol):
             return
         if isinstance(data, bytes):
             self.transport.write(data)
-        elif any(hasattr(p, "send_to") for p in data):
-            self._write_with_files(data)
+        elif type(data) is ResponseStream:
+            self.streaming = data
+            self._stream()
         else:
             self.transport.writelines(data)
 
-    def _write_with_files(self, parts):
-        """Write parts that include file slices: zero-copy with sendfile when the socket is
-        idle, else (or for whatever the socket did not take) through the transport."""
-        transport = self.transport
-        fd = self._socket_fd
-        if fd is None or transport.get_write_buffer_size():
-            transport.writelines([p.read() if hasattr(p, "send_to") else p for p in parts])
+    def _stream(self) -> None:
+        """Write more of the answer being streamed (see broker/response_writes.py); the
+        connection takes its next request once it is all out."""
+        try:
+            done = self.streaming.write(self.transport, self._socket_fd, self._is_write_paused)
+        except ConnectionError as exc:  # the peer went away mid-answer: an ordinary disconnect
+            log.debug("connection from %s closed by the peer during an answer: %s", self.peer, exc)
+            self._abort()
             return
-        pending: list = []
-        for i, part in enumerate(parts):
-            if not hasattr(part, "send_to"):
-                pending.append(part)
-                continue
-            if pending:
-                left = send_direct(fd, pending)
-                if left:
-                    transport.writelines(left + [p.read() if hasattr(p, "send_to") else p for p in parts[i:]])
-                    return
-                pending = []
-            sent = 0
-            try:
-                while sent < part.size:
-                    n = part.send_to(fd, sent)
-                    if n == 0:
-                        break
-                    sent += n
-            except BlockingIOError:
-                pass
-            if sent < part.size:
-                rest = part.read(sent)
-                transport.writelines(
-                    [rest] + [p.read() if hasattr(p, "send_to") else p for p in parts[i + 1 :]]
-                )
-                return
-        if pending:
-            left = send_direct(fd, pending)
-            if left:
-                transport.writelines(left)
+        except (OSError, KafkaError) as exc:
+            log.warning("closing connection from %s: cannot read the log for its answer: %s", self.peer, exc)
+            self._abort()
+            return
+        self.last_active = time.monotonic()
+        if done:
+            self.streaming = None
 
     # -- closing -----------------------------------------------------------------------
 
@@ -540,6 +546,13 @@ class Connection(asyncio.BufferedProtocol):
             else:
                 transport.close()
 
+    def _abort(self) -> None:
+        """Close at once, dropping whatever is unsent."""
+        self.closed = True
+        self._drop_work()
+        if self.transport is not None:
+            self.transport.abort()
+
     def _close_throttled(self, why: str) -> None:
         """Close a connection refused by a quota; logged like refused connections (one line
         per interval under a flood)."""
@@ -557,6 +570,7 @@ class Connection(asyncio.BufferedProtocol):
         if self.pending is not None:
             self.pending.cancel()
             self.pending = None
+        self.streaming = None
         if self._reserved:
             self.server.queued.release(self._reserved)
             self._reserved = 0

@@ -37,6 +37,7 @@ from odradek.broker.group.group_coordinator import GroupCoordinator
 from odradek.broker.network import NetworkServer
 from odradek.broker.producer_ids import ProducerIdManager
 from odradek.broker.purgatory import DelayedOperationPurgatory
+from odradek.broker.queued_request_bytes import limit_in_force
 from odradek.broker.replica_manager import ReplicaManager
 from odradek.broker.security.authorizer import Authorizer
 from odradek.broker.security.inter_broker_security import inter_broker_security
@@ -97,13 +98,15 @@ class Broker:
         self.rack = config.get("broker.rack")
         self.default_partitions = config.get("num.partitions")
         self.default_replication_factor = config.get("default.replication.factor")
-        # Fetch record data is pread into memory and written by the transport; measured on
-        # loopback this costs about a third less broker CPU per 1 MB fetch than sendfile
-        # (benchmarks/broker_bench.py, consume rows). ODRADEK_ZERO_COPY=1 sends file slices
-        # with sendfile instead.
+        # Fetch answers are streamed from the log as the socket drains (broker/response_writes.py),
+        # by reading a chunk and writing it. sendfile (ODRADEK_ZERO_COPY=1, plaintext only) costs
+        # less broker CPU per MiB (benchmarks/network_bench.py, fetch rows: 0.52 against 0.72 ms
+        # at 1 MiB answers, 0.20 against 0.55 at 32 MiB) but doubles the round trip of a small
+        # answer (0.51 against 0.26 ms median for 14 kB: two system calls and two segments), which
+        # consumers polling for fresh records feel; so it stays opt-in for consumers.
         self.zero_copy = os.environ.get("ODRADEK_ZERO_COPY", "0") == "1"
-        # Follower fetches are the opposite case: one leader sends every byte to each follower,
-        # and sendfile saves the pread copy (benchmarks/replication_bench.py, the role rows).
+        # Follower fetches: one leader sends every byte to each follower, and sendfile saves the
+        # copy (benchmarks/replication_bench.py, the role rows).
         self.follower_zero_copy = os.environ.get("ODRADEK_FOLLOWER_ZERO_COPY", "1") == "1"
         self.started = asyncio.Event()
         self.cluster = None  # the ClusterNode in cluster mode (zookeeper.connect set)
@@ -129,7 +132,9 @@ class Broker:
             max_connections=self.config.get("max.connections"),
             max_connections_per_ip=self.config.get("max.connections.per.ip"),
             max_connections_per_ip_overrides=self.config.max_connections_per_ip_overrides,
-            queued_max_request_bytes=self.config.get("queued.max.request.bytes"),
+            queued_max_request_bytes=limit_in_force(
+                self.config.get("queued.max.request.bytes"), self.config.get("socket.request.max.bytes")
+            ),
             max_connection_creation_rate=self.config.get("max.connection.creation.rate"),
             idle_timeout_s=self.config.get("connections.max.idle.ms") / 1000,
             registry=registry,

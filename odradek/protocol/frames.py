@@ -11,11 +11,14 @@ Memory follows the bytes that arrived, never the size a prefix announces:
 * Frames that fit the small buffer (``min_buffer``, allocated on the first receive) are
   sliced out of it without copying. A busy connection whose receives keep filling it
   gets it doubled, up to ``busy_buffer``.
-* A larger frame is received straight into a buffer of its own. That buffer starts
-  small and doubles whenever the bytes received fill it, up to the announced size, so a
-  peer announcing 100 MiB and sending one byte costs kilobytes. It is kept for the next
-  large frame (a stream of 1 MB Produce requests allocates nothing per request) unless
-  it outgrew ``keep_large``.
+* A larger frame is received into chunks of its own: the first is small, each next one
+  twice the last up to ``LARGE_CHUNK`` (never past the announced size), so a partial frame
+  holds its bytes received plus at most one chunk's unfilled room, and nothing is copied
+  while it arrives (a doubling buffer would copy everything at each step and hold up to
+  twice the bytes). A peer announcing 100 MiB and sending one byte costs kilobytes. Once
+  complete, the chunks are copied into one buffer, each given back as soon as it is copied.
+  A buffer of at most ``keep_large`` is kept for the next large frame, which is received
+  straight into it (a stream of 1 MB Produce requests allocates nothing per request).
 * ``release()`` gives the buffers back while nothing is buffered (an idle connection).
 
 Frames are memoryviews that stay valid until the next ``get_buffer`` or ``release``, so
@@ -31,6 +34,7 @@ _SIZE = struct.Struct(">i")
 MIN_BUFFER = 8 * 1024
 BUSY_BUFFER = 256 * 1024
 KEEP_LARGE = 4 * 1024 * 1024
+LARGE_CHUNK = 1024 * 1024
 _LARGE_START = 64 * 1024
 
 
@@ -67,9 +71,11 @@ class FrameReader:
         self._end = 0  # first free byte of _buf
         self._filled = False  # the last receive took all the room offered in _buf
         self._partial = 0  # announced size of the incomplete frame at _start (0: not known)
-        self._large = _EMPTY  # the buffer of a frame too big for _buf, being received
+        self._large = _EMPTY  # the chunk a frame too big for _buf is being received into
+        self._chunks: list[bytearray] = []  # that frame's earlier chunks, full
         self._large_size = 0  # that frame's size (0: no large frame in progress)
-        self._large_filled = 0
+        self._large_filled = 0  # its bytes received, in _chunks and _large together
+        self._chunk_filled = 0  # of which in _large
         self._spare = _EMPTY  # a large buffer kept for the next large frame
 
     # -- receiving ---------------------------------------------------------------------
@@ -102,6 +108,7 @@ class FrameReader:
         """``nbytes`` arrived in the buffer ``get_buffer`` returned."""
         if self._large_size:
             self._large_filled += nbytes
+            self._chunk_filled += nbytes
             return
         self._end += nbytes
         self._filled = self._end == len(self._buf)
@@ -114,11 +121,12 @@ class FrameReader:
             size = self._large_size
             if self._large_filled < size:
                 return None
-            frame = memoryview(self._large)[:size]
-            if len(self._large) <= self._keep_large:
-                self._spare = self._large
+            whole = self._assemble()
+            if len(whole) <= self._keep_large:
+                self._spare = whole
             self._large, self._large_size, self._large_filled, self._partial = _EMPTY, 0, 0, 0
-            return frame
+            self._chunk_filled = 0
+            return memoryview(whole)[:size]
         start, end = self._start, self._end
         if end - start < 4:
             return None
@@ -152,7 +160,7 @@ class FrameReader:
     @property
     def capacity(self) -> int:
         """Bytes of buffers this reader holds."""
-        return len(self._buf) + len(self._large) + len(self._spare)
+        return len(self._buf) + sum(map(len, self._chunks)) + len(self._large) + len(self._spare)
 
     def outgrowing_frame(self) -> int:
         """The announced size of an incomplete frame that needs a buffer of its own (its
@@ -192,19 +200,39 @@ class FrameReader:
 
     def _start_large(self) -> None:
         size = self._partial
-        have = self._end - self._start
-        start_size = min(size, max(2 * have, _LARGE_START))
-        buf = self._spare if len(self._spare) >= start_size else bytearray(start_size)
+        have = self._end - self._start - 4
+        if len(self._spare) >= size:  # the kept buffer holds the whole frame: one chunk
+            buf = self._spare
+        else:
+            buf = bytearray(min(size, max(2 * have, _LARGE_START)))
         self._spare = _EMPTY
-        buf[: have - 4] = self._view[self._start + 4 : self._end]
-        self._large, self._large_size, self._large_filled = buf, size, have - 4
+        buf[:have] = self._view[self._start + 4 : self._end]
+        self._large, self._large_size, self._large_filled, self._chunk_filled = buf, size, have, have
         self._start = self._end = 0
         self._filled = False  # filled by a large frame's first bytes: not a sign of a busy stream
 
     def _large_room(self) -> memoryview:
-        large, filled, size = self._large, self._large_filled, self._large_size
+        large, filled = self._large, self._chunk_filled
         if filled == len(large):
-            grown = bytearray(min(size, 2 * len(large)))
-            grown[:filled] = large[:filled]
-            self._large = large = grown
-        return memoryview(large)[filled : min(size, len(large))]
+            self._chunks.append(large)
+            left = self._large_size - self._large_filled
+            self._large = large = bytearray(min(left, max(_LARGE_START, min(2 * len(large), LARGE_CHUNK))))
+            self._chunk_filled = filled = 0
+        return memoryview(large)[filled : min(len(large), filled + self._large_size - self._large_filled)]
+
+    def _assemble(self) -> bytearray:
+        """The complete large frame in one buffer; each chunk is dropped once copied, so
+        the frame is held about once while it is put together."""
+        chunks = self._chunks
+        if not chunks:
+            return self._large
+        chunks.append(self._large)
+        self._large = _EMPTY
+        chunks.reverse()  # pop() from the end hands them out in order
+        whole = bytearray(self._large_size)
+        pos = 0
+        while chunks:
+            chunk = chunks.pop()
+            whole[pos : pos + len(chunk)] = chunk
+            pos += len(chunk)
+        return whole

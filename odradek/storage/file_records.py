@@ -321,9 +321,9 @@ class FileSlice:
     def __len__(self) -> int:
         return self.size
 
-    def read(self, offset: int = 0) -> bytes:
-        """The bytes of the slice from ``offset`` within it (what a partial send left)."""
-        size = self.size - offset
+    def read(self, offset: int = 0, size: int | None = None) -> bytes:
+        """``size`` bytes of the slice (default: the rest) from ``offset`` within it."""
+        size = self.size - offset if size is None else min(size, self.size - offset)
         data = self.file.pread(self.position + offset, size) if size else b""
         if len(data) != size:
             raise errors.KafkaStorageErrorError(

@@ -86,7 +86,7 @@ def test_partition_max_bytes_still_returns_one_whole_batch(broker, topic_name):
 
 @pytest.mark.parametrize("zero_copy", ["0", "1"])
 def test_large_fetch_with_either_send_path(own_broker, topic_name, monkeypatch, zero_copy):
-    """Record data goes out through the transport (default) or with sendfile
+    """Record data is read and written a chunk at a time (default) or goes out with sendfile
     (ODRADEK_ZERO_COPY=1); a response larger than the socket buffer comes back whole."""
     monkeypatch.setenv("ODRADEK_ZERO_COPY", zero_copy)
     b = own_broker()

@@ -56,12 +56,14 @@ class Request:
 class RawResponse:
     """A response body packed by the handler, as buffers written in order.
 
-    ``has_files`` marks bodies holding file slices (sent with sendfile); ``throttle_at`` is
-    where throttle_time_ms lies in ``parts[0]`` (from its end when negative), for the
-    request-time quota to set it."""
+    ``has_files`` marks bodies holding file slices (streamed from the files as the socket
+    drains), ``sendfile`` that they should go with sendfile where the socket allows;
+    ``throttle_at`` is where throttle_time_ms lies in ``parts[0]`` (from its end when
+    negative), for the request-time quota to set it."""
 
     parts: list
     has_files: bool = False
+    sendfile: bool = False
     throttle_at: int | None = None
 
 

@@ -13,7 +13,9 @@ Fetch sessions (KIP-227, ``fetch_session.py``): a fetch with session id 0 and ep
 (librdkafka's, always) is sessionless; epoch 0 opens a session when the cache has room, and
 later fetches list only what changed and get only partitions with something new; an unknown
 session answers FETCH_SESSION_ID_NOT_FOUND, a wrong epoch INVALID_FETCH_SESSION_EPOCH.
-The response is packed by hand around the record bytes.
+The response is packed by hand around the record data, which stays file slices: the
+connection streams them from the segment files as the socket drains (never the whole answer
+in memory), with sendfile where configured and the socket is plaintext.
 A follower's fetch (replica_id >= 0, cluster mode only; a single node answers
 UNKNOWN_SERVER_ERROR) reads up to the log end offset instead of the high watermark, and
 tells the leader how far the follower's log reaches (``ReplicaManager.read_for_follower``):
@@ -192,7 +194,7 @@ def handle_fetch(broker, request):
             replica_id,
             plan,
             max_bytes,
-            file_slices=broker.follower_zero_copy,
+            file_slices=True,
             log_starts=log_starts,
             last_fetched=last_fetched,
         )
@@ -206,7 +208,7 @@ def handle_fetch(broker, request):
             plan,
             max_bytes,
             isolation,
-            file_slices=broker.zero_copy,
+            file_slices=True,
             client_rack=_rack(body, version),
             follower_reads=version >= 11,
             last_fetched=last_fetched,
@@ -251,11 +253,13 @@ def _answer(broker, request, topics, ids, unknown, context, replica_id: int, den
     _count(broker, topics, replica_id >= 0)
     session_id = context.session_id if context is not None else 0
     response = _response(version, topics, ids, unknown, session_id)
-    return RawResponse(response, has_files=_sliced(broker, replica_id), throttle_at=FETCH_THROTTLE_AT)
+    return RawResponse(
+        response, has_files=True, sendfile=_zero_copy(broker, replica_id), throttle_at=FETCH_THROTTLE_AT
+    )
 
 
-def _sliced(broker, replica_id: int) -> bool:
-    """Whether the answer's record data may be file slices sent with sendfile."""
+def _zero_copy(broker, replica_id: int) -> bool:
+    """Whether the answer's file slices go with sendfile (else read a chunk at a time)."""
     return broker.follower_zero_copy if replica_id >= 0 else broker.zero_copy
 
 
@@ -307,7 +311,7 @@ async def _wait_and_read(
         await asyncio.sleep(max_wait_ms / 1000)
     if replica_id >= 0:
         topics, _, _ = replicas.read_for_follower(
-            replica_id, plan, max_bytes, file_slices=broker.follower_zero_copy, last_fetched=last_fetched
+            replica_id, plan, max_bytes, file_slices=True, last_fetched=last_fetched
         )
         if broker.replication_quotas.leader.limited:
             topics, _, _ = broker.replication_quotas.leader.apply(replicas.partitions, replica_id, topics)
@@ -316,7 +320,7 @@ async def _wait_and_read(
             plan,
             max_bytes,
             isolation,
-            file_slices=broker.zero_copy,
+            file_slices=True,
             client_rack=_rack(request.body, request.api_version),
             follower_reads=request.api_version >= 11,
             last_fetched=last_fetched,
