@@ -370,6 +370,15 @@ class RawClient:
         return b"".join(chunks)
 
 
+def rss_kib(broker) -> int:
+    """The broker process's resident memory in KiB, from /proc."""
+    with open(f"/proc/{broker.proc.pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise AssertionError("no VmRSS in /proc/PID/status")
+
+
 def log_mentions(broker, needle: str, timeout: float = 5.0) -> str:
     """Wait until the broker's log has a line containing ``needle``; return that line."""
 

@@ -20,6 +20,7 @@ from broker_e2e import (
     produce_body,
     producer,
     record_batch,
+    rss_kib,
 )
 from kio.schema.errors import ErrorCode
 
@@ -28,14 +29,6 @@ from odradek.protocol.messages import build_request, decode_response, encode_req
 PRODUCE, FETCH, METADATA, API_VERSIONS = 0, 1, 3, 18
 API_VERSIONS_BODY = {"client_software_name": "memory-bounds", "client_software_version": "1"}
 MiB = 1 << 20
-
-
-def rss_kib(broker) -> int:
-    with open(f"/proc/{broker.proc.pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    raise AssertionError("no VmRSS in /proc/PID/status")
 
 
 def peak_rss_kib(broker, seconds: float) -> int:

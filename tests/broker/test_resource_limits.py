@@ -20,6 +20,7 @@ from broker_e2e import (
     produce_body,
     producer,
     record_batch,
+    rss_kib,
 )
 from kio.schema.errors import ErrorCode
 from support import wait_until
@@ -30,14 +31,6 @@ from odradek.protocol.messages import build_request, encode_request
 PRODUCE, FETCH, METADATA, API_VERSIONS = 0, 1, 3, 18
 API_VERSIONS_BODY = {"client_software_name": "limits", "client_software_version": "1"}
 MiB = 1 << 20
-
-
-def rss_kib(broker) -> int:
-    with open(f"/proc/{broker.proc.pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    raise AssertionError("no VmRSS in /proc/PID/status")
 
 
 def frame(api_key: int, version: int, body: dict, correlation: int = 1) -> bytes:
