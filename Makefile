@@ -48,7 +48,7 @@ bench: install-test
 
 # What users install: `pip install dist/odradek-*.whl` (README, "Install from a wheel"). The
 # wheel is built from the sdist, so a file the sdist lacks fails here too.
-dist: $(VENV)/.installed-test
+dist: $(VENV)/.installed-dist
 	rm -rf dist
 	$(PY) -m build --outdir dist .
 
@@ -90,6 +90,10 @@ $(PY): $(REMAKE_VENV)
 $(VENV)/.installed: pyproject.toml $(REMAKE_VENV) | $(PY)
 	$(PIP) install -e .
 	@touch $@
+
+$(VENV)/.installed-dist: pyproject.toml $(REMAKE_VENV) | $(PY)
+	$(PIP) install -e '.[dist]'
+	@touch $@ $(VENV)/.installed
 
 # No -q: the first install downloads PySpark (about 400 MB), and pip shows its progress.
 $(VENV)/.installed-test: pyproject.toml $(REMAKE_VENV) | $(PY)
