@@ -3,10 +3,13 @@
 #                 configured by config/server.properties
 #   make test     ruff, mypy, then the test suite against real clients (installs them, kcat
 #                 and Java first)
+#   make dist     a wheel and a source distribution in dist/
 #
-# Python packages go into a virtual environment, .venv, made from $(PYTHON). It sees the
-# packages already installed for $(PYTHON) (--system-site-packages) and installs only what
-# is missing or too old. Debian packages are installed with apt-get, as root or via sudo.
+# Python packages go into a virtual environment, .venv, made from $(PYTHON). It sees none of
+# the packages installed for $(PYTHON) itself, only what pyproject.toml declares, so a
+# dependency missing from pyproject.toml fails here as it would for a user. (A .venv made
+# with --system-site-packages, as this Makefile once did, is made again.) Debian packages are
+# installed with apt-get, as root or via sudo.
 
 PYTHON ?= python3
 VENV ?= .venv
@@ -19,7 +22,12 @@ TEST_DEBIAN_PACKAGES := kcat zookeeper chromium
 JAVA_DEBIAN_PACKAGE := openjdk-17-jre-headless
 HAVE_JAVA := $(shell command -v java 2>/dev/null || ls "$$JAVA_HOME/bin/java" 2>/dev/null)
 
-.PHONY: broker test install install-test debian-packages check-java lint typecheck bench
+# A .venv that sees the system's packages hides undeclared dependencies: make it again.
+STALE_VENV := $(shell grep -qsx 'include-system-site-packages *= *true' $(VENV)/pyvenv.cfg && echo yes)
+REMAKE_VENV := $(if $(STALE_VENV),FORCE)
+FORCE:
+
+.PHONY: broker test install install-test debian-packages check-java lint typecheck bench dist FORCE
 .DEFAULT_GOAL := install
 
 broker: install
@@ -37,6 +45,12 @@ typecheck: $(VENV)/.installed-test
 
 bench: install-test
 	$(PY) benchmarks/broker_bench.py
+
+# What users install: `pip install dist/odradek-*.whl` (README, "Install from a wheel"). The
+# wheel is built from the sdist, so a file the sdist lacks fails here too.
+dist: $(VENV)/.installed-dist
+	rm -rf dist
+	$(PY) -m build --outdir dist .
 
 # Byte-compile as a wheel install would, even where PYTHONDONTWRITEBYTECODE is set: the
 # broker then starts in a fraction of a second instead of compiling itself at each start.
@@ -60,21 +74,28 @@ check-java:
 	  echo "error: the Spark tests need Java 17 or newer ($$found): apt-get install $(JAVA_DEBIAN_PACKAGE), or point JAVA_HOME at one" >&2; \
 	  exit 1; }
 
-$(PY):
+$(PY): $(REMAKE_VENV)
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null || { \
 	  echo "error: Odradek needs Python 3.11 or newer; $(PYTHON) is $$($(PYTHON) --version 2>&1): run make PYTHON=python3.11" >&2; \
 	  exit 1; }
 	@$(PYTHON) -c 'import ensurepip' 2>/dev/null || \
 	  .ci/apt-install $$($(PYTHON) -c 'import sys; print("python%d.%d-venv" % sys.version_info[:2])')
+	@if [ -n "$(STALE_VENV)" ]; then \
+	  echo "Recreating $(VENV): it was made with --system-site-packages, which hides dependencies pyproject.toml lacks"; \
+	  rm -rf $(VENV); fi
 	@echo "Creating the virtual environment $(VENV) (from $$($(PYTHON) -c 'import sys; print(sys.executable)'))"
-	@$(PYTHON) -m venv --system-site-packages $(VENV) || { rm -rf $(VENV); exit 1; }
+	@$(PYTHON) -m venv $(VENV) || { rm -rf $(VENV); exit 1; }
 
-# Installed again when pyproject.toml changes.
-$(VENV)/.installed: pyproject.toml | $(PY)
+# Installed again when pyproject.toml changes (or the venv was made again).
+$(VENV)/.installed: pyproject.toml $(REMAKE_VENV) | $(PY)
 	$(PIP) install -e .
 	@touch $@
 
+$(VENV)/.installed-dist: pyproject.toml $(REMAKE_VENV) | $(PY)
+	$(PIP) install -e '.[dist]'
+	@touch $@ $(VENV)/.installed
+
 # No -q: the first install downloads PySpark (about 400 MB), and pip shows its progress.
-$(VENV)/.installed-test: pyproject.toml | $(PY)
+$(VENV)/.installed-test: pyproject.toml $(REMAKE_VENV) | $(PY)
 	$(PIP) install -e '.[test]'
 	@touch $@ $(VENV)/.installed

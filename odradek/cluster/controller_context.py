@@ -18,6 +18,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from odradek.cluster.election import has_preferred_leader
+from odradek.cluster.lifecycle_states import PartitionLifecycle, ReplicaLifecycle
 from odradek.cluster.partitions import (
     EPOCH_DURING_DELETE,
     NO_EPOCH,
@@ -27,7 +28,6 @@ from odradek.cluster.partitions import (
     ReplicaAssignment,
     TopicPartition,
 )
-from odradek.cluster.state_machines import PartitionLifecycle, ReplicaLifecycle
 from odradek.cluster.zk_data import BrokerRegistration
 
 INITIAL_CONTROLLER_EPOCH = 0

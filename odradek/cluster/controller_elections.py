@@ -14,8 +14,9 @@ import logging
 from collections.abc import Iterable
 
 from odradek.cluster import zk_data
+from odradek.cluster.lifecycle_states import ReplicaLifecycle
 from odradek.cluster.partitions import PartitionAndReplica, TopicPartition
-from odradek.cluster.state_machines import ElectionStrategy, ReplicaLifecycle
+from odradek.cluster.state_machines import ElectionStrategy
 from odradek.cluster.zk_client import NoNodeError
 from odradek.protocol import errors
 from odradek.protocol.errors import ErrorCode

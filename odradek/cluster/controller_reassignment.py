@@ -17,13 +17,13 @@ import logging
 from collections.abc import Iterable
 
 from odradek.cluster import zk_data
+from odradek.cluster.lifecycle_states import ReplicaLifecycle
 from odradek.cluster.partitions import (
     LeaderIsrAndControllerEpoch,
     PartitionAndReplica,
     ReplicaAssignment,
     TopicPartition,
 )
-from odradek.cluster.state_machines import ReplicaLifecycle
 from odradek.cluster.zk_client import NoNodeError, SetDataOp
 from odradek.protocol.errors import ErrorCode
 

@@ -2,10 +2,10 @@
 ReplicaStateMachine), kept pure: they read and update the ControllerContext and say what to
 write and send, and the controller does the ZooKeeper writes and broker requests.
 
-Theory of operation. Every partition and every replica has a lifecycle state in the context.
-A state change is legal only from the previous states listed below (as data, from Kafka); an
-illegal one is refused with IllegalStateTransitionError naming both states, and the
-controller logs it and skips that partition. Partition states:
+Theory of operation. Every partition and every replica has a lifecycle state in the context
+(the enums of ``lifecycle_states``). A state change is legal only from the previous states
+listed below (as data, from Kafka); an illegal one is refused with IllegalStateTransitionError
+naming both states, and the controller logs it and skips that partition. Partition states:
 
     NonExistentPartition → NewPartition           replicas assigned, no leader yet
     New/Online/OfflinePartition → OnlinePartition  a leader was elected (and written to ZooKeeper)
@@ -39,9 +39,10 @@ import logging
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from enum import Enum
-from typing import TYPE_CHECKING
 
 from odradek.cluster import election
+from odradek.cluster.controller_context import ControllerContext
+from odradek.cluster.lifecycle_states import PartitionLifecycle, ReplicaLifecycle
 from odradek.cluster.partitions import (
     NO_LEADER,
     LeaderAndIsr,
@@ -49,37 +50,6 @@ from odradek.cluster.partitions import (
     PartitionAndReplica,
     TopicPartition,
 )
-
-if TYPE_CHECKING:
-    from odradek.cluster.controller_context import ControllerContext
-
-
-class PartitionLifecycle(Enum):
-    """Kafka's PartitionState (named apart from the metadata image's PartitionState)."""
-
-    NEW = "NewPartition"
-    ONLINE = "OnlinePartition"
-    OFFLINE = "OfflinePartition"
-    NON_EXISTENT = "NonExistentPartition"
-
-    def __str__(self) -> str:
-        return self.value
-
-
-class ReplicaLifecycle(Enum):
-    """Kafka's ReplicaState."""
-
-    NEW = "NewReplica"
-    ONLINE = "OnlineReplica"
-    OFFLINE = "OfflineReplica"
-    DELETION_STARTED = "ReplicaDeletionStarted"
-    DELETION_SUCCESSFUL = "ReplicaDeletionSuccessful"
-    DELETION_INELIGIBLE = "ReplicaDeletionIneligible"
-    NON_EXISTENT = "NonExistentReplica"
-
-    def __str__(self) -> str:
-        return self.value
-
 
 P, R = PartitionLifecycle, ReplicaLifecycle
 

@@ -1,7 +1,7 @@
 """A broker in a child process, for tests and tools: start, stop, kill -9, restart.
 
-``BrokerProcess`` runs ``python -m odradek server`` on a free loopback port with its own
-data directory (and its HTTP side, ``http_url``, on another free port) and waits until
+``BrokerProcess`` runs ``python -m odradek server`` (or ``program server``: an installed
+``odradek`` script, say) on a free loopback port with its own data directory (and its HTTP side, ``http_url``, on another free port) and waits until
 the Kafka port accepts connections. ``kill()`` sends SIGKILL
 (a crash); ``stop()`` sends SIGTERM (a clean shutdown). Only the process it started is
 ever signalled.
@@ -16,6 +16,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 
@@ -48,8 +49,10 @@ class BrokerProcess:
         overrides: dict[str, object] | None = None,
         log_path: str | os.PathLike | None = None,
         node_id: int = 0,
+        program: Sequence[str] = (sys.executable, "-m", "odradek"),
     ):
         self._tmp = None
+        self.program = list(program)
         if data_dir is None:
             self._tmp = tempfile.TemporaryDirectory(prefix="odradek-")
             data_dir = self._tmp.name
@@ -86,7 +89,7 @@ class BrokerProcess:
             "node.id": str(self.node_id),
             **self.overrides,
         }
-        cmd = [sys.executable, "-m", "odradek", "server"]
+        cmd = [*self.program, "server"]
         for key, value in settings.items():
             cmd += ["--override", f"{key}={value}"]
         return cmd

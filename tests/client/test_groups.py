@@ -231,3 +231,40 @@ def test_pattern_subscription(bootstrap, admin, group):
         wait_for(lambda: (c.poll(0.2), len(c.assignment()) == 2)[1], 30, "pattern assignment")
         assert {tp.topic for tp in c.assignment()} == {f"{prefix}-a", f"{prefix}-b"}
         assert c.subscription() == {f"{prefix}-a", f"{prefix}-b"}
+
+
+class LossRecorder(ConsumerRebalanceListener):
+    def __init__(self):
+        self.events = []
+
+    def on_partitions_revoked(self, revoked):
+        self.events.append(("revoked", set(revoked)))
+
+    def on_partitions_assigned(self, assigned):
+        self.events.append(("assigned", set(assigned)))
+
+    def on_partitions_lost(self, lost):
+        self.events.append(("lost", set(lost)))
+
+
+def test_member_that_stops_polling_leaves_and_loses_its_partitions(bootstrap, admin, make_topic, topic, group):
+    """Past max_poll_interval_ms without poll() the heartbeat task leaves the group; the next
+    poll() reports the partitions as lost (not revoked: nothing may be committed for them) and
+    rejoins."""
+    make_topic(topic, 2)
+    everything = {TopicPartition(topic, p) for p in range(2)}
+    listener = LossRecorder()
+    options = {**GROUP_OPTIONS, "max_poll_interval_ms": 1500, "heartbeat_interval_ms": 200}
+    with Consumer(bootstrap_servers=bootstrap, group_id=group, **options) as consumer:
+        consumer.subscribe([topic], listener=listener)
+        wait_for(lambda: (consumer.poll(0.2), consumer.assignment() == everything)[1], 30, "the assignment")
+        left = time.monotonic()
+        wait_for(lambda: not admin.describe_groups([group])[group].members, 20, "the idle member to leave")
+        assert time.monotonic() - left >= 1.0  # not before max_poll_interval_ms
+        assert ("lost", everything) not in listener.events
+        wait_for(
+            lambda: (consumer.poll(0.2), ("lost", everything) in listener.events)[1], 20, "the partitions lost"
+        )
+        assert ("revoked", everything) not in listener.events
+        wait_for(lambda: (consumer.poll(0.2), consumer.assignment() == everything)[1], 30, "the rejoin")
+        assert [e for e, _ in listener.events] == ["assigned", "lost", "assigned"]

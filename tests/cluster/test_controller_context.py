@@ -7,6 +7,7 @@ import uuid
 import pytest
 
 from odradek.cluster.controller_context import ControllerContext
+from odradek.cluster.lifecycle_states import PartitionLifecycle, ReplicaLifecycle
 from odradek.cluster.partitions import (
     EPOCH_DURING_DELETE,
     NO_EPOCH,
@@ -16,7 +17,6 @@ from odradek.cluster.partitions import (
     ReplicaAssignment,
     TopicPartition,
 )
-from odradek.cluster.state_machines import PartitionLifecycle, ReplicaLifecycle
 from odradek.cluster.zk_data import BrokerEndpoint, BrokerRegistration
 
 T0, T1 = TopicPartition("orders", 0), TopicPartition("orders", 1)

@@ -10,6 +10,7 @@ import logging
 import pytest
 
 from odradek.cluster.controller_context import ControllerContext
+from odradek.cluster.lifecycle_states import PartitionLifecycle, ReplicaLifecycle
 from odradek.cluster.partitions import (
     NO_LEADER,
     LeaderAndIsr,
@@ -24,9 +25,7 @@ from odradek.cluster.state_machines import (
     VALID_PREVIOUS_REPLICA_STATES,
     ElectionStrategy,
     IllegalStateTransitionError,
-    PartitionLifecycle,
     PartitionStateMachine,
-    ReplicaLifecycle,
     ReplicaStateMachine,
     StateChangeLogger,
     check_partition_transition,

@@ -103,12 +103,12 @@ class ConsumerCoordinator:
         self._task: asyncio.Task | None = None
         self._heartbeat = Heartbeat(self)
         self.offsets = OffsetCommits(self)
-        self._last_poll = time.monotonic()
+        self.last_poll = time.monotonic()
         self._next_auto_commit = time.monotonic() + self.auto_commit_interval
         self._assigned_snapshot: dict[str, int] = {}  # leader: partition counts it assigned with
         self._group_topics: set[str] = set()
         self._prev_assignment: set[TopicPartition] = set()
-        self._closing = False
+        self.closing = False
         self._unnamed_join: asyncio.Future | None = None  # a JoinGroup sent without a member id
         self.rebalances = 0
 
@@ -129,7 +129,7 @@ class ConsumerCoordinator:
             self._wake.set()
 
     def note_poll(self) -> None:
-        self._last_poll = time.monotonic()
+        self.last_poll = time.monotonic()
         if self.state == UNJOINED and self.subs.group_managed and not self._need_rejoin:
             self._need_rejoin = True
             self.wakeup()
@@ -162,7 +162,7 @@ class ConsumerCoordinator:
         """
         if self._task is None:
             return
-        self._closing = True
+        self.closing = True
         try:
             async with asyncio.timeout(timeout):
                 await cancel_and_wait(self._task)
@@ -225,7 +225,7 @@ class ConsumerCoordinator:
 
     async def _step(self) -> None:
         """One turn of the task: (re)join when needed, else auto-commit and wait."""
-        if self.subs.group_managed and self._fatal is None and not self._closing:
+        if self.subs.group_managed and self._fatal is None and not self.closing:
             await self.ensure_coordinator()
             if self._lost:
                 await self._handle_lost()
@@ -297,7 +297,7 @@ class ConsumerCoordinator:
                 self.client.register_node(conn_id, host, port)
                 self.coordinator_id = conn_id
             except (KafkaConnectionError, KafkaTimeoutError) as exc:
-                if self._closing:
+                if self.closing:
                     raise
                 log.debug("group %s: coordinator lookup failed: %s", self.group_id, exc)
                 await asyncio.sleep(backoff.next())
@@ -400,7 +400,7 @@ class ConsumerCoordinator:
             for a in self.assignors
         ]
         join = await self._send_join(protocols)
-        if join is None or self._closing:
+        if join is None or self.closing:
             if self.state == REBALANCING:
                 self.state = UNJOINED
             return
@@ -427,7 +427,7 @@ class ConsumerCoordinator:
         )
         code = int(resp.error_code)
         if code:
-            self._handle_group_error(code, "SyncGroup")
+            self.handle_group_error(code, "SyncGroup")
             return
         new_assignment, _ = decode_assignment(resp.assignment)
         self.generation = generation
@@ -465,7 +465,7 @@ class ConsumerCoordinator:
         self._next_auto_commit = time.monotonic() + self.auto_commit_interval
 
     async def _send_join(self, protocols):
-        while not self._closing:
+        while not self.closing:
             node = await self.ensure_coordinator()
             try:
                 conn = await self.client.get_connection(node)
@@ -496,7 +496,7 @@ class ConsumerCoordinator:
                 self.member_id = resp.member_id
                 continue
             if code:
-                self._handle_group_error(code, "JoinGroup")
+                self.handle_group_error(code, "JoinGroup")
                 if code in (
                     int(ErrorCode.rebalance_in_progress),
                     int(ErrorCode.coordinator_load_in_progress),
@@ -524,7 +524,7 @@ class ConsumerCoordinator:
         self._unnamed_join = None
         return resp
 
-    def _handle_group_error(self, code: int, what: str) -> None:
+    def handle_group_error(self, code: int, what: str) -> None:
         err = error_for(code)(f"{what} for group {self.group_id!r}")
         if code in COORDINATOR_ERRORS:
             self.coordinator_dead()
@@ -574,6 +574,11 @@ class ConsumerCoordinator:
             {m: sorted(v) for m, v in result.items()},
         )
         return [{"member_id": m, "assignment": encode_assignment(result.get(m, []))} for m in subscriptions]
+
+    async def leave_inactive(self) -> None:
+        """poll() was not called for max_poll_interval_ms: leave the group; the partitions are lost."""
+        await self.leave_group("consumer poll timeout has expired")
+        self._lost = bool(self.subs.assigned())
 
     async def leave_group(self, reason: str) -> None:
         if not self.member_id:

@@ -6,7 +6,7 @@ coordinator sends the member to look for it again; other errors go through the
 coordinator's error handling (which may reset the membership, losing the partitions).
 When ``poll`` has not been called for ``max_poll_interval_ms`` the member leaves the
 group, as Kafka's client does. One task, owned by the ``ConsumerCoordinator``, which it
-reads and drives.
+reads and drives through the ``GroupMember`` interface of ``member_state``.
 """
 
 from __future__ import annotations
@@ -14,16 +14,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import TYPE_CHECKING
 
 from odradek._tasks import cancel_and_wait
 from odradek.client.client_errors import ClientClosedError, KafkaConnectionError, KafkaTimeoutError
-from odradek.client.consumer.member_state import COORDINATOR_ERRORS, STABLE
+from odradek.client.consumer.member_state import COORDINATOR_ERRORS, STABLE, GroupMember
 from odradek.protocol import api_keys
 from odradek.protocol.errors import ErrorCode
-
-if TYPE_CHECKING:
-    from odradek.client.consumer.consumer_coordinator import ConsumerCoordinator
 
 log = logging.getLogger("odradek.client.consumer")
 
@@ -31,7 +27,7 @@ log = logging.getLogger("odradek.client.consumer")
 class Heartbeat:
     """Keeps the member alive between rebalances (one task)."""
 
-    def __init__(self, coordinator: ConsumerCoordinator):
+    def __init__(self, coordinator: GroupMember):
         self.c = coordinator
         self._task: asyncio.Task | None = None
         self._last_ok = time.monotonic()
@@ -62,18 +58,17 @@ class Heartbeat:
             except TimeoutError:
                 pass
             self._wake.clear()
-            if c.state != STABLE or c.coordinator_id is None or c._closing:
+            if c.state != STABLE or c.coordinator_id is None or c.closing:
                 continue
             now = time.monotonic()
-            if now - c._last_poll > c.max_poll_interval:
+            if now - c.last_poll > c.max_poll_interval:
                 log.warning(
                     "group %s: poll() not called for %.0f ms (max_poll_interval_ms=%d); leaving the group",
                     c.group_id,
-                    (now - c._last_poll) * 1000,
+                    (now - c.last_poll) * 1000,
                     c.max_poll_interval * 1000,
                 )
-                await c.leave_group("consumer poll timeout has expired")
-                c._lost = bool(c.subs.assigned())
+                await c.leave_inactive()
                 continue
             try:
                 resp = await c.client.call(
@@ -110,4 +105,4 @@ class Heartbeat:
                 c.coordinator_dead()
                 c.wakeup()
             else:
-                c._handle_group_error(code, "Heartbeat")
+                c.handle_group_error(code, "Heartbeat")

@@ -9,9 +9,10 @@ numbers every commit per partition; a failed async commit is retried only for th
 partitions whose newest commit it still is, so a late retry never overwrites a newer
 commit.
 
-``OffsetCommits`` belongs to a ``ConsumerCoordinator``: every commit carries that
-coordinator's membership (generation, member id) and goes to its coordinator connection;
-an answer that ends the membership resets it there. Async commits run as tasks kept in
+``OffsetCommits`` belongs to a ``ConsumerCoordinator``, seen through the ``GroupMember``
+interface of ``member_state``: every commit carries that coordinator's membership
+(generation, member id) and goes to its coordinator connection; an answer that ends the
+membership resets it there. Async commits run as tasks kept in
 ``pending`` until done; the coordinator awaits or cancels them on close.
 """
 
@@ -22,7 +23,6 @@ import inspect
 import itertools
 import logging
 import time
-from typing import TYPE_CHECKING
 
 from odradek.client.client_errors import (
     CommitFailedError,
@@ -30,19 +30,16 @@ from odradek.client.client_errors import (
     KafkaConnectionError,
     KafkaTimeoutError,
 )
-from odradek.client.consumer.member_state import COORDINATOR_ERRORS, REBALANCING, STABLE
+from odradek.client.consumer.member_state import COORDINATOR_ERRORS, REBALANCING, STABLE, GroupMember
 from odradek.client.structs import OffsetAndMetadata, TopicPartition
 from odradek.protocol import api_keys
 from odradek.protocol.errors import ErrorCode, KafkaError, RebalanceInProgressError, error_for
-
-if TYPE_CHECKING:
-    from odradek.client.consumer.consumer_coordinator import ConsumerCoordinator
 
 log = logging.getLogger("odradek.client.consumer")
 
 
 class OffsetCommits:
-    def __init__(self, coordinator: ConsumerCoordinator):
+    def __init__(self, coordinator: GroupMember):
         self.coordinator = coordinator
         self.last_committed: dict[TopicPartition, int] = {}  # offset committed last, per partition
         self._commit_seq = itertools.count(1)
