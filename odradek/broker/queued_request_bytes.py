@@ -45,10 +45,12 @@ def default_limit(max_request_bytes: int, memory: int | None = None) -> int:
 
 
 def limit_in_force(configured: int | None, max_request_bytes: int) -> int:
-    """``queued.max.request.bytes`` as configured (-1: no limit), else its default, logged."""
-    if configured is not None:
-        return configured
-    limit = default_limit(max_request_bytes)
+    """``queued.max.request.bytes`` as configured (-1: no limit), else its default."""
+    return configured if configured is not None else default_limit(max_request_bytes)
+
+
+def log_default_limit(limit: int) -> None:
+    """Say once, after the listeners are bound, which default the broker chose."""
     log.info(
         "queued.max.request.bytes: %d bytes (%d MiB; unset, so 1/%d of the %d MiB of memory this "
         "broker may use, at least socket.request.max.bytes; -1 lifts the limit)",
@@ -57,7 +59,6 @@ def limit_in_force(configured: int | None, max_request_bytes: int) -> int:
         MEMORY_SHARE,
         usable_memory() >> 20,
     )
-    return limit
 
 
 class QueuedRequestBytes:

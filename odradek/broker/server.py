@@ -37,7 +37,7 @@ from odradek.broker.group.group_coordinator import GroupCoordinator
 from odradek.broker.network import NetworkServer
 from odradek.broker.producer_ids import ProducerIdManager
 from odradek.broker.purgatory import DelayedOperationPurgatory
-from odradek.broker.queued_request_bytes import limit_in_force
+from odradek.broker.queued_request_bytes import limit_in_force, log_default_limit
 from odradek.broker.replica_manager import ReplicaManager
 from odradek.broker.security.authorizer import Authorizer
 from odradek.broker.security.inter_broker_security import inter_broker_security
@@ -252,6 +252,8 @@ class Broker:
 
         self._tasks.append(asyncio.get_running_loop().create_task(self._periodic_flush()))
         await self.network.start_serving()
+        if self.config.get("queued.max.request.bytes") is None and self.network.queued is not None:
+            log_default_limit(self.network.queued.limit)
         if self.cluster is not None:
             await self._register_in_cluster()
         if self.http is not None:
