@@ -23,7 +23,8 @@ JAVA_DEBIAN_PACKAGE := openjdk-17-jre-headless
 HAVE_JAVA := $(shell command -v java 2>/dev/null || ls "$$JAVA_HOME/bin/java" 2>/dev/null)
 
 # A .venv that sees the system's packages hides undeclared dependencies: make it again.
-STALE_VENV := $(shell grep -qsx 'include-system-site-packages *= *true' $(VENV)/pyvenv.cfg && echo yes)
+# (Read by make itself, so that targets run with a bare PATH, such as check-java, need no grep.)
+STALE_VENV := $(if $(wildcard $(VENV)/pyvenv.cfg),$(findstring include-system-site-packages = true,$(file < $(VENV)/pyvenv.cfg)))
 REMAKE_VENV := $(if $(STALE_VENV),FORCE)
 FORCE:
 

@@ -52,11 +52,12 @@ def test_make_test_installs_debian_packages_and_checks_java_before_pip(tmp_path)
     apt, java, venv, pip, pytest_ = (
         plan.index(".ci/apt-install kcat"),
         plan.index("the Spark tests need Java 17"),
-        plan.index("-m venv --system-site-packages"),
+        plan.index(f"-m venv {tmp_path / 'venv'}"),  # no --system-site-packages: only what pyproject declares
         plan.index("pip --disable-pip-version-check install -e '.[test]'"),
         plan.index("-m pytest"),
     )
     assert apt < java < venv < pip < pytest_
+    assert "--system-site-packages" not in plan.splitlines()[plan.count("\n", 0, venv)]
     assert f"{tmp_path / 'venv'}/bin/python -m pytest" in plan  # the tests run from the venv
 
 

@@ -384,12 +384,12 @@ def test_api_versions_advertises_the_consumer_protocol_only_when_enabled(broker,
         keys = {k.api_key: (k.min_version, k.max_version) for k in raw.request(18, 3, {
             "client_software_name": "t", "client_software_version": "1"}).api_keys}
     assert keys[68] == (0, 1) and keys[69] == (0, 1)
-    assert not {76, 77, 78, 79} & set(keys)  # share groups are off unless listed
+    assert {76, 77, 78, 79} <= set(keys)  # share groups are on by default, as in Kafka 4.2
     with BrokerProcess(tmp_path / "data", overrides={"group.coordinator.rebalance.protocols": "classic"}) as classic_only:
         with RawClient(classic_only) as raw:
             keys = {k.api_key for k in raw.request(18, 3, {
                 "client_software_name": "t", "client_software_version": "1"}).api_keys}
-            assert 68 not in keys and 69 not in keys
+            assert not {68, 69, 76, 77, 78, 79} & keys
             find_coordinator(raw, "g")
             refused = heartbeat(raw, "g", "m1", 0, subscribed_topic_names=["t"])
             assert refused.error_code == ErrorCode.unsupported_version

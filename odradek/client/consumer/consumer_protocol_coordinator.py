@@ -54,7 +54,7 @@ class ConsumerProtocolCoordinator(ConsumerCoordinator):
 
     async def _step(self) -> None:
         wait = self._interval
-        if self.subs.group_managed and self._fatal is None and not self._closing:
+        if self.subs.group_managed and self._fatal is None and not self.closing:
             await self.ensure_coordinator()
             if self._lost:
                 self._lost = False
@@ -161,7 +161,7 @@ class ConsumerProtocolCoordinator(ConsumerCoordinator):
     async def close(self, timeout: float) -> None:
         if self._task is None:
             return
-        self._closing = True
+        self.closing = True
         try:
             async with asyncio.timeout(timeout):
                 await cancel_and_wait(self._task)
