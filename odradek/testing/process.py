@@ -10,6 +10,7 @@ ever signalled.
 from __future__ import annotations
 
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -19,8 +20,35 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+_HANDED_OUT: set[int] = set()
+
+
+def _ephemeral_low() -> int:
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
 
 def free_port() -> int:
+    """A loopback port that is free now, for a server started a moment later.
+
+    Chosen below the kernel's ephemeral range, so that no client connection's source port
+    (which the kernel takes from that range) can take it before the server binds it, and
+    never the same one twice in this process; a port the kernel picks (bind to 0) otherwise.
+    """
+    low, high = 20000, _ephemeral_low() - 1
+    for _ in range(200 if high > low else 0):
+        port = random.randint(low, high)
+        if port in _HANDED_OUT:
+            continue
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        _HANDED_OUT.add(port)
+        return port
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
