@@ -134,12 +134,17 @@ class ClusterTopicAdmin(Controller):
 
     async def _write_topic(self, name: str, assignments: dict[int, list[int]], configs: dict[str, str]) -> None:
         config_path = zk_data.entity_config_path(zk_data.TOPIC_CONFIG, name)
+        if await self.zk.exists(zk_data.delete_topic_path(name)) is not None:
+            raise errors.TopicAlreadyExistsError(f"topic '{name}' is marked for deletion")  # as Kafka answers
         try:
             await self.zk.create(config_path, zk_data.encode_entity_config(configs))
         except NodeExistsError:
             if await self.zk.exists(zk_data.topic_path(name)) is not None:
                 raise errors.TopicAlreadyExistsError(f"topic '{name}' already exists") from None
-            await self.zk.set(config_path, zk_data.encode_entity_config(configs))
+            try:  # a config left behind, e.g. by a deletion finishing right now
+                await self.zk.set(config_path, zk_data.encode_entity_config(configs))
+            except NoNodeError:  # that deletion removed it meanwhile
+                await self.zk.create(config_path, zk_data.encode_entity_config(configs))
         data = zk_data.encode_topic_assignment(
             uuid.uuid4(), {p: ReplicaAssignment(r) for p, r in assignments.items()}
         )

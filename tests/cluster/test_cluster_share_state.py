@@ -306,7 +306,8 @@ def test_deleting_a_topic_deletes_its_share_state_on_the_share_coordinator(zooke
                 admin.create_topics([NewTopic(TOPIC, 1, 3)])[TOPIC].result(30)
             except KafkaException as exc:
                 if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
-                    raise
+                    logs = "\n".join(f"--- broker {n}\n{cluster.log_text(n)[-3000:]}" for n in _live(cluster))
+                    raise AssertionError(f"CreateTopics failed: {exc}\n{logs}") from exc
                 return False
             return True
 
