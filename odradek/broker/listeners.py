@@ -270,10 +270,16 @@ class HttpListeners(Validator):
     description = "a comma-separated list of http://host:port (port 0: a free one; empty: no HTTP listener)"
     whole = True
 
+    def __init__(self, https: bool = False):
+        self.https = https  # whether https://host:port is served too (with the broker's ssl.* keys)
+        if https:
+            self.description = "a comma-separated list of http:// or https://host:port (port 0: a free one; empty: none)"
+
     def __call__(self, value):
         for item in value or ():
-            if item.lower().startswith("https://"):
+            secure = item.lower().startswith("https://")
+            if secure and not self.https:
                 raise InvalidValue("http://host:port (HTTPS is not served; put a TLS proxy in front)")
-            if parse_http_listener(item) is None:
+            if parse_http_listener("http" + item.strip()[len("https"):] if secure else item) is None:
                 raise InvalidValue(self.description)
         return value

@@ -26,7 +26,7 @@ def allow_all(principal: str, operation: str, resource_type: str, name: str) -> 
     return None
 
 
-class _Caller:
+class Caller:
     """What the broker's authorizer reads of a request: its principal and peer."""
 
     def __init__(self, principal: str):
@@ -42,7 +42,7 @@ def broker_acls(broker) -> Check:
         authorizer = broker.authorizer
         if authorizer is None:
             return None
-        caller = _Caller(principal)
+        caller = Caller(principal)
         op, rtype = operation.capitalize(), resource_type.capitalize()
         if authorizer.authorize(caller, op, rtype, name):
             return None

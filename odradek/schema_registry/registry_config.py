@@ -1,6 +1,9 @@
 """The registry's settings: Confluent's ``schema-registry.properties`` keys.
 
-Keys read: ``listeners`` (default ``http://0.0.0.0:8081``), ``kafkastore.bootstrap.servers``
+Keys read: ``listeners`` (default ``http://0.0.0.0:8081``; ``https://`` listeners serve TLS
+with the ``ssl.keystore.*``/``ssl.truststore.*`` keys, PEM as the brokers read them, and
+``ssl.client.authentication``), ``authentication.method`` (``BASIC``: HTTP basic credentials,
+checked by a SASL exchange with the brokers), ``kafkastore.bootstrap.servers``
 (required), ``kafkastore.topic`` (``_schemas``), ``schema.compatibility.level`` (``backward``;
 the older ``avro.compatibility.level`` too), ``host.name``, ``leader.eligibility`` (``true``),
 ``schema.registry.group.id`` (``schema-registry``), ``kafkastore.timeout.ms``, and every
@@ -13,7 +16,9 @@ from __future__ import annotations
 
 import logging
 import socket
+import ssl
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from odradek.client.client_config import parse_bootstrap, resolve
 from odradek.client.client_errors import ConfigError
@@ -32,7 +37,25 @@ READ_KEYS = {
     "leader.eligibility",
     "master.eligibility",
     "schema.registry.group.id",
+    "authentication.method",
 } | OWN_KAFKASTORE_KEYS
+TLS_KEYS = (
+    "ssl.keystore.type", "ssl.keystore.location", "ssl.key.password", "ssl.keystore.key",
+    "ssl.keystore.certificate.chain", "ssl.truststore.type", "ssl.truststore.location",
+    "ssl.truststore.certificates", "ssl.enabled.protocols", "ssl.protocol", "ssl.cipher.suites",
+)  # fmt: skip
+# Confluent's keys that only a JVM reads: accepted without a warning, no effect here.
+JVM_TLS_KEYS = {"ssl.keystore.password", "ssl.truststore.password", "ssl.client.auth", "ssl.client.authentication"}
+
+
+class Listener(NamedTuple):
+    host: str
+    port: int
+    tls: bool = False
+
+    def url(self, port: int | None = None) -> str:
+        host = self.host or "127.0.0.1"
+        return f"{'https' if self.tls else 'http'}://{host}:{self.port if port is None else port}"
 
 
 class RegistryConfigError(ValueError):
@@ -41,7 +64,7 @@ class RegistryConfigError(ValueError):
 
 @dataclass
 class RegistryConfig:
-    listeners: list[tuple[str, int]]
+    listeners: list[Listener]
     bootstrap_servers: str
     topic: str = "_schemas"
     compatibility_level: str = "BACKWARD"
@@ -50,21 +73,60 @@ class RegistryConfig:
     group_id: str = "schema-registry"
     timeout_s: float = 30.0
     client_options: dict = field(default_factory=dict)
+    ssl_context: ssl.SSLContext | None = None  # for the https:// listeners
+    forward_ssl: ssl.SSLContext | None = None  # checks the leader's certificate when it is https
+    basic_auth: bool = False  # authentication.method=BASIC
 
     @property
     def store_client_options(self) -> dict:
         return {"bootstrap_servers": self.bootstrap_servers, **self.client_options}
 
 
-def parse_listener(url: str) -> tuple[str, int]:
+def parse_listener(url: str) -> Listener:
     text = url.strip().rstrip("/")
     scheme, sep, rest = text.partition("://")
-    if not sep or scheme.lower() != "http":
-        raise RegistryConfigError(f"listeners: {url!r} must be http://host:port (HTTPS: put a TLS proxy in front)")
+    if not sep or scheme.lower() not in ("http", "https"):
+        raise RegistryConfigError(f"listeners: {url!r} must be http://host:port or https://host:port")
     host, sep, port = rest.rpartition(":")
     if not sep or not port.isdigit() or int(port) > 65535:
-        raise RegistryConfigError(f"listeners: {url!r} must be http://host:port")
-    return host.strip("[]"), int(port)
+        raise RegistryConfigError(f"listeners: {url!r} must be http://host:port or https://host:port")
+    return Listener(host.strip("[]"), int(port), scheme.lower() == "https")
+
+
+def tls_context(get, key_of=lambda key: key) -> ssl.SSLContext:
+    """The server context of the https listeners from Kafka's ``ssl.*`` keys (``get(key)``: the
+    key's typed value); the brokers' own TLS code does the work."""
+    from odradek.broker.security.tls_context import server_context
+    from odradek.config_def import ConfigError
+
+    try:
+        return server_context(get, key_of, "https")
+    except ConfigError as exc:
+        raise RegistryConfigError(str(exc)) from None
+
+
+def _typed(read):
+    """``get`` over raw texts: each key parsed as the brokers parse it."""
+    from odradek.broker.broker_keys import BROKER_CONFIGS
+    from odradek.config_def import parse_value
+
+    def get(key: str):
+        d = BROKER_CONFIGS.get(key)
+        raw = read(key)
+        return parse_value(d, raw) if d is not None else raw
+
+    return get
+
+
+def _tls_key(props: dict[str, str], key: str) -> str | None:
+    """A TLS key of Confluent's registry file, ``ssl.client.authentication`` (NONE, REQUESTED,
+    REQUIRED) or the older boolean ``ssl.client.auth`` read as the brokers' ``ssl.client.auth``."""
+    if key == "ssl.client.auth":
+        if "ssl.client.authentication" in props:
+            return props["ssl.client.authentication"].strip().lower()
+        old = props.get("ssl.client.auth", "").strip().lower()
+        return {"true": "required", "false": "none"}.get(old, old or None)
+    return props.get(key)
 
 
 def _bool(key: str, value: str) -> bool:
@@ -109,7 +171,20 @@ def from_properties(props: dict[str, str]) -> RegistryConfig:
             resolve("admin", None, {"bootstrap_servers": bootstrap, name: value})
         except ConfigError as exc:
             raise RegistryConfigError(f"{CLIENT_PREFIX}{name.replace('_', '.')}: {exc}") from None
-    ignored = sorted(k for k in props if k not in READ_KEYS and not k.startswith(CLIENT_PREFIX))
+    ssl_context = forward_ssl = None
+    if any(listener.tls for listener in listeners):
+        ssl_context = tls_context(_typed(lambda key: _tls_key(props, key)))
+        forward_ssl = ssl.create_default_context(cafile=props.get("ssl.truststore.location"))
+    method = props.get("authentication.method", "NONE").strip().upper()
+    if method not in ("NONE", "BASIC"):
+        raise RegistryConfigError(f"authentication.method must be NONE or BASIC, got {method!r}")
+    if method == "BASIC" and not str(client_options.get("security_protocol", "")).upper().startswith("SASL"):
+        raise RegistryConfigError(
+            "authentication.method=BASIC checks each user's password with a SASL exchange with the brokers: "
+            "set kafkastore.security.protocol=SASL_PLAINTEXT or SASL_SSL and kafkastore.sasl.mechanism"
+        )
+    known = READ_KEYS | set(TLS_KEYS) | JVM_TLS_KEYS
+    ignored = sorted(k for k in props if k not in known and not k.startswith(CLIENT_PREFIX))
     if ignored:
         log.warning("these keys of Confluent's registry have no effect in Odradek's: %s", ", ".join(ignored))
     return RegistryConfig(
@@ -124,4 +199,7 @@ def from_properties(props: dict[str, str]) -> RegistryConfig:
         group_id=props.get("schema.registry.group.id", "schema-registry"),
         timeout_s=max(timeout_ms, 1) / 1000,
         client_options=client_options,
+        ssl_context=ssl_context,
+        forward_ssl=forward_ssl,
+        basic_auth=method == "BASIC",
     )

@@ -20,6 +20,7 @@ from .registry import Registry
 from .registry_config import RegistryConfig
 from .registry_election import LeaderElector
 from .registry_metrics import RegistryMetrics
+from .registry_security import RegistrySecurity, sasl_verifier
 from .rest_api import CONTENT_TYPE, make_app
 from .schemas_topic import SchemasTopic
 
@@ -29,8 +30,13 @@ RETRY_S = 2.0
 
 
 class RegistryServer:
-    def __init__(self, config: RegistryConfig):
+    def __init__(self, config: RegistryConfig, security: RegistrySecurity | None = None):
+        """``security`` decides who may do what (beside a broker: its users and ACLs); by
+        default ``authentication.method=BASIC`` checks passwords with the brokers."""
         self.config = config
+        if security is None and config.basic_auth:
+            security = RegistrySecurity(sasl_verifier(config.store_client_options, config.timeout_s))
+        self.security = security
         self.store = SchemasTopic(config.store_client_options, config.topic, config.timeout_s)
         self.registry = Registry(self.store, config.compatibility_level)
         self._runner: web.AppRunner | None = None
@@ -44,8 +50,7 @@ class RegistryServer:
 
     @property
     def url(self) -> str:
-        host, port = self.bound[0]
-        return f"http://{host or '127.0.0.1'}:{port}"
+        return self.config.listeners[0].url(self.bound[0][1])
 
     async def start(self) -> None:
         """Bind the listeners (an OSError if one is taken), then read the schemas topic in the
@@ -63,7 +68,7 @@ class RegistryServer:
         return {
             "host": self.config.host_name,
             "port": self.bound[0][1],
-            "scheme": "http",
+            "scheme": "https" if self.config.listeners[0].tls else "http",
             "leader_eligibility": self.config.leader_eligibility,
             "version": 1,
         }
@@ -95,13 +100,21 @@ class RegistryServer:
                 request.method,
                 url,
                 data=body,
-                headers={"Content-Type": request.headers.get("Content-Type", CONTENT_TYPE)},
+                headers=self._forwarded_headers(request),
                 timeout=aiohttp.ClientTimeout(total=self.config.timeout_s),
             ) as resp:
                 text = await resp.text()
                 return web.Response(status=resp.status, text=text, content_type=CONTENT_TYPE)
         except (aiohttp.ClientError, TimeoutError) as exc:
             raise err.forwarding_error(f"{request.method} {url}: {exc}") from None
+
+    @staticmethod
+    def _forwarded_headers(request: web.Request) -> dict[str, str]:
+        """The leader checks the caller's credentials again: they travel with the request."""
+        headers = {"Content-Type": request.headers.get("Content-Type", CONTENT_TYPE)}
+        if "Authorization" in request.headers:
+            headers["Authorization"] = request.headers["Authorization"]
+        return headers
 
     async def wait_ready(self, timeout: float | None = None) -> None:
         await asyncio.wait_for(self.ready.wait(), timeout)
@@ -121,18 +134,22 @@ class RegistryServer:
         log.info("schema registry ready: %s read", self.config.topic)
 
     async def bind(self) -> None:
-        self._session = aiohttp.ClientSession()
+        connector = aiohttp.TCPConnector(ssl=self.config.forward_ssl) if self.config.forward_ssl else None
+        self._session = aiohttp.ClientSession(connector=connector)
         self.metrics = RegistryMetrics(lambda: self.store.state, lambda: bool(self.elector and self.elector.is_leader))
-        app = make_app(self.registry, self._forward, ready=self.ready, metrics=self.metrics)
+        app = make_app(self.registry, self._forward, ready=self.ready, metrics=self.metrics, security=self.security)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
-        for host, port in self.config.listeners:
-            site = web.TCPSite(self._runner, host or None, port)
+        for listener in self.config.listeners:
+            tls = self.config.ssl_context if listener.tls else None
+            site = web.TCPSite(self._runner, listener.host or None, listener.port, ssl_context=tls)
             await site.start()
             for sock in getattr(site._server, "sockets", None) or ():  # the bound port when 0 was asked
-                self.bound.append((host, sock.getsockname()[1]))
+                self.bound.append((listener.host, sock.getsockname()[1]))
                 break
-        log.info("schema registry serving on %s", ", ".join(f"http://{h}:{p}" for h, p in self.bound))
+        urls = [listener.url(port) for listener, (_, port) in zip(self.config.listeners, self.bound, strict=False)]
+        auth = ", HTTP basic authentication" if self.security is not None and self.security.verify else ""
+        log.info("schema registry serving on %s%s", ", ".join(urls), auth)
 
     async def close(self) -> None:
         await cancel_and_wait(self._loader)

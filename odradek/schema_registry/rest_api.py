@@ -18,6 +18,7 @@ from aiohttp import web
 from . import registry_errors as err
 from .registry import Registry
 from .registry_metrics import RegistryMetrics
+from .registry_security import RegistrySecurity
 
 log = logging.getLogger("odradek.schema_registry")
 
@@ -254,8 +255,12 @@ def make_app(
     forward: Forward | None = None,
     ready: asyncio.Event | None = None,
     metrics: RegistryMetrics | None = None,
+    security: RegistrySecurity | None = None,
 ) -> web.Application:
-    middlewares = [errors_as_json] if metrics is None else [metrics.middleware, errors_as_json]
+    middlewares = [] if metrics is None else [metrics.middleware]
+    middlewares.append(errors_as_json)
+    if security is not None:
+        middlewares.append(security.middleware)
     app = web.Application(middlewares=middlewares, client_max_size=MAX_BODY_BYTES)
     if metrics is not None:
         app.router.add_get("/metrics", metrics.handle)
