@@ -23,8 +23,13 @@ from odradek.cli.common import (
     metavar="http://HOST:PORT",
     help="Where to serve the console; port 0 picks a free one.",
 )
+@click.option(
+    "--schema-registry-url",
+    metavar="URL",
+    help="The schema registry the Schemas page reads (Odradek's or Confluent's), e.g. http://127.0.0.1:8081.",
+)
 @click.option("--open", "open_browser", is_flag=True, help="Open the console in a web browser.")
-def console(bootstrap_server, command_config, listen, open_browser):
+def console(bootstrap_server, command_config, listen, schema_registry_url, open_browser):
     """Serve the web console for a cluster that runs elsewhere (Kafka or Odradek).
 
     A broker serves its own console on its HTTP listener (http.listeners, by default
@@ -73,6 +78,9 @@ def console(bootstrap_server, command_config, listen, open_browser):
                 webbrowser.open(urls[0])
 
         try:
-            run_console(view, [address], ready)
+            from odradek.http.schemas_proxy import SchemaRegistryLink
+
+            schemas = SchemaRegistryLink(lambda: schema_registry_url) if schema_registry_url else None
+            run_console(view, [address], ready, schemas)
         except HttpBindError as exc:
             raise CliError(str(exc.strerror or exc), "choose another --listen address") from None

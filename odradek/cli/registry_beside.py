@@ -128,4 +128,5 @@ async def start_beside(broker):
             f"schema.registry.listeners: cannot listen on {', '.join(urls)} ({exc.strerror or exc}); "
             "choose another port, or set schema.registry.listeners= (empty) to turn the registry off"
         ) from None
+    broker.schema_registry_url = server.local_url  # what the console's Schemas page reads
     return server

@@ -20,8 +20,9 @@ from urllib.parse import urlsplit
 
 from aiohttp import web
 
-from odradek.http import shapes
+from odradek.http import schemas_proxy, shapes
 from odradek.http.authz import ANONYMOUS, ConsoleAuthorizer
+from odradek.http.schemas_proxy import SchemaRegistryLink
 from odradek.http.shapes import ApiError
 from odradek.protocol.errors import ErrorCode, KafkaError
 
@@ -59,8 +60,11 @@ def load_assets() -> dict[str, tuple[bytes, str]]:
     return assets
 
 
-def make_app(view, metrics, authorizer: ConsoleAuthorizer | None = None) -> web.Application:
-    """``metrics`` is an async function returning the Prometheus text as bytes."""
+def make_app(
+    view, metrics, authorizer: ConsoleAuthorizer | None = None, schemas: SchemaRegistryLink | None = None
+) -> web.Application:
+    """``metrics`` is an async function returning the Prometheus text as bytes; ``schemas``
+    is the registry the Schemas page reads (``/v1/schemas/...``)."""
     authorizer = authorizer or ConsoleAuthorizer()
     assets = load_assets()
     app = web.Application(client_max_size=MAX_BODY_BYTES, middlewares=[_errors])
@@ -174,6 +178,8 @@ def make_app(view, metrics, authorizer: ConsoleAuthorizer | None = None) -> web.
         _authorize(authorizer, "READ", "GROUP", group_id)
         _authorize(authorizer, "READ", "TOPIC", topic_name)  # as Kafka's OffsetCommit asks
         return _json(await view.reset_offsets(group_id, topic_name, to, value))
+
+    schemas_proxy.add_routes(routes, schemas)
 
     @routes.route("*", "/v1/{rest:.*}")
     async def unknown_api(request):

@@ -44,7 +44,18 @@ class BrokerHttp:
     def _make_app(self):
         from odradek.http.app import make_app
 
-        return make_app(self.view, self.metrics, self.authorizer)
+        return make_app(self.view, self.metrics, self.authorizer, self._schema_registry())
+
+    def _schema_registry(self):
+        """The registry started beside this broker (it sets ``broker.schema_registry_url``);
+        its certificate is checked with the broker's trust store, else not at all (loopback)."""
+        import ssl
+
+        from odradek.http.schemas_proxy import SchemaRegistryLink
+
+        truststore = self.broker.config.get("ssl.truststore.location")
+        context = ssl.create_default_context(cafile=truststore) if truststore else False
+        return SchemaRegistryLink(lambda: getattr(self.broker, "schema_registry_url", None), context)
 
     async def metrics(self) -> bytes:
         from odradek.http.exporter import broker_families, exporter_families, render

@@ -52,6 +52,14 @@ class RegistryServer:
     def url(self) -> str:
         return self.config.listeners[0].url(self.bound[0][1])
 
+    @property
+    def local_url(self) -> str:
+        """The first listener as this machine reaches it (an address for every interface is loopback)."""
+        listener = self.config.listeners[0]
+        if listener.host in ("", "0.0.0.0", "::"):
+            listener = listener._replace(host="127.0.0.1")
+        return listener.url(self.bound[0][1])
+
     async def start(self) -> None:
         """Bind the listeners (an OSError if one is taken), then read the schemas topic in the
         background; until it is read to its end, requests get 50001 (no answer comes from a

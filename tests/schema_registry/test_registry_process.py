@@ -24,7 +24,10 @@ def test_bad_settings_stop_the_start_with_one_line_naming_the_key():
     for settings, named in [
         ((), "kafkastore.bootstrap.servers"),
         (("kafkastore.bootstrap.servers=127.0.0.1:9092", "schema.compatibility.level=sideways"), "schema.compatibility.level"),
-        (("kafkastore.bootstrap.servers=127.0.0.1:9092", "listeners=https://0.0.0.0:8081"), "listeners"),
+        (("kafkastore.bootstrap.servers=127.0.0.1:9092", "listeners=ftp://0.0.0.0:8081"), "listeners"),
+        (("kafkastore.bootstrap.servers=127.0.0.1:9092", "listeners=https://0.0.0.0:8081"), "ssl.keystore.location"),
+        (("kafkastore.bootstrap.servers=127.0.0.1:9092", "authentication.method=BASIC"), "kafkastore.security.protocol"),
+        (("kafkastore.bootstrap.servers=127.0.0.1:9092", "authentication.method=KERBEROS"), "authentication.method"),
         (("kafkastore.bootstrap.servers=127.0.0.1:9092", "kafkastore.no.such.option=1"), "no.such.option"),
         (("kafkastore.bootstrap.servers=127.0.0.1:9092", "leader.eligibility=maybe"), "leader.eligibility"),
     ]:  # fmt: skip
