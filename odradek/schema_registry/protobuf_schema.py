@@ -3,6 +3,11 @@ ProtobufSerializer registers them, a base64-encoded ``FileDescriptorProto`` (rea
 protobuf). Both become one model for the compatibility check: the package and, per message
 (full name), its fields by number with kind, type, label and oneof.
 
+Imports: each must be a well-known file (``google/protobuf/``, ``google/type/``,
+``confluent/``: the client and the registry know them) or the ``name`` of one of the
+schema's ``references``, as Confluent's registry requires; named types are resolved through
+the referenced files too (``Money`` in package ``shop`` becomes ``shop.Money``).
+
 The stored text is the schema as given without surrounding whitespace (a descriptor's
 base64 is kept as is, so clients that asked for it get it back); ``normalized`` is the
 model itself as sorted JSON.
@@ -61,6 +66,7 @@ class ProtobufSchema:
     package: str = ""
     messages: dict[str, dict[int, ProtoField]] = field(default_factory=dict)
     enums: dict[str, list[str]] = field(default_factory=dict)
+    imports: tuple[str, ...] = ()
 
     schema_type = "PROTOBUF"
 
@@ -77,7 +83,30 @@ class ProtobufSchema:
 
 
 def parse(text: str, references: list[str] | None = None) -> ProtobufSchema:
-    """Parse ``text`` (.proto or base64 descriptor); ProtobufParseError says what is wrong."""
+    """Parse ``text`` (.proto or base64 descriptor); ``references`` are the texts of the files it
+    imports, dependencies first. ProtobufParseError says what is wrong."""
+    schema = _parse_file(text)
+    imported: set[str] = set()
+    for ref_text in references or ():
+        try:
+            ref = _parse_file(ref_text)
+        except ProtobufParseError:
+            continue  # a reference of another type: its names are not Protobuf's
+        imported |= set(ref.messages) | set(ref.enums)
+    _resolve_names(schema, imported)
+    return schema
+
+
+def well_known(import_name: str) -> bool:
+    """Files every Protobuf client knows without a reference (as Confluent's clients skip them)."""
+    return import_name.startswith(("google/protobuf/", "google/type/", "confluent/"))
+
+
+def unresolved_imports(schema: ProtobufSchema, reference_names: set[str]) -> list[str]:
+    return [i for i in schema.imports if not well_known(i) and i not in reference_names]
+
+
+def _parse_file(text: str) -> ProtobufSchema:
     descriptor = _as_descriptor(text)
     schema = ProtobufSchema(text)
     if descriptor is not None:
@@ -90,7 +119,6 @@ def parse(text: str, references: list[str] | None = None) -> ProtobufSchema:
         _from_ast(parsed, schema)
     if not schema.messages and not schema.enums:
         raise ProtobufParseError("the schema defines no message and no enum")
-    _resolve_names(schema)
     return schema
 
 
@@ -108,6 +136,7 @@ def _as_descriptor(text: str) -> descriptor_pb2.FileDescriptorProto | None:
 
 def _from_descriptor(fd: descriptor_pb2.FileDescriptorProto, schema: ProtobufSchema) -> None:
     schema.package = fd.package
+    schema.imports = tuple(fd.dependency)
 
     def message(m, prefix: str) -> None:
         full = f"{prefix}.{m.name}" if prefix else m.name
@@ -143,6 +172,7 @@ def _descriptor_type(f) -> str:
 def _from_ast(parsed: ast.File, schema: ProtobufSchema) -> None:
     package = next((e.name for e in parsed.file_elements if isinstance(e, ast.Package)), "")
     schema.package = package
+    schema.imports = tuple(e.name for e in parsed.file_elements if isinstance(e, ast.Import))
 
     def message(m: ast.Message, prefix: str) -> None:
         full = f"{prefix}.{m.name}" if prefix else m.name
@@ -175,9 +205,10 @@ def _from_ast(parsed: ast.File, schema: ProtobufSchema) -> None:
             schema.enums[name] = [v.name for v in el.elements if isinstance(v, ast.EnumValue)]
 
 
-def _resolve_names(schema: ProtobufSchema) -> None:
-    """Named field types as full names, looked up from the innermost scope out (as protoc does)."""
-    known = set(schema.messages) | set(schema.enums)
+def _resolve_names(schema: ProtobufSchema, imported: set[str]) -> None:
+    """Named field types as full names, looked up from the innermost scope out (as protoc does),
+    among this file's types and those of the files it imports."""
+    known = set(schema.messages) | set(schema.enums) | imported
     for message, fields in schema.messages.items():
         scopes = message.split(".")
         for number, f in list(fields.items()):

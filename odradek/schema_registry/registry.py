@@ -13,6 +13,7 @@ import dataclasses
 from . import compatibility
 from . import registry_errors as err
 from . import schema_records as rec
+from .protobuf_schema import ProtobufSchema, unresolved_imports
 from .registry_state import content_key
 from .schema_records import Reference, SchemaVersion
 from .schema_types import TYPES, ParsedSchema, schema_type
@@ -158,6 +159,13 @@ class Registry:
             parsed = kind.parse(text, ref_texts)
         except ValueError as exc:
             raise err.invalid_schema(str(exc)) from None
+        if isinstance(parsed, ProtobufSchema):
+            missing = unresolved_imports(parsed, {ref.name for ref in references})
+            if missing:
+                raise err.invalid_schema(
+                    f"the schema imports {', '.join(missing)}, which is neither a well-known file nor the name "
+                    "of one of its references; register it and name it in references [{name, subject, version}]"
+                )
         stored = parsed.normalized() if normalize else parsed.canonical()
         return Candidate(kind.name, stored, references, parsed)
 
