@@ -53,3 +53,30 @@ def test_an_empty_key_turns_it_off_and_a_taken_port_stops_the_start_with_a_messa
     assert done.returncode == 1
     last = done.stderr.strip().splitlines()[-1]
     assert "schema.registry.listeners" in last and "Traceback" not in done.stderr
+
+
+def test_a_broker_killed_under_its_registry_loses_no_acknowledged_schema(tmp_path):
+    """Every registration answered before a kill -9 of the broker (and the registry in its
+    process) is there after the restart, with its id; new ids continue above them."""
+    url = f"http://127.0.0.1:{free_port()}"
+    broker = BrokerProcess(tmp_path / "data", overrides={"schema.registry.listeners": url}).start()
+    headers = {"Content-Type": CONTENT_TYPE}
+    try:
+        wait_until_ready(url, 60, broker.proc)
+        ids = {}
+        with requests.Session() as session:
+            for i in range(40):
+                body = {"schema": json.dumps({"type": "record", "name": f"R{i}", "fields": [{"name": "x", "type": "int"}]})}
+                ids[f"s{i}"] = session.post(f"{url}/subjects/s{i}/versions", json=body, headers=headers, timeout=30).json()["id"]
+            session.put(f"{url}/config/s0", json={"compatibility": "NONE"}, headers=headers, timeout=30).raise_for_status()
+        broker.kill()
+        broker.start()
+        wait_until_ready(url, 60, broker.proc)
+        assert requests.get(f"{url}/subjects", timeout=30).json() == sorted(ids)
+        for subject, schema_id in ids.items():
+            assert requests.get(f"{url}/subjects/{subject}/versions/1", timeout=30).json()["id"] == schema_id
+        assert requests.get(f"{url}/config/s0", timeout=30).json() == {"compatibilityLevel": "NONE"}
+        fresh = requests.post(f"{url}/subjects/new/versions", json={"schema": SCHEMA}, headers=headers, timeout=30)
+        assert fresh.json()["id"] == max(ids.values()) + 1
+    finally:
+        broker.stop()

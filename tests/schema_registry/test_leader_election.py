@@ -14,6 +14,10 @@ def schema(name: str) -> str:
     return json.dumps({"type": "record", "name": name, "fields": [{"name": "x", "type": "int"}]})
 
 
+def is_leader(instance) -> bool:
+    return "kafka_schema_registry_master_slave_role 1.0" in instance.request("GET", "/metrics").text
+
+
 def test_the_first_eligible_member_leads_and_none_when_nobody_may():
     members = {"b": {"port": 2}, "a": {"port": 1, "leader_eligibility": False}, "c": {"port": 3}}
     assert choose_leader(members) == {"version": 1, "error": 0, "leader": "b", "leader_identity": {"port": 2}}
@@ -34,18 +38,22 @@ def test_followers_forward_writes_and_a_new_leader_takes_over_after_a_kill(regis
     third.ok("PUT", "/config", {"compatibility": "FULL"})
     for instance in configs:
         wait_until(lambda inst=instance: inst.ok("GET", "/config")["compatibilityLevel"] == "FULL", 30, "config")
-    # Kill one eligible instance (the leader or not): writes through the ineligible one still
-    # succeed, and ids continue above 6.
-    first.kill()
+    # kill -9 the leader: the other eligible instance takes over, writes through the ineligible
+    # one still succeed, and ids continue above 6 (none is handed out twice).
+    leader = next(inst for inst in (first, second) if is_leader(inst))
+    follower = second if leader is first else first
+    leader.kill()
+    wait_until(lambda: is_leader(follower), 60, "the follower to become the leader")
     new_id = wait_until(
         lambda: third.request("POST", "/subjects/after/versions", {"schema": schema("After")}).json().get("id"),
         60,
         "a new leader to answer a forwarded write",
     )
     assert new_id == 7
-    wait_until(lambda: second.request("GET", "/subjects/after/versions/1").status_code == 200, 30, "second's view")
-    assert second.ok("GET", "/subjects/after/versions/1")["id"] == 7
-    second.kill()
+    assert follower.ok("POST", "/subjects/later/versions", {"schema": schema("Later")})["id"] == 8
+    wait_until(lambda: third.request("GET", "/subjects/later/versions/1").status_code == 200, 30, "third's view")
+    assert sorted(third.ok("GET", f"/subjects/{s}/versions/1")["id"] for s in [*ids, "after", "later"]) == list(range(1, 9))
+    follower.kill()
     # Only an ineligible instance is left: writes fail with the unknown-leader code, reads still work.
     status = wait_until(
         lambda: (r := third.request("POST", "/subjects/late/versions", {"schema": schema("Late")})).status_code >= 500
