@@ -145,7 +145,7 @@ class Registry:
         text = body.get("schema")
         if not isinstance(text, str) or not text.strip():
             raise err.invalid_schema("the body has no \"schema\" string")
-        kind = schema_type(body.get("schemaType"))
+        kind = schema_type(body.get("schemaType")) if isinstance(body.get("schemaType"), str | None) else None
         if kind is None:
             raise err.invalid_schema(
                 f"schemaType {body.get('schemaType')!r} is not served; the types are {', '.join(sorted(TYPES))}"
@@ -159,6 +159,8 @@ class Registry:
             parsed = kind.parse(text, ref_texts)
         except ValueError as exc:
             raise err.invalid_schema(str(exc)) from None
+        except RecursionError:
+            raise err.invalid_schema("the schema is nested too deeply to parse") from None
         if isinstance(parsed, ProtobufSchema):
             missing = unresolved_imports(parsed, {ref.name for ref in references})
             if missing:

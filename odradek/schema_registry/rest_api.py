@@ -64,6 +64,8 @@ async def _body(request: web.Request):
         return json.loads(raw or b"null")
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise err.RegistryError(400, 400, f"HTTP 400 Bad Request: the body is not JSON: {exc}") from None
+    except RecursionError:
+        raise err.RegistryError(400, 400, "HTTP 400 Bad Request: the body's JSON is nested too deeply") from None
 
 
 @web.middleware
