@@ -76,7 +76,7 @@ def broker_security(broker):
                 return await asyncio.to_thread(scram_password_matches, credential, password)
         return False
 
-    def authorize(principal: str, operation: str, resource_type: str, name: str) -> bool:
+    async def authorize(principal: str, operation: str, resource_type: str, name: str) -> bool:
         authorizer = broker.authorizer
         return authorizer is None or authorizer.authorize(Caller(principal), operation, resource_type, name)
 

@@ -3,7 +3,9 @@
 Keys read: ``listeners`` (default ``http://0.0.0.0:8081``; ``https://`` listeners serve TLS
 with the ``ssl.keystore.*``/``ssl.truststore.*`` keys, PEM as the brokers read them, and
 ``ssl.client.authentication``), ``authentication.method`` (``BASIC``: HTTP basic credentials,
-checked by a SASL exchange with the brokers), ``kafkastore.bootstrap.servers``
+checked by a SASL exchange with the brokers), ``authorizer.class.name`` (set: writes need
+the brokers' ACLs, with ``super.users`` and ``allow.everyone.if.no.acl.found`` as a broker
+reads them), ``kafkastore.bootstrap.servers``
 (required), ``kafkastore.topic`` (``_schemas``), ``schema.compatibility.level`` (``backward``;
 the older ``avro.compatibility.level`` too), ``host.name``, ``leader.eligibility`` (``true``),
 ``schema.registry.group.id`` (``schema-registry``), ``kafkastore.timeout.ms``, and every
@@ -38,6 +40,9 @@ READ_KEYS = {
     "master.eligibility",
     "schema.registry.group.id",
     "authentication.method",
+    "authorizer.class.name",
+    "super.users",
+    "allow.everyone.if.no.acl.found",
 } | OWN_KAFKASTORE_KEYS
 TLS_KEYS = (
     "ssl.keystore.type", "ssl.keystore.location", "ssl.key.password", "ssl.keystore.key",
@@ -76,6 +81,9 @@ class RegistryConfig:
     ssl_context: ssl.SSLContext | None = None  # for the https:// listeners
     forward_ssl: ssl.SSLContext | None = None  # checks the leader's certificate when it is https
     basic_auth: bool = False  # authentication.method=BASIC
+    acls: bool = False  # authorizer.class.name set: writes need the brokers' ACLs
+    super_users: frozenset[str] = frozenset()
+    allow_if_no_acl: bool = False
 
     @property
     def store_client_options(self) -> dict:
@@ -183,6 +191,18 @@ def from_properties(props: dict[str, str]) -> RegistryConfig:
             "authentication.method=BASIC checks each user's password with a SASL exchange with the brokers: "
             "set kafkastore.security.protocol=SASL_PLAINTEXT or SASL_SSL and kafkastore.sasl.mechanism"
         )
+    acls = bool(props.get("authorizer.class.name", "").strip())
+    if acls and method != "BASIC":
+        raise RegistryConfigError(
+            "authorizer.class.name needs authentication.method=BASIC: the ACLs are decided per user"
+        )
+    from odradek.broker.security.authorizer import parse_super_users
+    from odradek.config_def import ConfigError as BrokerConfigError
+
+    try:
+        super_users = parse_super_users(props.get("super.users"))
+    except BrokerConfigError as exc:
+        raise RegistryConfigError(str(exc)) from None
     known = READ_KEYS | set(TLS_KEYS) | JVM_TLS_KEYS
     ignored = sorted(k for k in props if k not in known and not k.startswith(CLIENT_PREFIX))
     if ignored:
@@ -202,4 +222,7 @@ def from_properties(props: dict[str, str]) -> RegistryConfig:
         ssl_context=ssl_context,
         forward_ssl=forward_ssl,
         basic_auth=method == "BASIC",
+        acls=acls,
+        super_users=super_users,
+        allow_if_no_acl=_bool("allow.everyone.if.no.acl.found", props.get("allow.everyone.if.no.acl.found", "false")),
     )

@@ -18,15 +18,18 @@ client's every request does not cost a SCRAM key derivation or a SASL exchange.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
 import hashlib
 import hmac
 import time
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 from aiohttp import web
 
+from odradek.http.authz import Caller
 from odradek.protocol.sasl_mechanisms import SCRAM_MECHANISMS, ScramCredential, salted_password
 
 from . import registry_errors as err
@@ -36,7 +39,7 @@ REALM = 'Basic realm="odradek-schema-registry", charset="UTF-8"'
 CACHE_S = 60.0
 
 Verify = Callable[[str, str], Awaitable[bool]]
-Authorize = Callable[[str, str, str, str], bool]
+Authorize = Callable[[str, str, str, str], Awaitable[bool]]
 
 # (method, route pattern) of the requests that change the registry, and what they change:
 # a subject (``Write`` on ``Topic:<subject>``) or the registry (``Alter`` on the cluster).
@@ -109,16 +112,16 @@ class RegistrySecurity:
         self._accepted[key] = now + CACHE_S
         return f"User:{user}"
 
-    def refusal(self, principal: str, method: str, route: str, subject: str | None) -> str | None:
+    async def refusal(self, principal: str, method: str, route: str, subject: str | None) -> str | None:
         """Why ``principal`` may not make this request, or None."""
         if self.authorize is None:
             return None
         if (method, route) in SUBJECT_WRITES and subject is not None:
-            if self.authorize(principal, "Write", "Topic", subject):
+            if await self.authorize(principal, "Write", "Topic", subject):
                 return None
             return f"User is denied operation Write on Subject: {subject}"
         if (method, route) in GLOBAL_WRITES:
-            if self.authorize(principal, "Alter", "Cluster", "kafka-cluster"):
+            if await self.authorize(principal, "Alter", "Cluster", "kafka-cluster"):
                 return None
             return "User is denied operation Alter on the registry's global config and mode"
         return None
@@ -133,7 +136,7 @@ class RegistrySecurity:
             )
         resource = request.match_info.route.resource
         route = resource.canonical if resource is not None else ""
-        refusal = self.refusal(principal, request.method, route, request.match_info.get("subject"))
+        refusal = await self.refusal(principal, request.method, route, request.match_info.get("subject"))
         if refusal is not None:
             raise err.RegistryError(403, 40301, refusal)
         request["principal"] = principal
@@ -159,3 +162,52 @@ def sasl_verifier(client_options: dict, timeout: float = 10.0) -> Verify:
         return True
 
     return verify
+
+
+class BrokerAcls:
+    """The brokers' ACLs as the standalone registry sees them: read with DescribeAcls (its
+    kafkastore user needs Describe on the cluster) at most every ``refresh_s``, decided by the
+    brokers' own Authorizer with the registry's ``super.users`` and
+    ``allow.everyone.if.no.acl.found``."""
+
+    def __init__(self, client_options: dict, super_users: frozenset[str], allow_if_no_acl: bool, refresh_s: float = 5.0):
+        self.client_options = client_options
+        self.super_users = super_users
+        self.allow_if_no_acl = allow_if_no_acl
+        self.refresh_s = refresh_s
+        self._authorizer: Any = None  # the brokers' Authorizer over the last ACLs read
+        self._read_at = float("-inf")
+        self._lock = asyncio.Lock()
+
+    async def _current(self):
+        from odradek.aio import Admin
+        from odradek.broker.security.authorizer import Authorizer
+        from odradek.protocol.acl_model import AclFilter
+
+        async with self._lock:
+            if time.monotonic() - self._read_at < self.refresh_s and self._authorizer is not None:
+                return self._authorizer
+            try:
+                async with Admin(**self.client_options) as admin:
+                    bindings = await admin.describe_acls(AclFilter(None, None, None, None, None, None, None), timeout=10)
+            except Exception as exc:
+                raise err.store_error(f"cannot read the brokers' ACLs to authorise a write: {exc}") from None
+            self._authorizer = Authorizer(_AclList([b.to_json() for b in bindings]), self.super_users, self.allow_if_no_acl)
+            self._read_at = time.monotonic()
+            return self._authorizer
+
+    async def authorize(self, principal: str, operation: str, resource_type: str, name: str) -> bool:
+        if principal in self.super_users:
+            return True
+        authorizer = await self._current()
+        return authorizer.authorize(Caller(principal), operation, resource_type, name)
+
+
+class _AclList:
+    """The store the Authorizer reads its ACLs from: a list read from the brokers."""
+
+    def __init__(self, items: list[dict]):
+        self.items = items
+
+    def acls(self) -> list[dict]:
+        return self.items

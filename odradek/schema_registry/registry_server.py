@@ -20,7 +20,7 @@ from .registry import Registry
 from .registry_config import RegistryConfig
 from .registry_election import LeaderElector
 from .registry_metrics import RegistryMetrics
-from .registry_security import RegistrySecurity, sasl_verifier
+from .registry_security import BrokerAcls, RegistrySecurity, sasl_verifier
 from .rest_api import CONTENT_TYPE, make_app
 from .schemas_topic import SchemasTopic
 
@@ -35,7 +35,10 @@ class RegistryServer:
         default ``authentication.method=BASIC`` checks passwords with the brokers."""
         self.config = config
         if security is None and config.basic_auth:
-            security = RegistrySecurity(sasl_verifier(config.store_client_options, config.timeout_s))
+            acls = BrokerAcls(config.store_client_options, config.super_users, config.allow_if_no_acl)
+            security = RegistrySecurity(
+                sasl_verifier(config.store_client_options, config.timeout_s), acls.authorize if config.acls else None
+            )
         self.security = security
         self.store = SchemasTopic(config.store_client_options, config.topic, config.timeout_s)
         self.registry = Registry(self.store, config.compatibility_level)

@@ -1,7 +1,8 @@
 """A registry on a secured broker: HTTPS, HTTP basic authentication against the broker's
 PLAIN and SCRAM users, writes decided by the broker's ACLs (403/40301 when refused), with
 confluent-kafka's SchemaRegistryClient (basic.auth.user.info, ssl.ca.location) unchanged;
-and `odradek schema-registry` as its own process talking to a SASL broker."""
+and `odradek schema-registry` as its own process talking to a SASL broker, checking
+passwords and ACLs with it."""
 
 from __future__ import annotations
 
@@ -196,6 +197,8 @@ def test_the_standalone_registry_talks_to_a_sasl_broker_and_checks_passwords_wit
             "kafkastore.sasl.mechanism": "PLAIN",
             "kafkastore.sasl.jaas.config": jaas,
             "authentication.method": "BASIC",
+            "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+            "super.users": "User:admin",
             "ssl.keystore.type": "PEM",
             "ssl.keystore.location": str(tls.broker_keystore),
             "ssl.key.password": KEY_PASSWORD,
@@ -221,10 +224,14 @@ def test_the_standalone_registry_talks_to_a_sasl_broker_and_checks_passwords_wit
         assert requests.get(f"{proc.url}/subjects", auth=("alice", "nope"), verify=ca, timeout=10).status_code == 401
         assert requests.get(f"{proc.url}/subjects", verify=ca, timeout=10).status_code == 401
         client = SchemaRegistryClient({"url": proc.url, "basic.auth.user.info": "alice:alice-secret", "ssl.ca.location": ca})
-        assert client.register_schema("standalone-value", Schema(ORDER, "AVRO")) >= 1
+        assert client.register_schema("orders-standalone-value", Schema(ORDER, "AVRO")) >= 1
+        # The brokers' ACLs decide here too: alice's prefix is "orders".
+        with pytest.raises(SchemaRegistryError) as refused:
+            client.register_schema("payments-value", Schema(ORDER, "AVRO"))
+        assert (refused.value.http_status_code, refused.value.error_code) == (403, 40301)
         resp = requests.get(f"{proc.url}/subjects", auth=("alice", "alice-secret"), verify=ca, timeout=10,
                             headers={"Accept": CONTENT_TYPE})  # fmt: skip
-        assert resp.json() == ["standalone-value"]
+        assert resp.json() == ["orders-standalone-value"]
     finally:
         proc.stop()
     assert "Traceback" not in proc.log_text()
