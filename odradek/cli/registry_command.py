@@ -26,14 +26,24 @@ def schema_registry(properties, overrides, log_level):
     kafkastore.bootstrap.servers, and serves the REST API v1 on listeners (default
     http://0.0.0.0:8081). A broker started with `odradek server` already serves one on
     schema.registry.listeners (default http://127.0.0.1:8081); run this one for larger
-    setups or when the brokers are secured (kafkastore.security.protocol, kafkastore.sasl.*,
-    kafkastore.ssl.*).
+    setups or apart from the brokers. Secured brokers: kafkastore.security.protocol,
+    kafkastore.sasl.*, kafkastore.ssl.*. HTTPS: listeners=https://host:port with
+    ssl.keystore.location (PEM). Users: authentication.method=BASIC checks HTTP basic
+    credentials with the brokers (a SASL exchange as that user); authorizer.class.name
+    lets the brokers' ACLs decide writes (Write on the topic named like the subject).
 
     \b
     Examples:
       odradek schema-registry config/schema-registry.properties
       odradek schema-registry --override kafkastore.bootstrap.servers=127.0.0.1:9092 \\
                               --override listeners=http://127.0.0.1:8082
+      odradek schema-registry --override kafkastore.bootstrap.servers=127.0.0.1:9093 \\
+          --override kafkastore.security.protocol=SASL_PLAINTEXT \\
+          --override kafkastore.sasl.mechanism=PLAIN \\
+          --override 'kafkastore.sasl.jaas.config=...PlainLoginModule required username="sr" password="s";' \\
+          --override authentication.method=BASIC \\
+          --override listeners=https://0.0.0.0:8081 --override ssl.keystore.type=PEM \\
+          --override ssl.keystore.location=registry.pem
     """
     logging.basicConfig(
         level=getattr(logging, log_level.upper(), logging.INFO),
