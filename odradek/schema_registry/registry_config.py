@@ -49,8 +49,7 @@ TLS_KEYS = (
     "ssl.keystore.certificate.chain", "ssl.truststore.type", "ssl.truststore.location",
     "ssl.truststore.certificates", "ssl.enabled.protocols", "ssl.protocol", "ssl.cipher.suites",
 )  # fmt: skip
-# Confluent's keys that only a JVM reads: accepted without a warning, no effect here.
-JVM_TLS_KEYS = {"ssl.keystore.password", "ssl.truststore.password", "ssl.client.auth", "ssl.client.authentication"}
+CLIENT_AUTH_KEYS = {"ssl.client.auth", "ssl.client.authentication"}  # read by _tls_key
 
 
 class Listener(NamedTuple):
@@ -203,7 +202,7 @@ def from_properties(props: dict[str, str]) -> RegistryConfig:
         super_users = parse_super_users(props.get("super.users"))
     except BrokerConfigError as exc:
         raise RegistryConfigError(str(exc)) from None
-    known = READ_KEYS | set(TLS_KEYS) | JVM_TLS_KEYS
+    known = READ_KEYS | set(TLS_KEYS) | CLIENT_AUTH_KEYS
     ignored = sorted(k for k in props if k not in known and not k.startswith(CLIENT_PREFIX))
     if ignored:
         log.warning("these keys of Confluent's registry have no effect in Odradek's: %s", ", ".join(ignored))
