@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import sys
@@ -18,7 +19,8 @@ url_option = click.option(
     "--url",
     default=lambda: os.environ.get("ODRADEK_SCHEMA_REGISTRY_URL", DEFAULT_URL),
     show_default=f"$ODRADEK_SCHEMA_REGISTRY_URL or {DEFAULT_URL}",
-    help="The registry's base URL.",
+    help="The registry's base URL; https://user:password@host:port for a registry that asks "
+    "basic credentials (or $ODRADEK_SCHEMA_REGISTRY_USER_INFO=user:password; a private CA in $SSL_CERT_FILE).",
 )
 
 
@@ -26,19 +28,35 @@ class RegistryCallError(click.ClickException):
     """An error answer: printed as `error CODE: message`, exit status 1."""
 
 
+def credentials(url: str) -> tuple[str, dict[str, str]]:
+    """The URL without its user info, and the Authorization header of the user info in it
+    (``https://user:password@host:8081``) or in $ODRADEK_SCHEMA_REGISTRY_USER_INFO
+    (``user:password``, as Confluent's basic.auth.user.info)."""
+    parts = urllib.parse.urlsplit(url)
+    user_info = os.environ.get("ODRADEK_SCHEMA_REGISTRY_USER_INFO", "")
+    if parts.username is not None:
+        user_info = f"{urllib.parse.unquote(parts.username)}:{urllib.parse.unquote(parts.password or '')}"
+        parts = parts._replace(netloc=parts.netloc.rpartition("@")[2])
+    if not user_info:
+        return urllib.parse.urlunsplit(parts), {}
+    return urllib.parse.urlunsplit(parts), {"Authorization": "Basic " + base64.b64encode(user_info.encode()).decode()}
+
+
 def call(url: str, method: str, path: str, body=None, **query):
     """One request; the decoded JSON answer, or RegistryCallError with Confluent's code."""
     params = {k: str(v).lower() if isinstance(v, bool) else v for k, v in query.items() if v not in (None, False)}
+    url, auth = credentials(url)
     full = url.rstrip("/") + path + (f"?{urllib.parse.urlencode(params)}" if params else "")
     data = None if body is None else json.dumps(body).encode()
-    request = urllib.request.Request(full, data=data, method=method, headers={"Content-Type": CONTENT_TYPE})
+    request = urllib.request.Request(full, data=data, method=method, headers={"Content-Type": CONTENT_TYPE, **auth})
     try:
         with urllib.request.urlopen(request, timeout=30) as resp:
             return json.loads(resp.read() or b"null")
     except urllib.error.HTTPError as exc:
         try:
             answer = json.loads(exc.read())
-            raise RegistryCallError(f"error {answer['error_code']}: {answer['message']}") from None
+            hint = " (give them as --url https://user:password@host:port)" if exc.code == 401 else ""
+            raise RegistryCallError(f"error {answer['error_code']}: {answer['message']}{hint}") from None
         except (ValueError, KeyError, TypeError):
             raise RegistryCallError(f"HTTP {exc.code} from {full}") from None
     except urllib.error.URLError as exc:

@@ -122,6 +122,11 @@ def _parse_file(text: str) -> ProtobufSchema:
     return schema
 
 
+def is_descriptor(text: str) -> bool:
+    """Whether the text is a base64 FileDescriptorProto (as confluent-kafka registers them)."""
+    return _as_descriptor(text) is not None
+
+
 def _as_descriptor(text: str) -> descriptor_pb2.FileDescriptorProto | None:
     stripped = text.strip()
     if not stripped or any(c.isspace() for c in stripped) or "{" in stripped:

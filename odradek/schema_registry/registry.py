@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 
-from . import compatibility
+from . import compatibility, protobuf_descriptor, protobuf_schema
 from . import registry_errors as err
 from . import schema_records as rec
 from .protobuf_schema import ProtobufSchema, unresolved_imports
@@ -72,9 +72,25 @@ class Registry:
             raise err.schema_not_found(f"Schema {schema_id} not found")
         return sv
 
-    def schema_by_id(self, schema_id: int) -> dict:
-        shown = version_json(self._by_id(schema_id))
+    def schema_by_id(self, schema_id: int, fmt: str | None = None) -> dict:
+        sv = self._by_id(schema_id)
+        shown = version_json(sv)
+        shown["schema"] = self.schema_text(sv, fmt)
         return {k: v for k, v in shown.items() if k in ("schemaType", "references", "schema")}
+
+    def schema_text(self, sv: SchemaVersion, fmt: str | None) -> str:
+        """The schema as stored, or with ``format=serialized`` a Protobuf schema as the base64
+        FileDescriptorProto Confluent's Protobuf clients read (other types: as stored)."""
+        if fmt != "serialized" or sv.schema_type != "PROTOBUF" or protobuf_schema.is_descriptor(sv.schema):
+            return sv.schema
+        imported: dict[str, str] = {}
+        for text in self._reference_texts(sv.references, set()):
+            try:
+                ref = protobuf_schema.parse(text)
+            except ValueError:
+                continue
+            imported |= {m: "message" for m in ref.messages} | {e: "enum" for e in ref.enums}
+        return protobuf_descriptor.serialized(sv.schema, imported)
 
     def id_versions(self, schema_id: int, deleted: bool = False) -> list[dict]:
         self._by_id(schema_id)

@@ -113,7 +113,7 @@ def routes() -> web.RouteTableDef:
 
     @r.get("/schemas/ids/{id}")
     async def schema_by_id(request):
-        return reply(registry(request).schema_by_id(_int_path(request, "id")))
+        return reply(registry(request).schema_by_id(_int_path(request, "id"), request.query.get("format")))
 
     @r.get("/schemas/ids/{id}/schema")
     async def raw_schema_by_id(request):
@@ -151,7 +151,9 @@ def routes() -> web.RouteTableDef:
         sv = registry(request).version(
             request.match_info["subject"], request.match_info["version"], _flag(request, "deleted")
         )
-        return reply(version_json(sv))
+        shown = version_json(sv)
+        shown["schema"] = registry(request).schema_text(sv, request.query.get("format"))
+        return reply(shown)
 
     @r.get("/subjects/{subject}/versions/{version}/schema")
     async def raw_version(request):

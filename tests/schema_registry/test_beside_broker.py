@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 import requests
-from conftest import CONTENT_TYPE, wait_until_ready
+from registry_support import CONTENT_TYPE, wait_until_ready
 
 from odradek.testing.process import BrokerProcess, free_port
 

@@ -5,6 +5,8 @@ deletes of what is referenced."""
 
 from __future__ import annotations
 
+import base64
+
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.schema_registry import Schema, SchemaReference, SchemaRegistryClient
 from confluent_kafka.schema_registry.error import SchemaRegistryError
@@ -117,3 +119,33 @@ def test_proto_text_imports_need_references_and_resolve_through_them(registry):
         raise AssertionError("a referenced subject was deleted")
     except SchemaRegistryError as exc:
         assert exc.error_code == 42206
+
+
+def test_proto_text_is_served_as_a_descriptor_that_confluent_clients_decode_with(broker, registry, topic_name):
+    """Registered as .proto text (as `odradek schemas register` does), read back by
+    confluent-kafka with ?format=serialized: a base64 FileDescriptorProto, references too."""
+    client = SchemaRegistryClient({"url": registry.url})
+    subject = f"{topic_name}-value"
+    client.register_schema("money", Schema(MONEY, "PROTOBUF"))
+    refs = [SchemaReference("shop/money.proto", "money", 1)]
+    schema_id = client.register_schema(subject, Schema(ORDER, "PROTOBUF", refs))
+    assert registry.ok("GET", f"/schemas/ids/{schema_id}")["schema"] == ORDER.strip()  # as stored
+    order_cls = order_class()
+    ctx = SerializationContext(topic_name, MessageField.VALUE)
+    serializer = ProtobufSerializer(
+        order_cls, client, {"use.deprecated.format": False, "auto.register.schemas": False, "use.latest.version": True}
+    )
+    msg = order_cls(id=9)
+    msg.total.currency, msg.total.units = "SEK", 12
+    msg.at.seconds = 1_700_000_123
+    framed = serializer(msg, ctx)
+    assert int.from_bytes(framed[1:5], "big") == schema_id
+    fresh = SchemaRegistryClient({"url": registry.url})
+    deserializer = ProtobufDeserializer(order_cls, {"use.deprecated.format": False}, schema_registry_client=fresh)
+    assert deserializer(framed, ctx) == msg
+    served = registry.ok("GET", f"/subjects/{subject}/versions/1?format=serialized")["schema"]
+    descriptor = descriptor_pb2.FileDescriptorProto.FromString(base64.b64decode(served))
+    assert list(descriptor.dependency) == ["shop/money.proto", "google/protobuf/timestamp.proto"]
+    assert [(f.name, f.type_name) for f in descriptor.message_type[0].field] == [
+        ("id", ""), ("total", ".shop.Money"), ("at", ".google.protobuf.Timestamp")
+    ]

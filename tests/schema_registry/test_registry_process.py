@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 import requests
-from conftest import RegistryProcess
+from registry_support import RegistryProcess
 from support import wait_until
 
 from odradek.testing.process import free_port, wait_for_port

@@ -28,7 +28,7 @@ from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
 from confluent_kafka.schema_registry.error import SchemaRegistryError
 from confluent_kafka.serialization import MessageField, SerializationContext
-from conftest import CONTENT_TYPE, RegistryProcess
+from registry_support import CONTENT_TYPE, RegistryProcess
 from support import wait_until
 
 from odradek.testing.process import BrokerProcess, free_port
@@ -235,3 +235,25 @@ def test_the_standalone_registry_talks_to_a_sasl_broker_and_checks_passwords_wit
     finally:
         proc.stop()
     assert "Traceback" not in proc.log_text()
+
+
+def test_odradek_schemas_logs_in_with_the_user_in_the_url(secured):
+    import os
+    import subprocess
+
+    def schemas(*args: str, **env: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-m", "odradek", "schemas", *args], capture_output=True, text=True, timeout=60,
+            env={**os.environ, "SSL_CERT_FILE": str(secured.tls.ca), **env},
+        )  # fmt: skip
+
+    secured.client("admin:admin-secret").register_schema("orders-value", Schema(ORDER, "AVRO"))
+    host = secured.url.removeprefix("https://")
+    listed = schemas("list", "--url", f"https://alice:alice-secret@{host}")
+    assert listed.returncode == 0, listed.stderr
+    assert "orders-value" in listed.stdout
+    by_env = schemas("list", "--url", secured.url, ODRADEK_SCHEMA_REGISTRY_USER_INFO="bob:bob-secret")
+    assert by_env.returncode == 0 and "orders-value" in by_env.stdout, by_env.stderr
+    refused = schemas("list", "--url", secured.url)
+    assert refused.returncode == 1
+    assert "error 401" in refused.stderr and "https://user:password@host:port" in refused.stderr

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 import requests
-from conftest import CONTENT_TYPE, wait_until_ready
+from registry_support import CONTENT_TYPE, wait_until_ready
 
 from odradek.testing.process import BrokerProcess, free_port
 
