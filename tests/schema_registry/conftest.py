@@ -5,7 +5,10 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from registry_support import RegistryProcess
+
+# Re-exported for tests that still write `from conftest import ...`; new ones import
+# registry_support (a name no other test directory uses).
+from registry_support import CONTENT_TYPE, RegistryProcess, wait_until_ready  # noqa: F401
 
 
 @pytest.fixture
