@@ -257,3 +257,13 @@ def test_odradek_schemas_logs_in_with_the_user_in_the_url(secured):
     refused = schemas("list", "--url", secured.url)
     assert refused.returncode == 1
     assert "error 401" in refused.stderr and "https://user:password@host:port" in refused.stderr
+
+
+def test_the_console_reads_the_secured_registry_with_the_browsers_credentials(secured):
+    secured.client("admin:admin-secret").register_schema("orders-value", Schema(ORDER, "AVRO"))
+    console = secured.broker.http_url
+    bare = requests.get(f"{console}/v1/schemas/subjects", timeout=10)
+    assert bare.status_code == 401 and bare.headers["WWW-Authenticate"].startswith("Basic realm=")
+    assert "Unauthorized" in bare.json()["error"]
+    listed = requests.get(f"{console}/v1/schemas/subjects", auth=("bob", "bob-secret"), timeout=10)
+    assert listed.status_code == 200 and "orders-value" in listed.json()
