@@ -6,11 +6,15 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
 import requests
 from registry_support import RegistryProcess
 from support import wait_until
 
+from odradek.schema_registry.registry_config import RegistryConfigError, from_properties
 from odradek.testing.process import free_port, wait_for_port
+
+JAAS = 'org.apache.kafka.common.security.plain.PlainLoginModule required username="a" password="b";'
 
 
 def run_registry(*overrides: str) -> subprocess.CompletedProcess:
@@ -25,15 +29,28 @@ def test_bad_settings_stop_the_start_with_one_line_naming_the_key():
         ((), "kafkastore.bootstrap.servers"),
         (("kafkastore.bootstrap.servers=127.0.0.1:9092", "schema.compatibility.level=sideways"), "schema.compatibility.level"),
         (("kafkastore.bootstrap.servers=127.0.0.1:9092", "listeners=ftp://0.0.0.0:8081"), "listeners"),
-        (("kafkastore.bootstrap.servers=127.0.0.1:9092", "listeners=https://0.0.0.0:8081"), "ssl.keystore.location"),
-        (("kafkastore.bootstrap.servers=127.0.0.1:9092", "authentication.method=BASIC"), "kafkastore.security.protocol"),
-        (("kafkastore.bootstrap.servers=127.0.0.1:9092", "authentication.method=KERBEROS"), "authentication.method"),
         (("kafkastore.bootstrap.servers=127.0.0.1:9092", "kafkastore.no.such.option=1"), "no.such.option"),
         (("kafkastore.bootstrap.servers=127.0.0.1:9092", "leader.eligibility=maybe"), "leader.eligibility"),
     ]:  # fmt: skip
         done = run_registry(*settings)
         assert done.returncode == 1, settings
         assert named in done.stderr and "Traceback" not in done.stderr, done.stderr
+
+
+def test_security_settings_that_cannot_work_are_refused_naming_the_key():
+    base = {"kafkastore.bootstrap.servers": "127.0.0.1:9092"}
+    for settings, named in [
+        ({"listeners": "https://0.0.0.0:8081"}, "ssl.keystore.location"),
+        ({"listeners": "https://0.0.0.0:8081", "ssl.keystore.location": "/x.jks", "ssl.keystore.type": "JKS"}, "ssl.keystore.type"),
+        ({"authentication.method": "BASIC"}, "kafkastore.security.protocol"),
+        ({"authentication.method": "KERBEROS"}, "authentication.method"),
+        ({"authorizer.class.name": "kafka.security.authorizer.AclAuthorizer"}, "authentication.method=BASIC"),
+        ({"authentication.method": "BASIC", "kafkastore.security.protocol": "SASL_PLAINTEXT",
+          "kafkastore.sasl.jaas.config": JAAS, "super.users": "alice"}, "super.users"),
+    ]:  # fmt: skip
+        with pytest.raises(RegistryConfigError) as refused:
+            from_properties({**base, **settings})
+        assert named in str(refused.value), (settings, str(refused.value))
 
 
 def test_until_the_brokers_can_be_read_requests_get_50001_then_answers(broker, tmp_path):
