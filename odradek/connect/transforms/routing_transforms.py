@@ -8,7 +8,7 @@ import re
 from typing import Any
 
 from odradek.config_def import INT, STR, ConfigDef, config_table
-from odradek.connect.data_schema import Schema, Struct, Type
+from odradek.connect.data_schema import Struct
 from odradek.connect.errors import ConfigException, DataException
 from odradek.connect.logical_types import millis_to_datetime
 from odradek.connect.records import ConnectRecord
@@ -121,14 +121,9 @@ class SetSchemaMetadata(KeyOrValue, Transformation):
 
     def apply(self, record: ConnectRecord) -> ConnectRecord | None:
         schema = require_schema(self.operating_schema(record), self.PURPOSE)
-        updated = Schema(
-            schema.type, schema.is_optional, schema.default_value,
-            self.name if self.name is not None else schema.name,
-            self.version if self.version is not None else schema.version,
-            schema.doc, schema.parameters,
-            schema.fields() if schema.type == Type.STRUCT else None,
-            schema.key_schema if schema.type == Type.MAP else None,
-            schema.value_schema if schema.type in (Type.MAP, Type.ARRAY) else None,
+        updated = schema.replace(
+            name=self.name if self.name is not None else schema.name,
+            version=self.version if self.version is not None else schema.version,
         )
         value = self.operating_value(record)
         if isinstance(value, Struct):

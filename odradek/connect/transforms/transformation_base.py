@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 from odradek.config_def import ConfigDef
-from odradek.connect.data_schema import Schema, Struct, Type
+from odradek.connect.data_schema import Schema, Struct
 from odradek.connect.errors import DataException
 from odradek.connect.plugin_config import parse_plugin_config
 from odradek.connect.records import ConnectRecord, SinkRecord
@@ -142,11 +142,4 @@ class SchemaCache:
 
 def optional_of(schema: Schema) -> Schema:
     """``schema`` made optional (same name, parameters, fields)."""
-    if schema.is_optional:
-        return schema
-    return Schema(
-        schema.type, True, schema.default_value, schema.name, schema.version, schema.doc, schema.parameters,
-        schema.fields() if schema.type == Type.STRUCT else None,
-        schema.key_schema if schema.type == Type.MAP else None,
-        schema.value_schema if schema.type in (Type.MAP, Type.ARRAY) else None,
-    )
+    return schema if schema.is_optional else schema.replace(optional=True)
