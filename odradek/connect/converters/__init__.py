@@ -33,17 +33,10 @@ CONVERTERS: dict[str, type[Converter]] = {
     _NUMBERS + "BooleanConverter": BooleanConverter,
 }
 
+# Every converter above is a header converter too, as in Kafka.
 HEADER_CONVERTERS: dict[str, type[HeaderConverter]] = {
     "org.apache.kafka.connect.storage.SimpleHeaderConverter": SimpleHeaderConverter,
-    "org.apache.kafka.connect.storage.StringConverter": StringConverter,
-    "org.apache.kafka.connect.json.JsonConverter": JsonConverter,
-    _NUMBERS + "ByteArrayConverter": ByteArrayConverter,
-    _NUMBERS + "ShortConverter": ShortConverter,
-    _NUMBERS + "IntegerConverter": IntegerConverter,
-    _NUMBERS + "LongConverter": LongConverter,
-    _NUMBERS + "FloatConverter": FloatConverter,
-    _NUMBERS + "DoubleConverter": DoubleConverter,
-    _NUMBERS + "BooleanConverter": BooleanConverter,
+    **{name: cls for name, cls in CONVERTERS.items() if issubclass(cls, HeaderConverter)},
 }
 
 DEFAULT_HEADER_CONVERTER = "org.apache.kafka.connect.storage.SimpleHeaderConverter"
