@@ -139,7 +139,7 @@ class StandaloneHerder:
         common = COMMON_CONFIG.merge(ERROR_CONFIG)
         if issubclass(plugin.cls, SinkConnector):
             common = common.merge(SINK_TOPICS_CONFIG)
-        text = {k: v if v is None or isinstance(v, str) else str(v) for k, v in config.items()}
+        text = {k: v if isinstance(v, str) else str(v) for k, v in config.items() if v is not None}
         values = {v.name: v for v in common.validate(text)}
         own_def = instance.config_def()
         try:
@@ -158,17 +158,17 @@ class StandaloneHerder:
             target = values.get(key) or values["transforms"]
             target.add_error(message)
         definitions = common.merge(own_def)
-        configs = []
+        configs: list[dict[str, Any]] = []
         for name, value in values.items():
-            key = definitions.keys.get(name)
-            definition = key.definition() if key else {
+            found = definitions.keys.get(name)
+            definition = found.definition() if found else {
                 "name": name, "type": "STRING", "required": False, "default_value": None, "importance": "MEDIUM",
                 "documentation": "", "group": None, "width": "NONE", "display_name": name, "dependents": [],
                 "order": -1,
             }
             shown = text.get(name)
-            if shown is None and key is not None:
-                shown = key.default_text()
+            if shown is None and found is not None:
+                shown = found.default_text()
             configs.append({"definition": definition, "value": value.info(shown)})
         return {
             "name": plugin.class_name,
@@ -299,7 +299,7 @@ class StandaloneHerder:
         return {"offsets": [{"partition": p, "offset": o} for p, o in stored]}
 
     async def _sink_offsets(self, name: str, config: dict[str, str]) -> list[dict[str, Any]]:
-        from odradek.aio import Admin
+        from odradek.client.admin import Admin
 
         async with Admin(**self.worker.client_options("admin")) as admin:
             committed = await admin.list_group_offsets(f"connect-{name}")
@@ -329,7 +329,7 @@ class StandaloneHerder:
         return f"The offsets for this connector have been {verb} successfully"
 
     async def _alter_sink_offsets(self, name: str, offsets: list[dict[str, Any]] | None) -> None:
-        from odradek.aio import Admin
+        from odradek.client.admin import Admin
         from odradek.client.structs import OffsetAndMetadata, TopicPartition
 
         group = f"connect-{name}"

@@ -69,7 +69,7 @@ class StandaloneRuntime:
         return context
 
     async def _cluster_id(self, worker: Worker) -> str | None:
-        from odradek.aio import Admin
+        from odradek.client.admin import Admin
 
         try:
             async with Admin(**worker.client_options("admin"), default_api_timeout_ms=10000) as admin:

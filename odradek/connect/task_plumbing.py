@@ -139,7 +139,7 @@ class TaskPlumbing:
     async def flush_dlq(self) -> None:
         if not self.dlq:
             return
-        from odradek.aio import Producer
+        from odradek.client.producer.producer import Producer
 
         if self._dlq_producer is None:
             self._dlq_producer = Producer(**self.client_options("producer"), acks="all")

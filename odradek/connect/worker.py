@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -66,7 +67,7 @@ class Worker:
         self.worker_id = worker_id
         self.connectors: dict[str, ConnectorState] = {}
         self.tasks: dict[tuple[str, int], TaskRunner] = {}
-        self.on_reconfigure = None  # (name) -> None, set by the herder
+        self.on_reconfigure: Callable[[str], None] | None = None  # set by the herder
         self.commits = {"success": 0, "failure": 0}
 
     def client_options(self, kind: str, connector_config: dict[str, str] | None = None) -> dict:

@@ -61,7 +61,6 @@ COMMON_KEYS = config_table(
     ConfigDef("rest.basic.auth.users", LIST, [], doc="user:password pairs allowed on the REST API (basic auth)."),
     ConfigDef("listeners.https.ssl.keystore.location", STR, None, doc="PEM certificate+key of the HTTPS listener."),
     ConfigDef("listeners.https.ssl.key.location", STR, None, doc="PEM key of the HTTPS listener when apart."),
-    ConfigDef("metrics.sample.window.ms", LONG, 30000, doc="Window of the rate metrics."),
     ConfigDef("errors.retry.timeout.ms", LONG, 0, doc="Worker-wide default of the connectors' key."),
 )
 
@@ -94,7 +93,7 @@ STANDALONE_KEYS = config_table(
 
 # Key families passed through: client keys, prefixed client keys, converter settings.
 PASSED_PREFIXES = ("producer.", "consumer.", "admin.", "key.converter.", "value.converter.", "header.converter.",
-                   "config.providers", "listeners.https.", "rest.extension", "metric", "sasl.", "ssl.")
+                   "config.provider", "listeners.https.", "rest.extension", "metric", "sasl.", "ssl.")
 CLIENT_PREFIXES = ("security.protocol", "sasl.", "ssl.")
 
 

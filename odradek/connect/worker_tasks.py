@@ -18,8 +18,9 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from odradek._tasks import cancel_and_wait
-from odradek.aio import Consumer, Producer
+from odradek.client.consumer.consumer import Consumer
 from odradek.client.consumer.subscription import ConsumerRebalanceListener
+from odradek.client.producer.producer import Producer
 from odradek.client.structs import OffsetAndMetadata, TopicPartition
 from odradek.connect.api import SinkTask, SinkTaskContext, SourceTask, SourceTaskContext
 from odradek.connect.error_handling import SKIPPED, ErrorHandler, RawRecord
@@ -45,7 +46,8 @@ class TaskRunner:
         self.props = props
         self.plumbing = plumbing  # converters, transforms, error handler, clients options, offset store
         self.on_state = on_state  # (runner) -> None, told of every state change
-        self.state, self.trace = UNASSIGNED, None
+        self.state: str = UNASSIGNED
+        self.trace: str | None = None
         self.target_paused = asyncio.Event()
         self.running = asyncio.Event()
         self.running.set()
@@ -189,8 +191,12 @@ class WorkerSourceTask(TaskRunner):
                 await item
         await self.plumbing.offset_store.write(self.connector, list(offsets.values()))
         if acks:
-            await self.call(lambda: [self.task.commit_record(r, m) for r, m in acks])
+            await self.call(self._acknowledge, acks)
         await self.call(self.task.commit)
+
+    def _acknowledge(self, acks: list) -> None:
+        for record, metadata in acks:
+            self.task.commit_record(record, metadata)
 
     async def cleanup(self) -> None:
         producer = getattr(self, "producer", None)
