@@ -131,7 +131,8 @@ def test_tables_name_every_converter_by_kafkas_class_name():
         "org.apache.kafka.connect.converters.BooleanConverter",
     }
     assert DEFAULT_HEADER_CONVERTER in HEADER_CONVERTERS
+    assert "io.confluent.connect.avro.AvroConverter" in CONVERTERS
     for name, cls in CONVERTERS.items():
         c = cls()
-        c.configure({}, False)
+        c.configure({"schema.registry.url": "http://127.0.0.1:9"}, False)  # read by AvroConverter only
         assert c.from_connect_data("t", None, None) is None, name
