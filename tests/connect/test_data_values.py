@@ -6,7 +6,13 @@ import decimal
 import pytest
 
 from odradek.connect.data import Date, Decimal, Schema, SchemaAndValue, SchemaBuilder, Struct, Time
-from odradek.connect.data_values import convert_to_string, infer_schema, java_double_str, java_float_str, parse_string
+from odradek.connect.data_values import (
+    convert_to_string,
+    infer_schema,
+    java_double_str,
+    java_float_str,
+    parse_string,
+)
 
 
 @pytest.mark.parametrize(
