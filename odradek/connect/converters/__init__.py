@@ -41,6 +41,9 @@ HEADER_CONVERTERS: dict[str, type[HeaderConverter]] = {
     **{name: cls for name, cls in CONVERTERS.items() if issubclass(cls, HeaderConverter)},
 }
 
+# Kafka's class name of each converter class (for the dead letter queue's class.name header).
+KAFKA_NAMES: dict[type, str] = {cls: name for name, cls in {**HEADER_CONVERTERS, **CONVERTERS}.items()}
+
 DEFAULT_HEADER_CONVERTER = "org.apache.kafka.connect.storage.SimpleHeaderConverter"
 
 __all__ = [
@@ -48,6 +51,7 @@ __all__ = [
     "CONVERTERS",
     "DEFAULT_HEADER_CONVERTER",
     "HEADER_CONVERTERS",
+    "KAFKA_NAMES",
     "BooleanConverter",
     "ByteArrayConverter",
     "Converter",
