@@ -66,19 +66,27 @@ _NO_VALUE = object()
 class ConfigException(ConnectException, ValueError):
     """A missing or invalid configuration value; ``key`` names the key, ``value`` is what was given.
 
-    The message reads as Kafka's: ``Invalid value 5 for configuration batch.size: must be >= 1``.
+    With a value the text reads as Kafka's ``Invalid value 5 for configuration batch.size: must
+    be >= 1``; without one, ``message`` is the whole text (``Missing required configuration
+    "file" which has no default value.``), or ``<key>: <message>`` when it does not name the key.
     """
 
     kafka_name = "org.apache.kafka.common.config.ConfigException"
 
     def __init__(self, key: str, value: Any = _NO_VALUE, message: str | None = None):
         self.key = key
-        self.value = None if value is _NO_VALUE else value
-        if value is _NO_VALUE:
-            text = key if message is None else f"{key}: {message}"
+        self.has_value = value is not _NO_VALUE
+        self.value = value if self.has_value else None
+        self.message = message
+        if not self.has_value:
+            text = key if message is None else (message if key in message else f"{key}: {message}")
         else:
-            text = f"Invalid value {value} for configuration {key}"
+            text = f"Invalid value {'null' if value is None else value} for configuration {key}"
             if message:
                 text += f": {message}"
-        self.message = message if message is not None else text
         super().__init__(text)
+
+    def renamed(self, key: str) -> ConfigException:
+        """The same problem under another name for the key (a plugin's key as the connector spells it)."""
+        message = None if self.message is None else self.message.replace(f'"{self.key}"', f'"{key}"')
+        return ConfigException(key, self.value if self.has_value else _NO_VALUE, message)
