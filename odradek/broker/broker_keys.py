@@ -136,6 +136,7 @@ BROKER_CONFIGS: dict[str, ConfigDef] = config_table(
     ConfigDef("early.start.listeners", LIST, None, None, "Listeners started before the authorizer is ready.", _INFO),
     # HTTP: metrics, health, JSON API and console (Odradek's own keys; odradek/http/)
     ConfigDef("http.listeners", LIST, ["http://127.0.0.1:9644"], HttpListeners(), "Where /metrics, /healthz, /readyz, the JSON API (/v1) and the console are served, as http://host:port; port 0 picks a free port (logged); empty turns HTTP off."),
+    ConfigDef("console.connect.urls", LIST, [], None, "Kafka Connect REST URLs (comma-separated, e.g. http://127.0.0.1:8083) whose connectors the console's Connectors page shows, read by the broker; empty: the page says how to set this. DescribeConfigs shows this value, so give workers that ask for a password to `odradek console --connect-url` instead."),
     # The schema registry started beside the broker by `odradek server` (odradek/cli/registry_beside.py)
     ConfigDef("schema.registry.listeners", LIST, ["http://127.0.0.1:8081"], HttpListeners(), "Where `odradek server` serves a schema registry (Confluent's REST API) beside the broker, as a client of its first PLAINTEXT listener, as http://host:port; port 0 picks a free port (logged); empty turns it off. Run `odradek schema-registry` instead for a secured or larger cluster."),
     ConfigDef("http.max.connections", INT, 1000, AtLeast(1), "Most HTTP connections open at once; a new one beyond this closes the oldest."),

@@ -23,14 +23,23 @@ from odradek.cli.common import (
     metavar="http://HOST:PORT",
     help="Where to serve the console; port 0 picks a free one.",
 )
+@click.option(
+    "--connect-url",
+    "connect_urls",
+    multiple=True,
+    metavar="URL",
+    help="A Kafka Connect REST URL the Connectors page reads (repeat it, or separate with commas), "
+    "e.g. http://127.0.0.1:8083; http://user:password@host:8083 for basic authentication.",
+)
 @click.option("--open", "open_browser", is_flag=True, help="Open the console in a web browser.")
-def console(bootstrap_server, command_config, listen, open_browser):
+def console(bootstrap_server, command_config, listen, connect_urls, open_browser):
     """Serve the web console for a cluster that runs elsewhere (Kafka or Odradek).
 
     A broker serves its own console on its HTTP listener (http.listeners, by default
     http://127.0.0.1:9644). This command serves the same pages and JSON API for any
     cluster, reading it through the Kafka protocol: overview, topics and their messages,
-    consumer groups with their lag, brokers, and the actions (create topic, delete
+    consumer groups with their lag, brokers, the Kafka Connect connectors of
+    --connect-url, and the actions (create topic, delete
     records, reset a group's offsets). /metrics carries the lag and offset families
     kafka-exporter names (kafka_consumergroup_lag, ...). Ctrl-C stops it.
 
@@ -42,6 +51,7 @@ def console(bootstrap_server, command_config, listen, open_browser):
       odradek console
       odradek console -b kafka1:9092,kafka2:9092 --listen http://0.0.0.0:8080
       odradek console -b kafka:9093 --command-config client.properties --open
+      odradek console --connect-url http://127.0.0.1:8083
     """
     from odradek.broker.listeners import parse_http_listener
 
@@ -73,6 +83,9 @@ def console(bootstrap_server, command_config, listen, open_browser):
                 webbrowser.open(urls[0])
 
         try:
-            run_console(view, [address], ready)
+            from odradek.http.connect_proxy import ConnectLink
+
+            urls = [u.strip() for given in connect_urls for u in given.split(",") if u.strip()]
+            run_console(view, [address], ready, connect=ConnectLink(lambda: urls))
         except HttpBindError as exc:
             raise CliError(str(exc.strerror or exc), "choose another --listen address") from None

@@ -20,8 +20,9 @@ from urllib.parse import urlsplit
 
 from aiohttp import web
 
-from odradek.http import shapes
+from odradek.http import connect_proxy, shapes
 from odradek.http.authz import ANONYMOUS, ConsoleAuthorizer
+from odradek.http.connect_proxy import ConnectLink
 from odradek.http.shapes import ApiError
 from odradek.protocol.errors import ErrorCode, KafkaError
 
@@ -59,8 +60,11 @@ def load_assets() -> dict[str, tuple[bytes, str]]:
     return assets
 
 
-def make_app(view, metrics, authorizer: ConsoleAuthorizer | None = None) -> web.Application:
-    """``metrics`` is an async function returning the Prometheus text as bytes."""
+def make_app(
+    view, metrics, authorizer: ConsoleAuthorizer | None = None, *, connect: ConnectLink | None = None
+) -> web.Application:
+    """``metrics`` is an async function returning the Prometheus text as bytes; ``connect``
+    is where the Connectors page reads Kafka Connect clusters (``/v1/connect``)."""
     authorizer = authorizer or ConsoleAuthorizer()
     assets = load_assets()
     app = web.Application(client_max_size=MAX_BODY_BYTES, middlewares=[_errors])
@@ -174,6 +178,12 @@ def make_app(view, metrics, authorizer: ConsoleAuthorizer | None = None) -> web.
         _authorize(authorizer, "READ", "GROUP", group_id)
         _authorize(authorizer, "READ", "TOPIC", topic_name)  # as Kafka's OffsetCommit asks
         return _json(await view.reset_offsets(group_id, topic_name, to, value))
+
+    async def connector_action_guard(request) -> None:
+        await _body(request)  # an action: JSON from the console's own origin
+        _authorize(authorizer, "ALTER", "CLUSTER", "kafka-cluster")
+
+    connect_proxy.add_routes(routes, connect, connector_action_guard)
 
     @routes.route("*", "/v1/{rest:.*}")
     async def unknown_api(request):

@@ -43,8 +43,10 @@ class BrokerHttp:
 
     def _make_app(self):
         from odradek.http.app import make_app
+        from odradek.http.connect_proxy import ConnectLink
 
-        return make_app(self.view, self.metrics, self.authorizer)
+        connect = ConnectLink(lambda: self.broker.config.get("console.connect.urls"))
+        return make_app(self.view, self.metrics, self.authorizer, connect=connect)
 
     async def metrics(self) -> bytes:
         from odradek.http.exporter import broker_families, exporter_families, render

@@ -25,6 +25,7 @@ async def serve_console(
     on_ready: Callable[[list[str]], None] = lambda urls: None,
     authorizer: ConsoleAuthorizer | None = None,
     max_connections: int = 1000,
+    connect=None,
 ) -> None:
     """Serve ``view`` on ``addresses`` until ``stop`` is set."""
     authorizer = authorizer or ConsoleAuthorizer()
@@ -33,7 +34,7 @@ async def serve_console(
     def make_app():
         from odradek.http.app import make_app
 
-        return make_app(view, metrics, authorizer)
+        return make_app(view, metrics, authorizer, connect=connect)
 
     async def metrics() -> bytes:
         from odradek.http.exporter import exporter_families, http_families, render
@@ -53,7 +54,7 @@ async def serve_console(
         await view.close()
 
 
-def run_console(view: RemoteView, addresses, on_ready) -> None:
+def run_console(view: RemoteView, addresses, on_ready, *, connect=None) -> None:
     """Run ``serve_console`` in this process until SIGINT or SIGTERM."""
 
     async def main() -> None:
@@ -61,6 +62,6 @@ def run_console(view: RemoteView, addresses, on_ready) -> None:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
-        await serve_console(view, addresses, stop=stop, on_ready=on_ready)
+        await serve_console(view, addresses, stop=stop, on_ready=on_ready, connect=connect)
 
     asyncio.run(main())
