@@ -9,8 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from http_helpers import request, wait_until
+from http_helpers import get_json, request, wait_until
 from test_console_browser import Page, browser  # noqa: F401  (browser: the module's chromium)
+from test_remote_console import start_console, stop
 
 from odradek.testing.process import BrokerProcess, free_port
 
@@ -123,3 +124,18 @@ def test_without_a_connect_url_the_page_says_how_to_set_one(browser, http_broker
     text = page.by("connect-not-configured").inner_text()
     assert "console.connect.urls=http://127.0.0.1:8083" in text and "--connect-url" in text
     page.close()
+
+
+def test_odradek_console_reads_the_workers_named_by_connect_url(connect, tmp_path):
+    broker, worker = connect
+    proc, url = start_console(broker.bootstrap_servers, tmp_path / "console.log", "--connect-url", worker.url)
+    try:
+        remote, local = get_json(url, "/v1/connect"), get_json(broker.http_url, "/v1/connect")
+    finally:
+        assert stop(proc) == 0
+    assert [c["url"] for c in remote["clusters"]] == [worker.url]
+    assert connector_types(remote) == connector_types(local) == {"boom": "source", "file-source": "source"}
+
+
+def connector_types(overview: dict) -> dict[str, str]:
+    return {c["name"]: c["type"] for c in overview["clusters"][0]["connectors"]}
