@@ -19,6 +19,7 @@ authentication and are never shown.
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from urllib.parse import quote, urlsplit, urlunsplit
@@ -74,9 +75,9 @@ class ConnectLink:
             async with session.request(
                 method, base + path, auth=auth, json=None if method == "GET" else {}
             ) as resp:
-                text = await resp.text()
                 status = resp.status
-                body = await resp.json(content_type=None) if text.strip() else None
+                text = await resp.text()
+                body = json.loads(text) if text.strip() else None
         except (ClientError, TimeoutError, OSError) as exc:
             raise ApiError(
                 502, f"the Connect worker at {base} does not answer: {exc or type(exc).__name__}"

@@ -128,12 +128,16 @@ def test_without_a_connect_url_the_page_says_how_to_set_one(browser, http_broker
 
 def test_odradek_console_reads_the_workers_named_by_connect_url(connect, tmp_path):
     broker, worker = connect
-    proc, url = start_console(broker.bootstrap_servers, tmp_path / "console.log", "--connect-url", worker.url)
+    nobody = f"http://127.0.0.1:{free_port()}"  # no worker listens there
+    proc, url = start_console(
+        broker.bootstrap_servers, tmp_path / "console.log", "--connect-url", f"{worker.url},{nobody}"
+    )
     try:
         remote, local = get_json(url, "/v1/connect"), get_json(broker.http_url, "/v1/connect")
     finally:
         assert stop(proc) == 0
-    assert [c["url"] for c in remote["clusters"]] == [worker.url]
+    assert [c["url"] for c in remote["clusters"]] == [worker.url, nobody]
+    assert "does not answer" in remote["clusters"][1]["error"] and remote["clusters"][1]["connectors"] == []
     assert connector_types(remote) == connector_types(local) == {"boom": "source", "file-source": "source"}
 
 
