@@ -62,6 +62,16 @@ LAZY_COMMANDS = {
         "schemas",
         "Subjects, versions, compatibility and modes of a schema registry.",
     ),
+    "connect": (
+        "odradek.cli.connect",
+        "connect",
+        "Run a Kafka Connect worker (connect-standalone.sh).",
+    ),
+    "connectors": (
+        "odradek.cli.connectors",
+        "connectors",
+        "List, create, inspect and control the connectors of a Connect worker.",
+    ),
     "schema-registry": (
         "odradek.cli.registry_command",
         "schema_registry",

@@ -20,8 +20,9 @@ from urllib.parse import urlsplit
 
 from aiohttp import web
 
-from odradek.http import schemas_proxy, shapes
+from odradek.http import connect_proxy, schemas_proxy, shapes
 from odradek.http.authz import ANONYMOUS, ConsoleAuthorizer
+from odradek.http.connect_proxy import ConnectLink
 from odradek.http.schemas_proxy import SchemaRegistryLink
 from odradek.http.shapes import ApiError
 from odradek.protocol.errors import ErrorCode, KafkaError
@@ -61,10 +62,16 @@ def load_assets() -> dict[str, tuple[bytes, str]]:
 
 
 def make_app(
-    view, metrics, authorizer: ConsoleAuthorizer | None = None, schemas: SchemaRegistryLink | None = None
+    view,
+    metrics,
+    authorizer: ConsoleAuthorizer | None = None,
+    schemas: SchemaRegistryLink | None = None,
+    *,
+    connect: ConnectLink | None = None,
 ) -> web.Application:
     """``metrics`` is an async function returning the Prometheus text as bytes; ``schemas``
-    is the registry the Schemas page reads (``/v1/schemas/...``)."""
+    is the registry the Schemas page reads (``/v1/schemas/...``); ``connect`` is where the
+    Connectors page reads Kafka Connect clusters (``/v1/connect``)."""
     authorizer = authorizer or ConsoleAuthorizer()
     assets = load_assets()
     app = web.Application(client_max_size=MAX_BODY_BYTES, middlewares=[_errors])
@@ -180,6 +187,12 @@ def make_app(
         return _json(await view.reset_offsets(group_id, topic_name, to, value))
 
     schemas_proxy.add_routes(routes, schemas)
+
+    async def connector_action_guard(request) -> None:
+        await _body(request)  # an action: JSON from the console's own origin
+        _authorize(authorizer, "ALTER", "CLUSTER", "kafka-cluster")
+
+    connect_proxy.add_routes(routes, connect, connector_action_guard)
 
     @routes.route("*", "/v1/{rest:.*}")
     async def unknown_api(request):

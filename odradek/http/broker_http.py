@@ -43,8 +43,10 @@ class BrokerHttp:
 
     def _make_app(self):
         from odradek.http.app import make_app
+        from odradek.http.connect_proxy import ConnectLink
 
-        return make_app(self.view, self.metrics, self.authorizer, self._schema_registry())
+        connect = ConnectLink(lambda: self.broker.config.get("console.connect.urls"))
+        return make_app(self.view, self.metrics, self.authorizer, self._schema_registry(), connect=connect)
 
     def _schema_registry(self):
         """The registry started beside this broker (it sets ``broker.schema_registry_url``);

@@ -26,6 +26,7 @@ async def serve_console(
     authorizer: ConsoleAuthorizer | None = None,
     max_connections: int = 1000,
     schemas=None,
+    connect=None,
 ) -> None:
     """Serve ``view`` on ``addresses`` until ``stop`` is set."""
     authorizer = authorizer or ConsoleAuthorizer()
@@ -34,7 +35,7 @@ async def serve_console(
     def make_app():
         from odradek.http.app import make_app
 
-        return make_app(view, metrics, authorizer, schemas)
+        return make_app(view, metrics, authorizer, schemas, connect=connect)
 
     async def metrics() -> bytes:
         from odradek.http.exporter import exporter_families, http_families, render
@@ -54,7 +55,7 @@ async def serve_console(
         await view.close()
 
 
-def run_console(view: RemoteView, addresses, on_ready, schemas=None) -> None:
+def run_console(view: RemoteView, addresses, on_ready, schemas=None, *, connect=None) -> None:
     """Run ``serve_console`` in this process until SIGINT or SIGTERM."""
 
     async def main() -> None:
@@ -62,6 +63,6 @@ def run_console(view: RemoteView, addresses, on_ready, schemas=None) -> None:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
-        await serve_console(view, addresses, stop=stop, on_ready=on_ready, schemas=schemas)
+        await serve_console(view, addresses, stop=stop, on_ready=on_ready, schemas=schemas, connect=connect)
 
     asyncio.run(main())

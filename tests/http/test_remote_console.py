@@ -12,12 +12,12 @@ from http_helpers import create_topic, get_json, post_json, scrape, series, wait
 from odradek.testing.process import BrokerProcess, free_port
 
 
-def start_console(bootstrap: str, log_path) -> tuple[subprocess.Popen, str]:
+def start_console(bootstrap: str, log_path, *extra: str) -> tuple[subprocess.Popen, str]:
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "odradek", "console", "-b", bootstrap, "--listen", url],
+            [sys.executable, "-m", "odradek", "console", "-b", bootstrap, "--listen", url, *extra],
             stdout=log,
             stderr=subprocess.STDOUT,
         )
