@@ -45,6 +45,10 @@ MAY_IMPORT_ONLY = {
     "net": {"protocol", "_tasks"},
     "client": {"protocol", "net", "_tasks"},
     "pipeline": {"protocol", "net", "client", "_tasks"},
+    # Connect is a client of the broker (DESIGN.md): never its internals, nor the CLI above it.
+    "connect": {
+        "protocol", "net", "client", "schema_registry", "_tasks", "faults", "metrics", "properties", "config_def",
+    },
 }
 # What each layer must never import.
 NEVER_IMPORTS = {

@@ -1,0 +1,1 @@
+"""Kafka Connect in Odradek: the data model, converters, transforms, the worker and connectors."""
