@@ -50,7 +50,9 @@ def postgres_bindir() -> Path:
     for bindir in candidates:
         if (bindir / "initdb").is_file() and (bindir / "postgres").is_file():
             return bindir
-    raise PostgresNotInstalledError(f"no initdb/postgres found under /usr/lib/postgresql/*/bin; {INSTALL_HINT}")
+    raise PostgresNotInstalledError(
+        f"no initdb/postgres found under /usr/lib/postgresql/*/bin; {INSTALL_HINT}"
+    )
 
 
 def _version_key(name: str) -> tuple[int, ...]:
