@@ -45,6 +45,7 @@ class Column:
 class Dialect:
     name = ""
     placeholder = "%s"
+    converts_values = True  # whether to_db changes anything
     # Connect type (or logical name) → SQL type, for CREATE TABLE and ALTER TABLE ADD.
     sql_types: dict[str, str] = {}
     # Rows per multi-row statement, capped by the driver's limit of bound parameters.
@@ -129,12 +130,22 @@ class Dialect:
     ) -> str:
         """Insert, or update the non-key columns of the row with the same key (both dialects
         speak ``ON CONFLICT``: PostgreSQL since 9.5, SQLite since 3.24)."""
-        statement = self.insert(table, [*key_columns, *value_columns], rows)
+        return self.on_conflict(
+            self.insert(table, [*key_columns, *value_columns], rows), key_columns, value_columns
+        )
+
+    def on_conflict(self, statement: str, key_columns: Sequence[str], value_columns: Sequence[str]) -> str:
+        """``statement`` (an INSERT) made an upsert on ``key_columns``."""
         conflict = ", ".join(self.quote(c) for c in key_columns)
         if not value_columns:
             return f"{statement} ON CONFLICT ({conflict}) DO NOTHING"
         updates = ", ".join(f"{self.quote(c)} = excluded.{self.quote(c)}" for c in value_columns)
         return f"{statement} ON CONFLICT ({conflict}) DO UPDATE SET {updates}"
+
+    def from_arrays(self, table: str, columns: Sequence[str], sql_types: Sequence[str]) -> str | None:
+        """``INSERT … SELECT`` of one array parameter per column, or None when the dialect has no
+        arrays (then rows go through ``executemany``)."""
+        return None
 
     def update(self, table: str, key_columns: Sequence[str], value_columns: Sequence[str]) -> str:
         sets = ", ".join(f"{self.quote(c)} = {self.placeholder}" for c in value_columns)
@@ -153,6 +164,7 @@ class Dialect:
 class PostgresDialect(Dialect):
     name = "PostgreSQL"
     placeholder = "%s"
+    converts_values = False
     sql_types = {
         "INT8": "SMALLINT",
         "INT16": "SMALLINT",
@@ -214,6 +226,13 @@ class PostgresDialect(Dialect):
             numeric_aware_column(n, self._kinds.get(t, "string"), bool(nullable), int(scale))
             for n, t, nullable, scale in rows
         ]
+
+    def from_arrays(self, table: str, columns: Sequence[str], sql_types: Sequence[str]) -> str | None:
+        # One parameter per column whatever the row count: psycopg parses and caches the
+        # statement once, and the arrays travel in binary.
+        cols = ", ".join(self.quote(c) for c in columns)
+        arrays = ", ".join(f"%s::{t}[]" for t in sql_types)
+        return f"INSERT INTO {self.table_ref(table)} ({cols}) SELECT * FROM unnest({arrays})"
 
     def result_kind(self, type_name: str) -> str:
         return self._kinds.get(type_name, "string")

@@ -21,7 +21,7 @@ from odradek.connect.api import SinkConnector, SinkTask
 from odradek.connect.errors import ConnectException, RetriableException
 from odradek.connect.jdbc.connection import open_connection
 from odradek.connect.jdbc.fields import RowLayout, layout_for
-from odradek.connect.jdbc.schemas import column_kind
+from odradek.connect.jdbc.schemas import column_kind, sql_type_of
 from odradek.connect.jdbc.settings import SINK_CONFIGS, parse, problems
 from odradek.connect.jdbc.source import VERSION
 from odradek.connect.jdbc.tables import TableManager
@@ -71,7 +71,10 @@ class JdbcSinkTask(SinkTask):
     def __init__(self) -> None:
         super().__init__()
         self._conn: Any = None
-        self._layouts: dict[tuple, RowLayout] = {}
+        self._layouts: dict[tuple, RowLayout] = {}  # layouts live as long as the task: ids stay unique
+        self._layouts_by_id: dict[tuple[int, int], tuple[RowLayout, tuple]] = {}
+        self._types: dict[int, list[str]] = {}
+        self._kinds: dict[tuple[int, tuple[str, ...]], list[str]] = {}
         self._retries_left = 0
 
     def version(self) -> str:
@@ -147,17 +150,33 @@ class JdbcSinkTask(SinkTask):
             self._flush(batch, table)
 
     def _layout(self, record: SinkRecord) -> RowLayout:
-        cache_key = (record.key_schema, record.value_schema)
-        layout = self._layouts.get(cache_key)
+        # Converters hand out the same schema objects again and again: look them up by identity
+        # first (hashing a schema walks all of it), by equality when they are new.
+        by_id = (id(record.key_schema), id(record.value_schema))
+        known = self._layouts_by_id.get(by_id)
+        if known is not None:
+            return known[0]
+        by_value = (record.key_schema, record.value_schema)
+        layout = self._layouts.get(by_value)
         if layout is None:
             c = self.config
-            layout = layout_for(record, c["pk.mode"], c["pk.fields"], c["fields.whitelist"])
-            self._layouts[cache_key] = layout
+            layout = self._layouts[by_value] = layout_for(
+                record, c["pk.mode"], c["pk.fields"], c["fields.whitelist"]
+            )
+        if len(self._layouts_by_id) > 10_000:
+            self._layouts_by_id.clear()
+        # The schemas are kept with the layout so that their ids cannot be reused by others.
+        self._layouts_by_id[by_id] = (layout, by_value)
         return layout
 
     def _convert(self, layout: RowLayout, columns: tuple[str, ...], values: tuple) -> tuple:
+        if not self.dialect.converts_values:
+            return values
         to_db = self.dialect.to_db
-        return tuple(to_db(column_kind(layout.schemas[c]), v) for c, v in zip(columns, values, strict=True))
+        kinds = self._kinds.get((id(layout), columns))
+        if kinds is None:
+            kinds = self._kinds[id(layout), columns] = [column_kind(layout.schemas[c]) for c in columns]
+        return tuple(to_db(kind, v) for kind, v in zip(kinds, values, strict=True))
 
     def _flush(self, batch: _Pending | None, table: str) -> None:
         if batch is None or not batch.operations:
@@ -165,7 +184,23 @@ class JdbcSinkTask(SinkTask):
         layout = batch.layout
         if _has_writes(batch):
             self.tables.ensure(self._conn, table, layout)
-        self.writer.execute(self._conn, table, layout.key_columns, layout.value_columns, batch.operations)
+        self.writer.execute(
+            self._conn,
+            table,
+            layout.key_columns,
+            layout.value_columns,
+            batch.operations,
+            self._sql_types(layout),
+        )
+
+    def _sql_types(self, layout: RowLayout) -> list[str]:
+        types = self._types.get(id(layout))
+        if types is None:
+            columns = layout.key_columns + layout.value_columns
+            types = self._types[id(layout)] = [
+                self.dialect.sql_type(*sql_type_of(layout.schemas[c])) for c in columns
+            ]
+        return types
 
     def flush(self, current_offsets: dict) -> None:
         """Every put commits its own transaction: nothing is left to flush."""

@@ -4,15 +4,16 @@ A batch is a list of operations on one table, in record order: ("write", key val
 values) and ("delete", key values). Consecutive operations of one kind run together; a change
 of kind ends the run, so "write k, delete k, write k" leaves the row as the last record says.
 
-- insert: multi-row ``INSERT … VALUES (…), (…)`` statements.
-- upsert: multi-row ``INSERT … ON CONFLICT (key) DO UPDATE``; PostgreSQL refuses to touch a
-  row twice in one such statement, so within a run only the last write of each key is kept
-  (the table ends the same).
+- insert: PostgreSQL: ``INSERT … SELECT * FROM unnest(%s::type[], …)`` with one array per
+  column, ``batch.size`` rows per statement; SQLite: ``executemany`` of a one-row INSERT.
+- upsert: the same with ``ON CONFLICT (key) DO UPDATE``; PostgreSQL refuses to touch a row
+  twice in one such statement, so within a run only the last write of each key is kept (the
+  table ends the same).
 - update: ``UPDATE … WHERE key = …`` per row, through ``executemany`` (pipelined by psycopg).
 - delete: ``DELETE … WHERE key = …`` per key, through ``executemany``.
 
-Multi-row statements have a fixed number of rows (the last one fewer), so psycopg prepares
-them once and reuses the plan. The caller owns the transaction.
+The array statement has one parameter per column whatever the row count, so psycopg parses
+it once and prepares it after a few uses. The caller owns the transaction.
 """
 
 from __future__ import annotations
@@ -39,7 +40,9 @@ class BatchWriter:
         key_columns: Sequence[str],
         value_columns: Sequence[str],
         operations: Sequence[tuple[str, tuple]],
+        sql_types: Sequence[str] = (),
     ) -> None:
+        """``sql_types``: the SQL type of each key and value column, for the array statement."""
         start = 0
         while start < len(operations):
             kind = operations[start][0]
@@ -50,11 +53,17 @@ class BatchWriter:
             if kind == DELETE:
                 self._delete(conn, table, key_columns, rows)
             else:
-                self._write(conn, table, key_columns, value_columns, rows)
+                self._write(conn, table, key_columns, value_columns, rows, sql_types)
             start = end
 
     def _write(
-        self, conn: Any, table: str, keys: Sequence[str], values: Sequence[str], rows: list[tuple]
+        self,
+        conn: Any,
+        table: str,
+        keys: Sequence[str],
+        values: Sequence[str],
+        rows: list[tuple],
+        sql_types: Sequence[str],
     ) -> None:
         d = self.dialect
         if self.insert_mode == "update":
@@ -64,14 +73,15 @@ class BatchWriter:
         if self.insert_mode == "upsert":
             latest = {row[: len(keys)]: row for row in rows}
             rows = list(latest.values())
-        columns = [*keys, *values]
-        if d.placeholder == "?":  # SQLite: executemany of a one-row statement is as fast as it gets
+        statement = d.from_arrays(table, [*keys, *values], sql_types) if sql_types else None
+        if statement is None:  # SQLite: executemany of a one-row statement is as fast as it gets
             self._many(conn, self._statement(table, keys, values, 1), rows)
             return
-        per_statement = min(self.batch_size, d.rows_per_statement(len(columns)))
-        for first in range(0, len(rows), per_statement):
-            chunk = rows[first : first + per_statement]
-            conn.execute(self._statement(table, keys, values, len(chunk)), [v for row in chunk for v in row])
+        if self.insert_mode == "upsert":
+            statement = d.on_conflict(statement, keys, values)
+        for first in range(0, len(rows), self.batch_size):
+            chunk = rows[first : first + self.batch_size]
+            conn.execute(statement, [list(column) for column in zip(*chunk, strict=True)])
 
     def _statement(self, table: str, keys: Sequence[str], values: Sequence[str], rows: int) -> str:
         if self.insert_mode == "upsert":
