@@ -23,7 +23,7 @@ from odradek.connect.mirror import (
     MirrorSourceConnector,
     MirrorSourceTask,
 )
-from odradek.connect.mirror.wire import Checkpoint, OffsetSync
+from odradek.connect.mirror.mirror_wire import Checkpoint, OffsetSync
 from odradek.testing.process import BrokerProcess
 
 

@@ -5,7 +5,7 @@ to tables. Both read Confluent's configuration keys, so an existing connector co
 over with its ``connection.url``. See docs/connect-jdbc.md.
 """
 
-from odradek.connect.jdbc.sink import JdbcSinkConnector, JdbcSinkTask
-from odradek.connect.jdbc.source import JdbcSourceConnector, JdbcSourceTask
+from odradek.connect.jdbc.jdbc_sink import JdbcSinkConnector, JdbcSinkTask
+from odradek.connect.jdbc.jdbc_source import JdbcSourceConnector, JdbcSourceTask
 
 __all__ = ["JdbcSinkConnector", "JdbcSinkTask", "JdbcSourceConnector", "JdbcSourceTask"]

@@ -3,7 +3,7 @@ groups' offsets (Kafka's ``org.apache.kafka.connect.mirror`` connectors, same ke
 internal topics and record formats). See docs/connect-mirror.md.
 """
 
-from odradek.connect.mirror.checkpoint import MirrorCheckpointConnector, MirrorCheckpointTask
-from odradek.connect.mirror.source import MirrorSourceConnector, MirrorSourceTask
+from odradek.connect.mirror.mirror_checkpoint import MirrorCheckpointConnector, MirrorCheckpointTask
+from odradek.connect.mirror.mirror_source import MirrorSourceConnector, MirrorSourceTask
 
 __all__ = ["MirrorCheckpointConnector", "MirrorCheckpointTask", "MirrorSourceConnector", "MirrorSourceTask"]

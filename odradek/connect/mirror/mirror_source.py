@@ -26,16 +26,16 @@ from typing import Any
 from odradek.client import Admin, Consumer, Producer, TopicPartition
 from odradek.connect.api import SourceConnector, SourceTask
 from odradek.connect.data import Schema
-from odradek.connect.mirror.offset_syncs import OffsetSyncWriter
-from odradek.connect.mirror.policy import ReplicationPolicy
-from odradek.connect.mirror.settings import (
+from odradek.connect.mirror.mirror_offset_syncs import OffsetSyncWriter
+from odradek.connect.mirror.mirror_policy import ReplicationPolicy
+from odradek.connect.mirror.mirror_settings import (
     MIRROR_CONFIGS,
     cluster_client_config,
     parse,
     problems,
     refresh_topics_seconds,
 )
-from odradek.connect.mirror.topics import TopicSync
+from odradek.connect.mirror.mirror_topics import TopicSync
 from odradek.connect.records import Headers, SourceRecord
 
 log = logging.getLogger(__name__)

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from odradek.connect.data import Date, Decimal, Schema, SchemaBuilder, Time, Timestamp, Type
 from odradek.connect.data_schema import DATE_NAME, DECIMAL_NAME, TIME_NAME, TIMESTAMP_NAME
-from odradek.connect.jdbc.dialects import Column
+from odradek.connect.jdbc.jdbc_dialects import Column
 
 _PRIMITIVES = {
     "bool": SchemaBuilder.bool,

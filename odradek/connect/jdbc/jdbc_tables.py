@@ -15,9 +15,9 @@ import logging
 from typing import Any
 
 from odradek.connect.errors import ConnectException
-from odradek.connect.jdbc.dialects import Dialect
-from odradek.connect.jdbc.fields import RowLayout
-from odradek.connect.jdbc.schemas import sql_type_of
+from odradek.connect.jdbc.jdbc_dialects import Dialect
+from odradek.connect.jdbc.jdbc_fields import RowLayout
+from odradek.connect.jdbc.jdbc_schemas import sql_type_of
 
 log = logging.getLogger(__name__)
 

@@ -1,10 +1,10 @@
 """The JDBC sink connector: topics → tables of PostgreSQL or SQLite.
 
-Confluent's ``io.confluent.connect.jdbc.JdbcSinkConnector`` with its keys (see settings.py).
+Confluent's ``io.confluent.connect.jdbc.JdbcSinkConnector`` with its keys (see jdbc_settings.py).
 Each ``put`` writes its records in one transaction: records go to the table named by
 ``table.name.format`` (``${topic}`` replaced), in batches of up to ``batch.size`` rows per
-statement (writer.py), the table created or widened first when ``auto.create``/``auto.evolve``
-allow (tables.py). With ``delete.enabled`` a tombstone deletes the row its key names; without
+statement (jdbc_writer.py), the table created or widened first when ``auto.create``/``auto.evolve``
+allow (jdbc_tables.py). With ``delete.enabled`` a tombstone deletes the row its key names; without
 it a tombstone is skipped. The transaction commits before ``put`` returns, so the offsets the
 worker commits afterwards never run ahead of the database (at-least-once; with ``upsert`` a
 redelivered record rewrites the same row). A failed write rolls back and is retried
@@ -19,13 +19,13 @@ from typing import Any
 
 from odradek.connect.api import SinkConnector, SinkTask
 from odradek.connect.errors import ConnectException, RetriableException
-from odradek.connect.jdbc.connection import open_connection
-from odradek.connect.jdbc.fields import RowLayout, layout_for
-from odradek.connect.jdbc.schemas import column_kind, sql_type_of
-from odradek.connect.jdbc.settings import SINK_CONFIGS, parse, problems
-from odradek.connect.jdbc.source import VERSION
-from odradek.connect.jdbc.tables import TableManager
-from odradek.connect.jdbc.writer import DELETE, WRITE, BatchWriter
+from odradek.connect.jdbc.jdbc_connection import open_connection
+from odradek.connect.jdbc.jdbc_fields import RowLayout, layout_for
+from odradek.connect.jdbc.jdbc_schemas import column_kind, sql_type_of
+from odradek.connect.jdbc.jdbc_settings import SINK_CONFIGS, parse, problems
+from odradek.connect.jdbc.jdbc_source import VERSION
+from odradek.connect.jdbc.jdbc_tables import TableManager
+from odradek.connect.jdbc.jdbc_writer import DELETE, WRITE, BatchWriter
 from odradek.connect.records import SinkRecord
 
 log = logging.getLogger(__name__)

@@ -1,6 +1,6 @@
 """The JDBC source connector: tables (or one query) of PostgreSQL or SQLite → topics.
 
-Confluent's ``io.confluent.connect.jdbc.JdbcSourceConnector`` with its keys (see settings.py).
+Confluent's ``io.confluent.connect.jdbc.JdbcSourceConnector`` with its keys (see jdbc_settings.py).
 The connector lists the tables (``table.whitelist``/``table.blacklist``, or the newer
 ``table.include.list``/``table.exclude.list``), deals them out to at most ``tasks.max`` tasks in
 contiguous groups (task config ``tables``), and every ``table.poll.interval.ms`` looks again,
@@ -11,7 +11,7 @@ Each task polls its tables in turn, each no more often than ``poll.interval.ms``
 at most ``batch.max.rows`` rows per poll. A row becomes a record on ``topic.prefix`` + table
 (or the prefix alone with ``query``), with no key and a struct value; its source partition is
 ``{"table": name}`` (``{"query": "query"}``) and its source offset is Confluent's map (see
-queries.py), so a restarted task reads on from the last row whose offset the worker committed.
+jdbc_queries.py), so a restarted task reads on from the last row whose offset the worker committed.
 """
 
 from __future__ import annotations
@@ -23,10 +23,10 @@ from typing import Any
 
 from odradek.connect.api import SourceConnector, SourceTask
 from odradek.connect.errors import ConnectException
-from odradek.connect.jdbc.connection import open_connection
-from odradek.connect.jdbc.queries import Offset, QuerySpec
-from odradek.connect.jdbc.reader import TableReader
-from odradek.connect.jdbc.settings import SOURCE_CONFIGS, parse, problems
+from odradek.connect.jdbc.jdbc_connection import open_connection
+from odradek.connect.jdbc.jdbc_queries import Offset, QuerySpec
+from odradek.connect.jdbc.jdbc_reader import TableReader
+from odradek.connect.jdbc.jdbc_settings import SOURCE_CONFIGS, parse, problems
 from odradek.connect.records import SourceRecord
 
 log = logging.getLogger(__name__)

@@ -27,8 +27,8 @@ from odradek.config_def import (
     parse_value,
 )
 from odradek.connect.errors import ConfigException
-from odradek.connect.jdbc.queries import INCREMENTING, MODES, TIMESTAMP, TIMESTAMP_INCREMENTING
-from odradek.connect.jdbc.url import parse_connection_url
+from odradek.connect.jdbc.jdbc_queries import INCREMENTING, MODES, TIMESTAMP, TIMESTAMP_INCREMENTING
+from odradek.connect.jdbc.jdbc_url import parse_connection_url
 
 CONNECTION_CONFIGS = (
     ConfigDef("connection.url", STR, doc="jdbc:postgresql://host:port/database or jdbc:sqlite:path."),

@@ -7,8 +7,8 @@ the target, deals the groups to the tasks (``task.assigned.groups``) and looks f
 every ``refresh.groups.interval.seconds``.
 
 Every ``emit.checkpoints.interval.seconds`` a task reads its groups' committed offsets on the
-source, translates each through the offset syncs (offset_syncs.py) and returns a checkpoint
-record for each that changed: key and value in Kafka's checkpoint format (wire.py), for the
+source, translates each through the offset syncs (mirror_offset_syncs.py) and returns a checkpoint
+record for each that changed: key and value in Kafka's checkpoint format (mirror_wire.py), for the
 remote topic-partition. With ``sync.group.offsets.enabled`` it also commits the translated
 offsets to the same group on the target every ``sync.group.offsets.interval.seconds`` — only
 while that group has no active members there, and never moving an offset backwards — so
@@ -25,12 +25,18 @@ from typing import Any
 from odradek.client import Admin, TopicPartition
 from odradek.connect.api import SourceConnector, SourceTask
 from odradek.connect.data import Schema
-from odradek.connect.mirror.offset_syncs import OffsetSyncStore
-from odradek.connect.mirror.policy import ReplicationPolicy
-from odradek.connect.mirror.settings import MIRROR_CONFIGS, cluster_client_config, matcher, parse, problems
-from odradek.connect.mirror.source import VERSION
-from odradek.connect.mirror.topics import TopicSync
-from odradek.connect.mirror.wire import Checkpoint
+from odradek.connect.mirror.mirror_offset_syncs import OffsetSyncStore
+from odradek.connect.mirror.mirror_policy import ReplicationPolicy
+from odradek.connect.mirror.mirror_settings import (
+    MIRROR_CONFIGS,
+    cluster_client_config,
+    matcher,
+    parse,
+    problems,
+)
+from odradek.connect.mirror.mirror_source import VERSION
+from odradek.connect.mirror.mirror_topics import TopicSync
+from odradek.connect.mirror.mirror_wire import Checkpoint
 from odradek.connect.records import SourceRecord
 
 log = logging.getLogger(__name__)

@@ -11,8 +11,8 @@ import time
 from typing import Any
 
 from odradek.connect.errors import ConnectException
-from odradek.connect.jdbc.dialects import Dialect, dialect_for
-from odradek.connect.jdbc.url import parse_connection_url
+from odradek.connect.jdbc.jdbc_dialects import Dialect, dialect_for
+from odradek.connect.jdbc.jdbc_url import parse_connection_url
 
 log = logging.getLogger(__name__)
 

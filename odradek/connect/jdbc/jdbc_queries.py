@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from odradek.connect.jdbc.dialects import Dialect
+from odradek.connect.jdbc.jdbc_dialects import Dialect
 
 BULK = "bulk"
 INCREMENTING = "incrementing"

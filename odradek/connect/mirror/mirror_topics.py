@@ -14,8 +14,8 @@ import re
 from typing import Any
 
 from odradek.client import ConfigResource, NewTopic
-from odradek.connect.mirror.policy import ReplicationPolicy
-from odradek.connect.mirror.settings import matcher
+from odradek.connect.mirror.mirror_policy import ReplicationPolicy
+from odradek.connect.mirror.mirror_settings import matcher
 from odradek.protocol.errors import TopicAlreadyExistsError
 
 log = logging.getLogger(__name__)

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from odradek.connect.jdbc.url import ConnectionTarget
+from odradek.connect.jdbc.jdbc_url import ConnectionTarget
 
 # Kafka's logical type names (org.apache.kafka.connect.data.*).
 DECIMAL = "org.apache.kafka.connect.data.Decimal"

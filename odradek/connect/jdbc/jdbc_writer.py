@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from odradek.connect.jdbc.dialects import Dialect
+from odradek.connect.jdbc.jdbc_dialects import Dialect
 
 WRITE = "write"
 DELETE = "delete"

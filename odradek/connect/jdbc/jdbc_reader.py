@@ -16,9 +16,16 @@ import time
 from typing import Any
 
 from odradek.connect.data import Struct
-from odradek.connect.jdbc.dialects import Column, Dialect, numeric_aware_column
-from odradek.connect.jdbc.queries import BULK, Offset, QuerySpec, build_select, offset_after, query_parameters
-from odradek.connect.jdbc.schemas import table_schema
+from odradek.connect.jdbc.jdbc_dialects import Column, Dialect, numeric_aware_column
+from odradek.connect.jdbc.jdbc_queries import (
+    BULK,
+    Offset,
+    QuerySpec,
+    build_select,
+    offset_after,
+    query_parameters,
+)
+from odradek.connect.jdbc.jdbc_schemas import table_schema
 
 log = logging.getLogger(__name__)
 

@@ -16,7 +16,7 @@ import threading
 import time
 
 from odradek.client import Consumer, TopicPartition
-from odradek.connect.mirror.wire import OffsetSync
+from odradek.connect.mirror.mirror_wire import OffsetSync
 
 MAX_SYNCS_PER_PARTITION = 1024
 
