@@ -197,6 +197,15 @@ class Schema:
     def schema(self) -> Schema:
         return self
 
+    def replace(self, **changes: Any) -> Schema:
+        """A copy with some of the constructor's arguments changed (``optional=True``, ``name=...``)."""
+        current: dict[str, Any] = {
+            "optional": self._optional, "default_value": self._default_value, "name": self._name,
+            "version": self._version, "doc": self._doc, "parameters": self._parameters, "fields": self._fields,
+            "key_schema": self._key_schema, "value_schema": self._value_schema,
+        }
+        return Schema(self._type, **{**current, **changes})
+
     def validate_value(self, value: Any) -> None:
         validate_value(self, value)
 
