@@ -385,5 +385,12 @@ def test_bad_sink_config_names_the_key():
             {"connection.url": "jdbc:sqlite:x.db", "delete.enabled": "true", "pk.mode": "record_value"}
         )
     assert caught.value.key == "delete.enabled"
-    found = connector.validate({"connection.url": "", "insert.mode": "merge", "pk.mode": "none"})
-    assert {k for k, _ in found} == {"insert.mode"}
+    result = connector.validate({"connection.url": "", "insert.mode": "merge", "pk.mode": "upsert"})
+    errors = {v.name: v.errors for v in result.config_values if v.errors}
+    assert set(errors) == {"insert.mode", "pk.mode"}
+    assert "one of insert, upsert, update" in errors["insert.mode"][0]
+    result = connector.validate({"connection.url": "jdbc:sqlite:x.db", "delete.enabled": "true"})
+    errors = {v.name: v.errors for v in result.config_values if v.errors}
+    assert errors == {
+        "delete.enabled": ["delete.enabled: deletes need pk.mode=record_key (the key names the row)"]
+    }

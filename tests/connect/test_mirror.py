@@ -208,7 +208,13 @@ def test_mirror_config_errors_name_the_key():
     with pytest.raises(ConfigException) as caught:
         MirrorSourceConnector().start({"source.cluster.bootstrap.servers": "127.0.0.1:1"})
     assert caught.value.key == "target.cluster.bootstrap.servers"
-    found = MirrorCheckpointConnector().validate(
+    result = MirrorCheckpointConnector().validate(
         {"topics": "orders(", "emit.checkpoints.interval.seconds": "x"}
     )
-    assert {k for k, _ in found} >= {"topics", "emit.checkpoints.interval.seconds"}
+    errors = {v.name for v in result.config_values if v.errors}
+    assert errors == {
+        "topics",
+        "emit.checkpoints.interval.seconds",
+        "source.cluster.bootstrap.servers",
+        "target.cluster.bootstrap.servers",
+    }

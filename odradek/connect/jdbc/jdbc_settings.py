@@ -26,6 +26,8 @@ from odradek.config_def import (
     config_table,
     parse_value,
 )
+from odradek.connect.connector_config import Config, ConfigValue, Importance
+from odradek.connect.connector_config import ConfigDef as ConnectConfigDef
 from odradek.connect.errors import ConfigException
 from odradek.connect.jdbc.jdbc_queries import INCREMENTING, MODES, TIMESTAMP, TIMESTAMP_INCREMENTING
 from odradek.connect.jdbc.jdbc_url import parse_connection_url
@@ -105,6 +107,26 @@ SINK_CONFIGS = config_table(
     ConfigDef("max.retries", INT, 10, AtLeast(0), doc="Retries of a failed write before the task fails."),
     ConfigDef("retry.backoff.ms", INT, 3000, AtLeast(0), doc="Wait before retrying a failed write."),
 )
+
+
+def connect_config_def(table: Mapping[str, ConfigDef]) -> ConnectConfigDef:
+    """The table as the connector API declares keys (what ``Connector.config_def`` returns)."""
+    out = ConnectConfigDef()
+    for d in table.values():
+        out.define(d.name, d.type, d.default, d.validator, Importance.HIGH, d.doc)
+    return out
+
+
+def validation(
+    table: Mapping[str, ConfigDef], props: Mapping[str, Any], found: list[tuple[str, str]]
+) -> Config:
+    """What ``Connector.validate`` returns: every key's value, each problem under its key."""
+    values = {v.name: v for v in connect_config_def(table).validate(props)}
+    for key, message in found:
+        value = values.setdefault(key, ConfigValue(key, props.get(key)))
+        if not value.errors:  # a value that does not parse is reported once, by the key's own check
+            value.add_error(message)
+    return Config(list(values.values()))
 
 
 def problems(table: Mapping[str, ConfigDef], props: Mapping[str, Any]) -> list[tuple[str, str]]:

@@ -18,11 +18,13 @@ import logging
 from typing import Any
 
 from odradek.connect.api import SinkConnector, SinkTask
+from odradek.connect.connector_config import Config
+from odradek.connect.connector_config import ConfigDef as ConnectConfigDef
 from odradek.connect.errors import ConnectException, RetriableException
 from odradek.connect.jdbc.jdbc_connection import open_connection
 from odradek.connect.jdbc.jdbc_fields import RowLayout, layout_for
 from odradek.connect.jdbc.jdbc_schemas import column_kind, sql_type_of
-from odradek.connect.jdbc.jdbc_settings import SINK_CONFIGS, parse, problems
+from odradek.connect.jdbc.jdbc_settings import SINK_CONFIGS, connect_config_def, parse, problems, validation
 from odradek.connect.jdbc.jdbc_source import VERSION
 from odradek.connect.jdbc.jdbc_tables import TableManager
 from odradek.connect.jdbc.jdbc_writer import DELETE, WRITE, BatchWriter
@@ -39,11 +41,11 @@ class JdbcSinkConnector(SinkConnector):
     def version(self) -> str:
         return VERSION
 
-    def config_def(self):
-        return SINK_CONFIGS
+    def config_def(self) -> ConnectConfigDef:
+        return connect_config_def(SINK_CONFIGS)
 
-    def validate(self, configs: dict[str, str]):
-        return problems(SINK_CONFIGS, configs)
+    def validate(self, configs: dict[str, str]) -> Config:
+        return validation(SINK_CONFIGS, configs, problems(SINK_CONFIGS, configs))
 
     def start(self, props: dict[str, str]) -> None:
         parse(SINK_CONFIGS, props)

@@ -22,11 +22,13 @@ import time
 from typing import Any
 
 from odradek.connect.api import SourceConnector, SourceTask
+from odradek.connect.connector_config import Config
+from odradek.connect.connector_config import ConfigDef as ConnectConfigDef
 from odradek.connect.errors import ConnectException
 from odradek.connect.jdbc.jdbc_connection import open_connection
 from odradek.connect.jdbc.jdbc_queries import Offset, QuerySpec
 from odradek.connect.jdbc.jdbc_reader import TableReader
-from odradek.connect.jdbc.jdbc_settings import SOURCE_CONFIGS, parse, problems
+from odradek.connect.jdbc.jdbc_settings import SOURCE_CONFIGS, connect_config_def, parse, problems, validation
 from odradek.connect.records import SourceRecord
 
 log = logging.getLogger(__name__)
@@ -67,11 +69,11 @@ class JdbcSourceConnector(SourceConnector):
     def version(self) -> str:
         return VERSION
 
-    def config_def(self):
-        return SOURCE_CONFIGS
+    def config_def(self) -> ConnectConfigDef:
+        return connect_config_def(SOURCE_CONFIGS)
 
-    def validate(self, configs: dict[str, str]):
-        return problems(SOURCE_CONFIGS, configs)
+    def validate(self, configs: dict[str, str]) -> Config:
+        return validation(SOURCE_CONFIGS, configs, problems(SOURCE_CONFIGS, configs))
 
     def start(self, props: dict[str, str]) -> None:
         self._props = dict(props)

@@ -25,7 +25,10 @@ from typing import Any
 
 from odradek.client import Admin, Consumer, Producer, TopicPartition
 from odradek.connect.api import SourceConnector, SourceTask
+from odradek.connect.connector_config import Config
+from odradek.connect.connector_config import ConfigDef as ConnectConfigDef
 from odradek.connect.data import Schema
+from odradek.connect.jdbc.jdbc_settings import connect_config_def, validation
 from odradek.connect.mirror.mirror_offset_syncs import OffsetSyncWriter
 from odradek.connect.mirror.mirror_policy import ReplicationPolicy
 from odradek.connect.mirror.mirror_settings import (
@@ -65,11 +68,11 @@ class MirrorSourceConnector(SourceConnector):
     def version(self) -> str:
         return VERSION
 
-    def config_def(self):
-        return MIRROR_CONFIGS
+    def config_def(self) -> ConnectConfigDef:
+        return connect_config_def(MIRROR_CONFIGS)
 
-    def validate(self, configs: dict[str, str]):
-        return problems(configs)
+    def validate(self, configs: dict[str, str]) -> Config:
+        return validation(MIRROR_CONFIGS, configs, problems(configs))
 
     def start(self, props: dict[str, str]) -> None:
         self._props = dict(props)
