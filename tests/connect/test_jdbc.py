@@ -2,7 +2,7 @@
 and SQLite files, with records travelling through a real Odradek broker.
 
 The tasks are driven directly (start/poll/put), as a worker would: the test plays the worker's
-part of turning records into bytes and back (a small JSON codec keyed by the source's schema).
+part, turning records into bytes and back with Kafka's JsonConverter (schemas.enable=true).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import psycopg
 import pytest
 
 from odradek.client import Consumer, Producer, TopicPartition
+from odradek.connect.converters.json_converter import JsonConverter
 from odradek.connect.data import Schema, SchemaBuilder, Struct
 from odradek.connect.errors import ConfigException, ConnectException
 from odradek.connect.jdbc import JdbcSinkConnector, JdbcSinkTask, JdbcSourceConnector, JdbcSourceTask
@@ -99,30 +100,10 @@ def drain(task, want, timeout=20):
     return out
 
 
-def encode(value):
-    def plain(v):
-        if isinstance(v, (dt.date, dt.time, decimal.Decimal)):
-            return str(v)
-        return v
-
-    return json.dumps({f.name: plain(value.get(f.name)) for f in value.schema.fields()}).encode()
-
-
-def decode(schema, data):
-    parsed = json.loads(data)
-    out = Struct(schema)
-    for f in schema.fields():
-        v = parsed[f.name]
-        if v is not None and f.schema.name:
-            kind = f.schema.name.rsplit(".", 1)[1]
-            v = {
-                "Decimal": decimal.Decimal,
-                "Timestamp": dt.datetime.fromisoformat,
-                "Date": dt.date.fromisoformat,
-                "Time": dt.time.fromisoformat,
-            }[kind](v)
-        out.put(f.name, v)
-    return out
+def json_converter(is_key):
+    converter = JsonConverter()
+    converter.configure({"schemas.enable": "true"}, is_key=is_key)
+    return converter
 
 
 KEY_SCHEMA = SchemaBuilder.struct().name("key").field("id", Schema.INT64_SCHEMA).build()
@@ -163,21 +144,27 @@ def test_table_to_topic_to_table_with_upserts_and_deletes(make_db, broker, topic
             "table.name.format": "copy_${topic}",
         }
     )
-    schemas = {}
+    keys, values = json_converter(True), json_converter(False)
 
     def ship(records):
-        """Source records → the broker (key: the id), as a worker with a JSON converter would."""
+        """Source records → the broker (key: the id, as ValueToKey would make it), JSON with schemas."""
         for r in records:
             assert r.topic == "db-orders"
-            schemas["value"] = r.value_schema
-            producer.send(topic, key=str(r.value.get("id")).encode(), value=encode(r.value))
+            key = Struct(KEY_SCHEMA).put("id", r.value.get("id"))
+            producer.send(
+                topic,
+                key=keys.from_connect_data(topic, KEY_SCHEMA, key),
+                value=values.from_connect_data(topic, r.value_schema, r.value),
+            )
         producer.flush()
         context.commit(records)
 
     def deliver(count, tombstones=()):
         """The broker → the sink task, as SinkRecords."""
         for key in tombstones:
-            producer.send(topic, key=str(key).encode(), value=None)
+            producer.send(
+                topic, key=keys.from_connect_data(topic, KEY_SCHEMA, Struct(KEY_SCHEMA).put("id", key))
+            )
         producer.flush()
         got = []
         import time
@@ -186,20 +173,21 @@ def test_table_to_topic_to_table_with_upserts_and_deletes(make_db, broker, topic
         while len(got) < count and time.monotonic() < deadline:
             got += consumer.poll(0.5)
         assert len(got) == count
-        sink.put(
-            [
+        records = []
+        for m in got:
+            key, value = keys.to_connect_data(topic, m.key), values.to_connect_data(topic, m.value)
+            records.append(
                 SinkRecord(
                     topic="orders",
                     kafka_partition=m.partition,
-                    key_schema=KEY_SCHEMA,
-                    key=Struct(KEY_SCHEMA).put("id", int(m.key)),
-                    value_schema=None if m.value is None else schemas["value"],
-                    value=None if m.value is None else decode(schemas["value"], m.value),
+                    key_schema=key.schema,
+                    key=key.value,
+                    value_schema=value.schema,
+                    value=value.value,
                     kafka_offset=m.offset,
                 )
-                for m in got
-            ]
-        )
+            )
+        sink.put(records)
 
     try:
         consumer.assign([TopicPartition(topic, 0)])
