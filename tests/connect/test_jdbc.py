@@ -382,3 +382,30 @@ def test_bad_sink_config_names_the_key():
     assert errors == {
         "delete.enabled": ["delete.enabled: deletes need pk.mode=record_key (the key names the row)"]
     }
+
+
+def test_connector_reconfigures_tasks_when_a_table_appears(make_db):
+    import time
+
+    db = make_db()
+    db.run("CREATE TABLE first (id INTEGER PRIMARY KEY)")
+
+    class Context:
+        requests = 0
+
+        def request_task_reconfiguration(self):
+            Context.requests += 1
+
+    connector = JdbcSourceConnector()
+    connector.initialize(Context())
+    connector.start({**db.props, "mode": "bulk", "topic.prefix": "p-", "table.poll.interval.ms": "100"})
+    try:
+        assert [c["tables"] for c in connector.task_configs(4)] == ["first"]
+        db.run("CREATE TABLE second (id INTEGER PRIMARY KEY)")
+        deadline = time.monotonic() + 20
+        while Context.requests == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert Context.requests >= 1
+        assert [c["tables"] for c in connector.task_configs(4)] == ["first", "second"]
+    finally:
+        connector.stop()

@@ -204,6 +204,34 @@ def test_mirror_topic_and_translate_group_offsets(clusters, topic_name):
         target_producer.close()
 
 
+def test_new_source_partitions_reach_the_target(clusters, topic_name):
+    source, target = clusters
+    with Admin({"bootstrap.servers": source.bootstrap_servers}) as admin:
+        admin.create_topics([NewTopic(topic_name, 1, 1)])
+    context = WorkerContext()
+    connector = MirrorSourceConnector()
+    connector.initialize(context)
+    connector.start(props(source, target, topics=topic_name, **{"refresh.topics.interval.ms": "200"}))
+    remote = f"west.{topic_name}"
+    try:
+        assert [c["task.assigned.partitions"] for c in connector.task_configs(4)] == [f"{topic_name}-0"]
+        with Admin({"bootstrap.servers": source.bootstrap_servers}) as admin:
+            admin.create_partitions({topic_name: 3})
+        deadline = time.monotonic() + 30
+        while context.reconfigurations == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert context.reconfigurations >= 1
+        assert sorted(c["task.assigned.partitions"] for c in connector.task_configs(4)) == [
+            f"{topic_name}-0",
+            f"{topic_name}-1",
+            f"{topic_name}-2",
+        ]
+        with Admin({"bootstrap.servers": target.bootstrap_servers}) as admin:
+            assert len(admin.describe_topics([remote])[remote].partitions) == 3
+    finally:
+        connector.stop()
+
+
 def test_mirror_config_errors_name_the_key():
     with pytest.raises(ConfigException) as caught:
         MirrorSourceConnector().start({"source.cluster.bootstrap.servers": "127.0.0.1:1"})
