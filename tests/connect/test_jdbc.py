@@ -375,7 +375,7 @@ def test_bad_sink_config_names_the_key():
     assert caught.value.key == "delete.enabled"
     result = connector.validate({"connection.url": "", "insert.mode": "merge", "pk.mode": "upsert"})
     errors = {v.name: v.errors for v in result.config_values if v.errors}
-    assert set(errors) == {"insert.mode", "pk.mode"}
+    assert set(errors) == {"connection.url", "insert.mode", "pk.mode"}
     assert "one of insert, upsert, update" in errors["insert.mode"][0]
     result = connector.validate({"connection.url": "jdbc:sqlite:x.db", "delete.enabled": "true"})
     errors = {v.name: v.errors for v in result.config_values if v.errors}

@@ -24,11 +24,9 @@ from odradek.config_def import (
     ConfigError,
     OneOf,
     config_table,
-    parse_value,
 )
-from odradek.connect.connector_config import Config, ConfigValue, Importance
-from odradek.connect.connector_config import ConfigDef as ConnectConfigDef
-from odradek.connect.errors import ConfigException
+from odradek.connect.jdbc.connector_support import check
+from odradek.connect.jdbc.connector_support import parse as parse_checked
 from odradek.connect.jdbc.jdbc_queries import INCREMENTING, MODES, TIMESTAMP, TIMESTAMP_INCREMENTING
 from odradek.connect.jdbc.jdbc_url import parse_connection_url
 
@@ -109,46 +107,13 @@ SINK_CONFIGS = config_table(
 )
 
 
-def connect_config_def(table: Mapping[str, ConfigDef]) -> ConnectConfigDef:
-    """The table as the connector API declares keys (what ``Connector.config_def`` returns)."""
-    out = ConnectConfigDef()
-    for d in table.values():
-        out.define(d.name, d.type, d.default, d.validator, Importance.HIGH, d.doc)
-    return out
-
-
-def validation(
-    table: Mapping[str, ConfigDef], props: Mapping[str, Any], found: list[tuple[str, str]]
-) -> Config:
-    """What ``Connector.validate`` returns: every key's value, each problem under its key."""
-    values = {v.name: v for v in connect_config_def(table).validate(props)}
-    for key, message in found:
-        value = values.setdefault(key, ConfigValue(key, props.get(key)))
-        if not value.errors:  # a value that does not parse is reported once, by the key's own check
-            value.add_error(message)
-    return Config(list(values.values()))
-
-
 def problems(table: Mapping[str, ConfigDef], props: Mapping[str, Any]) -> list[tuple[str, str]]:
     """Every (key, message) wrong in ``props`` against ``table``, plus the connectors' own rules."""
-    out: list[tuple[str, str]] = []
-    values: dict[str, Any] = {}
-    for name, definition in table.items():
-        try:
-            values[name] = parse_value(definition, props.get(name))
-        except ConfigError as bad:
-            out.append((name, str(bad)))
-    if not out:
-        out += _rules(table, values)
-    return out
+    return check(table, props, lambda values: _rules(table, values))
 
 
 def parse(table: Mapping[str, ConfigDef], props: Mapping[str, Any]) -> dict[str, Any]:
-    found = problems(table, props)
-    if found:
-        key, message = found[0]
-        raise ConfigException(key, message=message.removeprefix(f"{key}: "))
-    return {name: parse_value(definition, props.get(name)) for name, definition in table.items()}
+    return parse_checked(table, props, lambda values: _rules(table, values))
 
 
 def _rules(table: Mapping[str, ConfigDef], v: dict[str, Any]) -> list[tuple[str, str]]:

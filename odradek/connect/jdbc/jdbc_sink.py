@@ -21,10 +21,11 @@ from odradek.connect.api import SinkConnector, SinkTask
 from odradek.connect.connector_config import Config
 from odradek.connect.connector_config import ConfigDef as ConnectConfigDef
 from odradek.connect.errors import ConnectException, RetriableException
+from odradek.connect.jdbc.connector_support import connect_config_def, validation
 from odradek.connect.jdbc.jdbc_connection import open_connection
 from odradek.connect.jdbc.jdbc_fields import RowLayout, layout_for
 from odradek.connect.jdbc.jdbc_schemas import column_kind, sql_type_of
-from odradek.connect.jdbc.jdbc_settings import SINK_CONFIGS, connect_config_def, parse, problems, validation
+from odradek.connect.jdbc.jdbc_settings import SINK_CONFIGS, parse, problems
 from odradek.connect.jdbc.jdbc_source import VERSION
 from odradek.connect.jdbc.jdbc_tables import TableManager
 from odradek.connect.jdbc.jdbc_writer import DELETE, WRITE, BatchWriter

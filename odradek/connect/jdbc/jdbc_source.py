@@ -25,10 +25,11 @@ from odradek.connect.api import SourceConnector, SourceTask
 from odradek.connect.connector_config import Config
 from odradek.connect.connector_config import ConfigDef as ConnectConfigDef
 from odradek.connect.errors import ConnectException
+from odradek.connect.jdbc.connector_support import Watcher, connect_config_def, validation
 from odradek.connect.jdbc.jdbc_connection import open_connection
 from odradek.connect.jdbc.jdbc_queries import Offset, QuerySpec
 from odradek.connect.jdbc.jdbc_reader import TableReader
-from odradek.connect.jdbc.jdbc_settings import SOURCE_CONFIGS, connect_config_def, parse, problems, validation
+from odradek.connect.jdbc.jdbc_settings import SOURCE_CONFIGS, parse, problems
 from odradek.connect.records import SourceRecord
 
 log = logging.getLogger(__name__)
@@ -62,9 +63,7 @@ class JdbcSourceConnector(SourceConnector):
         super().__init__()
         self._props: dict[str, str] = {}
         self._config: dict[str, Any] = {}
-        self._tables: list[str] = []
-        self._stopping = threading.Event()
-        self._monitor: threading.Thread | None = None
+        self._watcher: Watcher | None = None
 
     def version(self) -> str:
         return VERSION
@@ -78,13 +77,14 @@ class JdbcSourceConnector(SourceConnector):
     def start(self, props: dict[str, str]) -> None:
         self._props = dict(props)
         self._config = parse(SOURCE_CONFIGS, props)
-        self._stopping.clear()
         if not self._config["query"]:
-            self._tables = self._list_tables()
-            self._monitor = threading.Thread(
-                target=self._watch_tables, name="jdbc-table-monitor", daemon=True
-            )
-            self._monitor.start()
+            self._watcher = Watcher(
+                "the JDBC source's tables",
+                self._config["table.poll.interval.ms"] / 1000,
+                self._list_tables,
+                lambda: self.context.request_task_reconfiguration(),
+                self._list_tables(),
+            ).start()
 
     def _list_tables(self) -> list[str]:
         dialect, conn = open_connection(self._config)
@@ -93,40 +93,22 @@ class JdbcSourceConnector(SourceConnector):
         finally:
             conn.close()
 
-    def _watch_tables(self) -> None:
-        interval = self._config["table.poll.interval.ms"] / 1000
-        while not self._stopping.wait(interval):
-            try:
-                tables = self._list_tables()
-            except Exception:  # noqa: BLE001 - the database may be briefly away; look again later
-                log.warning(
-                    "JDBC source: listing tables failed; trying again in %ss", interval, exc_info=True
-                )
-                continue
-            if tables != self._tables:
-                log.info(
-                    "JDBC source: tables changed from %s to %s; reconfiguring tasks", self._tables, tables
-                )
-                self._tables = tables
-                context: Any = self.context
-                context.request_task_reconfiguration()
-
     def task_class(self):
         return JdbcSourceTask
 
     def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
         if self._config["query"]:
             return [dict(self._props)]
-        if not self._tables:
+        tables = self._watcher.current if self._watcher else []
+        if not tables:
             log.warning("JDBC source: no tables match the configuration; no tasks until one appears")
             return []
-        return [{**self._props, "tables": ",".join(group)} for group in group_tables(self._tables, max_tasks)]
+        return [{**self._props, "tables": ",".join(group)} for group in group_tables(tables, max_tasks)]
 
     def stop(self) -> None:
-        self._stopping.set()
-        if self._monitor is not None:
-            self._monitor.join(timeout=5)
-            self._monitor = None
+        if self._watcher is not None:
+            self._watcher.stop()
+            self._watcher = None
 
 
 class JdbcSourceTask(SourceTask):

@@ -23,21 +23,17 @@ import time
 from typing import Any
 
 from odradek.client import Admin, TopicPartition
-from odradek.connect.api import SourceConnector, SourceTask
-from odradek.connect.connector_config import Config
-from odradek.connect.connector_config import ConfigDef as ConnectConfigDef
+from odradek.connect.api import SourceTask
 from odradek.connect.data import Schema
-from odradek.connect.jdbc.jdbc_settings import connect_config_def, validation
+from odradek.connect.jdbc.connector_support import Watcher
 from odradek.connect.mirror.mirror_offset_syncs import OffsetSyncStore
 from odradek.connect.mirror.mirror_policy import ReplicationPolicy
 from odradek.connect.mirror.mirror_settings import (
-    MIRROR_CONFIGS,
     cluster_client_config,
     matcher,
     parse,
-    problems,
 )
-from odradek.connect.mirror.mirror_source import VERSION
+from odradek.connect.mirror.mirror_source import VERSION, MirrorConnector
 from odradek.connect.mirror.mirror_topics import TopicSync
 from odradek.connect.mirror.mirror_wire import Checkpoint
 from odradek.connect.records import SourceRecord
@@ -48,27 +44,9 @@ BYTES = Schema.OPTIONAL_BYTES_SCHEMA
 IDLE_STATES = {"Empty", "Dead", "Unknown", ""}
 
 
-class MirrorCheckpointConnector(SourceConnector):
-    def __init__(self) -> None:
-        super().__init__()
-        self._props: dict[str, str] = {}
-        self._groups: list[str] = []
-        self._stopping = threading.Event()
-        self._refresher: threading.Thread | None = None
-        self._admins: list[Any] = []
-
-    def version(self) -> str:
-        return VERSION
-
-    def config_def(self) -> ConnectConfigDef:
-        return connect_config_def(MIRROR_CONFIGS)
-
-    def validate(self, configs: dict[str, str]) -> Config:
-        return validation(MIRROR_CONFIGS, configs, problems(configs))
-
+class MirrorCheckpointConnector(MirrorConnector):
     def start(self, props: dict[str, str]) -> None:
-        self._props = dict(props)
-        self.config = config = parse(props)
+        config = self._configure(props)
         self._source = Admin(cluster_client_config(props, "source"))
         target = Admin(cluster_client_config(props, "target"))
         self._admins = [self._source, target]
@@ -79,49 +57,26 @@ class MirrorCheckpointConnector(SourceConnector):
             config["checkpoints.topic.replication.factor"],
         )
         self._wanted = matcher(config["groups"], config["groups.exclude"])
-        self._groups = self._list_groups()
-        self._stopping.clear()
-        self._refresher = threading.Thread(
-            target=self._refresh_loop, name="mirror-group-refresh", daemon=True
-        )
-        self._refresher.start()
+        self._watcher = Watcher(
+            "the checkpointed groups",
+            config["refresh.groups.interval.seconds"],
+            self._list_groups,
+            lambda: self.context.request_task_reconfiguration(),
+            self._list_groups(),
+        ).start()
 
     def _list_groups(self) -> list[str]:
         return sorted(g.group_id for g in self._source.list_groups() if self._wanted(g.group_id))
-
-    def _refresh_loop(self) -> None:
-        interval = self.config["refresh.groups.interval.seconds"]
-        while not self._stopping.wait(interval):
-            try:
-                groups = self._list_groups()
-            except Exception:  # noqa: BLE001 - the source may be briefly away; look again later
-                log.warning("mirror: listing groups failed; trying again in %ss", interval, exc_info=True)
-                continue
-            if groups != self._groups:
-                log.info("mirror: groups changed to %s; reconfiguring tasks", groups)
-                self._groups = groups
-                context: Any = self.context
-                context.request_task_reconfiguration()
 
     def task_class(self):
         return MirrorCheckpointTask
 
     def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
-        if not self._groups or not self.config["emit.checkpoints.enabled"]:
+        groups = self._watcher.current if self._watcher else []
+        if not groups or not self.config["emit.checkpoints.enabled"]:
             return []
-        count = max(1, min(max_tasks, len(self._groups)))
-        return [
-            {**self._props, "task.assigned.groups": ",".join(self._groups[i::count])} for i in range(count)
-        ]
-
-    def stop(self) -> None:
-        self._stopping.set()
-        if self._refresher is not None:
-            self._refresher.join(timeout=10)
-            self._refresher = None
-        for admin in self._admins:
-            admin.close()
-        self._admins = []
+        count = max(1, min(max_tasks, len(groups)))
+        return [{**self._props, "task.assigned.groups": ",".join(groups[i::count])} for i in range(count)]
 
 
 class MirrorCheckpointTask(SourceTask):

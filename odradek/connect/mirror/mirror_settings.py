@@ -20,11 +20,10 @@ from odradek.config_def import (
     STR,
     AtLeast,
     ConfigDef,
-    ConfigError,
     config_table,
-    parse_value,
 )
-from odradek.connect.errors import ConfigException
+from odradek.connect.jdbc.connector_support import check
+from odradek.connect.jdbc.connector_support import parse as parse_checked
 
 MIRROR_CONFIGS = config_table(
     ConfigDef(
@@ -95,26 +94,20 @@ _CLIENT_KEY = re.compile(r"bootstrap\.servers|client\.id|security\.protocol|sasl
 
 
 def parse(props: Mapping[str, Any]) -> dict[str, Any]:
-    found = problems(props)
-    if found:
-        key, message = found[0]
-        raise ConfigException(key, message=message.removeprefix(f"{key}: "))
-    return {name: parse_value(d, props.get(name)) for name, d in MIRROR_CONFIGS.items()}
+    return parse_checked(MIRROR_CONFIGS, props, _rules)
 
 
 def problems(props: Mapping[str, Any]) -> list[tuple[str, str]]:
+    return check(MIRROR_CONFIGS, props, _rules)
+
+
+def _rules(values: dict[str, Any]) -> list[tuple[str, str]]:
     out = []
-    values = {}
-    for name, definition in MIRROR_CONFIGS.items():
-        try:
-            values[name] = parse_value(definition, props.get(name))
-        except ConfigError as bad:
-            out.append((name, str(bad)))
     for key in ("source.cluster.bootstrap.servers", "target.cluster.bootstrap.servers"):
-        if key not in {k for k, _ in out} and not values.get(key):
+        if not values[key]:
             out.append((key, f"{key}: required (host:port of a broker of that cluster)"))
     for key in ("topics", "topics.exclude", "groups", "groups.exclude"):
-        for pattern in values.get(key) or []:
+        for pattern in values[key]:
             try:
                 re.compile(pattern)
             except re.error as exc:

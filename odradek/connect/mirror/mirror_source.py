@@ -20,7 +20,6 @@ downstream offset) go to the offset-syncs topic for the checkpoint connector.
 from __future__ import annotations
 
 import logging
-import threading
 from typing import Any
 
 from odradek.client import Admin, Consumer, Producer, TopicPartition
@@ -28,7 +27,7 @@ from odradek.connect.api import SourceConnector, SourceTask
 from odradek.connect.connector_config import Config
 from odradek.connect.connector_config import ConfigDef as ConnectConfigDef
 from odradek.connect.data import Schema
-from odradek.connect.jdbc.jdbc_settings import connect_config_def, validation
+from odradek.connect.jdbc.connector_support import Watcher, connect_config_def, validation
 from odradek.connect.mirror.mirror_offset_syncs import OffsetSyncWriter
 from odradek.connect.mirror.mirror_policy import ReplicationPolicy
 from odradek.connect.mirror.mirror_settings import (
@@ -56,13 +55,13 @@ def decode_partition(text: str) -> TopicPartition:
     return TopicPartition(topic, int(partition))
 
 
-class MirrorSourceConnector(SourceConnector):
+class MirrorConnector(SourceConnector):
+    """What both mirror connectors share: MirrorMaker 2's keys, admin clients, a watcher."""
+
     def __init__(self) -> None:
         super().__init__()
         self._props: dict[str, str] = {}
-        self._partitions: dict[str, int] = {}
-        self._stopping = threading.Event()
-        self._refresher: threading.Thread | None = None
+        self._watcher: Watcher | None = None
         self._admins: list[Any] = []
 
     def version(self) -> str:
@@ -74,9 +73,23 @@ class MirrorSourceConnector(SourceConnector):
     def validate(self, configs: dict[str, str]) -> Config:
         return validation(MIRROR_CONFIGS, configs, problems(configs))
 
-    def start(self, props: dict[str, str]) -> None:
+    def _configure(self, props: dict[str, str]) -> dict[str, Any]:
         self._props = dict(props)
-        self.config = config = parse(props)
+        self.config = parse(props)
+        return self.config
+
+    def stop(self) -> None:
+        if self._watcher is not None:
+            self._watcher.stop()
+            self._watcher = None
+        for admin in self._admins:
+            admin.close()
+        self._admins = []
+
+
+class MirrorSourceConnector(MirrorConnector):
+    def start(self, props: dict[str, str]) -> None:
+        config = self._configure(props)
         source = Admin(cluster_client_config(props, "source"))
         target = Admin(cluster_client_config(props, "target"))
         self._admins = [source, target]
@@ -87,34 +100,28 @@ class MirrorSourceConnector(SourceConnector):
             policy.offset_syncs_topic(config["target.cluster.alias"]),
             config["offset-syncs.topic.replication.factor"],
         )
-        self._partitions = self.topics.source_partitions()
-        self.topics.sync(self._partitions)
-        self._stopping.clear()
-        self._refresher = threading.Thread(
-            target=self._refresh_loop, name="mirror-topic-refresh", daemon=True
-        )
-        self._refresher.start()
+        partitions = self.topics.source_partitions()
+        self.topics.sync(partitions)
+        self._watcher = Watcher(
+            "the mirrored topic-partitions",
+            refresh_topics_seconds(config),
+            self._refresh,
+            lambda: self.context.request_task_reconfiguration(),
+            partitions,
+        ).start()
 
-    def _refresh_loop(self) -> None:
-        interval = refresh_topics_seconds(self.config)
-        while not self._stopping.wait(interval):
-            try:
-                partitions = self.topics.source_partitions()
-                self.topics.sync(partitions)
-            except Exception:  # noqa: BLE001 - a cluster may be briefly away; look again later
-                log.warning("mirror: refreshing topics failed; trying again in %ss", interval, exc_info=True)
-                continue
-            if partitions != self._partitions:
-                log.info("mirror: source topics changed (%s); reconfiguring tasks", partitions)
-                self._partitions = partitions
-                context: Any = self.context
-                context.request_task_reconfiguration()
+    def _refresh(self) -> dict[str, int]:
+        """The source's mirrored topics and partition counts, the target brought in step."""
+        partitions = self.topics.source_partitions()
+        self.topics.sync(partitions)
+        return partitions
 
     def task_class(self):
         return MirrorSourceTask
 
     def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
-        all_partitions = [(t, p) for t in sorted(self._partitions) for p in range(self._partitions[t])]
+        partitions = self._watcher.current if self._watcher else {}
+        all_partitions = [(t, p) for t in sorted(partitions) for p in range(partitions[t])]
         if not all_partitions:
             return []
         count = max(1, min(max_tasks, len(all_partitions)))
@@ -122,15 +129,6 @@ class MirrorSourceConnector(SourceConnector):
             {**self._props, "task.assigned.partitions": encode_partitions(all_partitions[i::count])}
             for i in range(count)
         ]
-
-    def stop(self) -> None:
-        self._stopping.set()
-        if self._refresher is not None:
-            self._refresher.join(timeout=10)
-            self._refresher = None
-        for admin in self._admins:
-            admin.close()
-        self._admins = []
 
 
 class MirrorSourceTask(SourceTask):
