@@ -62,6 +62,11 @@ LAZY_COMMANDS = {
         "schemas",
         "Subjects, versions, compatibility and modes of a schema registry.",
     ),
+    "connect": (
+        "odradek.cli.connect",
+        "connect",
+        "Run a Kafka Connect worker (connect-standalone.sh).",
+    ),
     "schema-registry": (
         "odradek.cli.registry_command",
         "schema_registry",

@@ -1,0 +1,154 @@
+"""What a task's records go through besides the task itself: converters, transforms, error handling.
+
+``TaskPlumbing`` is built per task from the worker config and the connector config (which may
+name its own ``key.converter``/``value.converter``/``header.converter`` and ``errors.*`` keys),
+as Kafka's worker builds them. ``source_convert`` runs transforms then converters on a
+SourceRecord; ``sink_convert`` converters then transforms on a consumed record. Each step runs
+under the task's ``ErrorHandler``; a skipped record gives None. Called from the task's thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+from odradek.connect.converters import CONVERTERS, HEADER_CONVERTERS, Converter, HeaderConverter
+from odradek.connect.error_handling import ERROR_CONFIG, SKIPPED, ErrorHandler, RawRecord
+from odradek.connect.errors import ConfigException
+from odradek.connect.offset_store import OffsetStore
+from odradek.connect.records import Headers, SourceRecord
+from odradek.connect.transforms import TransformationChain
+from odradek.connect.transforms.transformation_chain import table_lookup
+from odradek.connect.worker_config import WorkerConfig
+
+SINK_BATCH = 2000
+
+_find_converter = table_lookup(CONVERTERS)
+_find_header_converter = table_lookup(HEADER_CONVERTERS)
+
+
+def make_converter(which: str, connector_config: dict[str, str], worker: WorkerConfig) -> Any:
+    """The configured ``key.converter``/``value.converter``/``header.converter`` (connector's first)."""
+    if connector_config.get(which):
+        name, settings = connector_config[which], _prefixed(connector_config, which)
+    else:
+        name, settings = worker[which], worker.converter_config(which)
+    cls = (_find_header_converter if which == "header.converter" else _find_converter)(name)
+    if cls is None:
+        raise ConfigException(which, name, f"Class {name} could not be found.")
+    converter = cls()
+    converter.configure(settings, is_key=which == "key.converter")
+    return converter
+
+
+def _prefixed(config: dict[str, str], which: str) -> dict[str, str]:
+    prefix = which + "."
+    return {k[len(prefix):]: v for k, v in config.items() if k.startswith(prefix)}
+
+
+class TaskPlumbing:
+    def __init__(
+        self,
+        connector: str,
+        task_id: int,
+        connector_config: dict[str, str],
+        worker: WorkerConfig,
+        offset_store: OffsetStore,
+        client_options: Callable[[str], dict],
+        metrics_commit: Callable[[bool], None],
+    ):
+        self.key_converter: Converter = make_converter("key.converter", connector_config, worker)
+        self.value_converter: Converter = make_converter("value.converter", connector_config, worker)
+        self.header_converter: HeaderConverter = make_converter("header.converter", connector_config, worker)
+        self.chain = TransformationChain.from_config(connector_config)
+        self.offset_store = offset_store
+        self.client_options = client_options
+        self.metrics_commit = metrics_commit
+        self.flush_interval_s = worker["offset.flush.interval.ms"] / 1000
+        self.sink_batch = SINK_BATCH
+        self.dlq: list[tuple[str, bytes | None, bytes | None, list]] = []
+        self.errors = ErrorHandler(ERROR_CONFIG.parse(connector_config), connector, task_id, self.dlq_send)
+        self._dlq_producer: Any = None
+
+    # -- source: transforms, then converters -----------------------------------------------
+
+    def source_convert(self, record: SourceRecord, errors: ErrorHandler):
+        """``(topic, key bytes, value bytes, headers)`` of a polled record, or None if skipped."""
+        transformed = errors.run("TRANSFORMATION", None, self.chain.apply, record, record=record)
+        if transformed is None or transformed is SKIPPED:
+            return None
+        topic = transformed.topic
+        key = errors.run("KEY_CONVERTER", type(self.key_converter), self.key_converter.from_connect_data,
+                         topic, transformed.key_schema, transformed.key, transformed.headers, record=record)
+        if key is SKIPPED:
+            return None
+        value = errors.run("VALUE_CONVERTER", type(self.value_converter), self.value_converter.from_connect_data,
+                           topic, transformed.value_schema, transformed.value, transformed.headers, record=record)
+        if value is SKIPPED:
+            return None
+        headers = None
+        if len(transformed.headers):
+            headers = errors.run("HEADER_CONVERTER", type(self.header_converter), self._headers_out,
+                                 topic, transformed.headers, record=record)
+            if headers is SKIPPED:
+                return None
+        return topic, key, value, headers
+
+    def _headers_out(self, topic: str, headers: Headers) -> list[tuple[str, bytes | None]]:
+        convert = self.header_converter.from_connect_header
+        return [(h.key, convert(topic, h.key, h.schema, h.value)) for h in headers]
+
+    # -- sink: converters, then transforms -------------------------------------------------
+
+    def sink_convert(self, r, raw: RawRecord, errors: ErrorHandler):
+        from odradek.connect.worker_tasks import sink_record
+
+        key = errors.run("KEY_CONVERTER", type(self.key_converter), self.key_converter.to_connect_data,
+                         r.topic, r.key, raw=raw)
+        if key is SKIPPED:
+            return None
+        value = errors.run("VALUE_CONVERTER", type(self.value_converter), self.value_converter.to_connect_data,
+                           r.topic, r.value, raw=raw)
+        if value is SKIPPED:
+            return None
+        headers = Headers()
+        if r.headers:
+            headers = errors.run("HEADER_CONVERTER", type(self.header_converter), self._headers_in,
+                                 r.topic, r.headers, raw=raw)
+            if headers is SKIPPED:
+                return None
+        record = sink_record(r, key, value, headers)
+        transformed = errors.run("TRANSFORMATION", None, self.chain.apply, record, raw=raw, record=record)
+        if transformed is None or transformed is SKIPPED:
+            return None
+        return transformed
+
+    def _headers_in(self, topic: str, headers) -> Headers:
+        out = Headers()
+        for key, data in headers:
+            sv = self.header_converter.to_connect_header(topic, key, data)
+            out.add(key, sv.value, sv.schema)
+        return out
+
+    # -- dead letter queue -----------------------------------------------------------------
+
+    def dlq_send(self, topic: str, key: bytes | None, value: bytes | None, headers: list) -> None:
+        self.dlq.append((topic, key, value, headers))  # sent by the task's loop: flush_dlq
+
+    async def flush_dlq(self) -> None:
+        if not self.dlq:
+            return
+        from odradek.client.producer.producer import Producer
+
+        if self._dlq_producer is None:
+            self._dlq_producer = Producer(**self.client_options("producer"), acks="all")
+            await self._dlq_producer.start()
+        pending, self.dlq = self.dlq, []
+        futures = [await self._dlq_producer.send(t, v, k, h) for t, k, v, h in pending]
+        await asyncio.gather(*futures)
+
+    async def close(self) -> None:
+        if self._dlq_producer is not None:
+            await self._dlq_producer.close()
+        self.chain.close()

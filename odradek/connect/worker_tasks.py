@@ -1,0 +1,372 @@
+"""Running one task: ``WorkerSourceTask`` (poll → transform → convert → produce → store offsets) and
+``WorkerSinkTask`` (consume as group ``connect-<name>`` → convert → transform → put → commit).
+
+Each task owns one asyncio task (its loop, on the worker's event loop) and one thread: every
+call into the connector's code (``poll``, ``put``, converters, transforms) runs on that thread,
+so a task that blocks holds up nobody else. ``stop()`` is the one call made from another thread,
+as Kafka does, so that a blocked ``poll`` returns. A task that raises is FAILED with its trace;
+the worker keeps running.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import traceback
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from odradek._tasks import cancel_and_wait
+from odradek.client.consumer.consumer import Consumer
+from odradek.client.consumer.subscription import ConsumerRebalanceListener
+from odradek.client.producer.producer import Producer
+from odradek.client.structs import OffsetAndMetadata, TopicPartition
+from odradek.connect.api import SinkTask, SinkTaskContext, SourceTask, SourceTaskContext
+from odradek.connect.error_handling import SKIPPED, ErrorHandler, RawRecord
+from odradek.connect.errors import RetriableException
+from odradek.connect.records import SinkRecord, SourceRecord, TimestampType
+
+log = logging.getLogger("odradek.connect")
+
+RUNNING, PAUSED, FAILED, UNASSIGNED = "RUNNING", "PAUSED", "FAILED", "UNASSIGNED"
+SINK_POLL_S = 0.5
+
+
+class TaskRunner:
+    """What source and sink tasks share: the thread, the state, start/pause/stop."""
+
+    # A source task's stop() is called from another thread, to end a blocked poll(); a sink
+    # task's after its last commit and close, on its own thread (Kafka's order).
+    stop_from_outside = True
+
+    def __init__(self, connector: str, task_id: int, task: Any, props: dict[str, str], plumbing: Any, on_state):
+        self.connector, self.id = connector, task_id
+        self.task = task
+        self.props = props
+        self.plumbing = plumbing  # converters, transforms, error handler, clients options, offset store
+        self.on_state = on_state  # (runner) -> None, told of every state change
+        self.state: str = UNASSIGNED
+        self.trace: str | None = None
+        self.target_paused = asyncio.Event()
+        self.running = asyncio.Event()
+        self.running.set()
+        self.stopping = False
+        self.thread = ThreadPoolExecutor(1, thread_name_prefix=f"task-{connector}-{task_id}")
+        self._task: asyncio.Task | None = None
+        self.topics: set[str] = set()
+        self.records = 0
+
+    async def call(self, fn, *args):
+        return await asyncio.get_running_loop().run_in_executor(self.thread, fn, *args)
+
+    def _set(self, state: str, trace: str | None = None) -> None:
+        self.state, self.trace = state, trace
+        self.on_state(self)
+
+    def start(self, paused: bool) -> None:
+        if paused:
+            self.running.clear()
+        self._task = asyncio.get_running_loop().create_task(self._run(), name=f"task-{self.connector}-{self.id}")
+
+    async def _run(self) -> None:
+        try:
+            await self.call(self.task.initialize, self.context())
+            await self.call(self.task.start, self.props)
+            self._set(RUNNING if self.running.is_set() else PAUSED)
+            await self.execute()
+        except asyncio.CancelledError:
+            raise
+        except BaseException:
+            trace = traceback.format_exc()
+            log.error("task %s-%d failed; it stays FAILED until restarted:\n%s", self.connector, self.id, trace)
+            self._set(FAILED, trace)
+        finally:
+            await self.cleanup()
+
+    def pause(self) -> None:
+        self.running.clear()
+        if self.state == RUNNING:
+            self._set(PAUSED)
+
+    def resume(self) -> None:
+        self.running.set()
+        if self.state == PAUSED:
+            self._set(RUNNING)
+
+    async def stop(self, timeout_s: float) -> None:
+        self.stopping = True
+        self.running.set()
+        if self.stop_from_outside:
+            try:
+                await asyncio.get_running_loop().run_in_executor(None, self.task.stop)
+            except Exception:
+                log.exception("task %s-%d: stop() raised", self.connector, self.id)
+        if self._task is not None:
+            done, _ = await asyncio.wait([self._task], timeout=timeout_s)
+            if not done:
+                log.warning("task %s-%d did not stop within %.1f s; cancelled", self.connector, self.id, timeout_s)
+                await cancel_and_wait(self._task)
+        self.thread.shutdown(wait=False)
+
+    async def execute(self) -> None:
+        raise NotImplementedError
+
+    async def cleanup(self) -> None:
+        pass
+
+    def context(self) -> Any:
+        raise NotImplementedError
+
+
+class _SourceContext(SourceTaskContext):
+    def __init__(self, runner: TaskRunner):
+        self.runner = runner
+        self.offset_storage_reader = runner.plumbing.offset_store.reader(runner.connector)
+
+    def configs(self):
+        return dict(self.runner.props)
+
+
+class WorkerSourceTask(TaskRunner):
+    task: SourceTask
+
+    def context(self) -> SourceTaskContext:
+        return _SourceContext(self)
+
+    async def execute(self) -> None:
+        p = self.plumbing
+        self.producer = Producer(**p.client_options("producer"), acks="all", linger_ms=5)
+        await self.producer.start()
+        self.pending: list = []  # send futures since the last offset commit
+        self.offsets: dict[str, tuple[dict, dict]] = {}
+        wants_acks = type(self.task).commit_record is not SourceTask.commit_record
+        next_commit = time.monotonic() + p.flush_interval_s
+        while not self.stopping:
+            if not self.running.is_set():
+                await self.commit_offsets()
+                await self.running.wait()
+                continue
+            batch = await self.call(self._poll_and_convert)
+            for record, topic, key, value, headers in batch:
+                if topic is None:
+                    continue
+                self.topics.add(topic)
+                fut = await self.producer.send(topic, value, key, headers, record.kafka_partition, record.timestamp)
+                self.pending.append((fut, record) if wants_acks else fut)
+            for record, *_ in batch:
+                if record.source_partition is not None and record.source_offset is not None:
+                    part = record.source_partition
+                    self.offsets[repr(sorted(part.items()))] = (part, record.source_offset)
+            self.records += len(batch)
+            if time.monotonic() >= next_commit:
+                await self.commit_offsets()
+                next_commit = time.monotonic() + p.flush_interval_s
+        await self.commit_offsets()
+
+    def _poll_and_convert(self) -> list:
+        records = self.task.poll() or []
+        p = self.plumbing
+        out = []
+        for record in records:
+            converted = p.source_convert(record, self.errors)
+            out.append((record, *converted) if converted is not None else (record, None, None, None, None))
+        return out
+
+    @property
+    def errors(self) -> ErrorHandler:
+        return self.plumbing.errors
+
+    async def commit_offsets(self) -> None:
+        """Wait for every record sent, then store the offsets they carry and call ``commit``."""
+        pending, offsets = self.pending, self.offsets
+        self.pending, self.offsets = [], {}
+        if not pending and not offsets:
+            return
+        acks = []
+        for item in pending:
+            if isinstance(item, tuple):
+                acks.append((item[1], await item[0]))
+            else:
+                await item
+        await self.plumbing.offset_store.write(self.connector, list(offsets.values()))
+        if acks:
+            await self.call(self._acknowledge, acks)
+        await self.call(self.task.commit)
+
+    def _acknowledge(self, acks: list) -> None:
+        for record, metadata in acks:
+            self.task.commit_record(record, metadata)
+
+    async def cleanup(self) -> None:
+        producer = getattr(self, "producer", None)
+        if producer is not None:
+            await producer.close()
+        await self.plumbing.close()
+
+
+class _SinkContext(SinkTaskContext):
+    def __init__(self, runner: WorkerSinkTask):
+        self.runner = runner
+
+    def configs(self):
+        return dict(self.runner.props)
+
+    def offset(self, offsets, offset=None):
+        if isinstance(offsets, TopicPartition):
+            offsets = {offsets: offset}
+        self.runner.rewinds.update(offsets)
+
+    def timeout(self, timeout_ms: int) -> None:
+        self.runner.retry_timeout_s = timeout_ms / 1000
+
+    def assignment(self):
+        return set(self.runner.consumer.assignment())
+
+    def pause(self, *partitions):
+        self.runner.consumer.pause(*partitions)
+
+    def resume(self, *partitions):
+        self.runner.consumer.resume(*partitions)
+
+    def request_commit(self) -> None:
+        self.runner.commit_requested = True
+
+
+class _Rebalance(ConsumerRebalanceListener):
+    def __init__(self, runner: WorkerSinkTask):
+        self.runner = runner
+        self.enabled = True
+
+    async def on_partitions_revoked(self, revoked):
+        if revoked and self.enabled:
+            await self.runner.commit()
+            await self.runner.call(self.runner.task.close, sorted(revoked))
+            for tp in revoked:
+                self.runner.current.pop(tp, None)
+
+    async def on_partitions_assigned(self, assigned):
+        if assigned:
+            await self.runner.call(self.runner.task.open, sorted(assigned))
+            if not self.runner.running.is_set():
+                self.runner.consumer.pause(*assigned)
+
+
+class WorkerSinkTask(TaskRunner):
+    task: SinkTask
+    stop_from_outside = False
+
+    def context(self) -> SinkTaskContext:
+        self.rewinds: dict[TopicPartition, int] = {}
+        self.retry_timeout_s = 0.0
+        self.commit_requested = False
+        self.current: dict[TopicPartition, OffsetAndMetadata] = {}
+        self.committed: dict[TopicPartition, OffsetAndMetadata] = {}
+        return _SinkContext(self)
+
+    async def execute(self) -> None:
+        p = self.plumbing
+        options = {"enable_auto_commit": False, "auto_offset_reset": "earliest", **p.client_options("consumer")}
+        self.consumer = Consumer(**options, group_id=f"connect-{self.connector}")
+        await self.consumer.start()
+        topics = [t.strip() for t in self.props.get("topics", "").split(",") if t.strip()]
+        self.listener = listener = _Rebalance(self)
+        if topics:
+            self.consumer.subscribe(topics, listener=listener)
+        else:
+            self.consumer.subscribe(pattern=self.props.get("topics.regex"), listener=listener)
+        next_commit = time.monotonic() + p.flush_interval_s
+        was_running = True
+        while not self.stopping:
+            running = self.running.is_set()
+            if running != was_running:
+                (self.consumer.resume if running else self.consumer.pause)(*self.consumer.assignment())
+                was_running = running
+            for tp, offset in list(self.rewinds.items()):
+                self.consumer.seek(tp, offset)
+                del self.rewinds[tp]
+            records = await self.consumer.poll(timeout=SINK_POLL_S, max_records=p.sink_batch)
+            if records and running:
+                await self.deliver(records)
+            if self.commit_requested or time.monotonic() >= next_commit:
+                self.commit_requested = False
+                await self.commit()
+                next_commit = time.monotonic() + p.flush_interval_s
+        await self.commit()
+
+    async def deliver(self, records: list) -> None:
+        batch = await self.call(self._convert, records)
+        while True:
+            try:
+                await self.call(self._put, batch)
+                break
+            except RetriableException as exc:
+                log.info("task %s-%d: put will be retried: %s", self.connector, self.id, exc)
+                await asyncio.sleep(self.retry_timeout_s or 1.0)
+        for r in records:
+            self.current[TopicPartition(r.topic, r.partition)] = OffsetAndMetadata(r.offset + 1)
+            self.topics.add(r.topic)
+        self.records += len(records)
+        await self.plumbing.flush_dlq()
+
+    def _convert(self, records: list) -> list[SinkRecord]:
+        p, errors = self.plumbing, self.errors
+        out = []
+        for r in records:
+            raw = RawRecord(r.topic, r.partition, r.offset, r.key, r.value, list(r.headers or ()))
+            converted = p.sink_convert(r, raw, errors)
+            if converted is not None:
+                out.append(converted)
+        return out
+
+    def _put(self, batch: list[SinkRecord]) -> None:
+        if batch:
+            self.task.put(batch)
+
+    @property
+    def errors(self) -> ErrorHandler:
+        return self.plumbing.errors
+
+    async def commit(self) -> None:
+        if not self.current:
+            return
+        offsets = await self.call(self.task.pre_commit, dict(self.current))
+        offsets = {tp: o for tp, o in (offsets or {}).items() if self.committed.get(tp) != o}
+        if not offsets:
+            return
+        try:
+            await self.consumer.commit(offsets)
+            self.committed.update(offsets)
+            self.plumbing.metrics_commit(True)
+        except Exception as exc:
+            self.plumbing.metrics_commit(False)
+            log.warning("task %s-%d: offset commit failed: %s", self.connector, self.id, exc)
+
+    async def cleanup(self) -> None:
+        consumer = getattr(self, "consumer", None)
+        if consumer is not None:
+            try:
+                if self.state != FAILED:
+                    assigned = sorted(consumer.assignment())
+                    if assigned:
+                        await self.call(self.task.close, assigned)
+            finally:
+                self.listener.enabled = False  # closing the consumer revokes: already done above
+                await consumer.close()
+        await self.call(self.task.stop)
+        await self.plumbing.close()
+
+
+def sink_record(r, key_sv, value_sv, headers) -> SinkRecord:
+    ts_type = TimestampType.LOG_APPEND_TIME if r.timestamp_type == 1 else TimestampType.CREATE_TIME
+    return SinkRecord(
+        r.topic, r.partition, key_sv.schema, key_sv.value, value_sv.schema, value_sv.value, r.timestamp, headers,
+        kafka_offset=r.offset, timestamp_type=ts_type,
+    )
+
+
+def is_skipped(value: Any) -> bool:
+    return value is SKIPPED
+
+
+__all__ = ["WorkerSinkTask", "WorkerSourceTask", "SourceRecord", "sink_record", "is_skipped"]

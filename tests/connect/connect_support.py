@@ -1,0 +1,68 @@
+"""A Connect worker process for the tests: ``python -m odradek connect standalone …`` on free ports."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import requests
+
+from odradek.testing.process import free_port, wait_for_port
+
+
+def write_properties(path: Path, props: dict[str, str]) -> Path:
+    path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+    return path
+
+
+def quickstart_worker(bootstrap: str, directory: Path, **extra: str) -> dict[str, str]:
+    """Kafka's config/connect-standalone.properties, with the test's brokers, port and file."""
+    return {
+        "bootstrap.servers": bootstrap,
+        "key.converter": "org.apache.kafka.connect.json.JsonConverter",
+        "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+        "key.converter.schemas.enable": "true",
+        "value.converter.schemas.enable": "true",
+        "offset.storage.file.filename": str(directory / "connect.offsets"),
+        "offset.flush.interval.ms": "500",
+        "listeners": f"http://127.0.0.1:{free_port()}",
+        **extra,
+    }
+
+
+class WorkerProcess:
+    def __init__(self, directory: Path, worker: dict[str, str], connectors: list[dict[str, str]] = ()):
+        self.directory = directory
+        self.worker = worker
+        self.port = int(worker["listeners"].rsplit(":", 1)[1])
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log_path = directory / f"worker-{self.port}.log"
+        files = [write_properties(directory / f"connector-{i}.properties", c) for i, c in enumerate(connectors)]
+        self.command = [sys.executable, "-m", "odradek", "connect", "standalone",
+                        str(write_properties(directory / f"worker-{self.port}.properties", worker)), *map(str, files)]
+        self.proc: subprocess.Popen | None = None
+
+    def start(self) -> WorkerProcess:
+        self.proc = subprocess.Popen(self.command, stdout=open(self.log_path, "ab"), stderr=subprocess.STDOUT)
+        wait_for_port("127.0.0.1", self.port, 60, self.proc)
+        return self
+
+    def stop(self) -> int:
+        assert self.proc is not None
+        self.proc.terminate()
+        return self.proc.wait(30)
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(30)
+
+    def log_text(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def get(self, path: str, **kw):
+        return requests.get(self.url + path, timeout=30, **kw)
+
+    def request(self, method: str, path: str, **kw):
+        return requests.request(method, self.url + path, timeout=30, **kw)

@@ -1,0 +1,59 @@
+"""Kafka's Connect quickstart, unchanged: connect-standalone.properties with connect-file-source and
+connect-file-sink.properties copy a file through a topic into another file, and a restarted
+worker resumes at the stored offset (no line twice, none lost)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from connect_support import WorkerProcess, quickstart_worker
+from support import wait_until
+
+from odradek import Consumer, TopicPartition
+
+
+@pytest.fixture
+def quickstart(broker, tmp_path, topic_name):
+    source_file, sink_file = tmp_path / "test.txt", tmp_path / "test.sink.txt"
+    source = {"name": "local-file-source", "connector.class": "FileStreamSource", "tasks.max": "1",
+              "file": str(source_file), "topic": topic_name}
+    sink = {"name": "local-file-sink", "connector.class": "FileStreamSink", "tasks.max": "1",
+            "file": str(sink_file), "topics": topic_name}
+    worker = WorkerProcess(tmp_path, quickstart_worker(broker.bootstrap_servers, tmp_path), [source, sink])
+    yield worker, source_file, sink_file, topic_name
+    worker.kill()
+    assert "Traceback" not in worker.log_text(), worker.log_text()[-4000:]
+
+
+def sink_lines(path) -> list[str]:
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def test_quickstart_files_copy_a_file_through_a_topic_and_resume_after_a_restart(broker, quickstart):
+    worker, source_file, sink_file, topic = quickstart
+    first = [f"line {i}" for i in range(1000)]
+    source_file.write_text("".join(f"{line}\n" for line in first))
+    worker.start()
+    wait_until(lambda: len(sink_lines(sink_file)) >= 1000, 60, "the sink file to have 1000 lines")
+    assert sink_lines(sink_file) == first
+
+    status = worker.get("/connectors/local-file-source/status").json()
+    assert status["connector"]["state"] == "RUNNING" and status["type"] == "source"
+    assert [t["state"] for t in status["tasks"]] == ["RUNNING"]
+    wait_until(lambda: (worker.directory / "connect.offsets").exists(), 10, "the offsets file")
+
+    # The records in the topic carry JsonConverter's envelope, as Kafka's quickstart shows them.
+    with Consumer(bootstrap_servers=broker.bootstrap_servers, auto_offset_reset="earliest") as consumer:
+        consumer.assign([TopicPartition(topic, 0)])
+        records = []
+        wait_until(lambda: len(records) >= 1, 30, "a record", step=lambda: records.extend(consumer.poll(1.0)))
+    assert json.loads(records[0].value) == {"schema": {"type": "string", "optional": False}, "payload": "line 0"}
+
+    assert worker.stop() == 0
+    more = [f"more {i}" for i in range(10)]
+    with open(source_file, "a") as out:
+        out.write("".join(f"{line}\n" for line in more))
+    worker.start()
+    wait_until(lambda: len(sink_lines(sink_file)) >= 1010, 60, "the sink file to have 1010 lines")
+    assert sink_lines(sink_file) == first + more
