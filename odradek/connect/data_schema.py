@@ -43,6 +43,9 @@ class Type(Enum):
     MAP = "map"
     STRUCT = "struct"
 
+    # Members are singletons: hash by identity (Enum's own __hash__ runs Python code on every lookup).
+    __hash__ = object.__hash__
+
     @property
     def is_primitive(self) -> bool:
         return self not in (Type.ARRAY, Type.MAP, Type.STRUCT)
@@ -345,7 +348,7 @@ class Struct:
     def _lookup(self, field: str | Field) -> Field:
         if isinstance(field, Field):
             known = self._schema.field(field.name)
-            if known != field:
+            if known is not field and known != field:
                 raise DataException(f"Field not a member of struct schema: {field.name}")
             return field
         found = self._schema.field(field)

@@ -27,7 +27,7 @@ def parse_plugin_config(
     for name, definition in table.items():
         raw = configs.get(name)
         if name in required and (raw is None or (isinstance(raw, str) and not raw.strip())):
-            raise ConfigException(name, raw, "Missing required configuration with no default value")
+            raise ConfigException(name, message=f'Missing required configuration "{name}" which has no default value.')
         try:
             values[name] = parse_value(definition, raw)
         except ConfigError as e:

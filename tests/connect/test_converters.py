@@ -131,7 +131,22 @@ def test_tables_name_every_converter_by_kafkas_class_name():
         "org.apache.kafka.connect.converters.BooleanConverter",
     }
     assert DEFAULT_HEADER_CONVERTER in HEADER_CONVERTERS
+    assert "io.confluent.connect.avro.AvroConverter" in CONVERTERS
     for name, cls in CONVERTERS.items():
         c = cls()
-        c.configure({}, False)
+        c.configure({"schema.registry.url": "http://127.0.0.1:9"}, False)  # read by AvroConverter only
         assert c.from_connect_data("t", None, None) is None, name
+
+
+def test_kafka_names_for_error_reports():
+    from odradek.connect.converters import KAFKA_NAMES
+    from odradek.connect.errors import ConfigException, DataException
+    from odradek.connect.transforms import KAFKA_NAMES as SMT_NAMES
+    from odradek.connect.transforms import TRANSFORMATIONS
+
+    assert KAFKA_NAMES[StringConverter] == "org.apache.kafka.connect.storage.StringConverter"
+    assert KAFKA_NAMES[SimpleHeaderConverter] == "org.apache.kafka.connect.storage.SimpleHeaderConverter"
+    mask_value = TRANSFORMATIONS["org.apache.kafka.connect.transforms.MaskField$Value"]
+    assert SMT_NAMES[mask_value] == "org.apache.kafka.connect.transforms.MaskField$Value"
+    assert DataException("x").kafka_name == "org.apache.kafka.connect.errors.DataException"
+    assert ConfigException("k", "v").kafka_name == "org.apache.kafka.common.config.ConfigException"

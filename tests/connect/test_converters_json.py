@@ -194,3 +194,17 @@ def test_json_headers_use_the_envelope_too():
     data = c.from_connect_header("t", "h", Schema.INT32_SCHEMA, 5)
     assert data == b'{"schema":{"type":"int32","optional":false},"payload":5}'
     assert c.to_connect_header("t", "h", data) == SchemaAndValue(Schema.INT32_SCHEMA, 5)
+
+
+def test_a_run_of_records_with_one_schema_reads_the_same_as_each_alone():
+    c = converter()
+    first = c.from_connect_data("t", ORDER, order())
+    other = order().put("id", 8).put("note", "x")
+    second = c.from_connect_data("t", ORDER, other)
+    reader = converter()
+    assert reader.to_connect_data("t", first).value == order().put("note", "none")
+    assert reader.to_connect_data("t", second) == SchemaAndValue(ORDER, other)  # the schema prefix seen before
+    prefix = first[: first.index(b',"payload":') + len(b',"payload":')]
+    with pytest.raises(DataException, match="set schemas.enable=false"):
+        reader.to_connect_data("t", prefix + b'1,"extra":2}')
+    assert reader.to_connect_data("t", b'{"schema":{"type":"int32","optional":false},"payload":3}').value == 3

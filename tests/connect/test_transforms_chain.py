@@ -65,3 +65,34 @@ def test_validation_lists_every_problem_at_once():
     problems = dict(validate_transforms(config))
     assert set(problems) == {"transforms.route.regex", "transforms.key.type", "predicates.p.name"}
     assert validate_transforms(CONFIG) == []
+
+
+def test_kafkas_documented_example_hoists_lines_and_inserts_the_source():
+    # The transforms example of Kafka's Connect documentation, applied to the quickstart's file lines.
+    from odradek.connect.converters import JsonConverter
+    from odradek.connect.records import SourceRecord
+
+    chain = TransformationChain.from_config(
+        {
+            "transforms": "MakeMap, InsertSource",
+            "transforms.MakeMap.type": "org.apache.kafka.connect.transforms.HoistField$Value",
+            "transforms.MakeMap.field": "line",
+            "transforms.InsertSource.type": "org.apache.kafka.connect.transforms.InsertField$Value",
+            "transforms.InsertSource.static.field": "data_source",
+            "transforms.InsertSource.static.value": "test-file-source",
+        }
+    )
+    line = SourceRecord(topic="connect-test", value_schema=Schema.STRING_SCHEMA, value="foo",
+                        source_partition={"filename": "test.txt"}, source_offset={"position": 4})
+    out = chain.apply(line)
+    plain, enveloped = JsonConverter(), JsonConverter()
+    plain.configure({"schemas.enable": "false"}, False)
+    assert plain.from_connect_data(out.topic, out.value_schema, out.value) == (
+        b'{"line":"foo","data_source":"test-file-source"}'
+    )
+    assert enveloped.from_connect_data(out.topic, out.value_schema, out.value) == (
+        b'{"schema":{"type":"struct","fields":[{"type":"string","optional":false,"field":"line"},'
+        b'{"type":"string","optional":true,"field":"data_source"}],"optional":false},'
+        b'"payload":{"line":"foo","data_source":"test-file-source"}}'
+    )
+    assert out.source_offset == {"position": 4}  # what the worker stores stays the connector's

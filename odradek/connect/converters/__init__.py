@@ -5,6 +5,7 @@ worker's ``key.converter``, ``value.converter`` and ``header.converter`` keys (t
 lookup resolves short aliases from them).
 """
 
+from odradek.connect.converters.avro_converter import AvroConverter
 from odradek.connect.converters.converter_base import Converter, HeaderConverter
 from odradek.connect.converters.json_converter import JsonConverter
 from odradek.connect.converters.simple_converters import (
@@ -31,6 +32,7 @@ CONVERTERS: dict[str, type[Converter]] = {
     _NUMBERS + "FloatConverter": FloatConverter,
     _NUMBERS + "DoubleConverter": DoubleConverter,
     _NUMBERS + "BooleanConverter": BooleanConverter,
+    "io.confluent.connect.avro.AvroConverter": AvroConverter,
 }
 
 # Every converter above is a header converter too, as in Kafka.
@@ -39,12 +41,17 @@ HEADER_CONVERTERS: dict[str, type[HeaderConverter]] = {
     **{name: cls for name, cls in CONVERTERS.items() if issubclass(cls, HeaderConverter)},
 }
 
+# Kafka's class name of each converter class (for the dead letter queue's class.name header).
+KAFKA_NAMES: dict[type, str] = {cls: name for name, cls in {**HEADER_CONVERTERS, **CONVERTERS}.items()}
+
 DEFAULT_HEADER_CONVERTER = "org.apache.kafka.connect.storage.SimpleHeaderConverter"
 
 __all__ = [
+    "AvroConverter",
     "CONVERTERS",
     "DEFAULT_HEADER_CONVERTER",
     "HEADER_CONVERTERS",
+    "KAFKA_NAMES",
     "BooleanConverter",
     "ByteArrayConverter",
     "Converter",

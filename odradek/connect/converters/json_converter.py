@@ -20,6 +20,7 @@ from __future__ import annotations
 import base64
 import binascii
 import decimal
+import json
 from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
@@ -119,6 +120,8 @@ class JsonConverter(Converter, HeaderConverter):
         self.numeric_decimals = settings["decimal.format"] == "NUMERIC"
         self.replace_null_with_default: bool = settings["replace.null.with.default"]
         self._to_json_schemas = _LruCache(settings["schemas.cache.size"])
+        self._schema_texts = _LruCache(settings["schemas.cache.size"])
+        self._last_envelope: tuple[bytes, Schema | None] = (b"", None)
         self._to_connect_schemas = _LruCache(settings["schemas.cache.size"])
 
     def config_def(self) -> dict[str, ConfigDef]:
@@ -130,9 +133,19 @@ class JsonConverter(Converter, HeaderConverter):
     ) -> bytes | None:
         if schema is None and value is None:
             return None
-        payload = self.convert_to_json(schema, value)
-        node = {"schema": self.as_json_schema(schema), "payload": payload} if self.schemas_enabled else payload
-        return dumps(node).encode("utf-8")
+        payload = dumps(self.convert_to_json(schema, value))
+        if not self.schemas_enabled:
+            return payload.encode("utf-8")
+        return ('{"schema":' + self._schema_text(schema) + ',"payload":' + payload + "}").encode("utf-8")
+
+    def _schema_text(self, schema: Schema | None) -> str:
+        if schema is None:
+            return "null"
+        text = self._schema_texts.get(schema)
+        if text is None:
+            text = dumps(self.as_json_schema(schema))
+            self._schema_texts.put(schema, text)
+        return text
 
     def from_connect_header(self, topic: str, header_key: str, schema: Schema | None, value: Any) -> bytes | None:
         return self.from_connect_data(topic, schema, value)
@@ -188,7 +201,7 @@ class JsonConverter(Converter, HeaderConverter):
         return self._typed_to_json(type, schema, value)
 
     def _typed_to_json(self, type: Type, schema: Schema | None, value: Any) -> Any:
-        mismatch = DataException(f"Invalid type for {type.name}: {value.__class__.__name__}")
+        mismatch = TypeMismatchException("Invalid type for {}: {}", type, value.__class__.__name__)
         if type in INT_RANGES:
             if not isinstance(value, int) or isinstance(value, bool):
                 raise mismatch
@@ -261,13 +274,28 @@ class JsonConverter(Converter, HeaderConverter):
     def to_connect_data(self, topic: str, data: bytes | None, headers: Headers | None = None) -> SchemaAndValue:
         if not data:
             return SchemaAndValue.NULL
-        node = loads(bytes(data))
+        data = bytes(data)
+        if self.schemas_enabled:
+            # Records of one topic mostly share a schema, written the same way each time: when the
+            # bytes start with the envelope prefix last seen, only the payload needs parsing.
+            prefix, schema = self._last_envelope
+            if prefix and data.startswith(prefix) and data.endswith(b"}"):
+                try:
+                    payload = loads(data[len(prefix):-1])
+                except DataException:
+                    pass  # not a plain envelope after all: the full parse below says what is wrong
+                else:
+                    return SchemaAndValue(schema, self.convert_to_connect(schema, payload))
+        node = loads(data)
         if self.schemas_enabled:
             if not isinstance(node, dict) or len(node) != 2 or "schema" not in node or "payload" not in node:
                 raise DataException(ENVELOPE_ERROR)
         else:
             node = {"schema": None, "payload": node}
         schema = self.as_connect_schema(node["schema"])
+        if self.schemas_enabled and schema is not None:
+            prefix = b'{"schema":' + dumps_safe(node["schema"]).encode() + b',"payload":'
+            self._last_envelope = (prefix if data.startswith(prefix) else b"", schema)
         return SchemaAndValue(schema, self.convert_to_connect(schema, node["payload"]))
 
     def to_connect_header(self, topic: str, header_key: str, data: bytes | None) -> SchemaAndValue:
@@ -279,7 +307,7 @@ class JsonConverter(Converter, HeaderConverter):
             return None
         if not isinstance(node, dict):
             raise DataException(f"Schema must be a JSON object, not {dumps_safe(node)}")
-        key = dumps_safe(node)
+        key = json.dumps(node, separators=(",", ":"), default=str)  # the schema as written, for the cache
         cached = self._to_connect_schemas.get(key)
         if cached is not None:
             return cached
@@ -352,7 +380,7 @@ class JsonConverter(Converter, HeaderConverter):
         if schema.name in _LOGICAL_NAMES:
             return _logical_to_connect(schema, node)
         type = schema.type
-        mismatch = DataException(f"Invalid value for {type.name}: {dumps_safe(node)}")
+        mismatch = TypeMismatchException("Invalid value for {}: {}", type, node, as_json=True)
         if type in INT_RANGES:
             if isinstance(node, bool) or not isinstance(node, (int, decimal.Decimal)):
                 raise mismatch
@@ -403,6 +431,16 @@ class JsonConverter(Converter, HeaderConverter):
 
 
 _LOGICAL_NAMES = (DECIMAL_NAME, DATE_NAME, TIME_NAME, TIMESTAMP_NAME)
+
+
+class TypeMismatchException(DataException):
+    """A value of the wrong type; its message (which may print the node) is made only when raised."""
+
+    def __init__(self, template: str, type: Type, found: Any, as_json: bool = False):
+        self.template, self.type, self.found, self.as_json = template, type, found, as_json
+
+    def __str__(self) -> str:
+        return self.template.format(self.type.name, dumps_safe(self.found) if self.as_json else self.found)
 
 
 def _as_text(node: Any) -> str:

@@ -13,6 +13,8 @@ import base64
 import decimal
 import json
 import math
+import re
+from json.encoder import encode_basestring
 from typing import Any
 
 from odradek.connect.data_values import java_double_str, java_float_str
@@ -22,6 +24,8 @@ _ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f
 for _code in range(0x20):
     _ESCAPES.setdefault(chr(_code), f"\\u{_code:04X}")
 _TABLE = str.maketrans(_ESCAPES)
+# Python's C encoder escapes as Jackson does except for the hex case of rare control characters.
+_LOWER_HEX_CONTROLS = re.compile("[\x0a-\x0f\x1a-\x1f]")
 
 
 class JsonNumber:
@@ -67,7 +71,10 @@ def _write(parts: list[str], node: Any) -> None:
     elif node is False:
         parts.append("false")
     elif isinstance(node, str):
-        parts.append('"' + node.translate(_TABLE) + '"')
+        if _LOWER_HEX_CONTROLS.search(node):
+            parts.append('"' + node.translate(_TABLE) + '"')
+        else:
+            parts.append(encode_basestring(node))
     elif isinstance(node, int):
         parts.append(str(node))
     elif isinstance(node, JsonNumber):
@@ -99,10 +106,11 @@ def _write(parts: list[str], node: Any) -> None:
         raise DataException(f"Cannot write {type(node).__name__} as JSON")
 
 
-def loads(data: bytes) -> Any:
+def loads(data: bytes | str) -> Any:
     """Parse JSON keeping every fractional number exact (as ``decimal.Decimal``) and object keys in order."""
     try:
-        return json.loads(data, parse_float=decimal.Decimal, parse_constant=_refuse_constant)
+        text = data.decode("utf-8") if isinstance(data, (bytes, bytearray)) else data
+        return _DECODER.decode(text)
     except (ValueError, UnicodeDecodeError) as e:
         raise DataException(
             f"Converting byte[] to Kafka Connect data failed due to serialization error: {e}"
@@ -111,3 +119,6 @@ def loads(data: bytes) -> Any:
 
 def _refuse_constant(name: str) -> Any:
     raise ValueError(f"Invalid JSON token {name}")
+
+
+_DECODER = json.JSONDecoder(parse_float=decimal.Decimal, parse_constant=_refuse_constant)

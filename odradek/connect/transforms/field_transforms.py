@@ -71,7 +71,7 @@ class InsertField(KeyOrValue, Transformation):
         self.static = spec("static.field")
         self.static_value = settings["static.value"]
         if self.static is not None and self.static_value is None:
-            raise ConfigException("static.value", None, "static.value is required when static.field is set")
+            raise ConfigException("static.value", None, f"No value specified for static field: {self.static[0]}")
         self.read = field_reader(settings["replace.null.with.default"])
         self.cache = SchemaCache()
 

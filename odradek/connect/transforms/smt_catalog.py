@@ -50,3 +50,6 @@ PREDICATES: dict[str, type] = {
     _T + "predicates.HasHeaderKey": HasHeaderKey,
     _T + "predicates.RecordIsTombstone": RecordIsTombstone,
 }
+
+# Kafka's class name of each transformation and predicate class.
+KAFKA_NAMES: dict[type, str] = {cls: name for name, cls in {**TRANSFORMATIONS, **PREDICATES}.items()}

@@ -66,7 +66,7 @@ def _instantiate(config: Mapping[str, Any], prefix: str, lookup: Lookup, kind: s
     try:
         plugin.configure(_plugin_configs(config, prefix, reserved))
     except ConfigException as e:
-        raise ConfigException(prefix + e.key, e.value, e.message) from None
+        raise e.renamed(prefix + e.key) from None
     return plugin
 
 
