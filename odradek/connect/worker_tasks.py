@@ -147,7 +147,7 @@ class WorkerSourceTask(TaskRunner):
                 await self.commit_offsets()
                 await self.running.wait()
                 continue
-            batch = await self.call(self._poll_and_convert)
+            batch = self._convert(await self.call(self.task.poll) or [])
             for record, topic, key, value, headers in batch:
                 if topic is None:
                     continue
@@ -164,8 +164,9 @@ class WorkerSourceTask(TaskRunner):
                 next_commit = time.monotonic() + p.flush_interval_s
         await self.commit_offsets()
 
-    def _poll_and_convert(self) -> list:
-        records = self.task.poll() or []
+    def _convert(self, records: list[SourceRecord]) -> list:
+        # On the loop's thread: CPU work in the task's thread would contend for the GIL with
+        # the loop's I/O (each syscall gives it up and waits a switch interval to get it back).
         p = self.plumbing
         out = []
         for record in records:
@@ -295,7 +296,7 @@ class WorkerSinkTask(TaskRunner):
         await self.commit()
 
     async def deliver(self, records: list) -> None:
-        batch = await self.call(self._convert, records)
+        batch = self._convert(records)
         while True:
             try:
                 await self.call(self._put, batch)
