@@ -31,6 +31,7 @@ log = logging.getLogger("odradek.connect")
 
 RUNNING, PAUSED, FAILED, UNASSIGNED = "RUNNING", "PAUSED", "FAILED", "UNASSIGNED"
 SINK_POLL_S = 0.5
+EMPTY_POLL_PAUSE_S = 0.05
 
 
 class TaskRunner:
@@ -147,7 +148,10 @@ class WorkerSourceTask(TaskRunner):
                 await self.commit_offsets()
                 await self.running.wait()
                 continue
-            batch = self._convert(await self.call(self.task.poll) or [])
+            polled = await self.call(self.task.poll)
+            if not polled:
+                await asyncio.sleep(EMPTY_POLL_PAUSE_S)  # a task with nothing returns at once: no spinning
+            batch = self._convert(polled or [])
             for record, topic, key, value, headers in batch:
                 if topic is None:
                     continue
