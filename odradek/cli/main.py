@@ -67,6 +67,11 @@ LAZY_COMMANDS = {
         "connect",
         "Run a Kafka Connect worker (connect-standalone.sh).",
     ),
+    "connectors": (
+        "odradek.cli.connectors",
+        "connectors",
+        "List, create, inspect and control the connectors of a Connect worker.",
+    ),
     "schema-registry": (
         "odradek.cli.registry_command",
         "schema_registry",

@@ -122,7 +122,9 @@ class WorkerConfig:
         for key in props:
             if key not in table and not key.startswith(PASSED_PREFIXES) and key not in _CLIENT_EXTRA:
                 log.warning("unknown worker config key %r: ignored", key)
-        return cls(values, dict(props), distributed)
+        config = cls(values, dict(props), distributed)
+        config.rest_listeners  # noqa: B018 — checks the listeners now, not when binding them
+        return config
 
     def client_options(self, kind: str) -> dict[str, Any]:
         """Options of an Odradek client of ``kind`` (producer, consumer, admin) as the worker's keys set them."""
