@@ -17,7 +17,7 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip --disable-pip-version-check
 
 # Debian packages the tests need: add one by adding its name.
-TEST_DEBIAN_PACKAGES := kcat zookeeper chromium
+TEST_DEBIAN_PACKAGES := kcat zookeeper chromium postgresql
 # Java for the Spark tests: Debian's JRE, unless a java is already there.
 JAVA_DEBIAN_PACKAGE := openjdk-17-jre-headless
 HAVE_JAVA := $(shell command -v java 2>/dev/null || ls "$$JAVA_HOME/bin/java" 2>/dev/null)

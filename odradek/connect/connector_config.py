@@ -200,6 +200,6 @@ class ConfigDef:
             try:
                 value.value = key.parse(props.get(name))
             except ConfigException as bad:
-                value.add_error(bad.message if props.get(name) is None else str(bad))
+                value.add_error((bad.message or str(bad)) if props.get(name) is None else str(bad))
             out.append(value)
         return out

@@ -31,6 +31,7 @@ log = logging.getLogger("odradek.connect")
 
 RUNNING, PAUSED, FAILED, UNASSIGNED = "RUNNING", "PAUSED", "FAILED", "UNASSIGNED"
 SINK_POLL_S = 0.5
+EMPTY_POLL_PAUSE_S = 0.05
 
 
 class TaskRunner:
@@ -147,7 +148,10 @@ class WorkerSourceTask(TaskRunner):
                 await self.commit_offsets()
                 await self.running.wait()
                 continue
-            batch = await self.call(self._poll_and_convert)
+            polled = await self.call(self.task.poll)
+            if not polled:
+                await asyncio.sleep(EMPTY_POLL_PAUSE_S)  # a task with nothing returns at once: no spinning
+            batch = self._convert(polled or [])
             for record, topic, key, value, headers in batch:
                 if topic is None:
                     continue
@@ -164,8 +168,9 @@ class WorkerSourceTask(TaskRunner):
                 next_commit = time.monotonic() + p.flush_interval_s
         await self.commit_offsets()
 
-    def _poll_and_convert(self) -> list:
-        records = self.task.poll() or []
+    def _convert(self, records: list[SourceRecord]) -> list:
+        # On the loop's thread: CPU work in the task's thread would contend for the GIL with
+        # the loop's I/O (each syscall gives it up and waits a switch interval to get it back).
         p = self.plumbing
         out = []
         for record in records:
@@ -295,7 +300,7 @@ class WorkerSinkTask(TaskRunner):
         await self.commit()
 
     async def deliver(self, records: list) -> None:
-        batch = await self.call(self._convert, records)
+        batch = self._convert(records)
         while True:
             try:
                 await self.call(self._put, batch)

@@ -36,7 +36,8 @@ class WorkerProcess:
         self.directory = directory
         self.worker = worker
         self.port = int(worker["listeners"].rsplit(":", 1)[1])
-        self.url = f"http://127.0.0.1:{self.port}"
+        scheme = worker["listeners"].split(":", 1)[0]
+        self.url = f"{scheme}://127.0.0.1:{self.port}"
         self.log_path = directory / f"worker-{self.port}.log"
         files = [write_properties(directory / f"connector-{i}.properties", c) for i, c in enumerate(connectors)]
         self.command = [sys.executable, "-m", "odradek", "connect", "standalone",

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import textwrap
+from pathlib import Path
 
 import pytest
 from connect_support import WorkerProcess, quickstart_worker
@@ -16,11 +17,26 @@ from odradek import Consumer, Producer, TopicPartition
 
 FAILING_PLUGIN = textwrap.dedent(
     """
-    from odradek.connect.api import SourceConnector, SourceTask
+    from odradek.connect.api import SinkConnector, SinkTask, SourceConnector, SourceTask
 
     class ExplodingTask(SourceTask):
         def poll(self):
             raise RuntimeError("the source is on fire")
+
+    class ExplodingSinkTask(SinkTask):
+        def put(self, records):
+            if records:
+                raise ValueError("the sink is full")
+
+    class ExplodingSinkConnector(SinkConnector):
+        def start(self, props):
+            self.props = props
+
+        def task_class(self):
+            return ExplodingSinkTask
+
+        def task_configs(self, max_tasks):
+            return [dict(self.props)]
 
     class ExplodingSourceConnector(SourceConnector):
         def start(self, props):
@@ -35,12 +51,20 @@ FAILING_PLUGIN = textwrap.dedent(
 )
 
 
+def docs_example() -> str:
+    """The connector of docs/connect.md's "Writing a connector in Python", verbatim."""
+    text = (Path(__file__).resolve().parents[2] / "docs" / "connect.md").read_text()
+    section = text[text.index("## Writing a connector in Python"):]
+    return section[section.index("```python") + len("```python"):section.index("```", section.index("```python") + 9)]
+
+
 @pytest.fixture(scope="module")
 def worker(broker, tmp_path_factory):
     directory = tmp_path_factory.mktemp("connect-rest")
     plugins = directory / "plugins"
     plugins.mkdir()
     (plugins / "exploding.py").write_text(FAILING_PLUGIN)
+    (plugins / "counter.py").write_text(docs_example())
     config = quickstart_worker(broker.bootstrap_servers, directory, **{"plugin.path": str(plugins)})
     proc = WorkerProcess(directory, config).start()
     yield proc
@@ -182,3 +206,35 @@ def test_a_poison_record_goes_to_the_dead_letter_queue_with_its_headers(worker, 
     assert b"JsonConverter" in headers["__connect.errors.class.name"]
     assert state_of(worker, "dlq-sink") == ("RUNNING", ["RUNNING"])
     assert worker.request("DELETE", "/connectors/dlq-sink").status_code == 204
+
+
+def test_a_sink_task_raising_in_put_fails_alone(worker, tmp_path, topic_name):
+    with Producer(bootstrap_servers=worker.worker["bootstrap.servers"]) as producer:
+        producer.send(topic_name, b'{"schema":{"type":"string"},"payload":"x"}')
+        producer.flush()
+    config = {"connector.class": "exploding.ExplodingSinkConnector", "topics": topic_name}
+    assert worker.request("POST", "/connectors", json={"name": "full", "config": config}).status_code == 201
+    wait_until(lambda: state_of(worker, "full") == ("RUNNING", ["FAILED"]), 30, "the sink task to fail")
+    assert "the sink is full" in worker.get("/connectors/full/status").json()["tasks"][0]["trace"]
+    assert worker.get("/connectors").status_code == 200
+    assert worker.request("DELETE", "/connectors/full").status_code == 204
+
+
+def test_the_connector_written_in_the_docs_runs_and_resumes_from_its_offset(worker, topic_name):
+    config = {"connector.class": "Counter", "topic": topic_name, "count": "5"}
+    assert worker.request("POST", "/connectors", json={"name": "counter", "config": config}).status_code == 201
+    with Consumer(bootstrap_servers=worker.worker["bootstrap.servers"], auto_offset_reset="earliest") as consumer:
+        consumer.assign([TopicPartition(topic_name, 0)])
+        values: list = []
+        wait_until(lambda: len(values) >= 5, 30, "5 numbers",
+                   step=lambda: values.extend(json.loads(r.value)["payload"] for r in consumer.poll(0.5)))
+        assert values == [0, 1, 2, 3, 4]
+        wait_until(lambda: worker.get("/connectors/counter/offsets").json()["offsets"] == [
+            {"partition": {"counter": "main"}, "offset": {"next": 5}}], 10, "the stored offset")
+        # More numbers wanted: the restarted task goes on from 5, not from 0.
+        config["count"] = "7"
+        assert worker.request("PUT", "/connectors/counter/config", json=config).status_code == 200
+        wait_until(lambda: len(values) >= 7, 30, "7 numbers",
+                   step=lambda: values.extend(json.loads(r.value)["payload"] for r in consumer.poll(0.5)))
+    assert values == [0, 1, 2, 3, 4, 5, 6]
+    assert worker.request("DELETE", "/connectors/counter").status_code == 204

@@ -1,0 +1,136 @@
+"""Kafka Connect: FileStreamSource → topic → FileStreamSink through the worker, beside the plain
+Odradek client moving the same lines (a producer reading the file, a consumer writing the other
+file) — the worker's overhead over the raw client is the figure (target: ≥ 70 %).
+
+Starts one broker and one standalone worker (``odradek connect standalone``), writes a file of
+``--records`` lines of ``--size`` bytes, and times each path from the first line read to the
+last line written. Prints one table.
+
+    python benchmarks/connect_bench.py                     # 200,000 lines of 100 bytes
+    python benchmarks/connect_bench.py --records 1000000 --converter json
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import requests
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "connect"))
+from connect_support import WorkerProcess, quickstart_worker  # noqa: E402
+from support import wait_until  # noqa: E402
+
+from odradek.client.consumer.consumer import Consumer  # noqa: E402
+from odradek.client.producer.producer import Producer  # noqa: E402
+from odradek.client.structs import TopicPartition  # noqa: E402
+from odradek.testing.process import BrokerProcess  # noqa: E402
+
+CONVERTERS = {
+    "string": "org.apache.kafka.connect.storage.StringConverter",
+    "json": "org.apache.kafka.connect.json.JsonConverter",
+}
+
+
+def line_count(path: Path) -> int:
+    if not path.exists():
+        return 0
+    with open(path, "rb") as f:
+        return sum(chunk.count(b"\n") for chunk in iter(lambda: f.read(1 << 20), b""))
+
+
+async def raw_client(bootstrap: str, source: Path, sink: Path, topic: str, records: int) -> float:
+    """The same job with the client alone: read lines → produce (acks=all) → consume → append."""
+    started = time.perf_counter()
+    producer = Producer(bootstrap_servers=bootstrap, acks="all", linger_ms=5)
+    consumer = Consumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest", fetch_max_wait_ms=100)
+    await producer.start()
+    await consumer.start()
+    consumer.assign([TopicPartition(topic, 0)])
+
+    async def produce() -> None:
+        with open(source, "rb") as f:
+            for line in f:
+                await producer.send(topic, line.rstrip(b"\n"), partition=0)
+        await producer.flush()
+
+    async def consume() -> None:
+        written = 0
+        with open(sink, "w", encoding="utf-8") as out:
+            while written < records:
+                batch = await consumer.poll(timeout=1.0, max_records=2000)
+                out.write("".join(r.value.decode() + "\n" for r in batch))
+                written += len(batch)
+
+    await asyncio.gather(produce(), consume())
+    elapsed = time.perf_counter() - started
+    await producer.close()
+    await consumer.close()
+    return elapsed
+
+
+def connect_path(worker: WorkerProcess, source: Path, sink: Path, topic: str, records: int) -> float:
+    """The sink connector joins its group first (a warm-up line goes through it), so the time is
+    the copying's, not the group's join delay."""
+
+    def create(name: str, config: dict[str, str]) -> None:
+        resp = requests.post(f"{worker.url}/connectors", json={"name": name, "config": config}, timeout=30)
+        assert resp.status_code == 201, resp.text
+
+    create("bench-sink", {"connector.class": "FileStreamSink", "file": str(sink), "topics": topic})
+    warm_up = source.with_name("warm-up.txt")
+    warm_up.write_text("warm-up\n")
+    create("bench-warm-up", {"connector.class": "FileStreamSource", "file": str(warm_up), "topic": topic})
+    wait_until(lambda: line_count(sink) >= 1, 120, "the warm-up line", interval=0.05)
+    started = time.perf_counter()
+    create("bench-source", {"connector.class": "FileStreamSource", "file": str(source), "topic": topic})
+    wait_until(lambda: line_count(sink) >= records + 1, 1800, "the sink file", interval=0.05)
+    return time.perf_counter() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--records", type=int, default=200_000)
+    parser.add_argument("--size", type=int, default=100, help="bytes per line (newline included)")
+    parser.add_argument("--converter", choices=sorted(CONVERTERS), default="string")
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory(prefix="connect-bench-") as tmp:
+        directory = Path(tmp)
+        source = directory / "source.txt"
+        body = "x" * (args.size - 12)
+        with open(source, "w") as out:
+            out.writelines(f"{i:010d} {body}\n" for i in range(args.records))
+        megabytes = source.stat().st_size / 1e6
+        broker = BrokerProcess(directory / "broker").start()
+        worker = None
+        try:
+            raw_s = asyncio.run(raw_client(broker.bootstrap_servers, source, directory / "raw.txt", "raw", args.records))
+            config = quickstart_worker(broker.bootstrap_servers, directory, **{
+                "key.converter": CONVERTERS[args.converter], "value.converter": CONVERTERS[args.converter],
+                "offset.flush.interval.ms": "10000",
+            })
+            worker = WorkerProcess(directory, config).start()
+            wait_until(lambda: requests.get(worker.url + "/", timeout=5).ok, 30, "the worker's REST API")
+            connect_s = connect_path(worker, source, directory / "connect.txt", "connect", args.records)
+            copied = (directory / "connect.txt").read_bytes()
+            assert copied == b"warm-up\n" + source.read_bytes(), "the sink file differs"
+        finally:
+            if worker is not None:
+                worker.kill()
+            broker.stop()
+
+    print(f"{args.records:,} lines of {args.size} bytes ({megabytes:.1f} MB), converter {args.converter}")
+    print(f"{'path':<36}{'seconds':>10}{'records/s':>14}{'MB/s':>10}")
+    for label, seconds in (("raw Odradek client", raw_s), ("FileStreamSource → FileStreamSink", connect_s)):
+        print(f"{label:<36}{seconds:>10.2f}{args.records / seconds:>14,.0f}{megabytes / seconds:>10.1f}")
+    print(f"worker throughput / raw client: {raw_s / connect_s:.0%} (target ≥ 70%)")
+
+
+if __name__ == "__main__":
+    main()

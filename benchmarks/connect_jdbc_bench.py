@@ -1,0 +1,239 @@
+"""JDBC sink throughput into a real PostgreSQL: rows per second through ``JdbcSinkTask.put``
+(insert and upsert, new rows and updates of existing ones) beside psycopg's own
+``executemany`` of the same INSERT … ON CONFLICT, so the connector's overhead is the figure.
+
+Also runs the same records end to end: JSON with schemas on a topic of a broker, written by a
+JdbcSinkConnector on a standalone worker (``--no-worker`` skips it).
+
+Starts Debian's PostgreSQL through ``odradek.testing.postgres.PostgresServer`` (fsync off, as
+the tests run it) and prints one table. Target (issue 27): ≥ 50,000 rows/s with batched upserts.
+
+    python benchmarks/connect_jdbc_bench.py                 # 200,000 rows, puts of 5,000
+    python benchmarks/connect_jdbc_bench.py --rows 1000000 --put 10000 --batch-size 3000
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import decimal
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import psycopg
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "connect"))
+from connect_support import WorkerProcess, quickstart_worker  # noqa: E402
+
+from odradek.client import Producer  # noqa: E402
+from odradek.connect.converters.json_converter import JsonConverter  # noqa: E402
+from odradek.connect.data import Decimal, Schema, SchemaBuilder, Struct, Timestamp
+from odradek.connect.jdbc import JdbcSinkTask
+from odradek.connect.records import SinkRecord
+from odradek.testing.postgres import PostgresServer  # noqa: E402
+from odradek.testing.process import BrokerProcess  # noqa: E402
+
+KEY = SchemaBuilder.struct().name("key").field("id", Schema.INT64_SCHEMA).build()
+VALUE = (
+    SchemaBuilder.struct()
+    .name("order")
+    .field("id", Schema.INT64_SCHEMA)
+    .field("customer", Schema.STRING_SCHEMA)
+    .field("amount", Decimal.schema(2))
+    .field("quantity", Schema.INT32_SCHEMA)
+    .field("placed", Timestamp.SCHEMA)
+    .build()
+)
+
+
+class _Context:
+    offset_storage_reader = None
+
+
+def records(count: int, generation: int) -> list[SinkRecord]:
+    base = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
+    out = []
+    for i in range(count):
+        value = (
+            Struct(VALUE)
+            .put("id", i)
+            .put("customer", f"customer-{i % 997}-{generation}")
+            .put("amount", decimal.Decimal(i % 10_000) / 100)
+            .put("quantity", i % 50 + generation)
+            .put("placed", base + dt.timedelta(seconds=i))
+        )
+        out.append(
+            SinkRecord(
+                topic="orders",
+                kafka_partition=0,
+                key_schema=KEY,
+                key=Struct(KEY).put("id", i),
+                value_schema=VALUE,
+                value=value,
+                kafka_offset=generation * count + i,
+            )
+        )
+    return out
+
+
+def through_sink(pg: PostgresServer, db: str, mode: str, batch: list[SinkRecord], put: int, batch_size: int):
+    task = JdbcSinkTask()
+    task.initialize(_Context())
+    task.start(
+        {
+            "connection.url": pg.jdbc_url(db),
+            "connection.user": pg.user,
+            "insert.mode": mode,
+            "pk.mode": "record_key",
+            "auto.create": "true",
+            "batch.size": str(batch_size),
+        }
+    )
+    try:
+        start, cpu = time.perf_counter(), time.process_time()
+        for first in range(0, len(batch), put):
+            task.put(batch[first : first + put])
+        return time.perf_counter() - start, time.process_time() - cpu
+    finally:
+        task.stop()
+
+
+def raw_psycopg(pg: PostgresServer, db: str, count: int, put: int) -> tuple[float, float]:
+    """The same upserts as plain executemany (psycopg pipelines them), values prepared up front."""
+    base = dt.datetime(2024, 1, 1)
+    rows = [
+        (
+            i,
+            f"customer-{i % 997}-9",
+            decimal.Decimal(i % 10_000) / 100,
+            i % 50,
+            base + dt.timedelta(seconds=i),
+        )
+        for i in range(count)
+    ]
+    statement = (
+        'INSERT INTO "orders" ("id", "customer", "amount", "quantity", "placed") VALUES (%s, %s, %s, %s, %s) '
+        'ON CONFLICT ("id") DO UPDATE SET "customer" = excluded."customer", "amount" = excluded."amount", '
+        '"quantity" = excluded."quantity", "placed" = excluded."placed"'
+    )
+    with psycopg.connect(pg.conninfo(db)) as conn:
+        start, cpu = time.perf_counter(), time.process_time()
+        for first in range(0, count, put):
+            with conn.cursor() as cursor:
+                cursor.executemany(statement, rows[first : first + put])
+            conn.commit()
+        return time.perf_counter() - start, time.process_time() - cpu
+
+
+def through_worker(
+    pg: PostgresServer, db: str, batch: list[SinkRecord], workdir: Path
+) -> tuple[float, float]:
+    """The same records as JSON with schemas on a topic, written by a JdbcSinkConnector on a
+    standalone worker: seconds from creating the connector to the last row in the table."""
+    topic = "orders"
+    converter = JsonConverter()
+    converter.configure({"schemas.enable": "true"}, is_key=False)
+    keys = JsonConverter()
+    keys.configure({"schemas.enable": "true"}, is_key=True)
+    with BrokerProcess(workdir / "broker", overrides={"group.initial.rebalance.delay.ms": "0"}) as broker:
+        with Producer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": "20"}) as producer:
+            for r in batch:
+                producer.send(
+                    topic,
+                    key=keys.from_connect_data(topic, r.key_schema, r.key),
+                    value=converter.from_connect_data(topic, r.value_schema, r.value),
+                )
+            producer.flush()
+        worker = WorkerProcess(workdir, quickstart_worker(broker.bootstrap_servers, workdir)).start()
+        try:
+            config = {
+                "connector.class": "io.confluent.connect.jdbc.JdbcSinkConnector",
+                "topics": topic,
+                "connection.url": pg.jdbc_url(db),
+                "connection.user": pg.user,
+                "insert.mode": "upsert",
+                "pk.mode": "record_key",
+                "auto.create": "true",
+                "consumer.override.max.poll.records": "5000",
+            }
+            start = time.perf_counter()
+            created = worker.request("POST", "/connectors", json={"name": "bench-sink", "config": config})
+            assert created.status_code == 201, created.text
+            while True:
+                try:
+                    with psycopg.connect(pg.conninfo(db)) as conn:
+                        row = conn.execute('SELECT count(*) FROM "orders"').fetchone()
+                except psycopg.errors.UndefinedTable:
+                    row = None
+                if row and row[0] >= len(batch):
+                    return time.perf_counter() - start, float("nan")
+                time.sleep(0.2)
+        finally:
+            worker.kill()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--rows", type=int, default=200_000, help="rows per measured run")
+    parser.add_argument("--put", type=int, default=5_000, help="records per put() (a worker's poll batch)")
+    parser.add_argument("--batch-size", type=int, default=3_000, help="the sink's batch.size")
+    parser.add_argument(
+        "--no-worker", action="store_true", help="skip the run through a broker and a standalone worker"
+    )
+    args = parser.parse_args()
+
+    results = []
+    with PostgresServer() as pg:
+        print(f"PostgreSQL on {pg.host}:{pg.port}; building {args.rows:,} records…", flush=True)
+        fresh, again = records(args.rows, 0), records(args.rows, 1)
+        db = pg.create_database()
+        results.append(
+            (
+                "sink upsert, new rows",
+                args.rows,
+                through_sink(pg, db, "upsert", fresh, args.put, args.batch_size),
+            )
+        )
+        results.append(
+            (
+                "sink upsert, existing rows",
+                args.rows,
+                through_sink(pg, db, "upsert", again, args.put, args.batch_size),
+            )
+        )
+        results.append(("psycopg executemany upsert", args.rows, raw_psycopg(pg, db, args.rows, args.put)))
+        db2 = pg.create_database()
+        results.append(
+            (
+                "sink insert, new rows",
+                args.rows,
+                through_sink(pg, db2, "insert", fresh, args.put, args.batch_size),
+            )
+        )
+        with psycopg.connect(pg.conninfo(db)) as conn:
+            row = conn.execute('SELECT count(*) FROM "orders"').fetchone()
+            stored = row[0] if row else 0
+        assert stored == args.rows, f"{stored} rows in the table, expected {args.rows}"
+        if not args.no_worker:
+            with tempfile.TemporaryDirectory(prefix="jdbc-bench-") as workdir:
+                seconds = through_worker(pg, pg.create_database(), fresh, Path(workdir))
+            results.append(("worker: topic → sink upsert", args.rows, seconds))
+
+    # On a shared machine the wall clock depends on the load; the client's CPU seconds say what
+    # the connector itself costs (the server's work is the same for every path).
+    print(f"\n{'path':<30} {'rows':>10} {'seconds':>9} {'rows/s':>10} {'client CPU s':>13}")
+    for name, rows, (seconds, cpu) in results:
+        shown_cpu = "(worker)" if cpu != cpu else f"{cpu:.2f}"  # NaN: another process did the work
+        print(f"{name:<30} {rows:>10,} {seconds:>9.2f} {rows / seconds:>10,.0f} {shown_cpu:>13}")
+    print(
+        f"\ntarget: sink upsert >= 50,000 rows/s; load average now {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,110 @@
+"""Which columns a sink record fills, and with what: Confluent's ``FieldsMetadata`` per ``pk.mode``.
+
+- ``none``: no key columns; every value field is a column.
+- ``kafka``: key columns ``__connect_topic``, ``__connect_partition``, ``__connect_offset`` (or
+  the three ``pk.fields``), filled from where the record was read.
+- ``record_key``: a primitive key fills one column (``pk.fields`` or ``__connect_key``); a struct
+  key fills the ``pk.fields`` it names (all its fields by default).
+- ``record_value``: the ``pk.fields`` of the value (all its fields by default) are the key.
+
+Value columns are the value's fields that are not key columns, narrowed by ``fields.whitelist``.
+A ``RowLayout`` is computed once per (key schema, value schema) and reused for every record.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from odradek.connect.data import Schema, Type
+from odradek.connect.errors import ConnectException
+from odradek.connect.records import SinkRecord
+
+KAFKA_COLUMNS = ("__connect_topic", "__connect_partition", "__connect_offset")
+KAFKA_SCHEMAS = (Schema.STRING_SCHEMA, Schema.INT32_SCHEMA, Schema.INT64_SCHEMA)
+DEFAULT_KEY_COLUMN = "__connect_key"
+
+
+@dataclass(frozen=True)
+class RowLayout:
+    key_columns: tuple[str, ...]
+    value_columns: tuple[str, ...]
+    schemas: dict[str, Schema]  # column → the schema of the values it holds
+    pk_mode: str
+
+    def key_values(self, record: SinkRecord) -> tuple:
+        if self.pk_mode == "kafka":
+            return (record.topic, record.kafka_partition, record.kafka_offset)
+        if self.pk_mode == "record_key":
+            if record.key_schema is not None and record.key_schema.type == Type.STRUCT:
+                return tuple(record.key.get(c) for c in self.key_columns)
+            return (record.key,)
+        if self.pk_mode == "record_value":
+            return tuple(record.value.get(c) for c in self.key_columns)
+        return ()
+
+    def value_values(self, record: SinkRecord) -> tuple:
+        value = record.value
+        return tuple(value.get(c) for c in self.value_columns)
+
+
+def layout_for(record: SinkRecord, pk_mode: str, pk_fields: list[str], whitelist: list[str]) -> RowLayout:
+    value_schema = record.value_schema
+    if record.value is not None and (value_schema is None or value_schema.type != Type.STRUCT):
+        raise ConnectException(
+            f"the JDBC sink needs struct values with schemas; the record at {_where(record)} has "
+            f"{'no schema' if value_schema is None else 'a ' + value_schema.type.name + ' schema'} "
+            "(use a converter that carries schemas, such as JsonConverter with schemas.enable=true)"
+        )
+    schemas: dict[str, Schema] = {}
+    keys: list[str] = []
+    if pk_mode == "kafka":
+        keys = list(pk_fields or KAFKA_COLUMNS)
+        schemas.update(zip(keys, KAFKA_SCHEMAS, strict=True))
+    elif pk_mode == "record_key":
+        keys = _key_columns(record, pk_fields, schemas)
+    elif pk_mode == "record_value":
+        if value_schema is None:
+            raise ConnectException(
+                f"pk.mode=record_value needs a value; the record at {_where(record)} has none"
+            )
+        fields = {f.name: f.schema for f in value_schema.fields()}
+        keys = list(pk_fields or fields)
+        missing = [k for k in keys if k not in fields]
+        if missing:
+            raise ConnectException(f"pk.fields {missing} are not fields of the value at {_where(record)}")
+        schemas.update((k, fields[k]) for k in keys)
+    values: list[str] = []
+    if value_schema is not None:
+        for field in value_schema.fields():
+            if field.name in schemas or (whitelist and field.name not in whitelist):
+                continue
+            values.append(field.name)
+            schemas[field.name] = field.schema
+    return RowLayout(tuple(keys), tuple(values), schemas, pk_mode)
+
+
+def _key_columns(record: SinkRecord, pk_fields: list[str], schemas: dict[str, Schema]) -> list[str]:
+    key_schema = record.key_schema
+    if key_schema is None:
+        raise ConnectException(
+            f"pk.mode=record_key needs keys with schemas; the record at {_where(record)} has "
+            f"{'no key' if record.key is None else 'a key without schema'}"
+        )
+    if key_schema.type == Type.STRUCT:
+        fields = {f.name: f.schema for f in key_schema.fields()}
+        keys = list(pk_fields or fields)
+        missing = [k for k in keys if k not in fields]
+        if missing:
+            raise ConnectException(f"pk.fields {missing} are not fields of the key at {_where(record)}")
+        schemas.update((k, fields[k]) for k in keys)
+        return keys
+    if len(pk_fields) > 1:
+        raise ConnectException(f"a primitive key fills one column, but pk.fields names {len(pk_fields)}")
+    name = pk_fields[0] if pk_fields else DEFAULT_KEY_COLUMN
+    schemas[name] = key_schema
+    return [name]
+
+
+def _where(record: Any) -> str:
+    return f"{record.topic}-{record.kafka_partition}@{record.kafka_offset}"

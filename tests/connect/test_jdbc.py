@@ -1,0 +1,411 @@
+"""The JDBC source and sink tasks against a real PostgreSQL (Debian's, started for this module)
+and SQLite files, with records travelling through a real Odradek broker.
+
+The tasks are driven directly (start/poll/put), as a worker would: the test plays the worker's
+part, turning records into bytes and back with Kafka's JsonConverter (schemas.enable=true).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import json
+import sqlite3
+
+import psycopg
+import pytest
+
+from odradek.client import Consumer, Producer, TopicPartition
+from odradek.connect.converters.json_converter import JsonConverter
+from odradek.connect.data import Schema, SchemaBuilder, Struct
+from odradek.connect.errors import ConfigException, ConnectException
+from odradek.connect.jdbc import JdbcSinkConnector, JdbcSinkTask, JdbcSourceConnector, JdbcSourceTask
+from odradek.connect.records import SinkRecord
+from odradek.testing.postgres import PostgresServer
+
+
+@pytest.fixture(scope="module")
+def postgres():
+    with PostgresServer() as server:
+        yield server
+
+
+class Database:
+    """A fresh database of either kind, with the connector keys to reach it."""
+
+    def __init__(self, kind, postgres, tmp_path):
+        self.kind = kind
+        if kind == "postgresql":
+            name = postgres.create_database()
+            self.props = {"connection.url": postgres.jdbc_url(name), "connection.user": postgres.user}
+            self._connect = lambda: psycopg.connect(postgres.conninfo(name), autocommit=True)
+        else:
+            path = tmp_path / "test.db"
+            self.props = {"connection.url": f"jdbc:sqlite:{path}"}
+            self._connect = lambda: sqlite3.connect(path, isolation_level=None)
+
+    def run(self, statement, params=()):
+        statement = statement if self.kind == "postgresql" else statement.replace("%s", "?")
+        conn = self._connect()
+        try:
+            cursor = conn.execute(statement, params)
+            return cursor.fetchall() if cursor.description else None
+        finally:
+            conn.close()
+
+    def rows(self, table, order="id"):
+        return self.run(f'SELECT * FROM "{table}" ORDER BY {order}')
+
+
+@pytest.fixture(params=["postgresql", "sqlite"])
+def make_db(request, postgres, tmp_path):
+    counter = iter(range(100))
+
+    def make():
+        return Database(request.param, postgres, tmp_path / f"db{next(counter)}")
+
+    for i in range(3):
+        (tmp_path / f"db{i}").mkdir()
+    return make
+
+
+class OffsetContext:
+    """A task context whose offset reader answers from offsets committed by the test."""
+
+    def __init__(self, committed=None):
+        self.committed = committed if committed is not None else {}
+        self.offset_storage_reader = self
+
+    def offset(self, partition):
+        return self.committed.get(json.dumps(partition, sort_keys=True))
+
+    def commit(self, records):
+        for r in records:
+            self.committed[json.dumps(r.source_partition, sort_keys=True)] = r.source_offset
+
+
+def source_task(db, context, **props):
+    task = JdbcSourceTask()
+    task.initialize(context)
+    task.start({**db.props, "topic.prefix": "db-", "poll.interval.ms": "50", **props})
+    return task
+
+
+def drain(task, want, timeout=20):
+    import time
+
+    out, deadline = [], time.monotonic() + timeout
+    while len(out) < want and time.monotonic() < deadline:
+        out += task.poll() or []
+    return out
+
+
+def json_converter(is_key):
+    converter = JsonConverter()
+    converter.configure({"schemas.enable": "true"}, is_key=is_key)
+    return converter
+
+
+KEY_SCHEMA = SchemaBuilder.struct().name("key").field("id", Schema.INT64_SCHEMA).build()
+
+
+def test_table_to_topic_to_table_with_upserts_and_deletes(make_db, broker, topic_name):
+    source, target = make_db(), make_db()
+    serial = "SERIAL PRIMARY KEY" if source.kind == "postgresql" else "INTEGER PRIMARY KEY AUTOINCREMENT"
+    source.run(
+        f"CREATE TABLE orders (id {serial}, item TEXT NOT NULL, amount NUMERIC(10,2), "
+        "placed DATE, updated TIMESTAMP NOT NULL)"
+    )
+    stamp = dt.datetime(2024, 5, 1, 12, 0, 0)
+    for i, item in enumerate(["apple", "pear", "plum"]):
+        source.run(
+            "INSERT INTO orders (item, amount, placed, updated) VALUES (%s, %s, %s, %s)",
+            (item, str(decimal.Decimal("1.50") * (i + 1)), "2024-05-01", stamp + dt.timedelta(seconds=i)),
+        )
+    topic = topic_name
+    context = OffsetContext()
+    task = source_task(
+        source,
+        context,
+        mode="timestamp+incrementing",
+        **{"incrementing.column.name": "id", "timestamp.column.name": "updated", "tables": "orders"},
+    )
+    producer = Producer({"bootstrap.servers": broker.bootstrap_servers})
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap_servers, "auto.offset.reset": "earliest"})
+    sink = JdbcSinkTask()
+    sink.initialize(OffsetContext())
+    sink.start(
+        {
+            **target.props,
+            "insert.mode": "upsert",
+            "pk.mode": "record_key",
+            "auto.create": "true",
+            "delete.enabled": "true",
+            "table.name.format": "copy_${topic}",
+        }
+    )
+    keys, values = json_converter(True), json_converter(False)
+
+    def ship(records):
+        """Source records → the broker (key: the id, as ValueToKey would make it), JSON with schemas."""
+        for r in records:
+            assert r.topic == "db-orders"
+            key = Struct(KEY_SCHEMA).put("id", r.value.get("id"))
+            producer.send(
+                topic,
+                key=keys.from_connect_data(topic, KEY_SCHEMA, key),
+                value=values.from_connect_data(topic, r.value_schema, r.value),
+            )
+        producer.flush()
+        context.commit(records)
+
+    def deliver(count, tombstones=()):
+        """The broker → the sink task, as SinkRecords."""
+        for key in tombstones:
+            producer.send(
+                topic, key=keys.from_connect_data(topic, KEY_SCHEMA, Struct(KEY_SCHEMA).put("id", key))
+            )
+        producer.flush()
+        got = []
+        import time
+
+        deadline = time.monotonic() + 20
+        while len(got) < count and time.monotonic() < deadline:
+            got += consumer.poll(0.5)
+        assert len(got) == count
+        records = []
+        for m in got:
+            key, value = keys.to_connect_data(topic, m.key), values.to_connect_data(topic, m.value)
+            records.append(
+                SinkRecord(
+                    topic="orders",
+                    kafka_partition=m.partition,
+                    key_schema=key.schema,
+                    key=key.value,
+                    value_schema=value.schema,
+                    value=value.value,
+                    kafka_offset=m.offset,
+                )
+            )
+        sink.put(records)
+
+    try:
+        consumer.assign([TopicPartition(topic, 0)])
+        ship(drain(task, 3))
+        deliver(3)
+        assert [r[:3] for r in target.rows("copy_orders")] == [
+            (1, "apple", decimal.Decimal("1.50")),
+            (2, "pear", decimal.Decimal("3.00")),
+            (3, "plum", decimal.Decimal("4.50")),
+        ]
+        # An update (newer timestamp) comes through as an upsert; a tombstone deletes.
+        source.run(
+            "UPDATE orders SET item = 'pear2', updated = %s WHERE id = 2", (stamp + dt.timedelta(minutes=5),)
+        )
+        ship(drain(task, 1))
+        deliver(2, tombstones=[3])
+        rows = target.rows("copy_orders")
+        assert [r[:2] for r in rows] == [(1, "apple"), (2, "pear2")]
+        assert str(rows[1][3]) == "2024-05-01"
+        assert context.committed['{"table": "orders"}']["incrementing"] == 2
+    finally:
+        task.stop()
+        sink.stop()
+        producer.close()
+        consumer.close()
+
+
+def test_restarted_source_task_resumes_at_the_committed_offset(make_db):
+    db = make_db()
+    db.run("CREATE TABLE events (id INTEGER PRIMARY KEY, body TEXT)")
+    for i in range(1, 6):
+        db.run("INSERT INTO events VALUES (%s, %s)", (i, f"e{i}"))
+    context = OffsetContext()
+    props = {
+        "mode": "incrementing",
+        "incrementing.column.name": "id",
+        "tables": "events",
+        "batch.max.rows": "2",
+    }
+    first = source_task(db, context, **props)
+    batch = drain(first, 2)
+    assert [r.value.get("id") for r in batch] == [1, 2]
+    context.commit(batch)
+    first.stop()  # the worker dies before committing anything further
+
+    second = source_task(db, context, **props)
+    rest = drain(second, 3)
+    assert [r.value.get("id") for r in rest] == [3, 4, 5]
+    assert rest[-1].source_partition == {"table": "events"} and rest[-1].source_offset == {"incrementing": 5}
+    context.commit(rest)
+    db.run("INSERT INTO events VALUES (6, 'e6')")
+    assert [r.value.get("id") for r in drain(second, 1)] == [6]
+    second.stop()
+
+
+def test_bulk_and_query_modes(make_db):
+    db = make_db()
+    db.run("CREATE TABLE a (id INTEGER PRIMARY KEY, v TEXT)")
+    db.run("INSERT INTO a VALUES (1, 'x'), (2, 'y')")
+    bulk = source_task(db, OffsetContext(), mode="bulk", tables="a")
+    first = drain(bulk, 2)
+    again = drain(bulk, 2)  # bulk reads the whole table on every poll interval
+    assert [r.value.get("v") for r in first + again] == ["x", "y", "x", "y"]
+    bulk.stop()
+    query = source_task(
+        db,
+        OffsetContext(),
+        mode="incrementing",
+        query="SELECT id, upper(v) AS big FROM a",
+        **{"incrementing.column.name": "id", "topic.prefix": "q-topic"},
+    )
+    records = drain(query, 2)
+    assert [(r.topic, r.value.get("big"), r.source_partition) for r in records] == [
+        ("q-topic", "X", {"query": "query"}),
+        ("q-topic", "Y", {"query": "query"}),
+    ]
+    query.stop()
+
+
+def test_connector_deals_tables_to_tasks(make_db):
+    db = make_db()
+    for name in ("t1", "t2", "t3", "skipped"):
+        db.run(f"CREATE TABLE {name} (id INTEGER PRIMARY KEY)")
+    connector = JdbcSourceConnector()
+    connector.start({**db.props, "mode": "bulk", "topic.prefix": "p-", "table.blacklist": "skipped"})
+    try:
+        configs = connector.task_configs(2)
+        assert [c["tables"] for c in configs] == ["t1,t2", "t3"]
+        assert [c["tables"] for c in connector.task_configs(10)] == ["t1", "t2", "t3"]
+    finally:
+        connector.stop()
+
+
+def test_sink_insert_kafka_keys_and_auto_evolve(make_db):
+    db = make_db()
+    v1 = SchemaBuilder.struct().name("v").field("name", Schema.STRING_SCHEMA).build()
+    v2 = (
+        SchemaBuilder.struct()
+        .name("v")
+        .field("name", Schema.STRING_SCHEMA)
+        .field("age", Schema.OPTIONAL_INT32_SCHEMA)
+        .build()
+    )
+    sink = JdbcSinkTask()
+    sink.initialize(OffsetContext())
+    sink.start({**db.props, "pk.mode": "kafka", "auto.create": "true", "auto.evolve": "true"})
+
+    def record(schema, offset, **values):
+        value = Struct(schema)
+        for k, v in values.items():
+            value.put(k, v)
+        return SinkRecord(
+            topic="people", kafka_partition=0, value_schema=schema, value=value, kafka_offset=offset
+        )
+
+    try:
+        sink.put([record(v1, 0, name="ann"), record(v1, 1, name="bob")])
+        sink.put([record(v2, 2, name="cy", age=7)])
+        rows = db.run('SELECT __connect_offset, name, age FROM "people" ORDER BY __connect_offset')
+        assert [tuple(r) for r in rows] == [(0, "ann", None), (1, "bob", None), (2, "cy", 7)]
+    finally:
+        sink.stop()
+
+
+def test_sink_without_auto_create_names_the_missing_table(make_db):
+    db = make_db()
+    sink = JdbcSinkTask()
+    sink.initialize(OffsetContext())
+    sink.start({**db.props, "max.retries": "0"})
+    schema = SchemaBuilder.struct().field("x", Schema.INT32_SCHEMA).build()
+    try:
+        with pytest.raises(ConnectException, match="'nowhere' is missing and auto.create is false"):
+            sink.put(
+                [
+                    SinkRecord(
+                        topic="nowhere",
+                        kafka_partition=0,
+                        value_schema=schema,
+                        value=Struct(schema).put("x", 1),
+                    )
+                ]
+            )
+        with pytest.raises(ConnectException, match="needs struct values with schemas"):
+            sink.put([SinkRecord(topic="nowhere", kafka_partition=0, value={"x": 1})])
+    finally:
+        sink.stop()
+
+
+@pytest.mark.parametrize(
+    ("props", "key"),
+    [
+        ({"connection.url": "jdbc:sqlite:/tmp/x.db", "topic.prefix": "p"}, "mode"),
+        (
+            {"connection.url": "jdbc:oracle:thin:@h:1521:x", "mode": "bulk", "topic.prefix": "p"},
+            "connection.url",
+        ),
+        (
+            {"connection.url": "jdbc:sqlite:x.db", "mode": "incrementing", "topic.prefix": "p"},
+            "incrementing.column.name",
+        ),
+        (
+            {
+                "connection.url": "jdbc:sqlite:x.db",
+                "mode": "bulk",
+                "topic.prefix": "p",
+                "poll.interval.ms": "soon",
+            },
+            "poll.interval.ms",
+        ),
+    ],
+)
+def test_bad_source_config_names_the_key(props, key):
+    with pytest.raises(ConfigException) as caught:
+        JdbcSourceConnector().start(props)
+    assert caught.value.key == key
+    assert key in str(caught.value)
+
+
+def test_bad_sink_config_names_the_key():
+    connector = JdbcSinkConnector()
+    with pytest.raises(ConfigException) as caught:
+        connector.start(
+            {"connection.url": "jdbc:sqlite:x.db", "delete.enabled": "true", "pk.mode": "record_value"}
+        )
+    assert caught.value.key == "delete.enabled"
+    result = connector.validate({"connection.url": "", "insert.mode": "merge", "pk.mode": "upsert"})
+    errors = {v.name: v.errors for v in result.config_values if v.errors}
+    assert set(errors) == {"connection.url", "insert.mode", "pk.mode"}
+    assert "one of insert, upsert, update" in errors["insert.mode"][0]
+    result = connector.validate({"connection.url": "jdbc:sqlite:x.db", "delete.enabled": "true"})
+    errors = {v.name: v.errors for v in result.config_values if v.errors}
+    assert errors == {
+        "delete.enabled": ["delete.enabled: deletes need pk.mode=record_key (the key names the row)"]
+    }
+
+
+def test_connector_reconfigures_tasks_when_a_table_appears(make_db):
+    import time
+
+    db = make_db()
+    db.run("CREATE TABLE first (id INTEGER PRIMARY KEY)")
+
+    class Context:
+        requests = 0
+
+        def request_task_reconfiguration(self):
+            Context.requests += 1
+
+    connector = JdbcSourceConnector()
+    connector.initialize(Context())
+    connector.start({**db.props, "mode": "bulk", "topic.prefix": "p-", "table.poll.interval.ms": "100"})
+    try:
+        assert [c["tables"] for c in connector.task_configs(4)] == ["first"]
+        db.run("CREATE TABLE second (id INTEGER PRIMARY KEY)")
+        deadline = time.monotonic() + 20
+        while Context.requests == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert Context.requests >= 1
+        assert [c["tables"] for c in connector.task_configs(4)] == ["first", "second"]
+    finally:
+        connector.stop()
