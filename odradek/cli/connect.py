@@ -10,7 +10,12 @@ import click
 
 @click.group("connect")
 def connect():
-    """Run a Kafka Connect worker that Kafka's configuration files drive unchanged."""
+    """Run a Kafka Connect worker that Kafka's configuration files drive unchanged.
+
+    \b
+    Examples:
+      odradek connect standalone connect-standalone.properties connect-file-source.properties
+    """
 
 
 @connect.command("standalone")
@@ -26,7 +31,7 @@ def standalone(worker_properties, connector_properties, log_level):
     serves on rest.port (8083) or listeners, where more connectors can be created.
 
     \b
-    Example (Kafka's quickstart files):
+    Examples:
       odradek connect standalone config/connect-standalone.properties \\
           config/connect-file-source.properties config/connect-file-sink.properties
     """

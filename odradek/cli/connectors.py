@@ -75,7 +75,12 @@ def connectors():
 @url_option
 @click.option("--status", "with_status", is_flag=True, help="Show each connector's state and its tasks' states.")
 def list_connectors(url, with_status):
-    """The connectors' names (with --status, their states)."""
+    """The connectors' names (with --status, their states).
+
+    \b
+    Examples:
+      odradek connectors list --status --url http://127.0.0.1:8083
+    """
     if not with_status:
         for name in _call(url, "GET", "/connectors"):
             click.echo(name)
@@ -92,7 +97,13 @@ def list_connectors(url, with_status):
 @click.option("--name", help="The connector's name (default: the config's name key).")
 @click.option("--initial-state", type=click.Choice(["RUNNING", "PAUSED", "STOPPED"]), default=None)
 def create(url, config, name, initial_state):
-    """Create a connector from CONFIG: a .properties file (Kafka's), a .json file or inline JSON."""
+    """Create a connector from CONFIG: a .properties file (Kafka's), a .json file or inline JSON.
+
+    \b
+    Examples:
+      odradek connectors create connect-file-source.properties
+      odradek connectors create '{"name": "s", "connector.class": "FileStreamSource", "topic": "t"}'
+    """
     props = _config_from(config)
     name = name or props.get("name")
     if not name:
@@ -108,7 +119,13 @@ def create(url, config, name, initial_state):
 @click.argument("name")
 @click.option("--set", "new_config", metavar="CONFIG", help="Replace the config (file or inline JSON).")
 def config(url, name, new_config):
-    """Show a connector's config, or replace it with --set."""
+    """Show a connector's config, or replace it with --set.
+
+    \b
+    Examples:
+      odradek connectors config local-file-source
+      odradek connectors config local-file-source --set connect-file-source.properties
+    """
     if new_config:
         _print(_call(url, "PUT", f"/connectors/{name}/config", _config_from(new_config)))
     else:
@@ -119,7 +136,12 @@ def config(url, name, new_config):
 @url_option
 @click.argument("name")
 def status(url, name):
-    """A connector's state and its tasks' (with the trace of a FAILED one)."""
+    """A connector's state and its tasks' (with the trace of a FAILED one).
+
+    \b
+    Examples:
+      odradek connectors status local-file-source
+    """
     _print(_call(url, "GET", f"/connectors/{name}/status"))
 
 
@@ -130,7 +152,13 @@ def status(url, name):
 @click.option("--include-tasks", is_flag=True, help="Restart the tasks too (KIP-745).")
 @click.option("--only-failed", is_flag=True, help="Only what is FAILED.")
 def restart(url, name, task, include_tasks, only_failed):
-    """Restart a connector (and its tasks), or one task."""
+    """Restart a connector (and its tasks), or one task.
+
+    \b
+    Examples:
+      odradek connectors restart local-file-source --include-tasks --only-failed
+      odradek connectors restart local-file-source --task 0
+    """
     if task is not None:
         _call(url, "POST", f"/connectors/{name}/tasks/{task}/restart")
         return
@@ -144,7 +172,7 @@ def _target(verb: str, doc: str):
     def command(url, name):
         _call(url, "PUT", f"/connectors/{name}/{verb}")
 
-    command.__doc__ = doc
+    command.__doc__ = f"{doc}\n\n\b\nExamples:\n  odradek connectors {verb} local-file-source\n"
     return connectors.command(verb)(command)
 
 
@@ -157,7 +185,12 @@ _target("stop", "Stop a connector and shut its tasks down (its offsets can then 
 @url_option
 @click.argument("name")
 def delete(url, name):
-    """Delete a connector (its offsets stay)."""
+    """Delete a connector (its offsets stay).
+
+    \b
+    Examples:
+      odradek connectors delete local-file-source
+    """
     _call(url, "DELETE", f"/connectors/{name}")
 
 
@@ -167,7 +200,13 @@ def delete(url, name):
 @click.option("--set", "new_offsets", metavar="JSON", help='Alter: {"offsets": [...]} as KIP-875 (connector STOPPED).')
 @click.option("--reset", is_flag=True, help="Delete the connector's offsets (connector STOPPED).")
 def offsets(url, name, new_offsets, reset):
-    """Show, alter (--set) or reset (--reset) a connector's offsets (KIP-875)."""
+    """Show, alter (--set) or reset (--reset) a connector's offsets (KIP-875).
+
+    \b
+    Examples:
+      odradek connectors offsets local-file-source
+      odradek connectors offsets local-file-source --reset
+    """
     if reset:
         _print(_call(url, "DELETE", f"/connectors/{name}/offsets"))
     elif new_offsets:
