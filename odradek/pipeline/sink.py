@@ -42,6 +42,7 @@ from odradek.pipeline.exactly_once import (
     record_commit,
 )
 from odradek.pipeline.options import OptionError, WriteOptions, write_options
+from odradek.pipeline.registry_format import write_formats
 from odradek.protocol import errors
 from odradek.protocol.batch_builder import BatchBuilder
 
@@ -362,9 +363,12 @@ class BatchWriter(DataSourceArrowWriter):
 
     def __init__(self, options, schema: StructType):
         self.opts = write_options(options, streaming=False)
-        check_schema(schema, self.opts)
+        self.formats = write_formats(options, schema)
+        check_schema(self.formats.binary_schema(schema) if self.formats else schema, self.opts)
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> SinkMessage:
+        if self.formats is not None:
+            iterator = self.formats.encode(iterator)
         return write_rows(self.opts, iterator, exactly_once=self.opts.exactly_once)
 
     def commit(self, messages: list) -> None:
@@ -391,9 +395,12 @@ class StreamWriter(DataSourceStreamArrowWriter):
 
     def __init__(self, options, schema: StructType):
         self.opts = write_options(options, streaming=True)
-        check_schema(schema, self.opts)
+        self.formats = write_formats(options, schema)
+        check_schema(self.formats.binary_schema(schema) if self.formats else schema, self.opts)
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> SinkMessage:
+        if self.formats is not None:
+            iterator = self.formats.encode(iterator)
         return write_rows(self.opts, iterator, exactly_once=self.opts.exactly_once)
 
     def commit(self, messages: list, batchId: int) -> None:

@@ -53,6 +53,7 @@ from odradek.pipeline.options import (
     source_schema,
 )
 from odradek.pipeline.reader import RangePartition, data_loss, read_range
+from odradek.pipeline.registry_format import read_formats
 
 log = logging.getLogger(__name__)
 
@@ -67,13 +68,17 @@ class OdradekDataSource(DataSource):
         return "odradek"
 
     def schema(self) -> StructType:
-        return source_schema(Options(self.options).flag("includeHeaders", False))
+        formats = read_formats(self.options)
+        overrides = formats.overrides() if formats is not None else ()
+        return source_schema(Options(self.options).flag("includeHeaders", False), overrides)
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        return BatchReader(read_options(self.options, streaming=False, schema=schema))
+        formats = read_formats(self.options)
+        return BatchReader(read_options(self.options, streaming=False, schema=schema, formats=formats))
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
-        return StreamReader(read_options(self.options, streaming=True, schema=schema))
+        formats = read_formats(self.options)
+        return StreamReader(read_options(self.options, streaming=True, schema=schema, formats=formats))
 
     def writer(self, schema: StructType, overwrite: bool):
         from odradek.pipeline.sink import BatchWriter
