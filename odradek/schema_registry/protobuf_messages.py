@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import io
+from typing import Any
 
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, timestamp_pb2
 
@@ -39,22 +40,19 @@ def _from_model(model: protobuf_schema.ProtobufSchema) -> descriptor_pb2.FileDes
     labels = {f.label for fields in model.messages.values() for f in fields.values()}
     fd = descriptor_pb2.FileDescriptorProto(package=model.package, syntax="proto2" if "required" in labels else "proto3")
     prefix = f"{model.package}." if model.package else ""
-    containers: dict[str, object] = {}
+    containers: dict[str, Any] = {}  # message full name → its DescriptorProto
 
-    def container(full: str, kind: str):
-        """The message (or the file) a type named ``full`` is declared in, and its short name."""
+    def scope(full: str) -> tuple[Any, str]:
+        """The message a type named ``full`` is declared in (None: the file) and its short name."""
         parent, _, short = full[len(prefix):].rpartition(".")
-        holder = containers[prefix + parent] if parent else fd
-        return (holder.message_type if holder is fd else holder.nested_type) if kind == "message" else (
-            holder.enum_type
-        ), short
+        return (containers[prefix + parent] if parent else None), short
 
     for full in sorted(model.messages, key=lambda n: n.count(".")):
-        group, short = container(full, "message")
-        containers[full] = group.add(name=short)
+        holder, short = scope(full)
+        containers[full] = (fd.message_type if holder is None else holder.nested_type).add(name=short)
     for full, values in model.enums.items():
-        group, short = container(full, "enum")
-        enum = group.add(name=short)
+        holder, short = scope(full)
+        enum = (fd.enum_type if holder is None else holder.enum_type).add(name=short)
         for number, value in enumerate(values):
             enum.value.add(name=value, number=number)
     for full, fields in model.messages.items():

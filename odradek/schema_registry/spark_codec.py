@@ -23,6 +23,7 @@ import threading
 import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import fastavro
 from pyspark.sql.types import (
@@ -138,7 +139,7 @@ def _avro_named(texts) -> dict:
 
 def _avro_decoder(column: ColumnSchema, client: RegistryClient):
     reader = fastavro.parse_schema(json.loads(column.text), named_schemas=_avro_named(column.references))
-    writers: dict[int, object] = {}
+    writers: dict[int, Any] = {}
     convert = _avro_converter(json.loads(column.text), column.spark_type)
 
     def decode(data):
@@ -177,7 +178,8 @@ def _avro_converter(node, dtype: DataType) -> Callable:
         branches = avro_union_branches(node)
         if len(branches) == 1:
             return _avro_converter(branches[0], dtype)
-        members = [(sf.name, _avro_converter(b, sf.dataType), sf.dataType) for b, sf in zip(branches, dtype.fields, strict=True)]
+        fields = dtype.fields if isinstance(dtype, StructType) else []
+        members = [(sf.name, _avro_converter(b, sf.dataType), sf.dataType) for b, sf in zip(branches, fields, strict=True)]
 
         def pick(v):
             if v is None:
@@ -288,15 +290,14 @@ def _protobuf_converter(descriptor) -> Callable:
         return lambda m: datetime.datetime.fromtimestamp(m.seconds, datetime.UTC) + datetime.timedelta(
             microseconds=m.nanos // 1000
         )
-    parts = []
+    parts: list[tuple[str, bool, Callable[[Any], Any]]] = []
     for f in descriptor.fields:
         single = _protobuf_single(f)
         message = f.message_type
         if message is not None and message.GetOptions().map_entry:
-            value = _protobuf_single(message.fields_by_name["value"])
-            parts.append((f.name, False, lambda v, value=value: {k: value(x) for k, x in v.items()}))
+            parts.append((f.name, False, _each_value(_protobuf_single(message.fields_by_name["value"]))))
         elif is_repeated(f):
-            parts.append((f.name, False, lambda v, single=single: [single(x) for x in v]))
+            parts.append((f.name, False, _each_item(single)))
         else:  # a singular message field is null when not set
             parts.append((f.name, message is not None, single))
 
@@ -307,6 +308,14 @@ def _protobuf_converter(descriptor) -> Callable:
         }
 
     return convert
+
+
+def _each_value(convert: Callable) -> Callable:
+    return lambda mapping: {k: convert(x) for k, x in mapping.items()}
+
+
+def _each_item(convert: Callable) -> Callable:
+    return lambda items: [convert(x) for x in items]
 
 
 def _protobuf_single(f) -> Callable:
