@@ -106,6 +106,11 @@ def projected_schema(columns: tuple[str, ...], overrides: tuple[StructField, ...
     return StructType([fields[name] for name in columns])
 
 
+def wants_typed_columns(options: Mapping[str, str]) -> bool:
+    """Whether the options ask for registry-typed key/value columns (``registry_format``)."""
+    return bool({"keyformat", "valueformat"} & {str(k).lower() for k in options})
+
+
 class OptionError(ValueError):
     """An option is missing, unknown where it matters, or has a bad value."""
 

@@ -33,7 +33,7 @@ import urllib.parse
 from dataclasses import dataclass
 
 import pyarrow as pa
-from pyspark.sql.types import ArrayType, BinaryType, DataType, MapType, StringType, StructField, StructType
+from pyspark.sql.types import BinaryType, DataType, StringType, StructField, StructType
 
 from odradek.pipeline.options import OptionError, Options
 from odradek.schema_registry import protobuf_messages, spark_schemas, spark_types
@@ -46,6 +46,7 @@ from odradek.schema_registry.spark_codec import (
     RegistryAddress,
     decoder,
     encoder,
+    protobuf_class,
     reference_texts,
     registry_for,
 )
@@ -148,9 +149,7 @@ def registered_column(client, fmt: ColumnFormat, found: dict, spark_type: DataTy
             elif fmt.format == "json":
                 spark_type = spark_types.json_schema_to_spark(json.loads(text))
             else:
-                files = [protobuf_messages.file_descriptor(t, n) for n, t in refs]
-                files.append(protobuf_messages.file_descriptor(text, f"schema-{found['id']}.proto"))
-                cls = protobuf_messages.message_class(files, message)
+                cls = protobuf_class(ColumnSchema("protobuf", int(found["id"]), text, refs, message))
                 message = cls.DESCRIPTOR.full_name
                 spark_type = spark_types.protobuf_to_spark(cls.DESCRIPTOR)
         except (UnsupportedSchemaError, ValueError) as exc:
@@ -302,14 +301,13 @@ class WriteFormats:
                     rows = batch.select(list(self.value_fields)).to_pylist()
                 else:
                     rows = batch.column(index[name]).to_pylist()
-                to_python = _arrow_to_python(column.spark_type)
                 out = []
                 for row in rows:
                     if row is None:
                         out.append(None)
                         continue
                     try:
-                        out.append(encode(to_python(row)))
+                        out.append(encode(row))
                     except Exception as exc:  # noqa: BLE001 - each format's writer raises its own kinds
                         raise SchemaRegistrationError(
                             f"a row's {name} does not fit schema id {column.schema_id}: {type(exc).__name__}: {exc}"
@@ -317,20 +315,6 @@ class WriteFormats:
                 arrays.append(pa.array(out, type=pa.binary()))
                 names.append(name)
             yield pa.RecordBatch.from_arrays(arrays, names=names)
-
-
-def _arrow_to_python(dtype: DataType):
-    """Arrow's Python values → the form the encoders take (maps as dicts, not pairs)."""
-    if isinstance(dtype, StructType):
-        parts = [(f.name, _arrow_to_python(f.dataType)) for f in dtype.fields]
-        return lambda v: None if v is None else {name: c(v.get(name)) for name, c in parts}
-    if isinstance(dtype, ArrayType):
-        inner = _arrow_to_python(dtype.elementType)
-        return lambda v: None if v is None else [inner(x) for x in v]
-    if isinstance(dtype, MapType):
-        inner = _arrow_to_python(dtype.valueType)
-        return lambda v: None if v is None else {k: inner(x) for k, x in (v.items() if isinstance(v, dict) else v)}
-    return lambda v: v
 
 
 def write_formats(options, schema: StructType) -> WriteFormats | None:

@@ -41,8 +41,7 @@ from odradek.pipeline.exactly_once import (
     TaskIdentity,
     record_commit,
 )
-from odradek.pipeline.options import OptionError, WriteOptions, write_options
-from odradek.pipeline.registry_format import write_formats
+from odradek.pipeline.options import OptionError, WriteOptions, wants_typed_columns, write_options
 from odradek.protocol import errors
 from odradek.protocol.batch_builder import BatchBuilder
 
@@ -67,6 +66,15 @@ class SinkMessage(WriterCommitMessage):
     topics: list = field(default_factory=list)
     rows: int = 0
     skipped: int = 0
+
+
+def _write_formats(options, schema: StructType):
+    """The typed key/value columns a write asks for (``registry_format``, loaded only then)."""
+    if not wants_typed_columns(options):
+        return None
+    from odradek.pipeline.registry_format import write_formats
+
+    return write_formats(options, schema)
 
 
 def check_schema(schema: StructType, opts: WriteOptions) -> None:
@@ -363,7 +371,7 @@ class BatchWriter(DataSourceArrowWriter):
 
     def __init__(self, options, schema: StructType):
         self.opts = write_options(options, streaming=False)
-        self.formats = write_formats(options, schema)
+        self.formats = _write_formats(options, schema)
         check_schema(self.formats.binary_schema(schema) if self.formats else schema, self.opts)
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> SinkMessage:
@@ -395,7 +403,7 @@ class StreamWriter(DataSourceStreamArrowWriter):
 
     def __init__(self, options, schema: StructType):
         self.opts = write_options(options, streaming=True)
-        self.formats = write_formats(options, schema)
+        self.formats = _write_formats(options, schema)
         check_schema(self.formats.binary_schema(schema) if self.formats else schema, self.opts)
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> SinkMessage:

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import base64
 import io
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, timestamp_pb2
 
-from . import protobuf_schema
+if TYPE_CHECKING:
+    from .protobuf_schema import ProtobufSchema
 
 _F = descriptor_pb2.FieldDescriptorProto
 _SCALAR_TYPES = {
@@ -28,6 +29,9 @@ _SCALAR_TYPES = {
 
 def file_descriptor(text: str, name: str) -> descriptor_pb2.FileDescriptorProto:
     """The ``FileDescriptorProto`` of a registered schema text (base64 descriptor or .proto)."""
+    # The .proto parser takes most of a second to import: only schemas that need it load it.
+    from . import protobuf_schema
+
     fd = protobuf_schema._as_descriptor(text)
     if fd is None:
         fd = _from_model(protobuf_schema.parse(text))
@@ -35,7 +39,7 @@ def file_descriptor(text: str, name: str) -> descriptor_pb2.FileDescriptorProto:
     return fd
 
 
-def _from_model(model: protobuf_schema.ProtobufSchema) -> descriptor_pb2.FileDescriptorProto:
+def _from_model(model: ProtobufSchema) -> descriptor_pb2.FileDescriptorProto:
     """A descriptor rebuilt from the registry's model of a .proto text (messages, enums, fields)."""
     labels = {f.label for fields in model.messages.values() for f in fields.values()}
     fd = descriptor_pb2.FileDescriptorProto(package=model.package, syntax="proto2" if "required" in labels else "proto3")
@@ -80,7 +84,7 @@ def _from_model(model: protobuf_schema.ProtobufSchema) -> descriptor_pb2.FileDes
     return fd
 
 
-def _set_type(field, type_name: str, model: protobuf_schema.ProtobufSchema) -> None:
+def _set_type(field, type_name: str, model: ProtobufSchema) -> None:
     if type_name in _SCALAR_TYPES:
         field.type = _SCALAR_TYPES[type_name]
     elif type_name in model.enums:
@@ -88,7 +92,7 @@ def _set_type(field, type_name: str, model: protobuf_schema.ProtobufSchema) -> N
     elif type_name == "google.protobuf.Timestamp" or type_name in model.messages:
         field.type, field.type_name = _F.TYPE_MESSAGE, f".{type_name}"
     else:
-        raise protobuf_schema.ProtobufParseError(f"unknown type {type_name} (imports other than references?)")
+        raise ValueError(f"unknown type {type_name} (imports other than references?)")
 
 
 def message_class(files: list[descriptor_pb2.FileDescriptorProto], message: str | None):

@@ -100,13 +100,17 @@ def reference_texts(client: RegistryClient, references) -> list[tuple[str, str]]
     return out
 
 
-def _writer_known(client: RegistryClient, schema_id: int) -> dict:
+def _writer(client: RegistryClient, schema_id: int, schema_type: str) -> dict:
+    """The registry's answer for a record's schema id (the client caches it: one request per id)."""
     try:
-        return client.schema(schema_id)
+        found = client.schema(schema_id)
     except RegistryError as exc:
         if exc.code == 40403:
             raise CorruptValue(f"schema id {schema_id} is not in the registry at {client.url}") from None
         raise
+    if found.get("schemaType", "AVRO") != schema_type:
+        raise CorruptValue(f"schema id {schema_id} is a {found.get('schemaType', 'AVRO')} schema, not {schema_type}")
+    return found
 
 
 def _unframe(data) -> tuple[int, bytes]:
@@ -146,9 +150,7 @@ def _avro_decoder(column: ColumnSchema, client: RegistryClient):
         schema_id, payload = _unframe(data)
         writer = writers.get(schema_id)
         if writer is None:
-            found = _writer_known(client, schema_id)
-            if found.get("schemaType", "AVRO") != "AVRO":
-                raise CorruptValue(f"schema id {schema_id} is a {found['schemaType']} schema, not Avro")
+            found = _writer(client, schema_id, "AVRO")
             named = _avro_named(reference_texts(client, found.get("references")))
             writer = writers[schema_id] = fastavro.parse_schema(json.loads(found["schema"]), named_schemas=named)
         try:
@@ -216,16 +218,11 @@ def _fits(value, dtype: DataType) -> bool:
 
 
 def _json_decoder(column: ColumnSchema, client: RegistryClient):
-    convert = _json_converter(column.spark_type)
-    known: set[int] = set()
+    convert = _rebuilt(column.spark_type, _json_leaf)
 
     def decode(data):
         schema_id, payload = _unframe(data)
-        if schema_id not in known:
-            found = _writer_known(client, schema_id)
-            if found.get("schemaType") != "JSON":
-                raise CorruptValue(f"schema id {schema_id} is a {found.get('schemaType', 'AVRO')} schema, not JSON")
-            known.add(schema_id)
+        _writer(client, schema_id, "JSON")
         try:
             return convert(json.loads(payload))
         except (ValueError, TypeError, AttributeError) as exc:
@@ -234,26 +231,34 @@ def _json_decoder(column: ColumnSchema, client: RegistryClient):
     return decode
 
 
-def _json_converter(dtype: DataType) -> Callable:
+def _rebuilt(dtype: DataType, leaf: Callable[[DataType], Callable]) -> Callable:
+    """A converter that rebuilds structs, arrays and maps (dicts, or Arrow's key/value pairs)
+    and applies ``leaf(type)`` to the other non-null values."""
     if isinstance(dtype, StructType):
-        parts = [(f.name, _json_converter(f.dataType)) for f in dtype.fields]
+        parts = [(f.name, _rebuilt(f.dataType, leaf)) for f in dtype.fields]
         return lambda v: None if v is None else {name: c(v.get(name)) for name, c in parts}
     if isinstance(dtype, ArrayType):
-        inner = _json_converter(dtype.elementType)
+        inner = _rebuilt(dtype.elementType, leaf)
         return lambda v: None if v is None else [inner(x) for x in v]
     if isinstance(dtype, MapType):
-        inner = _json_converter(dtype.valueType)
-        return lambda v: None if v is None else {k: inner(x) for k, x in v.items()}
+        inner = _rebuilt(dtype.valueType, leaf)
+        return lambda v: None if v is None else {k: inner(x) for k, x in (v.items() if isinstance(v, dict) else v)}
+    convert = leaf(dtype)
+    return lambda v: None if v is None else convert(v)
+
+
+def _json_leaf(dtype: DataType) -> Callable:
+    """JSON's values as the Spark type (dates and timestamps are strings in JSON)."""
     if isinstance(dtype, StringType):
-        return lambda v: v if v is None or isinstance(v, str) else json.dumps(v)
+        return lambda v: v if isinstance(v, str) else json.dumps(v)
     if isinstance(dtype, LongType):
-        return lambda v: None if v is None else int(v)
+        return int
     if isinstance(dtype, DoubleType):
-        return lambda v: None if v is None else float(v)
+        return float
     if isinstance(dtype, DateType):
-        return lambda v: None if v is None else datetime.date.fromisoformat(v)
+        return datetime.date.fromisoformat
     if isinstance(dtype, TimestampType):
-        return lambda v: None if v is None else _utc(datetime.datetime.fromisoformat(v.replace("Z", "+00:00")))
+        return lambda v: _utc(datetime.datetime.fromisoformat(v.replace("Z", "+00:00")))
     return _identity
 
 
@@ -261,20 +266,20 @@ def _utc(moment: datetime.datetime) -> datetime.datetime:
     return moment.replace(tzinfo=datetime.UTC) if moment.tzinfo is None else moment
 
 
-def _protobuf_decoder(column: ColumnSchema, client: RegistryClient):
+def protobuf_class(column: ColumnSchema):
+    """The message class of a Protobuf column, its references in the same pool."""
     files = [protobuf_messages.file_descriptor(text, name) for name, text in column.references]
     files.append(protobuf_messages.file_descriptor(column.text, f"schema-{column.schema_id}.proto"))
-    cls = protobuf_messages.message_class(files, column.message)
+    return protobuf_messages.message_class(files, column.message)
+
+
+def _protobuf_decoder(column: ColumnSchema, client: RegistryClient):
+    cls = protobuf_class(column)
     convert = _protobuf_converter(cls.DESCRIPTOR)
-    known: set[int] = set()
 
     def decode(data):
         schema_id, payload = _unframe(data)
-        if schema_id not in known:
-            found = _writer_known(client, schema_id)
-            if found.get("schemaType") != "PROTOBUF":
-                raise CorruptValue(f"schema id {schema_id} is a {found.get('schemaType', 'AVRO')} schema, not Protobuf")
-            known.add(schema_id)
+        _writer(client, schema_id, "PROTOBUF")
         try:
             message = cls.FromString(protobuf_messages.skip_indexes(payload))
         except Exception as exc:  # noqa: BLE001 - DecodeError and ValueError for bad bytes
@@ -331,7 +336,13 @@ def _protobuf_single(f) -> Callable:
 
 
 def encoder(column: ColumnSchema) -> Callable[[object], bytes]:
-    """A function from a row's value (Arrow's Python form) to framed bytes."""
+    """A function from a row's value (Arrow's Python form: maps as key/value pairs) to framed bytes."""
+    encode = _format_encoder(column)
+    as_python = _rebuilt(column.spark_type, lambda dtype: _identity)
+    return lambda value: encode(as_python(value))
+
+
+def _format_encoder(column: ColumnSchema) -> Callable[[object], bytes]:
     if column.format == "avro":
         parsed = fastavro.parse_schema(json.loads(column.text), named_schemas=_avro_named(column.references))
 
@@ -343,9 +354,7 @@ def encoder(column: ColumnSchema) -> Callable[[object], bytes]:
         return encode_avro
     if column.format == "json":
         return lambda value: frame(column.schema_id, json.dumps(value, default=_json_default).encode())
-    files = [protobuf_messages.file_descriptor(text, name) for name, text in column.references]
-    files.append(protobuf_messages.file_descriptor(column.text, f"schema-{column.schema_id}.proto"))
-    cls = protobuf_messages.message_class(files, column.message)
+    cls = protobuf_class(column)
     prefix = frame(column.schema_id, protobuf_messages.encode_indexes(protobuf_messages.message_indexes(cls.DESCRIPTOR)))
 
     def encode_protobuf(value) -> bytes:

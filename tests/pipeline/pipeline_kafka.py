@@ -131,3 +131,31 @@ def check_page_views(
         f"{rank:03d}".encode(): {"rank": rank, "page": page, "views": views}
         for rank, (page, views) in enumerate(top, 1)
     }
+
+
+def registry_read(spark, broker, topic: str, **options):
+    """``spark.read.format("odradek")`` of ``topic`` on a broker with its registry beside it
+    (the ``registry_broker`` fixture), with more options."""
+    reader = (
+        spark.read.format("odradek")
+        .option("kafka.bootstrap.servers", broker.bootstrap_servers)
+        .option("subscribe", topic)
+        .option("schema.registry.url", broker.registry_url)
+    )
+    for key, value in options.items():
+        reader = reader.option(key, value)
+    return reader.load()
+
+
+def registry_write(df, broker, topic: str, **options) -> None:
+    """A batch write of ``df`` to ``topic`` with the registry beside the broker."""
+    writer = (
+        df.write.format("odradek")
+        .mode("append")
+        .option("kafka.bootstrap.servers", broker.bootstrap_servers)
+        .option("topic", topic)
+        .option("schema.registry.url", broker.registry_url)
+    )
+    for key, value in options.items():
+        writer = writer.option(key, value)
+    writer.save()

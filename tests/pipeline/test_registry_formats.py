@@ -13,7 +13,7 @@ from confluent_kafka import Producer
 from confluent_kafka.schema_registry import SchemaRegistryClient, record_subject_name_strategy
 from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
-from pipeline_kafka import create_topic, produce, read_topic
+from pipeline_kafka import create_topic, produce, read_topic, registry_read, registry_write
 
 UTC = datetime.UTC
 ORDER_V1 = {
@@ -81,18 +81,6 @@ def sr(registry_broker):
     return SchemaRegistryClient({"url": registry_broker.registry_url})
 
 
-def _read(spark, broker, topic: str, **options):
-    reader = (
-        spark.read.format("odradek")
-        .option("kafka.bootstrap.servers", broker.bootstrap_servers)
-        .option("subscribe", topic)
-        .option("schema.registry.url", broker.registry_url)
-    )
-    for key, value in options.items():
-        reader = reader.option(key, value)
-    return reader.load()
-
-
 def _spark_row(order: dict, *, v2: bool) -> dict:
     """What the value column holds for an order: Spark's Python values."""
     either = order["either"]
@@ -116,7 +104,7 @@ def test_avro_records_read_into_typed_columns_older_versions_through_resolution(
     subject = f"{topic_name}-value"
     assert sr.get_versions(subject) == [1, 2]
 
-    latest = _read(spark, registry_broker, topic_name, valueFormat="avro")
+    latest = registry_read(spark, registry_broker, topic_name, valueFormat="avro")
     assert latest.schema["value"].dataType.simpleString() == V2_TYPE
     assert latest.schema["key"].dataType.simpleString() == "binary"
     rows = latest.orderBy("offset").select("offset", "value").collect()
@@ -125,7 +113,7 @@ def test_avro_records_read_into_typed_columns_older_versions_through_resolution(
     assert got == [_spark_row(o, v2=True) for o in old + new]  # v1 records: id widened, channel defaulted
 
     # Version 1 as the reader: its own records read; v2's long ids do not fit an int (Avro's rules).
-    first = _read(spark, registry_broker, topic_name, valueFormat="avro", mode="PERMISSIVE", **{"schema.version": "1"})
+    first = registry_read(spark, registry_broker, topic_name, valueFormat="avro", mode="PERMISSIVE", **{"schema.version": "1"})
     assert first.schema["value"].dataType.simpleString() == V1_TYPE
     rows = first.orderBy("offset").collect()
     assert [r.value.asDict(recursive=True) if r.value else None for r in rows] == [
@@ -146,7 +134,7 @@ def test_record_name_strategy_and_a_typed_key(spark, registry_broker, sr, topic_
             value=value_serializer(_order(i), SerializationContext(topic_name, MessageField.VALUE)),
         )
     assert producer.flush(30) == 0
-    df = _read(
+    df = registry_read(
         spark, registry_broker, topic_name, valueFormat="avro", keyFormat="avro",
         **{"value.subject.name.strategy": "io.confluent.kafka.serializers.subject.RecordNameStrategy",
            "value.record.name": "com.example.Order"},
@@ -164,14 +152,9 @@ def test_the_sink_writes_what_confluents_avro_deserializer_reads(spark, registry
         "key string, id int, name string, tags array<string>, counts map<string,bigint>, "
         "total decimal(9,2), day date, note string",
     )  # fmt: skip
-    (
-        df.write.format("odradek").mode("append")
-        .option("kafka.bootstrap.servers", registry_broker.bootstrap_servers)
-        .option("topic", topic_name)
-        .option("schema.registry.url", registry_broker.registry_url)
-        .option("valueFormat", "avro").option("keyFormat", "avro")
-        .option("value.record.name", "com.example.Customer")
-        .save()
+    registry_write(
+        df, registry_broker, topic_name, valueFormat="avro", keyFormat="avro",
+        **{"value.record.name": "com.example.Customer"},
     )  # fmt: skip
     registered = json.loads(sr.get_latest_version(f"{topic_name}-value").schema.schema_str)
     assert (registered["name"], registered["namespace"]) == ("Customer", "com.example")
@@ -191,18 +174,11 @@ def test_the_sink_writes_what_confluents_avro_deserializer_reads(spark, registry
                 "day": datetime.date(2024, 2, 4), "note": "vip"}),
     ]  # fmt: skip
     # A struct value column writes the same way, and our own source reads it back.
-    (
-        spark.createDataFrame([(3, "cy", [], {}, decimal.Decimal("0.10"), datetime.date(2024, 2, 5), None)],
-                              df.drop("key").schema)
-        .selectExpr("struct(*) as value")
-        .write.format("odradek").mode("append")
-        .option("kafka.bootstrap.servers", registry_broker.bootstrap_servers)
-        .option("topic", topic_name)
-        .option("schema.registry.url", registry_broker.registry_url)
-        .option("valueFormat", "avro").option("value.record.name", "com.example.Customer")
-        .save()
-    )  # fmt: skip
-    back = _read(spark, registry_broker, topic_name, valueFormat="avro").orderBy("offset").select("value.name")
+    struct_df = spark.createDataFrame(
+        [(3, "cy", [], {}, decimal.Decimal("0.10"), datetime.date(2024, 2, 5), None)], df.drop("key").schema
+    ).selectExpr("struct(*) as value")
+    registry_write(struct_df, registry_broker, topic_name, valueFormat="avro", **{"value.record.name": "com.example.Customer"})
+    back = registry_read(spark, registry_broker, topic_name, valueFormat="avro").orderBy("offset").select("value.name")
     assert [r.name for r in back.collect()][-1] == "cy"
     assert sr.get_versions(f"{topic_name}-value") == [1]  # the same schema: no new version
 
@@ -220,18 +196,18 @@ def test_bad_input_fails_fast_or_reads_as_null_or_is_dropped(spark, registry_bro
     produce(registry_broker.bootstrap_servers, topic_name, [{"value": b"plain text"}, {"value": unknown_id}])
     _serialize(sr, registry_broker, ORDER_V1, topic_name, [_order(3)])
 
-    message = _spark_error(lambda: _read(spark, registry_broker, topic_name, valueFormat="avro").collect())
+    message = _spark_error(lambda: registry_read(spark, registry_broker, topic_name, valueFormat="avro").collect())
     assert f"{topic_name}-0 offset 1: the value cannot be read as avro" in message
     assert "not a schema-registry framed value" in message and "mode=PERMISSIVE" in message
 
-    permissive = _read(spark, registry_broker, topic_name, valueFormat="avro", mode="PERMISSIVE")
+    permissive = registry_read(spark, registry_broker, topic_name, valueFormat="avro", mode="PERMISSIVE")
     rows = permissive.orderBy("offset").select("offset", "value.customer", "_corrupt_record").collect()
     assert [(r.offset, r.customer) for r in rows] == [(0, "c0"), (1, None), (2, None), (3, "c3")]
     assert rows[0]._corrupt_record is None and rows[3]._corrupt_record is None
     assert "not a schema-registry framed value" in rows[1]._corrupt_record
     assert "schema id 999999 is not in the registry" in rows[2]._corrupt_record
 
-    dropped = _read(spark, registry_broker, topic_name, valueFormat="avro", mode="DROPMALFORMED")
+    dropped = registry_read(spark, registry_broker, topic_name, valueFormat="avro", mode="DROPMALFORMED")
     assert [r.offset for r in dropped.orderBy("offset").collect()] == [0, 3]
 
 
@@ -241,15 +217,7 @@ def test_an_incompatible_dataframe_is_refused_and_options_are_checked(spark, reg
     df = spark.createDataFrame([("x",)], "id string")  # id was an int: BACKWARD refuses it
 
     def write(**options):
-        writer = (
-            df.write.format("odradek").mode("append")
-            .option("kafka.bootstrap.servers", registry_broker.bootstrap_servers)
-            .option("topic", topic_name).option("schema.registry.url", registry_broker.registry_url)
-            .option("valueFormat", "avro").option("value.record.name", "com.example.Order")
-        )  # fmt: skip
-        for key, value in options.items():
-            writer = writer.option(key, value)
-        writer.save()
+        registry_write(df, registry_broker, topic_name, valueFormat="avro", **{"value.record.name": "com.example.Order"}, **options)
 
     message = _spark_error(write)
     assert f"refused the DataFrame's value schema under subject '{topic_name}-value' (409" in message
@@ -259,8 +227,8 @@ def test_an_incompatible_dataframe_is_refused_and_options_are_checked(spark, reg
     assert len(read_topic(registry_broker.bootstrap_servers, topic_name)) == 1
 
     assert "must be one of avro, json, protobuf" in _spark_error(
-        lambda: _read(spark, registry_broker, topic_name, valueFormat="xml").schema
+        lambda: registry_read(spark, registry_broker, topic_name, valueFormat="xml").schema
     )
     assert "has no version 7 of subject" in _spark_error(
-        lambda: _read(spark, registry_broker, topic_name, valueFormat="avro", **{"schema.version": "7"}).schema
+        lambda: registry_read(spark, registry_broker, topic_name, valueFormat="avro", **{"schema.version": "7"}).schema
     )

@@ -16,7 +16,7 @@ from confluent_kafka.schema_registry.json_schema import JSONDeserializer, JSONSe
 from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer, ProtobufSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
-from pipeline_kafka import create_topic, read_topic
+from pipeline_kafka import create_topic, read_topic, registry_read, registry_write
 
 PERSON_V1 = {
     "$schema": "http://json-schema.org/draft-07/schema#",
@@ -82,30 +82,6 @@ def _produce(broker, topic: str, serializer, values: list) -> None:
     assert producer.flush(30) == 0
 
 
-def _read(spark, broker, topic: str, **options):
-    reader = (
-        spark.read.format("odradek")
-        .option("kafka.bootstrap.servers", broker.bootstrap_servers)
-        .option("subscribe", topic)
-        .option("schema.registry.url", broker.registry_url)
-    )
-    for key, value in options.items():
-        reader = reader.option(key, value)
-    return reader.load()
-
-
-def _write(df, broker, topic: str, **options) -> None:
-    writer = (
-        df.write.format("odradek").mode("append")
-        .option("kafka.bootstrap.servers", broker.bootstrap_servers)
-        .option("topic", topic)
-        .option("schema.registry.url", broker.registry_url)
-    )  # fmt: skip
-    for key, value in options.items():
-        writer = writer.option(key, value)
-    writer.save()
-
-
 def test_json_schema_records_read_into_typed_columns(spark, registry_broker, sr, topic_name):
     create_topic(registry_broker.bootstrap_servers, topic_name)
     people = [
@@ -115,7 +91,7 @@ def test_json_schema_records_read_into_typed_columns(spark, registry_broker, sr,
     _produce(registry_broker, topic_name, JSONSerializer(json.dumps(PERSON_V1), sr), people)
     _produce(registry_broker, topic_name, JSONSerializer(json.dumps(PERSON_V2), sr), [{"name": "cy", "email": "c@x"}])
     assert sr.get_versions(f"{topic_name}-value") == [1, 2]
-    df = _read(spark, registry_broker, topic_name, valueFormat="json")
+    df = registry_read(spark, registry_broker, topic_name, valueFormat="json")
     assert df.schema["value"].dataType.simpleString() == (
         "struct<name:string,age:bigint,score:double,born:date,tags:array<string>,address:struct<city:string>,"
         "email:string>"
@@ -135,7 +111,7 @@ def test_the_json_sink_writes_what_confluents_json_deserializer_reads(spark, reg
         [("ann", 31, ["a", "b"], datetime.date(2024, 1, 2)), ("bob", None, [], None)],
         "name string not null, age int, tags array<string>, day date",
     )
-    _write(df, registry_broker, topic_name, valueFormat="json", **{"value.record.name": "Person"})
+    registry_write(df, registry_broker, topic_name, valueFormat="json", **{"value.record.name": "Person"})
     registered = json.loads(sr.get_latest_version(f"{topic_name}-value").schema.schema_str)
     assert registered["required"] == ["name"] and registered["properties"]["day"]["format"] == "date"
     deserializer = JSONDeserializer(None, schema_registry_client=SchemaRegistryClient({"url": registry_broker.registry_url}))
@@ -146,7 +122,7 @@ def test_the_json_sink_writes_what_confluents_json_deserializer_reads(spark, reg
         {"name": "ann", "age": 31, "tags": ["a", "b"], "day": "2024-01-02"},
         {"name": "bob", "age": None, "tags": [], "day": None},
     ]
-    back = _read(spark, registry_broker, topic_name, valueFormat="json").select("value.*").orderBy("name").collect()
+    back = registry_read(spark, registry_broker, topic_name, valueFormat="json").select("value.*").orderBy("name").collect()
     assert [(r.name, r.day) for r in back] == [("ann", datetime.date(2024, 1, 2)), ("bob", None)]
 
 
@@ -157,7 +133,7 @@ def test_protobuf_records_read_into_typed_columns_by_field_number(spark, registr
     _produce(registry_broker, topic_name, ProtobufSerializer(v1, sr), [old, v1(name="plain")])
     _produce(registry_broker, topic_name, ProtobufSerializer(v2, sr), [v2(name="pen", note="blue ink")])
     assert sr.get_versions(f"{topic_name}-value") == [1, 2]
-    df = _read(spark, registry_broker, topic_name, valueFormat="protobuf")
+    df = registry_read(spark, registry_broker, topic_name, valueFormat="protobuf")
     assert df.schema["value"].dataType.simpleString() == (
         "struct<name:string,qty:int,tags:array<string>,stock:map<string,bigint>,color:string,dim:struct<w:double>,"
         "note:string>"
@@ -170,7 +146,7 @@ def test_protobuf_records_read_into_typed_columns_by_field_number(spark, registr
         {"name": "pen", "qty": 0, "tags": [], "stock": {}, "color": "RED", "dim": None, "note": "blue ink"},
     ]  # fmt: skip
     # Version 1 as the reader: the v2 record's field 7 is unknown to it and left out.
-    first = _read(spark, registry_broker, topic_name, valueFormat="protobuf", **{"schema.version": "1"})
+    first = registry_read(spark, registry_broker, topic_name, valueFormat="protobuf", **{"schema.version": "1"})
     assert [r.value.name for r in first.orderBy("offset").collect()] == ["cup", "plain", "pen"]
     assert "note" not in first.schema["value"].dataType.fieldNames()
 
@@ -181,7 +157,7 @@ def test_the_protobuf_sink_writes_what_confluents_protobuf_deserializer_reads(sp
         [("cup", 2, ["a"], {"oslo": 5}, (1.5,)), ("pen", 1, [], {}, None)],
         "name string, qty int, tags array<string>, stock map<string,bigint>, dim struct<w:double>",
     )
-    _write(df, registry_broker, topic_name, valueFormat="protobuf", **{"value.record.name": "shop.Item"})
+    registry_write(df, registry_broker, topic_name, valueFormat="protobuf", **{"value.record.name": "shop.Item"})
     schema = sr.get_latest_version(f"{topic_name}-value").schema
     assert schema.schema_type == "PROTOBUF"
     fd = descriptor_pb2.FileDescriptorProto.FromString(base64.b64decode(schema.schema_str))
@@ -194,7 +170,7 @@ def test_the_protobuf_sink_writes_what_confluents_protobuf_deserializer_reads(sp
         ("cup", 2, ["a"], {"oslo": 5}, 1.5),
         ("pen", 1, [], {}, False),
     ]
-    back = _read(spark, registry_broker, topic_name, valueFormat="protobuf").select("value.*").orderBy("name")
+    back = registry_read(spark, registry_broker, topic_name, valueFormat="protobuf").select("value.*").orderBy("name")
     assert [(r.name, r.dim) for r in back.collect()] == [("cup", (1.5,)), ("pen", None)]
 
 
@@ -220,7 +196,7 @@ def test_a_proto_text_schema_becomes_the_dataframe_schema(spark, registry_broker
     )
     assert resp.status_code == 200, resp.text
     create_topic(registry_broker.bootstrap_servers, topic_name)
-    df = _read(spark, registry_broker, topic_name, valueFormat="protobuf")
+    df = registry_read(spark, registry_broker, topic_name, valueFormat="protobuf")
     assert df.schema["value"].dataType.simpleString() == (
         "struct<id:string,lines:array<struct<sku:string,count:bigint>>,labels:map<string,string>,size:string,"
         "card:boolean,cash:boolean>"
