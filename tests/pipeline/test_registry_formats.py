@@ -232,3 +232,30 @@ def test_an_incompatible_dataframe_is_refused_and_options_are_checked(spark, reg
     assert "has no version 7 of subject" in _spark_error(
         lambda: registry_read(spark, registry_broker, topic_name, valueFormat="avro", **{"schema.version": "7"}).schema
     )
+
+
+def test_the_docs_pipeline_avro_orders_in_json_totals_out(spark, registry_broker, sr, topic_name):
+    """docs/schema-registry.md's Spark example: Avro orders in, totals per customer out as
+    JSON Schema records that confluent-kafka's JSONDeserializer reads."""
+    from confluent_kafka.schema_registry.json_schema import JSONDeserializer
+    from pyspark.sql import functions as F  # noqa: N812 - Spark's own spelling
+
+    out = f"{topic_name}-totals"
+    create_topic(registry_broker.bootstrap_servers, topic_name)
+    create_topic(registry_broker.bootstrap_servers, out)
+    orders = [_order(i) for i in range(4)]
+    for order, customer in zip(orders, ["ann", "bob", "ann", "ann"], strict=True):
+        order["customer"] = customer
+    _serialize(sr, registry_broker, ORDER_V1, topic_name, orders)
+
+    source = registry_read(spark, registry_broker, topic_name, valueFormat="avro")
+    totals = source.groupBy("value.customer").agg(F.sum("value.total").alias("total"))
+    registry_write(
+        totals.selectExpr("customer AS key", "customer", "total"), registry_broker, out,
+        valueFormat="json", **{"value.record.name": "CustomerTotal"},
+    )  # fmt: skip
+    deserializer = JSONDeserializer(None, schema_registry_client=sr)
+    ctx = SerializationContext(out, MessageField.VALUE)
+    got = {r.key: deserializer(r.value, ctx) for r in read_topic(registry_broker.bootstrap_servers, out)}
+    assert got == {b"ann": {"customer": "ann", "total": 5.75}, b"bob": {"customer": "bob", "total": 1.25}}
+    assert json.loads(sr.get_latest_version(f"{out}-value").schema.schema_str)["title"] == "CustomerTotal"
