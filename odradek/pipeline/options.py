@@ -18,7 +18,8 @@ offsets options in that order; ``startingOffsetsByTimestampStrategy`` (``error``
 ``maxRecordsPerPartition`` (how offset ranges are split into Spark partitions);
 ``includeHeaders``; ``failOnDataLoss``; ``kafka.isolation.level``
 (``read_uncommitted`` or ``read_committed``); ``kafka.client.id``;
-``kafka.request.timeout.ms``; ``kafka.max.partition.fetch.bytes``.
+``kafka.request.timeout.ms``; ``kafka.max.partition.fetch.bytes``. With ``valueFormat`` or
+``keyFormat``, the registry options of ``registry_format.py`` type those columns.
 
 Write options: the bootstrap servers; ``topic`` (the topic of rows whose ``topic``
 column is null or missing); ``kafka.acks`` (``all``, ``1``, ``0``);

@@ -3,7 +3,8 @@
 Columns, as Spark's Kafka sink takes them: ``value`` (binary or string, required),
 ``key`` (binary or string), ``topic`` (string; the ``topic`` option, when set, wins),
 ``partition`` (int) and ``headers`` (array<struct<key string, value binary>>). Other
-columns are an error, as in Spark. A row goes to its ``partition`` when given, else
+columns are an error, as in Spark, unless ``valueFormat`` makes them the value's fields
+(``registry_format.py``: typed columns framed with a schema registry's ids). A row goes to its ``partition`` when given, else
 to ``murmur2(key) % partitions`` (Kafka's default partitioner, so a key lands where Java
 clients put it), else, for a null key, to ``crc32(value) % partitions`` (a function of
 the row, so that a replayed row goes where its first copy went).
