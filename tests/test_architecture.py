@@ -44,7 +44,8 @@ MAY_IMPORT_ONLY = {
     "storage": {"protocol", "faults", "metrics", "properties", "config_def"},
     "net": {"protocol", "_tasks"},
     "client": {"protocol", "net", "_tasks"},
-    "pipeline": {"protocol", "net", "client", "_tasks"},
+    # pipeline's typed columns (registry_format) use the registry's client-side codecs.
+    "pipeline": {"protocol", "net", "client", "_tasks", "schema_registry"},
     # Connect is a client of the broker (DESIGN.md): never its internals, nor the CLI above it.
     "connect": {
         "protocol", "net", "client", "schema_registry", "_tasks", "faults", "metrics", "properties", "config_def",

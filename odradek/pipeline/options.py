@@ -18,7 +18,8 @@ offsets options in that order; ``startingOffsetsByTimestampStrategy`` (``error``
 ``maxRecordsPerPartition`` (how offset ranges are split into Spark partitions);
 ``includeHeaders``; ``failOnDataLoss``; ``kafka.isolation.level``
 (``read_uncommitted`` or ``read_committed``); ``kafka.client.id``;
-``kafka.request.timeout.ms``; ``kafka.max.partition.fetch.bytes``.
+``kafka.request.timeout.ms``; ``kafka.max.partition.fetch.bytes``. With ``valueFormat`` or
+``keyFormat``, the registry options of ``registry_format.py`` type those columns.
 
 Write options: the bootstrap servers; ``topic`` (the topic of rows whose ``topic``
 column is null or missing); ``kafka.acks`` (``all``, ``1``, ``0``);
@@ -64,24 +65,29 @@ DEFAULT_COMMIT_TOPIC = "_odradek_sink_commits"
 DEFAULT_MAX_RECORDS_PER_PARTITION = 1_000_000
 
 
-def source_schema(include_headers: bool) -> StructType:
-    """Spark's Kafka source schema (``headers`` only when asked for)."""
+def source_schema(include_headers: bool, overrides: tuple[StructField, ...] = ()) -> StructType:
+    """Spark's Kafka source schema (``headers`` only when asked for); ``overrides`` replace
+    fields of the same name (typed ``key``/``value``) or come last (a corrupt-record column)."""
     fields = list(_BASE_FIELDS)
     if include_headers:
         fields.append(StructField("headers", HEADERS_TYPE))
-    return StructType(fields)
+    replaced = {f.name: f for f in overrides}
+    fields = [replaced.pop(f.name, f) for f in fields]
+    return StructType(fields + list(replaced.values()))
 
 
-def project(schema: StructType | None, include_headers: bool) -> tuple[str, ...]:
+def project(
+    schema: StructType | None, include_headers: bool, overrides: tuple[StructField, ...] = ()
+) -> tuple[str, ...]:
     """The columns a read produces: the source schema's, or a user-given subset of them.
 
     ``spark.read.format("odradek").schema("value binary, offset long")`` reads only those
     columns, which saves moving the others from Python to the JVM. Names and types must be
     the source schema's.
     """
-    full = source_schema(True)
+    full = source_schema(True, overrides)
     if schema is None:
-        return tuple(f.name for f in source_schema(include_headers).fields)
+        return tuple(f.name for f in source_schema(include_headers, overrides).fields)
     known = {f.name.lower(): f for f in full.fields}
     names = []
     for f in schema.fields:
@@ -96,9 +102,14 @@ def project(schema: StructType | None, include_headers: bool) -> tuple[str, ...]
     return tuple(names)
 
 
-def projected_schema(columns: tuple[str, ...]) -> StructType:
-    fields = {f.name: f for f in source_schema(True).fields}
+def projected_schema(columns: tuple[str, ...], overrides: tuple[StructField, ...] = ()) -> StructType:
+    fields = {f.name: f for f in source_schema(True, overrides).fields}
     return StructType([fields[name] for name in columns])
+
+
+def wants_typed_columns(options: Mapping[str, str]) -> bool:
+    """Whether the options ask for registry-typed key/value columns (``registry_format``)."""
+    return bool({"keyformat", "valueformat"} & {str(k).lower() for k in options})
 
 
 class OptionError(ValueError):
@@ -294,6 +305,12 @@ class ReadOptions:
     timeout_s: float
     partition_fetch_bytes: int
     columns: tuple[str, ...] = ()
+    # Typed key/value columns through a schema registry (``registry_format.ReadFormats``).
+    formats: object | None = None
+
+    @property
+    def overrides(self) -> tuple[StructField, ...]:
+        return self.formats.overrides() if self.formats is not None else ()
 
     @property
     def wants_headers(self) -> bool:
@@ -313,7 +330,7 @@ class ReadOptions:
 
 
 def read_options(
-    options: Mapping[str, str], *, streaming: bool, schema: StructType | None = None
+    options: Mapping[str, str], *, streaming: bool, schema: StructType | None = None, formats=None
 ) -> ReadOptions:
     opts = options if isinstance(options, Options) else Options(options)
     level = (opts.get("kafka.isolation.level") or "read_uncommitted").strip().lower()
@@ -348,7 +365,8 @@ def read_options(
         client_id=opts.get("kafka.client.id", "odradek-spark"),
         timeout_s=opts.integer("kafka.request.timeout.ms", 30_000, minimum=1) / 1000,
         partition_fetch_bytes=opts.integer("kafka.max.partition.fetch.bytes", 8 << 20, minimum=1024),
-        columns=project(schema, include_headers),
+        columns=project(schema, include_headers, formats.overrides() if formats is not None else ()),
+        formats=formats,
     )
 
 

@@ -62,10 +62,10 @@ class RangePartition(InputPartition):
     end: int
 
 
-def arrow_schema(columns: tuple[str, ...]) -> pa.Schema:
+def arrow_schema(columns: tuple[str, ...], overrides: tuple = ()) -> pa.Schema:
     from pyspark.sql.pandas.types import to_arrow_schema
 
-    return to_arrow_schema(projected_schema(columns), timezone="UTC")
+    return to_arrow_schema(projected_schema(columns, overrides), timezone="UTC")
 
 
 def _repeat_string(value: str, n: int) -> pa.Array:
@@ -106,7 +106,7 @@ def read_range(part: RangePartition, opts: ReadOptions) -> Iterator[pa.RecordBat
     if not isinstance(part, RangePartition) or part.start >= part.end:
         # Spark plans one placeholder partition when a read has none.
         return
-    schema = arrow_schema(opts.columns)
+    schema = arrow_schema(opts.columns, opts.overrides)
     with opts.borrow() as cluster:
         yield from _read(cluster, part, opts, schema)
 
@@ -197,7 +197,9 @@ def _read(cluster: Cluster, part: RangePartition, opts: ReadOptions, schema: pa.
             records, start=offset, end=end, include_headers=opts.wants_headers, aborted=aborted
         )
         offset = max(decoded.next_offset, nxt)
-        if len(decoded):
+        if len(decoded) and opts.formats is not None:  # typed key/value (registry_format)
+            yield opts.formats.record_batch(decoded, part.topic, part.partition, schema, _BUILDERS)
+        elif len(decoded):
             yield to_record_batch(decoded, part.topic, part.partition, schema)
 
 

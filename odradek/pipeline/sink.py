@@ -3,7 +3,8 @@
 Columns, as Spark's Kafka sink takes them: ``value`` (binary or string, required),
 ``key`` (binary or string), ``topic`` (string; the ``topic`` option, when set, wins),
 ``partition`` (int) and ``headers`` (array<struct<key string, value binary>>). Other
-columns are an error, as in Spark. A row goes to its ``partition`` when given, else
+columns are an error, as in Spark, unless ``valueFormat`` makes them the value's fields
+(``registry_format.py``: typed columns framed with a schema registry's ids). A row goes to its ``partition`` when given, else
 to ``murmur2(key) % partitions`` (Kafka's default partitioner, so a key lands where Java
 clients put it), else, for a null key, to ``crc32(value) % partitions`` (a function of
 the row, so that a replayed row goes where its first copy went).
@@ -41,7 +42,7 @@ from odradek.pipeline.exactly_once import (
     TaskIdentity,
     record_commit,
 )
-from odradek.pipeline.options import OptionError, WriteOptions, write_options
+from odradek.pipeline.options import OptionError, WriteOptions, wants_typed_columns, write_options
 from odradek.protocol import errors
 from odradek.protocol.batch_builder import BatchBuilder
 
@@ -66,6 +67,15 @@ class SinkMessage(WriterCommitMessage):
     topics: list = field(default_factory=list)
     rows: int = 0
     skipped: int = 0
+
+
+def _write_formats(options, schema: StructType):
+    """The typed key/value columns a write asks for (``registry_format``, loaded only then)."""
+    if not wants_typed_columns(options):
+        return None
+    from odradek.pipeline.registry_format import write_formats
+
+    return write_formats(options, schema)
 
 
 def check_schema(schema: StructType, opts: WriteOptions) -> None:
@@ -362,9 +372,12 @@ class BatchWriter(DataSourceArrowWriter):
 
     def __init__(self, options, schema: StructType):
         self.opts = write_options(options, streaming=False)
-        check_schema(schema, self.opts)
+        self.formats = _write_formats(options, schema)
+        check_schema(self.formats.binary_schema(schema) if self.formats else schema, self.opts)
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> SinkMessage:
+        if self.formats is not None:
+            iterator = self.formats.encode(iterator)
         return write_rows(self.opts, iterator, exactly_once=self.opts.exactly_once)
 
     def commit(self, messages: list) -> None:
@@ -391,9 +404,12 @@ class StreamWriter(DataSourceStreamArrowWriter):
 
     def __init__(self, options, schema: StructType):
         self.opts = write_options(options, streaming=True)
-        check_schema(schema, self.opts)
+        self.formats = _write_formats(options, schema)
+        check_schema(self.formats.binary_schema(schema) if self.formats else schema, self.opts)
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> SinkMessage:
+        if self.formats is not None:
+            iterator = self.formats.encode(iterator)
         return write_rows(self.opts, iterator, exactly_once=self.opts.exactly_once)
 
     def commit(self, messages: list, batchId: int) -> None:

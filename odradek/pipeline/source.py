@@ -51,6 +51,7 @@ from odradek.pipeline.options import (
     ReadOptions,
     read_options,
     source_schema,
+    wants_typed_columns,
 )
 from odradek.pipeline.reader import RangePartition, data_loss, read_range
 
@@ -67,13 +68,17 @@ class OdradekDataSource(DataSource):
         return "odradek"
 
     def schema(self) -> StructType:
-        return source_schema(Options(self.options).flag("includeHeaders", False))
+        formats = _read_formats(self.options)
+        overrides = formats.overrides() if formats is not None else ()
+        return source_schema(Options(self.options).flag("includeHeaders", False), overrides)
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        return BatchReader(read_options(self.options, streaming=False, schema=schema))
+        formats = _read_formats(self.options)
+        return BatchReader(read_options(self.options, streaming=False, schema=schema, formats=formats))
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
-        return StreamReader(read_options(self.options, streaming=True, schema=schema))
+        formats = _read_formats(self.options)
+        return StreamReader(read_options(self.options, streaming=True, schema=schema, formats=formats))
 
     def writer(self, schema: StructType, overwrite: bool):
         from odradek.pipeline.sink import BatchWriter
@@ -86,6 +91,15 @@ class OdradekDataSource(DataSource):
         from odradek.pipeline.sink import StreamWriter
 
         return StreamWriter(self.options, schema)
+
+
+def _read_formats(options):
+    """The typed key/value columns a read asks for (``registry_format``, loaded only then)."""
+    if not wants_typed_columns(options):
+        return None
+    from odradek.pipeline.registry_format import read_formats
+
+    return read_formats(options)
 
 
 # -- offsets ---------------------------------------------------------------------------------

@@ -6,6 +6,7 @@ so each is asked for once per client. Errors raise ``RegistryError`` with Conflu
 
 from __future__ import annotations
 
+import base64
 import json
 import threading
 import urllib.error
@@ -18,18 +19,21 @@ CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
 
 
 class RegistryClient:
-    def __init__(self, url: str, timeout: float = 30.0):
+    def __init__(self, url: str, timeout: float = 30.0, user_info: str | None = None):
+        """``user_info``: ``user:password`` for HTTP basic authentication (Confluent's
+        ``basic.auth.user.info``)."""
         self.url = url.rstrip("/")
         self.timeout = timeout
+        self._headers = {"Content-Type": CONTENT_TYPE, "Accept": CONTENT_TYPE}
+        if user_info:
+            self._headers["Authorization"] = "Basic " + base64.b64encode(user_info.encode()).decode()
         self._lock = threading.Lock()
         self._schemas: dict[int, dict] = {}
         self._ids: dict[tuple[str, str], int] = {}
 
     def request(self, method: str, path: str, body=None):
         data = None if body is None else json.dumps(body).encode()
-        req = urllib.request.Request(
-            self.url + path, data=data, method=method, headers={"Content-Type": CONTENT_TYPE, "Accept": CONTENT_TYPE}
-        )
+        req = urllib.request.Request(self.url + path, data=data, method=method, headers=self._headers)
         try:
             with urllib.request.urlopen(req, timeout=self.timeout) as resp:
                 return json.loads(resp.read() or b"null")

@@ -4,6 +4,7 @@ input and to read outputs back record by record."""
 from __future__ import annotations
 
 import json
+import time
 from collections import Counter
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -76,12 +77,13 @@ def read_topic(bootstrap: str, topic: str, partitions: int | None = None) -> lis
         )
         consumer.assign([TopicPartition(topic, p, 0) for p in parts if ends[p] > 0])
         out: list[Rec] = []
-        empty = 0
-        while len(out) < wanted and empty < 50:
+        # Gives up after 30 s without a record (a loaded machine can take seconds to the first fetch).
+        deadline = time.monotonic() + 30
+        while len(out) < wanted and time.monotonic() < deadline:
             msg = consumer.poll(0.2)
             if msg is None:
-                empty += 1
                 continue
+            deadline = time.monotonic() + 30
             if msg.error():
                 raise RuntimeError(str(msg.error()))
             out.append(
@@ -131,3 +133,31 @@ def check_page_views(
         f"{rank:03d}".encode(): {"rank": rank, "page": page, "views": views}
         for rank, (page, views) in enumerate(top, 1)
     }
+
+
+def registry_read(spark, broker, topic: str, **options):
+    """``spark.read.format("odradek")`` of ``topic`` on a broker with its registry beside it
+    (the ``registry_broker`` fixture), with more options."""
+    reader = (
+        spark.read.format("odradek")
+        .option("kafka.bootstrap.servers", broker.bootstrap_servers)
+        .option("subscribe", topic)
+        .option("schema.registry.url", broker.registry_url)
+    )
+    for key, value in options.items():
+        reader = reader.option(key, value)
+    return reader.load()
+
+
+def registry_write(df, broker, topic: str, **options) -> None:
+    """A batch write of ``df`` to ``topic`` with the registry beside the broker."""
+    writer = (
+        df.write.format("odradek")
+        .mode("append")
+        .option("kafka.bootstrap.servers", broker.bootstrap_servers)
+        .option("topic", topic)
+        .option("schema.registry.url", broker.registry_url)
+    )
+    for key, value in options.items():
+        writer = writer.option(key, value)
+    writer.save()
