@@ -1,4 +1,5 @@
-"""Shared fixtures: a real broker process on 127.0.0.1, and unique topic names."""
+"""Shared fixtures: a real broker process on 127.0.0.1, and unique topic names; and how the
+tests share out among pytest-xdist workers (`make test` runs ``pytest -n 3 --dist loadgroup``)."""
 
 from __future__ import annotations
 
@@ -44,6 +45,23 @@ def _log_librdkafka_through_logging() -> None:
 
 
 _log_librdkafka_through_logging()
+
+# Test files that share one costly session fixture run in one xdist worker, so it starts once:
+# the Spark pipeline tests share one SparkSession (a JVM).
+SHARED_WORKER = {"tests/pipeline/": "spark"}
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """Under ``--dist loadgroup``: each test file runs whole in one worker (its module-scoped
+    brokers and clusters start once), unless the test names its own ``xdist_group``."""
+    if config.getoption("dist", "no") != "loadgroup":
+        return
+    for item in items:
+        if item.get_closest_marker("xdist_group") is None:
+            path = item.nodeid.split("::")[0]
+            group = next((g for prefix, g in SHARED_WORKER.items() if path.startswith(prefix)), path)
+            item.add_marker(pytest.mark.xdist_group(group))
 
 
 @pytest.fixture(scope="session")
