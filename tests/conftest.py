@@ -70,9 +70,11 @@ def broker(tmp_path_factory):
     # Many tests write records with fixed historical timestamps (2023); time-based retention
     # (7 days, checked every 5 minutes) would delete them mid-session, so this broker checks
     # hourly (a broker-only key: topic configs still describe as defaults). Retention itself
-    # is tested on brokers of its own.
+    # is tested on brokers of its own. A new consumer group forms at once, not after Kafka's 3 s
+    # initial rebalance delay (tests/groups tests the delay).
     proc = BrokerProcess(
-        tmp_path_factory.mktemp("broker") / "data", overrides={"log.retention.check.interval.ms": "3600000"}
+        tmp_path_factory.mktemp("broker") / "data",
+        overrides={"log.retention.check.interval.ms": "3600000", "group.initial.rebalance.delay.ms": "0"},
     )
     proc.start()
     yield proc
