@@ -55,7 +55,7 @@ SHARED_WORKER = {"tests/pipeline/": "spark"}
 def pytest_collection_modifyitems(config, items):
     """Under ``--dist loadgroup``: each test file runs whole in one worker (its module-scoped
     brokers and clusters start once), unless the test names its own ``xdist_group``."""
-    if config.getoption("dist", "no") != "loadgroup":
+    if not config.getoption("loadgroup", False):  # set in xdist workers under --dist loadgroup
         return
     for item in items:
         if item.get_closest_marker("xdist_group") is None:
