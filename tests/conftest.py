@@ -51,17 +51,23 @@ _log_librdkafka_through_logging()
 SHARED_WORKER = {"tests/pipeline/": "spark"}
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(config, items):
+def pytest_xdist_make_scheduler(config, log):
     """Under ``--dist loadgroup``: each test file runs whole in one worker (its module-scoped
-    brokers and clusters start once), unless the test names its own ``xdist_group``."""
-    if not config.getoption("loadgroup", False):  # set in xdist workers under --dist loadgroup
-        return
-    for item in items:
-        if item.get_closest_marker("xdist_group") is None:
-            path = item.nodeid.split("::")[0]
-            group = next((g for prefix, g in SHARED_WORKER.items() if path.startswith(prefix)), path)
-            item.add_marker(pytest.mark.xdist_group(group))
+    brokers and clusters start once), the files of a ``SHARED_WORKER`` directory together, and
+    tests marked ``@pytest.mark.xdist_group("name")`` together. (xdist's own loadgroup marks a
+    group by renaming the test, which pytest 9 ignores; this scheduler reads the file.)"""
+    if config.getoption("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class FileScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            if nodeid.rfind("@") > nodeid.rfind("]"):  # a test's own xdist_group (pytest 8)
+                return nodeid.split("@")[-1]
+            path = nodeid.split("::")[0]
+            return next((group for prefix, group in SHARED_WORKER.items() if path.startswith(prefix)), path)
+
+    return FileScheduling(config, log)
 
 
 @pytest.fixture(scope="session")
