@@ -53,9 +53,9 @@ SHARED_WORKER = {"tests/pipeline/": "spark"}
 
 def pytest_xdist_make_scheduler(config, log):
     """Under ``--dist loadgroup``: each test file runs whole in one worker (its module-scoped
-    brokers and clusters start once), the files of a ``SHARED_WORKER`` directory together, and
-    tests marked ``@pytest.mark.xdist_group("name")`` together. (xdist's own loadgroup marks a
-    group by renaming the test, which pytest 9 ignores; this scheduler reads the file.)"""
+    brokers and clusters start once), and the files under a ``SHARED_WORKER`` prefix together.
+    (xdist's own loadgroup groups ``@pytest.mark.xdist_group`` tests by renaming them, which
+    pytest 9 ignores: here the file decides, or such a name where pytest 8 left one.)"""
     if config.getoption("dist") != "loadgroup":
         return None
     from xdist.scheduler import LoadScopeScheduling
