@@ -49,6 +49,17 @@ _log_librdkafka_through_logging()
 # Test files that share one costly session fixture run in one xdist worker, so it starts once:
 # the Spark pipeline tests share one SparkSession (a JVM).
 SHARED_WORKER = {"tests/pipeline/": "spark"}
+# Where the longest files are (clusters, Spark, wheels, the README): the workers take these
+# first, so that none of them is the last one running while the other workers idle.
+SLOW_FIRST = ("tests/pipeline/", "tests/cluster/", "tests/test_wheel_install.py", "tests/getting_started/")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """In xdist workers under ``--dist loadgroup``, the ``SLOW_FIRST`` files come first (every
+    worker sorts alike, as xdist requires); a run in one process keeps the usual order."""
+    if config.getoption("loadgroup", False):
+        items.sort(key=lambda item: not item.nodeid.startswith(SLOW_FIRST))
 
 
 def pytest_xdist_make_scheduler(config, log):
@@ -59,6 +70,8 @@ def pytest_xdist_make_scheduler(config, log):
     if config.getoption("dist") != "loadgroup":
         return None
     from xdist.scheduler import LoadScopeScheduling
+
+    config.option.loadscopereorder = False  # the order pytest_collection_modifyitems gave
 
     class FileScheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
