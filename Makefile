@@ -34,8 +34,13 @@ FORCE:
 broker: install
 	$(PY) -m odradek server config/server.properties
 
+# The tests run in $(TEST_WORKERS) processes (pytest-xdist), each test file whole in one of
+# them (tests/conftest.py): most of a test's time is spent waiting on brokers, ZooKeeper and
+# Spark, so three overlap well even on two cores.
+TEST_WORKERS ?= 3
+
 test: install-test lint typecheck
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
 
 lint: $(VENV)/.installed-test
 	$(PY) -m ruff check odradek tests benchmarks

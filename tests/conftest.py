@@ -1,4 +1,5 @@
-"""Shared fixtures: a real broker process on 127.0.0.1, and unique topic names."""
+"""Shared fixtures: a real broker process on 127.0.0.1, and unique topic names; and how the
+tests share out among pytest-xdist workers (`make test` runs ``pytest -n 3 --dist loadgroup``)."""
 
 from __future__ import annotations
 
@@ -45,6 +46,42 @@ def _log_librdkafka_through_logging() -> None:
 
 _log_librdkafka_through_logging()
 
+# Test files that share one costly session fixture run in one xdist worker, so it starts once:
+# the Spark pipeline tests share one SparkSession (a JVM).
+SHARED_WORKER = {"tests/pipeline/": "spark"}
+# Where the longest files are (clusters, Spark, wheels, the README): the workers take these
+# first, so that none of them is the last one running while the other workers idle.
+SLOW_FIRST = ("tests/pipeline/", "tests/cluster/", "tests/test_wheel_install.py", "tests/getting_started/")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """In xdist workers under ``--dist loadgroup``, the ``SLOW_FIRST`` files come first (every
+    worker sorts alike, as xdist requires); a run in one process keeps the usual order."""
+    if config.getoption("loadgroup", False):
+        items.sort(key=lambda item: not item.nodeid.startswith(SLOW_FIRST))
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """Under ``--dist loadgroup``: each test file runs whole in one worker (its module-scoped
+    brokers and clusters start once), and the files under a ``SHARED_WORKER`` prefix together.
+    (xdist's own loadgroup groups ``@pytest.mark.xdist_group`` tests by renaming them, which
+    pytest 9 ignores: here the file decides, or such a name where pytest 8 left one.)"""
+    if config.getoption("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    config.option.loadscopereorder = False  # the order pytest_collection_modifyitems gave
+
+    class FileScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            if nodeid.rfind("@") > nodeid.rfind("]"):  # a test's own xdist_group (pytest 8)
+                return nodeid.split("@")[-1]
+            path = nodeid.split("::")[0]
+            return next((group for prefix, group in SHARED_WORKER.items() if path.startswith(prefix)), path)
+
+    return FileScheduling(config, log)
+
 
 @pytest.fixture(scope="session")
 def broker(tmp_path_factory):
@@ -52,9 +89,11 @@ def broker(tmp_path_factory):
     # Many tests write records with fixed historical timestamps (2023); time-based retention
     # (7 days, checked every 5 minutes) would delete them mid-session, so this broker checks
     # hourly (a broker-only key: topic configs still describe as defaults). Retention itself
-    # is tested on brokers of its own.
+    # is tested on brokers of its own. A new consumer group forms at once, not after Kafka's 3 s
+    # initial rebalance delay (tests/groups tests the delay).
     proc = BrokerProcess(
-        tmp_path_factory.mktemp("broker") / "data", overrides={"log.retention.check.interval.ms": "3600000"}
+        tmp_path_factory.mktemp("broker") / "data",
+        overrides={"log.retention.check.interval.ms": "3600000", "group.initial.rebalance.delay.ms": "0"},
     )
     proc.start()
     yield proc

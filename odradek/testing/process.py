@@ -20,7 +20,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-_HANDED_OUT: set[int] = set()
+_cursor: int | None = None  # where free_ports looks next, an index into port_range()
 
 
 def _ephemeral_low() -> int:
@@ -30,25 +30,67 @@ def _ephemeral_low() -> int:
         return 32768
 
 
-def free_port() -> int:
-    """A loopback port that is free now, for a server started a moment later.
+def port_range() -> range:
+    """The ports ``free_port`` hands out in this process: those from 20000 up to the kernel's
+    ephemeral range, or, in a pytest-xdist worker (``PYTEST_XDIST_WORKER`` gw0, gw1, ...), that
+    worker's own slice of them, so that two workers never pick the same port between its pick
+    and its server's bind."""
+    low, high = 20000, _ephemeral_low()
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    try:
+        count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+        index = int(worker.removeprefix("gw")) % count if worker.startswith("gw") else 0
+    except ValueError:
+        count, index = 1, 0
+    if count > 1 and high > low:
+        size = (high - low) // count
+        low += index * size
+        high = low + size
+    return range(low, high)
 
-    Chosen below the kernel's ephemeral range, so that no client connection's source port
-    (which the kernel takes from that range) can take it before the server binds it, and
-    never the same one twice in this process; a port the kernel picks (bind to 0) otherwise.
-    """
-    low, high = 20000, _ephemeral_low() - 1
-    for _ in range(200 if high > low else 0):
-        port = random.randint(low, high)
-        if port in _HANDED_OUT:
-            continue
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-        _HANDED_OUT.add(port)
-        return port
+
+def _bindable(port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def free_ports(count: int) -> int:
+    """The first of ``count`` consecutive loopback ports that are free now (for a command that
+    numbers its servers' ports from a base, as ``odradek cluster up --port`` does).
+
+    Taken from ``port_range()``, below the kernel's ephemeral range, so that no client
+    connection's source port (which the kernel takes from that range) can take one before
+    its server binds it; the ports are handed out in turn from a random start, so none
+    twice in this process until the whole range has gone round. When no ``count`` ports in a
+    row are free there: a port the kernel picks (bind to 0) for one, RuntimeError for more."""
+    global _cursor
+    ports = port_range()
+    if _cursor is None:
+        _cursor = random.randrange(len(ports))
+    for _ in range(len(ports)):
+        if _cursor + count > len(ports):
+            _cursor = 0  # gone round: ports of servers long stopped may serve again
+        base = ports[_cursor]
+        block = range(base, base + count)
+        _cursor += 1
+        if all(_bindable(port) for port in block):
+            _cursor += count - 1
+            return base
+    if count == 1:
+        return _kernel_port()
+    raise RuntimeError(f"no {count} free loopback ports in a row in {ports}")
+
+
+def free_port() -> int:
+    """A loopback port that is free now, for a server started a moment later (see ``free_ports``)."""
+    return free_ports(1)
+
+
+def _kernel_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]

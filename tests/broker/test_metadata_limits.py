@@ -69,14 +69,21 @@ def test_million_name_metadata_does_not_stall_another_clients_produce(broker, to
     other.start()
     try:
         with RawClient(broker, timeout=120) as raw:
+            started = time.perf_counter()
             raw.send_raw(request)
             response = raw.read_frame()
+            took = time.perf_counter() - started
     finally:
         done.set()
         other.join()
     assert v4_topics(response) == (1_000_000, ErrorCode.unknown_topic_or_partition, "absent-0000000")
     assert len(latencies) >= 5, "the other client got (almost) nothing done meanwhile"
-    assert max(latencies) < 1.0, f"another client's produce waited {max(latencies):.2f}s"
+    # A broker that stalled on the big request would hold a produce for most of the time the
+    # request took; on a busy machine (the suite runs in parallel) both take longer, so the
+    # bound is a share of that time, and at least 1 s.
+    assert max(latencies) < max(1.0, took / 4), (
+        f"another client's produce waited {max(latencies):.2f}s of the {took:.2f}s the request took"
+    )
 
 
 def test_metadata_auto_create_is_capped_per_request(own_broker, topic_name):

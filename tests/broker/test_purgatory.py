@@ -352,16 +352,16 @@ def test_100k_operations_performance_sanity():
     n = 100_000
     keys = [("t", i) for i in range(1000)]
     ops = [Op(1 + (i * 7919) % 30_000) for i in range(n)]
-    start = time.perf_counter()
+    start = time.process_time()
     for i, op in enumerate(ops):
         p.try_complete_else_watch(op, [keys[i % 1000], keys[(i * 31) % 1000]])
-    watched = time.perf_counter()
+    watched = time.process_time()
     for op in ops[::2]:
         op.ready = True
     completed = sum(p.check_and_complete(k) for k in keys)
-    checked = time.perf_counter()
+    checked = time.process_time()
     p.timer.advance_clock(30_000)
-    expired = time.perf_counter()
+    expired = time.process_time()
     assert completed == n // 2
     assert sum(op.expirations for op in ops) == n // 2
     assert all(op.completions == 1 for op in ops)
@@ -372,4 +372,6 @@ def test_100k_operations_performance_sanity():
         f"check 1000 keys (50k complete) {checked - watched:.3f}s, "
         f"expire 50k {expired - checked:.3f}s"
     )
+    # CPU time of this process, not wall time: other processes on a busy machine (the suite
+    # runs in parallel) slow the clock on the wall, not the work done here.
     assert expired - start < 8.0

@@ -216,17 +216,17 @@ def test_100k_tasks_performance_sanity():
     fired: list = []
     rng = random.Random(1)
     tasks = [Recorder(rng.randrange(1, 30_000), fired) for _ in range(100_000)]
-    start = time.perf_counter()
+    start = time.process_time()
     for t in tasks:
         timer.add(t)
-    added = time.perf_counter()
+    added = time.process_time()
     for t in tasks[::4]:
         t.cancel()
-    cancelled = time.perf_counter()
+    cancelled = time.process_time()
     for now in range(0, 30_001, 7):
         timer.advance_clock(now)
     timer.advance_clock(30_000)
-    done = time.perf_counter()
+    done = time.process_time()
     assert len(fired) == 75_000
     assert timer.size == 0
     # Captured like any test output: shown with -rP, or when the test fails.
@@ -234,6 +234,8 @@ def test_100k_tasks_performance_sanity():
         f"\n[timing wheel] 100k add {added - start:.3f}s, 25k cancel {cancelled - added:.3f}s,"
         f" expire 75k {done - cancelled:.3f}s"
     )
+    # CPU time of this process, not wall time: other processes on a busy machine (the suite
+    # runs in parallel) slow the clock on the wall, not the work done here.
     assert done - start < 5.0
 
 

@@ -13,26 +13,14 @@ import threading
 import time
 from pathlib import Path
 
-from odradek.testing.process import free_port
+from odradek.testing.process import free_port, free_ports
 
 START_TIMEOUT_S = 120
 
 
 def free_block(n: int) -> int:
     """A first port with ``n`` free ports in a row."""
-    for _ in range(50):
-        base = free_port()
-        ok = True
-        for port in range(base, base + n):
-            with socket.socket() as s:
-                try:
-                    s.bind(("127.0.0.1", port))
-                except OSError:
-                    ok = False
-                    break
-        if ok:
-            return base
-    raise RuntimeError("no block of free ports")
+    return free_ports(n)
 
 
 class ClusterUp:

@@ -5,6 +5,8 @@ acks=all waits for the ISR, the ISR shrinks and expands, leader epochs drive tru
 
 from __future__ import annotations
 
+import time
+
 import confluent_kafka
 import pytest
 
@@ -43,10 +45,11 @@ def _consume(bootstrap: str, topic: str, count: int) -> list[bytes]:
     )
     consumer.assign([confluent_kafka.TopicPartition(topic, 0, 0)])
     out = []
-    deadline_polls = 200
-    while len(out) < count and deadline_polls:
+    # A deadline in time, not a number of polls: each record takes a poll of its own, so a
+    # count of 200 polls for 200 records lost the last ones to any empty poll (a fetch in flight).
+    deadline = time.monotonic() + 30
+    while len(out) < count and time.monotonic() < deadline:
         msg = consumer.poll(0.1)
-        deadline_polls -= 1
         if msg is not None and msg.error() is None:
             out.append(msg.value())
     consumer.close()
