@@ -227,6 +227,11 @@ class KafkaStreams:
             raise RuntimeError("cleanup() needs a KafkaStreams that is not running: close() it first")
         shutil.rmtree(self.config.checkpoint_dir, ignore_errors=True)
 
+    @property
+    def spark(self):
+        """The SparkSession the app runs on (created by ``start()`` unless one was given)."""
+        return self._session()
+
     def queries(self) -> list:
         return list(self._queries)
 

@@ -5,8 +5,12 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 
 import pytest
+
+# The pipeline tests' confluent-kafka helpers (create_topic, produce, read_topic) serve here too.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "pipeline"))
 
 
 @pytest.fixture(scope="session")
@@ -22,6 +26,9 @@ def spark():
             "spark.sql.shuffle.partitions": "2",
             "spark.default.parallelism": "2",
             "spark.sql.streaming.stateStore.maintenanceInterval": "600s",
+            # A Python worker started on a loaded machine may take longer than the 15 s default to
+            # connect back to the JVM.
+            "spark.python.authenticate.socketTimeout": "120s",
         },
     )
     session.sparkContext.setLogLevel("ERROR")
