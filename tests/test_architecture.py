@@ -45,6 +45,8 @@ MAY_IMPORT_ONLY = {
     "net": {"protocol", "_tasks"},
     "client": {"protocol", "net", "_tasks"},
     "pipeline": {"protocol", "net", "client", "_tasks"},
+    # Kafka Streams' DSL on Spark: a client of the broker through the pipeline data source.
+    "streams": {"protocol", "net", "client", "pipeline", "schema_registry", "_tasks"},
 }
 # What each layer must never import.
 NEVER_IMPORTS = {

@@ -13,7 +13,7 @@ PySpark is imported only when a topology is compiled (``KafkaStreams.start``, th
 
 from __future__ import annotations
 
-from odradek.streams.config import ConfigException, StreamsConfig
+from odradek.streams.streams_config import ConfigException, StreamsConfig
 from odradek.streams.dsl import (
     BranchedKStream,
     KeyValue,
@@ -29,7 +29,7 @@ from odradek.streams.kafka_streams import (
     State,
     StreamsUncaughtExceptionHandler,
 )
-from odradek.streams.options import (
+from odradek.streams.dsl_options import (
     Branched,
     BufferConfig,
     Consumed,

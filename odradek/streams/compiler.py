@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from odradek.streams.config import StreamsConfig
+from odradek.streams.streams_config import StreamsConfig
 from odradek.streams.dsl import TopologyException
 from odradek.streams.serdes import LongSerde, Serde
 from odradek.streams.stage import RECORD_SCHEMA, PickleSerde, stage_function

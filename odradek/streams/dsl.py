@@ -15,7 +15,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from odradek.streams.options import (
+from odradek.streams.dsl_options import (
     Branched,
     Consumed,
     Grouped,

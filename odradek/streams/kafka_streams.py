@@ -19,7 +19,7 @@ import threading
 from typing import Any
 
 from odradek.streams.compiler import Compiler, Plan
-from odradek.streams.config import StreamsConfig
+from odradek.streams.streams_config import StreamsConfig
 from odradek.streams.topology import Topology
 
 log = logging.getLogger("odradek.streams")

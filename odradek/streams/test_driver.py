@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from odradek.streams.compiler import Compiler
-from odradek.streams.config import StreamsConfig
+from odradek.streams.streams_config import StreamsConfig
 from odradek.streams.serdes import Serde
 from odradek.streams.topology import Topology
 

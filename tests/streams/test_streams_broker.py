@@ -21,7 +21,7 @@ from odradek.streams import (
     StreamsBuilder,
 )
 
-pytestmark = pytest.mark.timeout(300)
+pytestmark = pytest.mark.timeout(900)
 
 
 def _running(streams) -> bool:
@@ -105,7 +105,7 @@ def test_word_count_demo_counts_as_longs(spark, broker, topic_name, tmp_path):
         return table
 
     try:
-        wait_until(lambda: _running(streams) and latest(target) == expected, 180, "the word counts")
+        wait_until(lambda: _running(streams) and latest(target) == expected, 420, "the word counts")
     finally:
         assert streams.close(60)
     # The store's changelog topic, named as Kafka Streams names it, holds the same table.
