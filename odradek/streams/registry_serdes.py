@@ -90,14 +90,24 @@ class AvroSerde(_RegistrySerde):
     short_name = "avro"
     schema_type = "AVRO"
 
+    def __init__(
+        self, registry: str | RegistryClient | None = None, schema: str | None = None, **kwargs: Any
+    ):
+        super().__init__(registry, schema, **kwargs)
+        self._writers: dict[str, AvroSerializer] = {}
+        self._reader: AvroDeserializer | None = None
+
     def serialize(self, topic, value):
         if value is None:
             return None
         if self.schema is None:
             raise SerializationError("AvroSerde without a schema can only read; give schema=...")
-        writer = AvroSerializer(
-            self.client, self.schema, self._subject(topic), auto_register=self.auto_register
-        )
+        subject = self._subject(topic)
+        writer = self._writers.get(subject)
+        if writer is None:
+            writer = self._writers[subject] = AvroSerializer(
+                self.client, self.schema, subject, auto_register=self.auto_register
+            )
         try:
             return writer(value)
         except (ValueError, TypeError) as exc:
@@ -107,7 +117,9 @@ class AvroSerde(_RegistrySerde):
         if data is None:
             return None
         self._unframe(topic, data)
-        return AvroDeserializer(self.client)(bytes(data))
+        if self._reader is None:
+            self._reader = AvroDeserializer(self.client)
+        return self._reader(bytes(data))
 
 
 class JsonSchemaSerde(_RegistrySerde):
