@@ -13,7 +13,6 @@ PySpark is imported only when a topology is compiled (``KafkaStreams.start``, th
 
 from __future__ import annotations
 
-from odradek.streams.streams_config import ConfigException, StreamsConfig
 from odradek.streams.dsl import (
     BranchedKStream,
     KeyValue,
@@ -22,12 +21,6 @@ from odradek.streams.dsl import (
     KTable,
     StreamsBuilder,
     TopologyException,
-)
-from odradek.streams.kafka_streams import (
-    KafkaStreams,
-    MissingSourceTopicException,
-    State,
-    StreamsUncaughtExceptionHandler,
 )
 from odradek.streams.dsl_options import (
     Branched,
@@ -46,8 +39,15 @@ from odradek.streams.dsl_options import (
     Suppressed,
     TimeWindows,
 )
+from odradek.streams.kafka_streams import (
+    KafkaStreams,
+    MissingSourceTopicException,
+    State,
+    StreamsUncaughtExceptionHandler,
+)
 from odradek.streams.serdes import Serde, Serdes
 from odradek.streams.stage import StreamsException
+from odradek.streams.streams_config import ConfigException, StreamsConfig
 from odradek.streams.test_driver import TopologyTestDriver
 from odradek.streams.topology import Topology, TopologyDescription
 

@@ -20,10 +20,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from odradek.streams.streams_config import StreamsConfig
 from odradek.streams.dsl import TopologyException
 from odradek.streams.serdes import LongSerde, Serde
 from odradek.streams.stage import RECORD_SCHEMA, PickleSerde, stage_function
+from odradek.streams.streams_config import StreamsConfig
 from odradek.streams.topology import Node, Topology
 
 OUTPUT_COLUMNS = ("topic", "key", "value")

@@ -48,8 +48,19 @@ class MissingSourceTopicException(RuntimeError):
 
 
 class KafkaStreams:
-    def __init__(self, topology: Topology, config: dict[str, Any] | StreamsConfig, *, spark=None):
+    def __init__(
+        self,
+        topology: Topology,
+        config: dict[str, Any] | StreamsConfig,
+        *,
+        spark=None,
+        trigger: dict | None = None,
+    ):
+        """``spark``: a session to run on (default: the active one, else a new one from the config's
+        ``spark.*``). ``trigger``: Spark trigger arguments replacing ``commit.interval.ms``, e.g.
+        ``{"availableNow": True}`` to process what the topics hold now and stop."""
         self.topology = topology
+        self._trigger = trigger
         self.config = StreamsConfig(config)
         self._spark = spark
         self._queries: list = []
@@ -139,7 +150,7 @@ class KafkaStreams:
 
     def _start_queries(self, plan: Plan) -> list:
         config = self.config
-        trigger = f"{config.commit_interval_ms} milliseconds"
+        trigger = self._trigger or {"processingTime": f"{config.commit_interval_ms} milliseconds"}
         exactly_once = "true" if config.exactly_once else "false"
         queries = []
         if plan.stateless is not None:
@@ -149,7 +160,7 @@ class KafkaStreams:
                 .option("exactlyOnce", exactly_once)
                 .option("checkpointLocation", os.path.join(config.checkpoint_dir, "stateless"))
                 .queryName(f"{config.application_id}-stateless")
-                .trigger(processingTime=trigger)
+                .trigger(**trigger)
             )
             queries.append(writer.start())
         for agg in plan.aggregations:
@@ -171,7 +182,7 @@ class KafkaStreams:
                 .foreachBatch(write)
                 .option("checkpointLocation", os.path.join(config.checkpoint_dir, agg.node.name))
                 .queryName(f"{config.application_id}-{agg.node.name}")
-                .trigger(processingTime=trigger)
+                .trigger(**trigger)
             )
             queries.append(writer.start())
         return queries

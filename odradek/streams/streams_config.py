@@ -57,6 +57,8 @@ IGNORED = {
     "poll.ms",
     "metrics.recording.level",
 }
+# Keys for the serdes' configure() (the registry serdes'), passed on as they are.
+SERDE_KEYS = {"auto.register.schemas", "use.latest.version", "specific.avro.reader"}
 # The client security keys: accepted for PLAINTEXT only, the odradek data source's transport.
 SECURITY = {
     "security.protocol",
@@ -94,7 +96,7 @@ class StreamsConfig:
         self.spark = {k: str(v) for k, v in self.original.items() if k.startswith("spark.")}
         values = dict(DEFAULTS)
         for key, value in self.original.items():
-            if key.startswith("spark.") or key in IGNORED:
+            if key.startswith(("spark.", "schema.registry.", "basic.auth.")) or key in IGNORED | SERDE_KEYS:
                 continue
             if key in SECURITY:
                 if key == "security.protocol" and str(value).upper() != "PLAINTEXT":
@@ -121,6 +123,8 @@ class StreamsConfig:
         self.bootstrap_servers = str(values["bootstrap.servers"])
         self.key_serde = _serde("default.key.serde", values["default.key.serde"])
         self.value_serde = _serde("default.value.serde", values["default.value.serde"])
+        self.key_serde.configure(self.original, True)
+        self.value_serde.configure(self.original, False)
         guarantee = str(values["processing.guarantee"])
         if guarantee not in _GUARANTEES:
             raise ConfigException(f"processing.guarantee={guarantee!r}: use at_least_once or exactly_once_v2")

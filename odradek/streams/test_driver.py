@@ -22,8 +22,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from odradek.streams.compiler import Compiler
-from odradek.streams.streams_config import StreamsConfig
 from odradek.streams.serdes import Serde
+from odradek.streams.streams_config import StreamsConfig
 from odradek.streams.topology import Topology
 
 _FILE_SCHEMA = "key binary, value binary, timestamp timestamp, offset long, topic string"

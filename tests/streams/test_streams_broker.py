@@ -61,7 +61,7 @@ def test_the_seed_example_verbatim(spark, broker, topic_name, tmp_path):
         assert streams.state() is State.RUNNING
         wait_until(
             lambda: _running(streams) and len(read_topic(broker.bootstrap_servers, target)) >= 60,
-            180,
+            420,
             "60 output records",
         )
     finally:
