@@ -19,7 +19,8 @@ from pathlib import Path
 
 import click
 
-from odradek.pipeline.cli import EXIT_INTERRUPTED, bootstrap_option, java_problem, spark_log_settings
+from odradek.pipeline.cli import EXIT_INTERRUPTED, bootstrap_option, java_problem
+from odradek.pipeline.cli import _session as spark_session_for_run
 
 # Subcommands living in their own modules: name -> (module, attribute).
 _OTHER_COMMANDS = {"reset": ("odradek.cli.streams_reset", "reset")}
@@ -102,7 +103,7 @@ def describe(app):
 def run(app, bootstrap_servers, application_id, settings, master, log_level):
     """Run APP until Ctrl-C (or SIGTERM), which stops it after the micro-batch in progress."""
     from odradek.pipeline.supervise import supervise
-    from odradek.streams import ConfigException, KafkaStreams, MissingSourceTopicException
+    from odradek.streams import ConfigException, KafkaStreams, MissingSourceTopicException, StreamsConfig
 
     topology, config = load_app(app)
     for item in settings:
@@ -116,30 +117,35 @@ def run(app, bootstrap_servers, application_id, settings, master, log_level):
     config.setdefault("application.id", Path(app).stem)
     if master:
         config["spark.master"] = master
+    try:
+        streams_config = StreamsConfig(config)
+    except ConfigException as exc:
+        raise click.ClickException(str(exc)) from None
     problem = java_problem()
     if problem:
         raise click.ClickException(problem)
-    name = str(config["application.id"])
-    log_path, log_conf = spark_log_settings(f"streams-{name}", log_level, {})
-    for key, value in {"spark.ui.showConsoleProgress": "false", **log_conf}.items():
-        config.setdefault(key, value)
-    try:
-        app_streams = KafkaStreams(topology, config)
-    except ConfigException as exc:
-        raise click.ClickException(str(exc)) from None
+    name = streams_config.application_id
+    master = streams_config.spark.get("spark.master") or f"local[{streams_config.num_stream_threads}]"
+    spark_conf = {k: v for k, v in streams_config.spark.items() if k != "spark.master"}
+    spark_conf.setdefault("spark.sql.shuffle.partitions", str(max(2, streams_config.num_stream_threads)))
+    # The pipelines' session: Spark's log to a file, the JVM in its own process group (Ctrl-C
+    # reaches this process only, which stops the queries after their micro-batch).
+    spark, own, log_path = spark_session_for_run(master, spark_conf, log_level, f"streams-{name}")
+    app_streams = KafkaStreams(topology, streams_config, spark=spark)
     try:
         app_streams.start()
     except MissingSourceTopicException as exc:
+        if own:
+            spark.stop()
         raise click.ClickException(str(exc)) from None
-    spark = app_streams.spark
-    spark.sparkContext.setLogLevel(log_level.upper())
     click.echo(f"{name}: started; runs until Ctrl-C; Spark logs to {log_path}", err=True)
     try:
         summary = supervise(spark, name, app_streams.queries())
     finally:
         app_streams.close()
-        spark.sparkContext.setLogLevel("ERROR")
-        spark.stop()
+        if own:
+            spark.sparkContext.setLogLevel("ERROR")  # a stopping session logs warnings
+            spark.stop()
     if summary.errors:
         raise click.ClickException(
             f"{name} failed: query {'; query '.join(summary.errors)} (details in {log_path})"

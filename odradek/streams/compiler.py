@@ -290,8 +290,10 @@ def _fold(df, node: Node, key_serde: Serde, value_serde: Serde, agg_serde: Serde
                 value = value_serde.deserialize("", data)
                 if aggregator is not None:
                     agg = aggregator(k, value, agg)
+                elif have and reducer is not None:
+                    agg = reducer(agg, value)
                 else:
-                    agg = reducer(agg, value) if have else value
+                    agg = value
                 have = True
         encoded = agg_serde.serialize("", agg)
         state.update((encoded,))

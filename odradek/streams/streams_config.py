@@ -90,9 +90,7 @@ class StreamsConfig:
     EXACTLY_ONCE_V2 = "exactly_once_v2"
 
     def __init__(self, config: dict[str, Any] | StreamsConfig):
-        if isinstance(config, StreamsConfig):
-            config = config.original
-        self.original = dict(config)
+        self.original: dict[str, Any] = dict(config.original if isinstance(config, StreamsConfig) else config)
         self.spark = {k: str(v) for k, v in self.original.items() if k.startswith("spark.")}
         values = dict(DEFAULTS)
         for key, value in self.original.items():

@@ -21,7 +21,7 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
-from odradek.streams.compiler import Compiler
+from odradek.streams.compiler import Compiler, Plan
 from odradek.streams.serdes import Serde
 from odradek.streams.streams_config import StreamsConfig
 from odradek.streams.topology import Topology
@@ -49,7 +49,7 @@ class TopologyTestDriver:
         self._offsets: dict[str, int] = {}
         self._pending = False
         self._outputs: dict[str, list[tuple[bytes | None, bytes | None]]] = {}
-        self._plan = None
+        self._plan: Plan | None = None
         self._closed = False
 
     # -- time ---------------------------------------------------------------------------------
