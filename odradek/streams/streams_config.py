@@ -55,22 +55,14 @@ IGNORED = {
     "max.task.idle.ms",
     "buffered.records.per.partition",
     "poll.ms",
-    "metrics.recording.level",
 }
+# Families of keys with no effect here either (metrics.*: Spark has its own metrics).
+IGNORED_PREFIXES = ("metrics.",)
 # Keys for the serdes' configure() (the registry serdes'), passed on as they are.
 SERDE_KEYS = {"auto.register.schemas", "use.latest.version", "specific.avro.reader"}
-# The client security keys: accepted for PLAINTEXT only, the odradek data source's transport.
-SECURITY = {
-    "security.protocol",
-    "sasl.mechanism",
-    "sasl.jaas.config",
-    "ssl.truststore.location",
-    "ssl.truststore.password",
-    "ssl.keystore.location",
-    "ssl.keystore.password",
-    "ssl.key.password",
-    "ssl.endpoint.identification.algorithm",
-}
+# The client security keys (security.protocol, ssl.*, sasl.*): accepted for PLAINTEXT only, the
+# odradek data source's transport.
+SECURITY_PREFIXES = ("ssl.", "sasl.")
 
 
 class StreamsConfig:
@@ -94,9 +86,9 @@ class StreamsConfig:
         self.spark = {k: str(v) for k, v in self.original.items() if k.startswith("spark.")}
         values = dict(DEFAULTS)
         for key, value in self.original.items():
-            if key.startswith(("spark.", "schema.registry.", "basic.auth.")) or key in IGNORED | SERDE_KEYS:
+            if key.startswith(("spark.", "schema.registry.", "basic.auth.", *IGNORED_PREFIXES)) or key in IGNORED | SERDE_KEYS:
                 continue
-            if key in SECURITY:
+            if key == "security.protocol" or key.startswith(SECURITY_PREFIXES):
                 if key == "security.protocol" and str(value).upper() != "PLAINTEXT":
                     raise ConfigException(
                         f"security.protocol={value}: odradek.streams reads and writes over PLAINTEXT only "
