@@ -68,6 +68,7 @@ class KafkaStreams:
         self._handler = None
         self._watcher: threading.Thread | None = None
         self._stopping = threading.Event()
+        self._plan: Plan | None = None
         self.exception: BaseException | None = None
 
     def state(self) -> State:
@@ -86,8 +87,8 @@ class KafkaStreams:
         try:
             self._check_and_create_topics()
             spark = self._session()
-            plan = Compiler(self.topology, self.config, lambda topics: self._read(spark, topics)).plan()
-            self._queries = self._start_queries(plan)
+            self._plan = Compiler(self.topology, self.config, lambda topics: self._read(spark, topics)).plan()
+            self._queries = self._start_queries(self._plan)
         except BaseException:
             self._state = State.ERROR
             self._stop_queries()
@@ -189,25 +190,37 @@ class KafkaStreams:
 
     # -- watching and stopping -------------------------------------------------------------------
     def _watch(self) -> None:
-        """Waits for a query to fail; then hands the failure to the handler and stops the others."""
+        """Waits for a query to fail; then asks the handler what to do (stop, or REPLACE_THREAD:
+        start the queries again from their checkpoints)."""
         while not self._stopping.is_set():
-            for q in self._queries:
-                if not q.isActive and q.exception() is not None:
-                    self._failed(q.exception())
-                    return
+            failed = next((q for q in self._queries if not q.isActive and q.exception() is not None), None)
+            if failed is not None and not self._failed(failed.exception()):
+                return
             self._stopping.wait(0.2)
 
-    def _failed(self, exc) -> None:
+    def _failed(self, exc) -> bool:
+        """Handles a failed query; True when the app carries on (its queries replaced)."""
         self.exception = exc
         self._state = State.PENDING_ERROR
-        log.error("%s: a query failed: %s", self.config.application_id, exc)
+        log.error("%s: a query failed: %s", self.config.application_id, str(exc).splitlines()[0])
+        response = None
         if self._handler is not None:
             try:
-                self._handler(exc)
+                response = self._handler(exc)
             except Exception:  # noqa: BLE001 - a failing handler must not hide the original failure
                 log.exception("the uncaught exception handler failed")
         self._stop_queries()
+        if response == StreamsUncaughtExceptionHandler.REPLACE_THREAD and not self._stopping.is_set():
+            assert self._plan is not None
+            log.warning(
+                "%s: REPLACE_THREAD: the queries start again from their checkpoints",
+                self.config.application_id,
+            )
+            self._queries = self._start_queries(self._plan)
+            self._state = State.RUNNING
+            return True
         self._state = State.ERROR
+        return False
 
     def _stop_queries(self) -> None:
         for q in self._queries:

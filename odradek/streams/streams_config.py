@@ -86,7 +86,10 @@ class StreamsConfig:
         self.spark = {k: str(v) for k, v in self.original.items() if k.startswith("spark.")}
         values = dict(DEFAULTS)
         for key, value in self.original.items():
-            if key.startswith(("spark.", "schema.registry.", "basic.auth.", *IGNORED_PREFIXES)) or key in IGNORED | SERDE_KEYS:
+            if (
+                key.startswith(("spark.", "schema.registry.", "basic.auth.", *IGNORED_PREFIXES))
+                or key in IGNORED | SERDE_KEYS
+            ):
                 continue
             if key == "security.protocol" or key.startswith(SECURITY_PREFIXES):
                 if key == "security.protocol" and str(value).upper() != "PLAINTEXT":
