@@ -19,6 +19,7 @@ from odradek.streams import (
     Serdes,
     State,
     StreamsBuilder,
+    StreamsUncaughtExceptionHandler,
 )
 
 pytestmark = pytest.mark.timeout(900)
@@ -121,3 +122,25 @@ def test_missing_source_topic_fails_at_start_in_one_line(broker, topic_name, tmp
     message = str(failure.value)
     assert "\n" not in message and f"{topic_name}-absent" in message and "missing" in message
     assert streams.state() is State.ERROR
+
+
+def test_a_failing_function_reaches_the_uncaught_exception_handler(spark, broker, topic_name, tmp_path):
+    source = f"{topic_name}-in"
+    create_topic(broker.bootstrap_servers, source, 1)
+    produce(broker.bootstrap_servers, source, [{"value": b"fine"}, {"value": b"boom"}])
+    builder = StreamsBuilder()
+    builder.stream(source).map_values(lambda v: 1 / 0 if v == "boom" else v).to(f"{topic_name}-out")
+    streams = KafkaStreams(builder.build(), _config(broker, f"{topic_name}-app", tmp_path))
+    seen = []
+
+    def handler(exc):
+        seen.append(exc)
+        return StreamsUncaughtExceptionHandler.SHUTDOWN_CLIENT
+
+    streams.set_uncaught_exception_handler(handler)
+    streams.start()
+    try:
+        wait_until(lambda: streams.state() is State.ERROR, 420, "the app to fail")
+    finally:
+        streams.close(60)
+    assert len(seen) == 1 and "ZeroDivisionError" in str(seen[0])
