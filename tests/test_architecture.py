@@ -50,6 +50,8 @@ MAY_IMPORT_ONLY = {
     "connect": {
         "protocol", "net", "client", "schema_registry", "_tasks", "faults", "metrics", "properties", "config_def",
     },
+    # Kafka Streams' DSL on Spark: a client of the broker through the pipeline data source.
+    "streams": {"protocol", "net", "client", "pipeline", "schema_registry", "_tasks"},
 }
 # What each layer must never import.
 NEVER_IMPORTS = {

@@ -28,6 +28,9 @@ OPTIONAL = {
     "odradek/pipeline/": "spark",  # `odradek pipeline`, imported only by that command
     "pyspark_odradek/": "spark",  # found by Spark, so only where pyspark runs
     "odradek/schema_registry/spark_": "spark",  # the registry's Spark side, imported by odradek/pipeline
+    # Streams runs on Spark; its serdes import pyspark only in their spark_* methods.
+    "odradek/streams/": "spark",
+    "odradek/testing/spark_cluster.py": "spark",
     # Loaded only by pytest (the pytest11 entry point), so pytest is there whenever it runs.
     "odradek/testing/pytest_plugin.py": "test",
 }

@@ -57,6 +57,7 @@ LAZY_COMMANDS = {
         "Check every record batch's CRC in log dirs, partitions or segments.",
     ),
     "pipeline": ("odradek.pipeline.cli", "pipeline", "Spark pipelines on Odradek topics."),
+    "streams": ("odradek.cli.streams", "streams", "Kafka Streams apps in Python, run by Spark (describe, run, reset)."),
     "schemas": (
         "odradek.cli.schemas",
         "schemas",

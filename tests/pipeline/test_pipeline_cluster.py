@@ -23,9 +23,10 @@ from support import wait_until
 from odradek.pipeline.cli import pipeline
 from odradek.pipeline.exactly_once import COMMIT_TOPIC_CONFIGS
 from odradek.pipeline.options import DEFAULT_COMMIT_TOPIC
-from odradek.pipeline.pipelines import page_views, value_length
+from odradek.pipeline.pipelines import page_views
 from odradek.pipeline.pipelines.run_config import RunConfig
 from odradek.pipeline.publish import Publisher
+from odradek.streams.apps import value_length
 from odradek.testing.embedded_cluster import EmbeddedCluster
 
 pytestmark = pytest.mark.timeout(420)

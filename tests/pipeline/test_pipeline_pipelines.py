@@ -10,9 +10,10 @@ from datetime import UTC, datetime
 import pytest
 from pipeline_kafka import check_page_views, create_topic, produce, read_topic, user_headers
 
-from odradek.pipeline.pipelines import offline_load, page_views, value_length
+from odradek.pipeline.pipelines import offline_load, page_views
 from odradek.pipeline.pipelines.run_config import RunConfig
 from odradek.pipeline.publish import Publisher
+from odradek.streams.apps import value_length
 
 pytestmark = pytest.mark.timeout(240)
 

@@ -4,7 +4,7 @@
   (with a watermark) to one topic, and a top-N pages table to a compacted topic;
 * ``offline-load`` — periodic loading into an offline system: a topic's new records to
   Parquet partitioned by date, resuming where the last run stopped;
-* ``value-length`` — Kafka Streams' introductory example ``mapValues(value -> value.length())``.
+* ``value-length`` — Kafka Streams' introductory example ``mapValues(value -> value.length())``, written with odradek.streams (odradek/streams/apps).
 """
 
 from __future__ import annotations
@@ -12,5 +12,5 @@ from __future__ import annotations
 PIPELINES = {
     "page-views": "odradek.pipeline.pipelines.page_views",
     "offline-load": "odradek.pipeline.pipelines.offline_load",
-    "value-length": "odradek.pipeline.pipelines.value_length",
+    "value-length": "odradek.streams.apps.value_length",  # a Streams topology
 }

@@ -29,6 +29,12 @@ class RunConfig:
             reader = reader.option(key, value)
         return reader.load()
 
+    def spark_trigger(self) -> dict | None:
+        """The trigger as ``DataStreamWriter.trigger`` keyword arguments (None: Spark's default)."""
+        if self.available_now:
+            return {"availableNow": True}
+        return {"processingTime": self.trigger} if self.trigger else None
+
     def triggered(self, writer):
         if self.available_now:
             return writer.trigger(availableNow=True)

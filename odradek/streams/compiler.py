@@ -1,0 +1,341 @@
+"""Compiles a ``Topology`` into Spark Structured Streaming plans: one place, read by the runner
+(``kafka_streams.py``) and the test driver alike.
+
+Records flow as bytes (``stage.RECORD_SCHEMA``). A ``Flow`` is a DataFrame plus the serdes of its
+bytes plus the user functions not yet applied; consecutive functions fuse into one Python stage
+that runs where the flow must become bytes again (a sink, a grouping, a merge). Work needing no
+user function stays in the JVM: grouping and counting compare key bytes, and a count is
+encoded as Kafka's 8-byte long by a Spark expression.
+
+A ``Plan`` has the stateless outputs (one streaming DataFrame of ``topic, key, value`` rows,
+appended) and one ``Aggregation`` per state store: a streaming DataFrame of updated
+``key, value`` rows (Spark's update mode: the changed keys of each micro-batch, which is the
+KTable changelog Kafka emits at each commit) and a function turning each micro-batch of
+updates into the rows for its changelog topic and the sinks downstream of it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from odradek.streams.dsl import TopologyException
+from odradek.streams.serdes import LongSerde, Serde
+from odradek.streams.stage import RECORD_SCHEMA, PickleSerde, stage_function
+from odradek.streams.streams_config import StreamsConfig
+from odradek.streams.topology import Node, Topology
+
+OUTPUT_COLUMNS = ("topic", "key", "value")
+STATEFUL = {"count", "reduce", "aggregate", "latest"}
+_FUSED = {
+    "filter",
+    "filter_not",
+    "map",
+    "map_values",
+    "flat_map",
+    "flat_map_values",
+    "select_key",
+    "peek",
+    "table_filter",
+    "table_filter_not",
+    "table_map_values",
+}
+
+
+@dataclass
+class Flow:
+    df: Any  # a DataFrame with RECORD_SCHEMA's columns
+    key_serde: Serde
+    value_serde: Serde
+    ops: list[tuple] = field(default_factory=list)
+
+    def then(self, *op) -> Flow:
+        return Flow(self.df, self.key_serde, self.value_serde, [*self.ops, tuple(op)])
+
+
+_KEEP_KEY = {
+    "filter",
+    "filter_not",
+    "peek",
+    "branch",
+    "drop_null_keys",
+    "map_values",
+    "flat_map_values",
+    "table_filter",
+    "table_filter_not",
+    "table_map_values",
+    "choose",
+    "foreach",
+}
+_KEEP_VALUE = {
+    "filter",
+    "filter_not",
+    "peek",
+    "branch",
+    "drop_null_keys",
+    "select_key",
+    "table_filter",
+    "table_filter_not",
+    "choose",
+    "foreach",
+}
+
+
+def inherited_serdes(flow: Flow) -> tuple[Serde | None, Serde | None]:
+    """The serdes still right for ``flow``'s keys and values after its pending functions, as Kafka
+    Streams passes a stream's serdes on through operations that keep the type (filter keeps both,
+    map_values the key's); None where a function may have changed the type."""
+    key = flow.key_serde if all(op[0] in _KEEP_KEY for op in flow.ops) else None
+    value = flow.value_serde if all(op[0] in _KEEP_VALUE for op in flow.ops) else None
+    return (
+        None if isinstance(key, PickleSerde) else key,
+        None if isinstance(value, PickleSerde) else value,
+    )
+
+
+@dataclass
+class Aggregation:
+    node: Node
+    updates: Any  # streaming DataFrame: key, value (bytes)
+    outputs: Callable[[Any], Any]  # a micro-batch of updates -> DataFrame(topic, key, value)
+
+
+@dataclass
+class Plan:
+    stateless: Any | None
+    aggregations: list[Aggregation]
+
+
+class Compiler:
+    """``Compiler(topology, config, read).plan()``; ``read(topics)`` gives a streaming (or, in
+    the test driver, file-backed) DataFrame with ``key, value, timestamp, offset, topic``."""
+
+    def __init__(self, topology: Topology, config: StreamsConfig, read: Callable[[list[str]], Any]):
+        self.topology = topology
+        self.config = config
+        self.read = read
+
+    # -- the plan --------------------------------------------------------------------------
+    def plan(self) -> Plan:
+        terminals = [n for n in self.topology.nodes if n.op in ("sink", "foreach")]
+        stateless: list[Any] = []
+        memo: dict[int, Flow] = {}
+        by_store: dict[int, list[Node]] = {}
+        for node in terminals:
+            roots = _stateful_ancestors(node)
+            if len(roots) > 1:
+                raise TopologyException(
+                    f"{node.name} is downstream of {len(roots)} state stores "
+                    f"({', '.join(r.name for r in roots)}): chained aggregations are not supported yet"
+                )
+            if roots:
+                by_store.setdefault(id(roots[0]), []).append(node)
+            else:
+                stateless.append(self.output(node, {}, memo))
+        aggregations = []
+        for node in self.topology.nodes:
+            if node.op in STATEFUL:
+                if _stateful_ancestors(node, include_self=False):
+                    raise TopologyException(
+                        f"{node.name}: an aggregation of an aggregation is not supported yet"
+                    )
+                aggregations.append(self.aggregation(node, by_store.get(id(node), [])))
+        return Plan(_union(stateless), aggregations)
+
+    def output(self, terminal: Node, roots: dict[int, Flow], memo: dict[int, Flow]):
+        """The ``topic, key, value`` rows ``terminal`` (a sink or a foreach) writes."""
+        from pyspark.sql import functions as F
+
+        flow = self.flow(terminal.parents[0], roots, memo)
+        if terminal.op == "foreach":
+            flow = flow.then("foreach", terminal.args["fn"])
+            return self.encode(flow, flow.key_serde, flow.value_serde).select(*OUTPUT_COLUMNS)
+        chooser = terminal.args.get("chooser")
+        if chooser is not None:
+            flow = flow.then("choose", chooser)
+        kept_key, kept_value = inherited_serdes(flow)
+        key_serde = terminal.args.get("key_serde") or kept_key or self.config.key_serde
+        value_serde = terminal.args.get("value_serde") or kept_value or self.config.value_serde
+        df = self.encode(flow, key_serde, value_serde, force=chooser is not None)
+        topic = F.col("topic") if chooser is not None else F.lit(terminal.topics[0])
+        return df.select(topic.alias("topic"), "key", "value")
+
+    # -- flows -----------------------------------------------------------------------------
+    def flow(self, node: Node, roots: dict[int, Flow], memo: dict[int, Flow]) -> Flow:
+        if id(node) in roots:
+            return roots[id(node)]
+        if id(node) not in memo:
+            memo[id(node)] = self._flow(node, roots, memo)
+        return memo[id(node)]
+
+    def _flow(self, node: Node, roots: dict[int, Flow], memo: dict[int, Flow]) -> Flow:
+        op, args = node.op, node.args
+        if op == "source":
+            df = self.read(node.topics).select("key", "value", "timestamp", "offset", "topic")
+            return Flow(
+                df, args["key_serde"] or self.config.key_serde, args["value_serde"] or self.config.value_serde
+            )
+        if op == "repartition_source":
+            upstream = self.flow(args["upstream"].parents[0], roots, memo)
+            kept_key, kept_value = inherited_serdes(upstream)
+            key_serde = args["key_serde"] or kept_key or self.config.key_serde
+            value_serde = args["value_serde"] or kept_value or self.config.value_serde
+            df = self.encode(upstream, key_serde, value_serde)
+            if not any(c.op in STATEFUL for c in node.children) or args.get("partitions"):
+                partitions = args.get("partitions") or self.config.num_stream_threads
+                df = df.repartition(partitions, "key")
+            return Flow(df, key_serde, value_serde)
+        if op in STATEFUL:
+            raise TopologyException(f"{node.name} is a state store and cannot be read here")
+        parent = self.flow(node.parents[0], roots, memo)
+        if op in _FUSED:
+            return parent.then(op, args["fn"], args.get("with_key", False))
+        if op == "drop_null_keys":
+            return parent.then("drop_null_keys", None)
+        if op in ("split", "to_stream"):
+            return parent
+        if op == "branch":
+            return parent.then("branch", node.parents[0].args["predicates"], args["index"])
+        if op == "merge":
+            flows = [self.flow(p, roots, memo) for p in node.parents]
+            if all(
+                not f.ops and f.key_serde == flows[0].key_serde and f.value_serde == flows[0].value_serde
+                for f in flows
+            ):
+                return Flow(_union([f.df for f in flows]), flows[0].key_serde, flows[0].value_serde)
+            pickled = PickleSerde()
+            return Flow(_union([self.encode(f, pickled, pickled) for f in flows]), pickled, pickled)
+        raise TopologyException(f"{node.name}: operation {op!r} cannot be compiled")
+
+    def encode(self, flow: Flow, key_serde: Serde, value_serde: Serde, *, force: bool = False):
+        """``flow``'s records as bytes in these serdes: its pending functions run in one Python stage."""
+        if not flow.ops and not force and flow.key_serde == key_serde and flow.value_serde == value_serde:
+            return flow.df
+        run = stage_function(
+            flow.ops,
+            flow.key_serde,
+            flow.value_serde,
+            key_serde,
+            value_serde,
+            self.config.continue_on_bad_records,
+        )
+        return flow.df.mapInArrow(run, RECORD_SCHEMA)
+
+    # -- state stores ------------------------------------------------------------------------
+    def aggregation(self, node: Node, terminals: list[Node]) -> Aggregation:
+        from pyspark.sql import functions as F
+
+        args = node.args
+        parent = self.flow(node.parents[0], {}, {})
+        kept_key, kept_value = inherited_serdes(parent)
+        in_key = args.get("input_key_serde") or kept_key or self.config.key_serde
+        in_value = args.get("input_value_serde") or kept_value or self.config.value_serde
+        df = self.encode(parent, in_key, in_value).where(F.col("key").isNotNull())
+        key_serde = args.get("key_serde") or in_key
+        if node.op == "latest":  # a table: the newest value per key, None deleting it
+            updates = df.groupBy("key").agg(F.max_by("value", "offset").alias("value"))
+            value_serde = in_value
+        elif node.op == "count":
+            counts = df.where(F.col("value").isNotNull()).groupBy("key").agg(F.count(F.lit(1)).alias("n"))
+            value_serde = LongSerde()
+            updates = counts.select("key", value_serde.spark_encode(F.col("n")).alias("value"))
+        else:
+            value_serde = args.get("value_serde") or (
+                in_value if node.op == "reduce" else self.config.value_serde
+            )
+            updates = _fold(df.where(F.col("value").isNotNull()), node, in_key, in_value, value_serde)
+        store = self.topology.stores[args["store"]]
+        changelog = f"{self.config.application_id}-{store.name}-changelog" if store.logged else None
+
+        def outputs(batch):
+            rows = batch.select(
+                "key",
+                "value",
+                F.current_timestamp().alias("timestamp"),
+                F.lit(0).cast("long").alias("offset"),
+                F.lit(None).cast("string").alias("topic"),
+            )
+            roots = {id(node): Flow(rows, key_serde, value_serde)}
+            memo: dict[int, Flow] = {}
+            parts = [self.output(t, roots, memo) for t in terminals]
+            if changelog:
+                parts.append(rows.select(F.lit(changelog).alias("topic"), "key", "value"))
+            return _union(parts)
+
+        return Aggregation(node, updates, outputs)
+
+
+def _fold(df, node: Node, key_serde: Serde, value_serde: Serde, agg_serde: Serde):
+    """reduce/aggregate with the user's Python functions, the aggregate kept in Spark's state store
+    as bytes in ``agg_serde``: ``applyInPandasWithState`` in update mode."""
+    from pyspark.sql.streaming.state import GroupStateTimeout
+
+    reducer = node.args.get("reducer")
+    initializer = node.args.get("initializer")
+    aggregator = node.args.get("aggregator")
+
+    def update(key, frames, state):
+        import pandas as pd
+
+        k = key_serde.deserialize("", key[0])
+        if state.exists:
+            agg, have = agg_serde.deserialize("", state.get[0]), True
+        elif initializer is not None:
+            agg, have = initializer(), True
+        else:
+            agg, have = None, False
+        for frame in frames:
+            for data in frame.sort_values("offset", kind="stable")["value"]:
+                value = value_serde.deserialize("", data)
+                if aggregator is not None:
+                    agg = aggregator(k, value, agg)
+                elif have and reducer is not None:
+                    agg = reducer(agg, value)
+                else:
+                    agg = value
+                have = True
+        encoded = agg_serde.serialize("", agg)
+        state.update((encoded,))
+        yield pd.DataFrame({"key": [key[0]], "value": [encoded]})
+
+    return (
+        df.select("key", "value", "offset")
+        .groupBy("key")
+        .applyInPandasWithState(
+            update, "key binary, value binary", "agg binary", "update", GroupStateTimeout.NoTimeout
+        )
+    )
+
+
+def _stateful_ancestors(node: Node, include_self: bool = True) -> list[Node]:
+    """The state-store nodes upstream of ``node`` (itself too, with ``include_self``), crossing
+    repartitions."""
+    found: list[Node] = []
+    seen: set[int] = set()
+    stack = [node] if include_self else list(node.parents) + _upstream_of_source(node)
+    while stack:
+        current = stack.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        if current.op in STATEFUL:
+            found.append(current)
+            continue
+        stack.extend(current.parents)
+        stack.extend(_upstream_of_source(current))
+    return found
+
+
+def _upstream_of_source(node: Node) -> list[Node]:
+    upstream = node.args.get("upstream") if node.op == "repartition_source" else None
+    return [upstream] if upstream is not None else []
+
+
+def _union(frames: list):
+    if not frames:
+        return None
+    result = frames[0]
+    for other in frames[1:]:
+        result = result.unionByName(other)
+    return result

@@ -1,0 +1,270 @@
+"""``KafkaStreams``: runs a topology on Spark against a broker (Kafka's client class, in Python).
+
+``start()`` checks the input topics exist (one line naming the missing ones), creates the
+output topics' internal companions (``<application.id>-<store>-changelog``, compacted, with
+``replication.factor``), compiles the topology and starts its Spark queries: one appending the
+stateless outputs, one per state store in update mode. Checkpoints live in
+``<state.dir>/<application.id>/``; ``processing.guarantee=exactly_once_v2`` writes through the
+``odradek`` data source's exactly-once sink, so a driver killed and restarted from the same
+checkpoint writes each result once.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import os
+import shutil
+import threading
+from typing import Any
+
+from odradek.streams.compiler import Compiler, Plan
+from odradek.streams.streams_config import StreamsConfig
+from odradek.streams.topology import Topology
+
+log = logging.getLogger("odradek.streams")
+
+
+class State(enum.Enum):
+    CREATED = "CREATED"
+    REBALANCING = "REBALANCING"
+    RUNNING = "RUNNING"
+    PENDING_SHUTDOWN = "PENDING_SHUTDOWN"
+    NOT_RUNNING = "NOT_RUNNING"
+    PENDING_ERROR = "PENDING_ERROR"
+    ERROR = "ERROR"
+
+
+class StreamsUncaughtExceptionHandler:
+    """Kafka's handler responses; a handler is any callable ``(exception) -> response``."""
+
+    SHUTDOWN_CLIENT = "SHUTDOWN_CLIENT"
+    SHUTDOWN_APPLICATION = "SHUTDOWN_APPLICATION"
+    REPLACE_THREAD = "REPLACE_THREAD"
+
+
+class MissingSourceTopicException(RuntimeError):
+    """A topology reads a topic that does not exist (Kafka's exception of that name)."""
+
+
+class KafkaStreams:
+    def __init__(
+        self,
+        topology: Topology,
+        config: dict[str, Any] | StreamsConfig,
+        *,
+        spark=None,
+        trigger: dict | None = None,
+    ):
+        """``spark``: a session to run on (default: the active one, else a new one from the config's
+        ``spark.*``). ``trigger``: Spark trigger arguments replacing ``commit.interval.ms``, e.g.
+        ``{"availableNow": True}`` to process what the topics hold now and stop."""
+        self.topology = topology
+        self._trigger = trigger
+        self.config = StreamsConfig(config)
+        self._spark = spark
+        self._queries: list = []
+        self._state = State.CREATED
+        self._handler = None
+        self._watcher: threading.Thread | None = None
+        self._stopping = threading.Event()
+        self._plan: Plan | None = None
+        self.exception: BaseException | None = None
+
+    def state(self) -> State:
+        return self._state
+
+    def set_uncaught_exception_handler(self, handler) -> None:
+        if self._state is not State.CREATED:
+            raise RuntimeError("set the uncaught exception handler before start()")
+        self._handler = handler
+
+    # -- start -------------------------------------------------------------------------------
+    def start(self) -> None:
+        if self._state is not State.CREATED:
+            raise RuntimeError(f"start() can only be called once, in state CREATED (now {self._state.value})")
+        self._state = State.REBALANCING
+        try:
+            self._check_and_create_topics()
+            spark = self._session()
+            self._plan = Compiler(self.topology, self.config, lambda topics: self._read(spark, topics)).plan()
+            self._queries = self._start_queries(self._plan)
+        except BaseException:
+            self._state = State.ERROR
+            self._stop_queries()
+            raise
+        self._state = State.RUNNING
+        self._watcher = threading.Thread(target=self._watch, name="odradek-streams-watch", daemon=True)
+        self._watcher.start()
+
+    def _check_and_create_topics(self) -> None:
+        from odradek.pipeline.blocking_client import Cluster
+
+        with Cluster(self.config.bootstrap_servers) as cluster:
+            wanted = self.topology.source_topics()
+            found = cluster.topic_partitions(wanted, refresh=True)
+            missing = [t for t in wanted if t not in found]
+            if missing:
+                raise MissingSourceTopicException(
+                    f"source topic(s) {', '.join(missing)} missing: create them before starting "
+                    f"application {self.config.application_id} (odradek topics create …)"
+                )
+            partitions = max((len(p) for p in found.values()), default=1)
+            for name in self.topology.changelog_topics(self.config.application_id):
+                cluster.create_topic(
+                    name,
+                    partitions,
+                    replication_factor=self.config.replication_factor,
+                    configs={"cleanup.policy": "compact"},
+                )
+            existing = cluster.topic_partitions(self.topology.sink_topics(), refresh=True)
+            for name in self.topology.sink_topics():
+                if name not in existing:
+                    cluster.create_topic(name, partitions, replication_factor=self.config.replication_factor)
+
+    def _session(self):
+        if self._spark is not None:
+            return self._spark
+        from pyspark.sql import SparkSession
+
+        from odradek.pipeline import register, spark_session
+
+        active = SparkSession.getActiveSession()
+        if active is not None:
+            register(active)
+            self._spark = active
+            return active
+        master = self.config.spark.get("spark.master") or f"local[{self.config.num_stream_threads}]"
+        conf = {k: v for k, v in self.config.spark.items() if k != "spark.master"}
+        conf.setdefault("spark.sql.shuffle.partitions", str(max(2, self.config.num_stream_threads)))
+        self._spark = spark_session(master, app_name=self.config.application_id, config=conf)
+        return self._spark
+
+    def _read(self, spark, topics: list[str]):
+        return (
+            spark.readStream.format("odradek")
+            .option("kafka.bootstrap.servers", self.config.bootstrap_servers)
+            .option("subscribe", ",".join(topics))
+            .option("startingOffsets", self.config.auto_offset_reset)
+            .load()
+        )
+
+    def _start_queries(self, plan: Plan) -> list:
+        config = self.config
+        trigger = self._trigger or {"processingTime": f"{config.commit_interval_ms} milliseconds"}
+        exactly_once = "true" if config.exactly_once else "false"
+        queries = []
+        if plan.stateless is not None:
+            writer = (
+                plan.stateless.writeStream.format("odradek")
+                .option("kafka.bootstrap.servers", config.bootstrap_servers)
+                .option("exactlyOnce", exactly_once)
+                .option("checkpointLocation", os.path.join(config.checkpoint_dir, "stateless"))
+                .queryName(f"{config.application_id}-stateless")
+                .trigger(**trigger)
+            )
+            queries.append(writer.start())
+        for agg in plan.aggregations:
+            sink_id = agg.node.name
+
+            def write(batch, batch_id, agg=agg, sink_id=sink_id):
+                rows = agg.outputs(batch)
+                (
+                    rows.write.format("odradek")
+                    .mode("append")
+                    .option("kafka.bootstrap.servers", config.bootstrap_servers)
+                    .option("exactlyOnce", exactly_once)
+                    .option("sinkId", sink_id)
+                    .save()
+                )
+
+            writer = (
+                agg.updates.writeStream.outputMode("update")
+                .foreachBatch(write)
+                .option("checkpointLocation", os.path.join(config.checkpoint_dir, agg.node.name))
+                .queryName(f"{config.application_id}-{agg.node.name}")
+                .trigger(**trigger)
+            )
+            queries.append(writer.start())
+        return queries
+
+    # -- watching and stopping -------------------------------------------------------------------
+    def _watch(self) -> None:
+        """Waits for a query to fail; then asks the handler what to do (stop, or REPLACE_THREAD:
+        start the queries again from their checkpoints)."""
+        while not self._stopping.is_set():
+            failed = next((q for q in self._queries if not q.isActive and q.exception() is not None), None)
+            if failed is not None and not self._failed(failed.exception()):
+                return
+            self._stopping.wait(0.2)
+
+    def _failed(self, exc) -> bool:
+        """Handles a failed query; True when the app carries on (its queries replaced)."""
+        self.exception = exc
+        self._state = State.PENDING_ERROR
+        log.error("%s: a query failed: %s", self.config.application_id, str(exc).splitlines()[0])
+        response = None
+        if self._handler is not None:
+            try:
+                response = self._handler(exc)
+            except Exception:  # noqa: BLE001 - a failing handler must not hide the original failure
+                log.exception("the uncaught exception handler failed")
+        self._stop_queries()
+        if response == StreamsUncaughtExceptionHandler.REPLACE_THREAD and not self._stopping.is_set():
+            assert self._plan is not None
+            log.warning(
+                "%s: REPLACE_THREAD: the queries start again from their checkpoints",
+                self.config.application_id,
+            )
+            self._queries = self._start_queries(self._plan)
+            self._state = State.RUNNING
+            return True
+        self._state = State.ERROR
+        return False
+
+    def _stop_queries(self) -> None:
+        for q in self._queries:
+            try:
+                q.stop()
+            except Exception:  # noqa: BLE001 - stopping the rest matters more
+                log.exception("stopping query %s", q.name)
+
+    def close(self, timeout: float | None = None) -> bool:
+        """Stop the queries (after the micro-batch in progress); True when all stopped in time."""
+        if self._state in (State.NOT_RUNNING, State.CREATED):
+            self._state = State.NOT_RUNNING
+            return True
+        failed = self._state is State.ERROR
+        self._state = State.PENDING_SHUTDOWN
+        self._stopping.set()
+        stopper = threading.Thread(target=self._stop_queries, daemon=True)
+        stopper.start()
+        stopper.join(timeout)
+        if self._watcher is not None:
+            self._watcher.join(timeout)
+        self._state = State.ERROR if failed else State.NOT_RUNNING
+        return not stopper.is_alive()
+
+    def cleanup(self) -> None:
+        """Remove this application's checkpoints (its local state), as Kafka's cleanUp()."""
+        if self._state not in (State.CREATED, State.NOT_RUNNING, State.ERROR):
+            raise RuntimeError("cleanup() needs a KafkaStreams that is not running: close() it first")
+        shutil.rmtree(self.config.checkpoint_dir, ignore_errors=True)
+
+    @property
+    def spark(self):
+        """The SparkSession the app runs on (created by ``start()`` unless one was given)."""
+        return self._session()
+
+    def queries(self) -> list:
+        return list(self._queries)
+
+    def await_termination(self, timeout: float | None = None) -> None:
+        for q in self._queries:
+            q.awaitTermination(timeout)
+
+    def __enter__(self) -> KafkaStreams:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
