@@ -154,11 +154,15 @@ def pyspark_wordcount(
         Serdes.String().spark_encode(F.col("word")).alias("key"),
         Serdes.Long().spark_encode(F.col("count")).alias("value"),
     )
+
+    def write(batch, _batch_id):  # the odradek sink appends; a batch of updates is appended as is
+        batch.write.format("odradek").mode("append").option("kafka.bootstrap.servers", bootstrap).option(
+            "topic", out_topic
+        ).save()
+
     return (
-        out.writeStream.format("odradek")
-        .outputMode("update")
-        .option("kafka.bootstrap.servers", bootstrap)
-        .option("topic", out_topic)
+        out.writeStream.outputMode("update")
+        .foreachBatch(write)
         .option("checkpointLocation", checkpoint)
         .trigger(processingTime=f"{interval_ms} milliseconds")
         .start()
