@@ -341,9 +341,22 @@ class Struct:
         self._schema: Schema = schema
         self._values: list[Any] = [None] * len(schema.fields())
 
+    @classmethod
+    def from_checked_values(cls, schema: Schema, values: list[Any]) -> Struct:
+        """A struct of ``schema`` holding ``values`` (one per field, in field order) as they are:
+        for callers that have checked each value against its field's schema already."""
+        struct = cls.__new__(cls)
+        struct._schema = schema
+        struct._values = values
+        return struct
+
     @property
     def schema(self) -> Schema:
         return self._schema
+
+    def values_by_index(self) -> list[Any]:
+        """The fields' values as held (no defaults filled in), in field order; do not modify."""
+        return self._values
 
     def _lookup(self, field: str | Field) -> Field:
         if isinstance(field, Field):
