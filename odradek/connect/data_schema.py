@@ -286,18 +286,19 @@ _CLASSES: dict[Type, tuple[type, ...]] = {
 
 def validate_value(schema: Schema, value: Any, field: str | None = None) -> None:
     """Raise ``DataException`` unless ``value`` fits ``schema`` (Kafka's ConnectSchema.validateValue)."""
-    where = f'field: "{field}"' if field is not None else "value"
     if value is None:
         if not schema.is_optional:
-            raise DataException(f"Invalid value: null used for required {where}, schema type: {schema.type.name}")
+            raise DataException(
+                f"Invalid value: null used for required {_where(field)}, schema type: {schema.type.name}"
+            )
         return
     if schema.type == Type.STRUCT:
         if not isinstance(value, Struct):
             raise DataException(
-                f"Invalid Java object for schema with type STRUCT: {type(value).__name__} for {where}"
+                f"Invalid Java object for schema with type STRUCT: {type(value).__name__} for {_where(field)}"
             )
         if value.schema != schema:
-            raise DataException(f"Struct schemas do not match for {where}.")
+            raise DataException(f"Struct schemas do not match for {_where(field)}.")
         value.validate()
         return
     classes = _expected_classes(schema)
@@ -305,13 +306,13 @@ def validate_value(schema: Schema, value: Any, field: str | None = None) -> None
     if not isinstance(value, classes) or (is_bool and bool not in classes):
         raise DataException(
             f"Invalid Java object for schema \"{schema.name or schema.type.name}\" with type "
-            f"{schema.type.name}: {type(value).__name__} for {where}"
+            f"{schema.type.name}: {type(value).__name__} for {_where(field)}"
         )
     value_: Any = value  # the isinstance over a tuple of classes narrowed value to object
     if schema.type in INT_RANGES and schema.name is None:
         low, high = INT_RANGES[schema.type]
         if not low <= value_ <= high:
-            raise DataException(f"Value {value} out of range for schema type {schema.type.name} for {where}")
+            raise DataException(f"Value {value} out of range for schema type {schema.type.name} for {_where(field)}")
     elif schema.name == DATE_NAME and isinstance(value_, datetime.datetime):
         if value_.time() != datetime.time(0):
             raise DataException("Kafka Connect Date type should not have any time fields set to non-zero values.")
@@ -322,6 +323,10 @@ def validate_value(schema: Schema, value: Any, field: str | None = None) -> None
         for k, v in value_.items():
             validate_value(schema.key_schema, k, field)
             validate_value(schema.value_schema, v, field)
+
+
+def _where(field: str | None) -> str:
+    return f'field: "{field}"' if field is not None else "value"
 
 
 class Struct:

@@ -29,7 +29,8 @@ from odradek.connect.data_schema import (
     Struct,
     Type,
 )
-from odradek.connect.logical_types import Decimal, datetime_to_millis
+from odradek.connect.errors import DataException
+from odradek.connect.logical_types import Decimal, datetime_to_millis, millis_to_datetime, scaled_decimal
 
 Encoder = Callable[[Any], str]
 Decoder = Callable[[Any], Any]
@@ -52,7 +53,7 @@ def build_encoder(
         return general(schema, value)
 
     fast: Encoder | None = None
-    if name in _LOGICAL:
+    if schema.name in _LOGICAL:
         if name == TIMESTAMP_NAME and kind == Type.INT64:
             def fast(value: Any) -> str:
                 if value.__class__ is datetime.datetime:
@@ -132,8 +133,8 @@ def build_decoder(schema: Schema, general: Callable[[Schema, Any], Any]) -> Deco
 
     fast: Decoder | None = None
     if schema.name in _LOGICAL:
-        return fallback
-    if kind in INT_RANGES:
+        fast = _logical_decoder(schema, fallback)
+    elif kind in INT_RANGES:
         low, high = INT_RANGES[kind]
 
         def fast(node: Any) -> Any:
@@ -182,3 +183,61 @@ def build_decoder(schema: Schema, general: Callable[[Schema, Any], Any]) -> Deco
         return fallback(node) if node is None else fast_path(node)
 
     return decode
+
+
+def _logical_decoder(schema: Schema, fallback: Decoder) -> Decoder | None:
+    if schema.name == TIMESTAMP_NAME and schema.type == Type.INT64:
+        def timestamp(node: Any) -> Any:
+            return millis_to_datetime(node) if node.__class__ is int else fallback(node)
+        return timestamp
+
+    if schema.name == DECIMAL_NAME and schema.type == Type.BYTES:
+        try:
+            scale = Decimal.scale(schema)
+        except DataException:
+            return None  # the general path reports the bad schema on each value
+
+        def decimal_(node: Any) -> Any:
+            if node.__class__ is str:
+                try:
+                    unscaled = base64.b64decode(node, validate=True)
+                except ValueError:
+                    return fallback(node)
+                return scaled_decimal(int.from_bytes(unscaled, "big", signed=True), scale)
+            if node.__class__ is int or node.__class__ is decimal.Decimal:
+                return decimal.Decimal(node)
+            return fallback(node)
+        return decimal_
+    return None
+
+
+def build_schemaless_encoder(general: Callable[[Any], str], struct_encoder: Callable[[Schema], Encoder]) -> Encoder:
+    """A function writing a value without a schema as JSON text (integers, floats, strings,
+    bytes, lists, maps with string keys, structs); ``general(value)`` handles the rest."""
+
+    def encode(value: Any) -> str:
+        cls = value.__class__
+        if cls is str:
+            return write_string(value)
+        if value is None:
+            return "null"
+        if value is True:
+            return "true"
+        if value is False:
+            return "false"
+        if cls is int:
+            return str(value)
+        if cls is float:
+            return _json_number_text(JsonNumber.double(value))
+        if cls is dict:
+            if all(k.__class__ is str for k in value):
+                return "{" + ",".join([write_string(k) + ":" + encode(v) for k, v in value.items()]) + "}"
+        elif cls is list or cls is tuple:
+            return "[" + ",".join([encode(v) for v in value]) + "]"
+        elif cls is bytes:
+            return '"' + binary(value) + '"'
+        elif cls is Struct:
+            return struct_encoder(value.schema)(value)
+        return general(value)
+
+    return encode

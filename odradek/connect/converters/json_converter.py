@@ -27,7 +27,7 @@ from typing import Any
 
 from odradek.config_def import BOOL, INT, STR, AtLeast, ConfigDef, OneOf, config_table
 from odradek.connect.converters.converter_base import Converter, HeaderConverter
-from odradek.connect.converters.json_compiled import Decoder, Encoder, build_decoder, build_encoder
+from odradek.connect.converters.json_compiled import Decoder, Encoder, build_decoder, build_encoder, build_schemaless_encoder
 from odradek.connect.converters.json_text import JsonNumber, binary, dumps, loads
 from odradek.connect.data_builder import SchemaBuilder
 from odradek.connect.data_schema import (
@@ -128,6 +128,9 @@ class JsonConverter(Converter, HeaderConverter):
         # the schema alive, so its id cannot be reused while the entry exists).
         self._encoders = _LruCache(settings["schemas.cache.size"])
         self._decoders = _LruCache(settings["schemas.cache.size"])
+        self._schemaless_encoder = build_schemaless_encoder(
+            lambda value: dumps(self.convert_to_json(None, value)), self._encoder
+        )
 
     def config_def(self) -> dict[str, ConfigDef]:
         return JSON_CONVERTER_CONFIG
@@ -138,7 +141,7 @@ class JsonConverter(Converter, HeaderConverter):
     ) -> bytes | None:
         if schema is None and value is None:
             return None
-        payload = dumps(self.convert_to_json(schema, value)) if schema is None else self._encoder(schema)(value)
+        payload = self._schemaless_encoder(value) if schema is None else self._encoder(schema)(value)
         if not self.schemas_enabled:
             return payload.encode("utf-8")
         return ('{"schema":' + self._schema_text(schema) + ',"payload":' + payload + "}").encode("utf-8")
