@@ -101,10 +101,11 @@ def cases() -> list[tuple[str, Callable[[], Any]]]:
                 lambda c=c, s=schema, v=value: c.from_connect_data("t", s, v),
             ))
     built = order()
+    customer = ORDER.field("customer")
     out += [
         ("Struct build + 5 puts (order)", order),
         ("Struct.get by name", lambda: built.get("customer")),
-        ("Struct.get by Field", lambda f=ORDER.field("customer"): built.get(f)),
+        ("Struct.get by Field", lambda: built.get(customer)),
         ("Struct.validate (order)", built.validate),
     ]
     return out

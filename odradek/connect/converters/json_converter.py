@@ -27,7 +27,13 @@ from typing import Any
 
 from odradek.config_def import BOOL, INT, STR, AtLeast, ConfigDef, OneOf, config_table
 from odradek.connect.converters.converter_base import Converter, HeaderConverter
-from odradek.connect.converters.json_compiled import Decoder, Encoder, build_decoder, build_encoder, build_schemaless_encoder
+from odradek.connect.converters.json_compiled import (
+    Decoder,
+    Encoder,
+    build_decoder,
+    build_encoder,
+    build_schemaless_encoder,
+)
 from odradek.connect.converters.json_text import JsonNumber, binary, dumps, loads
 from odradek.connect.data_builder import SchemaBuilder
 from odradek.connect.data_schema import (
@@ -151,7 +157,7 @@ class JsonConverter(Converter, HeaderConverter):
         if entry is None or entry[0] is not schema:
             entry = (schema, build_encoder(schema, self._general_to_text, self.numeric_decimals))
             self._encoders.put(id(schema), entry)
-        return entry[1]  # type: ignore[no-any-return]
+        return entry[1]
 
     def _general_to_text(self, schema: Schema, value: Any) -> str:
         return dumps(self.convert_to_json(schema, value))
@@ -161,7 +167,7 @@ class JsonConverter(Converter, HeaderConverter):
         if entry is None or entry[0] is not schema:
             entry = (schema, build_decoder(schema, self.convert_to_connect))
             self._decoders.put(id(schema), entry)
-        return entry[1]  # type: ignore[no-any-return]
+        return entry[1]
 
     def _decode(self, schema: Schema | None, node: Any) -> Any:
         return self.convert_to_connect(None, node) if schema is None else self._decoder(schema)(node)
