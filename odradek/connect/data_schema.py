@@ -143,6 +143,7 @@ class Schema:
             raise SchemaBuilderException("Only map and array schemas have a value schema")
         self._key_schema = key_schema
         self._value_schema = value_schema
+        self._hash: int | None = None
 
     @property
     def type(self) -> Type:
@@ -233,8 +234,10 @@ class Schema:
         return self._identity() == other._identity() and _same_value(self._default_value, other._default_value)
 
     def __hash__(self) -> int:
-        fields = tuple(f.name for f in self._fields) if self._fields is not None else None
-        return hash((self._type, self._optional, self._name, self._version, fields))
+        if self._hash is None:  # immutable, so computed once (converters look schemas up per record)
+            fields = tuple(f.name for f in self._fields) if self._fields is not None else None
+            self._hash = hash((self._type, self._optional, self._name, self._version, fields))
+        return self._hash
 
     def __repr__(self) -> str:
         if self._name:
@@ -284,8 +287,20 @@ _CLASSES: dict[Type, tuple[type, ...]] = {
 }
 
 
+# The one class a plain (unnamed) primitive schema's values usually have.
+_EXACT_CLASSES: dict[Type, type] = {
+    Type.INT8: int, Type.INT16: int, Type.INT32: int, Type.INT64: int, Type.FLOAT32: float,
+    Type.FLOAT64: float, Type.BOOLEAN: bool, Type.STRING: str, Type.BYTES: bytes,
+}
+
+
 def validate_value(schema: Schema, value: Any, field: str | None = None) -> None:
     """Raise ``DataException`` unless ``value`` fits ``schema`` (Kafka's ConnectSchema.validateValue)."""
+    if schema._name is None and value.__class__ is _EXACT_CLASSES.get(schema._type):
+        bounds = INT_RANGES.get(schema._type)  # the common case, decided without the checks below
+        number: Any = value
+        if bounds is None or bounds[0] <= number <= bounds[1]:
+            return
     if value is None:
         if not schema.is_optional:
             raise DataException(
