@@ -143,6 +143,7 @@ class Schema:
             raise SchemaBuilderException("Only map and array schemas have a value schema")
         self._key_schema = key_schema
         self._value_schema = value_schema
+        self._hash: int | None = None
 
     @property
     def type(self) -> Type:
@@ -233,8 +234,10 @@ class Schema:
         return self._identity() == other._identity() and _same_value(self._default_value, other._default_value)
 
     def __hash__(self) -> int:
-        fields = tuple(f.name for f in self._fields) if self._fields is not None else None
-        return hash((self._type, self._optional, self._name, self._version, fields))
+        if self._hash is None:  # immutable, so computed once (converters look schemas up per record)
+            fields = tuple(f.name for f in self._fields) if self._fields is not None else None
+            self._hash = hash((self._type, self._optional, self._name, self._version, fields))
+        return self._hash
 
     def __repr__(self) -> str:
         if self._name:
@@ -284,20 +287,33 @@ _CLASSES: dict[Type, tuple[type, ...]] = {
 }
 
 
+# The one class a plain (unnamed) primitive schema's values usually have.
+_EXACT_CLASSES: dict[Type, type] = {
+    Type.INT8: int, Type.INT16: int, Type.INT32: int, Type.INT64: int, Type.FLOAT32: float,
+    Type.FLOAT64: float, Type.BOOLEAN: bool, Type.STRING: str, Type.BYTES: bytes,
+}
+
+
 def validate_value(schema: Schema, value: Any, field: str | None = None) -> None:
     """Raise ``DataException`` unless ``value`` fits ``schema`` (Kafka's ConnectSchema.validateValue)."""
-    where = f'field: "{field}"' if field is not None else "value"
+    if schema._name is None and value.__class__ is _EXACT_CLASSES.get(schema._type):
+        bounds = INT_RANGES.get(schema._type)  # the common case, decided without the checks below
+        number: Any = value
+        if bounds is None or bounds[0] <= number <= bounds[1]:
+            return
     if value is None:
         if not schema.is_optional:
-            raise DataException(f"Invalid value: null used for required {where}, schema type: {schema.type.name}")
+            raise DataException(
+                f"Invalid value: null used for required {_where(field)}, schema type: {schema.type.name}"
+            )
         return
     if schema.type == Type.STRUCT:
         if not isinstance(value, Struct):
             raise DataException(
-                f"Invalid Java object for schema with type STRUCT: {type(value).__name__} for {where}"
+                f"Invalid Java object for schema with type STRUCT: {type(value).__name__} for {_where(field)}"
             )
         if value.schema != schema:
-            raise DataException(f"Struct schemas do not match for {where}.")
+            raise DataException(f"Struct schemas do not match for {_where(field)}.")
         value.validate()
         return
     classes = _expected_classes(schema)
@@ -305,13 +321,13 @@ def validate_value(schema: Schema, value: Any, field: str | None = None) -> None
     if not isinstance(value, classes) or (is_bool and bool not in classes):
         raise DataException(
             f"Invalid Java object for schema \"{schema.name or schema.type.name}\" with type "
-            f"{schema.type.name}: {type(value).__name__} for {where}"
+            f"{schema.type.name}: {type(value).__name__} for {_where(field)}"
         )
     value_: Any = value  # the isinstance over a tuple of classes narrowed value to object
     if schema.type in INT_RANGES and schema.name is None:
         low, high = INT_RANGES[schema.type]
         if not low <= value_ <= high:
-            raise DataException(f"Value {value} out of range for schema type {schema.type.name} for {where}")
+            raise DataException(f"Value {value} out of range for schema type {schema.type.name} for {_where(field)}")
     elif schema.name == DATE_NAME and isinstance(value_, datetime.datetime):
         if value_.time() != datetime.time(0):
             raise DataException("Kafka Connect Date type should not have any time fields set to non-zero values.")
@@ -322,6 +338,10 @@ def validate_value(schema: Schema, value: Any, field: str | None = None) -> None
         for k, v in value_.items():
             validate_value(schema.key_schema, k, field)
             validate_value(schema.value_schema, v, field)
+
+
+def _where(field: str | None) -> str:
+    return f'field: "{field}"' if field is not None else "value"
 
 
 class Struct:
@@ -341,9 +361,22 @@ class Struct:
         self._schema: Schema = schema
         self._values: list[Any] = [None] * len(schema.fields())
 
+    @classmethod
+    def from_checked_values(cls, schema: Schema, values: list[Any]) -> Struct:
+        """A struct of ``schema`` holding ``values`` (one per field, in field order) as they are:
+        for callers that have checked each value against its field's schema already."""
+        struct = cls.__new__(cls)
+        struct._schema = schema
+        struct._values = values
+        return struct
+
     @property
     def schema(self) -> Schema:
         return self._schema
+
+    def values_by_index(self) -> list[Any]:
+        """The fields' values as held (no defaults filled in), in field order; do not modify."""
+        return self._values
 
     def _lookup(self, field: str | Field) -> Field:
         if isinstance(field, Field):

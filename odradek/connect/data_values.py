@@ -46,6 +46,9 @@ def java_double_str(value: float) -> str:
         return "NaN"
     if math.isinf(value):
         return "Infinity" if value > 0 else "-Infinity"
+    if 1e-3 <= abs(value) < 1e7:
+        # Python's repr is positional in this range, with the same shortest digits and ".0".
+        return repr(float(value))
     return _java_decimal_text(repr(float(value)), value)
 
 

@@ -78,8 +78,11 @@ def unscaled_to_bytes(unscaled: int) -> bytes:
     return unscaled.to_bytes(length, "big", signed=True)
 
 
+_WIDE_CONTEXT = _decimal.Context(prec=1000)  # only read by scaleb (its traps never change)
+
+
 def scaled_decimal(unscaled: int, scale: int) -> _decimal.Decimal:
-    return _decimal.Decimal(unscaled).scaleb(-scale, context=_decimal.Context(prec=1000))
+    return _decimal.Decimal(unscaled).scaleb(-scale, context=_WIDE_CONTEXT)
 
 
 class Date:

@@ -27,6 +27,13 @@ from typing import Any
 
 from odradek.config_def import BOOL, INT, STR, AtLeast, ConfigDef, OneOf, config_table
 from odradek.connect.converters.converter_base import Converter, HeaderConverter
+from odradek.connect.converters.json_compiled import (
+    Decoder,
+    Encoder,
+    build_decoder,
+    build_encoder,
+    build_schemaless_encoder,
+)
 from odradek.connect.converters.json_text import JsonNumber, binary, dumps, loads
 from odradek.connect.data_builder import SchemaBuilder
 from odradek.connect.data_schema import (
@@ -123,6 +130,13 @@ class JsonConverter(Converter, HeaderConverter):
         self._schema_texts = _LruCache(settings["schemas.cache.size"])
         self._last_envelope: tuple[bytes, Schema | None] = (b"", None)
         self._to_connect_schemas = _LruCache(settings["schemas.cache.size"])
+        # Per-schema encoders and decoders, keyed by the schema object's identity (the entry keeps
+        # the schema alive, so its id cannot be reused while the entry exists).
+        self._encoders = _LruCache(settings["schemas.cache.size"])
+        self._decoders = _LruCache(settings["schemas.cache.size"])
+        self._schemaless_encoder = build_schemaless_encoder(
+            lambda value: dumps(self.convert_to_json(None, value)), self._encoder
+        )
 
     def config_def(self) -> dict[str, ConfigDef]:
         return JSON_CONVERTER_CONFIG
@@ -133,10 +147,30 @@ class JsonConverter(Converter, HeaderConverter):
     ) -> bytes | None:
         if schema is None and value is None:
             return None
-        payload = dumps(self.convert_to_json(schema, value))
+        payload = self._schemaless_encoder(value) if schema is None else self._encoder(schema)(value)
         if not self.schemas_enabled:
             return payload.encode("utf-8")
         return ('{"schema":' + self._schema_text(schema) + ',"payload":' + payload + "}").encode("utf-8")
+
+    def _encoder(self, schema: Schema) -> Encoder:
+        entry = self._encoders.get(id(schema))
+        if entry is None or entry[0] is not schema:
+            entry = (schema, build_encoder(schema, self._general_to_text, self.numeric_decimals))
+            self._encoders.put(id(schema), entry)
+        return entry[1]
+
+    def _general_to_text(self, schema: Schema, value: Any) -> str:
+        return dumps(self.convert_to_json(schema, value))
+
+    def _decoder(self, schema: Schema) -> Decoder:
+        entry = self._decoders.get(id(schema))
+        if entry is None or entry[0] is not schema:
+            entry = (schema, build_decoder(schema, self.convert_to_connect))
+            self._decoders.put(id(schema), entry)
+        return entry[1]
+
+    def _decode(self, schema: Schema | None, node: Any) -> Any:
+        return self.convert_to_connect(None, node) if schema is None else self._decoder(schema)(node)
 
     def _schema_text(self, schema: Schema | None) -> str:
         if schema is None:
@@ -285,7 +319,7 @@ class JsonConverter(Converter, HeaderConverter):
                 except DataException:
                     pass  # not a plain envelope after all: the full parse below says what is wrong
                 else:
-                    return SchemaAndValue(schema, self.convert_to_connect(schema, payload))
+                    return SchemaAndValue(schema, self._decode(schema, payload))
         node = loads(data)
         if self.schemas_enabled:
             if not isinstance(node, dict) or len(node) != 2 or "schema" not in node or "payload" not in node:
@@ -296,7 +330,7 @@ class JsonConverter(Converter, HeaderConverter):
         if self.schemas_enabled and schema is not None:
             prefix = b'{"schema":' + dumps_safe(node["schema"]).encode() + b',"payload":'
             self._last_envelope = (prefix if data.startswith(prefix) else b"", schema)
-        return SchemaAndValue(schema, self.convert_to_connect(schema, node["payload"]))
+        return SchemaAndValue(schema, self._decode(schema, node["payload"]))
 
     def to_connect_header(self, topic: str, header_key: str, data: bytes | None) -> SchemaAndValue:
         return self.to_connect_data(topic, data)

@@ -63,6 +63,13 @@ def dumps(node: Any) -> str:
     return "".join(parts)
 
 
+def write_string(text: str) -> str:
+    """A string as Jackson writes it, quotes included."""
+    if _LOWER_HEX_CONTROLS.search(text):
+        return '"' + text.translate(_TABLE) + '"'
+    return encode_basestring(text)
+
+
 def _write(parts: list[str], node: Any) -> None:
     if node is None:
         parts.append("null")
@@ -71,10 +78,7 @@ def _write(parts: list[str], node: Any) -> None:
     elif node is False:
         parts.append("false")
     elif isinstance(node, str):
-        if _LOWER_HEX_CONTROLS.search(node):
-            parts.append('"' + node.translate(_TABLE) + '"')
-        else:
-            parts.append(encode_basestring(node))
+        parts.append(write_string(node))
     elif isinstance(node, int):
         parts.append(str(node))
     elif isinstance(node, JsonNumber):
