@@ -16,6 +16,7 @@ import logging
 import os
 import shutil
 import threading
+from pathlib import Path
 from typing import Any
 
 from odradek.streams.compiler import Compiler, Plan
@@ -138,6 +139,11 @@ class KafkaStreams:
         conf = {k: v for k, v in self.config.spark.items() if k != "spark.master"}
         conf.setdefault("spark.sql.shuffle.partitions", str(max(2, self.config.num_stream_threads)))
         self._spark = spark_session(master, app_name=self.config.application_id, config=conf)
+        if master.startswith("spark://"):
+            from odradek.pipeline.ship import ship_odradek
+
+            # A cluster's executors may not have odradek installed: send them its sources.
+            ship_odradek(self._spark, Path(self.config.checkpoint_dir) / "ship")
         return self._spark
 
     def _read(self, spark, topics: list[str]):

@@ -20,10 +20,13 @@ import sys
 import tempfile
 import time
 import urllib.request
-import zipfile
 from pathlib import Path
 
+from odradek.pipeline.ship import odradek_zip, ship_odradek
+
 from .process import free_port, wait_for_port
+
+__all__ = ["SparkStandaloneCluster", "odradek_zip", "ship_odradek"]
 
 
 def spark_home() -> Path:
@@ -153,27 +156,3 @@ class SparkStandaloneCluster:
 
     def __exit__(self, *exc) -> None:
         self.stop()
-
-
-def odradek_zip(target_dir: str | os.PathLike) -> Path:
-    """A zip of the ``odradek`` and ``pyspark_odradek`` packages (sources only), for ``addPyFile``."""
-    import odradek
-    import pyspark_odradek
-
-    target = Path(target_dir) / "odradek-for-executors.zip"
-    with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as zf:
-        for package in (odradek, pyspark_odradek):
-            root = Path(str(package.__file__)).parent
-            for path in root.rglob("*"):
-                if path.is_file() and "__pycache__" not in path.parts:
-                    zf.write(path, Path(root.name) / path.relative_to(root))
-    return target
-
-
-def ship_odradek(spark, work_dir: str | os.PathLike | None = None) -> Path:
-    """Send odradek to the executors of ``spark`` as a zip on their Python path; the zip's path."""
-    folder = Path(work_dir or tempfile.mkdtemp(prefix="odradek-ship-"))
-    folder.mkdir(parents=True, exist_ok=True)
-    zipped = odradek_zip(folder)
-    spark.sparkContext.addPyFile(str(zipped))
-    return zipped
