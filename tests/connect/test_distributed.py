@@ -163,19 +163,31 @@ def _raw(bootstrap: str, topic: str) -> list[tuple[bytes | None, bytes]]:
 
 def test_a_follower_forwards_writes_to_the_leader_and_the_group_is_listed(broker, cluster, tmp_path, topic_name):
     group, add, workers = cluster
-    first, second = add(), add()
+    first, second, third = add(), add(), add()
     sink = {"connector.class": "FileStreamSink", "tasks.max": "1", "file": str(tmp_path / "s.txt"),
             "topics": topic_name}
     # Whichever of the two is the follower forwards; both creates answer as the leader does.
     create(first, "sink-a", sink)
     create(second, "sink-b", sink)
-    for worker in (first, second):
-        assert sorted(worker.get("/connectors").json()) == ["sink-a", "sink-b"]
+    for worker in workers:
+        wait_until(lambda w=worker: sorted(w.get("/connectors").json()) == ["sink-a", "sink-b"], 30, "both")
     answer = write(second, "PUT", "/connectors/sink-a/pause")
     assert answer.status_code == 202
     wait_until(lambda: first.get("/connectors/sink-a/status").json()["connector"]["state"] == "PAUSED", 30,
                "sink-a paused")
-    assert write(first, "DELETE", "/connectors/sink-b").status_code == 204
+
+    # A request already forwarded (?forward=false) is answered by the leader only; the two
+    # followers answer Kafka's 409.
+    def answers():
+        got = [w.request("PUT", "/connectors/sink-a/pause", params={"forward": "false"}) for w in workers]
+        return got if any(a.status_code == 202 for a in got) else None
+
+    got = wait_until(answers, 60, "the leader to answer")
+    assert sorted(a.status_code for a in got) == [202, 409, 409]
+    assert next(a for a in got if a.status_code == 409).json() == {"error_code": 409, "message": (
+        "Cannot complete request momentarily due to stale configuration (typically caused by a concurrent "
+        "config change)")}
+    assert write(third, "DELETE", "/connectors/sink-b").status_code == 204
     wait_until(lambda: second.get("/connectors").json() == ["sink-a"], 30, "sink-b gone on the other worker")
     duplicate = write(second, "POST", "/connectors", json={"name": "sink-a", "config": sink})
     assert duplicate.status_code == 409 and duplicate.json()["message"] == "Connector sink-a already exists"
