@@ -62,18 +62,18 @@ class IncrementalAssignor:
             quota = math.ceil(len(kind) / len(members)) if members else 0
             count = dict.fromkeys(members, 0)
             for item in sorted(kind):
-                member = owned.get(item)
-                if member is None:
+                owner = owned.get(item)
+                if owner is None:
                     continue
-                if count[member] < quota:
-                    loads[member].add(item)
-                    count[member] += 1
+                if count[owner] < quota:
+                    loads[owner].add(item)
+                    count[owner] += 1
                 else:
-                    revoked[member].add(item)
+                    revoked[owner].add(item)
             for item in sorted(kind):
                 if item in owned or item in held:
                     continue
-                member = min(sorted(members), key=lambda m: count[m])
+                member = min(sorted(members), key=count.__getitem__)
                 loads[member].add(item)
                 count[member] += 1
         delay = max(0.0, self.lost_deadline - now) if self.lost_deadline is not None else 0.0

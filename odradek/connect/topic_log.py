@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from odradek.client.admin import Admin
 from odradek.client.client_errors import KafkaError
@@ -108,7 +108,7 @@ class TopicLog:
     async def send(self, key: bytes, value: bytes | None) -> None:
         await self.send_many([(key, value)])
 
-    async def send_many(self, records: list[tuple[bytes, bytes | None]]) -> None:
+    async def send_many(self, records: Sequence[tuple[bytes, bytes | None]]) -> None:
         """Write in order; return once all are acknowledged."""
         assert self.producer is not None
         futures = [await self.producer.send(self.topic, value=v, key=k) for k, v in records]
