@@ -33,7 +33,8 @@ class DistributedRuntime(StandaloneRuntime):
     herder: DistributedHerder | None
 
     def make_herder(self) -> DistributedHerder:
-        store = KafkaOffsetStore()
+        eos = self.config["exactly.once.source.support"] == "enabled"
+        store = KafkaOffsetStore(self.config["group.id"] if eos else None)
         worker = Worker(self.config, PluginRegistry(self.config["plugin.path"]), store, "")
         return DistributedHerder(worker, store)
 

@@ -87,9 +87,29 @@ class ConfigState:
 
 
 class KafkaOffsetStore(OffsetStore):
-    def __init__(self) -> None:
+    """With ``exactly_once_group`` (``exactly.once.source.support=enabled``) source tasks write their
+    offsets in their own transactions (``offset_records``), under the transactional id
+    ``<group.id>-<connector>-<task>`` as Kafka's workers do."""
+
+    def __init__(self, exactly_once_group: str | None = None) -> None:
         super().__init__()
         self.log: TopicLog | None = None
+        self.exactly_once_group = exactly_once_group
+
+    @property
+    def topic(self) -> str:
+        assert self.log is not None
+        return self.log.topic
+
+    def transactional_id(self, connector: str, task: int) -> str | None:
+        return None if self.exactly_once_group is None else f"{self.exactly_once_group}-{connector}-{task}"
+
+    def offset_records(self, connector: str, offsets: Iterable[tuple[Mapping[str, Any], Any]]):
+        return [(offset_key(connector, p).encode(), None if o is None else dumps(o)) for p, o in offsets]
+
+    async def remember(self, connector: str, offsets: list[tuple[Mapping[str, Any], Any]]) -> None:
+        """The local view of offsets a transaction has just written."""
+        await super().write(connector, offsets)
 
     def on_record(self, key: bytes | None, value: bytes | None) -> None:
         if key is not None:
@@ -98,7 +118,5 @@ class KafkaOffsetStore(OffsetStore):
     async def write(self, connector: str, offsets: Iterable[tuple[Mapping[str, Any], Any]]) -> None:
         pairs = list(offsets)
         assert self.log is not None
-        await self.log.send_many(
-            [(offset_key(connector, p).encode(), None if o is None else dumps(o)) for p, o in pairs]
-        )
+        await self.log.send_many(self.offset_records(connector, pairs))
         await super().write(connector, pairs)

@@ -42,7 +42,7 @@ class TopicLog:
                                  linger_ms=0)
         await self.producer.start()
         self.consumer = Consumer(**self.client_options("consumer"), enable_auto_commit=False,
-                                 auto_offset_reset="earliest")
+                                 auto_offset_reset="earliest", isolation_level="read_committed")
         count = len(await self.consumer.partitions_for_topic(self.topic, fail_if_missing=True))
         self.tps = [TopicPartition(self.topic, p) for p in range(count)]
         self.consumer.assign(self.tps)
