@@ -37,6 +37,9 @@ RESET_CODES = {int(ErrorCode.illegal_generation), int(ErrorCode.unknown_member_i
 COORDINATOR_CODES = {int(ErrorCode.not_coordinator), int(ErrorCode.coordinator_not_available),
                      int(ErrorCode.coordinator_load_in_progress)}
 
+JOIN_RETRY_S = 0.2
+CONFIG_ERROR_RETRY_S = 10.0  # a worker config the brokers refuse: retried, but without flooding the log
+
 AssignFn = Callable[[str, str, dict[str, WorkerMetadata]], dict[str, Assignment]]
 
 
@@ -59,6 +62,7 @@ class ConnectGroupMember:
         self._coordinator: int | None = None
         self._rejoin = asyncio.Event()
         self._rejoin.set()
+        self._retry_s = JOIN_RETRY_S
         self._task: asyncio.Task | None = None
 
     @property
@@ -102,7 +106,7 @@ class ConnectGroupMember:
                     self.rebalancing = True
                     if not await self._join():
                         self._rejoin.set()
-                        await asyncio.sleep(0.2)
+                        await asyncio.sleep(self._retry_s)
                         continue
                 await self._heartbeat()
                 try:
@@ -120,11 +124,17 @@ class ConnectGroupMember:
                 await asyncio.sleep(0.5)
 
     def _error(self, code: int, what: str) -> None:
+        self._retry_s = JOIN_RETRY_S
         if code in RESET_CODES:
             self.member_id, self.generation = "", -1
         if code in COORDINATOR_CODES:
             self._coordinator = None
-        if code not in REJOIN_CODES:
+        if code == int(ErrorCode.invalid_session_timeout):
+            log.error("group %s: the brokers refuse session.timeout.ms=%d: set it within their "
+                      "group.min.session.timeout.ms and group.max.session.timeout.ms (6000 and 1800000 by "
+                      "default)", self.group_id, self.session_timeout_ms)
+            self._retry_s = CONFIG_ERROR_RETRY_S
+        elif code not in REJOIN_CODES:
             log.warning("group %s: %s answered %s", self.group_id, what, error_for(code).__name__)
         self._rejoin.set()
 
