@@ -28,6 +28,8 @@ SWITCH_INTERVAL_S = 0.0005
 
 
 class StandaloneRuntime:
+    mode = "standalone"
+
     def __init__(self, config: WorkerConfig, connector_configs: list[dict[str, str]]):
         self.config = config
         self.connector_configs = connector_configs
@@ -35,14 +37,20 @@ class StandaloneRuntime:
         self.bound: list[tuple[str, str, int]] = []
         self.herder: StandaloneHerder | None = None
 
-    async def start(self) -> None:
+    def make_herder(self) -> StandaloneHerder:
         plugins = PluginRegistry(self.config["plugin.path"])
         store = FileOffsetStore(self.config["offset.storage.file.filename"])
-        worker = Worker(self.config, plugins, store, "")
-        self.herder = StandaloneHerder(worker)
+        return StandaloneHerder(Worker(self.config, plugins, store, ""))
+
+    def web_app(self, api: ConnectRestApi) -> web.Application:
+        return api.app()
+
+    async def start(self) -> None:
+        self.herder = self.make_herder()
+        worker = self.herder.worker
         users = dict(u.split(":", 1) for u in self.config["rest.basic.auth.users"] if ":" in u)
         api = ConnectRestApi(self.herder, await self._cluster_id(worker), ConnectMetrics(worker), users)
-        self.runner = web.AppRunner(api.app(), access_log=None)
+        self.runner = web.AppRunner(self.web_app(api), access_log=None)
         await self.runner.setup()
         for scheme, host, port in self.config.rest_listeners:
             context = self._tls() if scheme == "https" else None
@@ -53,8 +61,13 @@ class StandaloneRuntime:
         scheme, host, port = self.bound[0]
         advertised = self.config["rest.advertised.host.name"] or (host if host != "0.0.0.0" else "127.0.0.1")
         worker.worker_id = f"{advertised}:{self.config['rest.advertised.port'] or port}"
-        log.info("Kafka Connect standalone worker %s: REST API on %s", worker.worker_id,
+        log.info("Kafka Connect %s worker %s: REST API on %s", self.mode, worker.worker_id,
                  ", ".join(f"{s}://{h}:{p}" for s, h, p in self.bound))
+        await self.started()
+
+    async def started(self) -> None:
+        """After the REST listeners are bound: create the connectors of the command line."""
+        assert self.herder is not None
         for props in self.connector_configs:
             name = props.get("name", "")
             try:
@@ -93,7 +106,8 @@ class StandaloneRuntime:
             await self.herder.close()
 
 
-def run(config: WorkerConfig, connector_configs: list[dict[str, str]]) -> None:
+def run(config: WorkerConfig, connector_configs: list[dict[str, str]],
+        runtime_class: type[StandaloneRuntime] = StandaloneRuntime) -> None:
     """Serve until SIGTERM or SIGINT, then stop every task (committing its offsets)."""
     # Task threads are CPU-bound while the loop does I/O: every syscall of the loop gives up the
     # GIL and waits a whole switch interval (5 ms by default) to get it back. 0.5 ms halves the
@@ -101,7 +115,7 @@ def run(config: WorkerConfig, connector_configs: list[dict[str, str]]) -> None:
     sys.setswitchinterval(SWITCH_INTERVAL_S)
 
     async def main() -> None:
-        runtime = StandaloneRuntime(config, connector_configs)
+        runtime = runtime_class(config, connector_configs)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):

@@ -137,15 +137,20 @@ class Worker:
 
     # -- tasks -----------------------------------------------------------------------------
 
-    async def start_task(self, name: str, task_id: int, config: dict[str, str], paused: bool) -> None:
-        connector = self.connectors[name]
-        task_cls = connector.instance.task_class()
-        props = connector.task_configs[task_id]
+    async def start_task(self, name: str, task_id: int, config: dict[str, str], paused: bool,
+                         props: dict[str, str] | None = None) -> None:
+        """Run a task; ``props`` (distributed mode: from the config topic) else the local connector's."""
+        connector = self.connectors.get(name)
+        instance = connector.instance if connector is not None else self.plugins.find(config["connector.class"]).cls()
+        task_cls = instance.task_class()
+        if props is None:
+            assert connector is not None
+            props = connector.task_configs[task_id]
         plumbing = TaskPlumbing(
             name, task_id, config, self.config, self.offset_store,
             lambda kind: self.client_options(kind, config), self._count_commit,
         )
-        runner_cls = WorkerSinkTask if isinstance(connector.instance, SinkConnector) else WorkerSourceTask
+        runner_cls = WorkerSinkTask if isinstance(instance, SinkConnector) else WorkerSourceTask
         runner = runner_cls(name, task_id, task_cls(), props, plumbing, lambda r: None)
         self.tasks[(name, task_id)] = runner
         runner.start(paused)

@@ -137,8 +137,17 @@ class WorkerSourceTask(TaskRunner):
 
     async def execute(self) -> None:
         p = self.plumbing
-        self.producer = Producer(**p.client_options("producer"), acks="all", linger_ms=5)
-        await self.producer.start()
+        transactional_id = getattr(p.offset_store, "transactional_id", lambda c, t: None)(self.connector, self.id)
+        self.transactional = transactional_id is not None
+        self.in_transaction = False
+        if self.transactional:  # KIP-618: records and their offsets in one transaction
+            self.producer = Producer(**p.client_options("producer"), acks="all", linger_ms=5,
+                                     enable_idempotence=True, transactional_id=transactional_id)
+            await self.producer.start()
+            await self.producer.init_transactions()  # fences a dead worker's producer of this task
+        else:
+            self.producer = Producer(**p.client_options("producer"), acks="all", linger_ms=5)
+            await self.producer.start()
         self.pending: list = []  # send futures since the last offset commit
         self.offsets: dict[str, tuple[dict, dict]] = {}
         wants_acks = type(self.task).commit_record is not SourceTask.commit_record
@@ -156,6 +165,9 @@ class WorkerSourceTask(TaskRunner):
                 if topic is None:
                     continue
                 self.topics.add(topic)
+                if self.transactional and not self.in_transaction:
+                    self.producer.begin_transaction()
+                    self.in_transaction = True
                 fut = await self.producer.send(topic, value, key, headers, record.kafka_partition, record.timestamp)
                 self.pending.append((fut, record) if wants_acks else fut)
             for record, *_ in batch:
@@ -194,10 +206,25 @@ class WorkerSourceTask(TaskRunner):
                 acks.append((item[1], await item[0]))
             else:
                 await item
-        await self.plumbing.offset_store.write(self.connector, list(offsets.values()))
+        if self.transactional:
+            await self._commit_transaction(list(offsets.values()))
+        else:
+            await self.plumbing.offset_store.write(self.connector, list(offsets.values()))
         if acks:
             await self.call(self._acknowledge, acks)
         await self.call(self.task.commit)
+
+    async def _commit_transaction(self, offsets: list) -> None:
+        store = self.plumbing.offset_store
+        if offsets and not self.in_transaction:
+            self.producer.begin_transaction()
+            self.in_transaction = True
+        for key, value in store.offset_records(self.connector, offsets):
+            await self.producer.send(store.topic, value, key)
+        if self.in_transaction:
+            await self.producer.commit_transaction()
+            self.in_transaction = False
+        await store.remember(self.connector, offsets)
 
     def _acknowledge(self, acks: list) -> None:
         for record, metadata in acks:

@@ -31,6 +31,29 @@ def quickstart_worker(bootstrap: str, directory: Path, **extra: str) -> dict[str
     }
 
 
+def distributed_worker(bootstrap: str, group: str, **extra: str) -> dict[str, str]:
+    """Kafka's config/connect-distributed.properties for one broker, with short group timings."""
+    return {
+        "bootstrap.servers": bootstrap,
+        "group.id": group,
+        "key.converter": "org.apache.kafka.connect.json.JsonConverter",
+        "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+        "offset.storage.topic": f"{group}-offsets",
+        "config.storage.topic": f"{group}-configs",
+        "status.storage.topic": f"{group}-status",
+        "offset.storage.replication.factor": "1",
+        "config.storage.replication.factor": "1",
+        "status.storage.replication.factor": "1",
+        "offset.flush.interval.ms": "500",
+        "heartbeat.interval.ms": "500",
+        "session.timeout.ms": "6000",
+        "rebalance.timeout.ms": "10000",
+        "scheduled.rebalance.max.delay.ms": "3000",
+        "listeners": f"http://127.0.0.1:{free_port()}",
+        **extra,
+    }
+
+
 class WorkerProcess:
     def __init__(self, directory: Path, worker: dict[str, str], connectors: list[dict[str, str]] = ()):
         self.directory = directory
@@ -40,7 +63,8 @@ class WorkerProcess:
         self.url = f"{scheme}://127.0.0.1:{self.port}"
         self.log_path = directory / f"worker-{self.port}.log"
         files = [write_properties(directory / f"connector-{i}.properties", c) for i, c in enumerate(connectors)]
-        self.command = [sys.executable, "-m", "odradek", "connect", "standalone",
+        mode = "distributed" if "group.id" in worker else "standalone"
+        self.command = [sys.executable, "-m", "odradek", "connect", mode,
                         str(write_properties(directory / f"worker-{self.port}.properties", worker)), *map(str, files)]
         self.proc: subprocess.Popen | None = None
 
