@@ -120,7 +120,10 @@ def test_sink_tasks_spread_move_after_kill_9_and_everything_resumes_after_a_rest
 
     # Restart every worker: connectors, configs, offsets and statuses come back from the topics.
     config_before = first.get("/connectors/file-sink/config").json()
-    offsets_before = first.get("/connectors/file-source/offsets").json()
+    # The source's offsets commit with its transaction at the next flush (offset.flush.interval.ms);
+    # the sink may have written lines it read before that commit.
+    offsets_before = wait_until(lambda: (got := first.get("/connectors/file-source/offsets").json())["offsets"]
+                                and got, 30, "the source's offsets committed")
     assert offsets_before["offsets"] and offsets_before["offsets"][0]["partition"] == {"filename": str(source_file)}
     first.stop()
     with open(source_file, "a") as out:
@@ -134,7 +137,7 @@ def test_sink_tasks_spread_move_after_kill_9_and_everything_resumes_after_a_rest
     wait_until(lambda: set(sink_lines(sink_file)) >= set(lines), 60, "every line in the sink file")
     # exactly.once.source.support=enabled: the source's records and offsets were written in one
     # transaction, so through the kill -9 and the restarts each line was committed once.
-    records, end = _raw(broker.bootstrap_servers, topic_name)
+    records, end = _raw(broker.bootstrap_servers, topic_name, len(lines))
     assert sorted(json.loads(v)["payload"] for _, v in records) == lines
     assert end > len(records)  # the transactions' commit markers take offsets too
 
@@ -153,15 +156,19 @@ def test_sink_tasks_spread_move_after_kill_9_and_everything_resumes_after_a_rest
     assert task_status["state"] == "RUNNING" and task_status["worker_id"] == f"127.0.0.1:{third.port}"
 
 
-def _raw(bootstrap: str, topic: str) -> tuple[list[tuple[bytes | None, bytes]], int]:
+def _raw(bootstrap: str, topic: str, expected: int) -> tuple[list[tuple[bytes | None, bytes]], int]:
+    """The committed records of ``topic`` once ``expected`` of them are readable, and its end offset.
+
+    The source task's last transaction may still be open when the sink has written its lines
+    (the sink reads uncommitted records, as Kafka's does), so wait for the commit."""
     with Consumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest",
                   isolation_level="read_committed") as consumer:
         tp = TopicPartition(topic, 0)
-        end = consumer.end_offsets([tp])[tp]
         consumer.assign([tp])
         records = []
-        wait_until(lambda: consumer.position(tp) >= end, 30, f"all of {topic}",
+        wait_until(lambda: len(records) >= expected, 60, f"{expected} committed records in {topic}",
                    step=lambda: records.extend(consumer.poll(0.5)))
+        end = consumer.end_offsets([tp])[tp]
     return [(r.key, r.value) for r in records], end
 
 
