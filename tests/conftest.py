@@ -48,10 +48,12 @@ _log_librdkafka_through_logging()
 
 # Test files that share one costly session fixture run in one xdist worker, so it starts once:
 # the Spark pipeline tests share one SparkSession (a JVM).
-SHARED_WORKER = {"tests/pipeline/": "spark"}
+# Spark's JVMs are the heaviest tenants: the pipeline files share one worker (and one
+# SparkSession), the Streams files another, so no more than two Spark drivers run at once.
+SHARED_WORKER = {"tests/pipeline/": "spark", "tests/streams/": "spark-streams"}
 # Where the longest files are (clusters, Spark, wheels, the README): the workers take these
 # first, so that none of them is the last one running while the other workers idle.
-SLOW_FIRST = ("tests/pipeline/", "tests/cluster/", "tests/test_wheel_install.py", "tests/getting_started/")
+SLOW_FIRST = ("tests/pipeline/", "tests/streams/", "tests/cluster/", "tests/test_wheel_install.py", "tests/getting_started/")
 
 
 @pytest.hookimpl(tryfirst=True)

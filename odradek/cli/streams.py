@@ -50,6 +50,12 @@ def streams():
 
     An APP file is Python that builds a topology with StreamsBuilder and names it `topology`
     (and optionally a `config` dict of Streams keys). See docs/streams.md.
+
+    \b
+    Examples:
+      odradek streams describe wordcount.py
+      odradek streams run wordcount.py -b 127.0.0.1:9092 --application-id wordcount
+      odradek streams reset --application-id wordcount --input-topics lines -b 127.0.0.1:9092
     """
 
 
@@ -80,7 +86,12 @@ def load_app(path: str) -> tuple:
 @streams.command()
 @click.argument("app", type=click.Path(dir_okay=False))
 def describe(app):
-    """Print APP's topology: sources, processors, stores and sinks, by sub-topology."""
+    """Print APP's topology: sources, processors, stores and sinks, by sub-topology.
+
+    \b
+    Examples:
+      odradek streams describe wordcount.py
+    """
     topology, _config = load_app(app)
     click.echo(str(topology.describe()), nl=False)
 
@@ -101,7 +112,13 @@ def describe(app):
     "--log-level", default="WARN", show_default=True, help="Spark's log level (its log goes to a file)."
 )
 def run(app, bootstrap_servers, application_id, settings, master, log_level):
-    """Run APP until Ctrl-C (or SIGTERM), which stops it after the micro-batch in progress."""
+    """Run APP until Ctrl-C (or SIGTERM), which stops it after the micro-batch in progress.
+
+    \b
+    Examples:
+      odradek streams run wordcount.py -b 127.0.0.1:9092 --application-id wordcount
+      odradek streams run app.py --config processing.guarantee=exactly_once_v2 --master local[2]
+    """
     from odradek.pipeline.supervise import supervise
     from odradek.streams import ConfigException, KafkaStreams, MissingSourceTopicException, StreamsConfig
 

@@ -21,6 +21,9 @@ def _start(broker, *args) -> subprocess.Popen:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        # A terminal's Ctrl-C, even when the suite itself was started in the background (where
+        # the shell leaves SIGINT ignored, and a child inherits that).
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
 
 

@@ -35,7 +35,7 @@ def test_a_job_on_a_standalone_cluster_reads_and_writes_odradek_topics(broker, t
         try:
             zipped = ship_odradek(spark, tmp_path / "ship")
             status = spark.sparkContext._jsc.sc().getExecutorMemoryStatus
-            wait_until(lambda: status().size() - 1 >= 2, 120, "two executors (one per worker)")
+            wait_until(lambda: status().size() - 1 >= 2, 300, "two executors (one per worker)")
 
             @F.udf("binary")
             def where_odradek_is(_value):
