@@ -3,6 +3,8 @@ with confluent-kafka on the other side."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from pipeline_kafka import create_topic, produce, read_topic
 
@@ -37,8 +39,11 @@ def _rows(df):
 def test_batch_read_matches_what_was_produced(spark, broker, topic_name):
     create_topic(broker.bootstrap_servers, topic_name, 3)
     sent = []
+    # Recent timestamps: records from 2023 are past the broker's 7-day retention, which would
+    # delete them under the reader whenever its check ran in between (it did, 1 run in ~5).
+    base = int(time.time() * 1000) - 3_600_000
     for i in range(600):
-        rec = {"value": f"value-{i}".encode() * (1 + i % 7), "timestamp": 1_700_000_000_000 + i * 1000}
+        rec = {"value": f"value-{i}".encode() * (1 + i % 7), "timestamp": base + i * 1000}
         if i % 5:
             rec["key"] = f"key-{i}".encode()
         if i % 3 == 0:
