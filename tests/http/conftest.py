@@ -11,7 +11,11 @@ from odradek.testing.process import BrokerProcess
 @pytest.fixture(scope="session")
 def http_broker(tmp_path_factory):
     """One broker for tests/http (tests use unique topic and group names)."""
-    proc = BrokerProcess(tmp_path_factory.mktemp("http-broker") / "data")
+    # Tests write records stamped 2023, past the 7-day retention: keep the retention check from
+    # deleting them under a test (this broker lives as long as its xdist worker).
+    proc = BrokerProcess(
+        tmp_path_factory.mktemp("http-broker") / "data", overrides={"log.retention.check.interval.ms": "3600000"}
+    )
     proc.start()
     wait_serving(proc.http_url)
     yield proc
