@@ -40,7 +40,7 @@ broker: install
 TEST_WORKERS ?= 3
 
 test: install-test lint typecheck
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --durations=25
 
 lint: $(VENV)/.installed-test
 	$(PY) -m ruff check odradek tests benchmarks
