@@ -4,7 +4,9 @@ file) — the worker's overhead over the raw client is the figure (target: ≥ 7
 
 Starts one broker and one standalone worker (``odradek connect standalone``), writes a file of
 ``--records`` lines of ``--size`` bytes, and times each path from the first line read to the
-last line written. Prints one table.
+last line written. Prints one table: wall seconds, records/s and MB/s of each path, and the CPU
+seconds each spent (the client's process or the worker's, and the broker's), which say what the
+worker costs per record whatever else the machine is doing.
 
     python benchmarks/connect_bench.py                     # 200,000 lines of 100 bytes
     python benchmarks/connect_bench.py --records 1000000 --converter json
@@ -14,6 +16,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import os
+import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -35,6 +41,12 @@ CONVERTERS = {
     "string": "org.apache.kafka.connect.storage.StringConverter",
     "json": "org.apache.kafka.connect.json.JsonConverter",
 }
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a process so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def line_count(path: Path) -> int:
@@ -74,7 +86,24 @@ async def raw_client(bootstrap: str, source: Path, sink: Path, topic: str, recor
     return elapsed
 
 
-def connect_path(worker: WorkerProcess, source: Path, sink: Path, topic: str, records: int) -> float:
+@contextlib.contextmanager
+def py_spy(pid: int, out: str | None):
+    """``py-spy record`` of the worker while the block runs (raw format, every thread, idle
+    included), for benchmarks/profile_summary.py."""
+    if out is None:
+        yield
+        return
+    spy = subprocess.Popen(["py-spy", "record", "-p", str(pid), "-r", "200", "--threads", "--idle",
+                            "--format", "raw", "-o", out], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        yield
+    finally:
+        spy.send_signal(signal.SIGINT)
+        spy.wait(60)
+
+
+def connect_path(worker: WorkerProcess, source: Path, sink: Path, topic: str, records: int,
+                 profile: str | None = None) -> float:
     """The sink connector joins its group first (a warm-up line goes through it), so the time is
     the copying's, not the group's join delay."""
 
@@ -87,10 +116,12 @@ def connect_path(worker: WorkerProcess, source: Path, sink: Path, topic: str, re
     warm_up.write_text("warm-up\n")
     create("bench-warm-up", {"connector.class": "FileStreamSource", "file": str(warm_up), "topic": topic})
     wait_until(lambda: line_count(sink) >= 1, 120, "the warm-up line", interval=0.05)
-    started = time.perf_counter()
-    create("bench-source", {"connector.class": "FileStreamSource", "file": str(source), "topic": topic})
-    wait_until(lambda: line_count(sink) >= records + 1, 1800, "the sink file", interval=0.05)
-    return time.perf_counter() - started
+    assert worker.proc is not None
+    with py_spy(worker.proc.pid, profile):
+        started = time.perf_counter()
+        create("bench-source", {"connector.class": "FileStreamSource", "file": str(source), "topic": topic})
+        wait_until(lambda: line_count(sink) >= records + 1, 1800, "the sink file", interval=0.05)
+        return time.perf_counter() - started
 
 
 def main() -> None:
@@ -98,6 +129,8 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=200_000)
     parser.add_argument("--size", type=int, default=100, help="bytes per line (newline included)")
     parser.add_argument("--converter", choices=sorted(CONVERTERS), default="string")
+    parser.add_argument("--profile", metavar="FILE",
+                        help="py-spy record the worker during the copy into FILE (benchmarks/profile_summary.py)")
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="connect-bench-") as tmp:
@@ -110,14 +143,20 @@ def main() -> None:
         broker = BrokerProcess(directory / "broker").start()
         worker = None
         try:
+            assert broker.proc is not None
+            broker_cpu, client_cpu = cpu_seconds(broker.proc.pid), time.process_time()
             raw_s = asyncio.run(raw_client(broker.bootstrap_servers, source, directory / "raw.txt", "raw", args.records))
+            raw_cpu = (time.process_time() - client_cpu, cpu_seconds(broker.proc.pid) - broker_cpu)
             config = quickstart_worker(broker.bootstrap_servers, directory, **{
                 "key.converter": CONVERTERS[args.converter], "value.converter": CONVERTERS[args.converter],
                 "offset.flush.interval.ms": "10000",
             })
             worker = WorkerProcess(directory, config).start()
             wait_until(lambda: requests.get(worker.url + "/", timeout=5).ok, 30, "the worker's REST API")
-            connect_s = connect_path(worker, source, directory / "connect.txt", "connect", args.records)
+            assert worker.proc is not None
+            broker_cpu, worker_cpu = cpu_seconds(broker.proc.pid), cpu_seconds(worker.proc.pid)
+            connect_s = connect_path(worker, source, directory / "connect.txt", "connect", args.records, args.profile)
+            connect_cpu = (cpu_seconds(worker.proc.pid) - worker_cpu, cpu_seconds(broker.proc.pid) - broker_cpu)
             copied = (directory / "connect.txt").read_bytes()
             assert copied == b"warm-up\n" + source.read_bytes(), "the sink file differs"
         finally:
@@ -125,11 +164,17 @@ def main() -> None:
                 worker.kill()
             broker.stop()
 
-    print(f"{args.records:,} lines of {args.size} bytes ({megabytes:.1f} MB), converter {args.converter}")
-    print(f"{'path':<36}{'seconds':>10}{'records/s':>14}{'MB/s':>10}")
-    for label, seconds in (("raw Odradek client", raw_s), ("FileStreamSource → FileStreamSink", connect_s)):
-        print(f"{label:<36}{seconds:>10.2f}{args.records / seconds:>14,.0f}{megabytes / seconds:>10.1f}")
-    print(f"worker throughput / raw client: {raw_s / connect_s:.0%} (target ≥ 70%)")
+    print(f"{args.records:,} lines of {args.size} bytes ({megabytes:.1f} MB), converter {args.converter}; "
+          f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+    print(f"{'path':<36}{'seconds':>9}{'records/s':>11}{'MB/s':>7}{'client CPU s':>14}{'µs/record':>11}"
+          f"{'broker CPU s':>14}")
+    for label, seconds, (cpu, broker_s) in (("raw Odradek client", raw_s, raw_cpu),
+                                            ("FileStreamSource → FileStreamSink", connect_s, connect_cpu)):
+        print(f"{label:<36}{seconds:>9.2f}{args.records / seconds:>11,.0f}{megabytes / seconds:>7.1f}"
+              f"{cpu:>14.2f}{cpu / args.records * 1e6:>11.1f}{broker_s:>14.2f}")
+    print(f"worker throughput / raw client: {raw_s / connect_s:.0%} (target ≥ 70%); "
+          f"worker CPU / client CPU: {connect_cpu[0] / raw_cpu[0]:.0%}")
+    print("(client CPU: the raw client's process, or the worker's, from the first line read to the last written)")
 
 
 if __name__ == "__main__":

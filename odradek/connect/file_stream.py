@@ -4,8 +4,9 @@ Source (``file``, ``topic``, ``batch.size``): one task reads the file's lines (s
 ``file``), each a STRING record with no key; its source partition is ``{"filename": file}`` and
 its offset ``{"position": <byte position after the line>}``, so a restarted task resumes after
 the last line whose offset was stored. At the end of the file it waits for more lines.
-Sink (``file``, ``topics``): one line per record value (stdout without ``file``), flushed when
-the worker commits.
+Sink (``file``, ``topics``): one line per record value (stdout without ``file``); each put's lines
+go to the file in one write, so a reader sees them at once, and ``flush`` (before the worker
+commits) makes sure nothing is left in a buffer.
 """
 
 from __future__ import annotations
@@ -154,7 +155,8 @@ class FileStreamSinkTask(SinkTask):
             raise ConfigException("file", filename, f"cannot be opened for appending: {exc}") from None
 
     def put(self, records: list[SinkRecord]) -> None:
-        self.out.write("".join(f"{_text(r.value)}\n" for r in records))
+        self.out.write("".join([f"{_text(r.value)}\n" for r in records]))
+        self.out.flush()
 
     def flush(self, current_offsets) -> None:
         self.out.flush()

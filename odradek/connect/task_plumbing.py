@@ -4,7 +4,13 @@
 name its own ``key.converter``/``value.converter``/``header.converter`` and ``errors.*`` keys),
 as Kafka's worker builds them. ``source_convert`` runs transforms then converters on a
 SourceRecord; ``sink_convert`` converters then transforms on a consumed record. Each step runs
-under the task's ``ErrorHandler``; a skipped record gives None. Called from the task's thread.
+under the task's ``ErrorHandler``; a skipped record gives None.
+
+``source_convert_all``/``sink_convert_all`` do a whole poll() or fetched batch. Without
+transforms they first try the batch straight through the converters, with no per-record error
+wrapper and no copy of the raw record for the dead letter queue; if anything raises, the batch
+is done again record by record under the error handler (converters are pure, so nothing is
+lost or done twice), and errors.tolerance/DLQ/retries apply per record as before.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ from odradek.connect.converters import CONVERTERS, HEADER_CONVERTERS, Converter,
 from odradek.connect.error_handling import ERROR_CONFIG, SKIPPED, ErrorHandler, RawRecord
 from odradek.connect.errors import ConfigException
 from odradek.connect.offset_store import OffsetStore
-from odradek.connect.records import Headers, SourceRecord
+from odradek.connect.records import Headers, SinkRecord, SourceRecord, TimestampType
 from odradek.connect.transforms import TransformationChain
 from odradek.connect.transforms.transformation_chain import table_lookup
 from odradek.connect.worker_config import WorkerConfig
@@ -73,6 +79,33 @@ class TaskPlumbing:
 
     # -- source: transforms, then converters -----------------------------------------------
 
+    def source_convert_all(self, records: list[SourceRecord]) -> list:
+        """``(record, topic, key bytes, value bytes, headers)`` of each polled record; topic None
+        when the record was skipped."""
+        if not self.chain.stages:
+            try:
+                return self._source_straight(records)
+            except Exception:  # noqa: BLE001 - done again below, each record under the error handler
+                pass
+        out = []
+        for record in records:
+            converted = self.source_convert(record, self.errors)
+            out.append((record, *converted) if converted is not None else (record, None, None, None, None))
+        return out
+
+    def _source_straight(self, records: list[SourceRecord]) -> list:
+        key_out, value_out = self.key_converter.from_connect_data, self.value_converter.from_connect_data
+        out = []
+        for r in records:
+            topic, headers = r.topic, r.headers
+            out.append((
+                r, topic,
+                key_out(topic, r.key_schema, r.key, headers),
+                value_out(topic, r.value_schema, r.value, headers),
+                self._headers_out(topic, headers) if len(headers) else None,
+            ))
+        return out
+
     def source_convert(self, record: SourceRecord, errors: ErrorHandler):
         """``(topic, key bytes, value bytes, headers)`` of a polled record, or None if skipped."""
         transformed = errors.run("TRANSFORMATION", None, self.chain.apply, record, record=record)
@@ -100,6 +133,34 @@ class TaskPlumbing:
         return [(h.key, convert(topic, h.key, h.schema, h.value)) for h in headers]
 
     # -- sink: converters, then transforms -------------------------------------------------
+
+    def sink_convert_all(self, records: list) -> list[SinkRecord]:
+        """The SinkRecords of consumed records, skipped ones left out."""
+        if not self.chain.stages:
+            try:
+                return self._sink_straight(records)
+            except Exception:  # noqa: BLE001 - done again below, each record under the error handler
+                pass
+        out = []
+        for r in records:
+            raw = RawRecord(r.topic, r.partition, r.offset, r.key, r.value, list(r.headers or ()))
+            converted = self.sink_convert(r, raw, self.errors)
+            if converted is not None:
+                out.append(converted)
+        return out
+
+    def _sink_straight(self, records: list) -> list[SinkRecord]:
+        key_in, value_in = self.key_converter.to_connect_data, self.value_converter.to_connect_data
+        made = SinkRecord.read
+        out = []
+        for r in records:
+            topic = r.topic
+            key, value = key_in(topic, r.key), value_in(topic, r.value)
+            headers = self._headers_in(topic, r.headers) if r.headers else Headers()
+            ts_type = TimestampType.LOG_APPEND_TIME if r.timestamp_type == 1 else TimestampType.CREATE_TIME
+            out.append(made(topic, r.partition, r.offset, key.schema, key.value, value.schema, value.value,
+                            r.timestamp, ts_type, headers))
+        return out
 
     def sink_convert(self, r, raw: RawRecord, errors: ErrorHandler):
         from odradek.connect.worker_tasks import sink_record

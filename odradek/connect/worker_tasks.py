@@ -23,7 +23,7 @@ from odradek.client.consumer.subscription import ConsumerRebalanceListener
 from odradek.client.producer.producer import Producer
 from odradek.client.structs import OffsetAndMetadata, TopicPartition
 from odradek.connect.api import SinkTask, SinkTaskContext, SourceTask, SourceTaskContext
-from odradek.connect.error_handling import SKIPPED, ErrorHandler, RawRecord
+from odradek.connect.error_handling import SKIPPED, ErrorHandler
 from odradek.connect.errors import RetriableException
 from odradek.connect.records import SinkRecord, SourceRecord, TimestampType
 
@@ -148,7 +148,7 @@ class WorkerSourceTask(TaskRunner):
         else:
             self.producer = Producer(**p.client_options("producer"), acks="all", linger_ms=5)
             await self.producer.start()
-        self.pending: list = []  # send futures since the last offset commit
+        self.pending: list = []  # send futures since the last offset commit (one per batch without acks)
         self.offsets: dict[str, tuple[dict, dict]] = {}
         wants_acks = type(self.task).commit_record is not SourceTask.commit_record
         next_commit = time.monotonic() + p.flush_interval_s
@@ -160,20 +160,10 @@ class WorkerSourceTask(TaskRunner):
             polled = await self.call(self.task.poll)
             if not polled:
                 await asyncio.sleep(EMPTY_POLL_PAUSE_S)  # a task with nothing returns at once: no spinning
-            batch = self._convert(polled or [])
-            for record, topic, key, value, headers in batch:
-                if topic is None:
-                    continue
-                self.topics.add(topic)
-                if self.transactional and not self.in_transaction:
-                    self.producer.begin_transaction()
-                    self.in_transaction = True
-                fut = await self.producer.send(topic, value, key, headers, record.kafka_partition, record.timestamp)
-                self.pending.append((fut, record) if wants_acks else fut)
-            for record, *_ in batch:
-                if record.source_partition is not None and record.source_offset is not None:
-                    part = record.source_partition
-                    self.offsets[repr(sorted(part.items()))] = (part, record.source_offset)
+                polled = []
+            batch = self._convert(polled)
+            await self._send(batch, wants_acks)
+            self._track_offsets(polled)
             self.records += len(batch)
             if time.monotonic() >= next_commit:
                 await self.commit_offsets()
@@ -183,12 +173,36 @@ class WorkerSourceTask(TaskRunner):
     def _convert(self, records: list[SourceRecord]) -> list:
         # On the loop's thread: CPU work in the task's thread would contend for the GIL with
         # the loop's I/O (each syscall gives it up and waits a switch interval to get it back).
-        p = self.plumbing
-        out = []
+        return self.plumbing.source_convert_all(records)
+
+    async def _send(self, batch: list, wants_acks: bool) -> None:
+        send, pending, topics = self.producer.send, self.pending, self.topics
+        for record, topic, key, value, headers in batch:
+            if topic is None:
+                continue
+            if topic not in topics:
+                topics.add(topic)
+            if self.transactional and not self.in_transaction:
+                self.producer.begin_transaction()
+                self.in_transaction = True
+            fut = await send(topic, value, key, headers, record.kafka_partition, record.timestamp)
+            if wants_acks:
+                pending.append((fut, record))
+            elif not pending or pending[-1].batch is not fut.batch:
+                pending.append(fut)  # one per produce batch: the commit waits for each batch once
+
+    def _track_offsets(self, records: list[SourceRecord]) -> None:
+        """The latest offset of each source partition, stored at the next offset commit."""
+        offsets = self.offsets
+        last_partition: Any = None
+        key = ""
         for record in records:
-            converted = p.source_convert(record, self.errors)
-            out.append((record, *converted) if converted is not None else (record, None, None, None, None))
-        return out
+            partition, offset = record.source_partition, record.source_offset
+            if partition is None or offset is None:
+                continue
+            if partition is not last_partition:  # a task usually hands out one dict per partition
+                key, last_partition = repr(sorted(partition.items())), partition
+            offsets[key] = (partition, offset)
 
     @property
     def errors(self) -> ErrorHandler:
@@ -327,7 +341,7 @@ class WorkerSinkTask(TaskRunner):
         await self.commit()
 
     async def deliver(self, records: list) -> None:
-        batch = self._convert(records)
+        batch = self.plumbing.sink_convert_all(records)
         while True:
             try:
                 await self.call(self._put, batch)
@@ -335,21 +349,18 @@ class WorkerSinkTask(TaskRunner):
             except RetriableException as exc:
                 log.info("task %s-%d: put will be retried: %s", self.connector, self.id, exc)
                 await asyncio.sleep(self.retry_timeout_s or 1.0)
-        for r in records:
-            self.current[TopicPartition(r.topic, r.partition)] = OffsetAndMetadata(r.offset + 1)
-            self.topics.add(r.topic)
+        self._track_offsets(records)
         self.records += len(records)
         await self.plumbing.flush_dlq()
 
-    def _convert(self, records: list) -> list[SinkRecord]:
-        p, errors = self.plumbing, self.errors
-        out = []
+    def _track_offsets(self, records: list) -> None:
+        """The next offset of each partition the batch came from, for the next commit."""
+        last: dict[tuple[str, int], int] = {}
         for r in records:
-            raw = RawRecord(r.topic, r.partition, r.offset, r.key, r.value, list(r.headers or ()))
-            converted = p.sink_convert(r, raw, errors)
-            if converted is not None:
-                out.append(converted)
-        return out
+            last[r.topic, r.partition] = r.offset
+        for (topic, partition), offset in last.items():
+            self.current[TopicPartition(topic, partition)] = OffsetAndMetadata(offset + 1)
+            self.topics.add(topic)
 
     def _put(self, batch: list[SinkRecord]) -> None:
         if batch:
@@ -391,10 +402,8 @@ class WorkerSinkTask(TaskRunner):
 
 def sink_record(r, key_sv, value_sv, headers) -> SinkRecord:
     ts_type = TimestampType.LOG_APPEND_TIME if r.timestamp_type == 1 else TimestampType.CREATE_TIME
-    return SinkRecord(
-        r.topic, r.partition, key_sv.schema, key_sv.value, value_sv.schema, value_sv.value, r.timestamp, headers,
-        kafka_offset=r.offset, timestamp_type=ts_type,
-    )
+    return SinkRecord.read(r.topic, r.partition, r.offset, key_sv.schema, key_sv.value, value_sv.schema,
+                           value_sv.value, r.timestamp, ts_type, headers)
 
 
 def is_skipped(value: Any) -> bool:

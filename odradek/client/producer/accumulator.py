@@ -191,6 +191,11 @@ class FutureRecordMetadata:
     def cancelled(self) -> bool:
         return False
 
+    @property
+    def batch(self) -> BatchResult:
+        """The outcome shared by every record of the same produce batch: one wait covers them all."""
+        return self._result
+
     def add_done_callback(self, fn) -> None:
         """Call ``fn(future)`` when the record is acknowledged or failed (on the I/O thread)."""
         self._result.add_callback(fn, self)

@@ -201,6 +201,21 @@ class SinkRecord(ConnectRecord):
     original_kafka_partition: int | None = None
     original_kafka_offset: int | None = None
 
+    @classmethod
+    def read(cls, topic: str, partition: int, offset: int, key_schema: Schema | None, key: Any,
+             value_schema: Schema | None, value: Any, timestamp: int | None, timestamp_type: TimestampType,
+             headers: Headers) -> SinkRecord:
+        """The worker's constructor for a record just read and converted (no transform has
+        moved it yet): the same record as the dataclass's, built without its per-field checks."""
+        record = cls.__new__(cls)
+        record.__dict__ = {
+            "topic": topic, "kafka_partition": partition, "key_schema": key_schema, "key": key,
+            "value_schema": value_schema, "value": value, "timestamp": timestamp, "headers": headers,
+            "kafka_offset": offset, "timestamp_type": timestamp_type, "original_topic": topic,
+            "original_kafka_partition": partition, "original_kafka_offset": offset,
+        }
+        return record
+
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.original_topic is None:
