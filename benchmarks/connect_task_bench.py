@@ -18,21 +18,22 @@ from __future__ import annotations
 
 import argparse
 import gc
+import sys
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-from odradek.client.structs import ConsumerRecord
-from odradek.connect.file_stream import FileStreamSinkTask, FileStreamSourceTask
-from odradek.connect.offset_store import OffsetStore
-from odradek.connect.task_plumbing import TaskPlumbing
-from odradek.connect.worker_config import WorkerConfig
-from odradek.connect.worker_tasks import WorkerSinkTask, WorkerSourceTask
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "connect"))
+from connect_support import task_plumbing  # noqa: E402
+
+from odradek.client.structs import ConsumerRecord  # noqa: E402
+from odradek.connect.file_stream import FileStreamSinkTask, FileStreamSourceTask  # noqa: E402
+from odradek.connect.task_plumbing import TaskPlumbing  # noqa: E402
+from odradek.connect.worker_tasks import WorkerSinkTask, WorkerSourceTask  # noqa: E402
 
 CONVERTERS = {
     "string": "org.apache.kafka.connect.storage.StringConverter",
-    "bytes": "org.apache.kafka.connect.converters.ByteArrayConverter",
     "json": "org.apache.kafka.connect.json.JsonConverter",
 }
 TRANSFORM = {"transforms": "route", "transforms.route.type": "org.apache.kafka.connect.transforms.RegexRouter",
@@ -52,12 +53,7 @@ class _Context:
 
 
 def plumbing(directory: Path, converter: str, connector_config: dict[str, str]) -> TaskPlumbing:
-    worker = WorkerConfig.from_properties({
-        "bootstrap.servers": "127.0.0.1:9092", "key.converter": CONVERTERS[converter],
-        "value.converter": CONVERTERS[converter], "offset.storage.file.filename": str(directory / "offsets"),
-    }, distributed=False)
-    return TaskPlumbing("bench", 0, connector_config, worker, OffsetStore(),
-                        lambda kind: {}, lambda ok: None)
+    return task_plumbing(directory, connector_config, CONVERTERS[converter])
 
 
 def best(repeat: int, run: Callable[[], float]) -> float:

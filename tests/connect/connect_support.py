@@ -8,6 +8,9 @@ from pathlib import Path
 
 import requests
 
+from odradek.connect.offset_store import OffsetStore
+from odradek.connect.task_plumbing import TaskPlumbing
+from odradek.connect.worker_config import WorkerConfig
 from odradek.testing.process import free_port, wait_for_port
 
 
@@ -91,3 +94,14 @@ class WorkerProcess:
 
     def request(self, method: str, path: str, **kw):
         return requests.request(method, self.url + path, timeout=30, **kw)
+
+
+def task_plumbing(directory: Path, connector_config: dict[str, str], converter: str) -> TaskPlumbing:
+    """A task's converters, transforms and error handler as a standalone worker builds them
+    (``converter``: the key and value converter's class name), with no broker behind them: the
+    dead letter queue's records stay in ``plumbing.dlq``."""
+    worker = WorkerConfig.from_properties({
+        "bootstrap.servers": "127.0.0.1:9", "key.converter": converter, "value.converter": converter,
+        "offset.storage.file.filename": str(directory / "connect.offsets"),
+    }, distributed=False)
+    return TaskPlumbing("bench", 0, connector_config, worker, OffsetStore(), lambda kind: {}, lambda ok: None)
