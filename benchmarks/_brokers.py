@@ -9,6 +9,7 @@ used both to decide that a broker is ready and to time its startup.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -58,6 +59,22 @@ def user_system_seconds(pid: int) -> tuple[float, float]:
 def cpu_seconds(pid: int) -> float:
     """utime + stime of the whole process (all threads), in seconds."""
     return sum(user_system_seconds(pid))
+
+
+@contextlib.contextmanager
+def py_spy_record(pid: int, out: str | None):
+    """``py-spy record`` of process ``pid`` while the block runs (raw format, every thread, idle
+    included), for benchmarks/profile_summary.py; nothing when ``out`` is None."""
+    if out is None:
+        yield
+        return
+    spy = subprocess.Popen(["py-spy", "record", "-p", str(pid), "-r", "200", "--threads", "--idle",
+                            "--format", "raw", "-o", out], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        yield
+    finally:
+        spy.send_signal(signal.SIGINT)
+        spy.wait(60)
 
 
 def sched_ns(pid: int) -> int:

@@ -16,10 +16,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import os
-import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -27,8 +24,10 @@ from pathlib import Path
 
 import requests
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "connect"))
+from _brokers import cpu_seconds, py_spy_record  # noqa: E402
 from connect_support import WorkerProcess, quickstart_worker  # noqa: E402
 from support import wait_until  # noqa: E402
 
@@ -41,12 +40,6 @@ CONVERTERS = {
     "string": "org.apache.kafka.connect.storage.StringConverter",
     "json": "org.apache.kafka.connect.json.JsonConverter",
 }
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds of a process so far (Linux /proc)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def line_count(path: Path) -> int:
@@ -86,22 +79,6 @@ async def raw_client(bootstrap: str, source: Path, sink: Path, topic: str, recor
     return elapsed
 
 
-@contextlib.contextmanager
-def py_spy(pid: int, out: str | None):
-    """``py-spy record`` of the worker while the block runs (raw format, every thread, idle
-    included), for benchmarks/profile_summary.py."""
-    if out is None:
-        yield
-        return
-    spy = subprocess.Popen(["py-spy", "record", "-p", str(pid), "-r", "200", "--threads", "--idle",
-                            "--format", "raw", "-o", out], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        yield
-    finally:
-        spy.send_signal(signal.SIGINT)
-        spy.wait(60)
-
-
 def connect_path(worker: WorkerProcess, source: Path, sink: Path, topic: str, records: int,
                  profile: str | None = None) -> float:
     """The sink connector joins its group first (a warm-up line goes through it), so the time is
@@ -117,7 +94,7 @@ def connect_path(worker: WorkerProcess, source: Path, sink: Path, topic: str, re
     create("bench-warm-up", {"connector.class": "FileStreamSource", "file": str(warm_up), "topic": topic})
     wait_until(lambda: line_count(sink) >= 1, 120, "the warm-up line", interval=0.05)
     assert worker.proc is not None
-    with py_spy(worker.proc.pid, profile):
+    with py_spy_record(worker.proc.pid, profile):
         started = time.perf_counter()
         create("bench-source", {"connector.class": "FileStreamSource", "file": str(source), "topic": topic})
         wait_until(lambda: line_count(sink) >= records + 1, 1800, "the sink file", interval=0.05)

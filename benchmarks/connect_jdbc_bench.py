@@ -25,7 +25,9 @@ from pathlib import Path
 
 import psycopg
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "connect"))
+from _brokers import cpu_seconds, py_spy_record  # noqa: E402
 from connect_support import WorkerProcess, quickstart_worker  # noqa: E402
 
 from odradek.client import Producer  # noqa: E402
@@ -129,10 +131,11 @@ def raw_psycopg(pg: PostgresServer, db: str, count: int, put: int) -> tuple[floa
 
 
 def through_worker(
-    pg: PostgresServer, db: str, batch: list[SinkRecord], workdir: Path
+    pg: PostgresServer, db: str, batch: list[SinkRecord], workdir: Path, profile: str | None = None
 ) -> tuple[float, float]:
     """The same records as JSON with schemas on a topic, written by a JdbcSinkConnector on a
-    standalone worker: seconds from creating the connector to the last row in the table."""
+    standalone worker: seconds from creating the connector to the last row in the table, and
+    the worker process's CPU seconds meanwhile."""
     topic = "orders"
     converter = JsonConverter()
     converter.configure({"schemas.enable": "true"}, is_key=False)
@@ -159,18 +162,20 @@ def through_worker(
                 "auto.create": "true",
                 "consumer.override.max.poll.records": "5000",
             }
-            start = time.perf_counter()
-            created = worker.request("POST", "/connectors", json={"name": "bench-sink", "config": config})
-            assert created.status_code == 201, created.text
-            while True:
-                try:
-                    with psycopg.connect(pg.conninfo(db)) as conn:
-                        row = conn.execute('SELECT count(*) FROM "orders"').fetchone()
-                except psycopg.errors.UndefinedTable:
-                    row = None
-                if row and row[0] >= len(batch):
-                    return time.perf_counter() - start, float("nan")
-                time.sleep(0.2)
+            assert worker.proc is not None
+            with py_spy_record(worker.proc.pid, profile):
+                start, cpu = time.perf_counter(), cpu_seconds(worker.proc.pid)
+                created = worker.request("POST", "/connectors", json={"name": "bench-sink", "config": config})
+                assert created.status_code == 201, created.text
+                while True:
+                    try:
+                        with psycopg.connect(pg.conninfo(db)) as conn:
+                            row = conn.execute('SELECT count(*) FROM "orders"').fetchone()
+                    except psycopg.errors.UndefinedTable:
+                        row = None
+                    if row and row[0] >= len(batch):
+                        return time.perf_counter() - start, cpu_seconds(worker.proc.pid) - cpu
+                    time.sleep(0.2)
         finally:
             worker.kill()
 
@@ -185,54 +190,56 @@ def main() -> None:
     parser.add_argument(
         "--no-worker", action="store_true", help="skip the run through a broker and a standalone worker"
     )
+    parser.add_argument("--worker-only", action="store_true", help="only the run through the worker")
+    parser.add_argument("--profile", metavar="FILE",
+                        help="py-spy record the worker during its run into FILE (benchmarks/profile_summary.py)")
     args = parser.parse_args()
 
     results = []
     with PostgresServer() as pg:
         print(f"PostgreSQL on {pg.host}:{pg.port}; building {args.rows:,} records…", flush=True)
         fresh, again = records(args.rows, 0), records(args.rows, 1)
-        db = pg.create_database()
-        results.append(
-            (
-                "sink upsert, new rows",
-                args.rows,
-                through_sink(pg, db, "upsert", fresh, args.put, args.batch_size),
-            )
-        )
-        results.append(
-            (
-                "sink upsert, existing rows",
-                args.rows,
-                through_sink(pg, db, "upsert", again, args.put, args.batch_size),
-            )
-        )
-        results.append(("psycopg executemany upsert", args.rows, raw_psycopg(pg, db, args.rows, args.put)))
-        db2 = pg.create_database()
-        results.append(
-            (
-                "sink insert, new rows",
-                args.rows,
-                through_sink(pg, db2, "insert", fresh, args.put, args.batch_size),
-            )
-        )
-        with psycopg.connect(pg.conninfo(db)) as conn:
-            row = conn.execute('SELECT count(*) FROM "orders"').fetchone()
-            stored = row[0] if row else 0
-        assert stored == args.rows, f"{stored} rows in the table, expected {args.rows}"
+        megabytes = topic_bytes(fresh) / 1e6
+        if not args.worker_only:
+            db = pg.create_database()
+            results.append(("sink upsert, new rows", through_sink(pg, db, "upsert", fresh, args.put, args.batch_size)))
+            results.append(("sink upsert, existing rows",
+                            through_sink(pg, db, "upsert", again, args.put, args.batch_size)))
+            results.append(("psycopg executemany upsert", raw_psycopg(pg, db, args.rows, args.put)))
+            results.append(("sink insert, new rows",
+                            through_sink(pg, pg.create_database(), "insert", fresh, args.put, args.batch_size)))
+            with psycopg.connect(pg.conninfo(db)) as conn:
+                row = conn.execute('SELECT count(*) FROM "orders"').fetchone()
+                stored = row[0] if row else 0
+            assert stored == args.rows, f"{stored} rows in the table, expected {args.rows}"
         if not args.no_worker:
             with tempfile.TemporaryDirectory(prefix="jdbc-bench-") as workdir:
-                seconds = through_worker(pg, pg.create_database(), fresh, Path(workdir))
-            results.append(("worker: topic → sink upsert", args.rows, seconds))
+                results.append(("worker: topic → sink upsert",
+                                through_worker(pg, pg.create_database(), fresh, Path(workdir), args.profile)))
 
-    # On a shared machine the wall clock depends on the load; the client's CPU seconds say what
-    # the connector itself costs (the server's work is the same for every path).
-    print(f"\n{'path':<30} {'rows':>10} {'seconds':>9} {'rows/s':>10} {'client CPU s':>13}")
-    for name, rows, (seconds, cpu) in results:
-        shown_cpu = "(worker)" if cpu != cpu else f"{cpu:.2f}"  # NaN: another process did the work
-        print(f"{name:<30} {rows:>10,} {seconds:>9.2f} {rows / seconds:>10,.0f} {shown_cpu:>13}")
+    # On a shared machine the wall clock depends on the load; the CPU seconds (this process's
+    # for the direct rows, the worker process's for the worker row) say what the connector
+    # itself costs (the server's work is the same for every path).
+    print(f"\n{args.rows:,} rows; MB/s counts the records' JSON (with schemas) as on the topic, {megabytes:.1f} MB")
+    print(f"{'path':<30} {'seconds':>9} {'rows/s':>10} {'MB/s':>6} {'client CPU s':>13} {'µs/row':>8}")
+    for name, (seconds, cpu) in results:
+        print(f"{name:<30} {seconds:>9.2f} {args.rows / seconds:>10,.0f} {megabytes / seconds:>6.1f} {cpu:>13.2f}"
+              f" {cpu / args.rows * 1e6:>8.1f}")
+    by_name = dict(results)
+    if "worker: topic → sink upsert" in by_name and "psycopg executemany upsert" in by_name:
+        worker_s, raw_s = by_name["worker: topic → sink upsert"][0], by_name["psycopg executemany upsert"][0]
+        print(f"worker throughput / psycopg executemany: {raw_s / worker_s:.0%}")
     print(
-        f"\ntarget: sink upsert >= 50,000 rows/s; load average now {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"
+        f"target: sink upsert >= 50,000 rows/s; load average now {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"
     )
+
+
+def topic_bytes(batch: list[SinkRecord]) -> int:
+    keys, values = JsonConverter(), JsonConverter()
+    keys.configure({"schemas.enable": "true"}, is_key=True)
+    values.configure({"schemas.enable": "true"}, is_key=False)
+    return sum(len(keys.from_connect_data("orders", r.key_schema, r.key))
+               + len(values.from_connect_data("orders", r.value_schema, r.value)) for r in batch)
 
 
 if __name__ == "__main__":

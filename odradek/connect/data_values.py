@@ -167,6 +167,8 @@ def convert_to_string(schema: Schema | None, value: Any) -> str | None:
     """``value`` as text (Kafka's ``Values.convertToString``); None stays None."""
     if value is None:
         return None
+    if type(value) is str:  # the common case, as itself
+        return value
     parts: list[str] = []
     _append(parts, schema, value, False)
     return "".join(parts)

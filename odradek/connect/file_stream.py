@@ -104,18 +104,19 @@ class FileStreamSourceTask(SourceTask):
                 return None
         records: list[SourceRecord] = []
         partition = {FILENAME_FIELD: self.filename}
-        while len(records) < self.batch_size:
-            line = self.stream.readline()
-            if not line.endswith(b"\n"):  # end of file, or a line still being written
+        readline, topic, schema, position = self.stream.readline, self.topic, Schema.STRING_SCHEMA, self.position
+        for _ in range(self.batch_size):
+            line = readline()
+            if line[-1:] != b"\n":  # end of file, or a line still being written
                 if line:
-                    self.stream.seek(self.position)
+                    self.stream.seek(position)
                 break
-            self.position += len(line)
-            text = line.rstrip(b"\r\n").decode("utf-8", errors="replace")
+            position += len(line)
             records.append(SourceRecord(
-                self.topic, None, None, None, Schema.STRING_SCHEMA, text,
-                source_partition=partition, source_offset={POSITION_FIELD: self.position},
+                topic, None, None, None, schema, line.rstrip(b"\r\n").decode("utf-8", "replace"),
+                source_partition=partition, source_offset={POSITION_FIELD: position},
             ))
+        self.position = position
         if not records:
             self.stopped.wait(EOF_WAIT_S)
             return None
