@@ -312,6 +312,49 @@ def test_sink_insert_kafka_keys_and_auto_evolve(make_db):
         sink.stop()
 
 
+def test_sink_upserts_runs_of_writes_and_deletes_in_one_put_and_recovers_from_a_failed_one(make_db):
+    """Writes, a delete and writes again on one table in one put (two write runs through the
+    same PostgreSQL staging table), text that COPY must escape, a timestamp; then a put that
+    fails (a null note refused) rolls back whole, and the next put still works."""
+    import datetime as dt
+
+    from odradek.connect.data import Timestamp
+
+    db = make_db()
+    value_schema = (SchemaBuilder.struct().name("v").field("id", Schema.INT64_SCHEMA)
+                    .field("note", Schema.OPTIONAL_STRING_SCHEMA).field("at", Timestamp.SCHEMA).build())
+    moment = dt.datetime(2024, 5, 6, 7, 8, 9, 123000, tzinfo=dt.UTC)
+
+    def record(offset, key, note="", tombstone=False):
+        value = None if tombstone else Struct(value_schema).put("id", key).put("note", note).put("at", moment)
+        return SinkRecord(topic="notes", kafka_partition=0, key_schema=KEY_SCHEMA, key=Struct(KEY_SCHEMA).put("id", key),
+                          value_schema=None if tombstone else value_schema, value=value, kafka_offset=offset)
+
+    sink = JdbcSinkTask()
+    sink.initialize(OffsetContext())
+    sink.start({**db.props, "pk.mode": "record_key", "insert.mode": "upsert", "auto.create": "true",
+                "delete.enabled": "true"})
+    try:
+        sink.put([record(0, 1, "first"), record(1, 2, "tab\there\nnew line \\ back"), record(2, 1, tombstone=True),
+                  record(3, 1, "again"), record(4, 3, None), record(5, 3, "last wins")])
+        rows = db.run('SELECT id, note FROM "notes" ORDER BY id')
+        assert [tuple(r) for r in rows] == [(1, "again"), (2, "tab\there\nnew line \\ back"), (3, "last wins")]
+        [(stored,)] = db.run('SELECT at FROM "notes" WHERE id = 1')
+        assert str(stored).startswith("2024-05-06 07:08:09.123")
+        if db.kind == "postgresql":
+            db.run('ALTER TABLE "notes" ALTER COLUMN note SET NOT NULL')
+        else:
+            db.run('CREATE TRIGGER note_needed BEFORE INSERT ON "notes" WHEN NEW.note IS NULL'
+                   " BEGIN SELECT RAISE(ABORT, 'note must not be null'); END")
+        with pytest.raises(Exception, match="note"):
+            sink.put([record(6, 4, "kept?"), record(7, 5, None)])
+        assert [r[0] for r in db.run('SELECT id FROM "notes" ORDER BY id')] == [1, 2, 3]
+        sink.put([record(8, 4, "after the failure")])
+        assert [tuple(r) for r in db.run('SELECT id, note FROM "notes" WHERE id = 4')] == [(4, "after the failure")]
+    finally:
+        sink.stop()
+
+
 def test_sink_without_auto_create_names_the_missing_table(make_db):
     db = make_db()
     sink = JdbcSinkTask()

@@ -142,9 +142,9 @@ class Dialect:
         updates = ", ".join(f"{self.quote(c)} = excluded.{self.quote(c)}" for c in value_columns)
         return f"{statement} ON CONFLICT ({conflict}) DO UPDATE SET {updates}"
 
-    def from_arrays(self, table: str, columns: Sequence[str], sql_types: Sequence[str]) -> str | None:
-        """``INSERT … SELECT`` of one array parameter per column, or None when the dialect has no
-        arrays (then rows go through ``executemany``)."""
+    def staging_table(self, name: str, columns: Sequence[str], sql_types: Sequence[str]) -> str | None:
+        """``CREATE`` of a session's temporary table that rows are copied into before one
+        ``INSERT … SELECT`` moves them on, or None when the dialect has no ``COPY``."""
         return None
 
     def update(self, table: str, key_columns: Sequence[str], value_columns: Sequence[str]) -> str:
@@ -227,12 +227,19 @@ class PostgresDialect(Dialect):
             for n, t, nullable, scale in rows
         ]
 
-    def from_arrays(self, table: str, columns: Sequence[str], sql_types: Sequence[str]) -> str | None:
-        # One parameter per column whatever the row count: psycopg parses and caches the
-        # statement once, and the arrays travel in binary.
+    def staging_table(self, name: str, columns: Sequence[str], sql_types: Sequence[str]) -> str | None:
+        # Connect timestamps are UTC instants: staged as timestamptz they reach a TIMESTAMP column
+        # through the session's TimeZone (UTC), as the array statement's cast takes them.
+        defs = ", ".join(f"{self.quote(c)} {'TIMESTAMPTZ' if t == 'TIMESTAMP' else t}"
+                         for c, t in zip(columns, sql_types, strict=True))
+        return f"CREATE TEMPORARY TABLE IF NOT EXISTS {self.quote(name)} ({defs}) ON COMMIT DELETE ROWS"
+
+    def copy_into(self, name: str, columns: Sequence[str]) -> str:
+        return f"COPY {self.quote(name)} ({', '.join(self.quote(c) for c in columns)}) FROM STDIN"
+
+    def insert_from(self, table: str, name: str, columns: Sequence[str]) -> str:
         cols = ", ".join(self.quote(c) for c in columns)
-        arrays = ", ".join(f"%s::{t}[]" for t in sql_types)
-        return f"INSERT INTO {self.table_ref(table)} ({cols}) SELECT * FROM unnest({arrays})"
+        return f"INSERT INTO {self.table_ref(table)} ({cols}) SELECT {cols} FROM {self.quote(name)}"
 
     def result_kind(self, type_name: str) -> str:
         return self._kinds.get(type_name, "string")

@@ -2,8 +2,9 @@
 
 Confluent's ``io.confluent.connect.jdbc.JdbcSinkConnector`` with its keys (see jdbc_settings.py).
 Each ``put`` writes its records in one transaction: records go to the table named by
-``table.name.format`` (``${topic}`` replaced), in batches of up to ``batch.size`` rows per
-statement (jdbc_writer.py), the table created or widened first when ``auto.create``/``auto.evolve``
+``table.name.format`` (``${topic}`` replaced), a run of writes to one table by ``COPY`` and
+one ``INSERT … SELECT`` on PostgreSQL, ``batch.size`` rows per ``executemany`` call on SQLite
+(jdbc_writer.py), the table created or widened first when ``auto.create``/``auto.evolve``
 allow (jdbc_tables.py). With ``delete.enabled`` a tombstone deletes the row its key names; without
 it a tombstone is skipped. The transaction commits before ``put`` returns, so the offsets the
 worker commits afterwards never run ahead of the database (at-least-once; with ``upsert`` a
@@ -96,6 +97,7 @@ class JdbcSinkTask(SinkTask):
         try:
             self._write(records)
             self._conn.commit()
+            self.writer.transaction_ended(committed=True)
         except ConnectException:
             self._rollback()
             raise
@@ -115,6 +117,7 @@ class JdbcSinkTask(SinkTask):
 
     def _rollback(self) -> None:
         self.tables.forget()
+        self.writer.transaction_ended(committed=False)
         try:
             self._conn.rollback()
         except Exception:  # noqa: BLE001 - the connection may be gone; reopen below

@@ -4,16 +4,19 @@ A batch is a list of operations on one table, in record order: ("write", key val
 values) and ("delete", key values). Consecutive operations of one kind run together; a change
 of kind ends the run, so "write k, delete k, write k" leaves the row as the last record says.
 
-- insert: PostgreSQL: ``INSERT … SELECT * FROM unnest(%s::type[], …)`` with one array per
-  column, ``batch.size`` rows per statement; SQLite: ``executemany`` of a one-row INSERT.
+- insert: PostgreSQL: the run's rows go by ``COPY`` into a temporary staging table of the same
+  columns (one per table and row layout, kept for the session, emptied at each commit), then one
+  ``INSERT … SELECT`` moves them into the table; SQLite: ``executemany`` of a one-row INSERT.
 - upsert: the same with ``ON CONFLICT (key) DO UPDATE``; PostgreSQL refuses to touch a row
   twice in one such statement, so within a run only the last write of each key is kept (the
   table ends the same).
 - update: ``UPDATE … WHERE key = …`` per row, through ``executemany`` (pipelined by psycopg).
 - delete: ``DELETE … WHERE key = …`` per key, through ``executemany``.
 
-The array statement has one parameter per column whatever the row count, so psycopg parses
-it once and prepares it after a few uses. The caller owns the transaction.
+``COPY`` formats the rows in psycopg's C code and the server parses them as one stream, so a
+run of any length costs three statements; the table's constraints and triggers still apply
+row by row to the ``INSERT``. The caller owns the transaction and calls ``transaction_ended``
+after each commit or rollback.
 """
 
 from __future__ import annotations
@@ -32,6 +35,14 @@ class BatchWriter:
         self.dialect = dialect
         self.insert_mode = insert_mode
         self.batch_size = batch_size
+        self._staging: dict[tuple, str] = {}  # (table, columns, SQL types) -> staging table name
+        self._staged: set[str] = set()  # staging tables holding rows in the current transaction
+
+    def transaction_ended(self, committed: bool) -> None:
+        """Commit empties the staging tables; a rollback may also have undone their creation."""
+        self._staged.clear()
+        if not committed:
+            self._staging.clear()
 
     def execute(
         self,
@@ -73,15 +84,34 @@ class BatchWriter:
         if self.insert_mode == "upsert":
             latest = {row[: len(keys)]: row for row in rows}
             rows = list(latest.values())
-        statement = d.from_arrays(table, [*keys, *values], sql_types) if sql_types else None
-        if statement is None:  # SQLite: executemany of a one-row statement is as fast as it gets
+        columns = [*keys, *values]
+        stage = self._stage(conn, table, columns, sql_types) if sql_types else None
+        if stage is None:  # SQLite: executemany of a one-row statement is as fast as it gets
             self._many(conn, self._statement(table, keys, values, 1), rows)
             return
+        statement = d.insert_from(table, stage, columns)
         if self.insert_mode == "upsert":
             statement = d.on_conflict(statement, keys, values)
-        for first in range(0, len(rows), self.batch_size):
-            chunk = rows[first : first + self.batch_size]
-            conn.execute(statement, [list(column) for column in zip(*chunk, strict=True)])
+        with conn.cursor() as cursor:
+            if stage in self._staged:  # a second run in this transaction: the first's rows are moved on
+                cursor.execute(f"DELETE FROM {d.quote(stage)}")
+            self._staged.add(stage)
+            with cursor.copy(d.copy_into(stage, columns)) as copy:
+                for row in rows:
+                    copy.write_row(row)
+            cursor.execute(statement)
+
+    def _stage(self, conn: Any, table: str, columns: list[str], sql_types: Sequence[str]) -> str | None:
+        key = (table, tuple(columns), tuple(sql_types))
+        name = self._staging.get(key)
+        if name is None:
+            name = f"odradek_stage_{len(self._staging)}"
+            create = self.dialect.staging_table(name, columns, sql_types)
+            if create is None:
+                return None
+            conn.execute(create)
+            self._staging[key] = name
+        return name
 
     def _statement(self, table: str, keys: Sequence[str], values: Sequence[str], rows: int) -> str:
         if self.insert_mode == "upsert":
