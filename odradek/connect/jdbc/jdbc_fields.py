@@ -13,7 +13,7 @@ A ``RowLayout`` is computed once per (key schema, value schema) and reused for e
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from odradek.connect.data import Schema, Type
@@ -31,21 +31,40 @@ class RowLayout:
     value_columns: tuple[str, ...]
     schemas: dict[str, Schema]  # column → the schema of the values it holds
     pk_mode: str
+    # Where the columns sit in structs of the schemas the layout was made for: a struct of that
+    # very schema object is read by position (None: by name, as some field has a default).
+    key_struct: tuple[Schema, tuple[int, ...]] | None = field(default=None, compare=False, repr=False)
+    value_struct: tuple[Schema, tuple[int, ...]] | None = field(default=None, compare=False, repr=False)
 
     def key_values(self, record: SinkRecord) -> tuple:
         if self.pk_mode == "kafka":
             return (record.topic, record.kafka_partition, record.kafka_offset)
         if self.pk_mode == "record_key":
             if record.key_schema is not None and record.key_schema.type == Type.STRUCT:
-                return tuple(record.key.get(c) for c in self.key_columns)
+                return _read(record.key, self.key_columns, self.key_struct)
             return (record.key,)
         if self.pk_mode == "record_value":
-            return tuple(record.value.get(c) for c in self.key_columns)
+            return _read(record.value, self.key_columns, self.key_struct)
         return ()
 
     def value_values(self, record: SinkRecord) -> tuple:
-        value = record.value
-        return tuple(value.get(c) for c in self.value_columns)
+        return _read(record.value, self.value_columns, self.value_struct)
+
+
+def _read(struct: Any, columns: tuple[str, ...], positions: tuple[Schema, tuple[int, ...]] | None) -> tuple:
+    if positions is not None and struct.schema is positions[0]:
+        held = struct.values_by_index()
+        return tuple([held[i] for i in positions[1]])
+    return tuple(struct.get(c) for c in columns)
+
+
+def _positions(schema: Schema | None, columns: list[str]) -> tuple[Schema, tuple[int, ...]] | None:
+    if schema is None or schema.type != Type.STRUCT:
+        return None
+    fields = [schema.field(c) for c in columns]
+    if any(f is None or f.schema.default_value is not None for f in fields):
+        return None
+    return schema, tuple(f.index for f in fields if f is not None)
 
 
 def layout_for(record: SinkRecord, pk_mode: str, pk_fields: list[str], whitelist: list[str]) -> RowLayout:
@@ -81,7 +100,9 @@ def layout_for(record: SinkRecord, pk_mode: str, pk_fields: list[str], whitelist
                 continue
             values.append(field.name)
             schemas[field.name] = field.schema
-    return RowLayout(tuple(keys), tuple(values), schemas, pk_mode)
+    key_holder = record.key_schema if pk_mode == "record_key" else value_schema if pk_mode == "record_value" else None
+    return RowLayout(tuple(keys), tuple(values), schemas, pk_mode, _positions(key_holder, keys),
+                     _positions(value_schema, values))
 
 
 def _key_columns(record: SinkRecord, pk_fields: list[str], schemas: dict[str, Schema]) -> list[str]:
