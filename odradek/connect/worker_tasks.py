@@ -312,7 +312,9 @@ class WorkerSinkTask(TaskRunner):
 
     async def execute(self) -> None:
         p = self.plumbing
-        options = {"enable_auto_commit": False, "auto_offset_reset": "earliest", **p.client_options("consumer")}
+        # A fetched batch is one put(): 2000 records unless max.poll.records (consumer.override.*) says
+        options = {"enable_auto_commit": False, "auto_offset_reset": "earliest", "max_poll_records": p.sink_batch,
+                   **p.client_options("consumer")}
         self.consumer = Consumer(**options, group_id=f"connect-{self.connector}")
         await self.consumer.start()
         topics = [t.strip() for t in self.props.get("topics", "").split(",") if t.strip()]
@@ -331,7 +333,7 @@ class WorkerSinkTask(TaskRunner):
             for tp, offset in list(self.rewinds.items()):
                 self.consumer.seek(tp, offset)
                 del self.rewinds[tp]
-            records = await self.consumer.poll(timeout=SINK_POLL_S, max_records=p.sink_batch)
+            records = await self.consumer.poll(timeout=SINK_POLL_S)
             if records and running:
                 await self.deliver(records)
             if self.commit_requested or time.monotonic() >= next_commit:
