@@ -7,6 +7,7 @@ starts each connector file's connector; a connector that fails shows FAILED, the
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import signal
 import ssl
@@ -25,6 +26,10 @@ from odradek.connect.worker_config import WorkerConfig
 log = logging.getLogger("odradek.connect")
 
 SWITCH_INTERVAL_S = 0.0005
+# A task makes a handful of short-lived objects per record; at the default 700 allocations per
+# young collection the collector walked each batch many times over (a fifth of the FileStream
+# pipeline's CPU: benchmarks/connect_bench.py). Young collections every 50,000 allocations.
+GC_THRESHOLDS = (50_000, 20, 20)
 
 
 class StandaloneRuntime:
@@ -113,6 +118,7 @@ def run(config: WorkerConfig, connector_configs: list[dict[str, str]],
     # GIL and waits a whole switch interval (5 ms by default) to get it back. 0.5 ms halves the
     # FileStream pipeline's time (benchmarks/connect_bench.py).
     sys.setswitchinterval(SWITCH_INTERVAL_S)
+    gc.set_threshold(*GC_THRESHOLDS)
 
     async def main() -> None:
         runtime = runtime_class(config, connector_configs)
@@ -122,6 +128,7 @@ def run(config: WorkerConfig, connector_configs: list[dict[str, str]],
             loop.add_signal_handler(sig, stop.set)
         try:
             await runtime.start()
+            gc.freeze()  # what start-up made (modules, plugins, clients) lives on: never scanned again
             await stop.wait()
         finally:
             await runtime.close()
