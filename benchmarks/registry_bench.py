@@ -48,16 +48,32 @@ def ready(conn: http.client.HTTPConnection) -> bool:
         return False
 
 
-def register_many(conn, count: int) -> list[float]:
-    latencies = []
-    for i in range(count):
-        started = time.perf_counter()
-        conn.request("POST", f"/subjects/bench-{i}/versions", json.dumps({"schema": schema(i)}), CT)
-        resp = conn.getresponse()
-        body = resp.read()
-        assert resp.status == 200, body
-        latencies.append(time.perf_counter() - started)
-    return latencies
+def register_many(url: str, count: int, clients: int) -> list[float]:
+    """Register ``count`` distinct schemas from ``clients`` concurrent HTTP clients (each a
+    keep-alive connection sending one request at a time), as a fleet of producers would."""
+    import asyncio
+
+    import aiohttp
+
+    async def run() -> list[float]:
+        latencies: list[float] = []
+        todo = iter(range(count))
+        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=clients)) as session:
+
+            async def client() -> None:
+                for i in todo:
+                    started = time.perf_counter()
+                    async with session.post(
+                        f"{url}/subjects/bench-{i}/versions", data=json.dumps({"schema": schema(i)}), headers=CT
+                    ) as resp:
+                        body = await resp.read()
+                        assert resp.status == 200, body
+                    latencies.append(time.perf_counter() - started)
+
+            await asyncio.gather(*(client() for _ in range(clients)))
+        return latencies
+
+    return asyncio.run(run())
 
 
 def paced_lookups(conn, ids: int, rate: int, seconds: float) -> tuple[list[float], float]:
@@ -128,6 +144,7 @@ def framing_run(bootstrap: str, url: str, records: int) -> list[tuple[str, float
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--schemas", type=int, default=2000, help="distinct schemas to register")
+    parser.add_argument("--clients", type=int, default=16, help="concurrent clients registering")
     parser.add_argument("--rate", type=int, default=1000, help="lookups per second to pace")
     parser.add_argument("--seconds", type=float, default=5.0, help="how long to run the lookups")
     parser.add_argument("--records", type=int, default=20000, help="records per framing run")
@@ -140,14 +157,14 @@ def main() -> None:
             conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
             wait_until(lambda: ready(conn), 60, "the registry")
             t0 = time.perf_counter()
-            reg = register_many(conn, args.schemas)
+            reg = register_many(f"http://127.0.0.1:{port}", args.schemas, args.clients)
             reg_s = time.perf_counter() - t0
             look, achieved = paced_lookups(conn, args.schemas, args.rate, args.seconds)
             framing = framing_run(broker.bootstrap_servers, f"http://127.0.0.1:{port}", args.records)
         finally:
             broker.stop()
     print(f"{'measure':44} {'value':>12}")
-    print(f"{f'register {args.schemas} distinct schemas (s)':44} {reg_s:12.1f}")
+    print(f"{f'register {args.schemas} distinct schemas, {args.clients} clients (s)':44} {reg_s:12.1f}")
     print(f"{'registrations/s':44} {args.schemas / reg_s:12.0f}")
     print(f"{'register p50 / p99 (ms)':44} {pct(reg, .5):5.2f} / {pct(reg, .99):5.2f}")
     print(f"{f'id lookups/s achieved (paced at {args.rate})':44} {achieved:12.0f}")
