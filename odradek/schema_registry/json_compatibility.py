@@ -13,6 +13,8 @@ kind and path.
 
 from __future__ import annotations
 
+import referencing.exceptions
+
 from .json_schema import JsonSchema
 
 NUMERIC = {"integer", "number"}
@@ -25,7 +27,7 @@ BOUNDS = {
 
 
 def reader_reads_writer(reader: JsonSchema, writer: JsonSchema) -> list[str]:
-    return _Check(reader.parsed, writer.parsed).check(reader.parsed, writer.parsed, "")
+    return _Check(reader, writer).check(reader.parsed, writer.parsed, "")
 
 
 def _types(schema: dict) -> set[str]:
@@ -36,24 +38,38 @@ def _types(schema: dict) -> set[str]:
 
 
 class _Check:
-    def __init__(self, reader_root, writer_root):
-        self.roots = {"reader": reader_root, "writer": writer_root}
+    def __init__(self, reader: JsonSchema, writer: JsonSchema):
+        self.roots = {"reader": reader.parsed, "writer": writer.parsed}
+        self.resolvers = {"reader": reader.resolver, "writer": writer.resolver}
         self.seen: set[tuple[int, int]] = set()
 
     def _deref(self, schema, side: str):
-        for _ in range(32):  # a chain of local refs ends; a cycle is cut here
+        """Follow ``$ref``s: local pointers into the root, other documents through the schema's
+        references (by the reference's name). A ``$ref`` left unresolved is compared by value."""
+        for _ in range(32):  # a chain of refs ends; a cycle is cut here
             if not isinstance(schema, dict) or not isinstance(schema.get("$ref"), str):
                 return schema
             ref = schema["$ref"]
-            if not ref.startswith("#"):
-                return schema
-            node = self.roots[side]
-            for part in [p for p in ref[1:].split("/") if p]:
-                node = node.get(part.replace("~1", "/").replace("~0", "~")) if isinstance(node, dict) else None
+            node = self._local(ref, side) if ref.startswith("#") else self._external(ref, side)
             if node is None:
                 return schema
             schema = node
         return schema
+
+    def _local(self, ref: str, side: str):
+        node = self.roots[side]
+        for part in [p for p in ref[1:].split("/") if p]:
+            node = node.get(part.replace("~1", "/").replace("~0", "~")) if isinstance(node, dict) else None
+        return node
+
+    def _external(self, ref: str, side: str):
+        resolver = self.resolvers[side]
+        if resolver is None:
+            return None
+        try:
+            return resolver.lookup(ref).contents
+        except referencing.exceptions.Unresolvable:
+            return None
 
     def check(self, reader, writer, path: str) -> list[str]:
         reader, writer = self._deref(reader, "reader"), self._deref(writer, "writer")

@@ -111,7 +111,7 @@ class Registry:
         if fmt != "serialized" or sv.schema_type != "PROTOBUF" or protobuf_schema.is_descriptor(sv.schema):
             return sv.schema
         imported: dict[str, str] = {}
-        for text in self._reference_texts(sv.references, set()):
+        for _, text in self._referenced(sv.references, set()):
             try:
                 ref = protobuf_schema.parse(text)
             except ValueError:
@@ -164,9 +164,9 @@ class Registry:
 
     # -- parsing request bodies -------------------------------------------------------------
 
-    def _reference_texts(self, references: tuple[Reference, ...], seen: set) -> list[str]:
-        """The referenced schemas' texts, each after its own references (dependencies first)."""
-        texts: list[str] = []
+    def _referenced(self, references: tuple[Reference, ...], seen: set) -> list[tuple[str, str]]:
+        """(name, text) of the referenced schemas, each after its own references (dependencies first)."""
+        found: list[tuple[str, str]] = []
         for ref in references:
             if (ref.subject, ref.version) in seen:
                 continue
@@ -177,9 +177,9 @@ class Registry:
                     f"the reference {ref.name!r} names subject {ref.subject!r} version {ref.version}, "
                     "which does not exist; register it first"
                 )
-            texts += self._reference_texts(sv.references, seen)
-            texts.append(sv.schema)
-        return texts
+            found += self._referenced(sv.references, seen)
+            found.append((ref.name, sv.schema))
+        return found
 
     def candidate(self, body, normalize: bool = False) -> Candidate:
         """The schema of a register/lookup/compatibility body; 42201 when it cannot be used."""
@@ -197,9 +197,9 @@ class Registry:
             references = rec.parse_references(body.get("references"))
         except ValueError as exc:
             raise err.invalid_schema(str(exc)) from None
-        ref_texts = self._reference_texts(references, set())
+        referenced = self._referenced(references, set())
         try:
-            parsed = self._parse(kind.name, text, ref_texts)
+            parsed = self._parse(kind.name, text, referenced)
         except ValueError as exc:
             raise err.invalid_schema(str(exc)) from None
         except RecursionError:
@@ -214,13 +214,13 @@ class Registry:
         stored = parsed.normalized() if normalize else parsed.canonical()
         return Candidate(kind.name, stored, references, parsed)
 
-    def _parse(self, schema_type: str, text: str, ref_texts: list[str]) -> ParsedSchema:
+    def _parse(self, schema_type: str, text: str, referenced: list[tuple[str, str]]) -> ParsedSchema:
         """A schema parsed with its references' texts, remembered for the next request that
         brings the same text (a client re-registering, a compatibility check of old versions)."""
-        key = (schema_type, text, tuple(ref_texts))
+        key = (schema_type, text, tuple(referenced))
         parsed = self._parsed_cache.get(key)
         if parsed is None:
-            parsed = TYPES[schema_type].parse(text, ref_texts)
+            parsed = TYPES[schema_type].parse(text, referenced)
             self._parsed_cache[key] = parsed
             if len(self._parsed_cache) > PARSED_CACHE_SIZE:
                 self._parsed_cache.popitem(last=False)
@@ -229,7 +229,7 @@ class Registry:
         return parsed
 
     def _parsed(self, sv: SchemaVersion):
-        return self._parse(sv.schema_type, sv.schema, self._reference_texts(sv.references, set()))
+        return self._parse(sv.schema_type, sv.schema, self._referenced(sv.references, set()))
 
     def _same(self, sv: SchemaVersion, cand: Candidate, normalize: bool) -> bool:
         if sv.schema_type != cand.schema_type or sv.references != cand.references:
