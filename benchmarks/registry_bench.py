@@ -159,6 +159,7 @@ def main() -> None:
             t0 = time.perf_counter()
             reg = register_many(f"http://127.0.0.1:{port}", args.schemas, args.clients)
             reg_s = time.perf_counter() - t0
+            paced_lookups(conn, args.schemas, args.rate * 10, args.schemas / (args.rate * 10))  # warm: each id once
             look, achieved = paced_lookups(conn, args.schemas, args.rate, args.seconds)
             framing = framing_run(broker.bootstrap_servers, f"http://127.0.0.1:{port}", args.records)
         finally:
