@@ -93,10 +93,11 @@ class RegistryServer:
 
     async def _forward(self, request: web.Request, body: bytes) -> web.Response | None:
         """None when this instance leads (the request is answered here), else the leader's answer."""
-        try:
-            await asyncio.wait_for(self._leader_known.wait(), self.config.timeout_s)
-        except TimeoutError:
-            raise err.unknown_leader("no leader-eligible registry instance has been elected") from None
+        if not self._leader_known.is_set():  # (wait_for costs a task: not on every write)
+            try:
+                await asyncio.wait_for(self._leader_known.wait(), self.config.timeout_s)
+            except TimeoutError:
+                raise err.unknown_leader("no leader-eligible registry instance has been elected") from None
         assert self.elector is not None
         if self.elector.is_leader:
             if self._needs_catch_up:
