@@ -44,13 +44,23 @@ class _Check:
         self.seen: set[tuple[int, int]] = set()
 
     def _deref(self, schema, side: str):
-        """Follow ``$ref``s: local pointers into the root, other documents through the schema's
-        references (by the reference's name). A ``$ref`` left unresolved is compared by value."""
+        """Follow ``$ref``s with the side's current resolver: local pointers into the document
+        being read, other documents through the schema's references (by the reference's name).
+        Following one makes its document current for what lies below (``check`` restores the
+        resolvers on its way out). A ``$ref`` left unresolved is compared by value."""
         for _ in range(32):  # a chain of refs ends; a cycle is cut here
             if not isinstance(schema, dict) or not isinstance(schema.get("$ref"), str):
                 return schema
             ref = schema["$ref"]
-            node = self._local(ref, side) if ref.startswith("#") else self._external(ref, side)
+            resolver = self.resolvers[side]
+            if resolver is None:  # not parsed with references: local pointers into the root only
+                node = self._local(ref, side) if ref.startswith("#") else None
+            else:
+                try:
+                    resolved = resolver.lookup(ref)
+                except referencing.exceptions.Unresolvable:
+                    return schema
+                node, self.resolvers[side] = resolved.contents, resolved.resolver
             if node is None:
                 return schema
             schema = node
@@ -62,17 +72,14 @@ class _Check:
             node = node.get(part.replace("~1", "/").replace("~0", "~")) if isinstance(node, dict) else None
         return node
 
-    def _external(self, ref: str, side: str):
-        resolver = self.resolvers[side]
-        if resolver is None:
-            return None
-        try:
-            return resolver.lookup(ref).contents
-        except referencing.exceptions.Unresolvable:
-            return None
-
     def check(self, reader, writer, path: str) -> list[str]:
-        reader, writer = self._deref(reader, "reader"), self._deref(writer, "writer")
+        outer = dict(self.resolvers)
+        try:
+            return self._check(self._deref(reader, "reader"), self._deref(writer, "writer"), path)
+        finally:
+            self.resolvers = outer
+
+    def _check(self, reader, writer, path: str) -> list[str]:
         where = path or "/"
         if reader is True or reader == {}:
             return []

@@ -40,7 +40,9 @@ class RegistryServer:
                 sasl_verifier(config.store_client_options, config.timeout_s), acls.authorize if config.acls else None
             )
         self.security = security
-        self.store = SchemasTopic(config.store_client_options, config.topic, config.timeout_s)
+        self.store = SchemasTopic(
+            config.store_client_options, config.topic, config.timeout_s, config.topic_replication_factor
+        )
         self.registry = Registry(self.store, config.compatibility_level)
         self._runner: web.AppRunner | None = None
         self._loader: asyncio.Task | None = None

@@ -3,8 +3,8 @@
 One task reads the topic's only partition and applies every record to the state, in order,
 so the state has one owner. A write waits until that reader has applied the record it
 wrote (read your writes), which is what makes the leader's next decision see it. The
-topic is created compacted with one partition and the cluster's default replication
-factor, as Confluent's registry creates it.
+topic is created compacted with one partition and ``replication_factor`` replicas (3 by
+default) or as many as there are live brokers when fewer, as Confluent's registry creates it.
 
 Writes are grouped: one writer task sends what is queued as one acks=all produce and waits
 once for the reader to apply it; records queued while that write is in flight go into the
@@ -30,10 +30,11 @@ log = logging.getLogger("odradek.schema_registry")
 class SchemasTopic:
     """Owns the reader task; ``state`` is read by everyone, changed only by that task."""
 
-    def __init__(self, client_options: dict, topic: str = "_schemas", timeout: float = 30.0):
+    def __init__(self, client_options: dict, topic: str = "_schemas", timeout: float = 30.0, replication_factor: int = 3):
         self.client_options = dict(client_options)
         self.topic = topic
         self.timeout = timeout
+        self.replication_factor = replication_factor
         self.state = RegistryState()
         self.position = 0  # the next offset to apply
         self._applied = asyncio.Condition()
@@ -79,11 +80,18 @@ class SchemasTopic:
             topics = await admin.list_topics(internal=True, timeout=self.timeout)
             if self.topic in topics:
                 return
+            live = len((await admin.describe_cluster(timeout=self.timeout)).brokers)
+            replicas = min(self.replication_factor, max(live, 1))
+            if replicas < self.replication_factor:
+                (log.warning if live > 1 else log.info)(
+                    "creating %s with %d replica(s): only %d broker(s) are live (kafkastore.topic.replication.factor=%d)",
+                    self.topic, replicas, live, self.replication_factor,
+                )
             try:
                 await admin.create_topics(
-                    [NewTopic(self.topic, 1, -1, {"cleanup.policy": "compact"})], timeout=self.timeout
+                    [NewTopic(self.topic, 1, replicas, {"cleanup.policy": "compact"})], timeout=self.timeout
                 )
-                log.info("created the schemas topic %s (compacted, 1 partition)", self.topic)
+                log.info("created the schemas topic %s (compacted, 1 partition, %d replicas)", self.topic, replicas)
             except TopicAlreadyExistsError:
                 pass  # another instance created it a moment ago
 

@@ -1,4 +1,5 @@
-"""The registry beside a 3-broker cluster: ``_schemas`` is replicated three ways, so kill -9 of
+"""The registry beside a 3-broker cluster: ``_schemas`` is created with three replicas
+(``kafkastore.topic.replication.factor``'s default), so kill -9 of
 the broker leading it loses no schema, the registry keeps registering through the new
 leader, and an instance started afterwards reads every id back from the topic."""
 
@@ -20,7 +21,7 @@ def schema(name: str) -> str:
 
 @pytest.fixture
 def cluster(tmp_path):
-    overrides = {"default.replication.factor": 3, "min.insync.replicas": 2}
+    overrides = {"min.insync.replicas": 2}  # the brokers' default.replication.factor stays 1
     with EmbeddedCluster(3, overrides=overrides, data_dir=tmp_path / "cluster") as running:
         yield running
 
