@@ -309,7 +309,7 @@ class Registry:
             await asyncio.wait([before])  # the subject's previous version first: decide after it
         written, key, schema_id = decided
         try:
-            await written
+            await asyncio.shield(written)  # shared by the batch: a cancelled caller leaves it be
         finally:
             if self._pending_subjects.get(subject) is written:
                 del self._pending_subjects[subject]

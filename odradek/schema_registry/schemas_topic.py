@@ -130,16 +130,19 @@ class SchemasTopic:
 
     async def write(self, key: bytes, value: bytes | None) -> None:
         """Append one record and wait until the reader has applied it."""
-        await self.enqueue(key, value)
+        await asyncio.shield(self.enqueue(key, value))
 
     def enqueue(self, key: bytes, value: bytes | None) -> asyncio.Future:
         """Queue one record for the next batch; the future resolves once the reader has
-        applied it (50001/50002 when the batch fails)."""
+        applied it (50001/50002 when the batch fails). It is shared by the whole batch: await
+        it through ``asyncio.shield``, so that one cancelled caller does not cancel the rest."""
         if self._producer is None or self._writer is None:
             raise store_error("the store is not started")
         self._queued.append((key, value))
         if self._queued_done is None:
             self._queued_done = asyncio.get_running_loop().create_future()
+            # Each caller gets the failure; none left (all cancelled) is not worth a warning.
+            self._queued_done.add_done_callback(lambda done: done.cancelled() or done.exception())
         self._has_queued.set()
         return self._queued_done
 
@@ -160,15 +163,16 @@ class SchemasTopic:
             self._in_flight = done
             try:
                 await self._append(batch)
-                done.set_result(None)
+                outcome: BaseException | None = None
             except asyncio.CancelledError:
-                done.set_exception(store_error("the registry is closing"))
+                _settle(done, store_error("the registry is closing"))
                 raise
             except Exception as exc:
                 log.warning("writing %d record(s) to %s failed: %s", len(batch), self.topic, exc)
-                done.set_exception(exc if isinstance(exc, RegistryError) else store_error(str(exc)))
+                outcome = exc if isinstance(exc, RegistryError) else store_error(str(exc))
             finally:
                 self._in_flight = None
+            _settle(done, outcome)
 
     async def _append(self, batch: list[tuple[bytes, bytes | None]]) -> None:
         """One produce for the batch (acks=all), then wait until the reader has applied it."""
@@ -194,10 +198,20 @@ class SchemasTopic:
         await cancel_and_wait(self._writer)
         await cancel_and_wait(self._reader)
         self._reader = self._writer = None
-        if self._queued_done is not None and not self._queued_done.done():
-            self._queued_done.set_exception(store_error("the registry is closing"))
+        if self._queued_done is not None:
+            _settle(self._queued_done, store_error("the registry is closing"))
         self._queued, self._queued_done = [], None
         for client in (self._producer, self._consumer):
             if client is not None:
                 await client.close()
         self._producer = self._consumer = None
+
+
+def _settle(done: asyncio.Future, failure: BaseException | None) -> None:
+    """Resolve a batch's future (None: written), unless it is already done."""
+    if done.done():
+        return
+    if failure is None:
+        done.set_result(None)
+    else:
+        done.set_exception(failure)
