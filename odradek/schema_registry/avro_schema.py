@@ -28,14 +28,18 @@ class AvroSchema:
     text: str
     parsed: object
     named: dict = field(default_factory=dict)
+    source: object = None  # the text's JSON, loaded once by parse
 
     schema_type = "AVRO"
 
+    def _source(self):
+        return json.loads(self.text) if self.source is None else self.source
+
     def canonical(self) -> str:
-        return json.dumps(json.loads(self.text), separators=(",", ":"))
+        return json.dumps(self._source(), separators=(",", ":"))
 
     def normalized(self) -> str:
-        return json.dumps(_normal(json.loads(self.text), None), separators=(",", ":"), sort_keys=True)
+        return json.dumps(_normal(self._source(), None), separators=(",", ":"), sort_keys=True)
 
 
 def parse(text: str, references: list[str] | None = None) -> AvroSchema:
@@ -56,7 +60,7 @@ def parse(text: str, references: list[str] | None = None) -> AvroSchema:
         raise AvroParseError(f"not an Avro schema: {exc}") from None
     if isinstance(parsed, dict):
         parsed = {k: v for k, v in parsed.items() if not k.startswith("__")}
-    return AvroSchema(text, parsed, named)
+    return AvroSchema(text, parsed, named, obj)
 
 
 NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")

@@ -13,6 +13,8 @@ kind and path.
 
 from __future__ import annotations
 
+import referencing.exceptions
+
 from .json_schema import JsonSchema
 
 NUMERIC = {"integer", "number"}
@@ -25,7 +27,7 @@ BOUNDS = {
 
 
 def reader_reads_writer(reader: JsonSchema, writer: JsonSchema) -> list[str]:
-    return _Check(reader.parsed, writer.parsed).check(reader.parsed, writer.parsed, "")
+    return _Check(reader, writer).check(reader.parsed, writer.parsed, "")
 
 
 def _types(schema: dict) -> set[str]:
@@ -36,27 +38,48 @@ def _types(schema: dict) -> set[str]:
 
 
 class _Check:
-    def __init__(self, reader_root, writer_root):
-        self.roots = {"reader": reader_root, "writer": writer_root}
+    def __init__(self, reader: JsonSchema, writer: JsonSchema):
+        self.roots = {"reader": reader.parsed, "writer": writer.parsed}
+        self.resolvers = {"reader": reader.resolver, "writer": writer.resolver}
         self.seen: set[tuple[int, int]] = set()
 
     def _deref(self, schema, side: str):
-        for _ in range(32):  # a chain of local refs ends; a cycle is cut here
+        """Follow ``$ref``s with the side's current resolver: local pointers into the document
+        being read, other documents through the schema's references (by the reference's name).
+        Following one makes its document current for what lies below (``check`` restores the
+        resolvers on its way out). A ``$ref`` left unresolved is compared by value."""
+        for _ in range(32):  # a chain of refs ends; a cycle is cut here
             if not isinstance(schema, dict) or not isinstance(schema.get("$ref"), str):
                 return schema
             ref = schema["$ref"]
-            if not ref.startswith("#"):
-                return schema
-            node = self.roots[side]
-            for part in [p for p in ref[1:].split("/") if p]:
-                node = node.get(part.replace("~1", "/").replace("~0", "~")) if isinstance(node, dict) else None
+            resolver = self.resolvers[side]
+            if resolver is None:  # not parsed with references: local pointers into the root only
+                node = self._local(ref, side) if ref.startswith("#") else None
+            else:
+                try:
+                    resolved = resolver.lookup(ref)
+                except referencing.exceptions.Unresolvable:
+                    return schema
+                node, self.resolvers[side] = resolved.contents, resolved.resolver
             if node is None:
                 return schema
             schema = node
         return schema
 
+    def _local(self, ref: str, side: str):
+        node = self.roots[side]
+        for part in [p for p in ref[1:].split("/") if p]:
+            node = node.get(part.replace("~1", "/").replace("~0", "~")) if isinstance(node, dict) else None
+        return node
+
     def check(self, reader, writer, path: str) -> list[str]:
-        reader, writer = self._deref(reader, "reader"), self._deref(writer, "writer")
+        outer = dict(self.resolvers)
+        try:
+            return self._check(self._deref(reader, "reader"), self._deref(writer, "writer"), path)
+        finally:
+            self.resolvers = outer
+
+    def _check(self, reader, writer, path: str) -> list[str]:
         where = path or "/"
         if reader is True or reader == {}:
             return []

@@ -1,14 +1,20 @@
 """The registry's operations over the ``_schemas`` view: the answers of the REST API as dicts.
 
-Reads answer from the in-memory state. Writes (register, delete, config, mode) decide
-against that state and append a record under one lock, so decisions and writes happen
-one at a time, in the order the topic records them (Confluent's single writer).
+Reads answer from the in-memory state. Writes decide under one lock, in the order the
+topic records them (Confluent's single writer). A registration decides, queues its record
+for the store's next batch and releases the lock, so registrations arriving together share
+one produce; what they have queued but not yet applied (ids handed out, subjects with a
+version on the way) is kept beside the state so the next decision counts it. Other writes
+(deletes, config, mode) first wait until everything queued is applied, then decide.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
+import json
+from collections import OrderedDict
 
 from . import compatibility, protobuf_descriptor, protobuf_schema
 from . import registry_errors as err
@@ -21,6 +27,7 @@ from .schemas_topic import SchemasTopic
 
 MODES = ("READWRITE", "READONLY", "IMPORT")
 MAX_VERSION = 2**31 - 1
+PARSED_CACHE_SIZE = 1024
 
 
 def parse_version(value, allow_latest: bool = True) -> int | None:
@@ -59,6 +66,12 @@ class Registry:
         self.store = store
         self.default_level = default_level
         self._write_lock = asyncio.Lock()
+        # Registrations queued in the store and not yet applied to the state:
+        self._pending_subjects: dict[str, asyncio.Future] = {}
+        self._pending_ids: dict = {}  # content key → the id its queued record carries
+        self._highest_id_given = 0  # never goes down, so a failed write's id is not handed out again
+        self._parsed_cache: OrderedDict = OrderedDict()
+        self._bodies_by_id: dict[tuple[int, str | None], tuple[SchemaVersion, bytes]] = {}
 
     @property
     def state(self):
@@ -72,6 +85,20 @@ class Registry:
             raise err.schema_not_found(f"Schema {schema_id} not found")
         return sv
 
+    def schema_by_id_body(self, schema_id: int, fmt: str | None = None) -> bytes:
+        """``schema_by_id`` encoded as the response body, kept per id and format: the hot path
+        of every deserializer that meets a new id. An entry is used while the id still maps
+        to the same stored version (the state replaces that object when the record changes)."""
+        key = (schema_id, "serialized" if fmt == "serialized" else None)  # other formats: as stored
+        cached = self._bodies_by_id.get(key)
+        sv = self.state.by_id.get(schema_id)
+        if cached is not None and cached[0] is sv:
+            return cached[1]
+        self._bodies_by_id.pop(key, None)
+        body = json.dumps(self.schema_by_id(schema_id, key[1])).encode()
+        self._bodies_by_id[key] = (self._by_id(schema_id), body)
+        return body
+
     def schema_by_id(self, schema_id: int, fmt: str | None = None) -> dict:
         sv = self._by_id(schema_id)
         shown = version_json(sv)
@@ -84,7 +111,7 @@ class Registry:
         if fmt != "serialized" or sv.schema_type != "PROTOBUF" or protobuf_schema.is_descriptor(sv.schema):
             return sv.schema
         imported: dict[str, str] = {}
-        for text in self._reference_texts(sv.references, set()):
+        for _, text in self._referenced(sv.references, set()):
             try:
                 ref = protobuf_schema.parse(text)
             except ValueError:
@@ -137,9 +164,9 @@ class Registry:
 
     # -- parsing request bodies -------------------------------------------------------------
 
-    def _reference_texts(self, references: tuple[Reference, ...], seen: set) -> list[str]:
-        """The referenced schemas' texts, each after its own references (dependencies first)."""
-        texts: list[str] = []
+    def _referenced(self, references: tuple[Reference, ...], seen: set) -> list[tuple[str, str]]:
+        """(name, text) of the referenced schemas, each after its own references (dependencies first)."""
+        found: list[tuple[str, str]] = []
         for ref in references:
             if (ref.subject, ref.version) in seen:
                 continue
@@ -150,9 +177,9 @@ class Registry:
                     f"the reference {ref.name!r} names subject {ref.subject!r} version {ref.version}, "
                     "which does not exist; register it first"
                 )
-            texts += self._reference_texts(sv.references, seen)
-            texts.append(sv.schema)
-        return texts
+            found += self._referenced(sv.references, seen)
+            found.append((ref.name, sv.schema))
+        return found
 
     def candidate(self, body, normalize: bool = False) -> Candidate:
         """The schema of a register/lookup/compatibility body; 42201 when it cannot be used."""
@@ -170,9 +197,9 @@ class Registry:
             references = rec.parse_references(body.get("references"))
         except ValueError as exc:
             raise err.invalid_schema(str(exc)) from None
-        ref_texts = self._reference_texts(references, set())
+        referenced = self._referenced(references, set())
         try:
-            parsed = kind.parse(text, ref_texts)
+            parsed = self._parse(kind.name, text, referenced)
         except ValueError as exc:
             raise err.invalid_schema(str(exc)) from None
         except RecursionError:
@@ -187,8 +214,22 @@ class Registry:
         stored = parsed.normalized() if normalize else parsed.canonical()
         return Candidate(kind.name, stored, references, parsed)
 
+    def _parse(self, schema_type: str, text: str, referenced: list[tuple[str, str]]) -> ParsedSchema:
+        """A schema parsed with its references' texts, remembered for the next request that
+        brings the same text (a client re-registering, a compatibility check of old versions)."""
+        key = (schema_type, text, tuple(referenced))
+        parsed = self._parsed_cache.get(key)
+        if parsed is None:
+            parsed = TYPES[schema_type].parse(text, referenced)
+            self._parsed_cache[key] = parsed
+            if len(self._parsed_cache) > PARSED_CACHE_SIZE:
+                self._parsed_cache.popitem(last=False)
+        else:
+            self._parsed_cache.move_to_end(key)
+        return parsed
+
     def _parsed(self, sv: SchemaVersion):
-        return TYPES[sv.schema_type].parse(sv.schema, self._reference_texts(sv.references, set()))
+        return self._parse(sv.schema_type, sv.schema, self._referenced(sv.references, set()))
 
     def _same(self, sv: SchemaVersion, cand: Candidate, normalize: bool) -> bool:
         if sv.schema_type != cand.schema_type or sv.references != cand.references:
@@ -248,38 +289,75 @@ class Registry:
             where = f"Subject {subject}" if subject and subject in self.state.modes else "The registry"
             raise err.operation_not_permitted(f"{where} is in read-only mode")
 
-    async def register(self, subject: str, body, normalize: bool = False) -> dict:
+    @contextlib.asynccontextmanager
+    async def _deciding_alone(self):
+        """The write lock, once every queued registration has been applied: a delete or a
+        config change decides against the state with nothing on the way."""
         async with self._write_lock:
-            self._check_writable(subject)
-            mode = self.mode(subject)
-            cand = self.candidate(body, normalize)
-            given_id = body.get("id") if isinstance(body, dict) else None
-            given_version = body.get("version") if isinstance(body, dict) else None
-            if given_id is not None and mode != "IMPORT":
-                raise err.operation_not_permitted(
-                    f"Subject {subject} is not in import mode: a schema with a given id needs mode IMPORT"
-                )
-            live = self.state.subject_versions(subject)
-            for sv in reversed(live):
-                if self._same(sv, cand, normalize) and given_id in (None, sv.id):
-                    return {"id": sv.id}
-            if mode != "IMPORT":
-                reasons = self._reasons(subject, live, cand, self.level(subject))
-                if reasons:
-                    raise err.incompatible(
-                        f"Schema being registered is incompatible with an earlier schema for subject "
-                        f"\"{subject}\", details: {reasons}"
-                    )
-            schema_id = self._assign_id(cand, given_id)
-            version = self._assign_version(subject, given_version, mode)
-            sv = SchemaVersion(subject, version, schema_id, cand.schema_type, cand.text, cand.references)
-            await self.store.write(rec.schema_key(subject, version), rec.schema_value(sv))
-            return {"id": schema_id}
+            await self.store.settled()
+            yield
 
-    def _assign_id(self, cand: Candidate, given_id) -> int:
-        existing = self.state.ids_by_content.get(content_key(cand.schema_type, cand.text, cand.references))
+    async def register(self, subject: str, body, normalize: bool = False) -> dict:
+        while True:
+            async with self._write_lock:
+                before = self._pending_subjects.get(subject)
+                if before is None:
+                    decided = await self._decide_registration(subject, body, normalize)
+                    if isinstance(decided, dict):
+                        return decided
+                    break
+            await asyncio.wait([before])  # the subject's previous version first: decide after it
+        written, key, schema_id = decided
+        try:
+            await asyncio.shield(written)  # shared by the batch: a cancelled caller leaves it be
+        finally:
+            if self._pending_subjects.get(subject) is written:
+                del self._pending_subjects[subject]
+            if self._pending_ids.get(key) == schema_id:
+                del self._pending_ids[key]
+        return {"id": schema_id}
+
+    async def _decide_registration(self, subject: str, body, normalize: bool):
+        """Under the lock: the id of an existing version ({"id": n}), or the queued write,
+        its content key and the new id."""
+        self._check_writable(subject)
+        mode = self.mode(subject)
+        cand = self.candidate(body, normalize)
+        given_id = body.get("id") if isinstance(body, dict) else None
+        given_version = body.get("version") if isinstance(body, dict) else None
+        if given_id is not None and mode != "IMPORT":
+            raise err.operation_not_permitted(
+                f"Subject {subject} is not in import mode: a schema with a given id needs mode IMPORT"
+            )
+        if given_id is not None:
+            await self.store.settled()  # a given id is checked against everything written
+        live = self.state.subject_versions(subject)
+        for sv in reversed(live):
+            if self._same(sv, cand, normalize) and given_id in (None, sv.id):
+                return {"id": sv.id}
+        if mode != "IMPORT":
+            reasons = self._reasons(subject, live, cand, self.level(subject))
+            if reasons:
+                raise err.incompatible(
+                    f"Schema being registered is incompatible with an earlier schema for subject "
+                    f"\"{subject}\", details: {reasons}"
+                )
+        key = content_key(cand.schema_type, cand.text, cand.references)
+        schema_id = self._assign_id(key, cand, given_id)
+        version = self._assign_version(subject, given_version, mode)
+        sv = SchemaVersion(subject, version, schema_id, cand.schema_type, cand.text, cand.references)
+        written = self.store.enqueue(rec.schema_key(subject, version), rec.schema_value(sv))
+        self._pending_subjects[subject] = written
+        self._pending_ids.setdefault(key, schema_id)
+        self._highest_id_given = max(self._highest_id_given, schema_id)
+        return written, key, schema_id
+
+    def _assign_id(self, key, cand: Candidate, given_id) -> int:
         if given_id is None:
-            return existing if existing is not None else self.state.max_id + 1
+            existing = self.state.ids_by_content.get(key) or self._pending_ids.get(key)
+            if existing is not None:
+                return existing
+            return max(self.state.max_id, self._highest_id_given) + 1
         if isinstance(given_id, bool) or not isinstance(given_id, int) or given_id < 1:
             raise err.unprocessable(f"id must be a positive integer, got {given_id!r}")
         holder = self.state.by_id.get(given_id)
@@ -308,7 +386,7 @@ class Registry:
             )
 
     async def delete_subject(self, subject: str, permanent: bool = False) -> list[int]:
-        async with self._write_lock:
+        async with self._deciding_alone():
             self._check_writable(subject)
             every = self.state.subject_versions(subject, deleted=True)
             if not every:
@@ -333,7 +411,7 @@ class Registry:
             return [sv.version for sv in every]
 
     async def delete_version(self, subject: str, version, permanent: bool = False) -> int:
-        async with self._write_lock:
+        async with self._deciding_alone():
             self._check_writable(subject)
             wanted = parse_version(version)
             if wanted is None:
@@ -380,13 +458,13 @@ class Registry:
         level = compatibility.parse_level(value)
         if level is None:
             raise err.invalid_compatibility_level(value)
-        async with self._write_lock:
+        async with self._deciding_alone():
             self._check_writable(subject)
             await self.store.write(rec.config_key(subject), rec.config_value(level))
         return {"compatibility": level}
 
     async def delete_config(self, subject: str | None) -> dict:
-        async with self._write_lock:
+        async with self._deciding_alone():
             if subject is not None and not self.state.versions.get(subject):
                 raise err.subject_not_found(subject)
             previous = self.level(subject)
@@ -403,7 +481,7 @@ class Registry:
         mode = value.strip().upper() if isinstance(value, str) else None
         if mode not in MODES:
             raise err.invalid_mode(value)
-        async with self._write_lock:
+        async with self._deciding_alone():
             if mode == "IMPORT" and not force:
                 has = self.state.subject_versions(subject) if subject else self.state.subjects()
                 if has:
@@ -414,7 +492,7 @@ class Registry:
         return {"mode": mode}
 
     async def delete_mode(self, subject: str) -> dict:
-        async with self._write_lock:
+        async with self._deciding_alone():
             if not self.state.versions.get(subject) and subject not in self.state.modes:
                 raise err.subject_not_found(subject)
             previous = self.mode(subject)

@@ -8,7 +8,8 @@ the brokers' ACLs, with ``super.users`` and ``allow.everyone.if.no.acl.found`` a
 reads them), ``kafkastore.bootstrap.servers``
 (required), ``kafkastore.topic`` (``_schemas``), ``schema.compatibility.level`` (``backward``;
 the older ``avro.compatibility.level`` too), ``host.name``, ``leader.eligibility`` (``true``),
-``schema.registry.group.id`` (``schema-registry``), ``kafkastore.timeout.ms``, and every
+``schema.registry.group.id`` (``schema-registry``), ``kafkastore.timeout.ms``,
+``kafkastore.topic.replication.factor`` (3, at most the live brokers), and every
 ``kafkastore.<client option>`` (``kafkastore.security.protocol``, ``kafkastore.sasl.*``,
 ``kafkastore.ssl.*``), handed to Odradek's client with the prefix dropped. Other keys of
 Confluent's registry are accepted with a warning naming them: they have no effect here.
@@ -30,7 +31,9 @@ from .compatibility import parse_level
 log = logging.getLogger("odradek.schema_registry")
 
 CLIENT_PREFIX = "kafkastore."
-OWN_KAFKASTORE_KEYS = {"kafkastore.bootstrap.servers", "kafkastore.topic", "kafkastore.timeout.ms"}
+OWN_KAFKASTORE_KEYS = {
+    "kafkastore.bootstrap.servers", "kafkastore.topic", "kafkastore.timeout.ms", "kafkastore.topic.replication.factor",
+}  # fmt: skip
 READ_KEYS = {
     "listeners",
     "host.name",
@@ -71,6 +74,7 @@ class RegistryConfig:
     listeners: list[Listener]
     bootstrap_servers: str
     topic: str = "_schemas"
+    topic_replication_factor: int = 3  # at most the live brokers, as Confluent's registry creates it
     compatibility_level: str = "BACKWARD"
     host_name: str = field(default_factory=socket.gethostname)
     leader_eligibility: bool = True
@@ -168,6 +172,14 @@ def from_properties(props: dict[str, str]) -> RegistryConfig:
         timeout_ms = int(props.get("kafkastore.timeout.ms", "30000"))
     except ValueError:
         raise RegistryConfigError("kafkastore.timeout.ms must be an integer (milliseconds)") from None
+    try:
+        replication_factor = int(props.get("kafkastore.topic.replication.factor", "3"))
+    except ValueError:
+        replication_factor = 0
+    if replication_factor < 1:
+        raise RegistryConfigError(
+            "kafkastore.topic.replication.factor must be a positive integer (the schemas topic's replicas; default 3)"
+        )
     client_options = {
         key[len(CLIENT_PREFIX):].replace(".", "_"): value
         for key, value in props.items()
@@ -210,6 +222,7 @@ def from_properties(props: dict[str, str]) -> RegistryConfig:
         listeners=listeners,
         bootstrap_servers=bootstrap,
         topic=props.get("kafkastore.topic", "_schemas").strip() or "_schemas",
+        topic_replication_factor=replication_factor,
         compatibility_level=level,
         host_name=props.get("host.name", "").strip() or socket.gethostname(),
         leader_eligibility=_bool(

@@ -49,6 +49,9 @@ class RegistryMetrics:
             registry=self.collectors,
         )
         leader.set_function(lambda: 1 if is_leader() else 0)
+        # The labelled children, looked up once: labels() costs more than the request it counts.
+        self._counted: dict[tuple[str, str, str], Counter] = {}
+        self._timed: dict[str, Histogram] = {}
 
     @web.middleware
     async def middleware(self, request: web.Request, handler):
@@ -65,8 +68,17 @@ class RegistryMetrics:
             raise
         finally:
             if endpoint != "/metrics":
-                self.requests.labels(endpoint, request.method, str(status)).inc()
-                self.latency.labels(endpoint).observe(time.perf_counter() - started)
+                self._observe(endpoint, request.method, status, time.perf_counter() - started)
+
+    def _observe(self, endpoint: str, method: str, status: int, seconds: float) -> None:
+        counted = self._counted.get((endpoint, method, str(status)))
+        if counted is None:
+            counted = self._counted[(endpoint, method, str(status))] = self.requests.labels(endpoint, method, str(status))
+        counted.inc()
+        timed = self._timed.get(endpoint)
+        if timed is None:
+            timed = self._timed[endpoint] = self.latency.labels(endpoint)
+        timed.observe(seconds)
 
     async def handle(self, request: web.Request) -> web.Response:
         body = generate_latest(self.collectors)

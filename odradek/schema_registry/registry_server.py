@@ -40,7 +40,9 @@ class RegistryServer:
                 sasl_verifier(config.store_client_options, config.timeout_s), acls.authorize if config.acls else None
             )
         self.security = security
-        self.store = SchemasTopic(config.store_client_options, config.topic, config.timeout_s)
+        self.store = SchemasTopic(
+            config.store_client_options, config.topic, config.timeout_s, config.topic_replication_factor
+        )
         self.registry = Registry(self.store, config.compatibility_level)
         self._runner: web.AppRunner | None = None
         self._loader: asyncio.Task | None = None
@@ -93,10 +95,11 @@ class RegistryServer:
 
     async def _forward(self, request: web.Request, body: bytes) -> web.Response | None:
         """None when this instance leads (the request is answered here), else the leader's answer."""
-        try:
-            await asyncio.wait_for(self._leader_known.wait(), self.config.timeout_s)
-        except TimeoutError:
-            raise err.unknown_leader("no leader-eligible registry instance has been elected") from None
+        if not self._leader_known.is_set():  # (wait_for costs a task: not on every write)
+            try:
+                await asyncio.wait_for(self._leader_known.wait(), self.config.timeout_s)
+            except TimeoutError:
+                raise err.unknown_leader("no leader-eligible registry instance has been elected") from None
         assert self.elector is not None
         if self.elector.is_leader:
             if self._needs_catch_up:

@@ -113,7 +113,8 @@ def routes() -> web.RouteTableDef:
 
     @r.get("/schemas/ids/{id}")
     async def schema_by_id(request):
-        return reply(registry(request).schema_by_id(_int_path(request, "id"), request.query.get("format")))
+        body = registry(request).schema_by_id_body(_int_path(request, "id"), request.query.get("format"))
+        return web.Response(body=body, content_type=CONTENT_TYPE)
 
     @r.get("/schemas/ids/{id}/schema")
     async def raw_schema_by_id(request):

@@ -1,8 +1,9 @@
 """The schema types this registry serves: how each is parsed and checked.
 
-A type is a parser (text, the texts of its references in dependency order → a parsed
+A type is a parser (text, its references as (name, text) in dependency order → a parsed
 schema with ``canonical()`` and ``normalized()``, ValueError when invalid) and a
-reader/writer check (``compatibility.ReaderReadsWriter``).
+reader/writer check (``compatibility.ReaderReadsWriter``). Avro and Protobuf find referenced
+types inside the texts; JSON Schema resolves a ``$ref`` by the reference's name.
 """
 
 from __future__ import annotations
@@ -27,17 +28,24 @@ class ParsedSchema(Protocol):
     def normalized(self) -> str: ...
 
 
+Referenced = list[tuple[str, str]]
+
+
 @dataclass(frozen=True)
 class SchemaType:
     name: str
-    parse: Callable[[str, list[str]], ParsedSchema]
+    parse: Callable[[str, Referenced], ParsedSchema]
     reads: Callable[[Any, Any], list[str]]
 
 
+def _by_text(parse: Callable[[str, list[str]], ParsedSchema]) -> Callable[[str, Referenced], ParsedSchema]:
+    return lambda text, referenced: parse(text, [ref_text for _, ref_text in referenced])
+
+
 TYPES: dict[str, SchemaType] = {
-    "AVRO": SchemaType("AVRO", avro_schema.parse, avro_compatibility.reader_reads_writer),
+    "AVRO": SchemaType("AVRO", _by_text(avro_schema.parse), avro_compatibility.reader_reads_writer),
     "JSON": SchemaType("JSON", json_schema.parse, json_compatibility.reader_reads_writer),
-    "PROTOBUF": SchemaType("PROTOBUF", protobuf_schema.parse, protobuf_compatibility.reader_reads_writer),
+    "PROTOBUF": SchemaType("PROTOBUF", _by_text(protobuf_schema.parse), protobuf_compatibility.reader_reads_writer),
 }
 
 

@@ -96,3 +96,15 @@ def test_reasons_name_the_rule_and_the_path():
 def test_invalid_json_schemas_are_refused(text):
     with pytest.raises(JsonSchemaParseError):
         parse(text)
+
+
+def test_a_ref_into_a_referenced_schema_is_followed_there_and_its_own_pointers_stay_in_it():
+    def address(text_type: str) -> str:  # Street points at Text inside address.json
+        return json.dumps({"definitions": {"Street": {"$ref": "#/definitions/Text"}, "Text": {"type": text_type}}})
+
+    # The order's own Text is a string: resolving address.json's pointer in the order would hide the change.
+    order = obj({"street": {"$ref": "address.json#/definitions/Street"}}, definitions={"Text": S})
+    old = parse(order, [("address.json", address("string"))])
+    assert check(reader_reads_writer, [old], parse(order, [("address.json", address("string"))]), "FULL") == []
+    [reason] = check(reader_reads_writer, [old], parse(order, [("address.json", address("integer"))]), "BACKWARD")
+    assert reason.startswith("TYPE_CHANGED at /properties/street"), reason

@@ -45,12 +45,15 @@ def test_security_settings_that_cannot_work_are_refused_naming_the_key():
         ({"authentication.method": "BASIC"}, "kafkastore.security.protocol"),
         ({"authentication.method": "KERBEROS"}, "authentication.method"),
         ({"authorizer.class.name": "kafka.security.authorizer.AclAuthorizer"}, "authentication.method=BASIC"),
+        ({"kafkastore.topic.replication.factor": "0"}, "kafkastore.topic.replication.factor"),
         ({"authentication.method": "BASIC", "kafkastore.security.protocol": "SASL_PLAINTEXT",
           "kafkastore.sasl.jaas.config": JAAS, "super.users": "alice"}, "super.users"),
     ]:  # fmt: skip
         with pytest.raises(RegistryConfigError) as refused:
             from_properties({**base, **settings})
         assert named in str(refused.value), (settings, str(refused.value))
+    assert from_properties({**base, "kafkastore.topic.replication.factor": "2"}).topic_replication_factor == 2
+    assert from_properties(base).topic_replication_factor == 3, "Confluent's default"
 
 
 def test_until_the_brokers_can_be_read_requests_get_50001_then_answers(broker, tmp_path):

@@ -75,3 +75,29 @@ def test_the_view_applies_records_a_confluent_registry_wrote():
     state.apply(rec.schema_key("a", 1), None)
     assert 7 not in state.by_id and state.max_id == 9
     assert state.subjects_of_id(9) == [("a", 2)]
+
+
+def test_writes_queued_together_share_one_batch_and_a_cancelled_caller_leaves_the_rest_written(broker):
+    import asyncio
+    import uuid
+
+    from odradek.schema_registry.schemas_topic import SchemasTopic
+
+    async def scenario():
+        store = SchemasTopic({"bootstrap_servers": broker.bootstrap_servers}, f"_schemas-{uuid.uuid4().hex[:8]}", 30)
+        await store.start()
+        try:
+            keys = [rec.config_key(f"s{i}") for i in range(5)]
+            writers = [asyncio.ensure_future(store.write(key, rec.config_value("FULL"))) for key in keys]
+            await asyncio.sleep(0)  # every write queued before the first batch goes out
+            writers[2].cancel()  # its caller gave up; the record and the others' answers stand
+            results = await asyncio.gather(*writers, return_exceptions=True)
+            assert isinstance(results[2], asyncio.CancelledError)
+            assert [r for i, r in enumerate(results) if i != 2] == [None] * 4
+            assert store.state.configs == {f"s{i}": "FULL" for i in range(5)}
+            await store.write(rec.config_key(None), rec.config_value("NONE"))  # the writer still writes
+            assert store.state.configs[None] == "NONE" and store.position == 6
+        finally:
+            await store.close()
+
+    asyncio.run(asyncio.wait_for(scenario(), 60))
