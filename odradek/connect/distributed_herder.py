@@ -63,6 +63,7 @@ class DistributedHerder(StandaloneHerder):
         self._changes: asyncio.Queue[tuple[str, str]] = asyncio.Queue()
         self._background: list[asyncio.Task] = []
         self._work_signature: dict[str, int] | None = None
+        self.rebalances = 0
 
     async def start(self, url: str) -> None:
         self.url = url
@@ -110,14 +111,28 @@ class DistributedHerder(StandaloneHerder):
             alloc.setdefault(connector, []).append(task)
         return WorkerMetadata(self.url, self.state.offset, alloc)
 
-    def _assign(self, protocol: str, leader: str, members: dict[str, WorkerMetadata]) -> dict[str, Assignment]:
-        plan, delay = self.assignor.assign(leader, self.url, self.state.offset, self._work(), members)
+    def _assign(self, protocol: str, leader: str, members: dict[str, WorkerMetadata],
+                generation: int) -> dict[str, Assignment]:
+        work = self._work()
+        plan, delay = self.assignor.assign(leader, self.url, self.state.offset, work, members, generation,
+                                           self.group.generation, self._last_owners(work))
         if delay > 0:
             asyncio.get_running_loop().call_later(delay, self.group.request_rejoin)
         return plan
 
+    def _last_owners(self, work: set[Item]) -> dict[Item, str]:
+        """The worker each connector and task last reported from (the status topic), unless it stopped it."""
+        out: dict[Item, str] = {}
+        for name, task in work:
+            key = f"status-connector-{name}" if task == CONNECTOR_TASK else f"status-task-{name}-{task}"
+            status = self.statuses.get(key) or {}
+            if status.get("worker_id") and status.get("state") != UNASSIGNED:
+                out[(name, task)] = str(status["worker_id"])
+        return out
+
     async def _on_assignment(self, assignment: Assignment, generation: int) -> None:
         self.generation, self.leader_url = generation, assignment.leader_url
+        self.rebalances += 1
         if assignment.config_offset > self.state.offset:
             await self.config_log.read_to_end()
         async with self.lock:
@@ -284,6 +299,10 @@ class DistributedHerder(StandaloneHerder):
         for key in keys:
             self._published.pop(key, None)
         await self.status_log.send_many([(k.encode(), None) for k in keys])
+
+    def rebalance_metrics(self) -> dict[str, Any]:
+        return {"leader_name": self.leader_url, "epoch": self.generation, "rebalancing": self.group.rebalancing,
+                "completed_rebalances_total": self.rebalances}
 
     # -- the REST API's reads --------------------------------------------------------------
 

@@ -73,6 +73,10 @@ class StandaloneHerder:
             raise not_found(name)
         return self.configs[name]
 
+    def rebalance_metrics(self) -> dict[str, Any] | None:
+        """The group's metrics (distributed mode only)."""
+        return None
+
     def connector_type(self, name: str) -> str:
         state = self.worker.connectors.get(name)
         if state is not None:

@@ -1,4 +1,5 @@
-"""A Connect worker process for the tests: ``python -m odradek connect standalone …`` on free ports."""
+"""A Connect worker process for the tests (``python -m odradek connect standalone|distributed …`` on
+free ports), and the REST and topic reads the Connect tests share."""
 
 from __future__ import annotations
 
@@ -7,7 +8,9 @@ import sys
 from pathlib import Path
 
 import requests
+from support import wait_until
 
+from odradek import Consumer, TopicPartition
 from odradek.testing.process import free_port, wait_for_port
 
 
@@ -91,3 +94,54 @@ class WorkerProcess:
 
     def request(self, method: str, path: str, **kw):
         return requests.request(method, self.url + path, timeout=30, **kw)
+
+
+def sink_lines(path) -> list[str]:
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def running_tasks(worker: WorkerProcess, name: str) -> list[dict]:
+    try:
+        answer = worker.get(f"/connectors/{name}/status")
+    except OSError:
+        return []
+    if answer.status_code != 200:
+        return []
+    return [t for t in answer.json()["tasks"] if t["state"] == "RUNNING"]
+
+
+def write(worker: WorkerProcess, method: str, path: str, **kw):
+    """A REST write, retried while the group rebalances (409 stale configuration), as a client would."""
+    last = []
+
+    def attempt():
+        answer = worker.request(method, path, **kw)
+        last[:] = [answer.text]
+        stale = answer.status_code == 409 and "stale configuration" in answer.text
+        return None if stale else [answer]  # (a Response of 4xx is falsy)
+
+    try:
+        return wait_until(attempt, 60, f"{method} {path} outside a rebalance")[0]
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}; last answer: {last}") from None
+
+
+def create(worker: WorkerProcess, name: str, config: dict) -> None:
+    answer = write(worker, "POST", "/connectors", json={"name": name, "config": config})
+    assert answer.status_code == 201, answer.text
+
+
+def committed_records(bootstrap: str, topic: str, expected: int) -> tuple[list[tuple[bytes | None, bytes]], int]:
+    """The committed records of ``topic`` once ``expected`` of them are readable, and its end offset.
+
+    The source task's last transaction may still be open when the sink has written its lines
+    (the sink reads uncommitted records, as Kafka's does), so wait for the commit."""
+    with Consumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest",
+                  isolation_level="read_committed") as consumer:
+        tp = TopicPartition(topic, 0)
+        consumer.assign([tp])
+        records = []
+        wait_until(lambda: len(records) >= expected, 60, f"{expected} committed records in {topic}",
+                   step=lambda: records.extend(consumer.poll(0.5)))
+        end = consumer.end_offsets([tp])[tp]
+    return [(r.key, r.value) for r in records], end
