@@ -18,6 +18,7 @@ import logging
 import traceback
 from typing import Any
 
+from odradek.client.producer.producer import Producer
 from odradek.connect.connect_assignor import IncrementalAssignor, Item, items_of
 from odradek.connect.connect_group import ConnectGroupMember
 from odradek.connect.connect_protocol import CONNECTOR_TASK, Assignment, WorkerMetadata
@@ -28,6 +29,15 @@ from odradek.connect.worker import STOPPED, Worker
 from odradek.connect.worker_tasks import FAILED, PAUSED, RUNNING, UNASSIGNED
 
 log = logging.getLogger("odradek.connect")
+
+
+async def fence_producer(options: dict, transactional_id: str) -> None:
+    producer = Producer(**options, enable_idempotence=True, transactional_id=transactional_id)
+    await producer.start()
+    try:
+        await producer.init_transactions()
+    finally:
+        await producer.close()
 
 STATUS_INTERVAL_S = 0.5
 
@@ -40,6 +50,7 @@ class DistributedHerder(StandaloneHerder):
         self.targets = self.state.targets
         self.statuses: dict[str, dict[str, Any]] = {}
         self.offset_store = offset_store
+        self.exactly_once_source = offset_store.exactly_once_group is not None
         self.owned: set[Item] = set()
         self.generation = -1
         self.url = ""
@@ -179,7 +190,28 @@ class DistributedHerder(StandaloneHerder):
             return
         records = [(f"task-{name}-{i}".encode(), dumps({"properties": c})) for i, c in enumerate(configs)]
         records.append((f"commit-{name}".encode(), dumps({"tasks": len(configs)})))
+        if self._fences(name):
+            await self._fence_zombies(name)
+            records.append((f"task-count-record-{name}".encode(), dumps({"task-count": len(configs)})))
         await self.config_log.send_many(records)
+
+    def _fences(self, name: str) -> bool:
+        """Whether new task configs of ``name`` first fence its earlier tasks' producers (KIP-618)."""
+        return self.exactly_once_source and self.connector_type(name) == "source"
+
+    async def _fence_zombies(self, name: str) -> None:
+        """Fence the transactional producers of every task of the connector's last generation.
+
+        A task of an earlier generation may still run on a worker the group has lost sight of (a
+        zombie); once its transactional id is fenced it can commit nothing more, whatever the new
+        task count. InitProducerId on each id, as Kafka's ``Admin.fenceProducers``, aborts the
+        zombie's open transaction."""
+        count = max(self.state.task_counts.get(name, 0), len(self.state.tasks.get(name, [])))
+        ids = [self.offset_store.transactional_id(name, task) for task in range(count)]
+        await asyncio.gather(*(fence_producer(self.worker.client_options("producer"), tid) for tid in ids if tid))
+        if ids:
+            log.info("connector %s: fenced the producers of its %d earlier task(s) before writing new task configs",
+                     name, len(ids))
 
     async def _start_owned_task(self, name: str, task: int) -> None:
         configs = self.state.tasks.get(name, [])
@@ -222,11 +254,12 @@ class DistributedHerder(StandaloneHerder):
             await self._apply_target(name, owns_connector, local_tasks)
         elif kind == "commit":
             configs = self.state.tasks.get(name, [])
+            fenced = self._fences(name)  # every task's producer was fenced: each starts anew
             for task in local_tasks:
                 runner = self.worker.tasks.get((name, task))
                 if task >= len(configs):
                     await self._stop_items({(name, task)})
-                elif runner is None or runner.props != configs[task]:
+                elif runner is None or runner.props != configs[task] or fenced:
                     await self.worker.stop_tasks(name, [task])
                     await self._start_owned_task(name, task)
         elif kind.startswith("restart:"):

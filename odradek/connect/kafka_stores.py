@@ -5,7 +5,8 @@ Config topic (one partition): ``connector-<name>`` → ``{"properties": {...}}``
 ``task-<name>-<n>`` → ``{"properties": {...}}``, ``commit-<name>`` → ``{"tasks": n}`` (the task
 configs written before it take effect), ``target-state-<name>`` → ``{"state": "STARTED"|"PAUSED",
 "state.v2": "STARTED"|"PAUSED"|"STOPPED"}``, ``restart-connector-<name>`` → ``{"include-tasks": b,
-"only-failed": b}``. Status topic: ``status-connector-<name>`` / ``status-task-<name>-<n>`` →
+"only-failed": b}``, ``task-count-record-<name>`` → ``{"task-count": n}`` (KIP-618: the producers of the
+connector's earlier tasks are fenced). Status topic: ``status-connector-<name>`` / ``status-task-<name>-<n>`` →
 ``{"state", "trace", "worker_id", "generation"}``. Offset topic: ``["<connector>", {partition}]`` →
 the offset. ``ConfigState`` applies config records in order; ``KafkaOffsetStore`` is the
 worker's offset store over the offset topic. Owned by the event loop.
@@ -48,6 +49,7 @@ class ConfigState:
         self.connectors: dict[str, dict[str, str]] = {}
         self.targets: dict[str, str] = {}
         self.tasks: dict[str, list[dict[str, str]]] = {}
+        self.task_counts: dict[str, int] = {}  # the task count of each source connector's last fencing
         self._pending: dict[str, dict[int, dict[str, str]]] = {}
         self.offset = 0  # records read: the config offset workers compare
 
@@ -60,6 +62,7 @@ class ConfigState:
                 self.connectors.pop(name, None)
                 self.targets.pop(name, None)
                 self.tasks.pop(name, None)
+                self.task_counts.pop(name, None)
             else:
                 self.connectors[name] = dict(value.get("properties") or {})
                 self.targets.setdefault(name, "RUNNING")
@@ -77,6 +80,10 @@ class ConfigState:
             old = self.tasks.get(name, [])
             self.tasks[name] = [pending.get(i) or (old[i] if i < len(old) else {}) for i in range(count)]
             return "commit", name
+        if key.startswith("task-count-record-"):
+            if value is not None:
+                self.task_counts[key[len("task-count-record-"):]] = int(value.get("task-count", 0))
+            return None
         match = _TASK_KEY.match(key)
         if match and value is not None:
             self._pending.setdefault(match.group(1), {})[int(match.group(2))] = dict(value.get("properties") or {})
