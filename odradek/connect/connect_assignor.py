@@ -107,7 +107,7 @@ class IncrementalAssignor:
                 member = returning.get(item) or min(sorted(members), key=count.__getitem__)
                 loads[member].add(item)
                 count[member] += 1
-        delay = max(0.0, self.lost_deadline - now) if self.lost_deadline is not None else 0.0
+        delay = round(max(0.0, self.lost_deadline - now), 3) if self.lost_deadline is not None else 0.0
         self.previous = {i: ids[m] for m, items in loads.items() for i in items}
         self.previous.update({i: previous[i] for i in held})  # still theirs until the delay ends
         self.previous_generation = generation
