@@ -125,6 +125,7 @@ class DistributedHerder(StandaloneHerder):
     def _assign(self, protocol: str, leader: str, members: dict[str, WorkerMetadata],
                 generation: int) -> dict[str, Assignment]:
         work = self._work()
+        self._work_signature = self._signature()  # what this round assigns (a new leader's was stale)
         plan, delay = self.assignor.assign(leader, self.url, self.state.offset, work, members, generation,
                                            self.group.generation, self._last_owners(work))
         if delay > 0:

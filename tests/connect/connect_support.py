@@ -72,7 +72,15 @@ class WorkerProcess:
         self.proc: subprocess.Popen | None = None
 
     def start(self) -> WorkerProcess:
+        return self.spawn().wait_ready()
+
+    def spawn(self) -> WorkerProcess:
+        """Start the process without waiting (to start several at once)."""
         self.proc = subprocess.Popen(self.command, stdout=open(self.log_path, "ab"), stderr=subprocess.STDOUT)
+        return self
+
+    def wait_ready(self) -> WorkerProcess:
+        """Wait until the REST listener answers."""
         wait_for_port("127.0.0.1", self.port, 60, self.proc)
         return self
 

@@ -93,7 +93,9 @@ def cluster(broker, tmp_path_factory):
                 "consumer.session.timeout.ms": "6000", "consumer.heartbeat.interval.ms": "1000"})))
     try:
         for worker in workers:
-            worker.start()
+            worker.spawn()
+        for worker in workers:
+            worker.wait_ready()
         topic = f"failover-{uuid.uuid4().hex[:8]}"
         cluster = Cluster(workers, directory / "in.txt", [directory / "out-a.txt", directory / "out-b.txt"], topic)
         cluster.append(LINES[:1000])
