@@ -30,6 +30,9 @@ from odradek.connect.worker_tasks import FAILED, PAUSED, RUNNING, UNASSIGNED
 
 log = logging.getLogger("odradek.connect")
 
+STATUS_INTERVAL_S = 0.5
+FENCE_RETRY_S = 5.0
+
 
 async def fence_producer(options: dict, transactional_id: str) -> None:
     producer = Producer(**options, enable_idempotence=True, transactional_id=transactional_id)
@@ -38,8 +41,6 @@ async def fence_producer(options: dict, transactional_id: str) -> None:
         await producer.init_transactions()
     finally:
         await producer.close()
-
-STATUS_INTERVAL_S = 0.5
 
 
 class DistributedHerder(StandaloneHerder):
@@ -185,40 +186,53 @@ class DistributedHerder(StandaloneHerder):
             return
         if state.state != FAILED:
             await self._write_task_configs(name, state.task_configs)
+            if self._awaits_fencing(name):  # its last worker died between the task configs and the fencing
+                await self._fence_zombies(name)
 
     async def _write_task_configs(self, name: str, configs: list[dict[str, str]]) -> None:
         if self.state.tasks.get(name) == configs and name in self.state.tasks:
             return
         records = [(f"task-{name}-{i}".encode(), dumps({"properties": c})) for i, c in enumerate(configs)]
         records.append((f"commit-{name}".encode(), dumps({"tasks": len(configs)})))
-        if self._fences(name):
-            await self._fence_zombies(name)
-            records.append((f"task-count-record-{name}".encode(), dumps({"task-count": len(configs)})))
         await self.config_log.send_many(records)
 
     def _fences(self, name: str) -> bool:
-        """Whether new task configs of ``name`` first fence its earlier tasks' producers (KIP-618)."""
+        """Whether new task configs of ``name`` wait for its earlier tasks' producers to be fenced (KIP-618)."""
         return self.exactly_once_source and self.connector_type(name) == "source"
 
+    def _awaits_fencing(self, name: str) -> bool:
+        return name in self.state.fenced_counts and self._fences(name)
+
     async def _fence_zombies(self, name: str) -> None:
-        """Fence the transactional producers of every task of the connector's last generation.
+        """On the connector's worker, after new task configs: fence the transactional producers of
+        every task of the earlier generation, then write the ``task-count-record`` that lets the
+        new tasks start (Kafka's order).
 
         A task of an earlier generation may still run on a worker the group has lost sight of (a
         zombie); once its transactional id is fenced it can commit nothing more, whatever the new
         task count. InitProducerId on each id, as Kafka's ``Admin.fenceProducers``, aborts the
         zombie's open transaction."""
-        count = max(self.state.task_counts.get(name, 0), len(self.state.tasks.get(name, [])))
-        ids = [self.offset_store.transactional_id(name, task) for task in range(count)]
-        await asyncio.gather(*(fence_producer(self.worker.client_options("producer"), tid) for tid in ids if tid))
+        count = self.state.fenced_counts[name]
+        ids = [tid for task in range(count) if (tid := self.offset_store.transactional_id(name, task))]
+        try:
+            await asyncio.gather(*(fence_producer(self.worker.client_options("producer"), tid) for tid in ids))
+        except Exception as exc:  # no new task starts before the old ones are fenced
+            log.error("connector %s: cannot fence the producers of its earlier tasks (%s); retried in %.0f s",
+                      name, exc, FENCE_RETRY_S)
+            asyncio.get_running_loop().call_later(FENCE_RETRY_S, self._changes.put_nowait, ("commit", name))
+            return
         if ids:
-            log.info("connector %s: fenced the producers of its %d earlier task(s) before writing new task configs",
-                     name, len(ids))
+            log.info("connector %s: fenced the producers of its %d earlier task(s)", name, len(ids))
+        await self.config_log.send(f"task-count-record-{name}".encode(),
+                                   dumps({"task-count": len(self.state.tasks.get(name, []))}))
 
     async def _start_owned_task(self, name: str, task: int) -> None:
         configs = self.state.tasks.get(name, [])
         config = self.state.connectors.get(name)
         if config is None or task >= len(configs) or self.state.targets.get(name) == STOPPED:
             return
+        if self._awaits_fencing(name):
+            return  # started when the task-count record is read
         try:
             await self.worker.start_task(name, task, config, self.state.targets.get(name) == PAUSED, configs[task])
         except Exception:
@@ -253,14 +267,22 @@ class DistributedHerder(StandaloneHerder):
             await self._start_connector(name)
         elif kind == "target":
             await self._apply_target(name, owns_connector, local_tasks)
+        elif kind == "commit" and self._awaits_fencing(name):
+            # The earlier generation stops everywhere; the connector's worker fences its producers.
+            await self.worker.stop_tasks(name)
+            if owns_connector:
+                await self._fence_zombies(name)
+        elif kind == "fenced":
+            for task in local_tasks:
+                if (name, task) not in self.worker.tasks:
+                    await self._start_owned_task(name, task)
         elif kind == "commit":
             configs = self.state.tasks.get(name, [])
-            fenced = self._fences(name)  # every task's producer was fenced: each starts anew
             for task in local_tasks:
                 runner = self.worker.tasks.get((name, task))
                 if task >= len(configs):
                     await self._stop_items({(name, task)})
-                elif runner is None or runner.props != configs[task] or fenced:
+                elif runner is None or runner.props != configs[task]:
                     await self.worker.stop_tasks(name, [task])
                     await self._start_owned_task(name, task)
         elif kind.startswith("restart:"):

@@ -3,6 +3,7 @@ free ports), and the REST and topic reads the Connect tests share."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -153,3 +154,16 @@ def committed_records(bootstrap: str, topic: str, expected: int) -> tuple[list[t
                    step=lambda: records.extend(consumer.poll(0.5)))
         end = consumer.end_offsets([tp])[tp]
     return [(r.key, r.value) for r in records], end
+
+
+def read_topic(bootstrap: str, topic: str) -> list[tuple[str, object]]:
+    """Every record of a topic (all partitions) as (key text, decoded JSON value or None)."""
+    with Consumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest") as consumer:
+        partitions = consumer.partitions_for_topic(topic)
+        tps = [TopicPartition(topic, p) for p in sorted(partitions)]
+        ends = consumer.end_offsets(tps)
+        consumer.assign(tps)
+        records = []
+        wait_until(lambda: all(consumer.position(tp) >= ends[tp] for tp in tps), 30, f"all of {topic}",
+                   step=lambda: records.extend(consumer.poll(0.5)))
+    return [(r.key.decode(), None if r.value is None else json.loads(r.value)) for r in records]

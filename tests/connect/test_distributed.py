@@ -17,26 +17,12 @@ from connect_support import (
     committed_records,
     create,
     distributed_worker,
+    read_topic,
     running_tasks,
     sink_lines,
     write,
 )
 from support import wait_until
-
-from odradek import Consumer, TopicPartition
-
-
-def read_topic(bootstrap: str, topic: str) -> list[tuple[str, object]]:
-    """Every record of a topic (all partitions) as (key text, decoded JSON value or None)."""
-    with Consumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest") as consumer:
-        partitions = consumer.partitions_for_topic(topic)
-        tps = [TopicPartition(topic, p) for p in sorted(partitions)]
-        ends = consumer.end_offsets(tps)
-        consumer.assign(tps)
-        records = []
-        wait_until(lambda: all(consumer.position(tp) >= ends[tp] for tp in tps), 30, f"all of {topic}",
-                   step=lambda: records.extend(consumer.poll(0.5)))
-    return [(r.key.decode(), None if r.value is None else json.loads(r.value)) for r in records]
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ import textwrap
 import uuid
 
 import pytest
-from connect_support import WorkerProcess, create, distributed_worker, running_tasks, write
+from connect_support import WorkerProcess, create, distributed_worker, read_topic, running_tasks, write
 from support import wait_until
 
 import odradek
@@ -150,7 +150,9 @@ def test_fewer_tasks_fence_the_producers_of_the_earlier_ones_so_a_zombie_commits
         zombie.flush(30)
         answer = write(worker, "PUT", "/connectors/ticker/config", json={**ticker, "tasks.max": "1"})
         assert answer.status_code == 200, answer.text
-        wait_until(lambda: len(worker.get("/connectors/ticker/tasks").json()) == 1, 30, "one task config")
+        # The connector's worker fences the earlier tasks' producers, then records the new count.
+        wait_until(lambda: dict(read_topic(bootstrap, f"{group}-configs")).get("task-count-record-ticker")
+                   == {"task-count": 1}, 30, "the task-count record of one task")
         with pytest.raises(Exception) as fenced:
             zombie.commit_transaction(30)
         assert "fenced" in type(fenced.value).__name__.lower() or "epoch" in str(fenced.value).lower(), fenced.value
