@@ -6,7 +6,8 @@ and the connector's ``exactly_once_support()`` says SUPPORTED). ``transaction.bo
 ``poll`` (default), ``interval`` (with ``transaction.boundary.interval.ms``) or ``connector``
 (only for a connector whose ``can_define_transaction_boundaries()`` says SUPPORTED). The checks
 add their errors to the validate endpoint's answer, in Kafka's words; creating a connector that
-has any is refused with them.
+has any is refused with them. ``transaction_interval_s`` turns the boundary into the interval
+at which the task loop commits (0: after every poll that returned records).
 """
 
 from __future__ import annotations
@@ -71,3 +72,18 @@ def check_source_eos(connector, config: dict[str, str], values: dict[str, Config
                 boundary.add_error("The connector does not support connector-defined transaction boundaries with "
                                    "the given configuration. Please reconfigure it to use a different transaction "
                                    "boundary definition.")
+
+
+def transaction_interval_s(connector_config: dict[str, str], flush_interval_ms: int) -> float:
+    """How often an exactly-once source task commits its transaction, by ``transaction.boundary``.
+
+    ``poll``: after every poll (0); ``interval``: every ``transaction.boundary.interval.ms``, by
+    default the worker's ``offset.flush.interval.ms``; ``connector`` (the connector's
+    ``TransactionContext`` is not applied yet): the worker's interval."""
+    values = SOURCE_EOS_CONFIG.parse(connector_config)
+    if values["transaction.boundary"] == "poll":
+        return 0.0
+    interval = values["transaction.boundary.interval.ms"]
+    if values["transaction.boundary"] == "interval" and interval is not None:
+        return interval / 1000
+    return flush_interval_ms / 1000

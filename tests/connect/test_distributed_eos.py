@@ -6,6 +6,7 @@ producers of its earlier tasks, so a zombie task can commit nothing more."""
 
 from __future__ import annotations
 
+import itertools
 import textwrap
 import uuid
 
@@ -121,7 +122,8 @@ def test_required_needs_a_worker_with_exactly_once_source_support():
     assert isinstance(values["transaction.boundary"], ConfigValue) and values["transaction.boundary"].value == "poll"
 
 
-def committed_values(bootstrap: str, topic: str) -> list[bytes]:
+def committed_records_of(bootstrap: str, topic: str) -> list:
+    """Every committed record of partition 0, read up to the last stable offset."""
     with Consumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest",
                   isolation_level="read_committed") as consumer:
         tp = TopicPartition(topic, 0)
@@ -130,7 +132,7 @@ def committed_values(bootstrap: str, topic: str) -> list[bytes]:
         records: list = []
         wait_until(lambda: consumer.position(tp) >= end, 30, f"{topic} read to its last stable offset",
                    step=lambda: records.extend(consumer.poll(0.5)))
-    return [r.value for r in records]
+    return records
 
 
 def test_fewer_tasks_fence_the_producers_of_the_earlier_ones_so_a_zombie_commits_nothing(worker):
@@ -160,7 +162,31 @@ def test_fewer_tasks_fence_the_producers_of_the_earlier_ones_so_a_zombie_commits
         zombie.close()
     wait_until(lambda: [t["id"] for t in running_tasks(worker, "ticker")] == [0], 60, "task 0 running alone")
     write(worker, "PUT", "/connectors/ticker/stop")  # its last transaction ends
-    values = wait_until(lambda: (got := committed_values(bootstrap, topic)) and got, 30, "committed ticks")
+    values = wait_until(lambda: [r.value for r in committed_records_of(bootstrap, topic)], 30, "committed ticks")
     assert b"zombie" not in values
     zeros = [v for v in values if v.startswith(b"0:")]
     assert zeros == [f"0:{n}".encode() for n in range(len(zeros))]  # task 0: each tick once, in order
+
+
+@pytest.mark.parametrize("boundary, per_transaction", [
+    ({"transaction.boundary": "poll"}, lambda n: n == 1),
+    ({"transaction.boundary": "interval", "transaction.boundary.interval.ms": "500"}, lambda n: n >= 2),
+])
+def test_transaction_boundary_poll_commits_each_poll_and_interval_batches_them(worker, boundary, per_transaction):
+    # The ticker returns one record a poll, every 20 ms: "poll" gives a transaction per record,
+    # "interval" (500 ms) many records a transaction. A commit marker takes an offset after each.
+    bootstrap = worker.worker["bootstrap.servers"]
+    topic = f"ticks-{uuid.uuid4().hex[:8]}"
+    name = f"ticker-{boundary['transaction.boundary']}"
+    create(worker, name, {"connector.class": "TickerConnector", "tasks.max": "1", "topic": topic, **boundary})
+    wait_until(lambda: len(committed_records_of(bootstrap, topic)) >= 60, 60, "60 committed ticks")
+    write(worker, "PUT", f"/connectors/{name}/stop")
+    offsets = [r.offset for r in committed_records_of(bootstrap, topic)]
+    runs, run = [], 1  # records per transaction: consecutive offsets belong to one
+    for before, after in itertools.pairwise(offsets):
+        if after == before + 1:
+            run += 1
+        else:
+            runs.append(run)
+            run = 1
+    assert runs and all(per_transaction(n) for n in runs[:-1]), runs
