@@ -49,7 +49,8 @@ def worker_id_of(url: str) -> str:
 class IncrementalAssignor:
     def __init__(self, max_delay_ms: int):
         self.max_delay_s = max_delay_ms / 1000
-        self.previous: dict[Item, str] = {}  # item -> the id of the worker the last round gave it to
+        # item -> the id of the worker the last round gave it to (None: revoked, for the others)
+        self.previous: dict[Item, str | None] = {}
         self.previous_generation = -1  # the generation ``previous`` was computed for
         self.lost_deadline: float | None = None
 
@@ -68,8 +69,10 @@ class IncrementalAssignor:
             for item in items_of(members[member].allocation):
                 if item in work and item not in owned:
                     owned[item] = member
-        previous = {} if not owned and not self.previous else {**(last_owners or {}), **self.previous}
-        unowned = {i: previous[i] for i in work if i not in owned and i in previous}
+        previous: dict[Item, str | None] = {}
+        if owned or self.previous:
+            previous = {**(last_owners or {}), **self.previous}
+        unowned = {i: worker_id for i in work if i not in owned and (worker_id := previous.get(i))}
         lost = {i for i, worker_id in unowned.items() if worker_id not in member_of_id}
         returning = {i: member_of_id[w] for i, w in unowned.items() if w in member_of_id}
         now = time.monotonic()
@@ -79,7 +82,7 @@ class IncrementalAssignor:
                 self.lost_deadline = now + self.max_delay_s
                 log.info("lost connectors and tasks of departed workers %s: %s; held %.0f ms "
                          "(scheduled.rebalance.max.delay.ms) for them to come back",
-                         sorted({previous[i] for i in lost}), sorted(lost), self.max_delay_s * 1000)
+                         sorted({unowned[i] for i in lost}), sorted(lost), self.max_delay_s * 1000)
             if now < self.lost_deadline:
                 held = lost
             else:
@@ -109,7 +112,8 @@ class IncrementalAssignor:
                 count[member] += 1
         delay = round(max(0.0, self.lost_deadline - now), 3) if self.lost_deadline is not None else 0.0
         self.previous = {i: ids[m] for m, items in loads.items() for i in items}
-        self.previous.update({i: previous[i] for i in held})  # still theirs until the delay ends
+        self.previous.update({i: unowned[i] for i in held})  # still theirs until the delay ends
+        self.previous.update({i: None for items in revoked.values() for i in items})
         self.previous_generation = generation
         plan = {
             m: Assignment(0, leader, leader_url, config_offset, _to_alloc(loads[m]), _to_alloc(revoked[m]),

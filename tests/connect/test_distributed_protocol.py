@@ -129,3 +129,18 @@ def test_a_restarted_worker_gets_its_work_back_and_a_fresh_group_waits_for_nobod
     members = {"m5": WorkerMetadata("http://w5:8083/", 0), "m6": WorkerMetadata("http://w6:8083/", 0)}
     plan, delay = fresh.assign("m5", "http://w5:8083/", 0, work, members, 4, -1, {i: "w1:8083" for i in work})
     assert delay == 0 and items_of(plan["m5"].assigned) | items_of(plan["m6"].assigned) == work
+
+
+def test_revoked_work_goes_to_the_new_worker_though_the_status_topic_still_names_the_old_one():
+    # The status topic says w1 runs everything until the new owner reports: the leader must
+    # not take that for w1's own work coming back.
+    assignor = IncrementalAssignor(60_000)
+    work = {("a", -1), ("a", 0), ("b", -1), ("b", 0)}
+    members = {"m1": WorkerMetadata("http://w1/", 0, {"a": [-1, 0], "b": [-1, 0]}), "m2": WorkerMetadata("http://w2/", 0)}
+    statuses = dict.fromkeys(work, "w1")
+    plan, _ = assignor.assign("m1", "http://w1/", 0, work, members, 5, 4, statuses)
+    revoked = items_of(plan["m1"].revoked)
+    assert len(revoked) == 2 and not plan["m2"].assigned
+    members["m1"].allocation = plan["m1"].assigned
+    plan, delay = assignor.assign("m1", "http://w1/", 0, work, members, 6, 5, statuses)
+    assert delay == 0 and items_of(plan["m2"].assigned) == revoked and not plan["m1"].revoked
