@@ -53,6 +53,9 @@ def distributed_worker(bootstrap: str, group: str, **extra: str) -> dict[str, st
         "session.timeout.ms": "6000",
         "rebalance.timeout.ms": "10000",
         "scheduled.rebalance.max.delay.ms": "3000",
+        # a sink task moved off a killed worker joins its group when the dead consumer's session ends
+        "consumer.session.timeout.ms": "6000",
+        "consumer.heartbeat.interval.ms": "1000",
         "listeners": f"http://127.0.0.1:{free_port()}",
         **extra,
     }
