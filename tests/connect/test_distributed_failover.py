@@ -1,6 +1,6 @@
 """Distributed mode when workers die, with three real worker processes (one cluster for the module):
 a follower kill -9'd and restarted within scheduled.rebalance.max.delay.ms gets its own
-connectors and tasks back; the leader kill -9'd: a survivor is elected, its REST API and metrics
+connectors and tasks back; the leader kill -9'd: a survivor is elected, the survivors' /metrics
 name the new leader, writes through the other survivor are forwarded to it, and the dead leader's
 work is held for the delay (the new leader learns who ran it from the status topic), then runs
 on the survivors with no sink line lost and no duplicate from the exactly-once source."""
