@@ -40,7 +40,8 @@ COORDINATOR_CODES = {int(ErrorCode.not_coordinator), int(ErrorCode.coordinator_n
 JOIN_RETRY_S = 0.2
 CONFIG_ERROR_RETRY_S = 10.0  # a worker config the brokers refuse: retried, but without flooding the log
 
-AssignFn = Callable[[str, str, dict[str, WorkerMetadata]], dict[str, Assignment]]
+# (protocol, leader member id, members, this round's generation) -> each member's assignment
+AssignFn = Callable[[str, str, dict[str, WorkerMetadata], int], dict[str, Assignment]]
 
 
 class ConnectGroupMember:
@@ -169,7 +170,7 @@ class ConnectGroupMember:
         assignments: list[dict] = []
         if resp.leader == self.member_id:
             members = {m.member_id: decode_metadata(m.metadata) for m in resp.members}
-            plan = self.assign(protocol, self.member_id, members)
+            plan = self.assign(protocol, self.member_id, members, generation)
             assignments = [{"member_id": m, "assignment": encode_assignment(protocol, a)} for m, a in plan.items()]
         sync = await self._call(api_keys.SYNC_GROUP, {
             "group_id": self.group_id, "generation_id": generation, "member_id": self.member_id,

@@ -2,10 +2,15 @@
 
 Read from the worker's state at each scrape (no counters of its own besides the worker's):
 connector and task status (one gauge per state, 1 for the current one), records polled/put
-per task, offset commit successes and failures, dead letter queue and error counts.
+per task, offset commit successes and failures, dead letter queue and error counts; in
+distributed mode the group's (``connect-worker-rebalance-metrics``: the leader's URL as the
+``leader_name`` label, the epoch, whether a rebalance is under way, rebalances completed).
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
 
 from odradek.connect.worker import Worker
 
@@ -17,8 +22,9 @@ def _label(value: object) -> str:
 
 
 class ConnectMetrics:
-    def __init__(self, worker: Worker):
+    def __init__(self, worker: Worker, rebalance: Callable[[], dict[str, Any] | None] = lambda: None):
         self.worker = worker
+        self.rebalance = rebalance
 
     def render(self) -> str:
         w = self.worker
@@ -64,4 +70,14 @@ class ConnectMetrics:
             "# TYPE kafka_connect_connect_worker_metrics_offset_commit_skip_total counter",
             f"kafka_connect_connect_worker_metrics_offset_commit_skip_total {w.commits['failure']}",
         ]
+        group = self.rebalance()
+        if group is not None:
+            prefix = "kafka_connect_connect_worker_rebalance_metrics"
+            lines += [
+                f"# TYPE {prefix}_leader_name gauge",
+                f'{prefix}_leader_name{{leader_name="{_label(group["leader_name"])}"}} 1',
+            ]
+            for key in ("epoch", "rebalancing", "completed_rebalances_total"):
+                lines += [f"# TYPE {prefix}_{key} {'counter' if key.endswith('total') else 'gauge'}",
+                          f"{prefix}_{key} {int(group[key])}"]
         return "\n".join(lines) + "\n"

@@ -18,6 +18,7 @@ import logging
 import traceback
 from typing import Any
 
+from odradek.client.producer.producer import Producer
 from odradek.connect.connect_assignor import IncrementalAssignor, Item, items_of
 from odradek.connect.connect_group import ConnectGroupMember
 from odradek.connect.connect_protocol import CONNECTOR_TASK, Assignment, WorkerMetadata
@@ -30,6 +31,16 @@ from odradek.connect.worker_tasks import FAILED, PAUSED, RUNNING, UNASSIGNED
 log = logging.getLogger("odradek.connect")
 
 STATUS_INTERVAL_S = 0.5
+FENCE_RETRY_S = 5.0
+
+
+async def fence_producer(options: dict, transactional_id: str) -> None:
+    producer = Producer(**options, enable_idempotence=True, transactional_id=transactional_id)
+    await producer.start()
+    try:
+        await producer.init_transactions()
+    finally:
+        await producer.close()
 
 
 class DistributedHerder(StandaloneHerder):
@@ -40,6 +51,7 @@ class DistributedHerder(StandaloneHerder):
         self.targets = self.state.targets
         self.statuses: dict[str, dict[str, Any]] = {}
         self.offset_store = offset_store
+        self.exactly_once_source = offset_store.exactly_once_group is not None
         self.owned: set[Item] = set()
         self.generation = -1
         self.url = ""
@@ -63,6 +75,7 @@ class DistributedHerder(StandaloneHerder):
         self._changes: asyncio.Queue[tuple[str, str]] = asyncio.Queue()
         self._background: list[asyncio.Task] = []
         self._work_signature: dict[str, int] | None = None
+        self.rebalances = 0
 
     async def start(self, url: str) -> None:
         self.url = url
@@ -110,14 +123,29 @@ class DistributedHerder(StandaloneHerder):
             alloc.setdefault(connector, []).append(task)
         return WorkerMetadata(self.url, self.state.offset, alloc)
 
-    def _assign(self, protocol: str, leader: str, members: dict[str, WorkerMetadata]) -> dict[str, Assignment]:
-        plan, delay = self.assignor.assign(leader, self.url, self.state.offset, self._work(), members)
+    def _assign(self, protocol: str, leader: str, members: dict[str, WorkerMetadata],
+                generation: int) -> dict[str, Assignment]:
+        work = self._work()
+        self._work_signature = self._signature()  # what this round assigns (a new leader's was stale)
+        plan, delay = self.assignor.assign(leader, self.url, self.state.offset, work, members, generation,
+                                           self.group.generation, self._last_owners(work))
         if delay > 0:
             asyncio.get_running_loop().call_later(delay, self.group.request_rejoin)
         return plan
 
+    def _last_owners(self, work: set[Item]) -> dict[Item, str]:
+        """The worker each connector and task last reported from (the status topic), unless it stopped it."""
+        out: dict[Item, str] = {}
+        for name, task in work:
+            key = f"status-connector-{name}" if task == CONNECTOR_TASK else f"status-task-{name}-{task}"
+            status = self.statuses.get(key) or {}
+            if status.get("worker_id") and status.get("state") != UNASSIGNED:
+                out[(name, task)] = str(status["worker_id"])
+        return out
+
     async def _on_assignment(self, assignment: Assignment, generation: int) -> None:
         self.generation, self.leader_url = generation, assignment.leader_url
+        self.rebalances += 1
         if assignment.config_offset > self.state.offset:
             await self.config_log.read_to_end()
         async with self.lock:
@@ -158,6 +186,8 @@ class DistributedHerder(StandaloneHerder):
             return
         if state.state != FAILED:
             await self._write_task_configs(name, state.task_configs)
+            if self._awaits_fencing(name):  # its last worker died between the task configs and the fencing
+                await self._fence_zombies(name)
 
     async def _write_task_configs(self, name: str, configs: list[dict[str, str]]) -> None:
         if self.state.tasks.get(name) == configs and name in self.state.tasks:
@@ -166,11 +196,43 @@ class DistributedHerder(StandaloneHerder):
         records.append((f"commit-{name}".encode(), dumps({"tasks": len(configs)})))
         await self.config_log.send_many(records)
 
+    def _fences(self, name: str) -> bool:
+        """Whether new task configs of ``name`` wait for its earlier tasks' producers to be fenced (KIP-618)."""
+        return self.exactly_once_source and self.connector_type(name) == "source"
+
+    def _awaits_fencing(self, name: str) -> bool:
+        return name in self.state.fenced_counts and self._fences(name)
+
+    async def _fence_zombies(self, name: str) -> None:
+        """On the connector's worker, after new task configs: fence the transactional producers of
+        every task of the earlier generation, then write the ``task-count-record`` that lets the
+        new tasks start (Kafka's order).
+
+        A task of an earlier generation may still run on a worker the group has lost sight of (a
+        zombie); once its transactional id is fenced it can commit nothing more, whatever the new
+        task count. InitProducerId on each id, as Kafka's ``Admin.fenceProducers``, aborts the
+        zombie's open transaction."""
+        count = self.state.fenced_counts[name]
+        ids = [tid for task in range(count) if (tid := self.offset_store.transactional_id(name, task))]
+        try:
+            await asyncio.gather(*(fence_producer(self.worker.client_options("producer"), tid) for tid in ids))
+        except Exception as exc:  # no new task starts before the old ones are fenced
+            log.error("connector %s: cannot fence the producers of its earlier tasks (%s); retried in %.0f s",
+                      name, exc, FENCE_RETRY_S)
+            asyncio.get_running_loop().call_later(FENCE_RETRY_S, self._changes.put_nowait, ("commit", name))
+            return
+        if ids:
+            log.info("connector %s: fenced the producers of its %d earlier task(s)", name, len(ids))
+        await self.config_log.send(f"task-count-record-{name}".encode(),
+                                   dumps({"task-count": len(self.state.tasks.get(name, []))}))
+
     async def _start_owned_task(self, name: str, task: int) -> None:
         configs = self.state.tasks.get(name, [])
         config = self.state.connectors.get(name)
         if config is None or task >= len(configs) or self.state.targets.get(name) == STOPPED:
             return
+        if self._awaits_fencing(name):
+            return  # started when the task-count record is read
         try:
             await self.worker.start_task(name, task, config, self.state.targets.get(name) == PAUSED, configs[task])
         except Exception:
@@ -205,6 +267,15 @@ class DistributedHerder(StandaloneHerder):
             await self._start_connector(name)
         elif kind == "target":
             await self._apply_target(name, owns_connector, local_tasks)
+        elif kind == "commit" and self._awaits_fencing(name):
+            # The earlier generation stops everywhere; the connector's worker fences its producers.
+            await self.worker.stop_tasks(name)
+            if owns_connector:
+                await self._fence_zombies(name)
+        elif kind == "fenced":
+            for task in local_tasks:
+                if (name, task) not in self.worker.tasks:
+                    await self._start_owned_task(name, task)
         elif kind == "commit":
             configs = self.state.tasks.get(name, [])
             for task in local_tasks:
@@ -284,6 +355,10 @@ class DistributedHerder(StandaloneHerder):
         for key in keys:
             self._published.pop(key, None)
         await self.status_log.send_many([(k.encode(), None) for k in keys])
+
+    def rebalance_metrics(self) -> dict[str, Any]:
+        return {"leader_name": self.leader_url, "epoch": self.generation, "rebalancing": self.group.rebalancing,
+                "completed_rebalances_total": self.rebalances}
 
     # -- the REST API's reads --------------------------------------------------------------
 

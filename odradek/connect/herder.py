@@ -15,9 +15,10 @@ import traceback
 from typing import Any
 
 from odradek.config_def import AtLeast
-from odradek.connect.api import ConfigDef, Importance, SinkConnector
+from odradek.connect.api import ConfigDef, Importance, SinkConnector, SourceConnector
 from odradek.connect.error_handling import ERROR_CONFIG
 from odradek.connect.errors import ConnectException
+from odradek.connect.source_eos import SOURCE_EOS_CONFIG, check_source_eos
 from odradek.connect.transforms import validate_transforms
 from odradek.connect.worker import STOPPED, Worker, task_status
 from odradek.connect.worker_tasks import FAILED, PAUSED, RUNNING
@@ -55,6 +56,8 @@ def not_found(name: str) -> HerderError:
 
 
 class StandaloneHerder:
+    exactly_once_source = False  # KIP-618 source transactions (distributed mode only, as Kafka's)
+
     def __init__(self, worker: Worker):
         self.worker = worker
         self.configs: dict[str, dict[str, str]] = {}
@@ -72,6 +75,10 @@ class StandaloneHerder:
         if name not in self.configs:
             raise not_found(name)
         return self.configs[name]
+
+    def rebalance_metrics(self) -> dict[str, Any] | None:
+        """The group's metrics (distributed mode only)."""
+        return None
 
     def connector_type(self, name: str) -> str:
         state = self.worker.connectors.get(name)
@@ -139,6 +146,8 @@ class StandaloneHerder:
         common = COMMON_CONFIG.merge(ERROR_CONFIG)
         if issubclass(plugin.cls, SinkConnector):
             common = common.merge(SINK_TOPICS_CONFIG)
+        elif issubclass(plugin.cls, SourceConnector):
+            common = common.merge(SOURCE_EOS_CONFIG)
         text = {k: v if isinstance(v, str) else str(v) for k, v in config.items() if v is not None}
         values = {v.name: v for v in common.validate(text)}
         own_def = instance.config_def()
@@ -154,6 +163,8 @@ class StandaloneHerder:
             if has_topics == has_regex:
                 values["topics"].add_error("Must configure one of topics or topics.regex" if not has_topics
                                            else "topics and topics.regex are mutually exclusive")
+        elif issubclass(plugin.cls, SourceConnector):
+            check_source_eos(instance, text, values, self.exactly_once_source)
         for key, message in validate_transforms(text):
             target = values.get(key) or values["transforms"]
             target.add_error(message)

@@ -5,7 +5,8 @@ Config topic (one partition): ``connector-<name>`` → ``{"properties": {...}}``
 ``task-<name>-<n>`` → ``{"properties": {...}}``, ``commit-<name>`` → ``{"tasks": n}`` (the task
 configs written before it take effect), ``target-state-<name>`` → ``{"state": "STARTED"|"PAUSED",
 "state.v2": "STARTED"|"PAUSED"|"STOPPED"}``, ``restart-connector-<name>`` → ``{"include-tasks": b,
-"only-failed": b}``. Status topic: ``status-connector-<name>`` / ``status-task-<name>-<n>`` →
+"only-failed": b}``, ``task-count-record-<name>`` → ``{"task-count": n}`` (KIP-618: the producers of the
+connector's earlier tasks are fenced; until then ``fenced_counts`` holds how many to fence). Status topic: ``status-connector-<name>`` / ``status-task-<name>-<n>`` →
 ``{"state", "trace", "worker_id", "generation"}``. Offset topic: ``["<connector>", {partition}]`` →
 the offset. ``ConfigState`` applies config records in order; ``KafkaOffsetStore`` is the
 worker's offset store over the offset topic. Owned by the event loop.
@@ -48,6 +49,8 @@ class ConfigState:
         self.connectors: dict[str, dict[str, str]] = {}
         self.targets: dict[str, str] = {}
         self.tasks: dict[str, list[dict[str, str]]] = {}
+        self.task_counts: dict[str, int] = {}  # the task count of each source connector's last fencing
+        self.fenced_counts: dict[str, int] = {}  # task configs committed since: how many tasks to fence
         self._pending: dict[str, dict[int, dict[str, str]]] = {}
         self.offset = 0  # records read: the config offset workers compare
 
@@ -60,6 +63,8 @@ class ConfigState:
                 self.connectors.pop(name, None)
                 self.targets.pop(name, None)
                 self.tasks.pop(name, None)
+                self.task_counts.pop(name, None)
+                self.fenced_counts.pop(name, None)
             else:
                 self.connectors[name] = dict(value.get("properties") or {})
                 self.targets.setdefault(name, "RUNNING")
@@ -76,7 +81,14 @@ class ConfigState:
             pending = self._pending.pop(name, {})
             old = self.tasks.get(name, [])
             self.tasks[name] = [pending.get(i) or (old[i] if i < len(old) else {}) for i in range(count)]
+            self.fenced_counts[name] = max(self.fenced_counts.get(name, 0), self.task_counts.get(name, 0), len(old))
             return "commit", name
+        if key.startswith("task-count-record-"):
+            name = key[len("task-count-record-"):]
+            if value is not None:
+                self.task_counts[name] = int(value.get("task-count", 0))
+                self.fenced_counts.pop(name, None)
+            return "fenced", name
         match = _TASK_KEY.match(key)
         if match and value is not None:
             self._pending.setdefault(match.group(1), {})[int(match.group(2))] = dict(value.get("properties") or {})

@@ -54,7 +54,7 @@ class StandaloneRuntime:
         self.herder = self.make_herder()
         worker = self.herder.worker
         users = dict(u.split(":", 1) for u in self.config["rest.basic.auth.users"] if ":" in u)
-        api = ConnectRestApi(self.herder, await self._cluster_id(worker), ConnectMetrics(worker), users)
+        api = ConnectRestApi(self.herder, await self._cluster_id(worker), ConnectMetrics(worker, self.herder.rebalance_metrics), users)
         self.runner = web.AppRunner(self.web_app(api), access_log=None)
         await self.runner.setup()
         for scheme, host, port in self.config.rest_listeners:

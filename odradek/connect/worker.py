@@ -16,9 +16,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from odradek.connect.api import Connector, ConnectorContext, SinkConnector, SourceConnectorContext
+from odradek.connect.api import (
+    Connector,
+    ConnectorContext,
+    SinkConnector,
+    SourceConnector,
+    SourceConnectorContext,
+)
 from odradek.connect.offset_store import OffsetStore
 from odradek.connect.plugins import PluginRegistry
+from odradek.connect.source_eos import transaction_interval_s
 from odradek.connect.task_plumbing import TaskPlumbing
 from odradek.connect.worker_config import WorkerConfig
 from odradek.connect.worker_tasks import (
@@ -150,6 +157,8 @@ class Worker:
             name, task_id, config, self.config, self.offset_store,
             lambda kind: self.client_options(kind, config), self._count_commit,
         )
+        if isinstance(instance, SourceConnector) and getattr(self.offset_store, "exactly_once_group", None):
+            plumbing.flush_interval_s = transaction_interval_s(config, self.config["offset.flush.interval.ms"])
         runner_cls = WorkerSinkTask if isinstance(instance, SinkConnector) else WorkerSourceTask
         runner = runner_cls(name, task_id, task_cls(), props, plumbing, lambda r: None)
         self.tasks[(name, task_id)] = runner

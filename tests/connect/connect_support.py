@@ -1,13 +1,17 @@
-"""A Connect worker process for the tests: ``python -m odradek connect standalone …`` on free ports."""
+"""A Connect worker process for the tests (``python -m odradek connect standalone|distributed …`` on
+free ports), and the REST and topic reads the Connect tests share."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
 
 import requests
+from support import wait_until
 
+from odradek import Consumer, TopicPartition
 from odradek.connect.offset_store import OffsetStore
 from odradek.connect.task_plumbing import TaskPlumbing
 from odradek.connect.worker_config import WorkerConfig
@@ -52,6 +56,9 @@ def distributed_worker(bootstrap: str, group: str, **extra: str) -> dict[str, st
         "session.timeout.ms": "6000",
         "rebalance.timeout.ms": "10000",
         "scheduled.rebalance.max.delay.ms": "3000",
+        # a sink task moved off a killed worker joins its group when the dead consumer's session ends
+        "consumer.session.timeout.ms": "6000",
+        "consumer.heartbeat.interval.ms": "1000",
         "listeners": f"http://127.0.0.1:{free_port()}",
         **extra,
     }
@@ -72,7 +79,15 @@ class WorkerProcess:
         self.proc: subprocess.Popen | None = None
 
     def start(self) -> WorkerProcess:
+        return self.spawn().wait_ready()
+
+    def spawn(self) -> WorkerProcess:
+        """Start the process without waiting (to start several at once)."""
         self.proc = subprocess.Popen(self.command, stdout=open(self.log_path, "ab"), stderr=subprocess.STDOUT)
+        return self
+
+    def wait_ready(self) -> WorkerProcess:
+        """Wait until the REST listener answers."""
         wait_for_port("127.0.0.1", self.port, 60, self.proc)
         return self
 
@@ -105,3 +120,67 @@ def task_plumbing(directory: Path, connector_config: dict[str, str], converter: 
         "offset.storage.file.filename": str(directory / "connect.offsets"),
     }, distributed=False)
     return TaskPlumbing("bench", 0, connector_config, worker, OffsetStore(), lambda kind: {}, lambda ok: None)
+
+
+def sink_lines(path) -> list[str]:
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def running_tasks(worker: WorkerProcess, name: str) -> list[dict]:
+    try:
+        answer = worker.get(f"/connectors/{name}/status")
+    except OSError:
+        return []
+    if answer.status_code != 200:
+        return []
+    return [t for t in answer.json()["tasks"] if t["state"] == "RUNNING"]
+
+
+def write(worker: WorkerProcess, method: str, path: str, **kw):
+    """A REST write, retried while the group rebalances (409 stale configuration), as a client would."""
+    last = []
+
+    def attempt():
+        answer = worker.request(method, path, **kw)
+        last[:] = [answer.text]
+        stale = answer.status_code == 409 and "stale configuration" in answer.text
+        return None if stale else [answer]  # (a Response of 4xx is falsy)
+
+    try:
+        return wait_until(attempt, 60, f"{method} {path} outside a rebalance")[0]
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}; last answer: {last}") from None
+
+
+def create(worker: WorkerProcess, name: str, config: dict) -> None:
+    answer = write(worker, "POST", "/connectors", json={"name": name, "config": config})
+    assert answer.status_code == 201, answer.text
+
+
+def committed_records(bootstrap: str, topic: str, expected: int) -> tuple[list[tuple[bytes | None, bytes]], int]:
+    """The committed records of ``topic`` once ``expected`` of them are readable, and its end offset.
+
+    The source task's last transaction may still be open when the sink has written its lines
+    (the sink reads uncommitted records, as Kafka's does), so wait for the commit."""
+    with Consumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest",
+                  isolation_level="read_committed") as consumer:
+        tp = TopicPartition(topic, 0)
+        consumer.assign([tp])
+        records = []
+        wait_until(lambda: len(records) >= expected, 60, f"{expected} committed records in {topic}",
+                   step=lambda: records.extend(consumer.poll(0.5)))
+        end = consumer.end_offsets([tp])[tp]
+    return [(r.key, r.value) for r in records], end
+
+
+def read_topic(bootstrap: str, topic: str) -> list[tuple[str, object]]:
+    """Every record of a topic (all partitions) as (key text, decoded JSON value or None)."""
+    with Consumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest") as consumer:
+        partitions = consumer.partitions_for_topic(topic)
+        tps = [TopicPartition(topic, p) for p in sorted(partitions)]
+        ends = consumer.end_offsets(tps)
+        consumer.assign(tps)
+        records = []
+        wait_until(lambda: all(consumer.position(tp) >= ends[tp] for tp in tps), 30, f"all of {topic}",
+                   step=lambda: records.extend(consumer.poll(0.5)))
+    return [(r.key.decode(), None if r.value is None else json.loads(r.value)) for r in records]

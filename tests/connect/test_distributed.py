@@ -12,37 +12,17 @@ import sys
 import uuid
 
 import pytest
-from connect_support import WorkerProcess, distributed_worker
+from connect_support import (
+    WorkerProcess,
+    committed_records,
+    create,
+    distributed_worker,
+    read_topic,
+    running_tasks,
+    sink_lines,
+    write,
+)
 from support import wait_until
-
-from odradek import Consumer, TopicPartition
-
-
-def sink_lines(path) -> list[str]:
-    return path.read_text().splitlines() if path.exists() else []
-
-
-def running_tasks(worker: WorkerProcess, name: str) -> list[dict]:
-    try:
-        answer = worker.get(f"/connectors/{name}/status")
-    except OSError:
-        return []
-    if answer.status_code != 200:
-        return []
-    return [t for t in answer.json()["tasks"] if t["state"] == "RUNNING"]
-
-
-def read_topic(bootstrap: str, topic: str) -> list[tuple[str, object]]:
-    """Every record of a topic (all partitions) as (key text, decoded JSON value or None)."""
-    with Consumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest") as consumer:
-        partitions = consumer.partitions_for_topic(topic)
-        tps = [TopicPartition(topic, p) for p in sorted(partitions)]
-        ends = consumer.end_offsets(tps)
-        consumer.assign(tps)
-        records = []
-        wait_until(lambda: all(consumer.position(tp) >= ends[tp] for tp in tps), 30, f"all of {topic}",
-                   step=lambda: records.extend(consumer.poll(0.5)))
-    return [(r.key.decode(), None if r.value is None else json.loads(r.value)) for r in records]
 
 
 @pytest.fixture
@@ -63,27 +43,6 @@ def cluster(broker, tmp_path):
         worker.kill()
     for worker in workers:
         assert "Traceback" not in worker.log_text(), worker.log_text()[-4000:]
-
-
-def write(worker: WorkerProcess, method: str, path: str, **kw):
-    """A REST write, retried while the group rebalances (409 stale configuration), as a client would."""
-    last = []
-
-    def attempt():
-        answer = worker.request(method, path, **kw)
-        last[:] = [answer.text]
-        stale = answer.status_code == 409 and "stale configuration" in answer.text
-        return None if stale else [answer]  # (a Response of 4xx is falsy)
-
-    try:
-        return wait_until(attempt, 60, f"{method} {path} outside a rebalance")[0]
-    except AssertionError as exc:
-        raise AssertionError(f"{exc}; last answer: {last}") from None
-
-
-def create(worker: WorkerProcess, name: str, config: dict) -> None:
-    answer = write(worker, "POST", "/connectors", json={"name": name, "config": config})
-    assert answer.status_code == 201, answer.text
 
 
 def test_sink_tasks_spread_move_after_kill_9_and_everything_resumes_after_a_restart(broker, cluster, tmp_path,
@@ -137,7 +96,7 @@ def test_sink_tasks_spread_move_after_kill_9_and_everything_resumes_after_a_rest
     wait_until(lambda: set(sink_lines(sink_file)) >= set(lines), 60, "every line in the sink file")
     # exactly.once.source.support=enabled: the source's records and offsets were written in one
     # transaction, so through the kill -9 and the restarts each line was committed once.
-    records, end = _raw(broker.bootstrap_servers, topic_name, len(lines))
+    records, end = committed_records(broker.bootstrap_servers, topic_name, len(lines))
     assert sorted(json.loads(v)["payload"] for _, v in records) == lines
     assert end > len(records)  # the transactions' commit markers take offsets too
 
@@ -154,22 +113,6 @@ def test_sink_tasks_spread_move_after_kill_9_and_everything_resumes_after_a_rest
     task_status = statuses["status-task-file-sink-0"]
     assert set(task_status) == {"state", "trace", "worker_id", "generation"}
     assert task_status["state"] == "RUNNING" and task_status["worker_id"] == f"127.0.0.1:{third.port}"
-
-
-def _raw(bootstrap: str, topic: str, expected: int) -> tuple[list[tuple[bytes | None, bytes]], int]:
-    """The committed records of ``topic`` once ``expected`` of them are readable, and its end offset.
-
-    The source task's last transaction may still be open when the sink has written its lines
-    (the sink reads uncommitted records, as Kafka's does), so wait for the commit."""
-    with Consumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest",
-                  isolation_level="read_committed") as consumer:
-        tp = TopicPartition(topic, 0)
-        consumer.assign([tp])
-        records = []
-        wait_until(lambda: len(records) >= expected, 60, f"{expected} committed records in {topic}",
-                   step=lambda: records.extend(consumer.poll(0.5)))
-        end = consumer.end_offsets([tp])[tp]
-    return [(r.key, r.value) for r in records], end
 
 
 def test_a_follower_forwards_writes_to_the_leader_and_the_group_is_listed(broker, cluster, tmp_path, topic_name):

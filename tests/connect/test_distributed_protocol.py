@@ -84,3 +84,63 @@ def test_config_records_apply_as_kafkas_config_topic_reads():
     assert target_state_value("STOPPED") == {"state": "PAUSED", "state.v2": "STOPPED"}
     state.apply("connector-s", None)
     assert "s" not in state.connectors and state.offset == 5
+
+
+def test_a_new_leader_holds_the_dead_leaders_work_by_the_owners_the_status_topic_names():
+    # Three workers ran a, b, c; the leader (w1) died. w2, just elected, computed no earlier round:
+    # a and its task, which nobody reports, are lost (w1's, by the status topic), not new.
+    assignor = IncrementalAssignor(300)
+    work = {("a", -1), ("a", 0), ("b", -1), ("b", 0), ("c", -1), ("c", 0)}
+    members = {"m2": WorkerMetadata("http://w2:8083/", 0, {"b": [-1, 0]}),
+               "m3": WorkerMetadata("http://w3:8083/", 0, {"c": [-1, 0]})}
+    owners = {("a", -1): "w1:8083", ("a", 0): "w1:8083", ("b", -1): "w2:8083", ("b", 0): "w2:8083"}
+    plan, delay = assignor.assign("m2", "http://w2:8083/", 0, work, members, 7, 6, owners)
+    assert 0 < delay <= 0.3 and plan["m3"].delay_ms > 0
+    assert items_of(plan["m2"].assigned) == {("b", -1), ("b", 0)}
+    assert items_of(plan["m3"].assigned) == {("c", -1), ("c", 0)}
+    # Rounds of the same leader keep holding them (the delay counts from the first) ...
+    members["m2"].allocation, members["m3"].allocation = plan["m2"].assigned, plan["m3"].assigned
+    plan, second_delay = assignor.assign("m2", "http://w2:8083/", 0, work, members, 8, 7, {})
+    assert 0 < second_delay <= delay and not items_of(plan["m3"].assigned) & {("a", -1), ("a", 0)}
+    # ... until it expires: then they go to the survivors.
+    time.sleep(second_delay + 0.01)
+    plan, last_delay = assignor.assign("m2", "http://w2:8083/", 0, work, members, 9, 8, {})
+    assert last_delay == 0
+    assert items_of(plan["m2"].assigned) | items_of(plan["m3"].assigned) == work
+
+
+def test_a_restarted_worker_gets_its_work_back_and_a_fresh_group_waits_for_nobody():
+    assignor = IncrementalAssignor(60_000)
+    work = {("a", -1), ("a", 0), ("b", -1), ("b", 0)}
+    members = {"m1": WorkerMetadata("http://w1:8083/", 0, {"a": [-1, 0]}),
+               "m2": WorkerMetadata("http://w2:8083/", 0, {"b": [-1, 0]})}
+    plan, _ = assignor.assign("m1", "http://w1:8083/", 0, work, members, 1, -1, {})
+    del members["m2"]
+    plan, delay = assignor.assign("m1", "http://w1:8083/", 0, work, members, 2, 1, {})
+    assert delay > 0 and items_of(plan["m1"].assigned) == {("a", -1), ("a", 0)}
+    # w2 restarts (a new member id, the same host:port) within the delay: b goes back to it at once.
+    members["m9"] = WorkerMetadata("http://w2:8083/", 0)
+    plan, delay = assignor.assign("m1", "http://w1:8083/", 0, work, members, 3, 2, {})
+    assert delay == 0 and items_of(plan["m9"].assigned) == {("b", -1), ("b", 0)}
+
+    # Every worker restarted at once: nobody runs anything, the leader remembers nothing, the
+    # status topic names workers long gone: nothing is waited for.
+    fresh = IncrementalAssignor(60_000)
+    members = {"m5": WorkerMetadata("http://w5:8083/", 0), "m6": WorkerMetadata("http://w6:8083/", 0)}
+    plan, delay = fresh.assign("m5", "http://w5:8083/", 0, work, members, 4, -1, {i: "w1:8083" for i in work})
+    assert delay == 0 and items_of(plan["m5"].assigned) | items_of(plan["m6"].assigned) == work
+
+
+def test_revoked_work_goes_to_the_new_worker_though_the_status_topic_still_names_the_old_one():
+    # The status topic says w1 runs everything until the new owner reports: the leader must
+    # not take that for w1's own work coming back.
+    assignor = IncrementalAssignor(60_000)
+    work = {("a", -1), ("a", 0), ("b", -1), ("b", 0)}
+    members = {"m1": WorkerMetadata("http://w1/", 0, {"a": [-1, 0], "b": [-1, 0]}), "m2": WorkerMetadata("http://w2/", 0)}
+    statuses = dict.fromkeys(work, "w1")
+    plan, _ = assignor.assign("m1", "http://w1/", 0, work, members, 5, 4, statuses)
+    revoked = items_of(plan["m1"].revoked)
+    assert len(revoked) == 2 and not plan["m2"].assigned
+    members["m1"].allocation = plan["m1"].assigned
+    plan, delay = assignor.assign("m1", "http://w1/", 0, work, members, 6, 5, statuses)
+    assert delay == 0 and items_of(plan["m2"].assigned) == revoked and not plan["m1"].revoked
