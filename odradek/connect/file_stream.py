@@ -18,6 +18,7 @@ from typing import IO, Any
 from odradek.config_def import AtLeast
 from odradek.connect.api import (
     ConfigDef,
+    ExactlyOnceSupport,
     Importance,
     SinkConnector,
     SinkTask,
@@ -65,6 +66,10 @@ class FileStreamSourceConnector(SourceConnector):
 
     def config_def(self) -> ConfigDef:
         return SOURCE_CONFIG
+
+    def exactly_once_support(self, configs: dict[str, str]) -> ExactlyOnceSupport:
+        # A file can be re-read from a stored position; standard input cannot (Kafka's rule).
+        return ExactlyOnceSupport.SUPPORTED if configs.get("file") else ExactlyOnceSupport.UNSUPPORTED
 
     def alter_offsets(self, connector_config, offsets) -> bool:
         for partition, offset in offsets:

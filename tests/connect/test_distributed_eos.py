@@ -95,10 +95,16 @@ def test_the_exactly_once_keys_are_validated_and_required_refuses_a_connector_wi
     assert validation_errors(worker, {**ticker, "transaction.boundary": "connector"})["transaction.boundary"] == [
         "The connector does not support connector-defined transaction boundaries with the given configuration. "
         "Please reconfigure it to use a different transaction boundary definition."]
+    # FileStreamSource gives exactly-once for a file (re-read from its position), not for stdin (Kafka's rule).
+    file_source = {"name": "f", "connector.class": "org.apache.kafka.connect.file.FileStreamSourceConnector",
+                   "file": "/tmp/x", "topic": "ticks", "exactly.once.support": "required"}
+    assert validation_errors(worker, file_source) == {}
+    assert validation_errors(worker, {**file_source, "file": ""}) == {"exactly.once.support": [NO_EOS]}
     # A connector that says nothing about exactly-once support cannot be required to give it.
-    file_source = {"name": "f", "connector.class": "org.apache.kafka.connect.file.FileStreamSourceConnector", "file": "/tmp/x",
-                   "topic": "ticks", "exactly.once.support": "required"}
-    assert validation_errors(worker, file_source) == {"exactly.once.support": [NO_PREFLIGHT]}
+    mirror = {"name": "m", "connector.class": "MirrorSourceConnector", "source.cluster.alias": "a",
+              "source.cluster.bootstrap.servers": "127.0.0.1:9", "target.cluster.bootstrap.servers": "127.0.0.1:9",
+              "exactly.once.support": "required"}
+    assert validation_errors(worker, mirror) == {"exactly.once.support": [NO_PREFLIGHT]}
 
     refused = write(worker, "POST", "/connectors", json={"name": "strict", "config": {
         **ticker, "exactly.once.support": "required", "ticker.exactly.once": "no"}})
