@@ -227,6 +227,14 @@ class JoinWindows:
     def of_time_difference_and_grace(cls, difference, grace) -> JoinWindows:
         return cls(_ms(difference), _ms(difference), _ms(grace))
 
+    def before(self, time_difference) -> JoinWindows:
+        """A record joins the other side's records up to this long before it (Kafka's ``before``)."""
+        return JoinWindows(_ms(time_difference), self.after_ms, self.grace_ms)
+
+    def after(self, time_difference) -> JoinWindows:
+        """A record joins the other side's records up to this long after it (Kafka's ``after``)."""
+        return JoinWindows(self.before_ms, _ms(time_difference), self.grace_ms)
+
 
 @dataclass(frozen=True)
 class Suppressed:
