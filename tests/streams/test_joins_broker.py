@@ -93,7 +93,7 @@ def test_page_views_by_region(spark, kafka, topic_name, tmp_path):
     # Independent: replay by time (a table update before a view of the same time).
     table: dict = {}
     expected: dict[str, int] = {}
-    for t, kind, user, value in sorted(
+    for _t, kind, user, value in sorted(
         [(t, 0, u, r) for t, u, r in region_updates] + [(t, 1, u, p) for t, u, p in page_views]
     ):
         if kind == 0:

@@ -11,7 +11,6 @@ from odradek.streams import (
     Consumed,
     Grouped,
     Materialized,
-    Produced,
     Serdes,
     StreamsBuilder,
     TopologyTestDriver,
@@ -134,7 +133,9 @@ def test_table_group_by_subtracts_from_the_old_group(spark):
             got_counts = counts.read_key_values_to_list()
             got_sums = sums.read_key_values_to_list()
             assert sorted(got_counts) == sorted((r, sum(v == r for v in table.values())) for r in touched)
-            assert sorted(got_sums) == sorted((r, sum(len(u) for u, v in table.items() if v == r)) for r in touched)
+            assert sorted(got_sums) == sorted(
+                (r, sum(len(u) for u, v in table.items() if v == r)) for r in touched
+            )
         assert ("asia", 0) in got_counts  # a group emptied to 0 stays, as in Kafka
     finally:
         driver.close()

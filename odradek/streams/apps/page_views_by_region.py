@@ -33,3 +33,23 @@ def topology(views_topic: str, regions_topic: str, output_topic: str):
         .to(output_topic, Produced(Serdes.String(), Serdes.Long()))
     )
     return builder.build()
+
+
+def start(spark, config, *, views_topic: str, regions_topic: str, output_topic: str) -> list:
+    """``odradek pipeline run page-views-by-region``: the topology on ``spark``, exactly once."""
+    from odradek.streams import KafkaStreams
+
+    streams = KafkaStreams(
+        topology(views_topic, regions_topic, output_topic),
+        {
+            "application.id": f"page-views-by-region-{views_topic}-{output_topic}",
+            "bootstrap.servers": config.bootstrap_servers,
+            "processing.guarantee": "exactly_once_v2",
+            "state.dir": config.checkpoint_dir("page-views-by-region"),
+            "auto.offset.reset": config.starting_offsets,
+        },
+        spark=spark,
+        trigger=config.spark_trigger(),
+    )
+    streams.start()
+    return streams.queries()
