@@ -148,7 +148,7 @@ class Compiler:
                 aggregation = self.aggregation(node, by_store.get(id(node), []))
                 aggregation.has_terminals = id(node) in by_store
                 aggregations.append(aggregation)
-            elif node.op in JOIN_OPS:  # Spark allows one applyInPandasWithState per query: its own
+            elif node.op in JOIN_OPS and id(node) in by_store:  # one applyInPandasWithState per query
                 aggregations.append(self.join(node, by_store.get(id(node), [])))
         return Plan(_union(stateless), aggregations)
 

@@ -5,7 +5,7 @@ views keyed by user joined with a table of each user's region, counted by region
     regions = builder.table(regions_topic)                 # user -> region (latest; null deletes)
     (views.join(regions, lambda page, region: region)      # a view counts for the user's region
           .select_key(lambda user, region: region)         #   as it is at the view's time
-          .group_by_key()
+          .group_by_key(Grouped.with_(Serdes.String(), Serdes.String()))
           .count(Materialized.as_("views-per-region"))
           .to_stream()
           .to(output_topic, Produced(Serdes.String(), Serdes.Long())))
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 
 def topology(views_topic: str, regions_topic: str, output_topic: str):
-    from odradek.streams import Consumed, Materialized, Produced, Serdes, StreamsBuilder
+    from odradek.streams import Consumed, Grouped, Materialized, Produced, Serdes, StreamsBuilder
 
     strings = Consumed(Serdes.String(), Serdes.String())
     builder = StreamsBuilder()
@@ -27,7 +27,7 @@ def topology(views_topic: str, regions_topic: str, output_topic: str):
     (
         views.join(regions, lambda page, region: region)
         .select_key(lambda user, region: region)
-        .group_by_key()
+        .group_by_key(Grouped.with_(Serdes.String(), Serdes.String()))  # the repartition topic's serdes
         .count(Materialized.as_("views-per-region"))
         .to_stream()
         .to(output_topic, Produced(Serdes.String(), Serdes.Long()))
