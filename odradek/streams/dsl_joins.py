@@ -75,16 +75,25 @@ def stream_stream_join(
     shared = []
     if how != "inner":  # Kafka >= 3.1 buffers records without a partner until their window closes
         shared = [_join_store(builder, f"KSTREAM-OUTERSHARED-{this_name[-10:]}-store")]
+    merge_name = builder._new_name("KSTREAM-MERGE-")
+    if stream_joined.name:  # Kafka's StreamJoined.with_name: named processors, indices still taken
+        base = stream_joined.name
+        this_windowed, other_windowed = f"{base}-this-windowed", f"{base}-other-windowed"
+        this_join = f"{base}-outer-this-join" if outer_this else f"{base}-this-join"
+        other_join = f"{base}-outer-other-join" if outer_other else f"{base}-other-join"
+        merge_name = f"{base}-merge"
+    else:
+        this_join, other_join = this_name, other_name
     windowed_this = builder._add(this_windowed, "processor", "join_part", [left])
     windowed_this.stores = [this_store]
     windowed_other = builder._add(other_windowed, "processor", "join_part", [right])
     windowed_other.stores = [other_store]
-    join_this = builder._add(this_name, "processor", "join_part", [windowed_this])
+    join_this = builder._add(this_join, "processor", "join_part", [windowed_this])
     join_this.stores = sorted([other_store, *shared])
-    join_other = builder._add(other_name, "processor", "join_part", [windowed_other])
+    join_other = builder._add(other_join, "processor", "join_part", [windowed_other])
     join_other.stores = sorted([this_store, *shared])
     merge = builder._add(
-        builder._new_name("KSTREAM-MERGE-"),
+        merge_name,
         "processor",
         "stream_join",
         [join_this, join_other],

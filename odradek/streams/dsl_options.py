@@ -139,6 +139,10 @@ class Joined:
     def with_(cls, key_serde=None, value_serde=None, other_value_serde=None) -> Joined:
         return cls(key_serde, value_serde, other_value_serde)
 
+    @classmethod
+    def as_(cls, name: str) -> Joined:
+        return cls(name=name)
+
 
 @dataclass(frozen=True)
 class StreamJoined:
@@ -150,6 +154,9 @@ class StreamJoined:
     @classmethod
     def with_(cls, key_serde=None, value_serde=None, other_value_serde=None) -> StreamJoined:
         return cls(key_serde, value_serde, other_value_serde)
+
+    def with_name(self, name: str) -> StreamJoined:
+        return StreamJoined(self.key_serde, self.value_serde, self.other_value_serde, name)
 
 
 # -- windows -------------------------------------------------------------------------------

@@ -6,7 +6,14 @@ from __future__ import annotations
 
 import pytest
 
-from odradek.streams import JoinWindows, Materialized, StreamsBuilder, TopologyException
+from odradek.streams import (
+    JoinWindows,
+    Materialized,
+    Serdes,
+    StreamJoined,
+    StreamsBuilder,
+    TopologyException,
+)
 from odradek.streams.apps import page_views_by_region
 
 # KStreamKStreamJoinTest's expected topology for stream("topic").join(stream("topic2"), …).
@@ -61,6 +68,29 @@ def test_left_and_outer_joins_rename_the_sides_and_share_a_store(how, this, othe
     names = [n.name for n in builder.build().nodes]
     assert names[4:7] == [f"{this}0000000004", f"{other}0000000005", "KSTREAM-MERGE-0000000006"]
     assert "KSTREAM-OUTERSHARED-0000000004-store" in builder.build().stores
+
+
+def test_stream_joined_names_the_processors():
+    builder = StreamsBuilder()
+    builder.stream("a").left_join(
+        builder.stream("b"),
+        lambda x, y: (x, y),
+        JoinWindows.of_time_difference_with_no_grace(1000),
+        StreamJoined.with_(Serdes.String(), Serdes.String(), Serdes.String()).with_name("op"),
+    )
+    topology = builder.build()
+    assert [n.name for n in topology.nodes][2:] == [
+        "op-this-windowed",
+        "op-other-windowed",
+        "op-this-join",
+        "op-outer-other-join",
+        "op-merge",
+    ]
+    assert sorted(topology.stores) == [
+        "KSTREAM-JOINTHIS-0000000004-store",
+        "KSTREAM-OUTEROTHER-0000000005-store",
+        "KSTREAM-OUTERSHARED-0000000004-store",
+    ]
 
 
 def test_key_changed_stream_is_repartitioned_before_a_join():
