@@ -16,7 +16,6 @@ import logging
 import os
 import shutil
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -47,17 +46,6 @@ class StreamsUncaughtExceptionHandler:
 
 class MissingSourceTopicException(RuntimeError):
     """A topology reads a topic that does not exist (Kafka's exception of that name)."""
-
-
-def _started(writer, timeout: float = 120.0):
-    """Starts a query and waits (up to ``timeout``) until it has initialised its sources. Each
-    ``odradek`` source starts a Python worker on the driver that must connect back within Spark's
-    fixed time; several queries starting at once on a busy machine miss it, one at a time do not."""
-    query = writer.start()
-    deadline = time.monotonic() + timeout
-    while query.isActive and query.status["message"].startswith("Initializing") and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return query
 
 
 class KafkaStreams:
@@ -187,7 +175,7 @@ class KafkaStreams:
                 .queryName(f"{config.application_id}-stateless")
                 .trigger(**trigger)
             )
-            queries.append(_started(writer))
+            queries.append(writer.start())
         for agg in plan.aggregations:
             sink_id = agg.node.name
 
@@ -209,7 +197,7 @@ class KafkaStreams:
                 .queryName(f"{config.application_id}-{agg.node.name}")
                 .trigger(**trigger)
             )
-            queries.append(_started(writer))
+            queries.append(writer.start())
         return queries
 
     # -- watching and stopping -------------------------------------------------------------------
