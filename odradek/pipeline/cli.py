@@ -158,7 +158,7 @@ def ensure_topics(bootstrap_servers: str, topics: dict[str, int], configs: dict 
 
 @pipeline.group()
 def run():
-    """Run a pipeline (NAME: page-views, offline-load, value-length).
+    """Run a pipeline (NAME: page-views, page-views-by-region, offline-load, value-length).
 
     A streaming pipeline shows the rows it has processed while it runs. Ctrl-C (or
     SIGTERM) stops it after the current micro-batch and prints a summary (exit status
@@ -440,6 +440,38 @@ def run_value_length(config, master, spark_conf, log_level, input_topic, output_
         config,
         input_topic=input_topic,
         output=output_topic,
+        output_topic=output_topic,
+    )
+
+
+@run.command("page-views-by-region")
+@run_options
+@click.option("--views", "views_topic", default="page-views", show_default=True, help="user -> page records.")
+@click.option("--regions", "regions_topic", default="user-regions", show_default=True, help="user -> region table.")
+@click.option("--output", "output_topic", default="page-views-by-region", show_default=True)
+def run_page_views_by_region(config, master, spark_conf, log_level, views_topic, regions_topic, output_topic):
+    """Page views counted by the viewer's region (a Kafka Streams topology: a stream-table join).
+
+    Each record of --views (key: user) counts for the user's region in --regions (key: user,
+    value: region; the latest value wins, a null deletes) as it is at the view's time. The
+    counts reach --output keyed by region, as 8-byte longs
+    (`odradek consume page-views-by-region --value-deserializer long`). Exactly once.
+
+    \b
+    Examples:
+      odradek pipeline run page-views-by-region --views page-views --regions user-regions
+    """
+    with_partitions = _partitions(config.bootstrap_servers, views_topic)
+    ensure_topics(config.bootstrap_servers, {output_topic: with_partitions})
+    _run(
+        "page-views-by-region",
+        master,
+        spark_conf,
+        log_level,
+        config,
+        output=output_topic,
+        views_topic=views_topic,
+        regions_topic=regions_topic,
         output_topic=output_topic,
     )
 

@@ -20,14 +20,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from odradek.streams import compile_joins, table_grouping
 from odradek.streams.dsl import TopologyException
+from odradek.streams.dsl_joins import JOIN_OPS, TABLE_AGGREGATES
 from odradek.streams.serdes import LongSerde, Serde
 from odradek.streams.stage import RECORD_SCHEMA, PickleSerde, stage_function
 from odradek.streams.streams_config import StreamsConfig
 from odradek.streams.topology import Node, Topology
 
 OUTPUT_COLUMNS = ("topic", "key", "value")
-STATEFUL = {"count", "reduce", "aggregate", "latest"}
+STATEFUL = {"count", "reduce", "aggregate", "latest"} | TABLE_AGGREGATES
 _FUSED = {
     "filter",
     "filter_not",
@@ -99,6 +101,8 @@ class Aggregation:
     node: Node
     updates: Any  # streaming DataFrame: key, value (bytes)
     outputs: Callable[[Any], Any]  # a micro-batch of updates -> DataFrame(topic, key, value)
+    output_mode: str = "update"  # "append" for a join's records
+    has_terminals: bool = True  # False: only its changelog topic reads it
 
 
 @dataclass
@@ -118,7 +122,7 @@ class Compiler:
 
     # -- the plan --------------------------------------------------------------------------
     def plan(self) -> Plan:
-        terminals = [n for n in self.topology.nodes if n.op in ("sink", "foreach")]
+        terminals = [n for n in self.topology.nodes if n.op in ("sink", "foreach") or _materialized_sink(n)]
         stateless: list[Any] = []
         memo: dict[int, Flow] = {}
         by_store: dict[int, list[Node]] = {}
@@ -138,10 +142,26 @@ class Compiler:
             if node.op in STATEFUL:
                 if _stateful_ancestors(node, include_self=False):
                     raise TopologyException(
-                        f"{node.name}: an aggregation of an aggregation is not supported yet"
+                        f"{node.name}: an aggregation of an aggregation or of a join is not supported yet "
+                        "without a repartition between them (.repartition(), or a group_by with a new key)"
                     )
-                aggregations.append(self.aggregation(node, by_store.get(id(node), [])))
+                aggregation = self.aggregation(node, by_store.get(id(node), []))
+                aggregation.has_terminals = id(node) in by_store
+                aggregations.append(aggregation)
+            elif node.op in JOIN_OPS and id(node) in by_store:  # one applyInPandasWithState per query
+                aggregations.append(self.join(node, by_store.get(id(node), [])))
         return Plan(_union(stateless), aggregations)
+
+    def join(self, node: Node, terminals: list[Node]) -> Aggregation:
+        """A join as a query of its own, appending its records to its terminals' topics."""
+        df, key_serde, value_serde = compile_joins.join_flow(self, node, {}, {})
+
+        def outputs(batch):
+            memo: dict[int, Flow] = {}
+            roots = {id(node): Flow(batch, key_serde, value_serde)}
+            return _union([self.output(t, roots, memo) for t in terminals])
+
+        return Aggregation(node, df, outputs, "append", bool(terminals))
 
     def output(self, terminal: Node, roots: dict[int, Flow], memo: dict[int, Flow]):
         """The ``topic, key, value`` rows ``terminal`` (a sink or a foreach) writes."""
@@ -157,8 +177,12 @@ class Compiler:
         kept_key, kept_value = inherited_serdes(flow)
         key_serde = terminal.args.get("key_serde") or kept_key or self.config.key_serde
         value_serde = terminal.args.get("value_serde") or kept_value or self.config.value_serde
+        topic_name = terminal.topics[0] if terminal.topics else None
+        if terminal.op == "repartition_sink":  # a materialized repartition topic
+            key_serde, value_serde = self.repartition_serdes(terminal)
+            topic_name = internal_topic(self.config.application_id, topic_name)
         df = self.encode(flow, key_serde, value_serde, force=chooser is not None)
-        topic = F.col("topic") if chooser is not None else F.lit(terminal.topics[0])
+        topic = F.col("topic") if chooser is not None else F.lit(topic_name)
         return df.select(topic.alias("topic"), "key", "value")
 
     # -- flows -----------------------------------------------------------------------------
@@ -175,6 +199,16 @@ class Compiler:
             df = self.read(node.topics).select("key", "value", "timestamp", "offset", "topic")
             return Flow(
                 df, args["key_serde"] or self.config.key_serde, args["value_serde"] or self.config.value_serde
+            )
+        if op == "repartition_source" and _materialized(node):
+            topic = internal_topic(self.config.application_id, node.topics[0])
+            df = self.read([topic]).select("key", "value", "timestamp", "offset", "topic")
+            return Flow(df, *self.repartition_serdes(args["upstream"]))
+        if op in JOIN_OPS:
+            raise TopologyException(
+                f"{node.name}: a join's output feeds another join or an aggregation directly, which "
+                "Spark cannot run in one query: put a repartition topic between them (.repartition(), "
+                "or a group_by that selects a new key)"
             )
         if op == "repartition_source":
             upstream = self.flow(args["upstream"].parents[0], roots, memo)
@@ -208,6 +242,21 @@ class Compiler:
             return Flow(_union([self.encode(f, pickled, pickled) for f in flows]), pickled, pickled)
         raise TopologyException(f"{node.name}: operation {op!r} cannot be compiled")
 
+    def kept_serdes(self, flow: Flow) -> tuple[Serde | None, Serde | None]:
+        return inherited_serdes(flow)
+
+    def repartition_serdes(self, sink: Node) -> tuple[Serde, Serde]:
+        """The serdes of a materialized repartition topic, alike for its writer and its reader:
+        the repartition's own, else those its records keep (when they come from no store)."""
+        source = next(n for n in self.topology.nodes if n.args.get("upstream") is sink)
+        try:
+            kept_key, kept_value = inherited_serdes(self.flow(sink.parents[0], {}, {}))
+        except TopologyException:  # downstream of a state store: the defaults
+            kept_key, kept_value = None, None
+        key = source.args.get("key_serde") or kept_key or self.config.key_serde
+        value = source.args.get("value_serde") or kept_value or self.config.value_serde
+        return key, table_grouping.ChangeSerde(value) if source.args.get("change") else value
+
     def encode(self, flow: Flow, key_serde: Serde, value_serde: Serde, *, force: bool = False):
         """``flow``'s records as bytes in these serdes: its pending functions run in one Python stage."""
         if not flow.ops and not force and flow.key_serde == key_serde and flow.value_serde == value_serde:
@@ -240,6 +289,8 @@ class Compiler:
             counts = df.where(F.col("value").isNotNull()).groupBy("key").agg(F.count(F.lit(1)).alias("n"))
             value_serde = LongSerde()
             updates = counts.select("key", value_serde.spark_encode(F.col("n")).alias("value"))
+        elif node.op in TABLE_AGGREGATES:
+            updates, value_serde = table_grouping.fold(df, node, in_key, in_value, self.config.value_serde)
         else:
             value_serde = args.get("value_serde") or (
                 in_value if node.op == "reduce" else self.config.value_serde
@@ -319,7 +370,7 @@ def _stateful_ancestors(node: Node, include_self: bool = True) -> list[Node]:
         if id(current) in seen:
             continue
         seen.add(id(current))
-        if current.op in STATEFUL:
+        if current.op in STATEFUL or current.op in JOIN_OPS:
             found.append(current)
             continue
         stack.extend(current.parents)
@@ -329,7 +380,51 @@ def _stateful_ancestors(node: Node, include_self: bool = True) -> list[Node]:
 
 def _upstream_of_source(node: Node) -> list[Node]:
     upstream = node.args.get("upstream") if node.op == "repartition_source" else None
-    return [upstream] if upstream is not None else []
+    return [upstream] if upstream is not None and not _materialized(node) else []
+
+
+def _upstream(node: Node) -> list[Node]:
+    """Every node ``node``'s records come from, itself included, across repartitions."""
+    seen: dict[int, Node] = {}
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if id(current) in seen:
+            continue
+        seen[id(current)] = current
+        stack.extend(current.parents)
+        for key in ("left", "right", "table"):  # a join's inputs
+            if isinstance(current.args.get(key), Node):
+                stack.append(current.args[key])
+        if current.op == "repartition_source":
+            stack.append(current.args["upstream"])
+    return list(seen.values())
+
+
+def _materialized(source: Node) -> bool:
+    """A repartition with a store or a join upstream is a real topic between two Spark queries
+    (Spark cannot chain such steps in one query in update mode; Kafka writes the topic anyway)."""
+    return _materialized_sink(source.args["upstream"])
+
+
+def _materialized_sink(node: Node) -> bool:
+    if node.op != "repartition_sink":
+        return False
+    return any(n.op in STATEFUL or n.op in JOIN_OPS for n in _upstream(node))
+
+
+def internal_topic(application_id: str, name: str) -> str:
+    """Kafka's name of an internal topic: ``<application.id>-<name>``."""
+    return f"{application_id}-{name}"
+
+
+def materialized_repartition_topics(topology: Topology, application_id: str) -> list[str]:
+    """The repartition topics an app writes and reads (``KafkaStreams`` creates them)."""
+    return sorted(
+        internal_topic(application_id, n.topics[0])
+        for n in topology.nodes
+        if n.op == "repartition_source" and _materialized(n)
+    )
 
 
 def _union(frames: list):

@@ -15,6 +15,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
+from odradek.streams import dsl_joins
 from odradek.streams.dsl_options import (
     Branched,
     Consumed,
@@ -24,11 +25,7 @@ from odradek.streams.dsl_options import (
     Produced,
     Repartitioned,
 )
-from odradek.streams.topology import Node, Store, Topology
-
-
-class TopologyException(ValueError):
-    """A topology that cannot be built or run faithfully, with what to change."""
+from odradek.streams.topology import Node, Store, Topology, TopologyException
 
 
 def KeyValue(key, value) -> tuple:  # noqa: N802 - Kafka's name
@@ -238,11 +235,29 @@ class KStream:
         keyed = self.select_key(selector)
         return KGroupedStream(self._builder, keyed._node, grouped or Grouped(), True)
 
-    # -- joins (refused until the Spark join building blocks are wired) -------------------
-    def join(self, other, *args, **kwargs):
-        raise _not_yet("KStream.join")
+    # -- joins (dsl_joins.py) ----------------------------------------------------------------
+    def _join(self, how: str, other, joiner: Callable, windows_or_joined=None, options=None) -> KStream:
+        with_key = arity(joiner) >= 3  # Kafka's ValueJoinerWithKey
+        if isinstance(other, KStream):
+            return dsl_joins.stream_stream_join(
+                self, other, joiner, with_key, windows_or_joined, options, how
+            )
+        if isinstance(other, KTable):
+            return dsl_joins.stream_table_join(
+                self, other, joiner, with_key, windows_or_joined or options, how
+            )
+        raise TopologyException(f"a KStream joins a KStream or a KTable, not a {type(other).__name__}")
 
-    left_join = outer_join = join
+    def join(self, other, joiner: Callable, windows_or_joined=None, stream_joined=None) -> KStream:
+        """With a KStream: ``join(other, joiner, JoinWindows…, StreamJoined…)``; with a KTable:
+        ``join(table, joiner, Joined…)``."""
+        return self._join("inner", other, joiner, windows_or_joined, stream_joined)
+
+    def left_join(self, other, joiner: Callable, windows_or_joined=None, stream_joined=None) -> KStream:
+        return self._join("left", other, joiner, windows_or_joined, stream_joined)
+
+    def outer_join(self, other, joiner: Callable, windows=None, stream_joined=None) -> KStream:
+        return self._join("outer", other, joiner, windows, stream_joined)
 
 
 class BranchedKStream:
@@ -380,13 +395,29 @@ class KTable:
         node = self._builder._add(name, "processor", "to_stream", [self._node])
         return KStream(self._builder, node, key_changed=False)
 
-    def group_by(self, selector: Callable, grouped: Grouped | None = None):
-        raise _not_yet("KTable.group_by")
+    def group_by(self, selector: Callable, grouped: Grouped | None = None) -> dsl_joins.KGroupedTable:
+        """``selector(key, value)`` returns the row's ``(new_key, new_value)`` pair."""
+        return dsl_joins.table_group_by(self, selector, grouped, KTable)
 
-    def join(self, other, *args, **kwargs):
-        raise _not_yet("KTable.join")
+    def _join(self, how: str, other: KTable, joiner: Callable, named, materialized) -> KTable:
+        if not isinstance(other, KTable):
+            raise TopologyException(
+                "a KTable joins another KTable (a KStream joins a KTable, not the reverse)"
+            )
+        if isinstance(named, Materialized):
+            named, materialized = None, named
+        return dsl_joins.table_table_join(
+            self, other, joiner, arity(joiner) >= 3, _name_of(named), materialized, how
+        )
 
-    left_join = outer_join = join
+    def join(self, other: KTable, joiner: Callable, named=None, materialized=None) -> KTable:
+        return self._join("inner", other, joiner, named, materialized)
+
+    def left_join(self, other: KTable, joiner: Callable, named=None, materialized=None) -> KTable:
+        return self._join("left", other, joiner, named, materialized)
+
+    def outer_join(self, other: KTable, joiner: Callable, named=None, materialized=None) -> KTable:
+        return self._join("outer", other, joiner, named, materialized)
 
 
 def _name_of(named: Named | str | None) -> str | None:
@@ -397,6 +428,6 @@ def _name_of(named: Named | str | None) -> str | None:
 
 def _not_yet(what: str) -> TopologyException:
     return TopologyException(
-        f"{what} is not supported by odradek.streams yet (windows and joins are being wired to Spark); "
+        f"{what} is not supported by odradek.streams yet (windows are being wired to Spark); "
         "see docs/streams.md for what runs today"
     )

@@ -139,6 +139,10 @@ class Joined:
     def with_(cls, key_serde=None, value_serde=None, other_value_serde=None) -> Joined:
         return cls(key_serde, value_serde, other_value_serde)
 
+    @classmethod
+    def as_(cls, name: str) -> Joined:
+        return cls(name=name)
+
 
 @dataclass(frozen=True)
 class StreamJoined:
@@ -150,6 +154,9 @@ class StreamJoined:
     @classmethod
     def with_(cls, key_serde=None, value_serde=None, other_value_serde=None) -> StreamJoined:
         return cls(key_serde, value_serde, other_value_serde)
+
+    def with_name(self, name: str) -> StreamJoined:
+        return StreamJoined(self.key_serde, self.value_serde, self.other_value_serde, name)
 
 
 # -- windows -------------------------------------------------------------------------------
@@ -226,6 +233,14 @@ class JoinWindows:
     @classmethod
     def of_time_difference_and_grace(cls, difference, grace) -> JoinWindows:
         return cls(_ms(difference), _ms(difference), _ms(grace))
+
+    def before(self, time_difference) -> JoinWindows:
+        """A record joins the other side's records up to this long before it (Kafka's ``before``)."""
+        return JoinWindows(_ms(time_difference), self.after_ms, self.grace_ms)
+
+    def after(self, time_difference) -> JoinWindows:
+        """A record joins the other side's records up to this long after it (Kafka's ``after``)."""
+        return JoinWindows(self.before_ms, _ms(time_difference), self.grace_ms)
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from odradek.streams.compiler import Compiler, Plan
+from odradek.streams.compiler import Compiler, Plan, materialized_repartition_topics
 from odradek.streams.streams_config import StreamsConfig
 from odradek.streams.topology import Topology
 
@@ -118,8 +118,9 @@ class KafkaStreams:
                     replication_factor=self.config.replication_factor,
                     configs={"cleanup.policy": "compact"},
                 )
-            existing = cluster.topic_partitions(self.topology.sink_topics(), refresh=True)
-            for name in self.topology.sink_topics():
+            internal = materialized_repartition_topics(self.topology, self.config.application_id)
+            existing = cluster.topic_partitions(self.topology.sink_topics() + internal, refresh=True)
+            for name in self.topology.sink_topics() + internal:
                 if name not in existing:
                     cluster.create_topic(name, partitions, replication_factor=self.config.replication_factor)
 
@@ -151,9 +152,14 @@ class KafkaStreams:
             spark.readStream.format("odradek")
             .option("kafka.bootstrap.servers", self.config.bootstrap_servers)
             .option("subscribe", ",".join(topics))
-            .option("startingOffsets", self.config.auto_offset_reset)
+            .option("startingOffsets", self._starting_offsets(topics))
             .load()
         )
+
+    def _starting_offsets(self, topics: list[str]) -> str:
+        """A repartition topic is read from its start (it only holds what this app wrote)."""
+        internal = materialized_repartition_topics(self.topology, self.config.application_id)
+        return "earliest" if set(topics) <= set(internal) else self.config.auto_offset_reset
 
     def _start_queries(self, plan: Plan) -> list:
         config = self.config
@@ -185,7 +191,7 @@ class KafkaStreams:
                 )
 
             writer = (
-                agg.updates.writeStream.outputMode("update")
+                agg.updates.writeStream.outputMode(agg.output_mode)
                 .foreachBatch(write)
                 .option("checkpointLocation", os.path.join(config.checkpoint_dir, agg.node.name))
                 .queryName(f"{config.application_id}-{agg.node.name}")

@@ -21,7 +21,7 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
-from odradek.streams.compiler import Compiler, Plan
+from odradek.streams.compiler import Compiler, Plan, materialized_repartition_topics
 from odradek.streams.serdes import Serde
 from odradek.streams.streams_config import StreamsConfig
 from odradek.streams.topology import Topology
@@ -124,12 +124,18 @@ class TopologyTestDriver:
     def _run(self) -> None:
         if self._closed:
             raise RuntimeError("the TopologyTestDriver is closed")
-        if not self._pending:
-            return
-        self._pending = False
         if self._plan is None:
             self._plan = Compiler(self.topology, self.config, self._read).plan()
-        plan = self._plan
+        internal = materialized_repartition_topics(self.topology, self.config.application_id)
+        while self._pending:  # records written to a repartition topic are read by the next round
+            self._pending = False
+            self._run_queries(self._plan)
+            for topic in internal:
+                records = self._outputs.pop(topic, [])
+                if records:
+                    self._pipe(topic, [(key, value, None) for key, value in records])
+
+    def _run_queries(self, plan: Plan) -> None:
         queries = []
         if plan.stateless is not None:
             queries.append(
@@ -139,8 +145,10 @@ class TopologyTestDriver:
                 .start()
             )
         for agg in plan.aggregations:
+            if not agg.has_terminals:  # a table read only by joins: its changelog is not kept here
+                continue
             queries.append(
-                agg.updates.writeStream.outputMode("update")
+                agg.updates.writeStream.outputMode(agg.output_mode)
                 .foreachBatch(lambda df, _id, agg=agg: self._collect(agg.outputs(df)))
                 .option("checkpointLocation", os.path.join(self._dir, "ckpt", agg.node.name))
                 .trigger(availableNow=True)

@@ -13,6 +13,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 
+class TopologyException(ValueError):
+    """A topology that cannot be built or run faithfully, with what to change."""
+
+
 @dataclass(eq=False)
 class Node:
     """One processor of the topology. ``op`` says what the compiler does with it; ``args`` holds
@@ -67,10 +71,14 @@ class Topology:
         return [f"{application_id}-{s.name}-changelog" for s in self.stores.values() if s.logged]
 
     def sub_topologies(self) -> list[list[Node]]:
-        """Connected groups of nodes, a repartition topic cutting the edge between them, in the
-        order of their first node."""
+        """Connected groups of nodes (by their edges and the stores they share), a repartition
+        topic cutting the edge between them, in the order of their first node."""
         seen: dict[int, int] = {}
         groups: list[list[Node]] = []
+        sharing: dict[str, list[Node]] = {}  # nodes sharing a store run in one task (a join's lookups)
+        for node in self.nodes:
+            for store in node.stores:
+                sharing.setdefault(store, []).append(node)
         for start in self.nodes:
             if id(start) in seen:
                 continue
@@ -80,7 +88,7 @@ class Topology:
             while stack:
                 node = stack.pop()
                 group.append(node)
-                for other in node.parents + node.children:
+                for other in node.parents + node.children + [n for st in node.stores for n in sharing[st]]:
                     if id(other) not in seen:
                         seen[id(other)] = len(groups)
                         stack.append(other)
@@ -142,6 +150,6 @@ def _describe_node(node: Node) -> list[str]:
     lines = [head]
     if node.kind != "sink":
         lines.append(f"      --> {_names(node.children)}")
-    if node.kind != "source":
-        lines.append(f"      <-- {_names(node.parents)}")
+    if node.kind != "source":  # predecessors in the order they were connected, as Kafka prints them
+        lines.append(f"      <-- {', '.join(p.name for p in node.parents) or 'none'}")
     return lines

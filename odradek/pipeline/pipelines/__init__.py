@@ -4,6 +4,8 @@
   (with a watermark) to one topic, and a top-N pages table to a compacted topic;
 * ``offline-load`` — periodic loading into an offline system: a topic's new records to
   Parquet partitioned by date, resuming where the last run stopped;
+* ``page-views-by-region`` — Kafka's PageViewRegion: page views joined with each user's region
+  (a table), counted by region, written with odradek.streams;
 * ``value-length`` — Kafka Streams' introductory example ``mapValues(value -> value.length())``, written with odradek.streams (odradek/streams/apps).
 """
 
@@ -13,4 +15,5 @@ PIPELINES = {
     "page-views": "odradek.pipeline.pipelines.page_views",
     "offline-load": "odradek.pipeline.pipelines.offline_load",
     "value-length": "odradek.streams.apps.value_length",  # a Streams topology
+    "page-views-by-region": "odradek.streams.apps.page_views_by_region",  # a Streams topology
 }
