@@ -90,9 +90,10 @@ class ReadOnlyKeyValueStore:
 
     # -- reading the changelog ----------------------------------------------------------------
     def _key_bytes(self, key: Any) -> bytes:
-        if key is None:
+        data = None if key is None else self.key_serde.serialize(self.changelog, key)
+        if data is None:
             raise ValueError("a store key cannot be None")
-        return self.key_serde.serialize(self.changelog, key)
+        return data
 
     def _entry(self, key: bytes, value: bytes) -> StoreEntry:
         return StoreEntry(

@@ -200,15 +200,21 @@ class KafkaStreams:
             sink_id = agg.node.name
 
             def write(batch, batch_id, agg=agg, sink_id=sink_id):
-                rows = agg.outputs(batch)
-                (
-                    rows.write.format("odradek")
-                    .mode("append")
-                    .options(**client)
-                    .option("exactlyOnce", exactly_once)
-                    .option("sinkId", sink_id)
-                    .save()
-                )
+                # The updates feed the sinks and the changelog (a union of two reads of the batch):
+                # kept once, so the source, the Python stage and the aggregation run once, not twice.
+                batch.persist()
+                try:
+                    rows = agg.outputs(batch)
+                    (
+                        rows.write.format("odradek")
+                        .mode("append")
+                        .options(**client)
+                        .option("exactlyOnce", exactly_once)
+                        .option("sinkId", sink_id)
+                        .save()
+                    )
+                finally:
+                    batch.unpersist()
 
             writer = (
                 agg.updates.writeStream.outputMode("update")
