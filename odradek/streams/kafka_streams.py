@@ -204,7 +204,9 @@ class KafkaStreams:
                 # kept once, so the source, the Python stage and the aggregation run once, not twice.
                 batch.persist()
                 try:
-                    rows = agg.outputs(batch)
+                    # A micro-batch's updates are the keys it changed: a few writer tasks (one per
+                    # stream thread) rather than one per shuffle partition and per output.
+                    rows = agg.outputs(batch).coalesce(config.num_stream_threads)
                     (
                         rows.write.format("odradek")
                         .mode("append")

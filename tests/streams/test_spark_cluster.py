@@ -106,8 +106,17 @@ def test_a_streams_app_on_a_standalone_cluster(broker, topic_name, tmp_path):
         session = {**cluster.session_config(), "spark.scheduler.minRegisteredResourcesRatio": "1.0",
                    "spark.scheduler.maxRegisteredResourcesWaitingTime": "300s"}  # fmt: skip
         run = subprocess.run(
-            [sys.executable, str(script), bootstrap, cluster.master_url, lines, counts, tagged,
-             str(tmp_path / "state"), json.dumps(session)],  # fmt: skip
+            [
+                sys.executable,
+                str(script),
+                bootstrap,
+                cluster.master_url,
+                lines,
+                counts,
+                tagged,
+                str(tmp_path / "state"),
+                json.dumps(session),
+            ],  # fmt: skip
             capture_output=True,
             text=True,
             timeout=540,
@@ -126,7 +135,9 @@ def test_a_streams_app_on_a_standalone_cluster(broker, topic_name, tmp_path):
     assert table == expected
 
     got = _consume(bootstrap, tagged, f"g-{topic_name}-tagged", len(text))
-    assert {r.key: r.value for r in got} == {str(i).encode(): line.upper().encode() for i, line in enumerate(text)}
+    assert {r.key: r.value for r in got} == {
+        str(i).encode(): line.upper().encode() for i, line in enumerate(text)
+    }
     origins = {value.decode() for r in got for _key, value in r.headers or ()}
     # The executors imported odradek from the zip KafkaStreams shipped, not from this checkout.
     assert origins and all("odradek-for-executors.zip" in origin for origin in origins), origins
