@@ -10,10 +10,12 @@
    data source, ``explode(split)``, ``groupBy().count()``, counts as Kafka longs, ``update`` mode);
 3. **faust** — the same in ``faust-streaming`` (a ``Table`` of counts; ``pip install '.[benchmark]'``).
 
-Each reads ``--lines`` lines (``--words`` words each, from a vocabulary of ``--vocabulary`` words)
-produced beforehand, and reports throughput (input records/s, from its start to the moment every
-line is counted) and end-to-end latency: after the bulk, one probe line (a fresh word) every
-``1/--rate`` s; a consumer of the output topic stamps when the probe's count arrives; p50/p99.
+Each app is started and counts one warm-up line first (its start-up time, in the table: the
+JVM, Python workers, the first micro-batch); then ``--lines`` lines (``--words`` words each, from a
+vocabulary of ``--vocabulary`` words) are produced, and throughput is input records/s from the
+start of that production to the moment every word is counted in the output; then end-to-end
+latency: one probe line (a fresh word) every ``1/--rate`` s; a consumer of the output topic stamps
+when the probe's count arrives; p50/p99.
 The commit interval (the trigger) is ``--commit-interval-ms`` (default 100) for all three.
 
 Targets (issue 28): DSL ≤ 1.15× the PySpark time per record; ≥ 3× faust's throughput; p99 ≤ 1 s.
@@ -36,12 +38,9 @@ import uuid
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
 
-def produce_lines(bootstrap: str, topic: str, n: int, words: int, vocabulary: int, partitions: int) -> None:
+def produce_lines(bootstrap: str, topic: str, n: int, words: int, vocabulary: int) -> None:
     from confluent_kafka import Producer
-    from confluent_kafka.admin import AdminClient, NewTopic
 
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(30)
     rng = random.Random(28)
     vocab = [f"w{i}" for i in range(vocabulary)]
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "batch.size": 1_000_000})
@@ -95,23 +94,39 @@ class OutputWatcher:
         self.consumer.close()
 
 
-def measure(bootstrap: str, out_topic: str, in_topic: str, args, start, stop) -> dict:
-    """Start the app (``start()``), time the bulk, then the probes; ``stop()`` ends the app."""
+def measure(
+    bootstrap: str, out_topic: str, in_topic: str, args, start, stop, lines: int | None = None, queries=None
+) -> dict:
+    """Start the app (``start()``) and wait for it to count one warm-up line (its start-up: JVM,
+    Python workers, the first micro-batch); then time the bulk (produced now, counted when every
+    word is in the output), then the probes; ``stop()`` ends the app."""
     from confluent_kafka import Producer
 
-    expected_words = args.lines * args.words
+    lines = lines or args.lines
     watcher = OutputWatcher(bootstrap, out_topic)
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0})
     began = time.monotonic()
     start()
+    sent: dict[bytes, float] = {}
     try:
+        warm = f"warmup{uuid.uuid4().hex[:6]}".encode()
+        producer.produce(in_topic, warm)
+        producer.flush(10)
         deadline = began + args.timeout
+        while warm not in watcher.arrived and time.monotonic() < deadline:
+            time.sleep(0.02)
+        if warm not in watcher.arrived:
+            return {"error": f"no output within {args.timeout}s of the start"}
+        startup = time.monotonic() - began
+        expected_words = lines * args.words + 1
+        bulk_began = time.monotonic()
+        produce_lines(bootstrap, in_topic, lines, args.words, args.vocabulary)
+        deadline = bulk_began + args.timeout
         while watcher.total() < expected_words and time.monotonic() < deadline:
-            time.sleep(0.05)
+            time.sleep(0.02)
         if watcher.total() < expected_words:
             return {"error": f"counted {watcher.total()} of {expected_words} words in {args.timeout}s"}
-        elapsed = time.monotonic() - began
-        producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0})
-        sent: dict[bytes, float] = {}
+        elapsed = time.monotonic() - bulk_began
         for i in range(args.probes):
             word = f"probe{i}x{uuid.uuid4().hex[:6]}".encode()
             sent[word] = time.monotonic()
@@ -120,17 +135,42 @@ def measure(bootstrap: str, out_topic: str, in_topic: str, args, start, stop) ->
             time.sleep(1 / args.rate)
         wait_end = time.monotonic() + 30
         while any(w not in watcher.arrived for w in sent) and time.monotonic() < wait_end:
-            time.sleep(0.05)
+            time.sleep(0.02)
         latencies = sorted((watcher.arrived[w] - t) * 1000 for w, t in sent.items() if w in watcher.arrived)
+        phases = micro_batch_phases(queries() if queries else [])
     finally:
         stop()
         watcher.close()
     return {
-        "records_per_s": args.lines / elapsed,
+        "records_per_s": lines / elapsed,
+        "lines": lines,
+        "startup_s": startup,
         "p50_ms": statistics.median(latencies) if latencies else None,
         "p99_ms": latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))] if latencies else None,
         "probes_lost": len(sent) - len(latencies),
+        "phases": phases,
     }
+
+
+def micro_batch_phases(queries) -> dict[str, float]:
+    """Median milliseconds of each phase of the micro-batches that had input (Spark's progress
+    reports: latestOffset, queryPlanning, addBatch, walCommit, commitOffsets, triggerExecution),
+    summed over the app's queries."""
+    totals: dict[str, float] = {}
+    for query in queries:
+        reports = [p for p in query.recentProgress if p.get("numInputRows", 0) > 0]
+        for phase in (
+            "latestOffset",
+            "queryPlanning",
+            "addBatch",
+            "walCommit",
+            "commitOffsets",
+            "triggerExecution",
+        ):
+            values = [p["durationMs"].get(phase, 0) for p in reports]
+            if values:
+                totals[phase] = totals.get(phase, 0) + statistics.median(values)
+    return totals
 
 
 def pyspark_wordcount(
@@ -203,7 +243,7 @@ FAUST_APP = textwrap.dedent(
 
     bootstrap, in_topic, out_topic, interval_s, data_dir = sys.argv[1:6]
     app = faust.App(f"wordcount-{in_topic}", broker=f"kafka://{bootstrap}", store="memory://",
-                    commit_interval=float(interval_s), topic_partitions=4, datadir=data_dir,
+                    broker_commit_interval=float(interval_s), topic_partitions=4, datadir=data_dir,
                     web_enabled=False, producer_linger=0.01)
     lines = app.topic(in_topic, key_type=bytes, value_type=bytes, value_serializer="raw")
     out = app.topic(out_topic, key_type=bytes, value_type=bytes, value_serializer="raw")
@@ -217,7 +257,7 @@ FAUST_APP = textwrap.dedent(
                 await out.send(key=word.encode(), value=counts[word].to_bytes(8, "big", signed=True))
 
     if __name__ == "__main__":
-        sys.argv = [sys.argv[0], "worker", "-l", "warning"]
+        sys.argv = [sys.argv[0], "worker", "-l", "warn"]
         app.main()
     """
 )
@@ -228,6 +268,12 @@ def main() -> None:
     parser.add_argument("--bootstrap", help="a running broker (default: start one)")
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--lines", type=int, default=50_000)
+    parser.add_argument(
+        "--faust-lines",
+        type=int,
+        default=3_000,
+        help="faust's bulk (it counts a few hundred words/s: --lines would take it many minutes)",
+    )
     parser.add_argument("--words", type=int, default=8)
     parser.add_argument("--vocabulary", type=int, default=1_000)
     parser.add_argument("--partitions", type=int, default=4)
@@ -259,7 +305,7 @@ def main() -> None:
 
         def topics(name: str) -> tuple[str, str]:
             in_topic, out_topic = f"bench-{name}-lines-{uuid.uuid4().hex[:6]}", f"bench-{name}-counts"
-            produce_lines(bootstrap, in_topic, args.lines, args.words, args.vocabulary, args.partitions)
+            create_topic(bootstrap, in_topic, args.partitions)
             out_topic += in_topic[-6:]
             create_topic(bootstrap, out_topic, args.partitions)
             return in_topic, out_topic
@@ -272,6 +318,7 @@ def main() -> None:
                 lambda: holder.append(pyspark_wordcount(spark, bootstrap, in_topic, out_topic,
                                                         os.path.join(workdir, "ckpt-pyspark"), args.commit_interval_ms)),
                 lambda: holder and holder[0].stop(),
+                queries=lambda: holder,
             )  # fmt: skip
         if "dsl" not in args.skip:
             in_topic, out_topic = topics("dsl")
@@ -282,7 +329,7 @@ def main() -> None:
                 }
             else:
                 results["odradek.streams DSL"] = measure(
-                    bootstrap, out_topic, in_topic, args, app.start, app.close
+                    bootstrap, out_topic, in_topic, args, app.start, app.close, queries=app.queries
                 )
         if spark is not None:
             spark.stop()
@@ -334,23 +381,32 @@ def run_faust(bootstrap: str, topic_pair: tuple[str, str], args, workdir: str) -
                 proc.wait()
         log.close()
 
-    return measure(bootstrap, out_topic, in_topic, args, start, stop)
+    return measure(bootstrap, out_topic, in_topic, args, start, stop, lines=args.faust_lines)
 
 
 def print_table(results: dict[str, dict], args) -> None:
     print(f"\nWordCount: {args.lines} lines x {args.words} words, {args.partitions} partitions, "
           f"commit interval {args.commit_interval_ms} ms, master {args.master}")  # fmt: skip
-    print(f"{'engine':<26} {'records/s':>12} {'p50 ms':>9} {'p99 ms':>9}  note")
+    print(f"{'engine':<26} {'records/s':>12} {'p50 ms':>9} {'p99 ms':>9} {'start s':>8}  note")
     for name, r in results.items():
         if "error" in r:
-            print(f"{name:<26} {'-':>12} {'-':>9} {'-':>9}  {r['error']}")
+            print(f"{name:<26} {'-':>12} {'-':>9} {'-':>9} {'-':>8}  {r['error']}")
             continue
 
         def ms(v):
             return "-" if v is None else f"{v:.0f}"
 
         note = f"{r['probes_lost']} probes lost" if r["probes_lost"] else ""
-        print(f"{name:<26} {r['records_per_s']:>12,.0f} {ms(r['p50_ms']):>9} {ms(r['p99_ms']):>9}  {note}")
+        if r["lines"] != args.lines:
+            note = f"{r['lines']} lines {note}"
+        print(
+            f"{name:<26} {r['records_per_s']:>12,.0f} {ms(r['p50_ms']):>9} {ms(r['p99_ms']):>9} "
+            f"{r['startup_s']:>8.1f}  {note}"
+        )
+    for name, r in results.items():
+        if r.get("phases"):
+            parts = ", ".join(f"{phase} {ms:.0f}" for phase, ms in r["phases"].items())
+            print(f"  {name} micro-batch, median ms: {parts}")
     base = results.get("PySpark (hand-written)", {})
     dsl = results.get("odradek.streams DSL", {})
     faust = results.get("faust-streaming", {})

@@ -11,22 +11,35 @@ One ``Connection`` per broker, one socket, requests answered in order (Kafka's r
 decodes the current one. ``Cluster`` holds the bootstrap list, the metadata (leaders by
 topic-partition) and the connections, and refreshes metadata when a broker says it is
 no longer the leader. Not thread-safe: one owner (one Spark task, or the driver).
+
+Security: ``security`` is the client's Kafka-named settings (``security.protocol``,
+``ssl.*``, ``sasl.*``, as strings, so they travel to executors); a connection wraps its
+socket in TLS and runs the SASL exchange (SaslHandshake, SaslAuthenticate) after
+ApiVersions, as the asyncio client's connection does. Wrong credentials raise
+``SaslAuthenticationFailedError``, never retried.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
 import socket
+import ssl
 import struct
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from odradek.client.client_config import parse_bootstrap
 from odradek.protocol import api_keys, errors, messages
 from odradek.protocol.client_connection import MAX_RESPONSE_SIZE, ClientConnection, FrameError
+from odradek.protocol.sasl_mechanisms import SaslFailure
+
+if TYPE_CHECKING:
+    from odradek.net.connection_security import ConnectionSecurity
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +53,8 @@ _MAX = {
     api_keys.FETCH: 12,
     api_keys.LIST_OFFSETS: 7,
     api_keys.METADATA: 9,
+    api_keys.SASL_HANDSHAKE: 1,
+    api_keys.SASL_AUTHENTICATE: 2,
 }
 
 EARLIEST = -2
@@ -48,11 +63,41 @@ READ_UNCOMMITTED = 0
 READ_COMMITTED = 1
 
 
+# Kafka-named client security settings (security.protocol, ssl.*, sasl.*) as (key, value) pairs.
+SecuritySettings = tuple[tuple[str, str], ...]
+SECURITY_KEY_PREFIXES = ("security.protocol", "ssl.", "sasl.")
+
+
+def is_security_key(name: str) -> bool:
+    return name.lower().startswith(SECURITY_KEY_PREFIXES)
+
+
+@functools.lru_cache(maxsize=16)
+def security_of(settings: SecuritySettings) -> ConnectionSecurity | None:
+    """The TLS context and SASL credentials of ``settings`` (None for PLAINTEXT), made once per
+    process: an SSL context is not sent to executors, its settings are. A bad setting raises
+    the client's ``ConfigError`` naming it."""
+    if not settings:
+        return None
+    from odradek.client.client_config import connection_security, resolve
+
+    return connection_security(
+        resolve("admin", {"bootstrap.servers": "127.0.0.1:9092", **dict(settings)}, {})
+    )
+
+
 class WireError(errors.KafkaError):
     """A failure on the way to a broker (connection refused, closed, timed out)."""
 
     retriable = True
     invalid_metadata = True
+
+
+class TlsTrustError(WireError):
+    """The broker's certificate is not trusted (Kafka's SslAuthenticationException): not retried."""
+
+    retriable = False
+    invalid_metadata = False
 
 
 class Retry:
@@ -100,24 +145,77 @@ class Connection:
     answer whole (a size prefix, then exactly that many bytes into one buffer).
     """
 
-    def __init__(self, host: str, port: int, *, client_id: str = "odradek-spark", timeout: float = 30.0):
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        *,
+        client_id: str = "odradek-spark",
+        timeout: float = 30.0,
+        security: ConnectionSecurity | None = None,
+    ):
         self.host, self.port = host, port
         self.client_id = client_id
         self.timeout = timeout
         self._core = ClientConnection(client_id, version_caps=_MAX)
         try:
-            self._sock = socket.create_connection((host, port), timeout=timeout)
+            sock = socket.create_connection((host, port), timeout=timeout)
         except OSError as exc:
             raise WireError(f"cannot connect to {host}:{port}: {exc}") from None
-        self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+        self._sock = sock
+        if security is not None and security.ssl_context is not None:
+            try:
+                self._sock = security.ssl_context.wrap_socket(sock, server_hostname=host)
+            except ssl.SSLCertVerificationError as exc:
+                sock.close()
+                raise TlsTrustError(
+                    f"TLS to {host}:{port} failed: {exc.verify_message}; check ssl.ca.location "
+                    "(ssl.truststore.location) names the CA that signed the broker's certificate"
+                ) from None
+            except OSError as exc:
+                sock.close()
+                raise WireError(f"TLS to {host}:{port} failed: {exc}") from None
         self._negotiate()
+        if security is not None and security.sasl:
+            self._authenticate(security)
 
     def _negotiate(self) -> None:
         while True:
             version, values = self._core.api_versions_request()
             if self._core.api_versions_answered(self.request(api_keys.API_VERSIONS, values, version=version)):
                 return
+
+    def _authenticate(self, security: ConnectionSecurity) -> None:
+        """SaslHandshake v1, then the mechanism's tokens in SaslAuthenticate (KIP-152)."""
+        where = f"{self.host}:{self.port}"
+        if api_keys.SASL_HANDSHAKE not in self.versions or api_keys.SASL_AUTHENTICATE not in self.versions:
+            self.close()
+            raise errors.UnsupportedVersionError(
+                f"{where} does not speak SASL (SaslHandshake v1, SaslAuthenticate)"
+            )
+        shake = self.request(api_keys.SASL_HANDSHAKE, {"mechanism": security.mechanism}, version=1)
+        if shake.error_code:
+            self.close()
+            raise errors.error_for(shake.error_code)(
+                f"{where} does not enable SASL mechanism {security.mechanism} on this listener "
+                f"(it enables {', '.join(shake.mechanisms) or 'none'}): check security.protocol and sasl.mechanism"
+            )
+        client = security.sasl_client()
+        token = client.first()
+        while token is not None:
+            resp = self.request(api_keys.SASL_AUTHENTICATE, {"auth_bytes": token})
+            if resp.error_code:
+                self.close()
+                raise errors.error_for(resp.error_code)(
+                    f"{where}: {resp.error_message or 'SASL authentication failed'}"
+                )
+            try:
+                token = client.step(resp.auth_bytes)
+            except SaslFailure as exc:
+                self.close()
+                raise errors.SaslAuthenticationFailedError(f"{where}: {exc}") from None
 
     @property
     def versions(self) -> dict[int, int]:
@@ -212,10 +310,19 @@ class Connection:
 class Cluster:
     """Bootstrap servers, metadata, and a connection per broker, for one owner."""
 
-    def __init__(self, bootstrap_servers: str, *, client_id: str = "odradek-spark", timeout: float = 30.0):
+    def __init__(
+        self,
+        bootstrap_servers: str,
+        *,
+        client_id: str = "odradek-spark",
+        timeout: float = 30.0,
+        security: SecuritySettings = (),
+    ):
         self.bootstrap = parse_bootstrap(bootstrap_servers)
         self.client_id = client_id
         self.timeout = timeout
+        self.security_settings = tuple(sorted(dict(security).items()))
+        self._security = security_of(self.security_settings)
         self.brokers: dict[int, tuple[str, int]] = {}
         self.partitions: dict[str, dict[int, PartitionInfo]] = {}
         self._connections: dict[int, Connection] = {}
@@ -251,9 +358,11 @@ class Cluster:
         last: Exception | None = None
         for host, port in self.bootstrap:
             try:
-                self._bootstrap_conn = Connection(host, port, client_id=self.client_id, timeout=self.timeout)
+                self._bootstrap_conn = self._connect(host, port)
                 return self._bootstrap_conn
             except WireError as exc:
+                if not exc.retriable:
+                    raise
                 last = exc
         raise WireError(f"no bootstrap server reachable ({last})")
 
@@ -266,9 +375,12 @@ class Cluster:
                 host, port = self.brokers[node_id]
             except KeyError:
                 raise errors.LeaderNotAvailableError(f"broker {node_id} is not in the metadata") from None
-            conn = Connection(host, port, client_id=self.client_id, timeout=self.timeout)
+            conn = self._connect(host, port)
             self._connections[node_id] = conn
         return conn
+
+    def _connect(self, host: str, port: int) -> Connection:
+        return Connection(host, port, client_id=self.client_id, timeout=self.timeout, security=self._security)
 
     def refresh(self, topics: Iterable[str] | None) -> dict[str, dict[int, PartitionInfo]]:
         """Fetch metadata for ``topics`` (None: every topic); returns and caches it."""
@@ -353,6 +465,7 @@ class Cluster:
                 "bootstrap_servers": servers,
                 "client_id": self.client_id,
                 "default_api_timeout_ms": int(self.timeout * 1000),
+                **dict(self.security_settings),
             }
         )
         try:
@@ -537,7 +650,9 @@ _SHARED: dict[tuple, Cluster] = {}
 
 
 @contextlib.contextmanager
-def borrowed(bootstrap_servers: str, *, client_id: str, timeout: float) -> Iterator[Cluster]:
+def borrowed(
+    bootstrap_servers: str, *, client_id: str, timeout: float, security: SecuritySettings = ()
+) -> Iterator[Cluster]:
     """This process's Cluster for these settings, kept between Spark tasks.
 
     Spark reuses Python workers, so a task finds the previous task's connections and
@@ -545,10 +660,10 @@ def borrowed(bootstrap_servers: str, *, client_id: str, timeout: float) -> Itera
     fails or stops early (an exception, or a generator closed half-way), responses may be
     left unread on the sockets: the connections are closed, and the next task reconnects.
     """
-    key = (bootstrap_servers, client_id, timeout, os.getpid())
+    key = (bootstrap_servers, client_id, timeout, tuple(security), os.getpid())
     cluster = _SHARED.pop(key, None)  # taken out while in use: nested borrows get their own
     if cluster is None:
-        cluster = Cluster(bootstrap_servers, client_id=client_id, timeout=timeout)
+        cluster = Cluster(bootstrap_servers, client_id=client_id, timeout=timeout, security=security)
     try:
         yield cluster
     except BaseException:

@@ -26,6 +26,12 @@ column is null or missing); ``kafka.acks`` (``all``, ``1``, ``0``);
 ``kafka.compression.type``; ``kafka.batch.size``; ``exactlyOnce`` (streaming: default
 true); ``sinkId`` (tells apart several exactly-once writes made by one query per
 micro-batch, as in ``foreachBatch``); ``sinkCommitTopic``.
+
+Both, and the admin calls they make: the client security options as Spark's Kafka source
+spells them, ``kafka.security.protocol`` (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL),
+``kafka.sasl.mechanism`` (PLAIN, SCRAM-SHA-256/512), ``kafka.sasl.username`` /
+``kafka.sasl.password`` or ``kafka.sasl.jaas.config``, ``kafka.ssl.truststore.location`` /
+``kafka.ssl.ca.location`` (PEM), ``kafka.ssl.keystore.location`` … (the Python client's keys).
 """
 
 from __future__ import annotations
@@ -161,6 +167,26 @@ class Options:
             raise OptionError(f"option {name} must be a duration such as 30s or 15m, got {value!r}")
         scale = {"ms": 1, None: 1, "s": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000}[match.group(2)]
         return int(match.group(1)) * scale
+
+    def security(self) -> tuple[tuple[str, str], ...]:
+        """The client security options (``kafka.security.protocol``, ``kafka.ssl.*``,
+        ``kafka.sasl.*``) without their ``kafka.`` prefix, checked here so a bad one fails the
+        query at its start, with the key named."""
+        from odradek.client.client_errors import ConfigError
+        from odradek.pipeline.blocking_client import is_security_key, security_of
+
+        settings = tuple(
+            sorted(
+                (k[len("kafka.") :], str(v))
+                for k, v in self._items.items()
+                if k.startswith("kafka.") and is_security_key(k[len("kafka.") :])
+            )
+        )
+        try:
+            security_of(settings)
+        except ConfigError as exc:
+            raise OptionError(f"the kafka.security.protocol/ssl/sasl options: {exc}") from None
+        return settings
 
     def bootstrap_servers(self) -> str:
         servers = self.get("kafka.bootstrap.servers") or self.get("bootstrap.servers")
@@ -307,6 +333,7 @@ class ReadOptions:
     columns: tuple[str, ...] = ()
     # Typed key/value columns through a schema registry (``registry_format.ReadFormats``).
     formats: object | None = None
+    security: tuple[tuple[str, str], ...] = ()
 
     @property
     def overrides(self) -> tuple[StructField, ...]:
@@ -320,13 +347,17 @@ class ReadOptions:
         """A new Cluster, owned (and closed) by the caller."""
         from odradek.pipeline.blocking_client import Cluster
 
-        return Cluster(self.bootstrap_servers, client_id=self.client_id, timeout=self.timeout_s)
+        return Cluster(
+            self.bootstrap_servers, client_id=self.client_id, timeout=self.timeout_s, security=self.security
+        )
 
     def borrow(self):
         """This worker process's shared Cluster, as a context manager (see ``blocking_client.borrowed``)."""
         from odradek.pipeline.blocking_client import borrowed
 
-        return borrowed(self.bootstrap_servers, client_id=self.client_id, timeout=self.timeout_s)
+        return borrowed(
+            self.bootstrap_servers, client_id=self.client_id, timeout=self.timeout_s, security=self.security
+        )
 
 
 def read_options(
@@ -367,6 +398,7 @@ def read_options(
         partition_fetch_bytes=opts.integer("kafka.max.partition.fetch.bytes", 8 << 20, minimum=1024),
         columns=project(schema, include_headers, formats.overrides() if formats is not None else ()),
         formats=formats,
+        security=opts.security(),
     )
 
 
@@ -385,18 +417,23 @@ class WriteOptions:
     commit_topic: str
     client_id: str
     timeout_s: float
+    security: tuple[tuple[str, str], ...] = ()
 
     def cluster(self):
         """A new Cluster, owned (and closed) by the caller."""
         from odradek.pipeline.blocking_client import Cluster
 
-        return Cluster(self.bootstrap_servers, client_id=self.client_id, timeout=self.timeout_s)
+        return Cluster(
+            self.bootstrap_servers, client_id=self.client_id, timeout=self.timeout_s, security=self.security
+        )
 
     def borrow(self):
         """This worker process's shared Cluster, as a context manager (see ``blocking_client.borrowed``)."""
         from odradek.pipeline.blocking_client import borrowed
 
-        return borrowed(self.bootstrap_servers, client_id=self.client_id, timeout=self.timeout_s)
+        return borrowed(
+            self.bootstrap_servers, client_id=self.client_id, timeout=self.timeout_s, security=self.security
+        )
 
 
 def write_options(options: Mapping[str, str], *, streaming: bool) -> WriteOptions:
@@ -423,4 +460,5 @@ def write_options(options: Mapping[str, str], *, streaming: bool) -> WriteOption
         commit_topic=opts.get("sinkCommitTopic", DEFAULT_COMMIT_TOPIC),
         client_id=opts.get("kafka.client.id", "odradek-spark-sink"),
         timeout_s=opts.integer("kafka.request.timeout.ms", 30_000, minimum=1) / 1000,
+        security=opts.security(),
     )

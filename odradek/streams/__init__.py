@@ -39,6 +39,7 @@ from odradek.streams.dsl_options import (
     Suppressed,
     TimeWindows,
 )
+from odradek.streams.interactive_queries import InvalidStateStoreException, ReadOnlyKeyValueStore, StoreEntry
 from odradek.streams.kafka_streams import (
     KafkaStreams,
     MissingSourceTopicException,
@@ -58,6 +59,7 @@ __all__ = [
     "ConfigException",
     "Consumed",
     "Grouped",
+    "InvalidStateStoreException",
     "JoinWindows",
     "Joined",
     "KGroupedStream",
@@ -69,12 +71,14 @@ __all__ = [
     "MissingSourceTopicException",
     "Named",
     "Produced",
+    "ReadOnlyKeyValueStore",
     "Repartitioned",
     "Serde",
     "Serdes",
     "SessionWindows",
     "SlidingWindows",
     "State",
+    "StoreEntry",
     "StreamJoined",
     "StreamsBuilder",
     "StreamsConfig",

@@ -103,6 +103,10 @@ class Aggregation:
     outputs: Callable[[Any], Any]  # a micro-batch of updates -> DataFrame(topic, key, value)
     output_mode: str = "update"  # "append" for a join's records
     has_terminals: bool = True  # False: only its changelog topic reads it
+    # The store's name and the serdes of its contents (what KafkaStreams.store() reads back).
+    store: str | None = None
+    key_serde: Serde | None = None
+    value_serde: Serde | None = None
 
 
 @dataclass
@@ -314,7 +318,7 @@ class Compiler:
                 parts.append(rows.select(F.lit(changelog).alias("topic"), "key", "value"))
             return _union(parts)
 
-        return Aggregation(node, updates, outputs)
+        return Aggregation(node, updates, outputs, store.name, key_serde, value_serde)
 
 
 def _fold(df, node: Node, key_serde: Serde, value_serde: Serde, agg_serde: Serde):

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from odradek.streams.compiler import Compiler, Plan, materialized_repartition_topics
+from odradek.streams.interactive_queries import InvalidStateStoreException, ReadOnlyKeyValueStore
 from odradek.streams.streams_config import StreamsConfig
 from odradek.streams.topology import Topology
 
@@ -70,6 +71,7 @@ class KafkaStreams:
         self._watcher: threading.Thread | None = None
         self._stopping = threading.Event()
         self._plan: Plan | None = None
+        self._stores: dict[str, ReadOnlyKeyValueStore] = {}
         self.exception: BaseException | None = None
 
     def state(self) -> State:
@@ -99,9 +101,24 @@ class KafkaStreams:
         self._watcher.start()
 
     def _check_and_create_topics(self) -> None:
+        from odradek.pipeline.blocking_client import TlsTrustError
+        from odradek.protocol.errors import SaslAuthenticationFailedError
+
+        try:
+            self._check_and_create_topics_with_admin()
+        except SaslAuthenticationFailedError as exc:
+            raise SaslAuthenticationFailedError(
+                f"application {self.config.application_id} cannot authenticate to "
+                f"{self.config.bootstrap_servers}: {exc.message}; check sasl.mechanism, "
+                "sasl.username and sasl.password (or sasl.jaas.config)"
+            ) from None
+        except TlsTrustError as exc:
+            raise TlsTrustError(f"application {self.config.application_id}: {exc.message}") from None
+
+    def _check_and_create_topics_with_admin(self) -> None:
         from odradek.pipeline.blocking_client import Cluster
 
-        with Cluster(self.config.bootstrap_servers) as cluster:
+        with Cluster(self.config.bootstrap_servers, security=self.config.security) as cluster:
             wanted = self.topology.source_topics()
             found = cluster.topic_partitions(wanted, refresh=True)
             missing = [t for t in wanted if t not in found]
@@ -147,10 +164,18 @@ class KafkaStreams:
             ship_odradek(self._spark, Path(self.config.checkpoint_dir) / "ship")
         return self._spark
 
+    def _client_options(self) -> dict[str, str]:
+        """The data source options every reader and writer of the app takes: where the brokers are
+        and how to reach them (the security keys as Spark's Kafka source spells them)."""
+        return {
+            "kafka.bootstrap.servers": self.config.bootstrap_servers,
+            **{f"kafka.{key}": value for key, value in self.config.security},
+        }
+
     def _read(self, spark, topics: list[str]):
         return (
             spark.readStream.format("odradek")
-            .option("kafka.bootstrap.servers", self.config.bootstrap_servers)
+            .options(**self._client_options())
             .option("subscribe", ",".join(topics))
             .option("startingOffsets", self._starting_offsets(topics))
             .load()
@@ -165,11 +190,12 @@ class KafkaStreams:
         config = self.config
         trigger = self._trigger or {"processingTime": f"{config.commit_interval_ms} milliseconds"}
         exactly_once = "true" if config.exactly_once else "false"
+        client = self._client_options()
         queries = []
         if plan.stateless is not None:
             writer = (
                 plan.stateless.writeStream.format("odradek")
-                .option("kafka.bootstrap.servers", config.bootstrap_servers)
+                .options(**client)
                 .option("exactlyOnce", exactly_once)
                 .option("checkpointLocation", os.path.join(config.checkpoint_dir, "stateless"))
                 .queryName(f"{config.application_id}-stateless")
@@ -180,15 +206,23 @@ class KafkaStreams:
             sink_id = agg.node.name
 
             def write(batch, batch_id, agg=agg, sink_id=sink_id):
-                rows = agg.outputs(batch)
-                (
-                    rows.write.format("odradek")
-                    .mode("append")
-                    .option("kafka.bootstrap.servers", config.bootstrap_servers)
-                    .option("exactlyOnce", exactly_once)
-                    .option("sinkId", sink_id)
-                    .save()
-                )
+                # The updates feed the sinks and the changelog (a union of two reads of the batch):
+                # kept once, so the source, the Python stage and the aggregation run once, not twice.
+                batch.persist()
+                try:
+                    # A micro-batch's updates are the keys it changed: a few writer tasks (one per
+                    # stream thread) rather than one per shuffle partition and per output.
+                    rows = agg.outputs(batch).coalesce(config.num_stream_threads)
+                    (
+                        rows.write.format("odradek")
+                        .mode("append")
+                        .options(**client)
+                        .option("exactlyOnce", exactly_once)
+                        .option("sinkId", sink_id)
+                        .save()
+                    )
+                finally:
+                    batch.unpersist()
 
             writer = (
                 agg.updates.writeStream.outputMode(agg.output_mode)
@@ -262,6 +296,41 @@ class KafkaStreams:
         if self._state not in (State.CREATED, State.NOT_RUNNING, State.ERROR):
             raise RuntimeError("cleanup() needs a KafkaStreams that is not running: close() it first")
         shutil.rmtree(self.config.checkpoint_dir, ignore_errors=True)
+
+    # -- interactive queries ------------------------------------------------------------------
+    def store(self, name: str, store_type: Any = None) -> ReadOnlyKeyValueStore:
+        """The materialized table ``name`` as a ``ReadOnlyKeyValueStore`` (``get``, ``range``,
+        ``all``, ``approximate_num_entries``), read from its changelog topic
+        (``interactive_queries.py``). ``store_type`` is accepted for Kafka's signature; key-value
+        stores are the kind there is. InvalidStateStoreException when there is no such store or
+        the app is not running."""
+        if self._state not in (State.RUNNING, State.REBALANCING) or self._plan is None:
+            raise InvalidStateStoreException(
+                f"KafkaStreams is not running (state {self._state.value}): query state stores after start()"
+            )
+        known = self.topology.stores.get(name)
+        if known is None:
+            names = ", ".join(sorted(self.topology.stores)) or "none"
+            raise InvalidStateStoreException(
+                f"no state store named {name!r} is registered in the topology (its stores: {names}); "
+                "name one with Materialized.as_(name)"
+            )
+        if name not in self._stores:
+            agg = next((a for a in self._plan.aggregations if a.store == name), None)
+            if not known.logged or agg is None or agg.key_serde is None or agg.value_serde is None:
+                raise InvalidStateStoreException(
+                    f"state store {name!r} cannot be queried: only materialized tables with a changelog "
+                    "topic (not with_logging_disabled()) answer interactive queries"
+                )
+            self._stores[name] = ReadOnlyKeyValueStore(
+                name,
+                f"{self.config.application_id}-{name}-changelog",
+                agg.key_serde,
+                agg.value_serde,
+                self._client_options(),
+                read_committed=self.config.exactly_once,
+            )
+        return self._stores[name]
 
     @property
     def spark(self):

@@ -14,7 +14,6 @@ from __future__ import annotations
 import logging
 import pickle
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime
 from typing import Any
 
 from odradek.streams.serdes import Serde
@@ -53,7 +52,7 @@ def _call(fn: Callable, with_key: bool, key, value):
     return fn(key, value) if with_key else fn(value)
 
 
-def apply_ops(ops: list[tuple], key, value, context: RecordContext) -> list[tuple]:
+def apply_ops(ops: list[tuple], key, value, context: RecordContext | None) -> list[tuple]:
     """Run ``ops`` on one record; returns the (key, value, topic) records that come out."""
     items = [(key, value, None)]
     for op in ops:
@@ -114,19 +113,28 @@ def stage_function(
 ) -> Callable[[Iterator[Any]], Iterator[Any]]:
     """The function ``mapInArrow`` runs on each Spark partition."""
 
+    needs_context = any(op[0] == "choose" for op in ops)
+
     def run(batches):
         import pyarrow as pa
 
         for batch in batches:
-            cols = batch.to_pydict()
-            keys, values, stamps, offsets, topics = [], [], [], [], []
-            for key_bytes, value_bytes, ts, offset, topic in zip(
-                cols["key"], cols["value"], cols["timestamp"], cols["offset"], cols["topic"], strict=True
+            # Only key and value become Python objects; the other columns stay Arrow and are
+            # gathered for the records that come out (``take``), and the record's timestamp in
+            # milliseconds is computed only for a topic chooser's RecordContext.
+            in_keys = batch.column("key").to_pylist()
+            in_values = batch.column("value").to_pylist()
+            in_topics = batch.column("topic").to_pylist()
+            millis = batch.column("timestamp").cast(pa.int64()).to_pylist() if needs_context else None
+            keys, values, rows, chosen_topics = [], [], [], []
+            for row, (key_bytes, value_bytes, topic) in enumerate(
+                zip(in_keys, in_values, in_topics, strict=True)
             ):
                 try:
                     key = in_key.deserialize(topic or "", key_bytes)
                     value = in_value.deserialize(topic or "", value_bytes)
                 except Exception as exc:  # noqa: BLE001 - any serde failure goes to the handler
+                    offset = batch.column("offset")[row].as_py()
                     where = f"topic {topic}, offset {offset}" if topic else f"offset {offset}"
                     if continue_on_bad_records:
                         log.warning("skipping a record (%s) its serdes cannot read: %s", where, exc)
@@ -136,15 +144,29 @@ def stage_function(
                         "default.deserialization.exception.handler to "
                         "org.apache.kafka.streams.errors.LogAndContinueExceptionHandler to skip such records"
                     ) from exc
-                millis = int(ts.replace(tzinfo=UTC).timestamp() * 1000) if isinstance(ts, datetime) else 0
-                for k, v, chosen in apply_ops(ops, key, value, RecordContext(millis, offset, topic)):
-                    keys.append(out_key.serialize(chosen or topic or "", k))
-                    values.append(out_value.serialize(chosen or topic or "", v))
-                    stamps.append(ts)
-                    offsets.append(offset)
-                    topics.append(chosen or topic)
-            yield pa.RecordBatch.from_pydict(
-                {"key": keys, "value": values, "timestamp": stamps, "offset": offsets, "topic": topics},
+                if needs_context:
+                    micros = millis[row] if millis is not None else None
+                    offset = batch.column("offset")[row].as_py()
+                    context = RecordContext(0 if micros is None else micros // 1000, offset, topic)
+                else:
+                    context = None
+                for k, v, chosen in apply_ops(ops, key, value, context):
+                    where_to = chosen or topic or ""
+                    keys.append(out_key.serialize(where_to, k))
+                    values.append(out_value.serialize(where_to, v))
+                    rows.append(row)
+                    chosen_topics.append(chosen or topic)
+            taken = pa.array(rows, pa.int64())
+            yield pa.RecordBatch.from_arrays(
+                [
+                    pa.array(keys, pa.binary()),
+                    pa.array(values, pa.binary()),
+                    batch.column("timestamp").take(taken),
+                    batch.column("offset").take(taken),
+                    pa.array(chosen_topics, pa.string())
+                    if needs_context
+                    else batch.column("topic").take(taken),
+                ],
                 schema=batch.schema,
             )
 

@@ -60,9 +60,9 @@ IGNORED = {
 IGNORED_PREFIXES = ("metrics.",)
 # Keys for the serdes' configure() (the registry serdes'), passed on as they are.
 SERDE_KEYS = {"auto.register.schemas", "use.latest.version", "specific.avro.reader"}
-# The client security keys (security.protocol, ssl.*, sasl.*): accepted for PLAINTEXT only, the
-# odradek data source's transport.
-SECURITY_PREFIXES = ("ssl.", "sasl.")
+# The client security keys (security.protocol, ssl.*, sasl.*) go to every client the app makes:
+# the data source's readers and writers (as kafka.* options) and the admin calls.
+SECURITY_PREFIXES = ("security.protocol", "ssl.", "sasl.")
 
 
 class StreamsConfig:
@@ -85,18 +85,15 @@ class StreamsConfig:
         self.original: dict[str, Any] = dict(config.original if isinstance(config, StreamsConfig) else config)
         self.spark = {k: str(v) for k, v in self.original.items() if k.startswith("spark.")}
         values = dict(DEFAULTS)
+        security: dict[str, str] = {}
         for key, value in self.original.items():
             if (
                 key.startswith(("spark.", "schema.registry.", "basic.auth.", *IGNORED_PREFIXES))
                 or key in IGNORED | SERDE_KEYS
             ):
                 continue
-            if key == "security.protocol" or key.startswith(SECURITY_PREFIXES):
-                if key == "security.protocol" and str(value).upper() != "PLAINTEXT":
-                    raise ConfigException(
-                        f"security.protocol={value}: odradek.streams reads and writes over PLAINTEXT only "
-                        "(the odradek data source has no TLS or SASL yet)"
-                    )
+            if key.startswith(SECURITY_PREFIXES):
+                security[key] = str(value)
                 continue
             if key not in DEFAULTS:
                 raise ConfigException(
@@ -114,6 +111,7 @@ class StreamsConfig:
                 "(it prefixes topic names)"
             )
         self.bootstrap_servers = str(values["bootstrap.servers"])
+        self.security = _security(security)
         self.key_serde = _serde("default.key.serde", values["default.key.serde"])
         self.value_serde = _serde("default.value.serde", values["default.value.serde"])
         self.key_serde.configure(self.original, True)
@@ -146,6 +144,20 @@ class StreamsConfig:
     @property
     def checkpoint_dir(self) -> str:
         return os.path.join(self.state_dir, self.application_id)
+
+
+def _security(settings: dict[str, str]) -> tuple[tuple[str, str], ...]:
+    """The client security settings as the data source carries them, checked now (a bad key or a
+    missing password fails here, named, rather than in a Spark task)."""
+    from odradek.client.client_errors import ConfigError
+    from odradek.pipeline.blocking_client import security_of
+
+    pairs = tuple(sorted(settings.items()))
+    try:
+        security_of(pairs)
+    except ConfigError as exc:
+        raise ConfigException(str(exc)) from None
+    return pairs
 
 
 def _serde(key: str, value: Any) -> Serde:

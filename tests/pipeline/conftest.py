@@ -21,6 +21,9 @@ def spark():
             "spark.sql.shuffle.partitions": "2",
             "spark.default.parallelism": "2",
             "spark.sql.streaming.stateStore.maintenanceInterval": "600s",
+            # A Python worker started on a loaded machine may take longer than the 15 s default to
+            # connect back to the JVM (as in tests/streams/conftest.py).
+            "spark.python.authenticate.socketTimeout": "120s",
         },
     )
     session.sparkContext.setLogLevel("ERROR")

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections import Counter
 
 import pytest
 from click.testing import CliRunner
@@ -124,6 +125,70 @@ def test_run_value_length_from_the_command_line(spark, cluster, not_controller, 
         (f"k{i}".encode(), str(i % 40).encode()) for i in range(120)
     )
     assert _replication(cluster, target)[0] == 3  # created by the command: the cluster's default
+
+
+def test_streams_seed_example_and_word_count_on_the_cluster(
+    spark, cluster, not_controller, topic_name, tmp_path
+):
+    """One Streams app (two topologies' worth: the seed's mapValues(length) and Kafka's WordCount
+    with counts as longs) through one broker of the cluster: outputs checked record by record,
+    the store's changelog topic replicated three times."""
+    from odradek.streams import KafkaStreams, Materialized, Produced, Serdes, StreamsBuilder
+
+    values_in, lengths = f"{topic_name}-values", f"{topic_name}-lengths"
+    lines_in, counts = f"{topic_name}-lines", f"{topic_name}-counts"
+    for name in (values_in, lines_in):
+        create_topic(cluster.bootstrap_servers, name, 3, replication_factor=3)
+    values = [{"key": f"user-{i % 7}".encode(), "value": ("ü" * (i % 30)).encode()} for i in range(150)]
+    produce(cluster.bootstrap_servers, values_in, values)
+    lines = [f"all streams lead to {'kafka ' * (i % 3)}{i % 5}" for i in range(90)]
+    produce(cluster.bootstrap_servers, lines_in, [{"value": line.encode()} for line in lines])
+
+    builder = StreamsBuilder()
+    builder.stream(values_in).map_values(lambda v: str(len(v))).to(lengths)
+    (
+        builder.stream(lines_in)
+        .flat_map_values(lambda line: line.lower().split())
+        .group_by(lambda _key, word: word)
+        .count(Materialized.as_("counts-store"))
+        .to_stream()
+        .to(counts, Produced(key_serde=Serdes.String(), value_serde=Serdes.Long()))
+    )
+    app_id = f"{topic_name}-app"
+    streams = KafkaStreams(
+        builder.build(),
+        {
+            "application.id": app_id,
+            "bootstrap.servers": not_controller,
+            "default.key.serde": Serdes.String(),
+            "default.value.serde": Serdes.String(),
+            "replication.factor": 3,
+            "state.dir": str(tmp_path / "state"),
+        },
+        spark=spark,
+        trigger={"availableNow": True},
+    )
+    streams.start()
+    try:
+        streams.await_termination(300)
+    finally:
+        assert streams.close(60)
+    assert all(q.exception() is None for q in streams.queries())
+
+    inputs = read_topic(cluster.bootstrap_servers, values_in)
+    out = read_topic(cluster.bootstrap_servers, lengths)
+    assert len(out) == len(inputs) == 150
+    for key in {r.key for r in inputs}:  # per key, in input order
+        assert [r.value for r in out if r.key == key] == [
+            str(len(r.value.decode())).encode() for r in inputs if r.key == key
+        ]
+    expected = Counter(word for line in lines for word in line.lower().split())
+    table = {}
+    for r in read_topic(cluster.bootstrap_servers, counts):
+        assert len(r.value) == 8
+        table[r.key.decode()] = int.from_bytes(r.value, "big", signed=True)
+    assert table == expected
+    assert _replication(cluster, f"{app_id}-counts-store-changelog")[0] == 3
 
 
 def test_batch_read_through_a_broker_that_is_not_the_controller(spark, cluster, not_controller, topic_name):

@@ -108,3 +108,25 @@ def test_rate_limit_spreads_by_backlog_and_spends_the_whole_budget():
     assert rate_limit(start, latest, 10_000) == latest
     one = rate_limit({("t", 0): 0, ("t", 1): 0}, {("t", 0): 1, ("t", 1): 1}, 1)
     assert sum(one.values()) == 1
+
+
+def test_security_options_travel_without_their_kafka_prefix_and_are_checked_at_once():
+    base = {"kafka.bootstrap.servers": "127.0.0.1:9093", "subscribe": "t", "topic": "t"}
+    secured = {
+        **base,
+        "kafka.security.protocol": "SASL_PLAINTEXT",
+        "kafka.sasl.mechanism": "SCRAM-SHA-256",
+        "kafka.sasl.jaas.config": 'org.apache.kafka.common.security.scram.ScramLoginModule required username="a" password="b";',
+    }
+    expected = (
+        ("sasl.jaas.config", secured["kafka.sasl.jaas.config"]),
+        ("sasl.mechanism", "SCRAM-SHA-256"),
+        ("security.protocol", "SASL_PLAINTEXT"),
+    )
+    assert read_options(secured, streaming=True).security == expected
+    assert write_options(secured, streaming=False).security == expected
+    assert read_options(base, streaming=True).security == ()
+    with pytest.raises(OptionError, match="sasl.username and sasl.password"):
+        read_options({**base, "kafka.security.protocol": "SASL_SSL"}, streaming=True)
+    with pytest.raises(OptionError, match="ssl.bogus"):
+        write_options({**base, "kafka.ssl.bogus": "x"}, streaming=True)

@@ -12,6 +12,7 @@ from pipeline_kafka import create_topic, produce, read_topic
 from support import wait_until
 
 from odradek.streams import (
+    InvalidStateStoreException,
     KafkaStreams,
     Materialized,
     MissingSourceTopicException,
@@ -107,10 +108,37 @@ def test_word_count_demo_counts_as_longs(spark, broker, topic_name, tmp_path):
 
     try:
         wait_until(lambda: _running(streams) and latest(target) == expected, 420, "the word counts")
+        _query_the_store(streams, broker, source, expected)
     finally:
         assert streams.close(60)
     # The store's changelog topic, named as Kafka Streams names it, holds the same table.
     assert latest(f"{app_id}-counts-store-changelog") == expected
+    with pytest.raises(InvalidStateStoreException, match="not running"):
+        streams.store("counts-store")
+
+
+def _query_the_store(streams, broker, source, expected: Counter) -> None:
+    """Interactive queries on the running app's table: lookups, ranges (in key order), the
+    entry count, fresh after more input; a name the topology lacks is Kafka's
+    InvalidStateStoreException."""
+    store = streams.store("counts-store")
+    assert store.get("fox") == expected["fox"] and store.get("absent") is None
+    assert store.approximate_num_entries() == len(expected)
+    assert list(store.all()) == sorted(expected.items())
+    assert [(e.key, e.value) for e in store.range("1", "dog")] == sorted(
+        (w, n) for w, n in expected.items() if "1" <= w <= "dog"
+    )
+    produce(broker.bootstrap_servers, source, [{"value": b"fox zebra"}])
+    # One micro-batch writes the two words' changelog partitions one after the other.
+    wait_until(
+        lambda: _running(streams) and (store.get("zebra"), store.get("fox")) == (1, expected["fox"] + 1),
+        420,
+        "the store to see a new line",
+    )
+    assert store.approximate_num_entries() == len(expected) + 1
+    expected.update(["fox", "zebra"])
+    with pytest.raises(InvalidStateStoreException, match="no state store named 'nope'"):
+        streams.store("nope")
 
 
 def test_missing_source_topic_fails_at_start_in_one_line(broker, topic_name, tmp_path):
