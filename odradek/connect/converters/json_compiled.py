@@ -112,15 +112,9 @@ def build_encoder(
             values = value.values_by_index()
             return "{" + ",".join([p + e(v) for (p, e), v in zip(pairs, values, strict=True)]) + "}"
 
-    if fast is None:
-        return fallback
-    fast_path = fast
-
-    def encode(value: Any) -> str:
-        # Nulls (and with them defaults) always take the converter's general path.
-        return fallback(value) if value is None else fast_path(value)
-
-    return encode
+    # No fast path accepts None (each checks its value's class), so nulls and with them defaults
+    # take the converter's general path without a separate check.
+    return fallback if fast is None else fast
 
 
 def build_decoder(schema: Schema, general: Callable[[Schema, Any], Any]) -> Decoder:
@@ -175,14 +169,8 @@ def build_decoder(schema: Schema, general: Callable[[Schema, Any], Any]) -> Deco
             get = node.get
             return Struct.from_checked_values(schema, [field_decoder(get(name)) for name, field_decoder in fields])
 
-    if fast is None:
-        return fallback
-    fast_path = fast
-
-    def decode(node: Any) -> Any:
-        return fallback(node) if node is None else fast_path(node)
-
-    return decode
+    # As for encoders: no fast path accepts None, so nulls go to the general path.
+    return fallback if fast is None else fast
 
 
 def _logical_decoder(schema: Schema, fallback: Decoder) -> Decoder | None:

@@ -126,3 +126,15 @@ def _refuse_constant(name: str) -> Any:
 
 
 _DECODER = json.JSONDecoder(parse_float=decimal.Decimal, parse_constant=_refuse_constant)
+
+
+def scan_value(text: str, start: int) -> tuple[Any, int] | None:
+    """The JSON value that starts exactly at ``text[start]`` (parsed as ``loads`` parses) and the
+    index just past it; None when no valid value starts there."""
+    try:
+        return _SCAN(text, start)  # type: ignore[no-any-return]
+    except (StopIteration, ValueError):
+        return None
+
+
+_SCAN = _DECODER.scan_once
