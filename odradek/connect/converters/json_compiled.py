@@ -30,11 +30,18 @@ from odradek.connect.data_schema import (
     Type,
 )
 from odradek.connect.errors import DataException
-from odradek.connect.logical_types import Decimal, datetime_to_millis, millis_to_datetime, scaled_decimal
+from odradek.connect.logical_types import (
+    Decimal,
+    datetime_to_millis,
+    millis_to_datetime,
+    scaled_decimal,
+    unscaled_to_bytes,
+)
 
 Encoder = Callable[[Any], str]
 Decoder = Callable[[Any], Any]
 _LOGICAL = (DECIMAL_NAME, DATE_NAME, TIME_NAME, TIMESTAMP_NAME)
+_EXACT = decimal.Context(prec=1000)  # wide enough that scaling a Decimal never rounds; only read
 
 
 def _json_number_text(number: JsonNumber | str) -> str:
@@ -59,12 +66,17 @@ def build_encoder(
                 if value.__class__ is datetime.datetime:
                     return str(datetime_to_millis(value))
                 return fallback(value)
-        elif name == DECIMAL_NAME and kind == Type.BYTES:
+        elif name == DECIMAL_NAME and kind == Type.BYTES and numeric_decimals:
+            def fast(value: Any) -> str:
+                return str(value) if value.__class__ is decimal.Decimal else fallback(value)
+        elif name == DECIMAL_NAME and kind == Type.BYTES and (scale := _decimal_scale(schema)) is not None:
+            exponent = scale
+
             def fast(value: Any) -> str:
                 if value.__class__ is decimal.Decimal:
-                    if numeric_decimals:
-                        return str(value)
-                    return '"' + binary(Decimal.from_logical(schema, value)) + '"'
+                    unscaled = value.scaleb(exponent, _EXACT)
+                    if unscaled.is_finite() and unscaled == unscaled.to_integral_value():  # else the general path errs
+                        return '"' + binary(unscaled_to_bytes(int(unscaled))) + '"'
                 return fallback(value)
     elif kind in INT_RANGES:
         def fast(value: Any) -> str:
@@ -180,10 +192,9 @@ def _logical_decoder(schema: Schema, fallback: Decoder) -> Decoder | None:
         return timestamp
 
     if schema.name == DECIMAL_NAME and schema.type == Type.BYTES:
-        try:
-            scale = Decimal.scale(schema)
-        except DataException:
-            return None  # the general path reports the bad schema on each value
+        scale = _decimal_scale(schema)
+        if scale is None:
+            return None
 
         def decimal_(node: Any) -> Any:
             if node.__class__ is str:
@@ -197,6 +208,14 @@ def _logical_decoder(schema: Schema, fallback: Decoder) -> Decoder | None:
             return fallback(node)
         return decimal_
     return None
+
+
+def _decimal_scale(schema: Schema) -> int | None:
+    """A Decimal schema's scale; None when the schema has none (the general path reports it on each value)."""
+    try:
+        return Decimal.scale(schema)
+    except DataException:
+        return None
 
 
 def build_schemaless_encoder(general: Callable[[Any], str], struct_encoder: Callable[[Schema], Encoder]) -> Encoder:

@@ -165,7 +165,7 @@ class JsonConverter(Converter, HeaderConverter):
             else:
                 entry = (schema, encoder, "", "")
             self._writers.put(id(schema), entry)
-        return entry  # type: ignore[no-any-return]
+        return entry
 
     def _encoder(self, schema: Schema) -> Encoder:
         return self._writer(schema)[1]
