@@ -132,6 +132,8 @@ class JsonConverter(Converter, HeaderConverter):
         self._to_connect_schemas = _LruCache(cache_size)
         # A schema's text as it appeared in an envelope -> (schema, decoder): see _known_envelope.
         self._envelopes = _LruCache(cache_size)
+        # The last envelope read from that cache: its text up to the payload, the schema, the decoder.
+        self._last_envelope: tuple[str, Schema, Decoder] | None = None
         # Per-schema writers and decoders, keyed by the schema object's identity (the entry keeps
         # the schema alive, so its id cannot be reused while the entry exists).
         self._writers = _LruCache(cache_size)
@@ -344,16 +346,22 @@ class JsonConverter(Converter, HeaderConverter):
             text = data.decode()
         except UnicodeDecodeError:
             return None
-        end = text.find(_PAYLOAD_KEY, _SCHEMA_START)
-        if end < 0 or not text.startswith(_ENVELOPE_HEAD):
-            return None
-        entry = self._envelopes.get(text[_SCHEMA_START:end])
-        if entry is None:
-            return None
-        found = scan_value(text, end + len(_PAYLOAD_KEY))
+        last = self._last_envelope
+        if last is not None and text.startswith(last[0]):  # the same schema as the record before
+            head, schema, decode = last
+        else:
+            end = text.find(_PAYLOAD_KEY, _SCHEMA_START)
+            if end < 0 or not text.startswith(_ENVELOPE_HEAD):
+                return None
+            entry = self._envelopes.get(text[_SCHEMA_START:end])
+            if entry is None:
+                return None
+            schema, decode = entry
+            head = text[:end + len(_PAYLOAD_KEY)]
+            self._last_envelope = (head, schema, decode)
+        found = scan_value(text, len(head))
         if found is None or found[1] != len(text) - 1 or text[-1] != "}":
             return None
-        schema, decode = entry
         return SchemaAndValue(schema, decode(found[0]))
 
     def _remember_envelope(self, data: bytes, schema: Schema) -> None:
