@@ -133,3 +133,65 @@ def test_fast_path_rejects_payloads_the_general_path_rejects(payload):
         with pytest.raises(DataException) as fast:
             c.to_connect_data("t", envelope.encode())
         assert str(fast.value) == str(general.value)
+
+
+def numbered_schema(n: int) -> Schema:
+    return SchemaBuilder.struct().name(f"row{n}").field("id", Schema.INT64_SCHEMA).field(f"f{n}", Schema.STRING_SCHEMA).build()
+
+
+# A parameter named "payload" puts the envelope's separator inside the schema's own text.
+TRICKY = SchemaBuilder.string().parameter("payload", "x").build()
+
+
+def test_records_with_alternating_schemas_read_back_through_the_envelope_cache():
+    writer, reader = converter(), converter()
+    first, second = numbered_schema(1), numbered_schema(2)
+    records = []
+    for i in range(6):
+        schema = first if i % 2 == 0 else second
+        value = Struct(schema).put("id", i).put(f"f{1 + i % 2}", f"text {i}")
+        records.append((schema, value, writer.from_connect_data("t", schema, value)))
+    records.append((TRICKY, "p", writer.from_connect_data("t", TRICKY, "p")))
+    for _ in range(2):  # the second round reads every schema from the cache
+        for schema, value, data in records:
+            back = reader.to_connect_data("t", data)
+            assert back.schema == schema
+            assert back.value == value
+            assert reader.from_connect_data("t", back.schema, back.value) == data
+    assert len(reader._envelopes) == 3  # noqa: SLF001 - one entry per schema text seen
+
+
+@pytest.mark.parametrize("tail", [b" ", b"x", b',"extra":1}'])
+def test_a_known_schema_followed_by_anything_but_one_payload_is_read_as_before(tail):
+    c = converter()
+    schema = numbered_schema(1)
+    data = c.from_connect_data("t", schema, Struct(schema).put("id", 1).put("f1", "a"))
+    c.to_connect_data("t", data)  # the schema's text is known from here on
+    altered = data[:-1] + tail if tail.startswith(b",") else data + tail
+    if tail == b" ":
+        assert c.to_connect_data("t", altered).value == c.to_connect_data("t", data).value
+    else:
+        with pytest.raises(DataException):
+            c.to_connect_data("t", altered)
+
+
+def test_schemas_cache_size_bounds_every_schema_cache():
+    c = converter(**{"schemas.cache.size": "2"})
+    for round in range(2):
+        for n in range(5):
+            schema = numbered_schema(n)
+            value = Struct(schema).put("id", n).put(f"f{n}", str(round))
+            data = c.from_connect_data("t", schema, value)
+            assert c.to_connect_data("t", data).value == value
+    caches = (c._envelopes, c._writers, c._decoders, c._to_connect_schemas, c._schema_texts)  # noqa: SLF001
+    assert [len(cache) for cache in caches] == [2] * len(caches)
+
+
+@pytest.mark.parametrize("amount", ["1.234", "Infinity", "NaN"])
+def test_a_decimal_the_schema_cannot_hold_fails_as_on_the_general_path(amount):
+    c = converter()
+    with pytest.raises((DataException, ArithmeticError, ValueError)) as general:
+        general_bytes(c, Decimal.schema(2), decimal.Decimal(amount))
+    with pytest.raises(general.type) as fast:
+        c.from_connect_data("t", Decimal.schema(2), decimal.Decimal(amount))
+    assert str(fast.value) == str(general.value)

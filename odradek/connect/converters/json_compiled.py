@@ -12,7 +12,7 @@ Closures hold no state of their own; the converter that built them owns them.
 
 from __future__ import annotations
 
-import base64
+import binascii
 import datetime
 import decimal
 from collections.abc import Callable
@@ -30,11 +30,18 @@ from odradek.connect.data_schema import (
     Type,
 )
 from odradek.connect.errors import DataException
-from odradek.connect.logical_types import Decimal, datetime_to_millis, millis_to_datetime, scaled_decimal
+from odradek.connect.logical_types import (
+    Decimal,
+    datetime_to_millis,
+    millis_to_datetime,
+    scaled_decimal,
+    unscaled_to_bytes,
+)
 
 Encoder = Callable[[Any], str]
 Decoder = Callable[[Any], Any]
 _LOGICAL = (DECIMAL_NAME, DATE_NAME, TIME_NAME, TIMESTAMP_NAME)
+_EXACT = decimal.Context(prec=1000)  # wide enough that scaling a Decimal never rounds; only read
 
 
 def _json_number_text(number: JsonNumber | str) -> str:
@@ -59,12 +66,17 @@ def build_encoder(
                 if value.__class__ is datetime.datetime:
                     return str(datetime_to_millis(value))
                 return fallback(value)
-        elif name == DECIMAL_NAME and kind == Type.BYTES:
+        elif name == DECIMAL_NAME and kind == Type.BYTES and numeric_decimals:
+            def fast(value: Any) -> str:
+                return str(value) if value.__class__ is decimal.Decimal else fallback(value)
+        elif name == DECIMAL_NAME and kind == Type.BYTES and (scale := _decimal_scale(schema)) is not None:
+            exponent = scale
+
             def fast(value: Any) -> str:
                 if value.__class__ is decimal.Decimal:
-                    if numeric_decimals:
-                        return str(value)
-                    return '"' + binary(Decimal.from_logical(schema, value)) + '"'
+                    unscaled = value.scaleb(exponent, _EXACT)
+                    if unscaled.is_finite() and unscaled == unscaled.to_integral_value():  # else the general path errs
+                        return '"' + binary(unscaled_to_bytes(int(unscaled))) + '"'
                 return fallback(value)
     elif kind in INT_RANGES:
         def fast(value: Any) -> str:
@@ -112,15 +124,9 @@ def build_encoder(
             values = value.values_by_index()
             return "{" + ",".join([p + e(v) for (p, e), v in zip(pairs, values, strict=True)]) + "}"
 
-    if fast is None:
-        return fallback
-    fast_path = fast
-
-    def encode(value: Any) -> str:
-        # Nulls (and with them defaults) always take the converter's general path.
-        return fallback(value) if value is None else fast_path(value)
-
-    return encode
+    # No fast path accepts None (each checks its value's class), so nulls and with them defaults
+    # take the converter's general path without a separate check.
+    return fallback if fast is None else fast
 
 
 def build_decoder(schema: Schema, general: Callable[[Schema, Any], Any]) -> Decoder:
@@ -152,7 +158,7 @@ def build_decoder(schema: Schema, general: Callable[[Schema, Any], Any]) -> Deco
         def fast(node: Any) -> Any:
             if node.__class__ is str:
                 try:
-                    return base64.b64decode(node, validate=True)
+                    return binascii.a2b_base64(node, strict_mode=True)  # b64decode(validate=True) without its wrapper
                 except ValueError:
                     pass  # the general path words the error
             return fallback(node)
@@ -175,14 +181,8 @@ def build_decoder(schema: Schema, general: Callable[[Schema, Any], Any]) -> Deco
             get = node.get
             return Struct.from_checked_values(schema, [field_decoder(get(name)) for name, field_decoder in fields])
 
-    if fast is None:
-        return fallback
-    fast_path = fast
-
-    def decode(node: Any) -> Any:
-        return fallback(node) if node is None else fast_path(node)
-
-    return decode
+    # As for encoders: no fast path accepts None, so nulls go to the general path.
+    return fallback if fast is None else fast
 
 
 def _logical_decoder(schema: Schema, fallback: Decoder) -> Decoder | None:
@@ -192,15 +192,14 @@ def _logical_decoder(schema: Schema, fallback: Decoder) -> Decoder | None:
         return timestamp
 
     if schema.name == DECIMAL_NAME and schema.type == Type.BYTES:
-        try:
-            scale = Decimal.scale(schema)
-        except DataException:
-            return None  # the general path reports the bad schema on each value
+        scale = _decimal_scale(schema)
+        if scale is None:
+            return None
 
         def decimal_(node: Any) -> Any:
             if node.__class__ is str:
                 try:
-                    unscaled = base64.b64decode(node, validate=True)
+                    unscaled = binascii.a2b_base64(node, strict_mode=True)  # b64decode(validate=True) without its wrapper
                 except ValueError:
                     return fallback(node)
                 return scaled_decimal(int.from_bytes(unscaled, "big", signed=True), scale)
@@ -209,6 +208,14 @@ def _logical_decoder(schema: Schema, fallback: Decoder) -> Decoder | None:
             return fallback(node)
         return decimal_
     return None
+
+
+def _decimal_scale(schema: Schema) -> int | None:
+    """A Decimal schema's scale; None when the schema has none (the general path reports it on each value)."""
+    try:
+        return Decimal.scale(schema)
+    except DataException:
+        return None
 
 
 def build_schemaless_encoder(general: Callable[[Any], str], struct_encoder: Callable[[Schema], Encoder]) -> Encoder:

@@ -34,7 +34,7 @@ from odradek.connect.converters.json_compiled import (
     build_encoder,
     build_schemaless_encoder,
 )
-from odradek.connect.converters.json_text import JsonNumber, binary, dumps, loads
+from odradek.connect.converters.json_text import JsonNumber, binary, dumps, loads, scan_value
 from odradek.connect.data_builder import SchemaBuilder
 from odradek.connect.data_schema import (
     DATE_NAME,
@@ -126,14 +126,18 @@ class JsonConverter(Converter, HeaderConverter):
         self.schemas_enabled: bool = settings["schemas.enable"]
         self.numeric_decimals = settings["decimal.format"] == "NUMERIC"
         self.replace_null_with_default: bool = settings["replace.null.with.default"]
-        self._to_json_schemas = _LruCache(settings["schemas.cache.size"])
-        self._schema_texts = _LruCache(settings["schemas.cache.size"])
-        self._last_envelope: tuple[bytes, Schema | None] = (b"", None)
-        self._to_connect_schemas = _LruCache(settings["schemas.cache.size"])
-        # Per-schema encoders and decoders, keyed by the schema object's identity (the entry keeps
+        cache_size = settings["schemas.cache.size"]
+        self._to_json_schemas = _LruCache(cache_size)
+        self._schema_texts = _LruCache(cache_size)
+        self._to_connect_schemas = _LruCache(cache_size)
+        # A schema's text as it appeared in an envelope -> (schema, decoder): see _known_envelope.
+        self._envelopes = _LruCache(cache_size)
+        # The last envelope read from that cache: its text up to the payload, the schema, the decoder.
+        self._last_envelope: tuple[str, Schema, Decoder] | None = None
+        # Per-schema writers and decoders, keyed by the schema object's identity (the entry keeps
         # the schema alive, so its id cannot be reused while the entry exists).
-        self._encoders = _LruCache(settings["schemas.cache.size"])
-        self._decoders = _LruCache(settings["schemas.cache.size"])
+        self._writers = _LruCache(cache_size)
+        self._decoders = _LruCache(cache_size)
         self._schemaless_encoder = build_schemaless_encoder(
             lambda value: dumps(self.convert_to_json(None, value)), self._encoder
         )
@@ -145,19 +149,28 @@ class JsonConverter(Converter, HeaderConverter):
     def from_connect_data(
         self, topic: str, schema: Schema | None, value: Any, headers: Headers | None = None
     ) -> bytes | None:
-        if schema is None and value is None:
-            return None
-        payload = self._schemaless_encoder(value) if schema is None else self._encoder(schema)(value)
-        if not self.schemas_enabled:
-            return payload.encode("utf-8")
-        return ('{"schema":' + self._schema_text(schema) + ',"payload":' + payload + "}").encode("utf-8")
+        if schema is None:
+            if value is None:
+                return None
+            payload = self._schemaless_encoder(value)
+            return (('{"schema":null,"payload":' + payload + "}") if self.schemas_enabled else payload).encode()
+        _, encode, head, tail = self._writer(schema)
+        return (head + encode(value) + tail).encode()
+
+    def _writer(self, schema: Schema) -> tuple[Schema, Encoder, str, str]:
+        """The schema's encoder, with the envelope's text around the payload (written once per schema)."""
+        entry = self._writers.get(id(schema))
+        if entry is None or entry[0] is not schema:
+            encoder = build_encoder(schema, self._general_to_text, self.numeric_decimals)
+            if self.schemas_enabled:
+                entry = (schema, encoder, '{"schema":' + self._schema_text(schema) + ',"payload":', "}")
+            else:
+                entry = (schema, encoder, "", "")
+            self._writers.put(id(schema), entry)
+        return entry
 
     def _encoder(self, schema: Schema) -> Encoder:
-        entry = self._encoders.get(id(schema))
-        if entry is None or entry[0] is not schema:
-            entry = (schema, build_encoder(schema, self._general_to_text, self.numeric_decimals))
-            self._encoders.put(id(schema), entry)
-        return entry[1]
+        return self._writer(schema)[1]
 
     def _general_to_text(self, schema: Schema, value: Any) -> str:
         return dumps(self.convert_to_json(schema, value))
@@ -310,16 +323,9 @@ class JsonConverter(Converter, HeaderConverter):
             return SchemaAndValue.NULL
         data = bytes(data)
         if self.schemas_enabled:
-            # Records of one topic mostly share a schema, written the same way each time: when the
-            # bytes start with the envelope prefix last seen, only the payload needs parsing.
-            prefix, schema = self._last_envelope
-            if prefix and data.startswith(prefix) and data.endswith(b"}"):
-                try:
-                    payload = loads(data[len(prefix):-1])
-                except DataException:
-                    pass  # not a plain envelope after all: the full parse below says what is wrong
-                else:
-                    return SchemaAndValue(schema, self._decode(schema, payload))
+            known = self._known_envelope(data)
+            if known is not None:
+                return known
         node = loads(data)
         if self.schemas_enabled:
             if not isinstance(node, dict) or len(node) != 2 or "schema" not in node or "payload" not in node:
@@ -328,9 +334,46 @@ class JsonConverter(Converter, HeaderConverter):
             node = {"schema": None, "payload": node}
         schema = self.as_connect_schema(node["schema"])
         if self.schemas_enabled and schema is not None:
-            prefix = b'{"schema":' + dumps_safe(node["schema"]).encode() + b',"payload":'
-            self._last_envelope = (prefix if data.startswith(prefix) else b"", schema)
+            self._remember_envelope(data, schema)
         return SchemaAndValue(schema, self._decode(schema, node["payload"]))
+
+    def _known_envelope(self, data: bytes) -> SchemaAndValue | None:
+        """The record read without parsing its schema, when its bytes are
+        ``{"schema":S,"payload":P}`` with S the text of a schema read before (records of a topic
+        mostly carry a few schemas, each written the same way every time); else None, and the
+        full parse reads it (and reports what is wrong with it)."""
+        try:
+            text = data.decode()
+        except UnicodeDecodeError:
+            return None
+        last = self._last_envelope
+        if last is not None and text.startswith(last[0]):  # the same schema as the record before
+            head, schema, decode = last
+        else:
+            end = text.find(_PAYLOAD_KEY, _SCHEMA_START)
+            if end < 0 or not text.startswith(_ENVELOPE_HEAD):
+                return None
+            entry = self._envelopes.get(text[_SCHEMA_START:end])
+            if entry is None:
+                return None
+            schema, decode = entry
+            head = text[:end + len(_PAYLOAD_KEY)]
+            self._last_envelope = (head, schema, decode)
+        found = scan_value(text, len(head))
+        if found is None or found[1] != len(text) - 1 or text[-1] != "}":
+            return None
+        return SchemaAndValue(schema, decode(found[0]))
+
+    def _remember_envelope(self, data: bytes, schema: Schema) -> None:
+        text = data.decode()
+        end = text.find(_PAYLOAD_KEY, _SCHEMA_START)
+        if end < 0 or not text.startswith(_ENVELOPE_HEAD):
+            return  # written another way (spaces, keys swapped): every such record takes the full parse
+        # The span is remembered only when it is the whole schema value: then the same span in
+        # another record is that record's schema too (a JSON value ends where its text says).
+        found = scan_value(text, _SCHEMA_START)
+        if found is not None and found[1] == end:
+            self._envelopes.put(text[_SCHEMA_START:end], (schema, self._decoder(schema)))
 
     def to_connect_header(self, topic: str, header_key: str, data: bytes | None) -> SchemaAndValue:
         return self.to_connect_data(topic, data)
@@ -465,6 +508,9 @@ class JsonConverter(Converter, HeaderConverter):
 
 
 _LOGICAL_NAMES = (DECIMAL_NAME, DATE_NAME, TIME_NAME, TIMESTAMP_NAME)
+_ENVELOPE_HEAD = '{"schema":'
+_SCHEMA_START = len(_ENVELOPE_HEAD)
+_PAYLOAD_KEY = ',"payload":'
 
 
 class TypeMismatchException(DataException):

@@ -14,6 +14,7 @@ import decimal
 import json
 import math
 import re
+from collections.abc import Callable
 from json.encoder import encode_basestring
 from typing import Any
 
@@ -126,3 +127,16 @@ def _refuse_constant(name: str) -> Any:
 
 
 _DECODER = json.JSONDecoder(parse_float=decimal.Decimal, parse_constant=_refuse_constant)
+
+
+def scan_value(text: str, start: int) -> tuple[Any, int] | None:
+    """The JSON value that starts exactly at ``text[start]`` (parsed as ``loads`` parses) and the
+    index just past it; None when no valid value starts there."""
+    try:
+        return _SCAN(text, start)
+    except (StopIteration, ValueError):
+        return None
+
+
+# The decoder's C scanner: one value at an index, with _DECODER's number and constant handling.
+_SCAN: Callable[[str, int], tuple[Any, int]] = _DECODER.scan_once  # type: ignore[attr-defined]
