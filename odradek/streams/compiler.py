@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from odradek.streams.compile_windows import WindowMetrics, windowed_parts
 from odradek.streams.dsl import TopologyException
 from odradek.streams.serdes import LongSerde, Serde
 from odradek.streams.stage import RECORD_SCHEMA, PickleSerde, stage_function
@@ -27,7 +28,7 @@ from odradek.streams.streams_config import StreamsConfig
 from odradek.streams.topology import Node, Topology
 
 OUTPUT_COLUMNS = ("topic", "key", "value")
-STATEFUL = {"count", "reduce", "aggregate", "latest"}
+STATEFUL = {"count", "reduce", "aggregate", "latest", "windowed"}
 _FUSED = {
     "filter",
     "filter_not",
@@ -99,12 +100,21 @@ class Aggregation:
     node: Node
     updates: Any  # streaming DataFrame: key, value (bytes)
     outputs: Callable[[Any], Any]  # a micro-batch of updates -> DataFrame(topic, key, value)
+    after: Callable[[], None] = lambda: None  # once the outputs of a micro-batch are written
+    metrics: WindowMetrics | None = None  # windowed aggregations: the records dropped as late
 
 
 @dataclass
 class Plan:
     stateless: Any | None
     aggregations: list[Aggregation]
+
+
+def plan_metrics(plan: Plan | None) -> dict[str, float]:
+    """Kafka's client metrics a plan keeps: ``dropped-records-total`` (late records dropped)."""
+    aggregations = plan.aggregations if plan is not None else []
+    dropped = sum(a.metrics.dropped_records_total for a in aggregations if a.metrics is not None)
+    return {"dropped-records-total": float(dropped)}
 
 
 class Compiler:
@@ -231,6 +241,8 @@ class Compiler:
         kept_key, kept_value = inherited_serdes(parent)
         in_key = args.get("input_key_serde") or kept_key or self.config.key_serde
         in_value = args.get("input_value_serde") or kept_value or self.config.value_serde
+        if node.op == "windowed":
+            return self._windowed(node, terminals, self.encode(parent, in_key, in_value), in_key, in_value)
         df = self.encode(parent, in_key, in_value).where(F.col("key").isNotNull())
         key_serde = args.get("key_serde") or in_key
         if node.op == "latest":  # a table: the newest value per key, None deleting it
@@ -264,6 +276,22 @@ class Compiler:
             return _union(parts)
 
         return Aggregation(node, updates, outputs)
+
+    def _windowed(self, node: Node, terminals: list[Node], records, in_key: Serde, in_value: Serde):
+        """A windowed aggregation (compile_windows.py) and the sinks downstream of its table."""
+        parts = windowed_parts(node, self.topology, self.config, records, in_key, in_value)
+
+        def outputs(batch):
+            batch, rows = parts.open_batch(batch)
+            roots = {ident: Flow(df, parts.key_serde, parts.value_serde) for ident, df in rows.items()}
+            memo: dict[int, Flow] = {}
+            changelog = parts.changelog_rows(batch)
+            return _union(
+                [self.output(t, roots, memo) for t in terminals]
+                + ([changelog] if changelog is not None else [])
+            )
+
+        return Aggregation(node, parts.updates, outputs, after=parts.close_batch, metrics=parts.metrics)
 
 
 def _fold(df, node: Node, key_serde: Serde, value_serde: Serde, agg_serde: Serde):

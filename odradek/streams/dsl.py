@@ -24,11 +24,8 @@ from odradek.streams.dsl_options import (
     Produced,
     Repartitioned,
 )
-from odradek.streams.topology import Node, Store, Topology
-
-
-class TopologyException(ValueError):
-    """A topology that cannot be built or run faithfully, with what to change."""
+from odradek.streams.dsl_windowed import TimeWindowedKStream, suppress, windowed_by
+from odradek.streams.topology import Node, Store, Topology, TopologyException
 
 
 def KeyValue(key, value) -> tuple:  # noqa: N802 - Kafka's name
@@ -345,8 +342,9 @@ class KGroupedStream:
             aggregator=aggregator,
         )
 
-    def windowed_by(self, windows) -> Any:
-        raise _not_yet("KGroupedStream.windowed_by")
+    def windowed_by(self, windows) -> TimeWindowedKStream:
+        """Windows for the aggregation that follows (dsl_windowed.py)."""
+        return windowed_by(self, windows)
 
 
 class KTable:
@@ -379,6 +377,9 @@ class KTable:
         name = _name_of(named) or self._builder._new_name("KTABLE-TOSTREAM-")
         node = self._builder._add(name, "processor", "to_stream", [self._node])
         return KStream(self._builder, node, key_changed=False)
+
+    def suppress(self, suppressed, named: Named | str | None = None) -> KTable:
+        return suppress(self, suppressed, named)
 
     def group_by(self, selector: Callable, grouped: Grouped | None = None):
         raise _not_yet("KTable.group_by")

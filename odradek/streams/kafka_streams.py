@@ -19,7 +19,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from odradek.streams.compiler import Compiler, Plan
+from odradek.streams.compiler import Compiler, Plan, plan_metrics
 from odradek.streams.streams_config import StreamsConfig
 from odradek.streams.topology import Topology
 
@@ -175,14 +175,17 @@ class KafkaStreams:
 
             def write(batch, batch_id, agg=agg, sink_id=sink_id):
                 rows = agg.outputs(batch)
-                (
-                    rows.write.format("odradek")
-                    .mode("append")
-                    .option("kafka.bootstrap.servers", config.bootstrap_servers)
-                    .option("exactlyOnce", exactly_once)
-                    .option("sinkId", sink_id)
-                    .save()
-                )
+                try:
+                    (
+                        rows.write.format("odradek")
+                        .mode("append")
+                        .option("kafka.bootstrap.servers", config.bootstrap_servers)
+                        .option("exactlyOnce", exactly_once)
+                        .option("sinkId", sink_id)
+                        .save()
+                    )
+                finally:
+                    agg.after()
 
             writer = (
                 agg.updates.writeStream.outputMode("update")
@@ -261,6 +264,11 @@ class KafkaStreams:
     def spark(self):
         """The SparkSession the app runs on (created by ``start()`` unless one was given)."""
         return self._session()
+
+    def metrics(self) -> dict[str, float]:
+        """Kafka's client metrics that apply here, by name: ``dropped-records-total`` (records
+        windowed aggregations dropped as late, since start())."""
+        return plan_metrics(self._plan)
 
     def queries(self) -> list:
         return list(self._queries)

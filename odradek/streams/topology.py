@@ -13,6 +13,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 
+class TopologyException(ValueError):
+    """A topology that cannot be built or run faithfully, with what to change."""
+
+
 @dataclass(eq=False)
 class Node:
     """One processor of the topology. ``op`` says what the compiler does with it; ``args`` holds
