@@ -11,14 +11,15 @@ turns them into Spark.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeAlias
 
 from odradek.streams.dsl_options import Materialized, SessionWindows, SlidingWindows, Suppressed, TimeWindows
 from odradek.streams.topology import Store, TopologyException
 from odradek.streams.window_state import WindowDef
 
 # dsl.py's KGroupedStream and KTable (this module is imported by dsl.py, so it names them only so).
-KGroupedStream = KTable = Any
+KGroupedStream: TypeAlias = Any
+KTable: TypeAlias = Any
 
 
 def _name_of(named) -> str | None:
