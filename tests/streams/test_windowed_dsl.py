@@ -88,6 +88,15 @@ def test_tumbling_count_with_grace_late_records_and_final_results(spark):
             ]
         assert model.dropped == 3
         assert driver.metrics()["dropped-records-total"] == model.dropped
+        # The store's changelog: key + 8-byte start + 4-byte sequence number, the latest counts.
+        changelog = driver.create_output_topic(
+            "test-driver-click-counts-changelog", Serdes.ByteArray(), Serdes.Long()
+        )
+        latest = {
+            (k[:-12].decode(), int.from_bytes(k[-12:-4], "big")): n
+            for k, n in changelog.read_key_values_to_list()
+        }
+        assert latest == {(k, s): n for (k, s, _e), n in model.counts.items()}
 
 
 def test_hopping_reduce_through_the_test_driver(spark):
