@@ -17,10 +17,11 @@ updates into the rows for its changelog topic and the sinks downstream of it.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
 from odradek.streams import compile_joins, table_grouping
+from odradek.streams.compile_windows import WindowMetrics, windowed_parts
 from odradek.streams.dsl import TopologyException
 from odradek.streams.dsl_joins import JOIN_OPS, TABLE_AGGREGATES
 from odradek.streams.serdes import LongSerde, Serde
@@ -29,7 +30,7 @@ from odradek.streams.streams_config import StreamsConfig
 from odradek.streams.topology import Node, Topology
 
 OUTPUT_COLUMNS = ("topic", "key", "value")
-STATEFUL = {"count", "reduce", "aggregate", "latest"} | TABLE_AGGREGATES
+STATEFUL = {"count", "reduce", "aggregate", "latest", "windowed"} | TABLE_AGGREGATES
 _FUSED = {
     "filter",
     "filter_not",
@@ -101,18 +102,28 @@ class Aggregation:
     node: Node
     updates: Any  # streaming DataFrame: key, value (bytes)
     outputs: Callable[[Any], Any]  # a micro-batch of updates -> DataFrame(topic, key, value)
+    _: KW_ONLY  # the rest by name: several features fill different ones
     output_mode: str = "update"  # "append" for a join's records
     has_terminals: bool = True  # False: only its changelog topic reads it
     # The store's name and the serdes of its contents (what KafkaStreams.store() reads back).
     store: str | None = None
     key_serde: Serde | None = None
     value_serde: Serde | None = None
+    after: Callable[[], None] = lambda: None  # once the outputs of a micro-batch are written
+    metrics: WindowMetrics | None = None  # windowed aggregations: the records dropped as late
 
 
 @dataclass
 class Plan:
     stateless: Any | None
     aggregations: list[Aggregation]
+
+
+def plan_metrics(plan: Plan | None) -> dict[str, float]:
+    """Kafka's client metrics a plan keeps: ``dropped-records-total`` (late records dropped)."""
+    aggregations = plan.aggregations if plan is not None else []
+    dropped = sum(a.metrics.dropped_records_total for a in aggregations if a.metrics is not None)
+    return {"dropped-records-total": float(dropped)}
 
 
 class Compiler:
@@ -165,7 +176,7 @@ class Compiler:
             roots = {id(node): Flow(batch, key_serde, value_serde)}
             return _union([self.output(t, roots, memo) for t in terminals])
 
-        return Aggregation(node, df, outputs, "append", bool(terminals))
+        return Aggregation(node, df, outputs, output_mode="append", has_terminals=bool(terminals))
 
     def output(self, terminal: Node, roots: dict[int, Flow], memo: dict[int, Flow]):
         """The ``topic, key, value`` rows ``terminal`` (a sink or a foreach) writes."""
@@ -284,6 +295,8 @@ class Compiler:
         kept_key, kept_value = inherited_serdes(parent)
         in_key = args.get("input_key_serde") or kept_key or self.config.key_serde
         in_value = args.get("input_value_serde") or kept_value or self.config.value_serde
+        if node.op == "windowed":
+            return self._windowed(node, terminals, self.encode(parent, in_key, in_value), in_key, in_value)
         df = self.encode(parent, in_key, in_value).where(F.col("key").isNotNull())
         key_serde = args.get("key_serde") or in_key
         if node.op == "latest":  # a table: the newest value per key, None deleting it
@@ -318,7 +331,23 @@ class Compiler:
                 parts.append(rows.select(F.lit(changelog).alias("topic"), "key", "value"))
             return _union(parts)
 
-        return Aggregation(node, updates, outputs, store.name, key_serde, value_serde)
+        return Aggregation(node, updates, outputs, store=store.name, key_serde=key_serde, value_serde=value_serde)
+
+    def _windowed(self, node: Node, terminals: list[Node], records, in_key: Serde, in_value: Serde):
+        """A windowed aggregation (compile_windows.py) and the sinks downstream of its table."""
+        parts = windowed_parts(node, self.topology, self.config, records, in_key, in_value)
+
+        def outputs(batch):
+            batch, rows = parts.open_batch(batch)
+            roots = {ident: Flow(df, parts.key_serde, parts.value_serde) for ident, df in rows.items()}
+            memo: dict[int, Flow] = {}
+            changelog = parts.changelog_rows(batch)
+            return _union(
+                [self.output(t, roots, memo) for t in terminals]
+                + ([changelog] if changelog is not None else [])
+            )
+
+        return Aggregation(node, parts.updates, outputs, after=parts.close_batch, metrics=parts.metrics)
 
 
 def _fold(df, node: Node, key_serde: Serde, value_serde: Serde, agg_serde: Serde):

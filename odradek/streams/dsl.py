@@ -25,6 +25,7 @@ from odradek.streams.dsl_options import (
     Produced,
     Repartitioned,
 )
+from odradek.streams.dsl_windowed import TimeWindowedKStream, suppress, windowed_by
 from odradek.streams.topology import Node, Store, Topology, TopologyException
 
 
@@ -360,8 +361,9 @@ class KGroupedStream:
             aggregator=aggregator,
         )
 
-    def windowed_by(self, windows) -> Any:
-        raise _not_yet("KGroupedStream.windowed_by")
+    def windowed_by(self, windows) -> TimeWindowedKStream:
+        """Windows for the aggregation that follows (dsl_windowed.py)."""
+        return windowed_by(self, windows)
 
 
 class KTable:
@@ -394,6 +396,9 @@ class KTable:
         name = _name_of(named) or self._builder._new_name("KTABLE-TOSTREAM-")
         node = self._builder._add(name, "processor", "to_stream", [self._node])
         return KStream(self._builder, node, key_changed=False)
+
+    def suppress(self, suppressed, named: Named | str | None = None) -> KTable:
+        return suppress(self, suppressed, named)
 
     def group_by(self, selector: Callable, grouped: Grouped | None = None) -> dsl_joins.KGroupedTable:
         """``selector(key, value)`` returns the row's ``(new_key, new_value)`` pair."""
@@ -428,6 +433,6 @@ def _name_of(named: Named | str | None) -> str | None:
 
 def _not_yet(what: str) -> TopologyException:
     return TopologyException(
-        f"{what} is not supported by odradek.streams yet (windows are being wired to Spark); "
+        f"{what} is not supported by odradek.streams yet; "
         "see docs/streams.md for what runs today"
     )

@@ -19,7 +19,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from odradek.streams.compiler import Compiler, Plan, materialized_repartition_topics
+from odradek.streams.compiler import Compiler, Plan, materialized_repartition_topics, plan_metrics
 from odradek.streams.interactive_queries import InvalidStateStoreException, ReadOnlyKeyValueStore
 from odradek.streams.streams_config import StreamsConfig
 from odradek.streams.topology import Topology
@@ -223,6 +223,7 @@ class KafkaStreams:
                     )
                 finally:
                     batch.unpersist()
+                    agg.after()
 
             writer = (
                 agg.updates.writeStream.outputMode(agg.output_mode)
@@ -336,6 +337,11 @@ class KafkaStreams:
     def spark(self):
         """The SparkSession the app runs on (created by ``start()`` unless one was given)."""
         return self._session()
+
+    def metrics(self) -> dict[str, float]:
+        """Kafka's client metrics that apply here, by name: ``dropped-records-total`` (records
+        windowed aggregations dropped as late, since start())."""
+        return plan_metrics(self._plan)
 
     def queries(self) -> list:
         return list(self._queries)

@@ -21,7 +21,7 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
-from odradek.streams.compiler import Compiler, Plan, materialized_repartition_topics
+from odradek.streams.compiler import Compiler, Plan, materialized_repartition_topics, plan_metrics
 from odradek.streams.serdes import Serde
 from odradek.streams.streams_config import StreamsConfig
 from odradek.streams.topology import Topology
@@ -149,7 +149,7 @@ class TopologyTestDriver:
                 continue
             queries.append(
                 agg.updates.writeStream.outputMode(agg.output_mode)
-                .foreachBatch(lambda df, _id, agg=agg: self._collect(agg.outputs(df)))
+                .foreachBatch(lambda df, _id, agg=agg: self._collect_aggregation(agg, df))
                 .option("checkpointLocation", os.path.join(self._dir, "ckpt", agg.node.name))
                 .trigger(availableNow=True)
                 .start()
@@ -167,6 +167,18 @@ class TopologyTestDriver:
                     None if row["value"] is None else bytes(row["value"]),
                 )
             )
+
+    def _collect_aggregation(self, agg, df) -> None:
+        try:
+            self._collect(agg.outputs(df))
+        finally:
+            agg.after()
+
+    def metrics(self) -> dict[str, float]:
+        """As ``KafkaStreams.metrics()``: ``dropped-records-total`` (late records of windowed
+        aggregations), after running what was piped."""
+        self._run()
+        return plan_metrics(self._plan)
 
     def _take(self, topic: str) -> list[tuple[bytes | None, bytes | None]]:
         self._run()

@@ -15,9 +15,9 @@ from odradek.streams import (
     Materialized,
     Produced,
     Serdes,
+    SlidingWindows,
     StreamsBuilder,
     StreamsConfig,
-    TimeWindows,
     TopologyException,
 )
 
@@ -120,8 +120,8 @@ def test_table_source_names_its_store_after_the_topic():
 def test_unsupported_operations_are_refused_at_build_time():
     builder = StreamsBuilder()
     grouped = builder.stream("in").group_by_key()
-    with pytest.raises(TopologyException, match="windowed_by is not supported"):
-        grouped.windowed_by(TimeWindows.of_size_with_no_grace(1000))
+    with pytest.raises(TopologyException, match="SlidingWindows are not supported"):
+        grouped.windowed_by(SlidingWindows.of_time_difference_with_no_grace(1000))
 
 
 @pytest.mark.parametrize(

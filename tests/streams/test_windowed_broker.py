@@ -1,0 +1,113 @@
+"""A windowed count with grace and suppression, run by KafkaStreams against a real broker: the
+final counts read back with confluent-kafka and decoded as a Java consumer's TimeWindowedDeserializer would (key bytes + 8-byte window start), each window once,
+checked record by record against an independent model (windows_model.py); late records dropped
+and counted in metrics(); the store's changelog topic named as Kafka Streams names it."""
+
+from __future__ import annotations
+
+import struct
+import time
+
+import pytest
+from pipeline_kafka import create_topic, produce, read_topic
+from support import wait_until
+from windows_model import CountModel, decode_time_windowed
+
+from odradek.streams import (
+    BufferConfig,
+    KafkaStreams,
+    Materialized,
+    Produced,
+    Serdes,
+    State,
+    StreamsBuilder,
+    Suppressed,
+    TimeWindows,
+)
+from odradek.streams.windowed import WindowedSerdes
+
+pytestmark = pytest.mark.timeout(900)
+
+SIZE, GRACE = 10_000, 5_000
+# Recent timestamps (records far in the past would meet the brokers' retention).
+BASE = (int(time.time() * 1000) // SIZE - 360) * SIZE
+OFFSETS = [
+    ("a", 1_000),
+    ("b", 2_000),
+    ("a", 12_000),
+    ("a", 8_000),  # out of order, within the grace period
+    ("b", 16_000),  # closes [0, 10 s)
+    ("a", 3_000),  # late: dropped
+    ("b", 11_000),
+    ("c", 24_000),
+    ("a", 14_000),  # late for nothing: [10 s, 20 s) is open until 25 s
+    ("b", 9_000),  # late: dropped
+    ("c", 60_000),  # closes every window before 45 s
+]
+
+
+def run_windowed_count(spark, bootstrap: str, name: str, state_dir, **config) -> None:
+    source, target = f"{name}-in", f"{name}-out"
+    create_topic(bootstrap, source, 1, replication_factor=config.get("replication.factor", 1))
+    produce(
+        bootstrap,
+        source,
+        [{"key": k.encode(), "value": b"click", "timestamp": BASE + ts} for k, ts in OFFSETS],
+    )
+    model = CountModel(SIZE, GRACE)
+    _updates, expected = model.feed([(k, BASE + ts) for k, ts in OFFSETS])
+
+    builder = StreamsBuilder()
+    (
+        builder.stream(source)
+        .group_by_key()
+        .windowed_by(TimeWindows.of_size_and_grace(SIZE, GRACE))
+        .count(Materialized.as_("clicks-per-window"))
+        .suppress(Suppressed.until_window_closes(BufferConfig.unbounded()))
+        .to_stream()
+        .to(
+            target,
+            Produced(
+                key_serde=WindowedSerdes.time_windowed_serde_from(Serdes.String(), SIZE),
+                value_serde=Serdes.Long(),
+            ),
+        )
+    )
+    app_id = f"{name}-app"
+    streams = KafkaStreams(
+        builder.build(),
+        {
+            "application.id": app_id,
+            "bootstrap.servers": bootstrap,
+            "default.key.serde": Serdes.String(),
+            "default.value.serde": Serdes.String(),
+            "commit.interval.ms": 200,
+            "state.dir": str(state_dir),
+            **config,
+        },
+    )
+
+    def finals():
+        assert streams.state() is State.RUNNING, streams.exception
+        return read_topic(bootstrap, target)
+
+    streams.start()
+    try:
+        wait_until(lambda: len(finals()) >= len(expected), 420, f"{len(expected)} final counts")
+        assert streams.metrics()["dropped-records-total"] == model.dropped == 2
+    finally:
+        assert streams.close(60)
+    got = [
+        (*decode_time_windowed(r.key), struct.unpack(">q", r.value)[0]) for r in read_topic(bootstrap, target)
+    ]
+    # Each window once (suppressed), with its final count.
+    assert sorted(got) == [(k, start, n) for (k, start, _end), n in expected]
+    # The store's changelog topic, named as Kafka Streams names it (its content: test_windowed_dsl).
+    from confluent_kafka.admin import AdminClient
+
+    topics = AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=30).topics
+    assert f"{app_id}-clicks-per-window-changelog" in topics
+
+
+def test_windowed_count_with_grace_and_suppression_on_a_broker(spark, broker, topic_name, tmp_path):
+    run_windowed_count(spark, broker.bootstrap_servers, topic_name, tmp_path / "state")
