@@ -19,13 +19,14 @@ from odradek.pipeline.cli import pipeline
 pytestmark = pytest.mark.timeout(240)
 
 
-def test_list_names_the_three_pipelines():
+def test_list_names_the_four_pipelines():
     result = CliRunner().invoke(pipeline, ["list"])
     assert result.exit_code == 0, result.output
     assert [line.split()[0] for line in result.output.splitlines()] == [
         "page-views",
         "offline-load",
         "value-length",
+        "page-views-by-region",
     ]
 
 

@@ -8,7 +8,6 @@ import json
 import os
 
 import pytest
-from streams_spark import spark_for_module
 
 from odradek.streams.spark_joins import JoinSpec, stream_stream_join
 
@@ -66,12 +65,6 @@ def expected(how):
             if (k, v, t) not in matched_r and t + SPEC.before_ms < final_wm
         }
     return rows
-
-
-@pytest.fixture(scope="module")
-def spark():
-    with spark_for_module("odradek-streams-joins-tests") as session:
-        yield session
 
 
 def file_stream(spark, folder, batches):

@@ -7,18 +7,11 @@ import math
 import uuid
 
 import pytest
-from streams_spark import spark_for_module
 
 from odradek.client.client_errors import SerializationError
 from odradek.streams.serdes import Serde, Serdes
 
 T = "topic"
-
-
-@pytest.fixture(scope="module")
-def spark():
-    with spark_for_module("odradek-streams-serdes-tests") as session:
-        yield session
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,6 @@ import json
 import os
 
 import pytest
-from streams_spark import spark_for_module
 
 from odradek.streams.spark_windows import WindowSpec, dropped_late_records, output_mode, windowed_aggregate
 
@@ -52,12 +51,6 @@ def spark_time_windows(size, advance, fold):
                 if end > close_time:
                     result[(key, start, end)] = fold(result.get((key, start, end)), value)
     return result, dropped, stream_time
-
-
-@pytest.fixture(scope="module")
-def spark():
-    with spark_for_module("odradek-streams-windows-tests") as session:
-        yield session
 
 
 @pytest.fixture
