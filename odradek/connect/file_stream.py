@@ -110,6 +110,7 @@ class FileStreamSourceTask(SourceTask):
         records: list[SourceRecord] = []
         partition = {FILENAME_FIELD: self.filename}
         readline, topic, schema, position = self.stream.readline, self.topic, Schema.STRING_SCHEMA, self.position
+        polled = SourceRecord.polled
         for _ in range(self.batch_size):
             line = readline()
             if line[-1:] != b"\n":  # end of file, or a line still being written
@@ -117,10 +118,8 @@ class FileStreamSourceTask(SourceTask):
                     self.stream.seek(position)
                 break
             position += len(line)
-            records.append(SourceRecord(
-                topic, None, None, None, schema, line.rstrip(b"\r\n").decode("utf-8", "replace"),
-                source_partition=partition, source_offset={POSITION_FIELD: position},
-            ))
+            records.append(polled(partition, {POSITION_FIELD: position}, topic, schema,
+                                  line.rstrip(b"\r\n").decode("utf-8", "replace")))
         self.position = position
         if not records:
             self.stopped.wait(EOF_WAIT_S)
@@ -161,7 +160,14 @@ class FileStreamSinkTask(SinkTask):
             raise ConfigException("file", filename, f"cannot be opened for appending: {exc}") from None
 
     def put(self, records: list[SinkRecord]) -> None:
-        self.out.write("".join([f"{_text(r.value)}\n" for r in records]))
+        if not records:
+            return
+        values = [r.value for r in records]
+        try:
+            text = "\n".join(values)  # strings, as the StringConverter gives them
+        except TypeError:
+            text = "\n".join([_text(value) for value in values])
+        self.out.write(text + "\n")
         self.out.flush()
 
     def flush(self, current_offsets) -> None:
