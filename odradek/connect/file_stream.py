@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import sys
 import threading
+from itertools import accumulate, islice
 from typing import IO, Any
 
 from odradek.config_def import AtLeast
@@ -107,20 +108,15 @@ class FileStreamSourceTask(SourceTask):
             if self.stream is None:
                 self.stopped.wait(EOF_WAIT_S)
                 return None
-        records: list[SourceRecord] = []
-        partition = {FILENAME_FIELD: self.filename}
-        readline, topic, schema, position = self.stream.readline, self.topic, Schema.STRING_SCHEMA, self.position
-        polled = SourceRecord.polled
-        for _ in range(self.batch_size):
-            line = readline()
-            if line[-1:] != b"\n":  # end of file, or a line still being written
-                if line:
-                    self.stream.seek(position)
-                break
-            position += len(line)
-            records.append(polled(partition, {POSITION_FIELD: position}, topic, schema,
-                                  line.rstrip(b"\r\n").decode("utf-8", "replace")))
-        self.position = position
+        lines = list(islice(self.stream, self.batch_size))
+        ends = list(accumulate(map(len, lines), initial=self.position))  # the position after each line
+        if lines and lines[-1][-1:] != b"\n":  # end of file in a line still being written: read it again
+            del lines[-1], ends[-1]
+            self.stream.seek(ends[-1])
+        self.position = ends[-1]
+        partition, topic, schema, polled = {FILENAME_FIELD: self.filename}, self.topic, Schema.STRING_SCHEMA, SourceRecord.polled
+        records = [polled(partition, {POSITION_FIELD: end}, topic, schema, line.rstrip(b"\r\n").decode("utf-8", "replace"))
+                   for line, end in zip(lines, ends[1:], strict=True)]
         if not records:
             self.stopped.wait(EOF_WAIT_S)
             return None
