@@ -114,8 +114,9 @@ class FileStreamSourceTask(SourceTask):
             del lines[-1], ends[-1]
             self.stream.seek(ends[-1])
         self.position = ends[-1]
-        partition, topic, schema, polled = {FILENAME_FIELD: self.filename}, self.topic, Schema.STRING_SCHEMA, SourceRecord.polled
-        records = [polled(partition, {POSITION_FIELD: end}, topic, schema, line.rstrip(b"\r\n").decode("utf-8", "replace"))
+        partition, topic, schema = {FILENAME_FIELD: self.filename}, self.topic, Schema.STRING_SCHEMA
+        records = [SourceRecord(topic, None, None, None, schema, line.rstrip(b"\r\n").decode("utf-8", "replace"),
+                                source_partition=partition, source_offset={POSITION_FIELD: end})
                    for line, end in zip(lines, ends[1:], strict=True)]
         if not records:
             self.stopped.wait(EOF_WAIT_S)

@@ -131,9 +131,3 @@ def test_a_string_batch_with_undecodable_bytes_sends_that_record_alone_to_the_de
     [(topic, _key, value, _headers)] = plumbing.dlq
     assert (topic, value) == ("dlq", b"\xff\xfe")
 
-
-def test_source_record_polled_is_the_dataclass_record():
-    built = SourceRecord("t", None, None, None, Schema.STRING_SCHEMA, "line",
-                         source_partition={"filename": "f"}, source_offset={"position": 5})
-    polled = SourceRecord.polled({"filename": "f"}, {"position": 5}, "t", Schema.STRING_SCHEMA, "line")
-    assert polled == built and vars(polled) == vars(built)

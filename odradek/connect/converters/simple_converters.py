@@ -81,7 +81,7 @@ class StringConverter(Converter, HeaderConverter):
 
     def from_connect_all(self, topic: str, schemas: list, values: list, headers: list) -> list:
         encoding = self._encode_with
-        return [value.encode(encoding) if type(value) is str  # the common case, with no call
+        return [None if value is None else value.encode(encoding) if type(value) is str  # no call for these
                 else self.from_connect_data(topic, schema, value) for schema, value in zip(schemas, values, strict=True)]
 
     def from_connect_header(self, topic: str, header_key: str, schema: Schema | None, value: Any) -> bytes | None:

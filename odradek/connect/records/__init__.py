@@ -189,19 +189,6 @@ class SourceRecord(ConnectRecord):
     source_partition: dict[str, Any] | None = None
     source_offset: dict[str, Any] | None = None
 
-    @classmethod
-    def polled(cls, source_partition: dict[str, Any] | None, source_offset: dict[str, Any] | None, topic: str,
-               value_schema: Schema | None, value: Any) -> SourceRecord:
-        """A task's constructor for a keyless record with no partition, timestamp or header (a
-        line of a file): the same record as the dataclass's, built without its per-field steps."""
-        record = cls.__new__(cls)
-        record.__dict__ = {
-            "topic": topic, "kafka_partition": None, "key_schema": None, "key": None, "value_schema": value_schema,
-            "value": value, "timestamp": None, "headers": Headers(), "source_partition": source_partition,
-            "source_offset": source_offset,
-        }
-        return record
-
 
 @dataclasses.dataclass(eq=True)
 class SinkRecord(ConnectRecord):
