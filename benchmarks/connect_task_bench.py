@@ -25,11 +25,13 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "connect"))
 from connect_support import task_plumbing  # noqa: E402
 
 from odradek.client.structs import ConsumerRecord  # noqa: E402
 from odradek.connect.file_stream import FileStreamSinkTask, FileStreamSourceTask  # noqa: E402
+from odradek.connect.standalone import GC_THRESHOLDS  # noqa: E402
 from odradek.connect.task_plumbing import TaskPlumbing  # noqa: E402
 from odradek.connect.worker_tasks import WorkerSinkTask, WorkerSourceTask  # noqa: E402
 
@@ -140,6 +142,7 @@ def main() -> None:
         del polled, converted
         gc.collect()
         gc.freeze()  # the consumed records stand for a fetch's: not the cyclic collector's to scan
+        gc.set_threshold(*GC_THRESHOLDS)  # as the worker runs
         rows = [
             ("source: poll + convert + offsets",
              best(args.repeat, lambda: source_side(directory, source, args.converter, connector))),

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import sys
 import threading
+from itertools import accumulate, islice
 from typing import IO, Any
 
 from odradek.config_def import AtLeast
@@ -107,21 +108,16 @@ class FileStreamSourceTask(SourceTask):
             if self.stream is None:
                 self.stopped.wait(EOF_WAIT_S)
                 return None
-        records: list[SourceRecord] = []
-        partition = {FILENAME_FIELD: self.filename}
-        readline, topic, schema, position = self.stream.readline, self.topic, Schema.STRING_SCHEMA, self.position
-        for _ in range(self.batch_size):
-            line = readline()
-            if line[-1:] != b"\n":  # end of file, or a line still being written
-                if line:
-                    self.stream.seek(position)
-                break
-            position += len(line)
-            records.append(SourceRecord(
-                topic, None, None, None, schema, line.rstrip(b"\r\n").decode("utf-8", "replace"),
-                source_partition=partition, source_offset={POSITION_FIELD: position},
-            ))
-        self.position = position
+        lines = list(islice(self.stream, self.batch_size))
+        ends = list(accumulate(map(len, lines), initial=self.position))  # the position after each line
+        if lines and lines[-1][-1:] != b"\n":  # end of file in a line still being written: read it again
+            del lines[-1], ends[-1]
+            self.stream.seek(ends[-1])
+        self.position = ends[-1]
+        partition, topic, schema = {FILENAME_FIELD: self.filename}, self.topic, Schema.STRING_SCHEMA
+        records = [SourceRecord(topic, None, None, None, schema, line.rstrip(b"\r\n").decode("utf-8", "replace"),
+                                source_partition=partition, source_offset={POSITION_FIELD: end})
+                   for line, end in zip(lines, ends[1:], strict=True)]
         if not records:
             self.stopped.wait(EOF_WAIT_S)
             return None
@@ -161,7 +157,14 @@ class FileStreamSinkTask(SinkTask):
             raise ConfigException("file", filename, f"cannot be opened for appending: {exc}") from None
 
     def put(self, records: list[SinkRecord]) -> None:
-        self.out.write("".join([f"{_text(r.value)}\n" for r in records]))
+        if not records:
+            return
+        values = [r.value for r in records]
+        try:
+            text = "\n".join(values)  # strings, as the StringConverter gives them
+        except TypeError:
+            text = "\n".join([_text(value) for value in values])
+        self.out.write(text + "\n")
         self.out.flush()
 
     def flush(self, current_offsets) -> None:

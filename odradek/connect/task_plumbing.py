@@ -7,7 +7,8 @@ SourceRecord; ``sink_convert`` converters then transforms on a consumed record. 
 under the task's ``ErrorHandler``; a skipped record gives None.
 
 ``source_convert_all``/``sink_convert_all`` do a whole poll() or fetched batch. Without
-transforms they first try the batch straight through the converters, with no per-record error
+transforms they first try the batch straight through the converters (a batch of one topic in one
+``to_connect_all``/``from_connect_all`` call per converter), with no per-record error
 wrapper and no copy of the raw record for the dead letter queue; if anything raises, the batch
 is done again record by record under the error handler (converters are pure, so nothing is
 lost or done twice), and errors.tolerance/DLQ/retries apply per record as before.
@@ -29,6 +30,7 @@ from odradek.connect.transforms.transformation_chain import table_lookup
 from odradek.connect.worker_config import WorkerConfig
 
 SINK_BATCH = 2000
+LOG_APPEND_TIME, CREATE_TIME = TimestampType.LOG_APPEND_TIME, TimestampType.CREATE_TIME
 
 _find_converter = table_lookup(CONVERTERS)
 _find_header_converter = table_lookup(HEADER_CONVERTERS)
@@ -94,6 +96,19 @@ class TaskPlumbing:
         return out
 
     def _source_straight(self, records: list[SourceRecord]) -> list:
+        if len({r.topic for r in records}) > 1:
+            return self._source_each(records)
+        topic = records[0].topic if records else ""
+        headers = [r.headers for r in records]
+        keys = self.key_converter.from_connect_all(topic, [r.key_schema for r in records], [r.key for r in records],
+                                                   headers)
+        values = self.value_converter.from_connect_all(topic, [r.value_schema for r in records],
+                                                       [r.value for r in records], headers)
+        headers_out = self._headers_out
+        return [(r, topic, key, value, headers_out(topic, h) if len(h) else None)
+                for r, key, value, h in zip(records, keys, values, headers, strict=True)]
+
+    def _source_each(self, records: list[SourceRecord]) -> list:
         key_out, value_out = self.key_converter.from_connect_data, self.value_converter.from_connect_data
         out = []
         for r in records:
@@ -150,6 +165,18 @@ class TaskPlumbing:
         return out
 
     def _sink_straight(self, records: list) -> list[SinkRecord]:
+        if len({r.topic for r in records}) > 1:
+            return self._sink_each(records)
+        topic = records[0].topic if records else ""
+        key_schemas, keys = self.key_converter.to_connect_all(topic, [r.key for r in records])
+        value_schemas, values = self.value_converter.to_connect_all(topic, [r.value for r in records])
+        made, headers_in, log_append, create = SinkRecord.read, self._headers_in, LOG_APPEND_TIME, CREATE_TIME
+        return [made(topic, r.partition, r.offset, key_schema, key, value_schema, value, r.timestamp,
+                     log_append if r.timestamp_type == 1 else create,
+                     headers_in(topic, r.headers) if r.headers else Headers())
+                for r, key_schema, key, value_schema, value in zip(records, key_schemas, keys, value_schemas, values, strict=True)]
+
+    def _sink_each(self, records: list) -> list[SinkRecord]:
         key_in, value_in = self.key_converter.to_connect_data, self.value_converter.to_connect_data
         made = SinkRecord.read
         out = []
@@ -157,7 +184,7 @@ class TaskPlumbing:
             topic = r.topic
             key, value = key_in(topic, r.key), value_in(topic, r.value)
             headers = self._headers_in(topic, r.headers) if r.headers else Headers()
-            ts_type = TimestampType.LOG_APPEND_TIME if r.timestamp_type == 1 else TimestampType.CREATE_TIME
+            ts_type = LOG_APPEND_TIME if r.timestamp_type == 1 else CREATE_TIME
             out.append(made(topic, r.partition, r.offset, key.schema, key.value, value.schema, value.value,
                             r.timestamp, ts_type, headers))
         return out

@@ -176,20 +176,23 @@ class WorkerSourceTask(TaskRunner):
         return self.plumbing.source_convert_all(records)
 
     async def _send(self, batch: list, wants_acks: bool) -> None:
-        send, pending, topics = self.producer.send, self.pending, self.topics
+        send, pending, topics, producer = self.producer.send, self.pending, self.topics, self.producer
+        transactional = self.transactional
+        # One future per produce batch: the commit waits for each batch once (without acks).
+        last_batch = pending[-1].batch if pending and not wants_acks else None
         for record, topic, key, value, headers in batch:
             if topic is None:
                 continue
-            if topic not in topics:
-                topics.add(topic)
-            if self.transactional and not self.in_transaction:
-                self.producer.begin_transaction()
+            topics.add(topic)
+            if transactional and not self.in_transaction:
+                producer.begin_transaction()
                 self.in_transaction = True
             fut = await send(topic, value, key, headers, record.kafka_partition, record.timestamp)
             if wants_acks:
                 pending.append((fut, record))
-            elif not pending or pending[-1].batch is not fut.batch:
-                pending.append(fut)  # one per produce batch: the commit waits for each batch once
+            elif fut.batch is not last_batch:
+                pending.append(fut)
+                last_batch = fut.batch
 
     def _track_offsets(self, records: list[SourceRecord]) -> None:
         """The latest offset of each source partition, stored at the next offset commit."""

@@ -75,3 +75,42 @@ def test_kill_9_mid_copy_loses_no_line(broker, quickstart):
     wait_until(lambda: set(sink_lines(sink_file)) >= set(lines), 120, "every line in the sink file")
     first_seen = list(dict.fromkeys(sink_lines(sink_file)))
     assert first_seen == lines  # each line's first copy in the order of the file
+
+
+class _Stored:
+    def __init__(self, offset):
+        self.offset_storage_reader = self
+        self.stored = offset
+
+    def offset(self, partition):
+        return self.stored
+
+
+def test_source_task_polls_batches_of_whole_lines_with_their_byte_positions(tmp_path):
+    """No broker: the task itself, as the worker calls it (poll returns at once at the end of the file)."""
+    from odradek.connect.file_stream import FileStreamSinkTask, FileStreamSourceTask
+
+    path = tmp_path / "in.txt"
+    path.write_bytes(b"one\r\ntwo\n\xffthree\nfou")
+    task = FileStreamSourceTask()
+    task.initialize(_Stored({"position": 5}))  # resumes after the first line
+    task.start({"file": str(path), "topic": "t", "batch.size": "1"})
+    task.stopped.set()
+    first, second = task.poll(), task.poll()
+    assert [(r.value, r.source_offset) for r in first + second] == [("two", {"position": 9}),
+                                                                   ("\ufffdthree", {"position": 16})]
+    assert task.poll() is None  # "fou" is still being written
+    with open(path, "ab") as f:
+        f.write(b"r\nfive\n")
+    task.batch_size = 10
+    polled = task.poll()
+    assert [(r.topic, r.value, r.source_partition, r.source_offset) for r in polled] == [
+        ("t", "four", {"filename": str(path)}, {"position": 21}), ("t", "five", {"filename": str(path)}, {"position": 26})]
+    task.stop()
+
+    sink = FileStreamSinkTask()
+    sink.start({"file": str(tmp_path / "out.txt")})
+    sink.put(polled)
+    sink.put([type(r)("t", value=v) for r, v in zip(polled, (7, None), strict=True)])  # not strings: as text
+    sink.stop()
+    assert (tmp_path / "out.txt").read_text() == "four\nfive\n7\nNone\n"

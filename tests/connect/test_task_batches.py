@@ -91,3 +91,43 @@ def test_sink_record_read_is_the_dataclass_record():
                        timestamp_type=TimestampType.LOG_APPEND_TIME)
     read = SinkRecord.read("t", 1, 9, None, b"k", Schema.STRING_SCHEMA, "v", 5, TimestampType.LOG_APPEND_TIME, Headers())
     assert read == built and vars(read) == vars(built)
+
+
+STRING = "org.apache.kafka.connect.storage.StringConverter"
+
+
+def test_a_string_batch_gives_the_records_the_one_by_one_path_gives(tmp_path):
+    plumbing = task_plumbing(tmp_path, {}, STRING)
+    records = [ConsumerRecord("orders", 0, 7, 5, 1, b"k", "é".encode()), ConsumerRecord("orders", 1, 3, 6, 0, None, None)]
+    batch = plumbing.sink_convert_all(records)
+    assert batch == [plumbing.sink_convert(r, None, plumbing.errors) for r in records]
+    assert [(r.key, r.value, r.value_schema, r.timestamp_type) for r in batch] == [
+        ("k", "é", Schema.OPTIONAL_STRING_SCHEMA, TimestampType.LOG_APPEND_TIME),
+        (None, None, Schema.OPTIONAL_STRING_SCHEMA, TimestampType.CREATE_TIME)]
+
+
+def test_a_batch_of_two_topics_converts_each_record_for_its_own_topic(tmp_path):
+    plumbing = task_plumbing(tmp_path, {}, STRING)
+    records = [ConsumerRecord(topic, 0, 1, 5, 0, None, b"v") for topic in ("a", "b", "a")]
+    assert [r.topic for r in plumbing.sink_convert_all(records)] == ["a", "b", "a"]
+    polled = [SourceRecord(topic, None, None, None, Schema.STRING_SCHEMA, topic) for topic in ("x", "y")]
+    assert [(topic, value) for _, topic, _, value, _ in plumbing.source_convert_all(polled)] == [("x", b"x"), ("y", b"y")]
+
+
+def test_a_string_source_batch_encodes_values_of_every_type(tmp_path):
+    plumbing = task_plumbing(tmp_path, {}, STRING)
+    polled = [SourceRecord("out", None, Schema.STRING_SCHEMA, "key", Schema.STRING_SCHEMA, "ünï"),
+              SourceRecord("out", None, None, None, Schema.INT32_SCHEMA, 42),
+              SourceRecord("out", None, None, None, None, None, headers=Headers().add_string("h", "x"))]
+    assert [(key, value, headers) for _, _, key, value, headers in plumbing.source_convert_all(polled)] == [
+        (b"key", "ünï".encode(), None), (None, b"42", None), (None, None, [("h", b"x")])]
+
+
+def test_a_string_batch_with_undecodable_bytes_sends_that_record_alone_to_the_dead_letter_queue(tmp_path):
+    plumbing = task_plumbing(tmp_path, DLQ, STRING)
+    batch = plumbing.sink_convert_all([ConsumerRecord("orders", 0, i, 5, 0, None, v)
+                                       for i, v in enumerate([b"a", b"\xff\xfe", b"c"])])
+    assert [r.value for r in batch] == ["a", "c"]
+    [(topic, _key, value, _headers)] = plumbing.dlq
+    assert (topic, value) == ("dlq", b"\xff\xfe")
+

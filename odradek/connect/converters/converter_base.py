@@ -30,6 +30,18 @@ class Converter:
     def to_connect_data(self, topic: str, data: bytes | None, headers: Headers | None = None) -> SchemaAndValue:
         raise NotImplementedError
 
+    def to_connect_all(self, topic: str, datas: list) -> tuple[list, list]:
+        """``(schemas, values)`` of many records' bytes of one topic (the worker's batch path);
+        a converter may do the batch at once. Raises as ``to_connect_data`` would."""
+        converted = [self.to_connect_data(topic, data) for data in datas]
+        return [sv.schema for sv in converted], [sv.value for sv in converted]
+
+    def from_connect_all(self, topic: str, schemas: list, values: list, headers: list) -> list:
+        """The bytes of many records of one topic (the worker's batch path): one
+        ``from_connect_data`` each unless a converter does the batch at once."""
+        out = self.from_connect_data
+        return [out(topic, schema, value, h) for schema, value, h in zip(schemas, values, headers, strict=True)]
+
     def config_def(self) -> dict[str, ConfigDef]:
         """The keys ``configure`` reads, for validation."""
         return {}

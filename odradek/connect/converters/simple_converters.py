@@ -71,6 +71,19 @@ class StringConverter(Converter, HeaderConverter):
         except UnicodeDecodeError as e:
             raise DataException(f"Failed to deserialize string ({self._decode_with}): {e}") from e
 
+    def to_connect_all(self, topic: str, datas: list) -> tuple[list, list]:
+        decoding = self._decode_with
+        try:
+            values = [None if data is None else bytes(data).decode(decoding) for data in datas]
+        except UnicodeDecodeError as e:
+            raise DataException(f"Failed to deserialize string ({decoding}): {e}") from e
+        return [Schema.OPTIONAL_STRING_SCHEMA] * len(values), values
+
+    def from_connect_all(self, topic: str, schemas: list, values: list, headers: list) -> list:
+        encoding = self._encode_with
+        return [None if value is None else value.encode(encoding) if type(value) is str  # no call for these
+                else self.from_connect_data(topic, schema, value) for schema, value in zip(schemas, values, strict=True)]
+
     def from_connect_header(self, topic: str, header_key: str, schema: Schema | None, value: Any) -> bytes | None:
         return self.from_connect_data(topic, schema, value)
 
