@@ -1,6 +1,7 @@
-"""Joins run by KafkaStreams against a real broker and against a 3-broker ZooKeeper cluster: the
-page-views-by-region app (a stream-table join, counted by region through a repartition topic) and
-a stream-stream windowed left join; outputs read back with confluent-kafka and checked record by
+"""Joins and windows run by KafkaStreams against a real broker and against a 3-broker ZooKeeper
+cluster: the page-views-by-region app (a stream-table join, counted by region through a
+repartition topic), a stream-stream windowed left join and a windowed count with grace and
+suppression (windowed_app.py); outputs read back with confluent-kafka and checked record by
 record against an independent replay of the inputs in the test."""
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import time
 import pytest
 from pipeline_kafka import create_topic, produce, read_topic
 from support import wait_until
+from windowed_app import run_windowed_count
 
 from odradek.streams import JoinWindows, KafkaStreams, Serdes, State, StreamsBuilder
 from odradek.streams.apps import page_views_by_region
@@ -162,3 +164,8 @@ def test_stream_stream_left_join(spark, kafka, topic_name, tmp_path):
 
     _run(builder.build(), bootstrap, f"{topic_name}-ssj", tmp_path, lambda: len(got()) >= len(expected))
     assert got() == sorted(expected)
+
+
+def test_windowed_count_with_grace_and_suppression(spark, kafka, topic_name, tmp_path):
+    bootstrap, replication = kafka
+    run_windowed_count(spark, bootstrap, topic_name, tmp_path / "state", **{"replication.factor": replication})

@@ -14,8 +14,9 @@ import struct
 
 
 def windows_of(ts: int, size: int, advance: int) -> list[tuple[int, int]]:
-    starts = range(0, ts + 1, advance)
-    return [(s, s + size) for s in starts if s <= ts < s + size]
+    # Only the starts that can hold ts (a range from 0 would walk ts / advance starts: ~10^8 for now).
+    first = max(0, ts - size + advance) // advance * advance
+    return [(s, s + size) for s in range(first, ts + 1, advance) if s <= ts < s + size]
 
 
 class CountModel:
