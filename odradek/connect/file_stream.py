@@ -176,6 +176,8 @@ class FileStreamSinkTask(SinkTask):
 
 
 def _text(value: Any) -> str:
+    if value is None:
+        return "null"  # Java's println of a null value, as Kafka's FileStreamSink writes it
     if isinstance(value, bytes):
         return value.decode("utf-8", errors="replace")
     return str(value)

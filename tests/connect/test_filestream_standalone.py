@@ -111,6 +111,6 @@ def test_source_task_polls_batches_of_whole_lines_with_their_byte_positions(tmp_
     sink = FileStreamSinkTask()
     sink.start({"file": str(tmp_path / "out.txt")})
     sink.put(polled)
-    sink.put([type(r)("t", value=v) for r, v in zip(polled, (7, None), strict=True)])  # not strings: as text
+    sink.put([type(r)("t", value=v) for r, v in zip(polled, (7, None), strict=True)])  # not strings: as Java prints them
     sink.stop()
-    assert (tmp_path / "out.txt").read_text() == "four\nfive\n7\nNone\n"
+    assert (tmp_path / "out.txt").read_text() == "four\nfive\n7\nnull\n"
