@@ -67,3 +67,29 @@ def tansu_command(host: str, port: int) -> list[str]:
         "--storage-engine",
         "memory://tansu/",
     ]
+
+
+def local_spark(app_name: str):
+    """The one local SparkSession a test process shares (the Streams and the pipeline tests'
+    ``spark`` fixtures): ``local[2]``, no UI, two shuffle partitions. Yields it; stops it after."""
+    import os
+    import sys
+
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    from odradek.pipeline import spark_session
+
+    session = spark_session(
+        "local[2]",
+        app_name=app_name,
+        config={
+            "spark.sql.shuffle.partitions": "2",
+            "spark.default.parallelism": "2",
+            "spark.sql.streaming.stateStore.maintenanceInterval": "600s",
+            # A Python worker started on a loaded machine may take longer than the 15 s default to
+            # connect back to the JVM.
+            "spark.python.authenticate.socketTimeout": "120s",
+        },
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()

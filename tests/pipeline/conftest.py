@@ -2,33 +2,14 @@
 
 from __future__ import annotations
 
-import os
-import sys
-
 import pytest
+from support import local_spark
 
 
 @pytest.fixture(scope="session")
 def spark():
-    """``local[2]``, no UI, two shuffle partitions: small and quick."""
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    from odradek.pipeline import spark_session
-
-    session = spark_session(
-        "local[2]",
-        app_name="odradek-pipeline-tests",
-        config={
-            "spark.sql.shuffle.partitions": "2",
-            "spark.default.parallelism": "2",
-            "spark.sql.streaming.stateStore.maintenanceInterval": "600s",
-            # A Python worker started on a loaded machine may take longer than the 15 s default to
-            # connect back to the JVM (as in tests/streams/conftest.py).
-            "spark.python.authenticate.socketTimeout": "120s",
-        },
-    )
-    session.sparkContext.setLogLevel("ERROR")
-    yield session
-    session.stop()
+    """The process's one local SparkSession (``support.local_spark``)."""
+    yield from local_spark("odradek-pipeline-tests")
 
 
 @pytest.fixture(scope="module")
