@@ -169,6 +169,7 @@ class DistributedHerder(StandaloneHerder):
             if task == CONNECTOR_TASK:
                 await self.worker.stop_connector(name)
         self.owned -= items
+        await self._publish_unassigned(items)
 
     async def _start_connector(self, name: str) -> None:
         config = self.state.connectors.get(name)
@@ -350,6 +351,25 @@ class DistributedHerder(StandaloneHerder):
         if records:
             await self.status_log.send_many(records)
 
+    async def _publish_unassigned(self, items: set[Item]) -> None:
+        """What this worker stopped is UNASSIGNED, as Kafka's worker reports a connector or task
+        it shuts down; a status another worker wrote since (a newer owner) is left alone."""
+        records = []
+        for name, task in sorted(items):
+            key = f"status-connector-{name}" if task == CONNECTOR_TASK else f"status-task-{name}-{task}"
+            current = self.statuses.get(key)
+            if current is not None and current.get("worker_id") not in (None, "", self.worker.worker_id):
+                continue
+            self._published[key] = (UNASSIGNED, None)
+            value = {"state": UNASSIGNED, "trace": None, "worker_id": self.worker.worker_id,
+                     "generation": self.generation}
+            records.append((key.encode(), dumps(value)))
+        if records:
+            try:
+                await self.status_log.send_many(records)
+            except Exception as exc:  # the statuses are advisory; the stop itself succeeded
+                log.warning("cannot write UNASSIGNED statuses: %s", exc)
+
     async def _tombstone_statuses(self, name: str) -> None:
         keys = [k for k in self.statuses if k == f"status-connector-{name}" or k.startswith(f"status-task-{name}-")]
         for key in keys:
@@ -462,10 +482,24 @@ class DistributedHerder(StandaloneHerder):
     async def close(self) -> None:
         for task in self._background:
             task.cancel()
+        await self._stop_owned_for_shutdown()
         await self.group.close()
         await super().close()
         for topic_log in (self.config_log, self.offset_log, self.status_log):
             await topic_log.close()
+
+    async def _stop_owned_for_shutdown(self) -> None:
+        """Stop what this worker runs and report it UNASSIGNED before leaving the group; if a
+        rebalance holds the lock past the graceful timeout, the worker's own stop does it."""
+        try:
+            await asyncio.wait_for(self.lock.acquire(), self.worker.config["task.shutdown.graceful.timeout.ms"] / 1000)
+        except TimeoutError:
+            log.warning("shutdown: a rebalance is still running; stopping without UNASSIGNED statuses")
+            return
+        try:
+            await self._stop_items(set(self.owned))
+        finally:
+            self.lock.release()
 
     def task_owner(self, name: str, task_id: int) -> str:
         """The worker id (host:port) the status topic says runs the task, or ''."""

@@ -84,7 +84,12 @@ def test_sink_tasks_spread_move_after_kill_9_and_everything_resumes_after_a_rest
     offsets_before = wait_until(lambda: (got := first.get("/connectors/file-source/offsets").json())["offsets"]
                                 and got, 30, "the source's offsets committed")
     assert offsets_before["offsets"] and offsets_before["offsets"][0]["partition"] == {"filename": str(source_file)}
-    first.stop()
+    assert first.stop() == 0
+    # A clean stop reports what the worker ran as UNASSIGNED (a kill -9 cannot).
+    stopped = dict(read_topic(broker.bootstrap_servers, f"{group}-status"))
+    for key in ("status-connector-file-sink", "status-connector-file-source", "status-task-file-sink-0",
+                "status-task-file-source-0"):
+        assert stopped[key]["state"] == "UNASSIGNED" and stopped[key]["worker_id"] == survivor, (key, stopped[key])
     with open(source_file, "a") as out:
         out.write("".join(f"{line}\n" for line in lines[2000:]))
     third = add()
