@@ -13,6 +13,7 @@ at which the task loop commits (0: after every poll that returned records).
 from __future__ import annotations
 
 import logging
+import math
 
 from odradek.config_def import AtLeast, OneOf
 from odradek.connect.api import ConfigDef, ConnectorTransactionBoundaries, ExactlyOnceSupport, Importance
@@ -78,12 +79,19 @@ def transaction_interval_s(connector_config: dict[str, str], flush_interval_ms: 
     """How often an exactly-once source task commits its transaction, by ``transaction.boundary``.
 
     ``poll``: after every poll (0); ``interval``: every ``transaction.boundary.interval.ms``, by
-    default the worker's ``offset.flush.interval.ms``; ``connector`` (the connector's
-    ``TransactionContext`` is not applied yet): the worker's interval."""
+    default the worker's ``offset.flush.interval.ms``; ``connector``: never by time (the
+    connector's ``TransactionContext`` ends them)."""
     values = SOURCE_EOS_CONFIG.parse(connector_config)
     if values["transaction.boundary"] == "poll":
         return 0.0
+    if values["transaction.boundary"] == "connector":
+        return math.inf
     interval = values["transaction.boundary.interval.ms"]
     if values["transaction.boundary"] == "interval" and interval is not None:
         return interval / 1000
     return flush_interval_ms / 1000
+
+
+def connector_defines_transactions(connector_config: dict[str, str]) -> bool:
+    """``transaction.boundary=connector``: the task's ``TransactionContext`` ends its transactions."""
+    return SOURCE_EOS_CONFIG.parse(connector_config)["transaction.boundary"] == "connector"

@@ -74,6 +74,7 @@ class TaskPlumbing:
         self.client_options = client_options
         self.metrics_commit = metrics_commit
         self.flush_interval_s = worker["offset.flush.interval.ms"] / 1000
+        self.connector_boundaries = False  # transaction.boundary=connector under exactly-once source support
         self.sink_batch = SINK_BATCH
         self.dlq: list[tuple[str, bytes | None, bytes | None, list]] = []
         self.errors = ErrorHandler(ERROR_CONFIG.parse(connector_config), connector, task_id, self.dlq_send)

@@ -25,7 +25,7 @@ from odradek.connect.api import (
 )
 from odradek.connect.offset_store import OffsetStore
 from odradek.connect.plugins import PluginRegistry
-from odradek.connect.source_eos import transaction_interval_s
+from odradek.connect.source_eos import connector_defines_transactions, transaction_interval_s
 from odradek.connect.task_plumbing import TaskPlumbing
 from odradek.connect.worker_config import WorkerConfig
 from odradek.connect.worker_tasks import (
@@ -159,6 +159,7 @@ class Worker:
         )
         if isinstance(instance, SourceConnector) and getattr(self.offset_store, "exactly_once_group", None):
             plumbing.flush_interval_s = transaction_interval_s(config, self.config["offset.flush.interval.ms"])
+            plumbing.connector_boundaries = connector_defines_transactions(config)
         runner_cls = WorkerSinkTask if isinstance(instance, SinkConnector) else WorkerSourceTask
         runner = runner_cls(name, task_id, task_cls(), props, plumbing, lambda r: None)
         self.tasks[(name, task_id)] = runner

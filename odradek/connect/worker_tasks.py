@@ -26,6 +26,7 @@ from odradek.connect.api import SinkTask, SinkTaskContext, SourceTask, SourceTas
 from odradek.connect.error_handling import SKIPPED, ErrorHandler
 from odradek.connect.errors import RetriableException
 from odradek.connect.records import SinkRecord, SourceRecord, TimestampType
+from odradek.connect.source_transactions import ABORT, WorkerTransactionContext
 
 log = logging.getLogger("odradek.connect")
 
@@ -121,9 +122,10 @@ class TaskRunner:
 
 
 class _SourceContext(SourceTaskContext):
-    def __init__(self, runner: TaskRunner):
+    def __init__(self, runner: WorkerSourceTask):
         self.runner = runner
         self.offset_storage_reader = runner.plumbing.offset_store.reader(runner.connector)
+        self.transaction_context = runner.transaction_context
 
     def configs(self):
         return dict(self.runner.props)
@@ -133,6 +135,9 @@ class WorkerSourceTask(TaskRunner):
     task: SourceTask
 
     def context(self) -> SourceTaskContext:
+        # transaction.boundary=connector (with exactly-once source support): the task ends its
+        # transactions through this; otherwise the context has none, as in Kafka.
+        self.transaction_context = WorkerTransactionContext() if self.plumbing.connector_boundaries else None
         return _SourceContext(self)
 
     async def execute(self) -> None:
@@ -152,23 +157,64 @@ class WorkerSourceTask(TaskRunner):
         self.offsets: dict[str, tuple[dict, dict]] = {}
         wants_acks = type(self.task).commit_record is not SourceTask.commit_record
         next_commit = time.monotonic() + p.flush_interval_s
+        boundaries = self.transaction_context if self.transactional else None
         while not self.stopping:
             if not self.running.is_set():
-                await self.commit_offsets()
+                if boundaries is None:  # the connector's transaction stays open while paused
+                    await self.commit_offsets()
                 await self.running.wait()
                 continue
             polled = await self.call(self.task.poll)
             if not polled:
                 await asyncio.sleep(EMPTY_POLL_PAUSE_S)  # a task with nothing returns at once: no spinning
                 polled = []
-            batch = self._convert(polled)
-            await self._send(batch, wants_acks)
-            self._track_offsets(polled)
-            self.records += len(batch)
+            if boundaries is not None:
+                await self._dispatch_with_boundaries(boundaries, polled, wants_acks)
+                continue
+            await self._dispatch(polled, wants_acks)
             if time.monotonic() >= next_commit:
                 await self.commit_offsets()
                 next_commit = time.monotonic() + p.flush_interval_s
-        await self.commit_offsets()
+        if boundaries is None:
+            await self.commit_offsets()
+        # else: a transaction the connector left open is aborted when the producer closes (Kafka's rule)
+
+    async def _dispatch(self, polled: list[SourceRecord], wants_acks: bool) -> None:
+        batch = self._convert(polled)
+        await self._send(batch, wants_acks)
+        self._track_offsets(polled)
+        self.records += len(batch)
+
+    async def _dispatch_with_boundaries(self, boundaries: WorkerTransactionContext, polled: list[SourceRecord],
+                                        wants_acks: bool) -> None:
+        """Send ``polled``, ending transactions where the connector asked: after a record, or after the batch."""
+        start = 0
+        if boundaries.has_record_requests:
+            for i, record in enumerate(polled):
+                action = boundaries.action_on(record)
+                if action is not None:
+                    await self._dispatch(polled[start:i + 1], wants_acks)
+                    start = i + 1
+                    await self._end_transaction(action)
+        await self._dispatch(polled[start:], wants_acks)
+        action = boundaries.batch_action()
+        if action is not None:
+            await self._end_transaction(action)
+
+    async def _end_transaction(self, action: str) -> None:
+        if action == ABORT:
+            await self._abort_transaction()
+        await self.commit_offsets()  # after an abort: the offsets alone, so the records are not polled again
+
+    async def _abort_transaction(self) -> None:
+        if not self.in_transaction:
+            log.warning("task %s-%d: ignoring the request to abort the transaction: it is empty", self.connector, self.id)
+            return
+        pending, self.pending = self.pending, []
+        await self.producer.abort_transaction()
+        self.in_transaction = False
+        await asyncio.gather(*(item[0] if isinstance(item, tuple) else item for item in pending), return_exceptions=True)
+        log.info("task %s-%d: aborted the transaction as the connector requested", self.connector, self.id)
 
     def _convert(self, records: list[SourceRecord]) -> list:
         # On the loop's thread: CPU work in the task's thread would contend for the GIL with

@@ -23,7 +23,7 @@ TICKER = textwrap.dedent(
     """
     import time
 
-    from odradek.connect.api import ExactlyOnceSupport, SourceConnector, SourceTask
+    from odradek.connect.api import ConnectorTransactionBoundaries, ExactlyOnceSupport, SourceConnector, SourceTask
     from odradek.connect.data import Schema
     from odradek.connect.records import SourceRecord
 
@@ -54,6 +54,32 @@ TICKER = textwrap.dedent(
         def exactly_once_support(self, configs):
             ok = configs.get("ticker.exactly.once", "yes") == "yes"
             return ExactlyOnceSupport.SUPPORTED if ok else ExactlyOnceSupport.UNSUPPORTED
+
+
+    class TenTask(TickerTask):
+        # Three ticks a poll; in each ten, aborts the transaction ending at tick 4 and commits the one at 9.
+
+        def poll(self):
+            time.sleep(0.02)
+            records = []
+            for _ in range(3):
+                n, self.next = self.next, self.next + 1
+                record = SourceRecord(self.topic, value_schema=Schema.STRING_SCHEMA, value=str(n),
+                                      source_partition={"ticker": self.task}, source_offset={"next": n + 1})
+                if n % 10 == 4:
+                    self.context.transaction_context.abort_transaction(record)
+                elif n % 10 == 9:
+                    self.context.transaction_context.commit_transaction(record)
+                records.append(record)
+            return records
+
+
+    class TenConnector(TickerConnector):
+        def task_class(self):
+            return TenTask
+
+        def can_define_transaction_boundaries(self, configs):
+            return ConnectorTransactionBoundaries.SUPPORTED
     """
 )
 NO_EOS = "The connector does not support exactly-once semantics with the provided configuration."
@@ -196,3 +222,31 @@ def test_transaction_boundary_poll_commits_each_poll_and_interval_batches_them(w
             runs.append(run)
             run = 1
     assert runs and all(per_transaction(n) for n in runs[:-1]), runs
+
+
+def test_transaction_boundary_connector_commits_and_aborts_where_the_task_says(worker):
+    # TenTask: per ten ticks, 0-4 end in an aborted transaction and 5-9 in a committed one, the
+    # boundaries falling inside its three-record polls. An abort still commits the offsets, so
+    # after a stop (its open transaction aborted) and a resume no tick comes twice or goes missing.
+    bootstrap = worker.worker["bootstrap.servers"]
+    topic = f"tens-{uuid.uuid4().hex[:8]}"
+    create(worker, "tens", {"connector.class": "TenConnector", "tasks.max": "1", "topic": topic,
+                            "transaction.boundary": "connector"})
+
+    def committed() -> list[int]:
+        return [int(r.value) for r in committed_records_of(bootstrap, topic)]
+
+    def follows_the_boundaries(ticks: list[int]) -> bool:
+        last = ticks[-1]
+        return ticks == [n for n in range(last + 1) if n % 10 >= 5]
+
+    wait_until(lambda: len(committed()) >= 20, 60, "four committed transactions")
+    write(worker, "PUT", "/connectors/tens/stop")
+    wait_until(lambda: worker.get("/connectors/tens/status").json()["connector"]["state"] == "STOPPED", 30, "stopped")
+    before = committed()
+    assert follows_the_boundaries(before), before
+    write(worker, "PUT", "/connectors/tens/resume")
+    wait_until(lambda: len(committed()) >= len(before) + 10, 60, "two more committed transactions")
+    write(worker, "PUT", "/connectors/tens/stop")
+    after = committed()
+    assert follows_the_boundaries(after), after
