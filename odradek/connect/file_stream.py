@@ -138,7 +138,8 @@ class FileStreamSinkConnector(SinkConnector):
         return FileStreamSinkTask
 
     def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
-        return [dict(self.props)]
+        # As Kafka's: tasks.max tasks, sharing the topics' partitions and appending to one file.
+        return [dict(self.props) for _ in range(max_tasks)]
 
     def config_def(self) -> ConfigDef:
         return SINK_CONFIG
@@ -151,8 +152,10 @@ class FileStreamSinkTask(SinkTask):
     def start(self, props: dict[str, str]) -> None:
         filename = SINK_CONFIG.parse(props)["file"]
         self.filename: str | None = filename
+        # Unbuffered and O_APPEND: each put is one write(2) at the file's end, so the lines of
+        # several tasks appending to one file never interleave within a line.
         try:
-            self.out: IO[str] = open(filename, "a", encoding="utf-8") if filename else sys.stdout  # noqa: SIM115
+            self.out: IO[bytes] = open(filename, "ab", buffering=0) if filename else sys.stdout.buffer  # noqa: SIM115
         except OSError as exc:
             raise ConfigException("file", filename, f"cannot be opened for appending: {exc}") from None
 
@@ -164,7 +167,11 @@ class FileStreamSinkTask(SinkTask):
             text = "\n".join(values)  # strings, as the StringConverter gives them
         except TypeError:
             text = "\n".join([_text(value) for value in values])
-        self.out.write(text + "\n")
+        data = (text + "\n").encode("utf-8")
+        written = self.out.write(data)
+        while written is not None and written < len(data):  # a short write (a full disk, a signal)
+            data = data[written:]
+            written = self.out.write(data)
         self.out.flush()
 
     def flush(self, current_offsets) -> None:

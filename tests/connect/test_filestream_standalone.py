@@ -11,6 +11,7 @@ from connect_support import WorkerProcess, quickstart_worker
 from support import wait_until
 
 from odradek import Consumer, TopicPartition
+from odradek.client import Admin, NewTopic, Producer
 
 
 @pytest.fixture
@@ -114,3 +115,30 @@ def test_source_task_polls_batches_of_whole_lines_with_their_byte_positions(tmp_
     sink.put([type(r)("t", value=v) for r, v in zip(polled, (7, None), strict=True)])  # not strings: as Java prints them
     sink.stop()
     assert (tmp_path / "out.txt").read_text() == "four\nfive\n7\nnull\n"
+
+
+def test_sink_with_two_tasks_shares_the_partitions_and_writes_whole_lines(broker, tmp_path, topic_name):
+    # As Kafka's FileStreamSink: tasks.max tasks, each appending to the one file.
+    with Admin({"bootstrap.servers": broker.bootstrap_servers}) as admin:
+        admin.create_topics([NewTopic(topic_name, 2, 1)])
+    lines = [f"p{i % 2} line {i:05d} " + "x" * (i % 300) for i in range(4000)]
+    with Producer({"bootstrap.servers": broker.bootstrap_servers}) as producer:
+        for i, line in enumerate(lines):
+            producer.send(topic_name, value=json.dumps({"schema": {"type": "string", "optional": False},
+                                                        "payload": line}).encode(), partition=i % 2)
+        producer.flush()
+    sink_file = tmp_path / "two.sink.txt"
+    sink = {"name": "two-task-sink", "connector.class": "FileStreamSink", "tasks.max": "2",
+            "file": str(sink_file), "topics": topic_name}
+    worker = WorkerProcess(tmp_path, quickstart_worker(broker.bootstrap_servers, tmp_path), [sink]).start()
+    try:
+        wait_until(lambda: len(sink_lines(sink_file)) >= len(lines), 60, "every line in the sink file")
+        tasks = worker.get("/connectors/two-task-sink/status").json()["tasks"]
+        assert [(t["id"], t["state"]) for t in tasks] == [(0, "RUNNING"), (1, "RUNNING")]
+        got = sink_lines(sink_file)
+        assert sorted(got) == sorted(lines)  # each line whole, once
+        for parity in ("p0", "p1"):  # a partition's lines in its order
+            assert [x for x in got if x.startswith(parity)] == [x for x in lines if x.startswith(parity)]
+    finally:
+        worker.kill()
+    assert "Traceback" not in worker.log_text(), worker.log_text()[-4000:]
