@@ -355,6 +355,60 @@ def test_sink_upserts_runs_of_writes_and_deletes_in_one_put_and_recovers_from_a_
         sink.stop()
 
 
+def test_sink_writes_every_column_type_and_a_naive_timestamp_as_utc(make_db):
+    """Each Connect type the sink maps reaches its column unchanged (PostgreSQL: by binary COPY);
+    a naive datetime, which the binary format refuses for a timestamp, is written as UTC through
+    the text format, and the task goes on writing."""
+    from odradek.connect.data import Date, Decimal, Time, Timestamp
+
+    db = make_db()
+    types = {"i8": Schema.INT8_SCHEMA, "i16": Schema.INT16_SCHEMA, "i32": Schema.INT32_SCHEMA,
+             "i64": Schema.INT64_SCHEMA, "f32": Schema.FLOAT32_SCHEMA, "f64": Schema.FLOAT64_SCHEMA,
+             "b": Schema.BOOLEAN_SCHEMA, "s": Schema.STRING_SCHEMA, "raw": Schema.BYTES_SCHEMA,
+             "amount": Decimal.schema(2), "day": Date.SCHEMA, "clock": Time.SCHEMA, "at": Timestamp.SCHEMA,
+             "maybe": Schema.OPTIONAL_STRING_SCHEMA}
+    builder = SchemaBuilder.struct().name("all").field("id", Schema.INT64_SCHEMA)
+    for name, schema in types.items():
+        builder = builder.field(name, schema)
+    value_schema = builder.build()
+    values = {"i8": -8, "i16": 1600, "i32": -320000, "i64": 2**40, "f32": 1.5, "f64": -2.25, "b": True,
+              "s": "tab\there \\ é", "raw": b"\x00\xff\\", "amount": decimal.Decimal("-12.34"),
+              "day": dt.date(2024, 2, 29), "clock": dt.time(23, 59, 58, 125000),
+              "at": dt.datetime(2024, 5, 6, 7, 8, 9, 123000, tzinfo=dt.UTC), "maybe": None}
+
+    def record(offset, at):
+        value = Struct(value_schema).put("id", offset)
+        for name, v in {**values, "at": at}.items():
+            value.put(name, v)
+        return SinkRecord(topic="everything", kafka_partition=0, key_schema=KEY_SCHEMA,
+                          key=Struct(KEY_SCHEMA).put("id", offset), value_schema=value_schema, value=value,
+                          kafka_offset=offset)
+
+    sink = JdbcSinkTask()
+    sink.initialize(OffsetContext())
+    sink.start({**db.props, "pk.mode": "record_key", "insert.mode": "upsert", "auto.create": "true"})
+    try:
+        sink.put([record(0, values["at"]), record(1, values["at"])])
+        assert sink.writer.binary
+        sink.put([record(2, dt.datetime(2024, 5, 6, 7, 8, 9, 123000))])  # naive: UTC
+        assert sink.writer.binary == (db.kind == "sqlite")  # PostgreSQL went over to text
+        sink.put([record(3, values["at"])])
+        columns = ", ".join(f'"{name}"' for name in types)
+        rows = db.run(f'SELECT id, {columns} FROM "everything" ORDER BY id')
+        assert [r[0] for r in rows] == [0, 1, 2, 3]
+        names = list(types)
+        for row in rows:
+            stored = dict(zip(names, row[1:], strict=True))
+            if db.kind == "postgresql":
+                assert stored == {**values, "raw": stored["raw"], "at": values["at"].replace(tzinfo=None)}
+                assert bytes(stored["raw"]) == values["raw"]
+            else:
+                assert str(stored["at"]).startswith("2024-05-06 07:08:09.123")
+                assert (stored["i64"], stored["s"], stored["raw"]) == (2**40, values["s"], values["raw"])
+    finally:
+        sink.stop()
+
+
 def test_sink_without_auto_create_names_the_missing_table(make_db):
     db = make_db()
     sink = JdbcSinkTask()

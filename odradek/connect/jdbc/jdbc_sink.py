@@ -29,7 +29,7 @@ from odradek.connect.jdbc.jdbc_schemas import column_kind, sql_type_of
 from odradek.connect.jdbc.jdbc_settings import SINK_CONFIGS, parse, problems
 from odradek.connect.jdbc.jdbc_source import VERSION
 from odradek.connect.jdbc.jdbc_tables import TableManager
-from odradek.connect.jdbc.jdbc_writer import DELETE, WRITE, BatchWriter
+from odradek.connect.jdbc.jdbc_writer import DELETE, WRITE, BatchWriter, BinaryCopyRefused
 from odradek.connect.records import SinkRecord
 
 log = logging.getLogger(__name__)
@@ -95,7 +95,7 @@ class JdbcSinkTask(SinkTask):
         if not records:
             return
         try:
-            self._write(records)
+            self._write_binary_or_text(records)
             self._conn.commit()
             self.writer.transaction_ended(committed=True)
         except ConnectException:
@@ -114,6 +114,15 @@ class JdbcSinkTask(SinkTask):
                 f"JDBC write failed after {self.config['max.retries']} retries: {exc}"
             ) from exc
         self._retries_left = self.config["max.retries"]
+
+    def _write_binary_or_text(self, records: list[SinkRecord]) -> None:
+        try:
+            self._write(records)
+        except BinaryCopyRefused as exc:
+            log.warning("JDBC sink: the binary COPY refused a value (%s); this task copies text from now on", exc)
+            self._rollback()
+            self.writer.binary = False
+            self._write(records)
 
     def _rollback(self) -> None:
         self.tables.forget()
