@@ -1,8 +1,8 @@
 """Batched writes of the JDBC sink: rows in, as few statements as the dialect allows.
 
-A batch is a list of operations on one table, in record order: ("write", key values + value
-values) and ("delete", key values). Consecutive operations of one kind run together; a change
-of kind ends the run, so "write k, delete k, write k" leaves the row as the last record says.
+A batch is a list of runs of operations on one table, in record order: ("write", rows of key
+values + value values) and ("delete", rows of key values). A run is written at once; runs follow
+one another, so "write k, delete k, write k" leaves the row as the last record says.
 
 - insert: PostgreSQL: the run's rows go by ``COPY`` into a temporary staging table of the same
   columns (one per table and row layout, kept for the session, emptied at each commit), then one
@@ -59,22 +59,16 @@ class BatchWriter:
         table: str,
         key_columns: Sequence[str],
         value_columns: Sequence[str],
-        operations: Sequence[tuple[str, tuple]],
+        operations: Sequence[tuple[str, list[tuple]]],
         sql_types: Sequence[str] = (),
     ) -> None:
-        """``sql_types``: the SQL type of each key and value column, for the array statement."""
-        start = 0
-        while start < len(operations):
-            kind = operations[start][0]
-            end = start
-            while end < len(operations) and operations[end][0] == kind:
-                end += 1
-            rows = [row for _, row in operations[start:end]]
+        """``operations``: runs of rows, each ``(kind, rows)``, in record order; ``sql_types``: the
+        SQL type of each key and value column, for the staging table."""
+        for kind, rows in operations:
             if kind == DELETE:
                 self._delete(conn, table, key_columns, rows)
             else:
                 self._write(conn, table, key_columns, value_columns, rows, sql_types)
-            start = end
 
     def _write(
         self,
