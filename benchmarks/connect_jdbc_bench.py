@@ -175,14 +175,23 @@ def through_worker(
                 assert created.status_code == 201, created.text
                 # One connection, and a primary-key lookup of the last record's row (a topic of
                 # one partition is written in order): the wait costs the server next to nothing.
-                last_id = batch[-1].key.get("id")
+                first_id, last_id = batch[0].key.get("id"), batch[-1].key.get("id")
                 with psycopg.connect(pg.conninfo(db), autocommit=True) as conn:
+                    first_row = None
                     while True:
                         try:
+                            if first_row is None and conn.execute(
+                                    'SELECT 1 FROM "orders" WHERE "id" = %s', [first_id]).fetchone():
+                                first_row = time.perf_counter() - start
+                                print(f"worker: the first row after {first_row:.2f} s (connector, task, group"
+                                      " join, first fetch)", flush=True)
                             found = conn.execute('SELECT 1 FROM "orders" WHERE "id" = %s', [last_id]).fetchone()
                         except psycopg.errors.UndefinedTable:
                             found = None
                         if found:
+                            after = time.perf_counter() - start - (first_row or 0.0)
+                            print(f"worker: {len(batch):,} rows {after:.2f} s after the first:"
+                                  f" {len(batch) / after:,.0f} rows/s", flush=True)
                             seconds = time.perf_counter() - start
                             cpu_s, server_s = cpu_seconds(worker.proc.pid) - cpu, server_cpu(pg) - server
                             row = conn.execute('SELECT count(*) FROM "orders"').fetchone()
