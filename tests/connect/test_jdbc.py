@@ -409,6 +409,50 @@ def test_sink_writes_every_column_type_and_a_naive_timestamp_as_utc(make_db):
         sink.stop()
 
 
+def test_worker_sink_task_keeps_the_last_write_of_each_key_across_overlapping_puts(postgres, broker, topic_name,
+                                                                                  tmp_path):
+    """Updates and tombstones of a few keys through the worker's sink loop (JSON with schemas
+    on a topic, puts of at most 40 records, each batch fetched and converted while the put before
+    it runs): the table ends as the last record of each key says."""
+    from connect_support import SinkTaskOnALoop
+    from support import wait_until
+
+    db = Database("postgresql", postgres, tmp_path)
+    value_schema = (SchemaBuilder.struct().name("v").field("id", Schema.INT64_SCHEMA)
+                    .field("seq", Schema.INT32_SCHEMA).build())
+    keys, values = json_converter(True), json_converter(False)
+    latest: dict[int, int | None] = {}
+    with Producer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": "5"}) as producer:
+        for i in range(600):
+            key = i % 9
+            tombstone = (key == 4 and i == 247) or (key == 7 and i >= 590)
+            value = None if tombstone else values.from_connect_data(
+                topic_name, value_schema, Struct(value_schema).put("id", key).put("seq", i))
+            producer.send(topic_name, key=keys.from_connect_data(topic_name, KEY_SCHEMA, Struct(KEY_SCHEMA).put("id", key)),
+                          value=value)
+            latest[key] = None if tombstone else i
+        producer.flush()
+    expected = sorted((key, seq) for key, seq in latest.items() if seq is not None)
+    assert 7 not in dict(expected) and 4 in dict(expected)
+    json_class = "org.apache.kafka.connect.json.JsonConverter"
+    config = {"topics": topic_name, **db.props, "insert.mode": "upsert", "pk.mode": "record_key",
+              "auto.create": "true", "delete.enabled": "true", "table.name.format": "latest",
+              "key.converter.schemas.enable": "true", "value.converter.schemas.enable": "true"}
+
+    def table():
+        try:
+            return [tuple(r) for r in db.run('SELECT id, seq FROM "latest" ORDER BY id')]
+        except psycopg.errors.UndefinedTable:
+            return []
+
+    task = JdbcSinkTask()
+    with SinkTaskOnALoop(tmp_path, broker.bootstrap_servers, task, config, json_class, name=topic_name,
+                         batch=40) as harness:
+        wait_until(lambda: table() == expected, 60, f"the table to hold {expected}")
+        assert harness.runner.state == "RUNNING"
+    assert harness.runner.committed[TopicPartition(topic_name, 0)].offset == 600
+
+
 def test_sink_without_auto_create_names_the_missing_table(make_db):
     db = make_db()
     sink = JdbcSinkTask()
