@@ -293,10 +293,14 @@ class _Rebalance(ConsumerRebalanceListener):
 
     async def on_partitions_revoked(self, revoked):
         if revoked and self.enabled:
-            await self.runner.commit()
-            await self.runner.call(self.runner.task.close, sorted(revoked))
-            for tp in revoked:
-                self.runner.current.pop(tp, None)
+            runner = self.runner
+            # Runs in the consumer's own asyncio task: no put starts until the partitions are
+            # closed and gone from the assignment (the consumer drops them as this returns).
+            async with runner.settling:
+                await runner.commit_settled()
+                await runner.call(runner.task.close, sorted(revoked))
+                for tp in revoked:
+                    runner.current.pop(tp, None)
 
     async def on_partitions_assigned(self, assigned):
         if assigned:
@@ -408,13 +412,14 @@ class WorkerSinkTask(TaskRunner):
 
     async def settle(self) -> None:
         """Wait for the put under way; count its batch's offsets for the next commit once it returns.
-        (The consumer's rebalance listener commits from its own asyncio task: one settles at a time.)"""
+        (The consumer's rebalance listener commits from its own asyncio task: it holds
+        ``settling`` while it does, and a put starts only after a settle.)"""
         async with self.settling:
-            if self.put_failure is not None:  # no put after a failed one: the task is failing
-                raise self.put_failure
             await self._settle()
 
     async def _settle(self) -> None:
+        if self.put_failure is not None:  # no put after a failed one: the task is failing
+            raise self.put_failure
         while self.putting is not None:
             future, batch = self.putting
             try:
@@ -483,7 +488,12 @@ class WorkerSinkTask(TaskRunner):
         return self.plumbing.errors
 
     async def commit(self) -> None:
-        await self.settle()
+        async with self.settling:
+            await self.commit_settled()
+
+    async def commit_settled(self) -> None:
+        """``commit`` for a caller holding ``settling``."""
+        await self._settle()
         if not self.current:
             return
         offsets = await self.call(self.task.pre_commit, dict(self.current))

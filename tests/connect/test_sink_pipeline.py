@@ -177,6 +177,47 @@ def test_a_partition_paused_in_a_put_delivers_nothing_until_resumed(tmp_path, br
     assert task.offsets(1) == list(range(200))
 
 
+class OwningTask(RecordingTask):
+    """Notes every put of a record whose partition the task does not hold (not opened, or closed)."""
+
+    def __init__(self, slow_while=lambda: False):
+        super().__init__(on_put=self._check_owned)
+        self.slow_while = slow_while
+        self.owned: set[tuple[str, int]] = set()
+        self.strays: list[tuple[str, int]] = []
+        self.closed: list[tuple[str, int]] = []
+
+    def open(self, partitions) -> None:
+        self.owned.update((tp.topic, tp.partition) for tp in partitions)
+
+    def close(self, partitions) -> None:
+        for tp in partitions:
+            self.owned.discard((tp.topic, tp.partition))
+            self.closed.append((tp.topic, tp.partition))
+
+    def _check_owned(self, task, records) -> None:
+        self.strays += [(r.topic, r.kafka_partition) for r in records
+                        if (r.topic, r.kafka_partition) not in self.owned]
+        if self.slow_while():  # puts that take a while: the rebalance comes during one
+            time.sleep(0.1)
+
+
+def test_no_put_of_a_revoked_partition_when_a_second_task_joins_the_group(tmp_path, broker, topic_name):
+    produce(broker.bootstrap_servers, topic_name, 3000, partitions=2)
+    second = OwningTask()
+    first = OwningTask(slow_while=lambda: not second.owned)  # leaves records for the second
+    with run(tmp_path, broker, topic_name, first):
+        wait_until(lambda: first.delivered() >= 200, 30, "the first task under way")
+        with run(tmp_path, broker, topic_name, second):
+            wait_until(lambda: first.closed, 30, "a partition revoked from the first task")
+
+            def all_delivered():
+                return all(set(first.offsets(p)) | set(second.offsets(p)) >= set(range(1500)) for p in (0, 1))
+            wait_until(all_delivered, 60, "every record put by one task or the other")
+    assert second.delivered() > 0
+    assert first.strays == [] and second.strays == []
+
+
 @pytest.fixture(autouse=True)
 def _no_leftover_threads():
     before = {t.name for t in threading.enumerate()}
