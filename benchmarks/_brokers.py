@@ -61,6 +61,27 @@ def cpu_seconds(pid: int) -> float:
     return sum(user_system_seconds(pid))
 
 
+def process_tree_cpu_seconds(pid: int) -> float:
+    """CPU seconds of a server that forks a process per connection (PostgreSQL's postmaster):
+    its own, its children's that ended (cutime + cstime), and its live children's."""
+    with open(f"/proc/{pid}/stat", "rb") as f:
+        data = f.read()
+    fields = data[data.rindex(b")") + 2 :].split()
+    total = sum(int(fields[i]) for i in (11, 12, 13, 14)) / CLK_TCK
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                data = f.read()
+        except OSError:  # ended meanwhile
+            continue
+        fields = data[data.rindex(b")") + 2 :].split()
+        if int(fields[1]) == pid:
+            total += (int(fields[11]) + int(fields[12])) / CLK_TCK
+    return total
+
+
 @contextlib.contextmanager
 def py_spy_record(pid: int, out: str | None):
     """``py-spy record`` of process ``pid`` while the block runs (raw format, every thread, idle

@@ -27,7 +27,7 @@ import psycopg
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "connect"))
-from _brokers import cpu_seconds, py_spy_record  # noqa: E402
+from _brokers import cpu_seconds, process_tree_cpu_seconds, py_spy_record  # noqa: E402
 from connect_support import WorkerProcess, quickstart_worker  # noqa: E402
 
 from odradek.client import Producer  # noqa: E402
@@ -95,15 +95,21 @@ def through_sink(pg: PostgresServer, db: str, mode: str, batch: list[SinkRecord]
         }
     )
     try:
-        start, cpu = time.perf_counter(), time.process_time()
+        start, cpu, server = time.perf_counter(), time.process_time(), server_cpu(pg)
         for first in range(0, len(batch), put):
             task.put(batch[first : first + put])
-        return time.perf_counter() - start, time.process_time() - cpu
+        return time.perf_counter() - start, time.process_time() - cpu, server_cpu(pg) - server
     finally:
         task.stop()
 
 
-def raw_psycopg(pg: PostgresServer, db: str, count: int, put: int) -> tuple[float, float]:
+def server_cpu(pg: PostgresServer) -> float:
+    """CPU seconds of the PostgreSQL server so far (the postmaster and its backends)."""
+    assert pg.proc is not None
+    return process_tree_cpu_seconds(pg.proc.pid)
+
+
+def raw_psycopg(pg: PostgresServer, db: str, count: int, put: int) -> tuple[float, float, float]:
     """The same upserts as plain executemany (psycopg pipelines them), values prepared up front."""
     base = dt.datetime(2024, 1, 1)
     rows = [
@@ -122,20 +128,20 @@ def raw_psycopg(pg: PostgresServer, db: str, count: int, put: int) -> tuple[floa
         '"quantity" = excluded."quantity", "placed" = excluded."placed"'
     )
     with psycopg.connect(pg.conninfo(db)) as conn:
-        start, cpu = time.perf_counter(), time.process_time()
+        start, cpu, server = time.perf_counter(), time.process_time(), server_cpu(pg)
         for first in range(0, count, put):
             with conn.cursor() as cursor:
                 cursor.executemany(statement, rows[first : first + put])
             conn.commit()
-        return time.perf_counter() - start, time.process_time() - cpu
+        return time.perf_counter() - start, time.process_time() - cpu, server_cpu(pg) - server
 
 
 def through_worker(
     pg: PostgresServer, db: str, batch: list[SinkRecord], workdir: Path, profile: str | None = None
-) -> tuple[float, float]:
+) -> tuple[float, float, float]:
     """The same records as JSON with schemas on a topic, written by a JdbcSinkConnector on a
     standalone worker: seconds from creating the connector to the last row in the table, and
-    the worker process's CPU seconds meanwhile."""
+    the worker process's and PostgreSQL's CPU seconds meanwhile (the count queries included)."""
     topic = "orders"
     converter = JsonConverter()
     converter.configure({"schemas.enable": "true"}, is_key=False)
@@ -164,18 +170,34 @@ def through_worker(
             }
             assert worker.proc is not None
             with py_spy_record(worker.proc.pid, profile):
-                start, cpu = time.perf_counter(), cpu_seconds(worker.proc.pid)
+                start, cpu, server = time.perf_counter(), cpu_seconds(worker.proc.pid), server_cpu(pg)
                 created = worker.request("POST", "/connectors", json={"name": "bench-sink", "config": config})
                 assert created.status_code == 201, created.text
-                while True:
-                    try:
-                        with psycopg.connect(pg.conninfo(db)) as conn:
+                # One connection, and a primary-key lookup of the last record's row (a topic of
+                # one partition is written in order): the wait costs the server next to nothing.
+                first_id, last_id = batch[0].key.get("id"), batch[-1].key.get("id")
+                with psycopg.connect(pg.conninfo(db), autocommit=True) as conn:
+                    first_row = None
+                    while True:
+                        try:
+                            if first_row is None and conn.execute(
+                                    'SELECT 1 FROM "orders" WHERE "id" = %s', [first_id]).fetchone():
+                                first_row = time.perf_counter() - start
+                                print(f"worker: the first row after {first_row:.2f} s (connector, task, group"
+                                      " join, first fetch)", flush=True)
+                            found = conn.execute('SELECT 1 FROM "orders" WHERE "id" = %s', [last_id]).fetchone()
+                        except psycopg.errors.UndefinedTable:
+                            found = None
+                        if found:
+                            after = time.perf_counter() - start - (first_row or 0.0)
+                            print(f"worker: {len(batch):,} rows {after:.2f} s after the first:"
+                                  f" {len(batch) / after:,.0f} rows/s", flush=True)
+                            seconds = time.perf_counter() - start
+                            cpu_s, server_s = cpu_seconds(worker.proc.pid) - cpu, server_cpu(pg) - server
                             row = conn.execute('SELECT count(*) FROM "orders"').fetchone()
-                    except psycopg.errors.UndefinedTable:
-                        row = None
-                    if row and row[0] >= len(batch):
-                        return time.perf_counter() - start, cpu_seconds(worker.proc.pid) - cpu
-                    time.sleep(0.2)
+                            assert row is not None and row[0] == len(batch), f"{row} rows, expected {len(batch)}"
+                            return seconds, cpu_s, server_s
+                        time.sleep(0.05)
         finally:
             worker.kill()
 
@@ -218,13 +240,18 @@ def main() -> None:
                                 through_worker(pg, pg.create_database(), fresh, Path(workdir), args.profile)))
 
     # On a shared machine the wall clock depends on the load; the CPU seconds (this process's
-    # for the direct rows, the worker process's for the worker row) say what the connector
-    # itself costs (the server's work is the same for every path).
+    # for the direct rows, the worker process's for the worker row, and PostgreSQL's) say what
+    # each path costs. With every CPU free, a path could go no faster than CPUs / (client µs +
+    # server µs) per row: the "ceiling" column.
     print(f"\n{args.rows:,} rows; MB/s counts the records' JSON (with schemas) as on the topic, {megabytes:.1f} MB")
-    print(f"{'path':<30} {'seconds':>9} {'rows/s':>10} {'MB/s':>6} {'client CPU s':>13} {'µs/row':>8}")
-    for name, (seconds, cpu) in results:
+    print(f"{'path':<30} {'seconds':>9} {'rows/s':>10} {'MB/s':>6} {'client CPU s':>13} {'µs/row':>8}"
+          f" {'PG CPU s':>9} {'PG µs/row':>10} {'ceiling rows/s':>15}")
+    cpus = os.cpu_count() or 1
+    for name, (seconds, cpu, server) in results:
+        per_row = (cpu + server) / args.rows
         print(f"{name:<30} {seconds:>9.2f} {args.rows / seconds:>10,.0f} {megabytes / seconds:>6.1f} {cpu:>13.2f}"
-              f" {cpu / args.rows * 1e6:>8.1f}")
+              f" {cpu / args.rows * 1e6:>8.1f} {server:>9.2f} {server / args.rows * 1e6:>10.1f}"
+              f" {cpus / per_row:>15,.0f}")
     by_name = dict(results)
     if "worker: topic → sink upsert" in by_name and "psycopg executemany upsert" in by_name:
         worker_s, raw_s = by_name["worker: topic → sink upsert"][0], by_name["psycopg executemany upsert"][0]

@@ -301,6 +301,10 @@ class WorkerSourceTask(TaskRunner):
 
 
 class _SinkContext(SinkTaskContext):
+    """What a sink task asks of the consumer. The task calls it from its own thread, while the
+    loop may be polling (the next batch is fetched during a put): requests are queued and the
+    loop applies them once the call that made them has returned."""
+
     def __init__(self, runner: WorkerSinkTask):
         self.runner = runner
 
@@ -310,7 +314,7 @@ class _SinkContext(SinkTaskContext):
     def offset(self, offsets, offset=None):
         if isinstance(offsets, TopicPartition):
             offsets = {offsets: offset}
-        self.runner.rewinds.update(offsets)
+        self.runner.requests.append(("seek", dict(offsets)))
 
     def timeout(self, timeout_ms: int) -> None:
         self.runner.retry_timeout_s = timeout_ms / 1000
@@ -319,10 +323,10 @@ class _SinkContext(SinkTaskContext):
         return set(self.runner.consumer.assignment())
 
     def pause(self, *partitions):
-        self.runner.consumer.pause(*partitions)
+        self.runner.requests.append(("pause", partitions))
 
     def resume(self, *partitions):
-        self.runner.consumer.resume(*partitions)
+        self.runner.requests.append(("resume", partitions))
 
     def request_commit(self) -> None:
         self.runner.commit_requested = True
@@ -335,10 +339,14 @@ class _Rebalance(ConsumerRebalanceListener):
 
     async def on_partitions_revoked(self, revoked):
         if revoked and self.enabled:
-            await self.runner.commit()
-            await self.runner.call(self.runner.task.close, sorted(revoked))
-            for tp in revoked:
-                self.runner.current.pop(tp, None)
+            runner = self.runner
+            # Runs in the consumer's own asyncio task: no put starts until the partitions are
+            # closed and gone from the assignment (the consumer drops them as this returns).
+            async with runner.settling:
+                await runner.commit_settled()
+                await runner.call(runner.task.close, sorted(revoked))
+                for tp in revoked:
+                    runner.current.pop(tp, None)
 
     async def on_partitions_assigned(self, assigned):
         if assigned:
@@ -347,16 +355,50 @@ class _Rebalance(ConsumerRebalanceListener):
                 self.runner.consumer.pause(*assigned)
 
 
+class _Batch:
+    """Consumed records and the SinkRecords converted from them (skipped ones left out)."""
+
+    __slots__ = ("records", "converted")
+
+    def __init__(self, records: list, converted: list[SinkRecord]):
+        self.records, self.converted = records, converted
+
+    def partitions(self) -> set[TopicPartition]:
+        return {TopicPartition(*tp) for tp in {(r.topic, r.partition) for r in self.records}}
+
+    def without(self, partitions: set[TopicPartition]) -> tuple[_Batch, dict[TopicPartition, int]]:
+        """This batch without the records of ``partitions``, and the first offset left out of each."""
+        # TopicPartition is a named tuple: plain (topic, partition) tuples find it in the set.
+        first: dict[TopicPartition, int] = {}
+        kept = []
+        for r in self.records:
+            if (r.topic, r.partition) in partitions:
+                first.setdefault(TopicPartition(r.topic, r.partition), r.offset)
+            else:
+                kept.append(r)
+        converted = [s for s in self.converted if (s.original_topic, s.original_kafka_partition) not in partitions]
+        return _Batch(kept, converted), first
+
+
 class WorkerSinkTask(TaskRunner):
+    """Consume, convert, put, commit. While one batch's put runs on the task's thread, the loop
+    fetches and converts the next one, so the database's (or the file's) work overlaps the
+    worker's. Puts still run one at a time in consumer order, and a batch's offsets count for
+    the next commit only once its put has returned; a put that raises RetriableException is
+    made again with the same batch before the next one."""
+
     task: SinkTask
     stop_from_outside = False
 
     def context(self) -> SinkTaskContext:
-        self.rewinds: dict[TopicPartition, int] = {}
+        self.requests: list[tuple[str, Any]] = []  # pause/resume/seek asked by the task, in order
         self.retry_timeout_s = 0.0
         self.commit_requested = False
         self.current: dict[TopicPartition, OffsetAndMetadata] = {}
         self.committed: dict[TopicPartition, OffsetAndMetadata] = {}
+        self.putting: tuple[asyncio.Future, _Batch] | None = None
+        self.settling = asyncio.Lock()
+        self.put_failure: BaseException | None = None
         return _SinkContext(self)
 
     async def execute(self) -> None:
@@ -374,35 +416,105 @@ class WorkerSinkTask(TaskRunner):
             self.consumer.subscribe(pattern=self.props.get("topics.regex"), listener=listener)
         next_commit = time.monotonic() + p.flush_interval_s
         was_running = True
+        ready: _Batch | None = None  # converted, waiting for the put before it to return
         while not self.stopping:
             running = self.running.is_set()
             if running != was_running:
+                if not running and ready is not None:  # read again on resume
+                    self._give_back(ready, ready.partitions())
+                    ready = None
                 (self.consumer.resume if running else self.consumer.pause)(*self.consumer.assignment())
                 was_running = running
-            for tp, offset in list(self.rewinds.items()):
-                self.consumer.seek(tp, offset)
-                del self.rewinds[tp]
-            records = await self.consumer.poll(timeout=SINK_POLL_S)
-            if records and running:
-                await self.deliver(records)
+            if self.putting is None:
+                ready = self._apply_requests(ready)
+            if ready is None:
+                records = await self.consumer.poll(timeout=SINK_POLL_S)
+                if records and running:
+                    ready = await self._convert(records)
+                elif records:  # fetched as the task was being paused: read again on resume
+                    batch = _Batch(records, [])
+                    self._give_back(batch, batch.partitions())
+            if ready is not None and running:
+                await self.settle()
+                ready = self._apply_requests(ready)
+                if ready is not None:
+                    self.putting = (self._start_put(ready), ready)
+                    ready = None
             if self.commit_requested or time.monotonic() >= next_commit:
                 self.commit_requested = False
                 await self.commit()
                 next_commit = time.monotonic() + p.flush_interval_s
         await self.commit()
 
-    async def deliver(self, records: list) -> None:
-        batch = self.plumbing.sink_convert_all(records)
-        while True:
+    async def _convert(self, records: list) -> _Batch:
+        try:
+            return _Batch(records, self.plumbing.sink_convert_all(records))
+        except BaseException:
+            await self.settle()  # the batch before ends first (its offsets count), then the task fails
+            raise
+
+    def _start_put(self, batch: _Batch) -> asyncio.Future:
+        return asyncio.get_running_loop().run_in_executor(self.thread, self._put, batch.converted)
+
+    async def settle(self) -> None:
+        """Wait for the put under way; count its batch's offsets for the next commit once it returns.
+        (The consumer's rebalance listener commits from its own asyncio task: it holds
+        ``settling`` while it does, and a put starts only after a settle.)"""
+        async with self.settling:
+            await self._settle()
+
+    async def _settle(self) -> None:
+        if self.put_failure is not None:  # no put after a failed one: the task is failing
+            raise self.put_failure
+        while self.putting is not None:
+            future, batch = self.putting
             try:
-                await self.call(self._put, batch)
-                break
+                await future
             except RetriableException as exc:
+                if self.stopping:  # not retried: the batch's offsets are not committed
+                    self.putting = None
+                    return
                 log.info("task %s-%d: put will be retried: %s", self.connector, self.id, exc)
                 await asyncio.sleep(self.retry_timeout_s or 1.0)
-        self._track_offsets(records)
-        self.records += len(records)
-        await self.plumbing.flush_dlq()
+                self.putting = (self._start_put(batch), batch)
+                continue
+            except Exception as exc:
+                self.putting, self.put_failure = None, exc
+                raise
+            self.putting = None
+            self._track_offsets(batch.records)
+            self.records += len(batch.records)
+            await self.plumbing.flush_dlq()
+
+    def _apply_requests(self, ready: _Batch | None) -> _Batch | None:
+        """Carry out the task's pause/resume/seek requests (no put is running). Records of ``ready``
+        that a paused or sought partition must not deliver now are left out and read again."""
+        requests, self.requests = self.requests, []
+        for kind, arg in requests:
+            if kind == "seek":
+                for tp, offset in arg.items():
+                    if ready is not None:
+                        ready, _ = ready.without({tp})
+                    self.consumer.seek(tp, offset)
+            elif kind == "pause":
+                self.consumer.pause(*arg)
+            else:
+                self.consumer.resume(*arg)
+        if ready is not None:
+            gone = ready.partitions() - self.consumer.assignment()  # revoked while it was converted
+            if gone:
+                ready, _ = ready.without(gone)
+            paused = self.consumer.paused()
+            if paused:
+                ready = self._give_back(ready, paused)
+        return ready if ready is not None and ready.records else None
+
+    def _give_back(self, ready: _Batch, partitions: set[TopicPartition]) -> _Batch:
+        """``ready`` without the records of ``partitions``, which the consumer fetches again."""
+        kept, first = ready.without(partitions)
+        for tp, offset in first.items():
+            self.consumer.seek(tp, offset)
+        return kept
 
     def _track_offsets(self, records: list) -> None:
         """The next offset of each partition the batch came from, for the next commit."""
@@ -422,6 +534,12 @@ class WorkerSinkTask(TaskRunner):
         return self.plumbing.errors
 
     async def commit(self) -> None:
+        async with self.settling:
+            await self.commit_settled()
+
+    async def commit_settled(self) -> None:
+        """``commit`` for a caller holding ``settling``."""
+        await self._settle()
         if not self.current:
             return
         offsets = await self.call(self.task.pre_commit, dict(self.current))

@@ -3,9 +3,11 @@ free ports), and the REST and topic reads the Connect tests share."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import requests
@@ -15,6 +17,7 @@ from odradek import Consumer, TopicPartition
 from odradek.connect.offset_store import OffsetStore
 from odradek.connect.task_plumbing import TaskPlumbing
 from odradek.connect.worker_config import WorkerConfig
+from odradek.connect.worker_tasks import WorkerSinkTask
 from odradek.testing.process import free_port, wait_for_port
 
 
@@ -111,15 +114,56 @@ class WorkerProcess:
         return requests.request(method, self.url + path, timeout=30, **kw)
 
 
-def task_plumbing(directory: Path, connector_config: dict[str, str], converter: str) -> TaskPlumbing:
+def task_plumbing(directory: Path, connector_config: dict[str, str], converter: str,
+                  bootstrap: str | None = None) -> TaskPlumbing:
     """A task's converters, transforms and error handler as a standalone worker builds them
-    (``converter``: the key and value converter's class name), with no broker behind them: the
-    dead letter queue's records stay in ``plumbing.dlq``."""
+    (``converter``: the key and value converter's class name). Without ``bootstrap`` no broker is
+    behind them (the dead letter queue's records stay in ``plumbing.dlq``); with it the task's
+    clients reach that broker."""
     worker = WorkerConfig.from_properties({
-        "bootstrap.servers": "127.0.0.1:9", "key.converter": converter, "value.converter": converter,
+        "bootstrap.servers": bootstrap or "127.0.0.1:9", "key.converter": converter, "value.converter": converter,
         "offset.storage.file.filename": str(directory / "connect.offsets"),
     }, distributed=False)
-    return TaskPlumbing("bench", 0, connector_config, worker, OffsetStore(), lambda kind: {}, lambda ok: None)
+    options = worker.client_options if bootstrap else (lambda kind: {})
+    return TaskPlumbing("bench", 0, connector_config, worker, OffsetStore(), options, lambda ok: None)
+
+
+class SinkTaskOnALoop:
+    """One ``WorkerSinkTask`` running ``task`` on an event loop of its own thread, as a worker
+    runs it (consume as group ``connect-<name>``, convert, put, commit), with puts of at most
+    ``batch`` records; offsets are committed every ``flush_interval_s``, when the task asks, and
+    as it stops."""
+
+    def __init__(self, directory: Path, bootstrap: str, task, config: dict[str, str], converter: str,
+                 name: str = "pipeline", batch: int = 50, flush_interval_s: float = 60.0):
+        self.plumbing = task_plumbing(directory, config, converter, bootstrap)
+        self.plumbing.sink_batch = batch
+        self.plumbing.flush_interval_s = flush_interval_s
+        self.runner = WorkerSinkTask(name, 0, task, config, self.plumbing, lambda r: None)
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, name="sink-task-loop", daemon=True)
+        self.thread.start()
+        self._on_loop(self._start())
+
+    async def _start(self) -> None:
+        self.runner.start(paused=False)
+
+    def _on_loop(self, coroutine, timeout: float = 30):
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(timeout)
+
+    def stop(self) -> None:
+        try:
+            self._on_loop(self.runner.stop(10))
+        finally:
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self.thread.join(10)
+            self.loop.close()
+
+    def __enter__(self) -> SinkTaskOnALoop:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
 
 
 def sink_lines(path) -> list[str]:

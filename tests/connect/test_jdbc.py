@@ -355,6 +355,104 @@ def test_sink_upserts_runs_of_writes_and_deletes_in_one_put_and_recovers_from_a_
         sink.stop()
 
 
+def test_sink_writes_every_column_type_and_a_naive_timestamp_as_utc(make_db):
+    """Each Connect type the sink maps reaches its column unchanged (PostgreSQL: by binary COPY);
+    a naive datetime, which the binary format refuses for a timestamp, is written as UTC through
+    the text format, and the task goes on writing."""
+    from odradek.connect.data import Date, Decimal, Time, Timestamp
+
+    db = make_db()
+    types = {"i8": Schema.INT8_SCHEMA, "i16": Schema.INT16_SCHEMA, "i32": Schema.INT32_SCHEMA,
+             "i64": Schema.INT64_SCHEMA, "f32": Schema.FLOAT32_SCHEMA, "f64": Schema.FLOAT64_SCHEMA,
+             "b": Schema.BOOLEAN_SCHEMA, "s": Schema.STRING_SCHEMA, "raw": Schema.BYTES_SCHEMA,
+             "amount": Decimal.schema(2), "day": Date.SCHEMA, "clock": Time.SCHEMA, "at": Timestamp.SCHEMA,
+             "maybe": Schema.OPTIONAL_STRING_SCHEMA}
+    builder = SchemaBuilder.struct().name("all").field("id", Schema.INT64_SCHEMA)
+    for name, schema in types.items():
+        builder = builder.field(name, schema)
+    value_schema = builder.build()
+    values = {"i8": -8, "i16": 1600, "i32": -320000, "i64": 2**40, "f32": 1.5, "f64": -2.25, "b": True,
+              "s": "tab\there \\ é", "raw": b"\x00\xff\\", "amount": decimal.Decimal("-12.34"),
+              "day": dt.date(2024, 2, 29), "clock": dt.time(23, 59, 58, 125000),
+              "at": dt.datetime(2024, 5, 6, 7, 8, 9, 123000, tzinfo=dt.UTC), "maybe": None}
+
+    def record(offset, at):
+        value = Struct(value_schema).put("id", offset)
+        for name, v in {**values, "at": at}.items():
+            value.put(name, v)
+        return SinkRecord(topic="everything", kafka_partition=0, key_schema=KEY_SCHEMA,
+                          key=Struct(KEY_SCHEMA).put("id", offset), value_schema=value_schema, value=value,
+                          kafka_offset=offset)
+
+    sink = JdbcSinkTask()
+    sink.initialize(OffsetContext())
+    sink.start({**db.props, "pk.mode": "record_key", "insert.mode": "upsert", "auto.create": "true"})
+    try:
+        sink.put([record(0, values["at"]), record(1, values["at"])])
+        assert sink.writer.binary
+        sink.put([record(2, dt.datetime(2024, 5, 6, 7, 8, 9, 123000))])  # naive: UTC
+        assert sink.writer.binary == (db.kind == "sqlite")  # PostgreSQL went over to text
+        sink.put([record(3, values["at"])])
+        columns = ", ".join(f'"{name}"' for name in types)
+        rows = db.run(f'SELECT id, {columns} FROM "everything" ORDER BY id')
+        assert [r[0] for r in rows] == [0, 1, 2, 3]
+        names = list(types)
+        for row in rows:
+            stored = dict(zip(names, row[1:], strict=True))
+            if db.kind == "postgresql":
+                assert stored == {**values, "raw": stored["raw"], "at": values["at"].replace(tzinfo=None)}
+                assert bytes(stored["raw"]) == values["raw"]
+            else:
+                assert str(stored["at"]).startswith("2024-05-06 07:08:09.123")
+                assert (stored["i64"], stored["s"], stored["raw"]) == (2**40, values["s"], values["raw"])
+    finally:
+        sink.stop()
+
+
+def test_worker_sink_task_keeps_the_last_write_of_each_key_across_overlapping_puts(postgres, broker, topic_name,
+                                                                                  tmp_path):
+    """Updates and tombstones of a few keys through the worker's sink loop (JSON with schemas
+    on a topic, puts of at most 40 records, each batch fetched and converted while the put before
+    it runs): the table ends as the last record of each key says."""
+    from connect_support import SinkTaskOnALoop
+    from support import wait_until
+
+    db = Database("postgresql", postgres, tmp_path)
+    value_schema = (SchemaBuilder.struct().name("v").field("id", Schema.INT64_SCHEMA)
+                    .field("seq", Schema.INT32_SCHEMA).build())
+    keys, values = json_converter(True), json_converter(False)
+    latest: dict[int, int | None] = {}
+    with Producer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": "5"}) as producer:
+        for i in range(600):
+            key = i % 9
+            tombstone = (key == 4 and i == 247) or (key == 7 and i >= 590)
+            value = None if tombstone else values.from_connect_data(
+                topic_name, value_schema, Struct(value_schema).put("id", key).put("seq", i))
+            producer.send(topic_name, key=keys.from_connect_data(topic_name, KEY_SCHEMA, Struct(KEY_SCHEMA).put("id", key)),
+                          value=value)
+            latest[key] = None if tombstone else i
+        producer.flush()
+    expected = sorted((key, seq) for key, seq in latest.items() if seq is not None)
+    assert 7 not in dict(expected) and 4 in dict(expected)
+    json_class = "org.apache.kafka.connect.json.JsonConverter"
+    config = {"topics": topic_name, **db.props, "insert.mode": "upsert", "pk.mode": "record_key",
+              "auto.create": "true", "delete.enabled": "true", "table.name.format": "latest",
+              "key.converter.schemas.enable": "true", "value.converter.schemas.enable": "true"}
+
+    def table():
+        try:
+            return [tuple(r) for r in db.run('SELECT id, seq FROM "latest" ORDER BY id')]
+        except psycopg.errors.UndefinedTable:
+            return []
+
+    task = JdbcSinkTask()
+    with SinkTaskOnALoop(tmp_path, broker.bootstrap_servers, task, config, json_class, name=topic_name,
+                         batch=40) as harness:
+        wait_until(lambda: table() == expected, 60, f"the table to hold {expected}")
+        assert harness.runner.state == "RUNNING"
+    assert harness.runner.committed[TopicPartition(topic_name, 0)].offset == 600
+
+
 def test_sink_without_auto_create_names_the_missing_table(make_db):
     db = make_db()
     sink = JdbcSinkTask()

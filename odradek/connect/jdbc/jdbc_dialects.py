@@ -142,6 +142,16 @@ class Dialect:
         updates = ", ".join(f"{self.quote(c)} = excluded.{self.quote(c)}" for c in value_columns)
         return f"{statement} ON CONFLICT ({conflict}) DO UPDATE SET {updates}"
 
+    def copy_types(self, sql_types: Sequence[str]) -> list[str] | None:
+        """The types a binary ``COPY`` of these columns declares, or None (no binary ``COPY``)."""
+        return None
+
+    def copy_into(self, name: str, columns: Sequence[str], binary: bool = False) -> str:
+        raise NotImplementedError
+
+    def insert_from(self, table: str, name: str, columns: Sequence[str]) -> str:
+        raise NotImplementedError
+
     def staging_table(self, name: str, columns: Sequence[str], sql_types: Sequence[str]) -> str | None:
         """``CREATE`` of a session's temporary table that rows are copied into before one
         ``INSERT … SELECT`` moves them on, or None when the dialect has no ``COPY``."""
@@ -234,8 +244,29 @@ class PostgresDialect(Dialect):
                          for c, t in zip(columns, sql_types, strict=True))
         return f"CREATE TEMPORARY TABLE IF NOT EXISTS {self.quote(name)} ({defs}) ON COMMIT DELETE ROWS"
 
-    def copy_into(self, name: str, columns: Sequence[str]) -> str:
-        return f"COPY {self.quote(name)} ({', '.join(self.quote(c) for c in columns)}) FROM STDIN"
+    # The staging table's SQL types as psycopg names them for a binary COPY (set_types).
+    _copy_types = {
+        "SMALLINT": "int2",
+        "INT": "int4",
+        "BIGINT": "int8",
+        "REAL": "float4",
+        "DOUBLE PRECISION": "float8",
+        "BOOLEAN": "bool",
+        "TEXT": "text",
+        "BYTEA": "bytea",
+        "DECIMAL": "numeric",
+        "DATE": "date",
+        "TIME": "time",
+        "TIMESTAMP": "timestamptz",  # as staged (see staging_table)
+    }
+
+    def copy_types(self, sql_types: Sequence[str]) -> list[str] | None:
+        names = [self._copy_types.get(t) for t in sql_types]
+        return None if None in names else names  # type: ignore[return-value]
+
+    def copy_into(self, name: str, columns: Sequence[str], binary: bool = False) -> str:
+        cols = ", ".join(self.quote(c) for c in columns)
+        return f"COPY {self.quote(name)} ({cols}) FROM STDIN" + (" (FORMAT BINARY)" if binary else "")
 
     def insert_from(self, table: str, name: str, columns: Sequence[str]) -> str:
         cols = ", ".join(self.quote(c) for c in columns)

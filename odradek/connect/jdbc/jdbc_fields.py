@@ -13,7 +13,9 @@ A ``RowLayout`` is computed once per (key schema, value schema) and reused for e
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any
 
 from odradek.connect.data import Schema, Type
@@ -49,6 +51,33 @@ class RowLayout:
 
     def value_values(self, record: SinkRecord) -> tuple:
         return _read(record.value, self.value_columns, self.value_struct)
+
+    def rows(self, records: list[SinkRecord], values: bool = True) -> list[tuple]:
+        """The key values (and, with ``values``, the value values after them) of each record, all
+        of the schemas this layout was made for. Struct keys and values of those very schema
+        objects (what converters hand out) are read by position, a whole run in one comprehension."""
+        keys, fields = self.key_struct, self.value_struct
+        if self.pk_mode == "record_key" and keys is not None and (fields is not None or not values):
+            key_of = _picker(keys[1])
+            if not values:
+                if all(r.key.schema is keys[0] for r in records):
+                    return [key_of(r.key.values_by_index()) for r in records]
+            else:
+                assert fields is not None
+                value_of = _picker(fields[1])
+                if all(r.key.schema is keys[0] and r.value.schema is fields[0] for r in records):
+                    return [key_of(r.key.values_by_index()) + value_of(r.value.values_by_index()) for r in records]
+        if values:
+            return [self.key_values(r) + self.value_values(r) for r in records]
+        return [self.key_values(r) for r in records]
+
+
+def _picker(positions: tuple[int, ...]) -> Callable[[list[Any]], tuple]:
+    """A function taking the items at ``positions`` of a list, as a tuple (itemgetter does it in C)."""
+    if len(positions) == 1:
+        (only,) = positions
+        return lambda held: (held[only],)
+    return itemgetter(*positions) if positions else (lambda held: ())
 
 
 def _read(struct: Any, columns: tuple[str, ...], positions: tuple[Schema, tuple[int, ...]] | None) -> tuple:

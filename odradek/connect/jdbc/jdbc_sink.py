@@ -16,6 +16,7 @@ redelivered record rewrites the same row). A failed write rolls back and is retr
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 from typing import Any
 
 from odradek.connect.api import SinkConnector, SinkTask
@@ -29,7 +30,7 @@ from odradek.connect.jdbc.jdbc_schemas import column_kind, sql_type_of
 from odradek.connect.jdbc.jdbc_settings import SINK_CONFIGS, parse, problems
 from odradek.connect.jdbc.jdbc_source import VERSION
 from odradek.connect.jdbc.jdbc_tables import TableManager
-from odradek.connect.jdbc.jdbc_writer import DELETE, WRITE, BatchWriter
+from odradek.connect.jdbc.jdbc_writer import DELETE, WRITE, BatchWriter, BinaryCopyRefused
 from odradek.connect.records import SinkRecord
 
 log = logging.getLogger(__name__)
@@ -64,11 +65,17 @@ class JdbcSinkConnector(SinkConnector):
 
 
 class _Pending:
-    """The operations waiting for one table, all sharing one row layout."""
+    """The operations waiting for one table, all sharing one row layout: runs of rows of one kind."""
 
     def __init__(self, layout: RowLayout):
         self.layout = layout
-        self.operations: list[tuple[str, tuple]] = []
+        self.operations: list[tuple[str, list[tuple]]] = []
+
+    def add(self, kind: str, rows: list[tuple]) -> None:
+        if self.operations and self.operations[-1][0] == kind:
+            self.operations[-1][1].extend(rows)
+        else:
+            self.operations.append((kind, rows))
 
 
 class JdbcSinkTask(SinkTask):
@@ -95,7 +102,7 @@ class JdbcSinkTask(SinkTask):
         if not records:
             return
         try:
-            self._write(records)
+            self._write_binary_or_text(records)
             self._conn.commit()
             self.writer.transaction_ended(committed=True)
         except ConnectException:
@@ -115,6 +122,15 @@ class JdbcSinkTask(SinkTask):
             ) from exc
         self._retries_left = self.config["max.retries"]
 
+    def _write_binary_or_text(self, records: list[SinkRecord]) -> None:
+        try:
+            self._write(records)
+        except BinaryCopyRefused as exc:
+            log.warning("JDBC sink: the binary COPY refused a value (%s); this task copies text from now on", exc)
+            self._rollback()
+            self.writer.binary = False
+            self._write(records)
+
     def _rollback(self) -> None:
         self.tables.forget()
         self.writer.transaction_ended(committed=False)
@@ -131,12 +147,13 @@ class JdbcSinkTask(SinkTask):
         name_format = self.config["table.name.format"]
         deletes = self.config["delete.enabled"]
         pending: dict[str, _Pending] = {}
-        for record in records:
-            tombstone = record.value is None
+        for run in _runs(records):  # records of one topic and schemas: one layout, rows made at once
+            first = run[0]
+            tombstone = first.value is None
             if tombstone and not deletes:
                 continue  # a tombstone without delete.enabled says nothing to a table
-            table = name_format.replace("${topic}", record.topic)
-            layout = self._layout(record)
+            table = name_format.replace("${topic}", first.topic)
+            layout = self._layout(first)
             batch = pending.get(table)
             if batch is not None and not _fits(batch, layout, tombstone):
                 self._flush(pending.pop(table), table)
@@ -146,12 +163,10 @@ class JdbcSinkTask(SinkTask):
             elif not tombstone:
                 batch.layout = layout  # the same, or a key-only layout of deletes so far
             if tombstone:
-                row = self._convert(layout, layout.key_columns, layout.key_values(record))
-                batch.operations.append((DELETE, row))
+                batch.add(DELETE, self._convert(layout, layout.key_columns, layout.rows(run, values=False)))
             else:
-                values = layout.key_values(record) + layout.value_values(record)
-                row = self._convert(layout, layout.key_columns + layout.value_columns, values)
-                batch.operations.append((WRITE, row))
+                columns = layout.key_columns + layout.value_columns
+                batch.add(WRITE, self._convert(layout, columns, layout.rows(run)))
         for table, batch in pending.items():
             self._flush(batch, table)
 
@@ -175,14 +190,14 @@ class JdbcSinkTask(SinkTask):
         self._layouts_by_id[by_id] = (layout, by_value)
         return layout
 
-    def _convert(self, layout: RowLayout, columns: tuple[str, ...], values: tuple) -> tuple:
+    def _convert(self, layout: RowLayout, columns: tuple[str, ...], rows: list[tuple]) -> list[tuple]:
         if not self.dialect.converts_values:
-            return values
+            return rows
         to_db = self.dialect.to_db
         kinds = self._kinds.get((id(layout), columns))
         if kinds is None:
             kinds = self._kinds[id(layout), columns] = [column_kind(layout.schemas[c]) for c in columns]
-        return tuple(to_db(kind, v) for kind, v in zip(kinds, values, strict=True))
+        return [tuple(to_db(kind, v) for kind, v in zip(kinds, row, strict=True)) for row in rows]
 
     def _flush(self, batch: _Pending | None, table: str) -> None:
         if batch is None or not batch.operations:
@@ -229,3 +244,21 @@ def _fits(batch: _Pending, layout: RowLayout, tombstone: bool) -> bool:
 
 def _has_writes(batch: _Pending) -> bool:
     return any(kind == WRITE for kind, _ in batch.operations)
+
+
+def _runs(records: list[SinkRecord]) -> Iterator[list[SinkRecord]]:
+    """Consecutive records of one topic, key schema, value schema (the same objects) and kind
+    (tombstone or not), in order."""
+    run: list[SinkRecord] = []
+    topic, key_schema, value_schema, tombstone = None, None, None, False
+    for record in records:
+        if (record.value_schema is not value_schema or record.key_schema is not key_schema
+                or record.topic != topic or (record.value is None) != tombstone or not run):
+            if run:
+                yield run
+            run = []
+            topic, key_schema, value_schema = record.topic, record.key_schema, record.value_schema
+            tombstone = record.value is None
+        run.append(record)
+    if run:
+        yield run

@@ -1,8 +1,8 @@
 """Batched writes of the JDBC sink: rows in, as few statements as the dialect allows.
 
-A batch is a list of operations on one table, in record order: ("write", key values + value
-values) and ("delete", key values). Consecutive operations of one kind run together; a change
-of kind ends the run, so "write k, delete k, write k" leaves the row as the last record says.
+A batch is a list of runs of operations on one table, in record order: ("write", rows of key
+values + value values) and ("delete", rows of key values). A run is written at once; runs follow
+one another, so "write k, delete k, write k" leaves the row as the last record says.
 
 - insert: PostgreSQL: the run's rows go by ``COPY`` into a temporary staging table of the same
   columns (one per table and row layout, kept for the session, emptied at each commit), then one
@@ -15,8 +15,12 @@ of kind ends the run, so "write k, delete k, write k" leaves the row as the last
 
 ``COPY`` formats the rows in psycopg's C code and the server parses them as one stream, so a
 run of any length costs three statements; the table's constraints and triggers still apply
-row by row to the ``INSERT``. The caller owns the transaction and calls ``transaction_ended``
-after each commit or rollback.
+row by row to the ``INSERT``. The ``COPY`` is binary (``FORMAT BINARY``, each column's type
+declared): half the client's CPU of the text format and less of the server's. A binary dumper
+takes only the Python type its column's type expects (a naive datetime for a timestamp, say,
+which the text format reads as UTC): a value it refuses raises ``BinaryCopyRefused``, and the
+caller, after rolling back, turns ``binary`` off and writes again. The caller owns the
+transaction and calls ``transaction_ended`` after each commit or rollback.
 """
 
 from __future__ import annotations
@@ -30,6 +34,10 @@ WRITE = "write"
 DELETE = "delete"
 
 
+class BinaryCopyRefused(Exception):
+    """A value the binary ``COPY`` cannot send as its column's type; the transaction is aborted."""
+
+
 class BatchWriter:
     def __init__(self, dialect: Dialect, insert_mode: str, batch_size: int):
         self.dialect = dialect
@@ -37,6 +45,7 @@ class BatchWriter:
         self.batch_size = batch_size
         self._staging: dict[tuple, str] = {}  # (table, columns, SQL types) -> staging table name
         self._staged: set[str] = set()  # staging tables holding rows in the current transaction
+        self.binary = True  # COPY in PostgreSQL's binary format where every column's type has one
 
     def transaction_ended(self, committed: bool) -> None:
         """Commit empties the staging tables; a rollback may also have undone their creation."""
@@ -50,22 +59,16 @@ class BatchWriter:
         table: str,
         key_columns: Sequence[str],
         value_columns: Sequence[str],
-        operations: Sequence[tuple[str, tuple]],
+        operations: Sequence[tuple[str, list[tuple]]],
         sql_types: Sequence[str] = (),
     ) -> None:
-        """``sql_types``: the SQL type of each key and value column, for the array statement."""
-        start = 0
-        while start < len(operations):
-            kind = operations[start][0]
-            end = start
-            while end < len(operations) and operations[end][0] == kind:
-                end += 1
-            rows = [row for _, row in operations[start:end]]
+        """``operations``: runs of rows, each ``(kind, rows)``, in record order; ``sql_types``: the
+        SQL type of each key and value column, for the staging table."""
+        for kind, rows in operations:
             if kind == DELETE:
                 self._delete(conn, table, key_columns, rows)
             else:
                 self._write(conn, table, key_columns, value_columns, rows, sql_types)
-            start = end
 
     def _write(
         self,
@@ -96,10 +99,22 @@ class BatchWriter:
             if stage in self._staged:  # a second run in this transaction: the first's rows are moved on
                 cursor.execute(f"DELETE FROM {d.quote(stage)}")
             self._staged.add(stage)
-            with cursor.copy(d.copy_into(stage, columns)) as copy:
-                for row in rows:
-                    copy.write_row(row)
+            self._copy(cursor, stage, columns, rows, d.copy_types(sql_types) if self.binary else None)
             cursor.execute(statement)
+
+    def _copy(self, cursor: Any, stage: str, columns: list[str], rows: list[tuple], types: list[str] | None) -> None:
+        with cursor.copy(self.dialect.copy_into(stage, columns, binary=types is not None)) as copy:
+            write = copy.write_row
+            if types is None:
+                for row in rows:
+                    write(row)
+                return
+            copy.set_types(types)
+            try:
+                for row in rows:
+                    write(row)
+            except (TypeError, ValueError, OverflowError) as exc:
+                raise BinaryCopyRefused(f"{exc} (a row of {stage}: {columns})") from exc
 
     def _stage(self, conn: Any, table: str, columns: list[str], sql_types: Sequence[str]) -> str | None:
         key = (table, tuple(columns), tuple(sql_types))
