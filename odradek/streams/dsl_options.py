@@ -202,7 +202,9 @@ class SlidingWindows:
 
     def __post_init__(self) -> None:
         if self.time_difference_ms < 0:
-            raise ValueError(f"the window time difference must not be negative, got {self.time_difference_ms} ms")
+            raise ValueError(
+                f"the window time difference must not be negative, got {self.time_difference_ms} ms"
+            )
         if self.grace_ms < 0:
             raise ValueError(f"the window grace period must not be negative, got {self.grace_ms} ms")
 

@@ -119,41 +119,57 @@ def test_a_record_late_for_some_of_its_windows():
         [(110, 120, 2), (112, 122, 1)],
     ]
     assert [s.late for s in steps][3] == [(b"k", 111, 2)]
-    assert [[(w[1], agg) for w, agg, _ in s.finals] for s in steps] == [[], [(90, 1)], [(95, 2), (101, 1)], []]
+    assert [[(w[1], agg) for w, agg, _ in s.finals] for s in steps] == [
+        [],
+        [(90, 1)],
+        [(95, 2), (101, 1)],
+        [],
+    ]
 
 
 D, GRACE = 10_000, 5_000
 CONFIG = {"default.key.serde": Serdes.String(), "default.value.serde": Serdes.String()}
+WINDOWED = WindowedSerdes.time_windowed_serde_from(Serdes.String(), D)
 
 
 def _topology():
+    """One sliding aggregation (the window's values, in order): its updates and, suppressed, its
+    final values."""
     builder = StreamsBuilder()
-    grouped = builder.stream("clicks").group_by_key()
-    windowed = WindowedSerdes.time_windowed_serde_from(Serdes.String(), D)
-    counts = grouped.windowed_by(SlidingWindows.of_time_difference_and_grace(D, GRACE)).count(
-        Materialized.as_("slide-counts")
+    lists = (
+        builder.stream("clicks")
+        .group_by_key()
+        .windowed_by(SlidingWindows.of_time_difference_and_grace(D, GRACE))
+        .aggregate(
+            lambda: [],
+            lambda _k, v, agg: [*agg, v],
+            materialized=Materialized.as_("slide-lists").with_value_serde(Serdes.JSON()),
+        )
     )
+    lists.to_stream().to("updates", Produced(key_serde=WINDOWED, value_serde=Serdes.JSON()))
     (
-        counts.suppress(Suppressed.until_window_closes(BufferConfig.unbounded()))
+        lists.suppress(Suppressed.until_window_closes(BufferConfig.unbounded()))
         .to_stream()
-        .to("finals", Produced(key_serde=windowed, value_serde=Serdes.Long()))
-    )
-    (
-        grouped.windowed_by(SlidingWindows.of_time_difference_and_grace(D, GRACE))
-        .aggregate(lambda: [], lambda _k, v, agg: [*agg, v], materialized=Materialized.with_(value_serde=Serdes.JSON()))
-        .to_stream()
-        .to("lists", Produced(value_serde=Serdes.JSON()))
+        .to("finals", Produced(key_serde=WINDOWED, value_serde=Serdes.JSON()))
     )
     return builder.build()
 
 
 def test_describe_names_the_sliding_aggregation_as_kafka():
     text = str(_topology().describe())
-    # Kafka's SlidingWindowedKStreamImpl names its processors as the time-windowed ones.
-    assert "--> KSTREAM-AGGREGATE-0000000001, KSTREAM-AGGREGATE-0000000007\n" in text
-    assert "Processor: KSTREAM-AGGREGATE-0000000001 (stores: [slide-counts])" in text
-    assert "Processor: KTABLE-SUPPRESS-0000000002 (stores: [KTABLE-SUPPRESS-STATE-STORE-0000000003])" in text
-    assert "Processor: KSTREAM-AGGREGATE-0000000007 (stores: [KSTREAM-AGGREGATE-STATE-STORE-0000000006])" in text
+    # Kafka's SlidingWindowedKStreamImpl names its processor and store as the time-windowed ones.
+    assert "Processor: KSTREAM-AGGREGATE-0000000001 (stores: [slide-lists])" in text
+    assert "      --> KTABLE-SUPPRESS-0000000004, KTABLE-TOSTREAM-0000000002\n" in text
+    assert "Processor: KTABLE-SUPPRESS-0000000004 (stores: [KTABLE-SUPPRESS-STATE-STORE-0000000005])" in text
+    builder = StreamsBuilder()
+    windowed = (
+        builder.stream("s").group_by_key().windowed_by(SlidingWindows.of_time_difference_with_no_grace(D))
+    )
+    windowed.count().to_stream().to("t")
+    assert (
+        "Processor: KSTREAM-AGGREGATE-0000000002 (stores: [KSTREAM-AGGREGATE-STATE-STORE-0000000001])"
+        in str(builder.build().describe())
+    )
     with pytest.raises(ValueError, match="must not be negative"):
         SlidingWindows.of_time_difference_and_grace(-1, 0)
     with pytest.raises(ValueError, match="grace"):
@@ -161,39 +177,45 @@ def test_describe_names_the_sliding_aggregation_as_kafka():
     assert SlidingWindows.of_time_difference_with_no_grace(D) == SlidingWindows(D, 0)
 
 
-def test_sliding_count_and_aggregate_through_the_test_driver(spark):
+def test_sliding_aggregate_and_final_results_through_the_test_driver(spark):
     batches = [
-        [("b", 2_000), ("a", 3_000), ("a", 8_000)],  # before d: windows [0, d] and right windows
-        [("a", 14_000), ("a", 11_000), ("a", 12_000), ("b", 16_000)],  # out of order, within grace
-        [("b", 30_000), ("a", 13_000), ("a", 27_000), ("a", 36_000)],  # a@13000: late (23000 < 25000)
-        [("c", 60_000)],  # closes every window of a and b
+        # before d (windows [0, d] and right windows), then out of order within the grace period
+        [
+            ("b", 2_000),
+            ("a", 3_000),
+            ("a", 8_000),
+            ("a", 14_000),
+            ("a", 11_000),
+            ("a", 12_000),
+            ("b", 16_000),
+        ],
+        # a@13000: late (13000 + d < 30000 - grace); c@60000 closes every window of a and b
+        [("b", 30_000), ("a", 13_000), ("a", 27_000), ("a", 36_000), ("c", 60_000)],
     ]
-    counts = SlidingModel(D, GRACE)
-    lists = SlidingModel(D, GRACE, list, lambda agg, v: [*agg, v])
+    model = SlidingModel(D, GRACE, list, lambda agg, v: [*agg, v])
     with TopologyTestDriver(_topology(), CONFIG, spark=spark) as driver:
         clicks = driver.create_input_topic("clicks", Serdes.String(), Serdes.String())
-        windowed = WindowedSerdes.time_windowed_serde_from(Serdes.String(), D)
-        finals = driver.create_output_topic("finals", windowed, Serdes.Long())
-        updates = driver.create_output_topic("lists", windowed, Serdes.JSON())
+        updates = driver.create_output_topic("updates", WINDOWED, Serdes.JSON())
+        finals = driver.create_output_topic("finals", WINDOWED, Serdes.JSON())
         for batch in batches:
             records = [(k, ts, f"{k}{ts}") for k, ts in batch]
             for key, ts, value in records:
                 clicks.pipe_input(key, value, ts)
-            _, expected_finals = counts.feed(records)
-            expected_lists, _ = lists.feed(records)
-            got_finals = finals.read_key_values_to_list()
-            assert sorted((w.key, w.window.start, w.window.end, n) for w, n in got_finals) == [
-                (*w, n) for w, n in expected_finals
-            ]
+            expected_updates, expected_finals = model.feed(records)
             assert dict(updates.read_key_values_to_list()) == {
-                Windowed(k, Window(s, e)): v for (k, s, e), v in expected_lists.items()
+                Windowed(k, Window(s, e)): v for (k, s, e), v in expected_updates.items()
             }
-        # Each window of a and b came out once, with its final count.
-        assert counts.emitted == {w for w in counts.table() if w[0] != "c"}
-        assert {("a", 0, D), ("a", 3_001, 13_001), ("a", 27_001, 37_001)} <= counts.emitted
-        # One record late for both aggregations.
-        assert counts.dropped == lists.dropped == 1
-        assert driver.metrics()["dropped-records-total"] == 2
-        changelog = driver.create_output_topic("test-driver-slide-counts-changelog", Serdes.ByteArray(), Serdes.Long())
-        latest = {decode_time_windowed(k[:-4]): n for k, n in changelog.read_key_values_to_list()}
-        assert latest == {(k, s): n for (k, s, _e), n in counts.table().items()}
+            got_finals = finals.read_key_values_to_list()
+            assert sorted((w.key, w.window.start, w.window.end, v) for w, v in got_finals) == [
+                (*w, v) for w, v in expected_finals
+            ]
+        # Each window of a and b came out once, with its final value.
+        assert model.emitted == {w for w in model.table() if w[0] != "c"}
+        assert {("a", 0, D), ("a", 3_001, 13_001), ("a", 27_001, 37_001)} <= model.emitted
+        assert model.dropped == 1
+        assert driver.metrics()["dropped-records-total"] == 1
+        changelog = driver.create_output_topic(
+            "test-driver-slide-lists-changelog", Serdes.ByteArray(), Serdes.JSON()
+        )
+        latest = {decode_time_windowed(k[:-4]): v for k, v in changelog.read_key_values_to_list()}
+        assert latest == {(k, s): v for (k, s, _e), v in model.table().items()}
