@@ -32,8 +32,8 @@ def slide(state: dict, windows: Any, folder: Any, step: Any, key: bytes, value, 
 
 
 def retire(state: dict, closed: list, windows: Any) -> None:
-    """Keeps the windows ``process`` just closed (``(window, agg, ts)``) where records can still
-    meet them, and forgets those no record can meet any more."""
+    """Keeps the windows ``process`` just closed (``(window, agg, ts)``) for copies and lookups,
+    and forgets those that start more than 2·d + grace before stream time (Kafka's retention)."""
     retired = state.setdefault("retired", {})
     for window, agg, ts in closed:
         retired[window] = (agg, ts)
@@ -96,9 +96,13 @@ class _Slide:
         self.open[window] = entry
         self.step.updates[window] = entry
 
-    def _copy(self, start: int, entry) -> None:
-        """A right window: the records after this one, copied from ``entry`` (always open)."""
-        self._put(start, (copy.deepcopy(entry[0]), entry[1]))
+    def _right_window(self, near: list[int], after):
+        """This record's right window, when it is missing and a later record falls in it: the
+        value of ``after`` (the window holding this record that starts last), copied before this
+        record joins it (an aggregator may change its aggregate in place)."""
+        if self.ts + 1 in near or after is None or after[1] <= self.ts:
+            return None
+        return copy.deepcopy(after[0]), after[1]
 
     # -- a record at t >= d ---------------------------------------------------------------------
     def _record(self) -> None:
@@ -111,7 +115,7 @@ class _Slide:
             for start in [*holding, t - d]:
                 self._add(start, self._get(start))
             return
-        after = self._get(holding[-1]) if holding else None  # read before this record joins it
+        right = self._right_window(near, self._get(holding[-1]) if holding else None)
         for start in holding:
             self._add(start, self._get(start))
         before_starts = [s for s in near if s < t - d]  # windows ending before t
@@ -125,8 +129,8 @@ class _Slide:
             self._add(t - d, (copy.deepcopy(before[0]), t))
         else:
             self._add(t - d, None)
-        if t + 1 not in near and after is not None and after[1] > t:
-            self._copy(t + 1, after)
+        if right is not None:
+            self._put(t + 1, right)  # always open: its end is after close
 
     # -- a record at t < d: its left window is [0, d] ---------------------------------------------
     def _early(self) -> None:
@@ -134,13 +138,14 @@ class _Slide:
         near = self._starts_in(0, t + 1)
         combined = self._get(0) if near and near[0] == 0 else None
         holding = [s for s in near if 0 < s <= t]
-        after = self._get(holding[-1]) if holding else None  # read before this record joins it
+        after = self._get(holding[-1]) if holding else None
         if after is None and combined is not None and combined[1] > t:
             after = combined
+        right = self._right_window(near, after)
         for start in holding:
             self._add(start, self._get(start))
-        if t + 1 not in near and after is not None and after[1] > t:
-            self._copy(t + 1, after)
+        if right is not None:
+            self._put(t + 1, right)
         previous = combined[1] if combined is not None and combined[1] < t else None
         if previous is not None and previous + 1 not in near:
             self._add(previous + 1, None)

@@ -85,7 +85,7 @@ def _run_processor(windows: WindowDef, folder, model: SlidingModel, records, rng
     assert table == model.table()  # every window Kafka creates, and nothing else
 
 
-@pytest.mark.parametrize("fold", ["count", "aggregate", "reduce"])
+@pytest.mark.parametrize("fold", ["count", "aggregate", "aggregate-in-place", "reduce"])
 def test_sliding_processor_matches_the_model_on_random_streams(fold):
     rng = random.Random(f"sliding-{fold}")
     for _ in range(150):
@@ -95,6 +95,9 @@ def test_sliding_processor_matches_the_model_on_random_streams(fold):
             folder, model = count_folder(), SlidingModel(d, grace)
         elif fold == "aggregate":  # order-sensitive: the window's values in processing order
             folder = aggregate_folder(lambda: [], lambda _k, v, agg: [*agg, v], None)
+            model = SlidingModel(d, grace, list, lambda agg, v: [*agg, v])
+        elif fold == "aggregate-in-place":  # an aggregator that appends to its aggregate
+            folder = aggregate_folder(lambda: [], lambda _k, v, agg: agg.append(v) or agg, None)
             model = SlidingModel(d, grace, list, lambda agg, v: [*agg, v])
         else:
             folder = reduce_folder(lambda a, b: f"{a},{b}")
