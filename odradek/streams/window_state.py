@@ -1,6 +1,6 @@
 """Kafka Streams' windowed aggregation and final-result suppression, record by record, in plain
-Python: what one task's ``KStreamWindowAggregate`` / ``KStreamSessionWindowAggregate`` and
-``KTableSuppressProcessor`` do. ``compile_windows.py`` runs it inside Spark's
+Python: what one task's ``KStreamWindowAggregate`` / ``KStreamSlidingWindowAggregate`` /
+``KStreamSessionWindowAggregate`` and ``KTableSuppressProcessor`` do. ``compile_windows.py`` runs it inside Spark's
 ``applyInPandasWithState``, one state per task, so the rules below are Kafka's exactly:
 
 - stream time is the largest record timestamp the task has seen, moved by each record before it
@@ -14,7 +14,8 @@ Python: what one task's ``KStreamWindowAggregate`` / ``KStreamSessionWindowAggre
   session is dropped when its end is before stream time − grace − gap; merged-away sessions are
   deleted (a tombstone in the changelog of updates);
 - ``until_window_closes``: a window comes out once, with its final value, when stream time reaches
-  its end + grace (sessions: end + gap + grace; sliding windows: passes end + grace); updates without suppression come out per commit.
+  its end + grace (sessions: end + gap + grace; sliding windows: passes end + grace); updates
+  without suppression come out per commit.
 
 Keys are compared as bytes (Kafka compares serialized keys); values and aggregates are Python
 objects; the state is a dict that pickles.
