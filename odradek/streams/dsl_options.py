@@ -194,8 +194,19 @@ class TimeWindows:
 
 @dataclass(frozen=True)
 class SlidingWindows:
+    """Windows of records at most ``time_difference_ms`` apart, [start, start + difference] with
+    both ends inclusive, made where records are (Kafka's KIP-450), with a grace period."""
+
     time_difference_ms: int
     grace_ms: int
+
+    def __post_init__(self) -> None:
+        if self.time_difference_ms < 0:
+            raise ValueError(
+                f"the window time difference must not be negative, got {self.time_difference_ms} ms"
+            )
+        if self.grace_ms < 0:
+            raise ValueError(f"the window grace period must not be negative, got {self.grace_ms} ms")
 
     @classmethod
     def of_time_difference_with_no_grace(cls, difference) -> SlidingWindows:

@@ -1,4 +1,5 @@
-"""Kafka Streams' windowed grouped streams: ``grouped.windowed_by(TimeWindows | SessionWindows)``
+"""Kafka Streams' windowed grouped streams: ``grouped.windowed_by(TimeWindows | SlidingWindows |
+SessionWindows)``
 then ``count`` / ``reduce`` / ``aggregate``, giving a ``KTable`` keyed by ``Windowed`` keys, and
 ``KTable.suppress(Suppressed.until_window_closes(...))``.
 
@@ -32,15 +33,13 @@ def window_def(windows) -> WindowDef:
     if isinstance(windows, SessionWindows):
         return WindowDef("session", windows.inactivity_gap_ms, windows.grace_ms)
     if isinstance(windows, SlidingWindows):
-        raise TopologyException(
-            "SlidingWindows are not supported by odradek.streams yet: use TimeWindows.of_size_and_grace(...)"
-            ".advance_by(...) (hopping windows) or SessionWindows (see docs/streams.md, Windows)"
-        )
+        return WindowDef("sliding", windows.time_difference_ms, windows.grace_ms)
     raise TypeError(f"windowed_by takes TimeWindows, SessionWindows or SlidingWindows, not {windows!r}")
 
 
 class TimeWindowedKStream:
-    """A grouped stream cut into time (tumbling or hopping) windows; Kafka's ``TimeWindowedKStream``."""
+    """A grouped stream cut into time windows (tumbling, hopping or sliding); Kafka's
+    ``TimeWindowedKStream``, which ``windowed_by(SlidingWindows)`` also gives."""
 
     def __init__(self, grouped: KGroupedStream, windows: WindowDef):
         self._grouped = grouped

@@ -1,17 +1,21 @@
 """Kafka Streams' windowed aggregation and final-result suppression, record by record, in plain
-Python: what one task's ``KStreamWindowAggregate`` / ``KStreamSessionWindowAggregate`` and
-``KTableSuppressProcessor`` do. ``compile_windows.py`` runs it inside Spark's
+Python: what one task's ``KStreamWindowAggregate`` / ``KStreamSlidingWindowAggregate`` /
+``KStreamSessionWindowAggregate`` and ``KTableSuppressProcessor`` do. ``compile_windows.py`` runs it inside Spark's
 ``applyInPandasWithState``, one state per task, so the rules below are Kafka's exactly:
 
 - stream time is the largest record timestamp the task has seen, moved by each record before it
   is judged (``observedStreamTime``);
 - time windows: a record updates each window holding it whose end is after stream time − grace;
   each window it misses counts once in ``dropped-records`` (Kafka's sensor, per window);
+- sliding windows (``sliding_state.py``): [start, start + d] with both ends inclusive, a left
+  window ending at each record and a right window starting just after it once a later record
+  falls in it; a window closes when stream time passes end + grace;
 - session windows: a record merges the key's sessions within the inactivity gap of it; the merged
   session is dropped when its end is before stream time − grace − gap; merged-away sessions are
   deleted (a tombstone in the changelog of updates);
 - ``until_window_closes``: a window comes out once, with its final value, when stream time reaches
-  its end + grace (sessions: end + gap + grace); updates without suppression come out per commit.
+  its end + grace (sessions: end + gap + grace; sliding windows: passes end + grace); updates
+  without suppression come out per commit.
 
 Keys are compared as bytes (Kafka compares serialized keys); values and aggregates are Python
 objects; the state is a dict that pickles.
@@ -24,6 +28,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from odradek.streams.sliding_state import retire, slide
+
 _LONG = struct.Struct(">q")
 NO_TIMESTAMP = -1
 
@@ -31,7 +37,8 @@ NO_TIMESTAMP = -1
 @dataclass(frozen=True)
 class WindowDef:
     """The windows of an aggregation, in ms: ``kind`` is ``"time"`` (``advance_ms`` < size for
-    hopping) or ``"session"`` (``size_ms`` is the inactivity gap)."""
+    hopping), ``"sliding"`` (``size_ms`` is the time difference) or ``"session"`` (``size_ms`` is
+    the inactivity gap)."""
 
     kind: str
     size_ms: int
@@ -41,6 +48,8 @@ class WindowDef:
     @property
     def close_delay_ms(self) -> int:
         """How far stream time must pass a window's end before the window closes."""
+        if self.kind == "sliding":  # the end is inclusive: it takes records while end >= close
+            return self.grace_ms + 1
         return self.grace_ms + (self.size_ms if self.kind == "session" else 0)
 
 
@@ -118,16 +127,22 @@ def process(state: dict, windows: WindowDef, folder: Folder, records, *, final_r
         state["time"] = max(state["time"], ts)
         if windows.kind == "session":
             _session(state, windows, folder, step, key, value, ts, key_obj)
+        elif windows.kind == "sliding":
+            slide(state, windows, folder, step, key, value, ts, key_obj)
         else:
             _time(state, windows, folder, step, key, value, ts, key_obj)
     closed = sorted(
         (w for w in state["windows"] if w[2] + windows.close_delay_ms <= state["time"]),
         key=lambda w: (w[2], w[1], w[0]),
     )
+    finals = []
     for window in closed:  # closed windows never change again: out of the state
         agg, ts = state["windows"].pop(window)
-        if final_results:
-            step.finals.append((window, agg, ts))
+        finals.append((window, agg, ts))
+    if windows.kind == "sliding":
+        retire(state, finals, windows)
+    if final_results:
+        step.finals.extend(finals)
     return step
 
 

@@ -56,8 +56,8 @@ class TimeWindowedSerde(Serde):
     short_name = "time-windowed"
 
     def __init__(self, inner: Serde | None = None, window_size_ms: int = _MAX_LONG):
-        if window_size_ms <= 0:
-            raise ValueError(f"window_size_ms must be positive, got {window_size_ms}")
+        if window_size_ms < 0:  # 0: sliding windows of time difference 0, [t, t]
+            raise ValueError(f"window_size_ms must not be negative, got {window_size_ms}")
         self.inner = inner if inner is not None else Serdes.ByteArray()
         self.window_size_ms = window_size_ms
 

@@ -15,9 +15,9 @@ from odradek.streams import (
     Materialized,
     Produced,
     Serdes,
-    SlidingWindows,
     StreamsBuilder,
     StreamsConfig,
+    Suppressed,
     TopologyException,
 )
 
@@ -119,9 +119,9 @@ def test_table_source_names_its_store_after_the_topic():
 
 def test_unsupported_operations_are_refused_at_build_time():
     builder = StreamsBuilder()
-    grouped = builder.stream("in").group_by_key()
-    with pytest.raises(TopologyException, match="SlidingWindows are not supported"):
-        grouped.windowed_by(SlidingWindows.of_time_difference_with_no_grace(1000))
+    counts = builder.stream("in").group_by_key().count()
+    with pytest.raises(TopologyException, match="only suppress"):
+        counts.suppress(Suppressed.until_time_limit(1000))
 
 
 @pytest.mark.parametrize(

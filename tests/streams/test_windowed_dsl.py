@@ -1,7 +1,8 @@
 """Windowed aggregations and suppression through the DSL, run by the TopologyTestDriver (the Spark
 plan KafkaStreams runs, fed from piped records), checked read by read against an independent model
 of Kafka's rules (windows_model.py): tumbling counts with grace, out-of-order and late records,
-final results under suppression, hopping reduces, session aggregates with a merger; and
+final results under suppression, hopping reduces, session aggregates with a merger (sliding
+windows: test_sliding_windows.py); and
 describe() naming the windowed processors and stores as Kafka does."""
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ from odradek.streams import (
     Produced,
     Serdes,
     SessionWindows,
-    SlidingWindows,
     StreamsBuilder,
     Suppressed,
     TimeWindows,
@@ -54,10 +54,6 @@ def test_describe_names_windowed_processors_and_stores_as_kafka():
     assert "      --> KTABLE-SUPPRESS-0000000004, KTABLE-TOSTREAM-0000000002\n" in text
     assert "Processor: KTABLE-SUPPRESS-0000000004 (stores: [KTABLE-SUPPRESS-STATE-STORE-0000000005])" in text
     assert _count_topology().changelog_topics("app") == ["app-click-counts-changelog"]
-    with pytest.raises(TopologyException, match="SlidingWindows"):
-        StreamsBuilder().stream("s").group_by_key().windowed_by(
-            SlidingWindows.of_time_difference_and_grace(1000, 0)
-        )
     with pytest.raises(TopologyException, match="windowed aggregation"):
         StreamsBuilder().stream("s").to_table().suppress(Suppressed.until_window_closes())
 

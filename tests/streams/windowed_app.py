@@ -1,7 +1,8 @@
 """A windowed count with grace and suppression, run by KafkaStreams (test_joins_broker.py runs it
 on a broker and on a 3-broker cluster): the final counts read back with confluent-kafka and decoded as a Java consumer's TimeWindowedDeserializer would (key bytes + 8-byte window start), each window once,
 checked record by record against an independent model (windows_model.py); late records dropped
-and counted in metrics(); the store's changelog topic named as Kafka Streams names it."""
+and counted in metrics(); the store's changelog topic named as Kafka Streams names it. The same app
+counts the same records in sliding windows (SlidingWindows, suppressed) beside it."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import time
 
 from pipeline_kafka import create_topic, produce, read_topic
 from support import wait_until
-from windows_model import CountModel, decode_time_windowed
+from windows_model import CountModel, SlidingModel, decode_time_windowed
 
 from odradek.streams import (
     BufferConfig,
@@ -18,6 +19,7 @@ from odradek.streams import (
     Materialized,
     Produced,
     Serdes,
+    SlidingWindows,
     State,
     StreamsBuilder,
     Suppressed,
@@ -26,6 +28,7 @@ from odradek.streams import (
 from odradek.streams.windowed import WindowedSerdes
 
 SIZE, GRACE = 10_000, 5_000
+SLIDING = 4_000  # the sliding windows' time difference: every record on time or late for all its windows
 # Recent timestamps (records far in the past would meet the brokers' retention).
 BASE = (int(time.time() * 1000) // SIZE - 360) * SIZE
 OFFSETS = [
@@ -53,12 +56,26 @@ def run_windowed_count(spark, bootstrap: str, name: str, state_dir, **config) ->
     )
     model = CountModel(SIZE, GRACE)
     _updates, expected = model.feed([(k, BASE + ts) for k, ts in OFFSETS])
+    sliding = SlidingModel(SLIDING, GRACE)
+    _updates, sliding_expected = sliding.feed([(k, BASE + ts, None) for k, ts in OFFSETS])
 
     builder = StreamsBuilder()
+    grouped = builder.stream(source).group_by_key()
     (
-        builder.stream(source)
-        .group_by_key()
-        .windowed_by(TimeWindows.of_size_and_grace(SIZE, GRACE))
+        grouped.windowed_by(SlidingWindows.of_time_difference_and_grace(SLIDING, GRACE))
+        .count()
+        .suppress(Suppressed.until_window_closes(BufferConfig.unbounded()))
+        .to_stream()
+        .to(
+            f"{name}-sliding",
+            Produced(
+                key_serde=WindowedSerdes.time_windowed_serde_from(Serdes.String(), SLIDING),
+                value_serde=Serdes.Long(),
+            ),
+        )
+    )
+    (
+        grouped.windowed_by(TimeWindows.of_size_and_grace(SIZE, GRACE))
         .count(Materialized.as_("clicks-per-window"))
         .suppress(Suppressed.until_window_closes(BufferConfig.unbounded()))
         .to_stream()
@@ -91,7 +108,13 @@ def run_windowed_count(spark, bootstrap: str, name: str, state_dir, **config) ->
     streams.start()
     try:
         wait_until(lambda: len(finals()) >= len(expected), 420, f"{len(expected)} final counts")
-        assert streams.metrics()["dropped-records-total"] == model.dropped == 2
+        wait_until(
+            lambda: len(read_topic(bootstrap, f"{name}-sliding")) >= len(sliding_expected),
+            120,
+            f"{len(sliding_expected)} final sliding counts",
+        )
+        assert model.dropped == 2 and sliding.dropped == 3
+        assert streams.metrics()["dropped-records-total"] == model.dropped + sliding.dropped
     finally:
         assert streams.close(60)
     got = [
@@ -99,10 +122,14 @@ def run_windowed_count(spark, bootstrap: str, name: str, state_dir, **config) ->
     ]
     # Each window once (suppressed), with its final count.
     assert sorted(got) == [(k, start, n) for (k, start, _end), n in expected]
+    sliding_got = [
+        (*decode_time_windowed(r.key), struct.unpack(">q", r.value)[0])
+        for r in read_topic(bootstrap, f"{name}-sliding")
+    ]
+    assert sorted(sliding_got) == [(k, start, n) for (k, start, _end), n in sliding_expected]
     # The store's changelog topic, named as Kafka Streams names it: key + 8-byte start + 4-byte
     # sequence number, the latest count of every window.
     changelog = read_topic(bootstrap, f"{app_id}-clicks-per-window-changelog")
     latest = {(r.key[:-12].decode(), int.from_bytes(r.key[-12:-4], "big")): struct.unpack(">q", r.value)[0]
               for r in changelog}  # fmt: skip
     assert latest == {(k, start): n for (k, start, _end), n in model.counts.items()}
-

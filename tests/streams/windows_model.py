@@ -6,6 +6,12 @@ multiple of ``advance``, start >= 0, start <= ts < start + size. Stream time is 
 timestamp seen so far, this record's included; a window still takes records while its end is after
 stream time − grace; each window a record misses counts one dropped record. With suppression a
 window comes out once, when stream time reaches end + grace.
+
+Sliding windows (KIP-450): [start, start + d], both ends inclusive. A key's windows are, for each of
+its records at t, the left window [t - d, t] ([0, d] when t < d) and, when another record of the key
+lies in (t, t + 1 + d], the right window [t + 1, t + 1 + d]; a window's value folds the records in
+it, in processing order. A record is dropped when t + d < stream time − grace; a window's final
+value comes out once stream time passes end + grace.
 """
 
 from __future__ import annotations
@@ -44,6 +50,60 @@ class CountModel:
             (w, n)
             for w, n in self.counts.items()
             if w[2] + self.grace <= self.stream_time and w not in self.emitted
+        )
+        self.emitted.update(w for w, _ in finals)
+        return updates, finals
+
+
+class SlidingModel:
+    """Sliding windows by brute force from the definition above: every window recomputed from the
+    kept records after each record. It covers records on time or within the grace period, and
+    records late for every window (dropped); ``feed`` refuses a record late for some windows only."""
+
+    def __init__(self, difference: int, grace: int, init=lambda: 0, add=lambda agg, _value: agg + 1):
+        self.d, self.grace, self.init, self.add = difference, grace, init, add
+        self.stream_time = -1
+        self.records: dict[str, list[tuple[int, object]]] = {}
+        self.emitted: set[tuple] = set()
+        self.dropped = 0
+
+    def starts(self, key: str) -> set[int]:
+        times = [t for t, _ in self.records.get(key, [])]
+        lefts = {max(0, t - self.d) for t in times}
+        rights = {p + 1 for p in times if any(p < s <= p + 1 + self.d for s in times)}
+        return lefts | rights
+
+    def value(self, key: str, start: int):
+        agg = self.init()
+        for t, v in self.records[key]:
+            if start <= t <= start + self.d:
+                agg = self.add(agg, v)
+        return agg
+
+    def table(self) -> dict[tuple, object]:
+        """Every window so far: (key, start, end) → value."""
+        return {(k, s, s + self.d): self.value(k, s) for k in self.records for s in self.starts(k)}
+
+    def feed(self, batch) -> tuple[dict, list]:
+        """``batch``: (key, ts, value); returns the batch's updates (latest per window) and the
+        windows it closed, with their final values, sorted."""
+        updates: dict[tuple, object] = {}
+        for key, ts, value in batch:
+            self.stream_time = max(self.stream_time, ts)
+            close = self.stream_time - self.grace
+            if ts + self.d < close:
+                self.dropped += 1
+                continue
+            assert ts >= close, f"the model does not cover a record late for some windows only ({ts})"
+            before = self.starts(key)
+            self.records.setdefault(key, []).append((ts, value))
+            for start in self.starts(key):
+                if start not in before or start <= ts <= start + self.d:
+                    updates[(key, start, start + self.d)] = self.value(key, start)
+        finals = sorted(
+            (w, v)
+            for w, v in self.table().items()
+            if w[2] + self.grace < self.stream_time and w not in self.emitted
         )
         self.emitted.update(w for w, _ in finals)
         return updates, finals
