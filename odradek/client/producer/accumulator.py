@@ -211,6 +211,13 @@ class FutureRecordMetadata:
         return f"<FutureRecordMetadata {self._result.tp.topic}-{self._result.tp.partition} {state}>"
 
 
+def failed_future(tp: TopicPartition, error: BaseException) -> FutureRecordMetadata:
+    """The future of a record refused before it reached a batch (``Producer.send_many``)."""
+    result = BatchResult(tp)
+    result.complete(-1, -1, error)
+    return FutureRecordMetadata(result, 0, -1, -1, -1)
+
+
 class ProducerBatch:
     __slots__ = (
         "tp",
@@ -405,18 +412,53 @@ class RecordAccumulator:
                     if fut is not None:
                         return fut, False
                     last.closed = True
-            need = max(self.batch_size, size_hint + RECORD_BATCH_OVERHEAD)
-            pool = self.pool
-            if pool.available < need:
-                return NEED_MEMORY, False
-            pool.available -= need
-            batch = ProducerBatch(tp, timestamp, time.monotonic(), need, self.batch_size, self.loop)
-            fut = batch.try_append(timestamp, key, value, headers_bytes, size_hint, self.keep_futures)
-            if dq is None:
-                dq = self._batches[tp] = deque()
-            dq.append(batch)
-            self.incomplete.add(batch.result)
-            return fut, True
+            fut = self._append_to_new_batch(tp, dq, timestamp, key, value, headers_bytes, size_hint)
+            return (NEED_MEMORY, False) if fut is None else (fut, True)
+
+    def append_many(self, records: list) -> tuple[list[FutureRecordMetadata], bool]:
+        """Append ``(tp, timestamp, key, value, headers_bytes, size_hint)`` records in order, under
+        one lock. Returns a future per record appended and whether a batch was created; fewer
+        futures than records when buffer memory ran out (the caller waits, then appends the rest).
+        """
+        out: list[FutureRecordMetadata] = []
+        created = False
+        keep = self.keep_futures
+        batches = self._batches
+        last_tp = dq = None
+        with self._lock:
+            for tp, timestamp, key, value, headers_bytes, size_hint in records:
+                if tp is not last_tp:
+                    dq, last_tp = batches.get(tp), tp
+                if dq:
+                    last = dq[-1]
+                    if not last.closed:
+                        fut = last.try_append(timestamp, key, value, headers_bytes, size_hint, keep)
+                        if fut is not None:
+                            out.append(fut)
+                            continue
+                        last.closed = True
+                fut = self._append_to_new_batch(tp, dq, timestamp, key, value, headers_bytes, size_hint)
+                if fut is None:
+                    break
+                out.append(fut)
+                created = True
+                dq = batches[tp]
+        return out, created
+
+    def _append_to_new_batch(self, tp, dq, timestamp, key, value, headers_bytes, size_hint):
+        """A new batch for ``tp`` holding the record (lock held); None when memory is short."""
+        need = max(self.batch_size, size_hint + RECORD_BATCH_OVERHEAD)
+        pool = self.pool
+        if pool.available < need:
+            return None
+        pool.available -= need
+        batch = ProducerBatch(tp, timestamp, time.monotonic(), need, self.batch_size, self.loop)
+        fut = batch.try_append(timestamp, key, value, headers_bytes, size_hint, self.keep_futures)
+        if dq is None:
+            dq = self._batches[tp] = deque()
+        dq.append(batch)
+        self.incomplete.add(batch.result)
+        return fut
 
     def wait_for_memory(self, need: int, timeout: float) -> bool:
         """Block the calling thread until ``need`` bytes may be free (False on timeout)."""
