@@ -192,12 +192,7 @@ class ProducerCore:
 
     def prepare(self, topic, value, key, headers, partition, timestamp_ms):
         """Interceptors and serializers; returns the pieces ``try_send`` needs."""
-        if self.closed:
-            raise ClientClosedError("producer is closed")
-        if self.sender.failed is not None:
-            raise self.sender.failed
-        if self.txn is not None:
-            self.txn.check_can_send()
+        self.check_can_send()
         if not isinstance(topic, str) or not topic:
             raise ValueError(f"topic must be a non-empty string, got {topic!r}")
         if self.interceptors:
@@ -253,6 +248,15 @@ class ProducerCore:
             raise ValueError(f"timestamp_ms must be a non-negative int, got {timestamp_ms!r}")
         return topic, value, key, hbytes, partition, timestamp_ms, size
 
+    def check_can_send(self) -> None:
+        """Raise what stops every send: a closed producer, a failed sender, no transaction."""
+        if self.closed:
+            raise ClientClosedError("producer is closed")
+        if self.sender.failed is not None:
+            raise self.sender.failed
+        if self.txn is not None:
+            self.txn.check_can_send()
+
     def try_send(self, topic, value, key, hbytes, partition, timestamp_ms, size):
         """Choose the partition and append; raise NeedMetadata/NeedMemory to be waited for."""
         cluster = self.client.cluster
@@ -279,9 +283,15 @@ class ProducerCore:
         prepare gets a failed future, as does one whose topic is in ``refused`` ({topic: error}).
         Raises NeedMetadata/NeedMemory at the first record that must wait (``futures`` then ends
         just before it: call again with ``start=len(futures)`` once it has waited)."""
+        self.check_can_send()
         entries: list = []
         topics = self.client.cluster.topics
-        partitioner, txn = self.partitioner, self.txn
+        partitioner, txn, prepare = self.partitioner, self.txn, self.prepare
+        # Plain records (bytes or None, no headers, nothing to intercept or serialize) skip
+        # prepare(): the same checks, inline. Records without a timestamp get the call's time.
+        plain = not self.interceptors and self.key_serializer is None and self.value_serializer is None
+        largest = min(self.max_request_size, self.buffer_memory) - RECORD_BATCH_OVERHEAD
+        now = int(time.time() * 1000)
         info = None
         try:
             for i in range(start, len(records)):
@@ -289,7 +299,18 @@ class ProducerCore:
                 if len(rec) < 6:
                     rec = (*rec, None, None, None, None, None)[:6]
                 try:  # a record's own faults are its outcome; the producer's (closed, failed) the call's
-                    topic, value, key, hbytes, partition, timestamp, size = self.prepare(*rec)
+                    topic, value, key, headers, partition, timestamp = rec
+                    if (plain and not headers and (type(value) is bytes or value is None)
+                            and (type(key) is bytes or key is None) and type(topic) is str and topic
+                            and (timestamp is None or (type(timestamp) is int and timestamp >= 0))):
+                        hbytes = b"\x00"
+                        size = 21 + (len(key) if key is not None else 0) + (len(value) if value is not None else 0)
+                        if size > largest:
+                            prepare(*rec)  # raises RecordTooLargeError with its message
+                        if timestamp is None:
+                            timestamp = now
+                    else:
+                        topic, value, key, hbytes, partition, timestamp, size = prepare(*rec)
                     error = refused.get(topic)
                     if error is None:
                         if info is None or info.name != topic:
