@@ -31,6 +31,17 @@ def consume_all(bootstrap: str, topic: str, partitions: int, expected: int) -> l
     return asyncio.run(main())
 
 
+async def outcomes_of(futures: list) -> list:
+    """Each future's RecordMetadata, or the exception it failed with."""
+    outcomes = []
+    for fut in futures:
+        try:
+            outcomes.append(await fut)
+        except Exception as exc:  # noqa: BLE001 - each record's outcome is the test's subject
+            outcomes.append(exc)
+    return outcomes
+
+
 def test_send_many_round_trip_with_refused_records(bootstrap, make_topic, topic):
     make_topic(topic, 2)
     records = [(topic, b"value-%d" % i * (i % 5 + 1), b"key-%d" % i,
@@ -49,13 +60,7 @@ def test_send_many_round_trip_with_refused_records(bootstrap, make_topic, topic)
                                 max_request_size=200_000, max_block_ms=1500) as p:
             futures = await p.send_many(records)
             assert len(futures) == len(records)
-            outcomes = []
-            for fut in futures:
-                try:
-                    outcomes.append(await fut)
-                except Exception as exc:  # noqa: BLE001 - each record's outcome is checked below
-                    outcomes.append(exc)
-            return outcomes
+            return await outcomes_of(futures)
 
     outcomes = asyncio.run(main())
     for i, (_, error) in refused.items():
@@ -104,12 +109,7 @@ def test_a_batch_the_broker_rejects_fails_each_record(kafka, bootstrap, make_top
     async def main():
         async with aio.Producer(bootstrap_servers=bootstrap, linger_ms=5, retries=0) as p:
             futures = await p.send_many([(topic, b"x" * 2000, b"%d" % i) for i in range(5)])
-            outcomes = []
-            for fut in futures:
-                try:
-                    outcomes.append(await fut)
-                except Exception as exc:  # noqa: BLE001 - each record's outcome is checked below
-                    outcomes.append(exc)
+            outcomes = await outcomes_of(futures)
             ok = await p.send_many([(topic, b"small")])  # the producer goes on after the failed batch
             return outcomes, await ok[0]
 
