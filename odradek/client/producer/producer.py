@@ -540,11 +540,13 @@ def _topic_partition(rec) -> TopicPartition:
 
 
 def _one_per_batch(futures: list[FutureRecordMetadata]) -> list[FutureRecordMetadata]:
-    out, last = [], None
+    """The first future of each batch (records to several partitions interleave their batches)."""
+    out, seen = [], set()
     for fut in futures:
-        if fut.batch is not last:
+        batch = fut.batch
+        if batch not in seen:
+            seen.add(batch)
             out.append(fut)
-            last = fut.batch
     return out
 
 
