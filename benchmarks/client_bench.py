@@ -10,6 +10,7 @@ Every (client, workload) runs in its own process. Prints one table.
     python benchmarks/client_bench.py --scale 0.1 --clients odradek,aiokafka
     python benchmarks/client_bench.py --repeat 3           # best of three (shared, noisy machines)
 
+``odradek-aio-many`` is the asyncio client handing the records to ``send_many`` 2,000 at a time.
 All clients get the same settings: acks=1, linger 5 ms, 256 KiB batches, no compression,
 unkeyed records, 4 partitions.
 """
@@ -32,7 +33,7 @@ from _brokers import tansu_command
 
 from odradek.testing.process import free_port, wait_for_port
 
-CLIENTS = ["odradek", "odradek-aio", "confluent-kafka", "aiokafka", "kafka-python"]
+CLIENTS = ["odradek", "odradek-aio", "odradek-aio-many", "confluent-kafka", "aiokafka", "kafka-python"]
 WORKLOADS = [(100, 1_000_000), (1000, 300_000)]
 PARTITIONS = 4
 BATCH = 256 * 1024
@@ -74,7 +75,8 @@ def run_odradek(bootstrap, topic, size, count):
     return produce, consume
 
 
-def run_odradek_aio(bootstrap, topic, size, count):
+def run_odradek_aio(bootstrap, topic, size, count, many=False):
+    """``many``: the records go to ``send_many`` 2,000 at a time (one future per batch)."""
     import asyncio
 
     from odradek import aio
@@ -87,8 +89,12 @@ def run_odradek_aio(bootstrap, topic, size, count):
             await p.send_and_wait(topic, value)
             send = p.send
             t0 = time.perf_counter()
-            for _ in range(count - 1):
-                await send(topic, value)
+            if many:
+                for start in range(0, count - 1, 2000):
+                    await p.send_many([(topic, value)] * min(2000, count - 1 - start), per_record=False)
+            else:
+                for _ in range(count - 1):
+                    await send(topic, value)
             await p.flush()
             produce = time.perf_counter() - t0
         async with aio.Consumer(
@@ -226,6 +232,7 @@ def run_kafka_python(bootstrap, topic, size, count):
 RUNNERS = {
     "odradek": run_odradek,
     "odradek-aio": run_odradek_aio,
+    "odradek-aio-many": lambda *args: run_odradek_aio(*args, many=True),
     "confluent-kafka": run_confluent,
     "aiokafka": run_aiokafka,
     "kafka-python": run_kafka_python,

@@ -222,23 +222,31 @@ class WorkerSourceTask(TaskRunner):
         return self.plumbing.source_convert_all(records)
 
     async def _send(self, batch: list, wants_acks: bool) -> None:
-        send, pending, topics, producer = self.producer.send, self.pending, self.topics, self.producer
-        transactional = self.transactional
-        # One future per produce batch: the commit waits for each batch once (without acks).
-        last_batch = pending[-1].batch if pending and not wants_acks else None
-        for record, topic, key, value, headers in batch:
-            if topic is None:
-                continue
-            topics.add(topic)
-            if transactional and not self.in_transaction:
-                producer.begin_transaction()
-                self.in_transaction = True
-            fut = await send(topic, value, key, headers, record.kafka_partition, record.timestamp)
-            if wants_acks:
-                pending.append((fut, record))
-            elif fut.batch is not last_batch:
-                pending.append(fut)
-                last_batch = fut.batch
+        """Hand the converted records to the producer in one call; a record it refuses (too
+        large, its topic unknown) fails the task before its offset is tracked, as a refused
+        ``send`` does."""
+        records = [r for r in batch if r[1] is not None]
+        if not records:
+            return
+        self.topics.update({topic for _, topic, _, _, _ in records})
+        if self.transactional and not self.in_transaction:
+            self.producer.begin_transaction()
+            self.in_transaction = True
+        futures = await self.producer.send_many(
+            [(topic, value, key, headers, record.kafka_partition, record.timestamp)
+             for record, topic, key, value, headers in records],
+            per_record=wants_acks)
+        for fut in futures:
+            if fut.failed():
+                raise fut.exception()  # type: ignore[misc]
+        pending = self.pending
+        if wants_acks:
+            pending.extend(zip(futures, (r[0] for r in records), strict=True))
+            return
+        # One future per produce batch: the commit waits for each batch once.
+        if pending and futures and futures[0].batch is pending[-1].batch:
+            futures = futures[1:]
+        pending.extend(futures)
 
     def _track_offsets(self, records: list[SourceRecord]) -> None:
         """The latest offset of each source partition, stored at the next offset commit."""

@@ -78,6 +78,37 @@ def test_kill_9_mid_copy_loses_no_line(broker, quickstart):
     assert first_seen == lines  # each line's first copy in the order of the file
 
 
+def test_a_line_the_producer_refuses_fails_the_source_task_with_no_offset_stored_past_it(broker, tmp_path, topic_name):
+    """The task hands each poll to the producer in one send_many; a line over max.request.size
+    fails the task (its trace names the limit), the lines of the polls before it are in the topic,
+    and no stored offset reaches past the polls before it."""
+    source_file = tmp_path / "big.txt"
+    before = [f"line {i}" for i in range(30)]
+    source_file.write_text("".join(f"{line}\n" for line in [*before, "x" * 5000, "after"]))
+    source = {"name": "big-source", "connector.class": "FileStreamSource", "file": str(source_file),
+              "topic": topic_name, "batch.size": "10", "producer.override.max.request.size": "4096"}
+    worker = WorkerProcess(tmp_path, quickstart_worker(broker.bootstrap_servers, tmp_path), [source]).start()
+    try:
+        def failed_task():
+            tasks = worker.get("/connectors/big-source/status").json().get("tasks", [])
+            return tasks[0] if tasks and tasks[0]["state"] == "FAILED" else None
+
+        task = wait_until(failed_task, 60, "the source task to fail")
+        assert "max_request_size (4096)" in task["trace"], task["trace"]
+        with Consumer(bootstrap_servers=broker.bootstrap_servers, auto_offset_reset="earliest") as consumer:
+            consumer.assign([TopicPartition(topic_name, 0)])
+            records: list = []
+            wait_until(lambda: len(records) >= 30, 30, "the lines before the refused one",
+                       step=lambda: records.extend(consumer.poll(0.5)))
+        payloads = [json.loads(r.value)["payload"] for r in records]
+        assert payloads[:30] == before and "x" * 5000 not in payloads
+        offsets = worker.get("/connectors/big-source/offsets").json()["offsets"]
+        positions = [o["offset"]["position"] for o in offsets]
+        assert all(p <= sum(len(line) + 1 for line in before) for p in positions), positions
+    finally:
+        worker.kill()
+
+
 class _Stored:
     def __init__(self, offset):
         self.offset_storage_reader = self

@@ -211,6 +211,13 @@ class FutureRecordMetadata:
         return f"<FutureRecordMetadata {self._result.tp.topic}-{self._result.tp.partition} {state}>"
 
 
+def failed_future(tp: TopicPartition, error: BaseException) -> FutureRecordMetadata:
+    """The future of a record refused before it reached a batch (``Producer.send_many``)."""
+    result = BatchResult(tp)
+    result.complete(-1, -1, error)
+    return FutureRecordMetadata(result, 0, -1, -1, -1)
+
+
 class ProducerBatch:
     __slots__ = (
         "tp",
@@ -312,6 +319,49 @@ class ProducerBatch:
             self.futures.append(fut)
         return fut
 
+    def append_run(self, records: list, i: int, out: list, keep_future: bool) -> int:
+        """``try_append`` for ``records[i:]`` (``(tp, timestamp, key, value, headers_bytes,
+        size_hint)`` each) while they are for this batch's partition and fit; their futures go
+        to ``out``. Returns the index of the first record not appended. One loop with the
+        batch's state in locals: the per-record call and attribute traffic of ``try_append``
+        is most of its cost for small records."""
+        buf, count, tp, result, base_ts, max_ts = self.buf, self.count, self.tp, self.result, self.base_ts, self.max_ts
+        room = self.limit - RECORD_BATCH_OVERHEAD
+        small, n_small, varint, join = _SMALL_VARINTS, _SMALL_VARINTS_LEN, _varint, b"".join
+        first = count
+        n = len(records)
+        while i < n:
+            rec_tp, timestamp, key, value, headers_bytes, size_hint = records[i]
+            if rec_tp is not tp or (count and len(buf) + size_hint > room):
+                break
+            d = timestamp - base_ts
+            if key is None:
+                kl, kpart, key = -1, b"\x01", b""
+            else:
+                kl = len(key)
+                kpart = small[kl] if kl < n_small else varint(kl)
+            if value is None:
+                vl, vpart, value = -1, b"\x01", b""
+            else:
+                vl = len(value)
+                vpart = small[vl] if vl < n_small else varint(vl)
+            body = join((b"\x00", small[d] if 0 <= d < n_small else varint(d),
+                         small[count] if count < n_small else varint(count), kpart, key, vpart, value, headers_bytes))
+            size = len(body)
+            buf += small[size] if size < n_small else varint(size)
+            buf += body
+            if timestamp > max_ts:
+                max_ts = timestamp
+            out.append(FutureRecordMetadata(result, count, timestamp, kl, vl))
+            count += 1
+            i += 1
+        self.count, self.max_ts = count, max_ts
+        if keep_future and count > first:
+            if self.futures is None:
+                self.futures = []
+            self.futures.extend(out[first - count:])
+        return i
+
     def build(
         self,
         codec: int,
@@ -405,18 +455,53 @@ class RecordAccumulator:
                     if fut is not None:
                         return fut, False
                     last.closed = True
-            need = max(self.batch_size, size_hint + RECORD_BATCH_OVERHEAD)
-            pool = self.pool
-            if pool.available < need:
-                return NEED_MEMORY, False
-            pool.available -= need
-            batch = ProducerBatch(tp, timestamp, time.monotonic(), need, self.batch_size, self.loop)
-            fut = batch.try_append(timestamp, key, value, headers_bytes, size_hint, self.keep_futures)
-            if dq is None:
-                dq = self._batches[tp] = deque()
-            dq.append(batch)
-            self.incomplete.add(batch.result)
-            return fut, True
+            fut = self._append_to_new_batch(tp, dq, timestamp, key, value, headers_bytes, size_hint)
+            return (NEED_MEMORY, False) if fut is None else (fut, True)
+
+    def append_many(self, records: list) -> tuple[list[FutureRecordMetadata], bool]:
+        """Append ``(tp, timestamp, key, value, headers_bytes, size_hint)`` records in order, under
+        one lock. Returns a future per record appended and whether a batch was created; fewer
+        futures than records when buffer memory ran out (the caller waits, then appends the rest).
+        """
+        out: list[FutureRecordMetadata] = []
+        created = False
+        keep = self.keep_futures
+        batches = self._batches
+        i, n = 0, len(records)
+        with self._lock:
+            while i < n:
+                tp, timestamp, key, value, headers_bytes, size_hint = records[i]
+                dq = batches.get(tp)
+                if dq:
+                    last = dq[-1]
+                    if not last.closed:
+                        reached = last.append_run(records, i, out, keep)
+                        if reached > i:
+                            i = reached
+                            continue
+                        last.closed = True
+                fut = self._append_to_new_batch(tp, dq, timestamp, key, value, headers_bytes, size_hint)
+                if fut is None:
+                    break
+                out.append(fut)
+                created = True
+                i += 1
+        return out, created
+
+    def _append_to_new_batch(self, tp, dq, timestamp, key, value, headers_bytes, size_hint):
+        """A new batch for ``tp`` holding the record (lock held); None when memory is short."""
+        need = max(self.batch_size, size_hint + RECORD_BATCH_OVERHEAD)
+        pool = self.pool
+        if pool.available < need:
+            return None
+        pool.available -= need
+        batch = ProducerBatch(tp, timestamp, time.monotonic(), need, self.batch_size, self.loop)
+        fut = batch.try_append(timestamp, key, value, headers_bytes, size_hint, self.keep_futures)
+        if dq is None:
+            dq = self._batches[tp] = deque()
+        dq.append(batch)
+        self.incomplete.add(batch.result)
+        return fut
 
     def wait_for_memory(self, need: int, timeout: float) -> bool:
         """Block the calling thread until ``need`` bytes may be free (False on timeout)."""
