@@ -483,6 +483,29 @@ def materialized_repartition_topics(topology: Topology, application_id: str) -> 
     )
 
 
+def query_stage(node: Node) -> int:
+    """How many repartition topics written by another of the app's queries lie, at most, between
+    the input topics and the query of ``node`` (an aggregation or a join; 0: reads only input
+    topics). With ``availableNow``, a query must start once those writing its inputs are done."""
+    stage = 0
+    seen: set[int] = set()
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        if current.op == "repartition_source" and _materialized(current):
+            writers = _stateful_ancestors(current.args["upstream"])
+            stage = max(stage, 1 + max((query_stage(w) for w in writers), default=0))
+            continue
+        stack.extend(current.parents)
+        stack.extend(current.args[k] for k in ("left", "right", "table") if isinstance(current.args.get(k), Node))
+        if current.op == "repartition_source":
+            stack.append(current.args["upstream"])
+    return stage
+
+
 def _union(frames: list):
     if not frames:
         return None

@@ -13,6 +13,7 @@ from pipeline_kafka import check_page_views, create_topic, produce, read_topic, 
 from odradek.pipeline.pipelines import offline_load, page_views
 from odradek.pipeline.pipelines.run_config import RunConfig
 from odradek.pipeline.publish import Publisher
+from odradek.streams.apps import page_views as page_views_app
 from odradek.streams.apps import value_length
 
 pytestmark = pytest.mark.timeout(240)
@@ -71,7 +72,7 @@ def test_page_views_per_minute_and_top_pages(spark, broker, topic_name, tmp_path
         pub.send(json.dumps(late).encode(), key=b"u1")
     events = list(page_views.events(600, seed=7, pages=12, start_ms=t0, step_ms=300)) + [late]
 
-    queries = page_views.start(
+    queries = page_views_app.start(
         spark,
         _config(broker, tmp_path),
         input_topic=events_topic,
@@ -81,7 +82,8 @@ def test_page_views_per_minute_and_top_pages(spark, broker, topic_name, tmp_path
     )
     _finish(queries)
 
-    # Per minute: the watermark (10 min - 1 min) closed minutes 0-2, not minute 10.
+    # Per minute: stream time (10 min) passed the ends plus the grace (1 min) of minutes 0-2, not
+    # of minute 10.
     check_page_views(
         broker.bootstrap_servers, events, minute_topic, top_topic, 5, closed_before=t0 + 9 * 60_000
     )
