@@ -140,8 +140,8 @@ def test_ctrl_c_stops_a_streaming_pipeline_quietly_after_the_batch(broker, topic
 
 @pytest.mark.timeout(480)
 def test_a_query_that_fails_stops_the_pipeline_at_once_in_one_line(broker, topic_name, tmp_path):
-    """page-views runs two queries; when one dies (here the top-N table's, whose topic
-    refuses records over 64 bytes), the pipeline stops the other and exits 1 at once, with
+    """page-views runs three queries; when one dies (here the top-N table's, whose topic
+    refuses records over 64 bytes), the pipeline stops the others and exits 1 at once, with
     one line naming the query and the cause. Spark's stack traces go to the log file that
     line names, not to the terminal."""
     from odradek.pipeline.pipelines import page_views
@@ -168,7 +168,7 @@ def test_a_query_that_fails_stops_the_pipeline_at_once_in_one_line(broker, topic
         assert trace not in err, err
     last = err.strip().splitlines()[-1]
     match = re.fullmatch(
-        r"Error: page-views failed: query page-views-top: MessageTooLargeError: .+; "
+        r"Error: page-views failed: query page-views-\S+-top-pages: MessageTooLargeError: .+; "
         r"the other queries were stopped \(details in (\S+)\)",
         last,
     )
