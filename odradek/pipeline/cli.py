@@ -108,7 +108,7 @@ def generate_page_views(
       odradek pipeline generate page-views --rate 200
       odradek pipeline generate page-views --count 10000 --rate 0 --seed 1
     """
-    from odradek.pipeline.pipelines.page_views import generate as run_generate
+    from odradek.pipeline.pipelines.page_view_events import generate as run_generate
 
     ensure_topics(bootstrap_servers, {topic: partitions})
     started = time.monotonic()
@@ -384,7 +384,7 @@ def run_page_views(
       odradek pipeline run page-views
       odradek pipeline run page-views --window '10 seconds' --grace '5 seconds' --trigger '2 seconds'
     """
-    from odradek.streams.apps.page_views import interval_ms
+    from odradek.pipeline.pipelines.run_config import interval_ms
 
     for name, value in (("--window", window), ("--grace", grace)):
         try:

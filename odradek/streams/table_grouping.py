@@ -125,12 +125,14 @@ def changes_of_updates(updates, select: Node, key_serde: Serde, value_serde: Ser
 
         for batch in batches:
             keys, values, taken = [], [], []
-            for row, (key_bytes, new, old) in enumerate(zip(
-                batch.column("key").to_pylist(),
-                batch.column("value").to_pylist(),
-                batch.column("old").to_pylist(),
-                strict=True,
-            )):
+            for row, (key_bytes, new, old) in enumerate(
+                zip(
+                    batch.column("key").to_pylist(),
+                    batch.column("value").to_pylist(),
+                    batch.column("old").to_pylist(),
+                    strict=True,
+                )
+            ):
                 key = key_serde.deserialize("", key_bytes)
                 for added, data in ((False, old), (True, new)):
                     value = table_value(key, data)

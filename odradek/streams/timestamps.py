@@ -68,7 +68,10 @@ def extract_timestamps(
                 stamp = extractor(record, partition_time)
                 if stamp is None or stamp < 0:
                     log.warning(
-                        "skipping a record (topic %s, offset %s): its extracted timestamp is %r", topic, offset, stamp
+                        "skipping a record (topic %s, offset %s): its extracted timestamp is %r",
+                        topic,
+                        offset,
+                        stamp,
                     )
                     continue
                 partition_time = max(partition_time, int(stamp))

@@ -144,13 +144,13 @@ def test_a_query_that_fails_stops_the_pipeline_at_once_in_one_line(broker, topic
     refuses records over 64 bytes), the pipeline stops the others and exits 1 at once, with
     one line naming the query and the cause. Spark's stack traces go to the log file that
     line names, not to the terminal."""
-    from odradek.pipeline.pipelines import page_views
+    from odradek.pipeline.pipelines import page_view_events
 
     events, minute, top = f"{topic_name}-ev", f"{topic_name}-min", f"{topic_name}-top"
     create_topic(broker.bootstrap_servers, events, 1)
     create_topic(broker.bootstrap_servers, minute, 1)
     create_topic(broker.bootstrap_servers, top, 1, {"cleanup.policy": "compact", "max.message.bytes": "64"})
-    page_views.generate(broker.bootstrap_servers, events, rate=0, count=50, seed=1, pages=5)
+    page_view_events.generate(broker.bootstrap_servers, events, rate=0, count=50, seed=1, pages=5)
     proc = _odradek(
         "pipeline", "run", "page-views", "-b", broker.bootstrap_servers, "--input", events, "--output", minute,
         "--top-topic", top, "--checkpoint", str(tmp_path / "ckpt"), "--master", "local[1]",

@@ -32,7 +32,9 @@ def topology():
         return "odd" if count % 2 else "even"
 
     builder = StreamsBuilder()
-    counts = builder.stream("clicks", Consumed(S, S)).group_by_key().count(Materialized.as_("clicks-per-page"))
+    counts = (
+        builder.stream("clicks", Consumed(S, S)).group_by_key().count(Materialized.as_("clicks-per-page"))
+    )
     by_parity = counts.filter(lambda page, n: n <= CAP).group_by(
         lambda page, n: (parity(n), n), Grouped.with_(S, L)
     )

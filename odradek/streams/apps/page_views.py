@@ -35,34 +35,10 @@ tombstone). Written exactly once (``processing.guarantee=exactly_once_v2``).
 from __future__ import annotations
 
 import json
-import re
 from datetime import UTC, datetime
 
-from odradek.pipeline.pipelines.run_config import RunConfig
+from odradek.pipeline.pipelines.run_config import RunConfig, interval_ms
 from odradek.streams.serdes import Serde
-
-_UNITS_MS = {
-    "ms": 1,
-    "millisecond": 1,
-    "s": 1000,
-    "sec": 1000,
-    "second": 1000,
-    "m": 60_000,
-    "min": 60_000,
-    "minute": 60_000,
-    "h": 3_600_000,
-    "hour": 3_600_000,
-}
-
-
-def interval_ms(text: str) -> int:
-    """``"1 minute"``, ``"10 seconds"``, ``"500 ms"``, ``"2h"`` in milliseconds (ValueError otherwise)."""
-    match = re.fullmatch(r"\s*(\d+)\s*([a-z]+)\s*", text.lower())
-    word = match.group(2) if match else ""
-    unit = _UNITS_MS.get(word) or (_UNITS_MS.get(word[:-1]) if word.endswith("s") else None)
-    if not match or not unit:
-        raise ValueError(f"{text!r} is not a duration such as '1 minute', '10 seconds' or '500 ms'")
-    return int(match.group(1)) * unit
 
 
 class PageViewSerde(Serde):
