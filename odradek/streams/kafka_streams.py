@@ -16,7 +16,6 @@ import logging
 import os
 import shutil
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -54,19 +53,6 @@ class StreamsUncaughtExceptionHandler:
 
 class MissingSourceTopicException(RuntimeError):
     """A topology reads a topic that does not exist (Kafka's exception of that name)."""
-
-
-def _start(writer, timeout_s: float = 120.0):
-    """Starts a query and waits (up to ``timeout_s``) until it has set up its sources: each query's
-    ``odradek`` source starts a Python worker that must connect back to the JVM within Spark's
-    fixed 10 s, which several starting at once on a loaded machine can miss."""
-    query = writer.start()
-    deadline = time.monotonic() + timeout_s
-    while query.isActive and time.monotonic() < deadline:
-        if query.status["message"] != "Initializing sources":
-            break
-        time.sleep(0.05)
-    return query
 
 
 def _all_done(queries: list) -> bool:
@@ -231,7 +217,7 @@ class KafkaStreams:
                 .queryName(f"{config.application_id}-stateless")
                 .trigger(**trigger)
             )
-            queries.append(_start(writer))
+            queries.append(writer.start())
         staged: list[tuple[int, Any]] = []  # (query_stage, writer) of each aggregation's query
         for agg in plan.aggregations:
             sink_id = agg.node.name
@@ -265,13 +251,13 @@ class KafkaStreams:
             )
             staged.append((query_stage(agg.node), writer))
         if not trigger.get("availableNow"):
-            return queries + [_start(writer) for _, writer in staged]
+            return queries + [writer.start() for _, writer in staged]
         # Processing what is there now: a query reading a repartition topic another query writes
         # starts once that one has written all it will.
         for stage in sorted({stage for stage, _ in staged}):
             if stage > 0 and not _all_done(queries):
                 break  # a query failed: the watcher reports it; the later ones would read too little
-            queries += [_start(writer) for s, writer in staged if s == stage]
+            queries += [writer.start() for s, writer in staged if s == stage]
         return queries
 
     # -- watching and stopping -------------------------------------------------------------------
