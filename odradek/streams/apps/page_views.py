@@ -38,6 +38,7 @@ import json
 from datetime import UTC, datetime
 
 from odradek.pipeline.pipelines.run_config import RunConfig, interval_ms
+from odradek.streams.apps import run_exactly_once
 from odradek.streams.serdes import Serde
 
 
@@ -179,9 +180,9 @@ def start(
 ) -> list:
     """``odradek pipeline run page-views``: the topology on ``spark``, exactly once; its
     checkpoints under ``<checkpoint>/page-views/<application.id>/``."""
-    from odradek.streams import KafkaStreams
-
-    streams = KafkaStreams(
+    return run_exactly_once(
+        spark,
+        config,
         topology(
             input_topic,
             output_topic,
@@ -190,15 +191,6 @@ def start(
             window_ms=interval_ms(window),
             grace_ms=interval_ms(grace),
         ),
-        {
-            "application.id": application_id(input_topic, output_topic),
-            "bootstrap.servers": config.bootstrap_servers,
-            "processing.guarantee": "exactly_once_v2",
-            "state.dir": config.checkpoint_dir("page-views"),
-            "auto.offset.reset": config.starting_offsets,
-        },
-        spark=spark,
-        trigger=config.spark_trigger(),
+        "page-views",
+        application_id(input_topic, output_topic),
     )
-    streams.start()
-    return streams.queries()
