@@ -274,7 +274,9 @@ class KafkaStreams:
         """Handles a failed query; True when the app carries on (its queries replaced)."""
         self.exception = exc
         self._state = State.PENDING_ERROR
-        log.error("%s: a query failed: %s", self.config.application_id, str(exc).splitlines()[0])
+        from odradek.pipeline.supervise import failure_line
+
+        log.error("%s: a query failed: %s", self.config.application_id, failure_line(exc))
         response = None
         if self._handler is not None:
             try:
