@@ -11,8 +11,10 @@ takes the options and gives the schema of Spark's Kafka source (``source.py``,
 ``options.py``); its streaming sink is exactly once (``exactly_once.py``).
 
 Pipelines (``odradek pipeline run NAME``): ``page-views`` (views per page per minute
-and a top-N table), ``offline-load`` (resumable export to Parquet partitioned by date)
-and ``value-length`` (Kafka Streams' introductory example, ``mapValues(value -> length)``).
+and a top-N table), ``offline-load`` (resumable export to Parquet partitioned by date),
+``value-length`` (Kafka Streams' introductory example, ``mapValues(value -> length)``) and
+``page-views-by-region``; all but ``offline-load`` are ``odradek.streams`` topologies
+(``odradek/streams/apps``).
 
 PySpark and PyArrow are optional dependencies (``pip install odradek[spark]``); nothing
 here imports them until it is used.

@@ -108,7 +108,7 @@ def generate_page_views(
       odradek pipeline generate page-views --rate 200
       odradek pipeline generate page-views --count 10000 --rate 0 --seed 1
     """
-    from odradek.pipeline.pipelines.page_views import generate as run_generate
+    from odradek.pipeline.pipelines.page_view_events import generate as run_generate
 
     ensure_topics(bootstrap_servers, {topic: partitions})
     started = time.monotonic()
@@ -336,30 +336,61 @@ def _run(
 
 @run.command("page-views")
 @run_options
-@click.option("--input", "input_topic", default="page-views", show_default=True)
-@click.option("--output", "output_topic", default="page-views-per-minute", show_default=True)
+@click.option("--input", "input_topic", default="page-views", show_default=True, help="The page-view events.")
+@click.option(
+    "--output",
+    "output_topic",
+    default="page-views-per-minute",
+    show_default=True,
+    help="Views per page per window, keyed by page, one record per window.",
+)
 @click.option(
     "--top-topic", default="page-views-top", show_default=True, help="Compacted topic of the top-N table."
 )
-@click.option("--top", "top_n", type=int, default=10, show_default=True)
-@click.option("--window", default="1 minute", show_default=True)
-@click.option("--watermark", default="1 minute", show_default=True)
+@click.option("--top", "top_n", type=click.IntRange(min=1), default=10, show_default=True, help="N of the top N.")
+@click.option(
+    "--window", default="1 minute", show_default=True, help="Window size (TimeWindows), e.g. '10 seconds'."
+)
+@click.option(
+    "--grace",
+    "--watermark",
+    "grace",
+    default="1 minute",
+    show_default=True,
+    help="How late (in event time) an event may come and still count in its window: Kafka "
+    "Streams' grace period (--watermark is its old name).",
+)
 def run_page_views(
-    config, master, spark_conf, log_level, input_topic, output_topic, top_topic, top_n, window, watermark
+    config, master, spark_conf, log_level, input_topic, output_topic, top_topic, top_n, window, grace
 ):
-    """Views per page per minute (event time, watermark) and a top-N pages table.
+    """Views per page per minute (event time, with a grace period) and a top-N pages table.
 
+    A Kafka Streams topology (odradek/streams/apps/page_views.py) run by Spark, exactly once.
     Feed it with `odradek pipeline generate page-views` running side by side (another
-    terminal). The top-N table (--top-topic) changes with every micro-batch. A window's
-    count reaches --output only once the watermark has passed the window's end, that is
-    once events about --window plus --watermark newer than the window's start have
-    arrived (two minutes with the defaults): until then --output stays empty.
+    terminal). The event time is each event's `ts`. A window's count reaches --output once,
+    when stream time (the newest event time seen) has passed the window's end plus --grace
+    (events two minutes newer than the window's start, with the defaults): until then
+    --output stays empty. The all-time top N reaches --top-topic, keyed by rank ("001", ...),
+    whenever the counts change.
+
+    --checkpoint is Kafka Streams' state.dir: the app's checkpoints are in
+    CHECKPOINT/page-views/page-views-INPUT-OUTPUT/, its application.id (also the prefix of its
+    internal topics: the changelogs and repartition topics `odradek topics list` shows).
+    --trigger is its commit interval; --starting-offsets its auto.offset.reset (earliest or
+    latest).
 
     \b
     Examples:
       odradek pipeline run page-views
-      odradek pipeline run page-views --window '10 seconds' --watermark '5 seconds' --trigger '2 seconds'
+      odradek pipeline run page-views --window '10 seconds' --grace '5 seconds' --trigger '2 seconds'
     """
+    from odradek.pipeline.pipelines.run_config import interval_ms
+
+    for name, value in (("--window", window), ("--grace", grace)):
+        try:
+            interval_ms(value)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint=name) from None
     ensure_topics(
         config.bootstrap_servers,
         {output_topic: 3, top_topic: 1},
@@ -372,15 +403,15 @@ def run_page_views(
         log_level,
         config,
         output=f"{output_topic} and {top_topic}",
-        note=f"the top pages reach {top_topic} with every micro-batch; a window's count reaches "
-        f"{output_topic} once the watermark passes the window's end (events {window} + {watermark} "
-        f"newer). Feed {input_topic} with `odradek pipeline generate page-views`, side by side.",
+        note=f"the top pages reach {top_topic} as the counts change; a window's count reaches "
+        f"{output_topic} once events {window} + {grace} newer than its start have arrived. "
+        f"Feed {input_topic} with `odradek pipeline generate page-views`, side by side.",
         input_topic=input_topic,
         output_topic=output_topic,
         top_topic=top_topic,
         top_n=top_n,
         window=window,
-        watermark=watermark,
+        grace=grace,
     )
 
 

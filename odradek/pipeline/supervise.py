@@ -220,7 +220,7 @@ def supervise(spark, name: str, queries: list, *, console=None) -> RunSummary:
             counter.add(progress)
         qid = str(q.id)
         exc = q.exception()
-        error = _first_line(exc) if exc is not None else None
+        error = failure_line(exc) if exc is not None else None
         results.append(QueryResult(counter.names[qid], counter.rows(qid), counter.batches(qid), error))
     return RunSummary(name, time.monotonic() - started, signals.requested.is_set(), results)
 
@@ -246,7 +246,7 @@ def _failed(queries) -> bool:
 _PYTHON_ERROR = re.compile(r"^(?:[A-Za-z_][\w.]*\.)?([A-Z]\w*(?:Error|Exception|Exit|Interrupt)\w*): (.+)$")
 
 
-def _first_line(exc) -> str:
+def failure_line(exc) -> str:
     """The cause of a query's failure, in one line.
 
     Spark wraps a Python task's exception in layers (StreamingQueryException, the stage

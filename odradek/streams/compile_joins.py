@@ -47,7 +47,8 @@ def changelog_flow(c: Any, table: Node, roots: dict, memo: dict):
     if table.op == "table_join":
         return c.flow(table, roots, memo)
     raise TopologyException(
-        f"{table.name}: joining or re-grouping the KTable of an aggregation is not supported yet; "
+        f"{table.name}: joining the KTable of an aggregation, or re-grouping a windowed one, is not "
+        "supported yet; "
         "write it to a topic with to_stream().to(...) and read that topic with builder.table(...)"
     )
 

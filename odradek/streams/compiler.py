@@ -27,6 +27,7 @@ from odradek.streams.dsl_joins import JOIN_OPS, TABLE_AGGREGATES
 from odradek.streams.serdes import LongSerde, Serde
 from odradek.streams.stage import RECORD_SCHEMA, PickleSerde, stage_function
 from odradek.streams.streams_config import StreamsConfig
+from odradek.streams.timestamps import extract_timestamps
 from odradek.streams.topology import Node, Topology
 
 OUTPUT_COLUMNS = ("topic", "key", "value")
@@ -212,9 +213,14 @@ class Compiler:
         op, args = node.op, node.args
         if op == "source":
             df = self.read(node.topics).select("key", "value", "timestamp", "offset", "topic")
-            return Flow(
-                df, args["key_serde"] or self.config.key_serde, args["value_serde"] or self.config.value_serde
-            )
+            key_serde = args["key_serde"] or self.config.key_serde
+            value_serde = args["value_serde"] or self.config.value_serde
+            if args.get("timestamp_extractor") is not None:
+                run = extract_timestamps(
+                    args["timestamp_extractor"], key_serde, value_serde, self.config.continue_on_bad_records
+                )
+                df = df.mapInArrow(run, RECORD_SCHEMA)
+            return Flow(df, key_serde, value_serde)
         if op == "repartition_source" and _materialized(node):
             topic = internal_topic(self.config.application_id, node.topics[0])
             df = self.read([topic]).select("key", "value", "timestamp", "offset", "topic")
@@ -299,20 +305,26 @@ class Compiler:
             return self._windowed(node, terminals, self.encode(parent, in_key, in_value), in_key, in_value)
         df = self.encode(parent, in_key, in_value).where(F.col("key").isNotNull())
         key_serde = args.get("key_serde") or in_key
+        regroupings = table_grouping.regroupings(self.topology, node)  # these need the old values
+        with_old = bool(regroupings)
         if node.op == "latest":  # a table: the newest value per key, None deleting it
             updates = df.groupBy("key").agg(F.max_by("value", "offset").alias("value"))
             value_serde = in_value
-        elif node.op == "count":
+        elif node.op == "count" and not with_old:
             counts = df.where(F.col("value").isNotNull()).groupBy("key").agg(F.count(F.lit(1)).alias("n"))
             value_serde = LongSerde()
             updates = counts.select("key", value_serde.spark_encode(F.col("n")).alias("value"))
         elif node.op in TABLE_AGGREGATES:
-            updates, value_serde = table_grouping.fold(df, node, in_key, in_value, self.config.value_serde)
+            updates, value_serde = table_grouping.fold(
+                df, node, in_key, in_value, self.config.value_serde, with_old=with_old
+            )
         else:
-            value_serde = args.get("value_serde") or (
+            value_serde = LongSerde() if node.op == "count" else args.get("value_serde") or (
                 in_value if node.op == "reduce" else self.config.value_serde
             )
-            updates = _fold(df.where(F.col("value").isNotNull()), node, in_key, in_value, value_serde)
+            updates = _fold(
+                df.where(F.col("value").isNotNull()), node, in_key, in_value, value_serde, with_old=with_old
+            )
         store = self.topology.stores[args["store"]]
         changelog = f"{self.config.application_id}-{store.name}-changelog" if store.logged else None
 
@@ -325,6 +337,9 @@ class Compiler:
                 F.lit(None).cast("string").alias("topic"),
             )
             roots = {id(node): Flow(rows, key_serde, value_serde)}
+            for select in regroupings:  # KTable.group_by: the changes for its repartition topic
+                changes = table_grouping.changes_of_updates(batch, select, key_serde, value_serde)
+                roots[id(select)] = Flow(changes, PickleSerde(), PickleSerde())
             memo: dict[int, Flow] = {}
             parts = [self.output(t, roots, memo) for t in terminals]
             if changelog:
@@ -350,19 +365,24 @@ class Compiler:
         return Aggregation(node, parts.updates, outputs, after=parts.close_batch, metrics=parts.metrics)
 
 
-def _fold(df, node: Node, key_serde: Serde, value_serde: Serde, agg_serde: Serde):
-    """reduce/aggregate with the user's Python functions, the aggregate kept in Spark's state store
-    as bytes in ``agg_serde``: ``applyInPandasWithState`` in update mode."""
+def _fold(df, node: Node, key_serde: Serde, value_serde: Serde, agg_serde: Serde, *, with_old: bool = False):
+    """reduce/aggregate (count too, when its table is re-grouped) with the user's Python functions,
+    the aggregate kept in Spark's state store as bytes in ``agg_serde``: ``applyInPandasWithState``
+    in update mode; ``with_old``: each row also has the key's value before the micro-batch (``old``),
+    as Kafka's aggregations send old values to a ``KTable.group_by``."""
     from pyspark.sql.streaming.state import GroupStateTimeout
 
     reducer = node.args.get("reducer")
     initializer = node.args.get("initializer")
     aggregator = node.args.get("aggregator")
+    if node.op == "count":
+        initializer, aggregator = (lambda: 0), (lambda _key, _value, n: n + 1)
 
     def update(key, frames, state):
         import pandas as pd
 
         k = key_serde.deserialize("", key[0])
+        old = state.get[0] if state.exists else None
         if state.exists:
             agg, have = agg_serde.deserialize("", state.get[0]), True
         elif initializer is not None:
@@ -381,14 +401,14 @@ def _fold(df, node: Node, key_serde: Serde, value_serde: Serde, agg_serde: Serde
                 have = True
         encoded = agg_serde.serialize("", agg)
         state.update((encoded,))
-        yield pd.DataFrame({"key": [key[0]], "value": [encoded]})
+        row = {"key": [key[0]], "value": [encoded]}
+        yield pd.DataFrame({**row, "old": [old]} if with_old else row)
 
+    schema = table_grouping.UPDATES_WITH_OLD if with_old else "key binary, value binary"
     return (
         df.select("key", "value", "offset")
         .groupBy("key")
-        .applyInPandasWithState(
-            update, "key binary, value binary", "agg binary", "update", GroupStateTimeout.NoTimeout
-        )
+        .applyInPandasWithState(update, schema, "agg binary", "update", GroupStateTimeout.NoTimeout)
     )
 
 
@@ -403,6 +423,9 @@ def _stateful_ancestors(node: Node, include_self: bool = True) -> list[Node]:
         if id(current) in seen:
             continue
         seen.add(id(current))
+        if table_grouping.regrouped_aggregation(current) is not None:  # computed in the aggregation
+            stack.extend(current.parents)
+            continue
         if current.op in STATEFUL or current.op in JOIN_OPS:
             found.append(current)
             continue
@@ -458,6 +481,29 @@ def materialized_repartition_topics(topology: Topology, application_id: str) -> 
         for n in topology.nodes
         if n.op == "repartition_source" and _materialized(n)
     )
+
+
+def query_stage(node: Node) -> int:
+    """How many repartition topics written by another of the app's queries lie, at most, between
+    the input topics and the query of ``node`` (an aggregation or a join; 0: reads only input
+    topics). With ``availableNow``, a query must start once those writing its inputs are done."""
+    stage = 0
+    seen: set[int] = set()
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        if current.op == "repartition_source" and _materialized(current):
+            writers = _stateful_ancestors(current.args["upstream"])
+            stage = max(stage, 1 + max((query_stage(w) for w in writers), default=0))
+            continue
+        stack.extend(current.parents)
+        stack.extend(current.args[k] for k in ("left", "right", "table") if isinstance(current.args.get(k), Node))
+        if current.op == "repartition_source":
+            stack.append(current.args["upstream"])
+    return stage
 
 
 def _union(frames: list):

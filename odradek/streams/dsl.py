@@ -91,7 +91,13 @@ class StreamsBuilder:
         consumed = consumed or Consumed()
         name = consumed.name or self._new_name("KSTREAM-SOURCE-")
         node = self._add(
-            name, "source", "source", [], key_serde=consumed.key_serde, value_serde=consumed.value_serde
+            name,
+            "source",
+            "source",
+            [],
+            key_serde=consumed.key_serde,
+            value_serde=consumed.value_serde,
+            timestamp_extractor=consumed.timestamp_extractor,
         )
         node.topics = topic_list
         return KStream(self, node, key_changed=False)
@@ -108,6 +114,7 @@ class StreamsBuilder:
             [],
             key_serde=consumed.key_serde,
             value_serde=consumed.value_serde,
+            timestamp_extractor=consumed.timestamp_extractor,
         )
         source.topics = [topic]
         node = self._add(self._new_name("KTABLE-SOURCE-"), "processor", "latest", [source], store=store.name)

@@ -7,7 +7,7 @@ A serde left as None means the application's ``default.key.serde`` / ``default.v
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from odradek.streams.serdes import Serde
@@ -15,17 +15,26 @@ from odradek.streams.serdes import Serde
 
 @dataclass(frozen=True)
 class Consumed:
+    """How a source reads its topic: serdes, a name, and a ``timestamp_extractor(record,
+    partition_time) -> ms`` giving each record its event time (``timestamps.py``)."""
+
     key_serde: Serde | None = None
     value_serde: Serde | None = None
     name: str | None = None
+    timestamp_extractor: Any = None
 
     @classmethod
-    def with_(cls, key_serde: Serde | None = None, value_serde: Serde | None = None) -> Consumed:
-        return cls(key_serde, value_serde)
+    def with_(
+        cls, key_serde: Serde | None = None, value_serde: Serde | None = None, timestamp_extractor: Any = None
+    ) -> Consumed:
+        return cls(key_serde, value_serde, timestamp_extractor=timestamp_extractor)
 
     @classmethod
     def as_(cls, name: str) -> Consumed:
         return cls(name=name)
+
+    def with_timestamp_extractor(self, extractor: Any) -> Consumed:
+        return replace(self, timestamp_extractor=extractor)
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,13 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from odradek.streams.compiler import Compiler, Plan, materialized_repartition_topics, plan_metrics
+from odradek.streams.compiler import (
+    Compiler,
+    Plan,
+    materialized_repartition_topics,
+    plan_metrics,
+    query_stage,
+)
 from odradek.streams.interactive_queries import InvalidStateStoreException, ReadOnlyKeyValueStore
 from odradek.streams.streams_config import StreamsConfig
 from odradek.streams.topology import Topology
@@ -47,6 +53,16 @@ class StreamsUncaughtExceptionHandler:
 
 class MissingSourceTopicException(RuntimeError):
     """A topology reads a topic that does not exist (Kafka's exception of that name)."""
+
+
+def _all_done(queries: list) -> bool:
+    """Waits for ``queries`` (run with availableNow) to end; False when one failed."""
+    for q in queries:
+        try:
+            q.awaitTermination()
+        except Exception:  # noqa: BLE001 - Spark raises the query's failure here
+            return False
+    return all(q.exception() is None for q in queries)
 
 
 class KafkaStreams:
@@ -202,6 +218,7 @@ class KafkaStreams:
                 .trigger(**trigger)
             )
             queries.append(writer.start())
+        staged: list[tuple[int, Any]] = []  # (query_stage, writer) of each aggregation's query
         for agg in plan.aggregations:
             sink_id = agg.node.name
 
@@ -232,7 +249,15 @@ class KafkaStreams:
                 .queryName(f"{config.application_id}-{agg.node.name}")
                 .trigger(**trigger)
             )
-            queries.append(writer.start())
+            staged.append((query_stage(agg.node), writer))
+        if not trigger.get("availableNow"):
+            return queries + [writer.start() for _, writer in staged]
+        # Processing what is there now: a query reading a repartition topic another query writes
+        # starts once that one has written all it will.
+        for stage in sorted({stage for stage, _ in staged}):
+            if stage > 0 and not _all_done(queries):
+                break  # a query failed: the watcher reports it; the later ones would read too little
+            queries += [writer.start() for s, writer in staged if s == stage]
         return queries
 
     # -- watching and stopping -------------------------------------------------------------------
@@ -249,7 +274,9 @@ class KafkaStreams:
         """Handles a failed query; True when the app carries on (its queries replaced)."""
         self.exception = exc
         self._state = State.PENDING_ERROR
-        log.error("%s: a query failed: %s", self.config.application_id, str(exc).splitlines()[0])
+        from odradek.pipeline.supervise import failure_line
+
+        log.error("%s: a query failed: %s", self.config.application_id, failure_line(exc))
         response = None
         if self._handler is not None:
             try:

@@ -103,6 +103,20 @@ def apply_ops(ops: list[tuple], key, value, context: RecordContext | None) -> li
     return items
 
 
+def skip_bad_record(exc: Exception, topic: str | None, offset: int, continue_on_bad_records: bool) -> None:
+    """The deserialization exception handler: logs a record its serdes cannot read and returns
+    (LogAndContinue: the caller skips it), or fails the query (LogAndFail)."""
+    where = f"topic {topic}, offset {offset}" if topic else f"offset {offset}"
+    if continue_on_bad_records:
+        log.warning("skipping a record (%s) its serdes cannot read: %s", where, exc)
+        return
+    raise StreamsException(
+        f"deserialization failed for a record ({where}): {exc}; set "
+        "default.deserialization.exception.handler to "
+        "org.apache.kafka.streams.errors.LogAndContinueExceptionHandler to skip such records"
+    ) from exc
+
+
 def stage_function(
     ops: list[tuple],
     in_key: Serde,
@@ -134,16 +148,8 @@ def stage_function(
                     key = in_key.deserialize(topic or "", key_bytes)
                     value = in_value.deserialize(topic or "", value_bytes)
                 except Exception as exc:  # noqa: BLE001 - any serde failure goes to the handler
-                    offset = batch.column("offset")[row].as_py()
-                    where = f"topic {topic}, offset {offset}" if topic else f"offset {offset}"
-                    if continue_on_bad_records:
-                        log.warning("skipping a record (%s) its serdes cannot read: %s", where, exc)
-                        continue
-                    raise StreamsException(
-                        f"deserialization failed for a record ({where}): {exc}; set "
-                        "default.deserialization.exception.handler to "
-                        "org.apache.kafka.streams.errors.LogAndContinueExceptionHandler to skip such records"
-                    ) from exc
+                    skip_bad_record(exc, topic, batch.column("offset")[row].as_py(), continue_on_bad_records)
+                    continue
                 if needs_context:
                     micros = millis[row] if millis is not None else None
                     offset = batch.column("offset")[row].as_py()

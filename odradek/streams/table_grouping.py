@@ -11,6 +11,12 @@ and the adder to its stored aggregate, emitting the key's new aggregate at each 
 
 On the repartition topic a change is its value's bytes after one flag byte (1: add, 0: subtract):
 ``ChangeSerde``. Kafka's own ``ChangedSerializer`` layout differs; the topic is internal.
+
+Re-grouping the table of an aggregation (``stream.group_by(...).count().group_by(...)``, Kafka's
+TopArticlesExample) needs no second copy of the table: as Kafka's aggregations "send old values"
+to a ``KTableRepartitionMap``, the aggregation's own state function gives each updated key's value
+before the micro-batch (``old``) beside its new one, and ``changes_of_updates`` turns those rows,
+inside the aggregation's query, into the same subtract/add records for the repartition topic.
 """
 
 from __future__ import annotations
@@ -20,6 +26,13 @@ from collections.abc import Callable
 from typing import Any
 
 from odradek.streams.serdes import LongSerde, Serde
+from odradek.streams.stage import RECORD_SCHEMA, apply_ops
+from odradek.streams.topology import Node, Topology
+
+# Aggregations whose table can be re-grouped from their updates (a windowed table cannot yet).
+REGROUPABLE = {"count", "reduce", "aggregate", "table_aggregate"}
+_TABLE_OPS = ("table_filter", "table_filter_not", "table_map_values")
+UPDATES_WITH_OLD = "key binary, value binary, old binary"
 
 
 class ChangeSerde(Serde):
@@ -67,6 +80,82 @@ def select_changes(selector: Callable, key_serde: Serde, value_serde: Serde) -> 
     return changes
 
 
+def regrouped_aggregation(select: Node) -> Node | None:
+    """The aggregation whose table ``select`` (a ``table_select``) re-groups, through the table's
+    ``filter``/``map_values``; None when the table is not an aggregation's."""
+    if select.op != "table_select":
+        return None
+    table = select.args["table"]
+    while table.op in _TABLE_OPS:
+        table = table.parents[0]
+    return table if table.op in REGROUPABLE else None
+
+
+def regroupings(topology: Topology, aggregation: Node) -> list[Node]:
+    """The ``table_select`` nodes re-grouping ``aggregation``'s table."""
+    return [n for n in topology.nodes if n.op == "table_select" and regrouped_aggregation(n) is aggregation]
+
+
+def _table_ops(select: Node) -> list[tuple]:
+    """The table's ``filter``/``map_values`` between the aggregation and ``select``, in order."""
+    ops = []
+    table = select.args["table"]
+    while table.op in _TABLE_OPS:
+        ops.append((table.op, table.args["fn"], table.args.get("with_key", False)))
+        table = table.parents[0]
+    return ops[::-1]
+
+
+def changes_of_updates(updates, select: Node, key_serde: Serde, value_serde: Serde):
+    """``updates``: a micro-batch of an aggregation's rows (``UPDATES_WITH_OLD``); the records the
+    select sends to its repartition topic: per key, the old value's group and value to subtract,
+    then the new value's to add (pickled, as ``select_changes`` gives them)."""
+    from pyspark.sql import functions as F
+
+    ops, selector = _table_ops(select), select.args["fn"]
+
+    def table_value(key, data):
+        if data is None:
+            return None
+        [(_, value, _)] = apply_ops(ops, key, value_serde.deserialize("", data), None)
+        return value
+
+    def run(batches):
+        import pyarrow as pa
+
+        for batch in batches:
+            keys, values, taken = [], [], []
+            for row, (key_bytes, new, old) in enumerate(
+                zip(
+                    batch.column("key").to_pylist(),
+                    batch.column("value").to_pylist(),
+                    batch.column("old").to_pylist(),
+                    strict=True,
+                )
+            ):
+                key = key_serde.deserialize("", key_bytes)
+                for added, data in ((False, old), (True, new)):
+                    value = table_value(key, data)
+                    if value is not None:
+                        group, selected = selector(key, value)
+                        keys.append(_pickle(group))
+                        values.append(_pickle((added, selected)))
+                        taken.append(row)
+            yield pa.RecordBatch.from_arrays(
+                [
+                    pa.array(keys, pa.binary()),
+                    pa.array(values, pa.binary()),
+                    batch.column("timestamp").take(pa.array(taken, pa.int64())),
+                    pa.array([0] * len(keys), pa.int64()),
+                    pa.array([None] * len(keys), pa.string()),
+                ],
+                names=["key", "value", "timestamp", "offset", "topic"],
+            )
+
+    rows = updates.select("key", "value", "old", F.current_timestamp().alias("timestamp"))
+    return rows.mapInArrow(run, RECORD_SCHEMA)
+
+
 def _pickle(value) -> bytes:
     return pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
 
@@ -81,9 +170,12 @@ def result_serde(node, change_serde: Serde, default_value_serde: Serde) -> Serde
     return inner if kind == "reduce" else default_value_serde
 
 
-def fold(df, node, key_serde: Serde, change_serde: Serde, default_value_serde: Serde) -> tuple[Any, Serde]:
+def fold(
+    df, node, key_serde: Serde, change_serde: Serde, default_value_serde: Serde, *, with_old: bool = False
+) -> tuple[Any, Serde]:
     """The aggregation of the changes in ``df`` (key, value: a ``ChangeSerde`` change, offset):
-    a streaming DataFrame of updated (key, value) rows in update mode, and the values' serde."""
+    a streaming DataFrame of updated (key, value) rows in update mode, and the values' serde;
+    ``with_old``: each row also has the key's value before the micro-batch (``old``)."""
     from pyspark.sql.streaming.state import GroupStateTimeout
 
     agg_serde = result_serde(node, change_serde, default_value_serde)
@@ -104,7 +196,8 @@ def fold(df, node, key_serde: Serde, change_serde: Serde, default_value_serde: S
         import pandas as pd
 
         k = key_serde.deserialize("", key[0])
-        agg = agg_serde.deserialize("", state.get[0]) if state.exists else None
+        old = state.get[0] if state.exists else None
+        agg = agg_serde.deserialize("", old) if old is not None else None
         for frame in frames:
             for data in frame.sort_values("offset", kind="stable")["value"]:
                 change = change_serde.deserialize("", data)
@@ -116,13 +209,13 @@ def fold(df, node, key_serde: Serde, change_serde: Serde, default_value_serde: S
                 state.remove()
         else:
             state.update((encoded,))
-        yield pd.DataFrame({"key": [key[0]], "value": [encoded]})
+        row = {"key": [key[0]], "value": [encoded]}
+        yield pd.DataFrame({**row, "old": [old]} if with_old else row)
 
+    schema = UPDATES_WITH_OLD if with_old else "key binary, value binary"
     updates = (
         df.select("key", "value", "offset")
         .groupBy("key")
-        .applyInPandasWithState(
-            update, "key binary, value binary", "agg binary", "update", GroupStateTimeout.NoTimeout
-        )
+        .applyInPandasWithState(update, schema, "agg binary", "update", GroupStateTimeout.NoTimeout)
     )
     return updates, agg_serde

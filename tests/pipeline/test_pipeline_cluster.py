@@ -24,7 +24,7 @@ from support import wait_until
 from odradek.pipeline.cli import pipeline
 from odradek.pipeline.exactly_once import COMMIT_TOPIC_CONFIGS
 from odradek.pipeline.options import DEFAULT_COMMIT_TOPIC
-from odradek.pipeline.pipelines import page_views
+from odradek.pipeline.pipelines import page_view_events
 from odradek.pipeline.pipelines.run_config import RunConfig
 from odradek.pipeline.publish import Publisher
 from odradek.streams.apps import value_length
@@ -93,7 +93,7 @@ def test_generate_and_run_page_views_from_the_command_line(
     late = {"event_id": "late", "user": "u1", "page": "/page/0", "action": "view", "ts": t0 + 10 * 60_000}
     with Publisher(not_controller, events_topic) as pub:
         pub.send(json.dumps(late).encode(), key=b"u1")
-    events = list(page_views.events(300, seed=7, pages=12, start_ms=t0, step_ms=600)) + [late]
+    events = list(page_view_events.events(300, seed=7, pages=12, start_ms=t0, step_ms=600)) + [late]
 
     _cli("run", "page-views", "-b", not_controller, "--input", events_topic, "--output", minute_topic,
          "--top-topic", top_topic, "--top", "5", "--checkpoint", str(tmp_path / "ckpt"), "--available-now")  # fmt: skip

@@ -10,10 +10,10 @@ from datetime import UTC, datetime
 import pytest
 from pipeline_kafka import check_page_views, create_topic, produce, read_topic, user_headers
 
-from odradek.pipeline.pipelines import offline_load, page_views
+from odradek.pipeline.pipelines import offline_load, page_view_events
 from odradek.pipeline.pipelines.run_config import RunConfig
 from odradek.pipeline.publish import Publisher
-from odradek.streams.apps import value_length
+from odradek.streams.apps import page_views, value_length
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -63,13 +63,13 @@ def test_page_views_per_minute_and_top_pages(spark, broker, topic_name, tmp_path
     create_topic(broker.bootstrap_servers, minute_topic, 2)
     create_topic(broker.bootstrap_servers, top_topic, 1, {"cleanup.policy": "compact"})
     t0 = 1_767_225_600_000  # 2026-01-01T00:00:00Z
-    page_views.generate(
+    page_view_events.generate(
         broker.bootstrap_servers, events_topic, rate=0, count=600, seed=7, pages=12, start_ms=t0, step_ms=300
     )  # three minutes of events
     late = {"event_id": "late", "user": "u1", "page": "/page/0", "action": "view", "ts": t0 + 10 * 60_000}
     with Publisher(broker.bootstrap_servers, events_topic) as pub:
         pub.send(json.dumps(late).encode(), key=b"u1")
-    events = list(page_views.events(600, seed=7, pages=12, start_ms=t0, step_ms=300)) + [late]
+    events = list(page_view_events.events(600, seed=7, pages=12, start_ms=t0, step_ms=300)) + [late]
 
     queries = page_views.start(
         spark,
@@ -81,7 +81,8 @@ def test_page_views_per_minute_and_top_pages(spark, broker, topic_name, tmp_path
     )
     _finish(queries)
 
-    # Per minute: the watermark (10 min - 1 min) closed minutes 0-2, not minute 10.
+    # Per minute: stream time (10 min) passed the ends plus the grace (1 min) of minutes 0-2, not
+    # of minute 10.
     check_page_views(
         broker.bootstrap_servers, events, minute_topic, top_topic, 5, closed_before=t0 + 9 * 60_000
     )

@@ -1,7 +1,8 @@
 """The ready pipelines, each a function ``start(spark, config) -> [StreamingQuery, ...]``.
 
 * ``page-views`` — website activity tracking: views per page per event-time minute
-  (with a watermark) to one topic, and a top-N pages table to a compacted topic;
+  (with a grace period for late events) to one topic, and a top-N pages table to a compacted
+  topic, written with odradek.streams;
 * ``offline-load`` — periodic loading into an offline system: a topic's new records to
   Parquet partitioned by date, resuming where the last run stopped;
 * ``page-views-by-region`` — Kafka's PageViewRegion: page views joined with each user's region
@@ -12,7 +13,7 @@
 from __future__ import annotations
 
 PIPELINES = {
-    "page-views": "odradek.pipeline.pipelines.page_views",
+    "page-views": "odradek.streams.apps.page_views",  # a Streams topology
     "offline-load": "odradek.pipeline.pipelines.offline_load",
     "value-length": "odradek.streams.apps.value_length",  # a Streams topology
     "page-views-by-region": "odradek.streams.apps.page_views_by_region",  # a Streams topology

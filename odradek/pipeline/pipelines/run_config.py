@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -41,3 +42,27 @@ class RunConfig:
         if self.trigger:
             return writer.trigger(processingTime=self.trigger)
         return writer
+
+
+_UNITS_MS = {
+    "ms": 1,
+    "millisecond": 1,
+    "s": 1000,
+    "sec": 1000,
+    "second": 1000,
+    "m": 60_000,
+    "min": 60_000,
+    "minute": 60_000,
+    "h": 3_600_000,
+    "hour": 3_600_000,
+}
+
+
+def interval_ms(text: str) -> int:
+    """``"1 minute"``, ``"10 seconds"``, ``"500 ms"``, ``"2h"`` in milliseconds (ValueError otherwise)."""
+    match = re.fullmatch(r"\s*(\d+)\s*([a-z]+)\s*", text.lower())
+    word = match.group(2) if match else ""
+    unit = _UNITS_MS.get(word) or (_UNITS_MS.get(word[:-1]) if word.endswith("s") else None)
+    if not match or not unit:
+        raise ValueError(f"{text!r} is not a duration such as '1 minute', '10 seconds' or '500 ms'")
+    return int(match.group(1)) * unit

@@ -16,6 +16,8 @@ nowhere. The counts reach ``output_topic`` as Kafka's 8-byte longs, keyed by reg
 
 from __future__ import annotations
 
+from odradek.streams.apps import run_exactly_once
+
 
 def topology(views_topic: str, regions_topic: str, output_topic: str):
     from odradek.streams import Consumed, Grouped, Materialized, Produced, Serdes, StreamsBuilder
@@ -37,19 +39,10 @@ def topology(views_topic: str, regions_topic: str, output_topic: str):
 
 def start(spark, config, *, views_topic: str, regions_topic: str, output_topic: str) -> list:
     """``odradek pipeline run page-views-by-region``: the topology on ``spark``, exactly once."""
-    from odradek.streams import KafkaStreams
-
-    streams = KafkaStreams(
+    return run_exactly_once(
+        spark,
+        config,
         topology(views_topic, regions_topic, output_topic),
-        {
-            "application.id": f"page-views-by-region-{views_topic}-{output_topic}",
-            "bootstrap.servers": config.bootstrap_servers,
-            "processing.guarantee": "exactly_once_v2",
-            "state.dir": config.checkpoint_dir("page-views-by-region"),
-            "auto.offset.reset": config.starting_offsets,
-        },
-        spark=spark,
-        trigger=config.spark_trigger(),
+        "page-views-by-region",
+        f"page-views-by-region-{views_topic}-{output_topic}",
     )
-    streams.start()
-    return streams.queries()

@@ -20,6 +20,7 @@ string. A null value stays null. Written exactly once (``processing.guarantee=ex
 from __future__ import annotations
 
 from odradek.pipeline.pipelines.run_config import RunConfig
+from odradek.streams.apps import run_exactly_once
 
 
 def topology(input_topic: str, output_topic: str):
@@ -33,19 +34,10 @@ def topology(input_topic: str, output_topic: str):
 
 
 def start(spark, config: RunConfig, *, input_topic: str, output_topic: str) -> list:
-    from odradek.streams import KafkaStreams
-
-    streams = KafkaStreams(
+    return run_exactly_once(
+        spark,
+        config,
         topology(input_topic, output_topic),
-        {
-            "application.id": f"value-length-{input_topic}-{output_topic}",
-            "bootstrap.servers": config.bootstrap_servers,
-            "processing.guarantee": "exactly_once_v2",
-            "state.dir": config.checkpoint_dir("value-length"),
-            "auto.offset.reset": config.starting_offsets,
-        },
-        spark=spark,
-        trigger=config.spark_trigger(),
+        "value-length",
+        f"value-length-{input_topic}-{output_topic}",
     )
-    streams.start()
-    return streams.queries()
