@@ -164,7 +164,7 @@ def micro_batch_phases(queries) -> dict:
     per_batch: dict[int, dict[str, float]] = {}
     for query in queries:
         for progress in query.recentProgress:
-            if progress.get("numInputRows", 0) <= 0:
+            if not progress.get("numInputRows"):
                 continue
             batch = per_batch.setdefault(len(per_batch), {})
             durations = progress["durationMs"]

@@ -179,6 +179,9 @@ class KafkaStreams:
             .options(**self._client_options())
             .option("subscribe", ",".join(topics))
             .option("startingOffsets", self._starting_offsets(topics))
+            # One wave of read tasks per micro-batch (one per core): a batch of a few records
+            # spread over many partitions does not pay for several waves of Python tasks.
+            .option("maxPartitions", str(spark.sparkContext.defaultParallelism))
             .load()
         )
 
