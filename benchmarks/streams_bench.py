@@ -152,25 +152,41 @@ def measure(
     }
 
 
-def micro_batch_phases(queries) -> dict[str, float]:
-    """Median milliseconds of each phase of the micro-batches that had input (Spark's progress
-    reports: latestOffset, queryPlanning, addBatch, walCommit, commitOffsets, triggerExecution),
-    summed over the app's queries."""
-    totals: dict[str, float] = {}
+PHASES = ("latestOffset", "getBatch", "queryPlanning", "addBatch", "walCommit", "commitOffsets")
+
+
+def micro_batch_phases(queries) -> dict:
+    """Where the micro-batches that had input spent their time, from Spark's progress reports:
+    the batch duration (``triggerExecution``) and each phase (``durationMs``: latestOffset,
+    getBatch, queryPlanning, addBatch, walCommit, commitOffsets), plus the state store's updates
+    and commit (inside addBatch), each as p50/p99 ms; with several queries (an app's aggregations)
+    a phase is summed over the queries of the same batch index, as they run one beside another."""
+    per_batch: dict[int, dict[str, float]] = {}
     for query in queries:
-        reports = [p for p in query.recentProgress if p.get("numInputRows", 0) > 0]
-        for phase in (
-            "latestOffset",
-            "queryPlanning",
-            "addBatch",
-            "walCommit",
-            "commitOffsets",
-            "triggerExecution",
-        ):
-            values = [p["durationMs"].get(phase, 0) for p in reports]
-            if values:
-                totals[phase] = totals.get(phase, 0) + statistics.median(values)
-    return totals
+        for progress in query.recentProgress:
+            if not progress.get("numInputRows"):
+                continue
+            batch = per_batch.setdefault(len(per_batch), {})
+            durations = progress["durationMs"]
+            batch["batch"] = batch.get("batch", 0) + durations.get("triggerExecution", 0)
+            for phase in PHASES:
+                batch[phase] = batch.get(phase, 0) + durations.get(phase, 0)
+            for operator in progress.get("stateOperators", []):
+                batch["state updates"] = batch.get("state updates", 0) + operator.get("allUpdatesTimeMs", 0)
+                batch["state commit"] = batch.get("state commit", 0) + operator.get("commitTimeMs", 0)
+    if not per_batch:
+        return {}
+    summary = {}
+    for name in per_batch[0]:
+        values = sorted(b.get(name, 0) for b in per_batch.values())
+        summary[name] = (statistics.median(values), values[min(len(values) - 1, int(len(values) * 0.99))])
+    summary["batches"] = len(per_batch)
+    return summary
+
+
+def load_average() -> str:
+    """The machine's 1/5/15-minute load (other processes share the cores: read the times with it)."""
+    return " ".join(f"{x:.1f}" for x in os.getloadavg())
 
 
 def pyspark_wordcount(
@@ -281,8 +297,18 @@ def main() -> None:
     parser.add_argument("--probes", type=int, default=100)
     parser.add_argument("--rate", type=float, default=20.0, help="probe lines per second")
     parser.add_argument("--timeout", type=float, default=600.0)
+    parser.add_argument(
+        "--shuffle-partitions",
+        type=int,
+        default=2,
+        help="spark.sql.shuffle.partitions: the aggregation's tasks (one per core of local[2])",
+    )
+    parser.add_argument(
+        "--conf", action="append", default=[], metavar="KEY=VALUE", help="Extra Spark settings, to compare."
+    )
     parser.add_argument("--skip", action="append", default=[], choices=["dsl", "pyspark", "faust"])
     args = parser.parse_args()
+    args.load_before = load_average()
 
     workdir = tempfile.mkdtemp(prefix="odradek-streams-bench-")
     broker = None
@@ -298,8 +324,15 @@ def main() -> None:
         if not {"dsl", "pyspark"} <= set(args.skip):
             from odradek.pipeline import spark_session
 
+            extra = dict(item.split("=", 1) for item in args.conf)
             spark = spark_session(
-                args.master, app_name="odradek-streams-bench", config={"spark.sql.shuffle.partitions": "4"}
+                args.master,
+                app_name="odradek-streams-bench",
+                config={
+                    "spark.sql.shuffle.partitions": str(args.shuffle_partitions),
+                    "spark.sql.streaming.numRecentProgressUpdates": "1000",  # every batch of a run
+                    **extra,
+                },
             )
             spark.sparkContext.setLogLevel("WARN")
 
@@ -386,7 +419,10 @@ def run_faust(bootstrap: str, topic_pair: tuple[str, str], args, workdir: str) -
 
 def print_table(results: dict[str, dict], args) -> None:
     print(f"\nWordCount: {args.lines} lines x {args.words} words, {args.partitions} partitions, "
-          f"commit interval {args.commit_interval_ms} ms, master {args.master}")  # fmt: skip
+          f"commit interval {args.commit_interval_ms} ms, master {args.master}, "
+          f"{args.shuffle_partitions} shuffle partitions")  # fmt: skip
+    print(f"load average (1/5/15 min): {args.load_before} before, {load_average()} after; "
+          f"{os.cpu_count()} cores")  # fmt: skip
     print(f"{'engine':<26} {'records/s':>12} {'p50 ms':>9} {'p99 ms':>9} {'start s':>8}  note")
     for name, r in results.items():
         if "error" in r:
@@ -404,9 +440,14 @@ def print_table(results: dict[str, dict], args) -> None:
             f"{r['startup_s']:>8.1f}  {note}"
         )
     for name, r in results.items():
-        if r.get("phases"):
-            parts = ", ".join(f"{phase} {ms:.0f}" for phase, ms in r["phases"].items())
-            print(f"  {name} micro-batch, median ms: {parts}")
+        phases = dict(r.get("phases") or {})
+        if not phases:
+            continue
+        batches, (p50, p99) = phases.pop("batches"), phases.pop("batch")
+        biggest = sorted(phases.items(), key=lambda item: -item[1][0])
+        parts = ", ".join(f"{phase} {a:.0f}/{b:.0f}" for phase, (a, b) in biggest if b > 0)
+        print(f"  {name}: {batches} micro-batches with input, duration p50 {p50:.0f} ms, p99 {p99:.0f} ms")
+        print(f"    phases p50/p99 ms, biggest first: {parts}")
     base = results.get("PySpark (hand-written)", {})
     dsl = results.get("odradek.streams DSL", {})
     faust = results.get("faust-streaming", {})

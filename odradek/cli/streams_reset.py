@@ -10,7 +10,9 @@ from the start:
 3. the checkpoints removed: ``<state.dir>/<application.id>`` (Spark's checkpoint and state store live
    there: without this, Spark would resume from its own offsets whatever the group says).
 
-``--dry-run`` prints the plan and changes nothing.
+``--dry-run`` prints the plan and changes nothing. Against a secured broker, the client security
+keys (``security.protocol``, ``sasl.*``, ``ssl.*``) come from a properties file, ``--config-file`` as
+Kafka's tool names it (``--command-config``, the other tools' name, works too).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import tempfile
 
 import click
 
-from .common import CliError, client_command
+from .common import CliError, Session, client_command
 
 _INACTIVE = {"Empty", "Dead"}
 DEFAULT_STATE_DIR = os.path.join(tempfile.gettempdir(), "kafka-streams")  # Kafka Streams' default
@@ -56,9 +58,15 @@ def streams():
     type=click.Path(file_okay=False),
     help="The app's state.dir: <state-dir>/<application-id> (checkpoints, state) is removed.",
 )
+@click.option(
+    "--config-file",
+    type=click.Path(dir_okay=False),
+    metavar="FILE",
+    help="Client properties (Kafka's tool's name for --command-config): security.protocol, sasl.*, ssl.*.",
+)
 @click.option("--dry-run", is_flag=True, help="Print what would be done; change nothing.")
 @client_command
-def reset(session, application_id, input_topics, intermediate_topics, state_dir, dry_run):
+def reset(session, application_id, input_topics, intermediate_topics, state_dir, config_file, dry_run):
     """Reset a Streams app to reprocess its input from the start (kafka-streams-application-reset).
 
     Stop every instance of the app first: the group must have no members.
@@ -67,7 +75,13 @@ def reset(session, application_id, input_topics, intermediate_topics, state_dir,
     Examples:
       odradek streams reset --application-id wordcount --input-topics lines
       odradek streams reset --application-id wordcount --input-topics lines,more --dry-run
+      odradek streams reset --application-id wordcount --input-topics lines \\
+          -b broker:9094 --config-file client.properties   # security.protocol=SASL_SSL, sasl.*, ssl.*
     """
+    if config_file:
+        if session.command_config:
+            raise CliError("both --config-file and --command-config given", "give one properties file")
+        session = Session(session.bootstrap, config_file, session.output)
     from odradek.client.structs import TopicPartition
 
     inputs = [t for t in input_topics.split(",") if t]

@@ -16,6 +16,8 @@ offsets options in that order; ``startingOffsetsByTimestampStrategy`` (``error``
 ``latest``: what to do when no record is that new); ``maxOffsetsPerTrigger``;
 ``minOffsetsPerTrigger`` with ``maxTriggerDelay``; ``minPartitions`` and
 ``maxRecordsPerPartition`` (how offset ranges are split into Spark partitions);
+``maxPartitions`` (Odradek's: at most this many Spark tasks per read, small ranges packed into
+one task that reads them in turn: a micro-batch of a few records is one wave of tasks);
 ``includeHeaders``; ``failOnDataLoss``; ``kafka.isolation.level``
 (``read_uncommitted`` or ``read_committed``); ``kafka.client.id``;
 ``kafka.request.timeout.ms``; ``kafka.max.partition.fetch.bytes``. With ``valueFormat`` or
@@ -326,6 +328,7 @@ class ReadOptions:
     min_offsets_per_trigger: int | None
     max_trigger_delay_ms: int
     min_partitions: int | None
+    max_partitions: int | None
     max_records_per_partition: int
     client_id: str
     timeout_s: float
@@ -390,6 +393,7 @@ def read_options(
         min_offsets_per_trigger=opts.integer("minOffsetsPerTrigger", minimum=1),
         max_trigger_delay_ms=opts.duration_ms("maxTriggerDelay", 15 * 60_000),
         min_partitions=opts.integer("minPartitions", minimum=1),
+        max_partitions=opts.integer("maxPartitions", minimum=1),
         max_records_per_partition=opts.integer(
             "maxRecordsPerPartition", DEFAULT_MAX_RECORDS_PER_PARTITION, minimum=1
         ),

@@ -62,6 +62,19 @@ class RangePartition(InputPartition):
     end: int
 
 
+@dataclass(frozen=True)
+class RangeGroup(InputPartition):
+    """Several offset ranges read one after another by one Spark task (``maxPartitions``)."""
+
+    ranges: tuple[RangePartition, ...]
+
+
+def read_ranges(part: RangePartition | RangeGroup, opts: ReadOptions) -> Iterator[pa.RecordBatch]:
+    """Yield the Arrow record batches of one Spark partition: one range, or a group in turn."""
+    for one in part.ranges if isinstance(part, RangeGroup) else (part,):
+        yield from read_range(one, opts)
+
+
 def arrow_schema(columns: tuple[str, ...], overrides: tuple = ()) -> pa.Schema:
     from pyspark.sql.pandas.types import to_arrow_schema
 

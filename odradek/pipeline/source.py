@@ -21,7 +21,7 @@ Planning runs on the driver (in a Python worker Spark starts for the data source
   records aged out before they were read) fails the query unless
   ``failOnDataLoss=false``.
 
-Tasks read their range with ``reader.read_range`` (Arrow record batches).
+Tasks read their range (or, with ``maxPartitions``, their group of ranges) with ``reader.read_ranges`` (Arrow record batches).
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ from odradek.pipeline.options import (
     source_schema,
     wants_typed_columns,
 )
-from odradek.pipeline.reader import RangePartition, data_loss, read_range
+from odradek.pipeline.reader import RangeGroup, RangePartition, data_loss, read_ranges
 
 log = logging.getLogger(__name__)
 
@@ -159,9 +159,14 @@ def resolve_offsets(
 
 
 def split_ranges(
-    ranges: list[RangePartition], *, max_records: int, min_partitions: int | None
-) -> list[RangePartition]:
-    """Split ranges over ``max_records``, then the largest until ``min_partitions``."""
+    ranges: list[RangePartition],
+    *,
+    max_records: int,
+    min_partitions: int | None,
+    max_partitions: int | None = None,
+) -> list[RangePartition | RangeGroup]:
+    """Split ranges over ``max_records``, then the largest until ``min_partitions``; then, over
+    ``max_partitions``, pack them into that many groups (each a task)."""
     out: list[RangePartition] = []
     for r in ranges:
         size = r.end - r.start
@@ -181,7 +186,21 @@ def split_ranges(
             for start in range(r.start, r.end, step):
                 split.append(RangePartition(r.topic, r.partition, start, min(start + step, r.end)))
         out = split
-    return out
+    if max_partitions and len(out) > max_partitions:
+        return pack_ranges(out, max_partitions)
+    return list(out)
+
+
+def pack_ranges(ranges: list[RangePartition], groups: int) -> list[RangePartition | RangeGroup]:
+    """``ranges`` in ``groups`` tasks of about equal records: the largest range first, each to
+    the group with the fewest records so far."""
+    packed: list[list[RangePartition]] = [[] for _ in range(groups)]
+    sizes = [0] * groups
+    for r in sorted(ranges, key=lambda r: (r.start - r.end, r.topic, r.partition, r.start)):
+        smallest = sizes.index(min(sizes))
+        packed[smallest].append(r)
+        sizes[smallest] += r.end - r.start
+    return [group[0] if len(group) == 1 else RangeGroup(tuple(group)) for group in packed if group]
 
 
 def check_log_start(
@@ -209,7 +228,7 @@ class BatchReader(DataSourceReader):
     def __init__(self, opts: ReadOptions):
         self.opts = opts
 
-    def partitions(self) -> list[RangePartition]:
+    def partitions(self) -> list[RangePartition | RangeGroup]:
         opts = self.opts
         with opts.cluster() as cluster:
             tps = opts.subscription.resolve(cluster)
@@ -225,11 +244,14 @@ class BatchReader(DataSourceReader):
             starts = check_log_start(cluster, starts, opts)
         ranges = [RangePartition(t, p, starts[(t, p)], ends[(t, p)]) for t, p in tps]
         return split_ranges(
-            ranges, max_records=opts.max_records_per_partition, min_partitions=opts.min_partitions
+            ranges,
+            max_records=opts.max_records_per_partition,
+            min_partitions=opts.min_partitions,
+            max_partitions=opts.max_partitions,
         )
 
-    def read(self, partition: RangePartition):
-        return read_range(partition, self.opts)
+    def read(self, partition: RangePartition | RangeGroup):
+        return read_ranges(partition, self.opts)
 
 
 # -- streaming -------------------------------------------------------------------------------
@@ -354,7 +376,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def reportLatestOffset(self):
         return offsets_to_json(self._latest) if self._latest is not None else None
 
-    def partitions(self, start: dict, end: dict) -> list[RangePartition]:
+    def partitions(self, start: dict, end: dict) -> list[RangePartition | RangeGroup]:
         begin = offsets_from_json(start)
         finish = offsets_from_json(end)
         starts = {tp: begin.get(tp, 0) for tp in finish}
@@ -366,11 +388,14 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         )
         ranges = [RangePartition(t, p, starts[(t, p)], finish[(t, p)]) for t, p in sorted(starts)]
         return split_ranges(
-            ranges, max_records=self.opts.max_records_per_partition, min_partitions=self.opts.min_partitions
+            ranges,
+            max_records=self.opts.max_records_per_partition,
+            min_partitions=self.opts.min_partitions,
+            max_partitions=self.opts.max_partitions,
         )
 
-    def read(self, partition: RangePartition):
-        return read_range(partition, self.opts)
+    def read(self, partition: RangePartition | RangeGroup):
+        return read_ranges(partition, self.opts)
 
     def commit(self, end: dict) -> None:
         pass

@@ -51,6 +51,7 @@ from odradek.streams.stage import StreamsException
 from odradek.streams.streams_config import ConfigException, StreamsConfig
 from odradek.streams.test_driver import TopologyTestDriver
 from odradek.streams.topology import Topology, TopologyDescription
+from odradek.streams.windowed_queries import ReadOnlySessionStore, ReadOnlyWindowStore
 
 __all__ = [
     "Branched",
@@ -72,6 +73,8 @@ __all__ = [
     "Named",
     "Produced",
     "ReadOnlyKeyValueStore",
+    "ReadOnlySessionStore",
+    "ReadOnlyWindowStore",
     "Repartitioned",
     "Serde",
     "Serdes",

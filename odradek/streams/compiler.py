@@ -346,7 +346,9 @@ class Compiler:
                 parts.append(rows.select(F.lit(changelog).alias("topic"), "key", "value"))
             return _union(parts)
 
-        return Aggregation(node, updates, outputs, store=store.name, key_serde=key_serde, value_serde=value_serde)
+        return Aggregation(
+            node, updates, outputs, store=store.name, key_serde=key_serde, value_serde=value_serde
+        )
 
     def _windowed(self, node: Node, terminals: list[Node], records, in_key: Serde, in_value: Serde):
         """A windowed aggregation (compile_windows.py) and the sinks downstream of its table."""
@@ -362,7 +364,16 @@ class Compiler:
                 + ([changelog] if changelog is not None else [])
             )
 
-        return Aggregation(node, parts.updates, outputs, after=parts.close_batch, metrics=parts.metrics)
+        return Aggregation(
+            node,
+            parts.updates,
+            outputs,
+            after=parts.close_batch,
+            metrics=parts.metrics,
+            store=node.args["store"],  # KafkaStreams.store(): a window or session store
+            key_serde=parts.key_serde,
+            value_serde=parts.value_serde,
+        )
 
 
 def _fold(df, node: Node, key_serde: Serde, value_serde: Serde, agg_serde: Serde, *, with_old: bool = False):

@@ -26,9 +26,10 @@ from odradek.streams.compiler import (
     plan_metrics,
     query_stage,
 )
-from odradek.streams.interactive_queries import InvalidStateStoreException, ReadOnlyKeyValueStore
+from odradek.streams.interactive_queries import InvalidStateStoreException
 from odradek.streams.streams_config import StreamsConfig
 from odradek.streams.topology import Topology
+from odradek.streams.windowed_queries import open_store
 
 log = logging.getLogger("odradek.streams")
 
@@ -87,7 +88,7 @@ class KafkaStreams:
         self._watcher: threading.Thread | None = None
         self._stopping = threading.Event()
         self._plan: Plan | None = None
-        self._stores: dict[str, ReadOnlyKeyValueStore] = {}
+        self._stores: dict[str, Any] = {}
         self.exception: BaseException | None = None
 
     def state(self) -> State:
@@ -194,6 +195,9 @@ class KafkaStreams:
             .options(**self._client_options())
             .option("subscribe", ",".join(topics))
             .option("startingOffsets", self._starting_offsets(topics))
+            # One wave of read tasks per micro-batch (one per core): a batch of a few records
+            # spread over many partitions does not pay for several waves of Python tasks.
+            .option("maxPartitions", str(spark.sparkContext.defaultParallelism))
             .load()
         )
 
@@ -326,12 +330,13 @@ class KafkaStreams:
         shutil.rmtree(self.config.checkpoint_dir, ignore_errors=True)
 
     # -- interactive queries ------------------------------------------------------------------
-    def store(self, name: str, store_type: Any = None) -> ReadOnlyKeyValueStore:
-        """The materialized table ``name`` as a ``ReadOnlyKeyValueStore`` (``get``, ``range``,
-        ``all``, ``approximate_num_entries``), read from its changelog topic
-        (``interactive_queries.py``). ``store_type`` is accepted for Kafka's signature; key-value
-        stores are the kind there is. InvalidStateStoreException when there is no such store or
-        the app is not running."""
+    def store(self, name: str, store_type: Any = None) -> Any:
+        """The materialized store ``name``, read from its changelog topic: a table as a
+        ``ReadOnlyKeyValueStore`` (``get``, ``range``, ``all``, ``approximate_num_entries``;
+        interactive_queries.py), a time-windowed aggregation as a ``ReadOnlyWindowStore`` and a
+        session-windowed one as a ``ReadOnlySessionStore`` (windowed_queries.py). ``store_type`` is
+        accepted for Kafka's signature: the store's kind decides. InvalidStateStoreException when
+        there is no such store or the app is not running."""
         if self._state not in (State.RUNNING, State.REBALANCING) or self._plan is None:
             raise InvalidStateStoreException(
                 f"KafkaStreams is not running (state {self._state.value}): query state stores after start()"
@@ -350,7 +355,7 @@ class KafkaStreams:
                     f"state store {name!r} cannot be queried: only materialized tables with a changelog "
                     "topic (not with_logging_disabled()) answer interactive queries"
                 )
-            self._stores[name] = ReadOnlyKeyValueStore(
+            self._stores[name] = open_store(
                 name,
                 f"{self.config.application_id}-{name}-changelog",
                 agg.key_serde,

@@ -114,6 +114,11 @@ def test_subscribe_pattern_and_split_ranges(spark, broker, topic_name):
     rows = _rows(df)
     assert [(r.topic, r.offset) for r in rows] == [(a, i) for i in range(120)] + [(b, i) for i in range(30)]
     assert [r.value for r in rows[:3]] == [b"a0", b"a1", b"a2"]
+    # maxPartitions packs the 4 ranges into 2 tasks of about equal records, each read in turn.
+    packed = _load(spark, broker, subscribePattern=f"{topic_name}-[ab]", maxRecordsPerPartition="50", maxPartitions="2")
+    assert packed.rdd.getNumPartitions() == 2
+    assert sorted(len(part) for part in packed.rdd.glom().collect()) == [70, 80]  # 40+30 | 40+40
+    assert _rows(packed) == rows
 
 
 def test_fail_on_data_loss_when_records_were_deleted(spark, broker, topic_name):

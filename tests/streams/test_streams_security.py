@@ -116,3 +116,53 @@ def test_wrong_password_fails_start_in_one_line(secured, topic_name, tmp_path):
     assert f"{topic_name}-app cannot authenticate" in message and "sasl.password" in message, message
     assert "not-alice-secret" not in message  # no secret in the error
     assert streams.state() is State.ERROR
+
+
+def _properties_file(secured, path: Path, password: str = "alice-secret") -> str:
+    """The client keys in a properties file, as Kafka's reset tool takes them (--config-file)."""
+    client = _client(secured, password)
+    path.write_text("".join(f"{k}={v}\n" for k, v in client.items() if k != "bootstrap.servers"))
+    return str(path)
+
+
+def test_reset_over_sasl_ssl_with_a_config_file(secured, topic_name, tmp_path):
+    from click.testing import CliRunner
+    from confluent_kafka import TopicPartition
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    from odradek.cli.streams_reset import reset
+
+    app, source = f"{topic_name}-app", f"{topic_name}-lines"
+    changelog = f"{app}-counts-changelog"
+    admin = AdminClient(_client(secured))
+    for future in admin.create_topics([NewTopic(source, 2, 1), NewTopic(changelog, 1, 1)]).values():
+        future.result(30)
+    producer = Producer({**_client(secured), "linger.ms": 0})
+    for i in range(6):
+        producer.produce(source, b"x", partition=i % 2)
+    assert producer.flush(30) == 0
+    group = Consumer({**_client(secured), "group.id": app, "enable.auto.commit": False})
+    where = [TopicPartition(source, 0, 3), TopicPartition(source, 1, 2)]
+    group.commit(offsets=where, asynchronous=False)  # where a stopped app left its group
+    checkpoint = tmp_path / "state" / app / "offsets"
+    checkpoint.mkdir(parents=True)
+    broker, _tls = secured
+    args = ["-b", broker.address("SASL_SSL"), "--application-id", app, "--input-topics", source,
+            "--state-dir", str(tmp_path / "state")]  # fmt: skip
+
+    refused = CliRunner().invoke(
+        reset, [*args, "--config-file", _properties_file(secured, tmp_path / "bad.properties", "wrong")]
+    )
+    assert refused.exit_code != 0 and "wrong" not in refused.output, refused.output
+    assert "sasl" in refused.output.lower(), refused.output  # the hint names what to fix
+    assert checkpoint.exists()
+
+    done = CliRunner().invoke(
+        reset, [*args, "--config-file", _properties_file(secured, tmp_path / "client.properties")]
+    )
+    assert done.exit_code == 0, done.output
+    committed = group.committed([TopicPartition(source, 0), TopicPartition(source, 1)], timeout=30)
+    group.close()
+    assert [(tp.partition, tp.offset) for tp in committed] == [(0, 0), (1, 0)]
+    assert changelog not in admin.list_topics(timeout=30).topics
+    assert not checkpoint.exists()

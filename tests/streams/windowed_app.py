@@ -115,6 +115,7 @@ def run_windowed_count(spark, bootstrap: str, name: str, state_dir, **config) ->
         )
         assert model.dropped == 2 and sliding.dropped == 3
         assert streams.metrics()["dropped-records-total"] == model.dropped + sliding.dropped
+        check_window_store(streams.store("clicks-per-window"), model)
     finally:
         assert streams.close(60)
     got = [
@@ -133,3 +134,27 @@ def run_windowed_count(spark, bootstrap: str, name: str, state_dir, **config) ->
     latest = {(r.key[:-12].decode(), int.from_bytes(r.key[-12:-4], "big")): struct.unpack(">q", r.value)[0]
               for r in changelog}  # fmt: skip
     assert latest == {(k, start): n for (k, start, _end), n in model.counts.items()}
+
+
+def check_window_store(store, model: CountModel) -> None:
+    """Interactive queries on the windowed store (ReadOnlyWindowStore, read from its changelog)
+    answer what the model counted: every window, one key's windows, one window, a time range."""
+    counts = {(k, start): n for (k, start, _end), n in model.counts.items()}
+
+    def entries(found):
+        return [(e.key.key, e.key.window.start, e.key.window.end, e.value) for e in found]
+
+    wait_until(lambda: len(list(store.all())) == len(counts), 60, "every window in the window store")
+    by_start = sorted(counts.items(), key=lambda item: (item[0][1], item[0][0]))
+    assert entries(store.all()) == [(k, start, start + SIZE, n) for (k, start), n in by_start]
+    for key in ("a", "b", "c", "absent"):
+        mine = sorted((start, n) for (k, start), n in counts.items() if k == key)
+        assert [tuple(e) for e in store.fetch(key, BASE, BASE + 60_000)] == mine
+    assert store.fetch("a", BASE) == counts[("a", BASE)] == 2  # 1 s and 8 s (3 s was late)
+    assert store.fetch("a", BASE + SIZE) == counts[("a", BASE + SIZE)] == 2
+    assert store.fetch("a", BASE + 2 * SIZE) is None  # no such window
+    middle = [(k, s, s + SIZE, n) for (k, s), n in by_start if SIZE <= s - BASE <= 2 * SIZE]
+    assert entries(store.fetch_all(BASE + SIZE, BASE + 2 * SIZE)) == middle  # bounds inclusive
+    assert middle and entries(store.fetch_range("b", "c", BASE, BASE + 60_000)) == [
+        (k, s, s + SIZE, n) for (k, s), n in by_start if k in "bc"
+    ]
