@@ -51,14 +51,6 @@ _log_librdkafka_through_logging()
 # Spark's JVMs are the heaviest tenants: the pipeline files share one worker (and one
 # SparkSession), the Streams files another, so no more than two Spark drivers run at once.
 SHARED_WORKER = {"tests/pipeline/": "spark", "tests/streams/": "spark-streams"}
-# Files under those prefixes whose Spark runs in a child process (a driver killed with -9, a
-# standalone cluster, a fresh interpreter): they need not wait for the shared worker, so each
-# is a group of its own and runs beside it. They must not ask for the shared ``spark`` fixture.
-OWN_SPARK_PROCESS = (
-    "tests/streams/test_streams_exactly_once.py",
-    "tests/streams/test_spark_cluster.py",
-    "tests/pipeline/test_pipeline_autoregister.py",
-)
 # Where the longest files are (clusters, Spark, wheels, the README): the workers take these
 # first, so that none of them is the last one running while the other workers idle.
 SLOW_FIRST = ("tests/pipeline/", "tests/streams/", "tests/cluster/", "tests/test_wheel_install.py", "tests/getting_started/")
@@ -68,9 +60,6 @@ SLOW_FIRST = ("tests/pipeline/", "tests/streams/", "tests/cluster/", "tests/test
 def pytest_collection_modifyitems(config, items):
     """In xdist workers under ``--dist loadgroup``, the ``SLOW_FIRST`` files come first (every
     worker sorts alike, as xdist requires); a run in one process keeps the usual order."""
-    for item in items:
-        if item.nodeid.startswith(OWN_SPARK_PROCESS) and "spark" in getattr(item, "fixturenames", ()):
-            raise pytest.UsageError(f"{item.nodeid} uses the shared spark fixture: remove it from OWN_SPARK_PROCESS")
     if config.getoption("loadgroup", False):
         items.sort(key=lambda item: not item.nodeid.startswith(SLOW_FIRST))
 
@@ -91,8 +80,6 @@ def pytest_xdist_make_scheduler(config, log):
             if nodeid.rfind("@") > nodeid.rfind("]"):  # a test's own xdist_group (pytest 8)
                 return nodeid.split("@")[-1]
             path = nodeid.split("::")[0]
-            if path in OWN_SPARK_PROCESS:
-                return path
             return next((group for prefix, group in SHARED_WORKER.items() if path.startswith(prefix)), path)
 
     return FileScheduling(config, log)

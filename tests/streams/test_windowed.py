@@ -49,5 +49,7 @@ def test_short_or_bad_windows_are_refused_with_a_reason():
         WindowedSerdes.session_windowed_serde_from(Serdes.String()).deserialize(T, b"\0" * 15)
     with pytest.raises(ValueError, match="start <= end"):
         Window(10, 5)
-    with pytest.raises(ValueError, match="positive"):
-        WindowedSerdes.time_windowed_serde_from(Serdes.String(), 0)
+    with pytest.raises(ValueError, match="must not be negative"):
+        WindowedSerdes.time_windowed_serde_from(Serdes.String(), -1)
+    # 0 is a sliding window of time difference 0: [t, t]
+    assert WindowedSerdes.time_windowed_serde_from(Serdes.String(), 0).deserialize(T, b"k" + (7).to_bytes(8, "big")).window.end == 7
