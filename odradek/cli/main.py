@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import logging
 import sys
 
@@ -215,7 +216,22 @@ def server(properties, overrides, log_level):
         raise click.ClickException(f"the broker cannot start: {exc}") from None
 
 
+def write_whole_lines_to_pipes() -> None:
+    """Under ``python -u`` or PYTHONUNBUFFERED=1, sys.stdout writes straight to the file
+    descriptor, and a write the kernel cuts short (a pipe whose slow reader left it full)
+    loses the rest of the text: `odradek configs describe --all -o json | slow-reader` got
+    the first 64 KiB only. A buffered writer retries until all is written; line buffering
+    keeps the output as prompt as unbuffered."""
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name)
+        if isinstance(stream, io.TextIOWrapper) and isinstance(stream.buffer, io.FileIO):
+            stream.flush()
+            buffered = io.BufferedWriter(stream.buffer)
+            setattr(sys, name, io.TextIOWrapper(buffered, stream.encoding, stream.errors, line_buffering=True))
+
+
 def main():
+    write_whole_lines_to_pipes()
     # kio's types register optional hypothesis strategies when hypothesis is importable;
     # no command has a use for them, and they double the start-up time.
     sys.modules.setdefault("hypothesis", None)

@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import fcntl
+import json
+import os
+import subprocess
+import sys
+import termios
 import time
 
 from cli_helpers import ck_produce, run_odradek
@@ -54,6 +60,26 @@ def test_configs_describe_and_alter_topic(odradek, ck_admin, topic_name):
     assert invalid.code == 1 and "retention.ms" in invalid.err
     nothing = odradek("configs", "alter", "--topic", topic_name)
     assert nothing.code == 2 and "--add-config" in nothing.err
+
+
+def test_a_large_answer_reaches_a_slow_reader_whole(broker):
+    """Run unbuffered (PYTHONUNBUFFERED=1, as in many containers) into a pipe that the reader
+    lets fill up: the JSON (over 64 KiB) must still arrive whole, not cut at the pipe's size."""
+    cmd = [sys.executable, "-m", "odradek", "configs", "describe", "--broker", "0", "--all", "-o", "json"]
+    cmd += ["--bootstrap-server", broker.bootstrap_servers]
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env) as proc:
+        deadline = time.monotonic() + 60
+        queued = bytearray(4)
+        while proc.poll() is None and time.monotonic() < deadline:
+            fcntl.ioctl(proc.stdout.fileno(), termios.FIONREAD, queued)
+            if int.from_bytes(queued, sys.byteorder) >= 65536:
+                break  # the pipe is full: the writer has to wait for us
+            time.sleep(0.05)
+        out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    configs = json.loads(out)[0]["configs"]
+    assert len(out) > 65536 and any(c["name"] == "num.partitions" for c in configs)
 
 
 def test_configs_brokers(odradek):
