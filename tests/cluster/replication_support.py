@@ -223,7 +223,7 @@ def wait_for(condition, timeout: float = 20.0, what: str = "condition"):
     raise AssertionError(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
 
 
-def send(bootstrap: str, api_key: int, entity, version: int):
+def send(bootstrap: str, api_key: int, entity, version: int, timeout_ms: int = 10000):
     """One request over a real connection (what the controller's channel does)."""
     import asyncio
 
@@ -232,7 +232,7 @@ def send(bootstrap: str, api_key: int, entity, version: int):
     host, port = bootstrap.rsplit(":", 1)
 
     async def go():
-        conn = Connection(host, int(port), -1, "test-controller", 10000)
+        conn = Connection(host, int(port), -1, "test-controller", timeout_ms)
         await conn.connect(5)
         try:
             return await conn.send(api_key, entity, version=version)
