@@ -28,13 +28,14 @@ import json
 import os
 import shutil
 import statistics
-import sys
 import tempfile
 import threading
 import time
 import uuid
 
-os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+from odradek.pipeline import worker_python
+
+os.environ.setdefault("PYSPARK_PYTHON", worker_python())
 
 
 def _produce_bulk(bootstrap: str, topic: str, n: int, partitions: int) -> float:

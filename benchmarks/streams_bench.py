@@ -35,7 +35,9 @@ import threading
 import time
 import uuid
 
-os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+from odradek.pipeline import worker_python
+
+os.environ.setdefault("PYSPARK_PYTHON", worker_python())
 
 
 def produce_lines(bootstrap: str, topic: str, n: int, words: int, vocabulary: int) -> None:

@@ -73,10 +73,10 @@ def local_spark(app_name: str):
     """The one local SparkSession a test process shares (the Streams and the pipeline tests'
     ``spark`` fixtures): ``local[2]``, no UI, two shuffle partitions. Yields it; stops it after."""
     import os
-    import sys
 
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    from odradek.pipeline import spark_session
+    from odradek.pipeline import spark_session, worker_python
+
+    os.environ["PYSPARK_PYTHON"] = worker_python()
 
     session = spark_session(
         "local[2]",

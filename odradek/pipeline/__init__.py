@@ -25,7 +25,15 @@ from __future__ import annotations
 import os
 import sys
 
-__all__ = ["register", "spark_session", "OdradekDataSource"]
+__all__ = ["register", "spark_session", "worker_python", "OdradekDataSource"]
+
+
+def worker_python() -> str:
+    """The program Spark should start its Python workers with: ``odradek-spark-python``
+    beside this interpreter (it connects back to the JVM before the slow imports; see
+    ``spark_worker.py``), else this interpreter itself."""
+    launcher = os.path.join(os.path.dirname(sys.executable), "odradek-spark-python")
+    return launcher if os.access(launcher, os.X_OK) else sys.executable
 
 
 def register(spark) -> None:
@@ -45,13 +53,14 @@ def spark_session(
     """A SparkSession for pipelines: ``local[*]`` unless ``master``, Python workers on this interpreter.
 
     Workers must run the interpreter that has odradek installed, so ``PYSPARK_PYTHON``
-    (and the driver's) default to ``sys.executable``. The ``odradek`` format is registered.
+    defaults to ``worker_python()`` and the driver's to ``sys.executable``. The ``odradek``
+    format is registered.
 
     ``own_process_group`` starts Spark's JVM (and so its Python workers) in a session of
     its own when this call starts it: Ctrl-C in a terminal then reaches this process
     only, instead of also interrupting the workers in the middle of a task.
     """
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_PYTHON", worker_python())
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark import SparkConf, SparkContext
     from pyspark.sql import SparkSession

@@ -16,12 +16,12 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 import urllib.request
 from pathlib import Path
 
+from odradek.pipeline import worker_python
 from odradek.pipeline.ship import odradek_zip, ship_odradek
 
 from .process import free_port, wait_for_port
@@ -56,7 +56,7 @@ class SparkStandaloneCluster:
             "SPARK_HOME": str(spark_home()),
             "SPARK_LOCAL_IP": "127.0.0.1",
             "SPARK_LOG_DIR": str(self.work_dir / "logs"),
-            "PYSPARK_PYTHON": sys.executable,
+            "PYSPARK_PYTHON": worker_python(),
         }
         log = open(self.work_dir / f"{name}.log", "ab")  # noqa: SIM115 (the child owns it; closed below)
         with log:
@@ -130,7 +130,7 @@ class SparkStandaloneCluster:
     def session_config(self) -> dict[str, str]:
         """Spark settings for an app on this cluster: executors on this interpreter, small and local."""
         return {
-            "spark.pyspark.python": sys.executable,
+            "spark.pyspark.python": worker_python(),
             "spark.driver.host": "127.0.0.1",
             "spark.driver.bindAddress": "127.0.0.1",
             "spark.executor.memory": "512m",

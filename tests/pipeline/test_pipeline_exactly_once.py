@@ -22,7 +22,7 @@ import pyarrow as pa
 import pytest
 from pipeline_kafka import create_topic, produce, read_topic, user_headers
 
-from odradek.pipeline import sink
+from odradek.pipeline import sink, worker_python
 from odradek.pipeline.blocking_client import Cluster
 from odradek.pipeline.exactly_once import SINK_HEADER, CommitLog, TaskIdentity, record_commit
 from odradek.pipeline.options import DEFAULT_COMMIT_TOPIC, write_options
@@ -187,7 +187,7 @@ def test_query_killed_mid_batch_resumes_without_duplicates(spark, broker, topic_
     )
     script = tmp_path / "job.py"
     script.write_text(_JOB)
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+    env = {**os.environ, "PYSPARK_PYTHON": worker_python()}
     # A micro-batch's rows reach the topic in bursts as its tasks finish, so a kill can miss
     # the middle of a batch; then we try again with a fresh target topic and checkpoint.
     for attempt in range(4):

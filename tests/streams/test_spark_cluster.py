@@ -21,6 +21,7 @@ import pytest
 
 from odradek.client.blocking import Admin, Consumer, Producer
 from odradek.client.structs import NewTopic
+from odradek.pipeline import worker_python
 from odradek.testing.spark_cluster import SparkStandaloneCluster
 
 pytestmark = pytest.mark.timeout(600)  # a loaded 2-core machine: JVMs for a master, 2 workers, 2 executors
@@ -120,7 +121,7 @@ def test_a_streams_app_on_a_standalone_cluster(broker, topic_name, tmp_path):
             capture_output=True,
             text=True,
             timeout=540,
-            env={**os.environ, "PYSPARK_PYTHON": sys.executable},
+            env={**os.environ, "PYSPARK_PYTHON": worker_python()},
         )
     assert run.returncode == 0, run.stderr[-4000:]
     report = json.loads(run.stdout.strip().splitlines()[-1])
