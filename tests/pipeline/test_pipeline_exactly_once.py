@@ -27,7 +27,7 @@ from odradek.pipeline.blocking_client import Cluster
 from odradek.pipeline.exactly_once import SINK_HEADER, CommitLog, TaskIdentity, record_commit
 from odradek.pipeline.options import DEFAULT_COMMIT_TOPIC, write_options
 
-pytestmark = pytest.mark.timeout(240)
+pytestmark = pytest.mark.timeout(600)
 
 
 def _batches(rows: list[tuple], size: int = 7, fail_after: int | None = None):
@@ -126,7 +126,7 @@ _JOB = textwrap.dedent(
     from odradek.pipeline import spark_session
     from pyspark.sql import functions as F
 
-    bootstrap, source, target, checkpoint, slow = sys.argv[1:6]
+    bootstrap, source, target, checkpoint, stuck_marker = sys.argv[1:6]
     spark = spark_session("local[2]", config={
         "spark.sql.shuffle.partitions": "2",
         "spark.sql.execution.arrow.maxRecordsPerBatch": "20",
@@ -134,14 +134,19 @@ _JOB = textwrap.dedent(
     spark.sparkContext.setLogLevel("ERROR")
 
     @F.udf("string")
-    def slowly(v):
-        time.sleep(float(slow))
-        return v
+    def stuck_on_the_last_record(value, partition, offset):
+        # Partition 0's last record is in the second micro-batch (each batch takes 300 of each
+        # partition's 500): the task that reaches it stops there for good, the rest is written.
+        if partition == 0 and offset == 499:
+            open(stuck_marker, "w").close()
+            time.sleep(3600)
+        return value
 
     df = (spark.readStream.format("odradek").option("kafka.bootstrap.servers", bootstrap)
           .option("subscribe", source).option("startingOffsets", "earliest")
           .option("maxOffsetsPerTrigger", "600").load()
-          .select("key", slowly(F.col("value").cast("string")).alias("value")))
+          .select("key", stuck_on_the_last_record(F.col("value").cast("string"), "partition", "offset")
+                  .alias("value")))
     q = (df.writeStream.format("odradek").option("kafka.bootstrap.servers", bootstrap)
          .option("topic", target).option("kafka.batch.size", "400")
          .option("checkpointLocation", checkpoint).trigger(availableNow=True).start())
@@ -157,18 +162,17 @@ def _end_offsets(bootstrap: str, topic: str) -> int:
         return sum(cluster.offsets(tps, -1).values())
 
 
-def _run_and_kill_mid_batch(args, env, bootstrap, target) -> int:
-    """Run the slow job; SIGKILL it once its second micro-batch is part-written."""
-    proc = subprocess.Popen(
-        [*args, "0.01"], env=env, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
-    )
+def _run_and_kill_mid_batch(args, env, bootstrap, target, stuck_marker: Path) -> int:
+    """Run the job; SIGKILL it once its second micro-batch is stuck and part-written."""
+    proc = subprocess.Popen(args, env=env, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
-        deadline = time.monotonic() + 150
+        deadline = time.monotonic() + 180
         while time.monotonic() < deadline and proc.poll() is None:
-            if _end_offsets(bootstrap, target) >= 700:  # batch 0 (600 rows) is in; batch 1 is part-way
+            if stuck_marker.exists() and _end_offsets(bootstrap, target) > 600:  # batch 0 and part of batch 1
                 break
             time.sleep(0.05)
         assert proc.poll() is None, proc.stdout.read().decode(errors="replace")[-3000:]
+        assert stuck_marker.exists(), "the job did not reach its second micro-batch in 180 s"
         os.killpg(proc.pid, signal.SIGKILL)
     finally:
         if proc.poll() is None:
@@ -182,26 +186,18 @@ def test_query_killed_mid_batch_resumes_without_duplicates(spark, broker, topic_
     create_topic(broker.bootstrap_servers, source, 2)
     create_topic(broker.bootstrap_servers, target, 2)
     total = 1000
-    produce(
-        broker.bootstrap_servers, source, [{"key": b"k%04d" % i, "value": b"v%d" % i} for i in range(total)]
-    )
+    records = [{"key": b"k%04d" % i, "value": b"v%d" % i, "partition": i % 2} for i in range(total)]
+    produce(broker.bootstrap_servers, source, records)  # 500 in each partition, offsets 0-499
     script = tmp_path / "job.py"
     script.write_text(_JOB)
     env = {**os.environ, "PYSPARK_PYTHON": worker_python()}
-    # A micro-batch's rows reach the topic in bursts as its tasks finish, so a kill can miss
-    # the middle of a batch; then we try again with a fresh target topic and checkpoint.
-    for attempt in range(4):
-        if attempt:
-            target = f"{topic_name}-out{attempt}"
-            create_topic(broker.bootstrap_servers, target, 2)
-        checkpoint = tmp_path / f"ckpt{attempt}"
-        args = [sys.executable, str(script), broker.bootstrap_servers, source, target, str(checkpoint)]
-        partial = _run_and_kill_mid_batch(args, env, broker.bootstrap_servers, target)
-        if 600 < partial < total:
-            break
+    checkpoint = tmp_path / "ckpt"
+    args = [sys.executable, str(script), broker.bootstrap_servers, source, target, str(checkpoint)]
+    stuck = tmp_path / "stuck"
+    partial = _run_and_kill_mid_batch([*args, str(stuck)], env, broker.bootstrap_servers, target, stuck)
     assert 600 < partial < total, f"the kill was not mid-batch ({partial} of {total} written)"
 
-    # Run the query again from its checkpoint, here, without the slow step.
+    # Run the query again from its checkpoint, here, without the stuck step.
     from pyspark.sql import functions as F
 
     q = (
