@@ -151,11 +151,11 @@ def test_a_query_that_fails_stops_the_pipeline_at_once_in_one_line(broker, topic
     create_topic(broker.bootstrap_servers, minute, 1)
     create_topic(broker.bootstrap_servers, top, 1, {"cleanup.policy": "compact", "max.message.bytes": "64"})
     page_view_events.generate(broker.bootstrap_servers, events, rate=0, count=50, seed=1, pages=5)
-    # local[2]: on local[1] the Streams app's later queries failed to start (their sources' Python
-    # workers missed Spark's fixed 10 s connect-back while the first query ran on the only core).
+    # local[1]: three queries on one core. Before odradek-spark-python the later ones failed to
+    # start there (their sources' Python workers missed Spark's fixed 10 s connect-back).
     proc = _odradek(
         "pipeline", "run", "page-views", "-b", broker.bootstrap_servers, "--input", events, "--output", minute,
-        "--top-topic", top, "--checkpoint", str(tmp_path / "ckpt"), "--master", "local[2]",
+        "--top-topic", top, "--checkpoint", str(tmp_path / "ckpt"), "--master", "local[1]",
         "--trigger", "1 second", "--conf", "spark.sql.shuffle.partitions=1",
         start_new_session=True,
     )  # fmt: skip
