@@ -29,7 +29,8 @@ def read_exactly(conn: socket.socket, n: int) -> bytes:
 def start_worker(port: int, secret: str) -> subprocess.Popen:
     env = {**os.environ, "PYTHON_WORKER_FACTORY_PORT": str(port), "PYTHON_WORKER_FACTORY_SECRET": secret}
     env.pop("PYTHON_WORKER_FACTORY_SOCK_PATH", None)
-    command = [worker_python(), "-m", "pyspark.sql.worker.lookup_data_sources"]
+    # The worker Spark starts on its own for each streaming query; its imports load pyarrow and numpy.
+    command = [worker_python(), "-m", "pyspark.sql.streaming.python_streaming_source_runner"]
     return subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
@@ -55,7 +56,7 @@ def test_the_worker_authenticates_before_loading_pyspark_then_reports_its_pid():
                 assert pid == worker.pid
         finally:
             worker.wait(60)
-    # Closed before Spark's planner input: the worker module ends on that, as it would.
+    # Closed before the runner's input: the worker module ends on that, as it would.
     assert worker.returncode != 0
 
 
