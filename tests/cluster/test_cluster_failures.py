@@ -184,7 +184,20 @@ def test_zookeeper_down_brokers_keep_serving_then_reconnect(cluster, zookeeper):
     wait_until(lambda: all("reconnected to ZooKeeper" in cluster.log_text(b) for b in cluster.brokers), 20, "reconnection")
     for b in cluster.brokers:
         assert cluster.log_text(b).count("lost the connection to ZooKeeper") == 1  # said once
-    _create(cluster, "after-zk", 2, 3)  # the control plane works again
+    # The control plane works again. A broker whose session expired while ZooKeeper was down
+    # (a reconnect later than the 4 s timeout, on a loaded machine) registers anew, and the
+    # controller counts it live a moment after its "reconnected" line; until then a topic of 3
+    # replicas is refused with INVALID_REPLICATION_FACTOR, as Kafka refuses it, and nothing is made.
+    def created_on_three_live_brokers() -> bool:
+        try:
+            _create(cluster, "after-zk", 2, 3)
+        except confluent_kafka.KafkaException as exc:
+            if exc.args[0].code() != confluent_kafka.KafkaError.INVALID_REPLICATION_FACTOR:
+                raise
+            return False
+        return True
+
+    wait_until(created_on_three_live_brokers, 30, "the controller to count three live brokers", interval=0.2)
     cluster.wait_for(lambda md: "after-zk" in md.topics and sorted(md.brokers) == [1, 2, 3], 10, "after-zk everywhere")
 
 
