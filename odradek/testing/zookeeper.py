@@ -277,16 +277,20 @@ def expire_session(connect_string: str, client_id: tuple[int, bytes], timeout: f
     The owner may reconnect (taking the session back) between the takeover and the close; so
     take over again until a connection finds the session gone."""
     from kazoo.client import KazooClient
+    from kazoo.exceptions import ConnectionLoss
 
     session_id = client_id[0]
     for _ in range(10):
         twin = KazooClient(hosts=connect_string, client_id=client_id)
         try:
-            twin.start(timeout)
+            try:
+                twin.start(timeout)
+            except ConnectionLoss:
+                continue  # the owner took the session back while the twin was starting: again
             # An expired session id is refused and the twin gets a new session instead.
             session_was_alive = twin.client_id is not None and twin.client_id[0] == session_id
-            twin.stop()
         finally:
+            twin.stop()  # a twin whose start failed is still connecting; close() needs it stopped
             twin.close()
         if not session_was_alive:
             return
